@@ -1,0 +1,18 @@
+"""The games the referee runs, by short name."""
+
+from referee.rules.api import Game, MoveError, OptionError, Phase, Result
+from referee.rules.pure_skill import PureSkill
+from referee.rules.rng import Rng
+
+GAMES: dict[str, Game] = {game.kind: game for game in (PureSkill(),)}
+
+
+def get_game(kind: str) -> Game:
+    """The rules of ``kind``; raises KeyError with the known kinds if unknown."""
+    try:
+        return GAMES[kind]
+    except KeyError:
+        raise KeyError(f"unknown game kind {kind!r} (known: {', '.join(sorted(GAMES))})") from None
+
+
+__all__ = ["GAMES", "Game", "MoveError", "OptionError", "Phase", "Result", "Rng", "get_game"]

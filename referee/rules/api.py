@@ -1,0 +1,132 @@
+"""The rules API every game implements (see docs/rules-api.md).
+
+A game is a pure state machine, in the spirit of OpenSpiel:
+
+- ``setup`` deals the starting state from the game's own random stream;
+- ``phase`` says who owes a move now (one seat for a turn, several at once for
+  a sealed round), or ``None`` once the game is over;
+- ``parse_move`` turns a player's line of text into a move, or raises
+  ``MoveError`` with a sentence written for that player;
+- ``resolve`` applies the phase's moves (plus any chance events, drawn from the
+  stream it is given) and returns the next state and the public events;
+- ``random_move`` is the Ackanomic timeout rule: uniform over the legal moves;
+- ``view`` is what one seat may know (``None``: what everyone may know);
+- ``result`` is the final scores and winner.
+
+Games import nothing of the referee's: no I/O, no clock, no global random.
+States are immutable values, so replaying a record is just folding
+``resolve`` over it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from referee.rules.rng import Rng
+
+State = TypeVar("State")
+Move = TypeVar("Move")
+
+
+class MoveError(ValueError):
+    """A move that cannot be made now.  The message is addressed to the player."""
+
+
+class OptionError(ValueError):
+    """A game option that the game does not know or cannot take."""
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One decision the game is waiting for.
+
+    ``movers`` owe a move.  In a ``sealed`` phase they move at once and in
+    secret, may replace their move until the phase closes, and nobody sees
+    any move before the phase resolves.  A phase that is not sealed is a turn:
+    its one mover's move is final and resolves it at once.
+    """
+
+    label: str
+    movers: tuple[int, ...]
+    sealed: bool
+
+
+@dataclass(frozen=True)
+class Result:
+    """The end of a game: a score per seat and the winning seat, if any."""
+
+    scores: tuple[int, ...]
+    winner: int | None
+
+
+class Game(ABC, Generic[State, Move]):
+    """The rules of one kind of game.  Subclasses are stateless."""
+
+    kind: str  # short name used on the command line and in subject tags
+    title: str
+    min_seats: int
+    max_seats: int
+    move_word: str  # the verb players use, for help texts ("bid", "play", ...)
+    options: Mapping[str, Any] = {}  # option name -> default value
+    filters: Mapping[str, Callable[..., str]] = {}  # name -> formatter, for this game's templates
+
+    def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The full option set for a new game: defaults updated by ``options``."""
+        unknown = set(options) - set(self.options)
+        if unknown:
+            raise OptionError(f"{self.kind} has no option {', '.join(sorted(unknown))}")
+        return {**self.options, **options}
+
+    @abstractmethod
+    def setup(self, seats: int, rng: Rng, options: Mapping[str, Any]) -> State:
+        """The starting state for ``seats`` players; chance events draw from ``rng``."""
+
+    @abstractmethod
+    def phase(self, state: State) -> Phase | None:
+        """Who owes a move now, or ``None`` when the game is over."""
+
+    @abstractmethod
+    def legal_moves(self, state: State, seat: int) -> list[Move]:
+        """Every move ``seat`` may make now, in a fixed order."""
+
+    @abstractmethod
+    def parse_move(self, state: State, seat: int, text: str) -> Move:
+        """The move a line of text asks for; raises ``MoveError`` if it is not legal."""
+
+    @abstractmethod
+    def move_text(self, move: Move) -> str:
+        """The canonical text of a move; ``parse_move`` reads it back unchanged."""
+
+    @abstractmethod
+    def resolve(
+        self, state: State, moves: Mapping[int, Move], rng: Rng
+    ) -> tuple[State, list[dict[str, Any]]]:
+        """Apply one move per mover of the current phase.
+
+        Returns the next state and the public events of the resolution (what
+        the announcement of this phase reports).
+        """
+
+    def random_move(self, state: State, seat: int, rng: Rng) -> Move:
+        """A move chosen uniformly among the legal ones (the timeout rule)."""
+        return rng.choice(self.legal_moves(state, seat))
+
+    @abstractmethod
+    def view(self, state: State, seat: int | None) -> dict[str, Any]:
+        """What ``seat`` may know now; ``seat=None`` is the public view."""
+
+    @abstractmethod
+    def result(self, state: State) -> Result | None:
+        """Scores and winner once the game is over, else ``None``."""
+
+    def replace_by_bot(self, state: State, seat: int) -> State:
+        """The seat's player left (Pure Skill rule 8): a random bot plays it.
+
+        Games keep the set of bot seats in a ``bots`` field, because a bot is
+        not a player when the winner is decided.
+        """
+        return dataclasses.replace(state, bots=state.bots | {seat})  # type: ignore[attr-defined]
