@@ -1,0 +1,200 @@
+"""The ``referee`` command: a thin shell around the engine."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import sys
+from pathlib import Path
+
+from referee import config as config_module
+from referee.engine import Engine, EngineError
+from referee.resources import shipped
+from referee.rules import GAMES
+from referee.store import Store
+from referee.timeutil import Clock, parse_duration, utc_now
+
+
+class UsageError(Exception):
+    """A bad command line, reported in one line with exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, not argparse's usage block
+        raise UsageError(message)
+
+
+def _duration(text: str):
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _option(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"'{text}' is not KEY=VALUE")
+    return key.strip(), value.strip()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="referee", description="A play-by-email referee for auction games.")
+    parser.add_argument("--config", type=Path, help="config file (default ./referee.toml)")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    init = commands.add_parser("init", help="write a config file from config.example.toml")
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    commands.add_parser("kinds", help="list the games this referee runs")
+
+    new = commands.add_parser("new", help="start a game")
+    new.add_argument("kind", help="the game's short name (see `referee kinds`)")
+    new.add_argument("--player", action="append", default=[], metavar="ADDR", help="a player's address, in seating order")
+    new.add_argument("--bots", type=int, default=0, metavar="N", help="fill N more seats with random bots")
+    new.add_argument("--deadline", type=_duration, metavar="DURATION", help="how long each phase lasts (90s, 2h, 3d)")
+    new.add_argument("--settle", type=_duration, metavar="DURATION", help="change-of-mind window after the last move")
+    new.add_argument("--name", help="a name for the game")
+    new.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE", help="a game option, e.g. ties=carry")
+
+    status = commands.add_parser("status", help="show one game, or list them all")
+    status.add_argument("game", nargs="?", type=int)
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+
+    ingest = commands.add_parser("ingest", help="process one received mail (file or stdin)")
+    ingest.add_argument("file", nargs="?", default="-", help="an RFC 5322 message; - for stdin")
+    commands.add_parser("tick", help="enforce deadlines: fill missing moves at random, resolve")
+
+    outbox = commands.add_parser("outbox", help="list mail waiting to be sent")
+    outbox.add_argument("--write", type=Path, metavar="DIR", help="also write each as DIR/<id>.eml")
+
+    resign = commands.add_parser("resign", help="a player left: a random bot takes the seat")
+    resign.add_argument("game", type=int)
+    resign.add_argument("address")
+    return parser
+
+
+def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        logging.basicConfig(
+            level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)],
+            format="%(asctime)s %(levelname)s %(message)s",
+        )
+        if args.command == "init":
+            return _init(args)
+        if args.command == "kinds":
+            for game in GAMES.values():
+                print(f"{game.kind:18} {game.title} ({_seats(game)} seats)")
+            return 0
+        config = config_module.load(args.config)
+        engine = Engine(Store(config.database), config, clock)
+        return COMMANDS[args.command](engine, args)
+    except UsageError as error:
+        print(f"referee: {error}", file=sys.stderr)
+        return 2
+    except (config_module.ConfigError, EngineError) as error:
+        print(f"referee: {error}", file=sys.stderr)
+        return 2
+
+
+def _seats(game) -> str:
+    return str(game.min_seats) if game.min_seats == game.max_seats else f"{game.min_seats}-{game.max_seats}"
+
+
+def _init(args) -> int:
+    target = args.config or config_module.DEFAULT_PATH
+    if target.exists() and not args.force:
+        raise UsageError(f"{target} exists; use --force to overwrite it")
+    shutil.copyfile(shipped("config.example.toml"), target)
+    print(f"wrote {target}; edit the address and the defaults, then run `referee new`")
+    return 0
+
+
+def _new(engine: Engine, args) -> int:
+    game_id = engine.new_game(
+        args.kind, args.player, bots=args.bots, deadline=args.deadline,
+        settle=args.settle, name=args.name, options=dict(args.option),
+    )  # fmt: skip
+    status = engine.status(game_id)
+    print(f"game {game_id}: {args.kind}, {len(status['players'])} seats, {status['state']}")
+    print(game_id)
+    return 0
+
+
+def _status(engine: Engine, args) -> int:
+    if args.game is None:
+        games = [engine.status(row["id"]) for row in engine.store.games()]
+        if args.json:
+            print(json.dumps(games, indent=2))
+        for game in [] if args.json else games:
+            phase = game["phase"]["label"] if game["phase"] else "over"
+            print(f"{game['id']:5}  {game['kind']:18} {game['state']:9} {phase}  {game['name'] or ''}")
+        return 0
+    status = engine.status(args.game)
+    if args.json:
+        print(json.dumps(status, indent=2))
+        return 0
+    print(f"Game {status['id']} ({status['kind']}{', ' + status['name'] if status['name'] else ''}): {status['state']}")
+    if status["phase"]:
+        phase = status["phase"]
+        print(f"{phase['label']}, deadline {phase['deadline']}, waiting for: "
+              f"{', '.join(phase['waiting_for']) or 'nobody'}")  # fmt: skip
+    if status["winner"] or status["state"] == "finished":
+        print(f"Winner: {status['winner'] or 'none'}")
+    print(f"Seed commitment: {status['seed_commitment']}")
+    if status["seed"]:
+        print(f"Seed: {status['seed']}")
+    print()
+    print(engine.history(args.game), end="")
+    return 0
+
+
+def _ingest(engine: Engine, args) -> int:
+    try:
+        raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    except OSError as error:
+        raise UsageError(f"cannot read {args.file}: {error.strerror}") from None
+    print(engine.ingest(raw))
+    return 0
+
+
+def _tick(engine: Engine, args) -> int:
+    for line in engine.tick():
+        print(f"resolved {line}")
+    return 0
+
+
+def _outbox(engine: Engine, args) -> int:
+    mails = engine.store.outbox()
+    if args.write:
+        args.write.mkdir(parents=True, exist_ok=True)
+    for mail in mails:
+        print(f"{mail['id']:6}  {', '.join(mail['recipients']):32}  {mail['subject']}")
+        if args.write:
+            (args.write / f"{mail['id']:06d}.eml").write_bytes(mail["raw"])
+    if args.write:
+        print(f"wrote {len(mails)} mail(s) to {args.write}")
+    return 0
+
+
+def _resign(engine: Engine, args) -> int:
+    engine.resign(args.game, args.address)
+    print(f"{args.address} left game {args.game}; a random bot plays the seat now")
+    return 0
+
+
+COMMANDS = {
+    "new": _new,
+    "status": _status,
+    "ingest": _ingest,
+    "tick": _tick,
+    "outbox": _outbox,
+    "resign": _resign,
+}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,570 @@
+"""Phases, deadlines and resolution: the only module that joins rules, store and mail.
+
+A phase's life: it opens (each human mover gets a private prompt, each bot
+moves at once) -> moves are taken until all are in, or the deadline passes
+-> missing moves are filled at random -> it resolves -> the public
+announcement goes out -> the next phase opens, or the game ends.
+
+Every entry point (a new game, a message, a tick, a resignation) runs in one
+store transaction, so its record entries and the mail they cause are
+committed together or not at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from referee.config import Config
+from referee.mail.classify import never_answer
+from referee.mail.commands import candidate_lines, named_games, reply_address, tag
+from referee.mail.compose import Composer
+from referee.mail.parse import Incoming, parse
+from referee.record import PhaseRecord, Replay, commitment, random_move_rng, replay
+from referee.rules import Game, MoveError, OptionError, get_game
+from referee.store import Row, Store
+from referee.timeutil import Clock, from_iso, iso, utc_now
+
+log = logging.getLogger("referee")
+
+_ADDRESS = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$|^[^@\s<>]+@localhost$")
+_MAX_LEGAL_SHOWN = 20
+
+
+class EngineError(ValueError):
+    """A keeper's request that cannot be carried out; the message says why."""
+
+
+class Refusal(Exception):
+    """A message that changes nothing; the sender is told ``reason``."""
+
+    def __init__(self, reason: str, table: Table | None = None, seat: int | None = None,
+                 line: str | None = None):  # fmt: skip
+        super().__init__(reason)
+        self.reason, self.table, self.seat, self.line = reason, table, seat, line
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of an ingested message."""
+
+    code: str  # move, replaced, refused, ignored, duplicate
+    detail: str
+    game_id: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.detail}"
+
+
+@dataclass
+class Table:
+    """One game as the engine sees it: its record, and its state by replay."""
+
+    row: Row
+    rules: Game
+    seats: list[Row]
+    phases: list[Row]
+    replay: Replay
+
+    @property
+    def id(self) -> int:
+        return self.row["id"]
+
+    @property
+    def seed(self) -> bytes:
+        return bytes.fromhex(self.row["seed"])
+
+    @property
+    def state(self) -> Any:
+        return self.replay.state
+
+    @property
+    def open_phase(self) -> Row | None:
+        last = self.phases[-1] if self.phases else None
+        return last if last and last["resolved_at"] is None else None
+
+    def human(self, seat: int, phase: int | None = None) -> bool:
+        """Whether a person plays ``seat`` (during ``phase``, or now)."""
+        since = self.seats[seat]["bot_since_phase"]
+        return since is None or (phase is not None and since > phase)
+
+    def label(self, seat: int) -> str:
+        return self.seats[seat]["address"] or f"bot {seat + 1}"
+
+    def seat_of(self, address: str) -> int | None:
+        for row in self.seats:
+            if (row["address"] or "").lower() == address.lower():
+                return row["seat"]
+        return None
+
+
+class Engine:
+    def __init__(self, store: Store, config: Config, clock: Clock = utc_now):
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self.composer = Composer(config)
+
+    # -- keeper commands -------------------------------------------------
+
+    def new_game(
+        self,
+        kind: str,
+        players: list[str],
+        bots: int = 0,
+        deadline: timedelta | None = None,
+        settle: timedelta | None = None,
+        name: str | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> int:
+        """Create a game, announce it, open its first phase; returns its id."""
+        try:
+            rules = get_game(kind)
+            options = rules.check_options(options or {})
+        except (KeyError, OptionError) as error:
+            raise EngineError(str(error).strip("'\"")) from None
+        addresses = [address.strip().lower() for address in players]
+        self._check_seats(rules, addresses, bots)
+        deadline = deadline if deadline is not None else self.config.deadline
+        settle = settle if settle is not None else self.config.settle
+        if deadline.total_seconds() <= 0:
+            raise EngineError("the deadline must be longer than 0 seconds")
+        seed = secrets.token_bytes(32)
+        with self.store.transaction():
+            game_id = self.store.create_game(
+                kind=kind, name=name, options=options, seed=seed.hex(),
+                seed_commitment=commitment(seed), state="running",
+                deadline_seconds=int(deadline.total_seconds()),
+                settle_seconds=int(settle.total_seconds()),
+                created_at=iso(self.clock()), finished_at=None,
+            )  # fmt: skip
+            for seat, address in enumerate(addresses):
+                self.store.add_seat(game_id, seat, address, bot=False)
+            for seat in range(len(addresses), len(addresses) + bots):
+                self.store.add_seat(game_id, seat, None, bot=True)
+            table = self.table(game_id)
+            self._announce(table, f"{kind}/start", self._context(table))
+            self._advance(game_id)
+        log.info("game %d (%s) created with %d seats", game_id, kind, len(addresses) + bots)
+        return game_id
+
+    def _check_seats(self, rules: Game, addresses: list[str], bots: int) -> None:
+        for address in addresses:
+            if not _ADDRESS.match(address):
+                raise EngineError(f"'{address}' is not a mail address")
+        if len(set(addresses)) != len(addresses):
+            raise EngineError("each player may hold only one seat")
+        if bots < 0:
+            raise EngineError("--bots cannot be negative")
+        seats = len(addresses) + bots
+        if not rules.min_seats <= seats <= rules.max_seats:
+            wanted = (
+                str(rules.min_seats)
+                if rules.min_seats == rules.max_seats
+                else f"{rules.min_seats} to {rules.max_seats}"
+            )
+            raise EngineError(f"{rules.title} needs {wanted} seats (players + bots), not {seats}")
+
+    def resign(self, game_id: int, address: str) -> None:
+        """A player left (rule 8): a random bot takes the seat from now on."""
+        with self.store.transaction():
+            table = self._running_table(game_id)
+            seat = table.seat_of(address)
+            if seat is None or not table.human(seat):
+                raise EngineError(f"{address} plays no seat in game {game_id}")
+            phase = table.open_phase
+            now = self.clock()
+            self.store.make_bot(game_id, seat, phase["number"], iso(now))
+            table = self.table(game_id)
+            context = {**self._context(table), "seat": seat, "address": address}
+            self._send(table, [address], "resigned", context)
+            self._announce(table, "left", context)
+            self._bot_moves(table, phase, now)
+            self._advance(game_id)
+        log.info("game %d: seat %d is now a bot", game_id, seat)
+
+    def tick(self) -> list[str]:
+        """Enforce deadlines and settle windows; returns the phases resolved."""
+        resolved = []
+        for phase in self.store.open_phases():
+            with self.store.transaction():
+                resolved += self._advance(phase["game_id"])
+        return resolved
+
+    def ingest(self, raw: bytes) -> Outcome:
+        """Handle one received message, exactly once."""
+        now = self.clock()
+        message = parse(raw, now)
+        with self.store.transaction():
+            if self.store.seen(message.key):
+                return Outcome("duplicate", f"{message.key} was handled before")
+            outcome = self._handle(message)
+            self.store.record_message(
+                key=message.key, message_id=message.message_id, sender=message.sender,
+                subject=message.subject, received_at=iso(message.received_at),
+                handled_at=iso(now), game_id=outcome.game_id, outcome=str(outcome), raw=raw,
+            )  # fmt: skip
+        log.info("message %s from %s: %s", message.key, message.sender, outcome.code)
+        return outcome
+
+    # -- reading a game ----------------------------------------------------
+
+    def table(self, game_id: int) -> Table:
+        row = self.store.game(game_id)
+        if row is None:
+            raise EngineError(f"there is no game {game_id}")
+        rules = get_game(row["kind"])
+        seats = self.store.seats(game_id)
+        phases = self.store.phases(game_id)
+        records = [
+            PhaseRecord(
+                number=phase["number"],
+                moves=None if phase["resolved_at"] is None else {
+                    seat: move["move"]
+                    for seat, move in self.store.final_moves(game_id, phase["number"]).items()
+                },
+                new_bots=tuple(s["seat"] for s in seats if s["bot_since_phase"] == phase["number"]),
+            )
+            for phase in phases
+        ]  # fmt: skip
+        initial_bots = tuple(s["seat"] for s in seats if s["bot_since_phase"] == 0)
+        state = replay(rules, bytes.fromhex(row["seed"]), len(seats), row["options"],
+                       initial_bots, records)  # fmt: skip
+        return Table(row, rules, seats, phases, state)
+
+    def _running_table(self, game_id: int) -> Table:
+        table = self.table(game_id)
+        if table.row["state"] != "running":
+            raise EngineError(f"game {game_id} has ended")
+        return table
+
+    def status(self, game_id: int) -> dict[str, Any]:
+        """The public state of a game, as ``referee status --json`` prints it."""
+        table = self.table(game_id)
+        view = table.rules.view(table.state, None)
+        result = table.rules.result(table.state)
+        phase = table.open_phase
+        finished = table.row["state"] == "finished"
+        return {
+            "id": table.id,
+            "kind": table.row["kind"],
+            "name": table.row["name"],
+            "state": table.row["state"],
+            "phase": phase and {
+                "number": phase["number"],
+                "label": phase["label"],
+                "deadline": phase["deadline"],
+                "waiting_for": [table.label(s) for s in self._waiting_for(table, phase)],
+            },
+            "players": [
+                {"seat": s["seat"], "address": s["address"], "score": view["scores"][s["seat"]],
+                 "bot": bool(s["bot"])}
+                for s in table.seats
+            ],
+            "winner": table.label(result.winner) if result and result.winner is not None else None,
+            "seed_commitment": table.row["seed_commitment"],
+            "seed": table.row["seed"] if finished else None,
+            "created_at": table.row["created_at"],
+            "finished_at": table.row["finished_at"],
+        }  # fmt: skip
+
+    def history(self, game_id: int) -> str:
+        """The game so far as plain text: every resolved phase and the standings."""
+        table = self.table(game_id)
+        return self.composer.env.get_template(f"mail/{table.row['kind']}/history.txt.j2").render(
+            **self._context(table)
+        )
+
+    # -- moving a game on --------------------------------------------------
+
+    def _advance(self, game_id: int) -> list[str]:
+        """Take the game as far as it can go now; returns the phases resolved."""
+        resolved = []
+        while True:
+            table = self.table(game_id)
+            if table.row["state"] != "running":
+                return resolved
+            phase = table.open_phase
+            if phase is None:  # a new game: open its first phase
+                self._start_phase(table, self._insert_phase(table))
+                continue
+            if not self._due(table, phase):
+                return resolved
+            self._resolve(table, phase)
+            resolved.append(f"game {game_id} {phase['label']}")
+
+    def _insert_phase(self, table: Table) -> Row | None:
+        """Record the next phase the rules ask for, or None if the game is over."""
+        phase = table.rules.phase(table.state)
+        if phase is None:
+            return None
+        now = self.clock()
+        deadline = now + timedelta(seconds=table.row["deadline_seconds"])
+        return self.store.open_phase(
+            table.id, len(table.phases) + 1, phase.label, list(phase.movers),
+            phase.sealed, iso(now), iso(deadline),
+        )  # fmt: skip
+
+    def _start_phase(self, table: Table, phase: Row) -> None:
+        """Prompt each human mover privately; bots move at once."""
+        table = self.table(table.id)
+        for seat in phase["movers"]:
+            if table.human(seat):
+                self._send(table, [table.label(seat)], f"{table.row['kind']}/prompt",
+                           self._context(table, seat))  # fmt: skip
+        self._bot_moves(table, phase, self.clock())
+
+    def _bot_moves(self, table: Table, phase: Row, now: datetime) -> None:
+        """Bots (rule 8) never wait for a deadline: they move as soon as they owe a move."""
+        moved = self.store.final_moves(table.id, phase["number"])
+        for seat in phase["movers"]:
+            if not table.human(seat) and seat not in moved:
+                self._random_move(table, phase, seat, "bot", now)
+        self._note_complete(table.id, phase["number"], now)
+
+    def _random_move(self, table: Table, phase: Row, seat: int, source: str,
+                     at: datetime) -> None:  # fmt: skip
+        rng = random_move_rng(table.seed, phase["number"], seat)
+        move = table.rules.random_move(table.state, seat, rng)
+        self.store.add_move(
+            game_id=table.id, phase=phase["number"], seat=seat,
+            move=table.rules.move_text(move), source=source, message_key=None,
+            received_at=iso(at), recorded_at=iso(self.clock()),
+        )  # fmt: skip
+        log.debug("game %d %s: %s move for seat %d: %s", table.id, phase["label"], source,
+                  seat, table.rules.move_text(move))  # fmt: skip
+
+    def _note_complete(self, game_id: int, number: int, at: datetime) -> None:
+        """When the last owed move is in, fix when the phase closes: at once, or
+        after the game's settle delay if a person moved (changes still count)."""
+        table = self.table(game_id)
+        phase = table.phases[number - 1]
+        if phase["closes_at"] or self._waiting_for(table, phase):
+            return
+        closes = at
+        humans = any(table.human(seat) for seat in phase["movers"])
+        if phase["sealed"] and humans and table.row["settle_seconds"]:
+            closes = min(at + timedelta(seconds=table.row["settle_seconds"]),
+                         from_iso(phase["deadline"]))  # fmt: skip
+        self.store.update_phase(game_id, number, closes_at=iso(closes))
+
+    def _waiting_for(self, table: Table, phase: Row) -> list[int]:
+        moved = self.store.final_moves(table.id, phase["number"])
+        return [seat for seat in phase["movers"] if seat not in moved]
+
+    def _due(self, table: Table, phase: Row) -> bool:
+        now = self.clock()
+        if now >= from_iso(phase["deadline"]):
+            return True
+        return phase["closes_at"] is not None and now >= from_iso(phase["closes_at"])
+
+    def _resolve(self, table: Table, phase: Row) -> None:
+        deadline = from_iso(phase["deadline"])
+        for seat in self._waiting_for(table, phase):  # 4e: a random bid for a missed deadline
+            self._random_move(table, phase, seat, "random", deadline)
+        self.store.update_phase(table.id, phase["number"], resolved_at=iso(self.clock()))
+        table = self.table(table.id)
+        after = self._insert_phase(table)
+        table = self.table(table.id)
+        context = {**self._context(table), "round": self._round_context(table, phase["number"])}
+        self._announce(table, f"{table.row['kind']}/round", context)
+        log.info("game %d %s resolved", table.id, phase["label"])
+        if after is None:
+            self._finish(table)
+        else:
+            self._start_phase(table, after)
+
+    def _finish(self, table: Table) -> None:
+        now = iso(self.clock())
+        self.store.finish_game(table.id, now)
+        table = self.table(table.id)
+        self._announce(table, f"{table.row['kind']}/final", self._context(table))
+        log.info("game %d finished", table.id)
+
+    # -- handling a message --------------------------------------------------
+
+    def _handle(self, message: Incoming) -> Outcome:
+        why = never_answer(message, self.config.address)
+        if why:
+            return Outcome("ignored", why)
+        try:
+            return self._take_move(message)
+        except Refusal as refusal:
+            self._refuse(message, refusal)
+            game_id = refusal.table.id if refusal.table else None
+            return Outcome("refused", refusal.reason, game_id)
+
+    def _identify(self, message: Incoming) -> tuple[Table, int]:
+        """The game and seat a message is for: by tag or reply address, else the
+        sender's only running game.  The From address must hold the seat."""
+        named = named_games(message, self.config.address)
+        if len(named) > 1:
+            raise Refusal("Your mail names more than one game; please write about one game per mail.")
+        if named:
+            game_id = named.pop()
+            if self.store.game(game_id) is None:
+                raise Refusal(f"There is no game number {game_id}.")
+        else:
+            games = self.store.games_of(message.sender)
+            if not games:
+                raise Refusal("You are not playing in any game this referee is running.")
+            if len(games) > 1:
+                tags = ", ".join(tag(g["kind"], g["id"]) for g in games)
+                raise Refusal(
+                    f"You play in more than one game ({tags}); reply to the game's own "
+                    "mail, or put its tag in the subject, so I know which one you mean."
+                )
+            game_id = games[0]["id"]
+        table = self.table(game_id)
+        seat = table.seat_of(message.sender)
+        if seat is None:
+            raise Refusal(f"{message.sender} holds no seat in game {game_id}.", table)
+        if table.row["state"] != "running":
+            raise Refusal(f"Game {game_id} has ended; no more moves are taken.", table, seat)
+        if not table.human(seat):
+            raise Refusal(f"You left game {game_id}; a random bot plays your seat now.", table, seat)
+        return table, seat
+
+    def _take_move(self, message: Incoming) -> Outcome:
+        table, seat = self._identify(message)
+        phase = table.open_phase
+        received = message.received_at
+        if received < from_iso(phase["opened_at"]):
+            raise Refusal(
+                f"Your mail reached the server at {iso(received)}, before {phase['label']} "
+                "opened; the round it was meant for has closed. Please send your move again.",
+                table, seat,
+            )  # fmt: skip
+        if received > from_iso(phase["deadline"]):
+            raise Refusal(
+                f"Your mail reached the server at {iso(received)}, after the deadline of "
+                f"{phase['label']} ({phase['deadline']}). A move missing at the deadline "
+                "is chosen at random.",
+                table, seat,
+            )  # fmt: skip
+        if seat not in phase["movers"]:
+            waiting = ", ".join(table.label(s) for s in self._waiting_for(table, phase))
+            raise Refusal(f"It is not your move; {phase['label']} waits for {waiting}.", table, seat)
+        move, line = self._parse_move(message, table, seat)
+        earlier = self.store.final_moves(table.id, phase["number"]).get(seat)
+        text = table.rules.move_text(move)
+        self.store.add_move(
+            game_id=table.id, phase=phase["number"], seat=seat, move=text, source="mail",
+            message_key=message.key, received_at=iso(received), recorded_at=iso(self.clock()),
+        )  # fmt: skip
+        self._note_complete(table.id, phase["number"], received)
+        table = self.table(table.id)
+        context = {
+            **self._context(table, seat), "move": text, "line": line,
+            "replaced": earlier["move"] if earlier else None,
+            "waiting": [table.label(s) for s in self._waiting_for(table, phase)],
+            "settling": not self._due(table, table.phases[phase["number"] - 1]),
+        }  # fmt: skip
+        self._reply(message, table, [table.label(seat)], "receipt", context)
+        self._advance(table.id)
+        log.info("game %d %s: move accepted from seat %d", table.id, phase["label"], seat)
+        return Outcome("replaced" if earlier else "move", phase["label"], table.id)
+
+    def _parse_move(self, message: Incoming, table: Table, seat: int) -> tuple[Any, str]:
+        lines = candidate_lines(message)
+        if not lines:
+            raise Refusal("I found no move in your mail.", table, seat)
+        errors = []
+        for line in lines:
+            try:
+                return table.rules.parse_move(table.state, seat, line), line
+            except MoveError as error:
+                errors.append((line, str(error)))
+        # Prefer the complaint about a line that at least starts like a move.
+        word = table.rules.move_word
+        line, reason = next(
+            ((l, e) for l, e in errors if l.lower().startswith(word)), errors[0]
+        )  # fmt: skip
+        raise Refusal(reason, table, seat, line)
+
+    def _refuse(self, message: Incoming, refusal: Refusal) -> None:
+        table, seat = refusal.table, refusal.seat
+        context: dict[str, Any] = {"reason": refusal.reason, "line": refusal.line, "legal": [],
+                                   "game": None, "phase": None, "referee": self.config.address}  # fmt: skip
+        if table is not None:
+            context.update(self._context(table, seat))
+            if seat is not None and table.open_phase and seat in table.open_phase["movers"]:
+                moves = table.rules.legal_moves(table.state, seat)
+                context["legal"] = [table.rules.move_text(m) for m in moves[:_MAX_LEGAL_SHOWN]]
+        self._reply(message, table, [message.sender], "error", context)
+
+    # -- mail ------------------------------------------------------------------
+
+    def _context(self, table: Table, seat: int | None = None) -> dict[str, Any]:
+        """What templates about a game may use.  ``view`` is the seat's own view,
+        or the public one when ``seat`` is None: private mail only."""
+        phase = table.open_phase
+        result = table.rules.result(table.state)
+        now = self.clock()
+        return {
+            "game": {
+                "id": table.id, "kind": table.row["kind"], "title": table.rules.title,
+                "name": table.row["name"], "tag": tag(table.row["kind"], table.id),
+                "state": table.row["state"], "move_word": table.rules.move_word,
+                "seed_commitment": table.row["seed_commitment"],
+                "seed": table.row["seed"] if table.row["state"] == "finished" else None,
+                "deadline": timedelta(seconds=table.row["deadline_seconds"]),
+                "options": table.row["options"],
+            },
+            "players": [
+                {"seat": s["seat"], "label": table.label(s["seat"]), "bot": not table.human(s["seat"])}
+                for s in table.seats
+            ],
+            "seat": seat,
+            "view": table.rules.view(table.state, seat),
+            "phase": phase and {**phase, "left": from_iso(phase["deadline"]) - now},
+            "rounds": [self._round_context(table, step.number) for step in table.replay.steps],
+            "result": result,
+            "referee": self.config.address,
+        }  # fmt: skip
+
+    def _round_context(self, table: Table, number: int) -> dict[str, Any]:
+        """One resolved phase, from the record alone (so it replays exactly)."""
+        step = next(step for step in table.replay.steps if step.number == number)
+        moves = self.store.final_moves(table.id, number)
+        following = table.phases[number] if number < len(table.phases) else None
+        return {
+            "number": number,
+            "label": step.phase.label,
+            "events": step.events,
+            "moves": {seat: table.rules.move_text(move) for seat, move in step.moves.items()},
+            "how": {seat: moves[seat]["source"] for seat in step.moves},
+            "bots": [seat for seat in range(len(table.seats)) if not table.human(seat, number)],
+            "next": following and {"label": following["label"], "deadline": following["deadline"]},
+        }
+
+    def _announce(self, table: Table, template: str, context: dict[str, Any]) -> None:
+        """A public mail to every person still playing: one copy each, so each
+        copy can carry that player's own reply address."""
+        for seat in range(len(table.seats)):
+            if table.human(seat):
+                self._send(table, [table.label(seat)], template, context)
+
+    def _send(self, table: Table, to: list[str], template: str, context: dict[str, Any]) -> None:
+        subject, body = self.composer.render(template, **context)
+        self._queue(table.id, to, subject, body,
+                    reply_to=reply_address(self.config.address, table.row["kind"], table.id))  # fmt: skip
+
+    def _reply(self, message: Incoming, table: Table | None, to: list[str], template: str,
+               context: dict[str, Any]) -> None:  # fmt: skip
+        subject, body = self.composer.render(template, **context, their_subject=message.subject)
+        reply_to = table and reply_address(self.config.address, table.row["kind"], table.id)
+        self._queue(table.id if table else None, to, subject, body, reply_to=reply_to,
+                    in_reply_to=message.message_id,
+                    references=str(message.headers.get("References", "") or "") or None)  # fmt: skip
+
+    def _queue(self, game_id: int | None, to: list[str], subject: str, body: str,
+               **headers: Any) -> None:  # fmt: skip
+        now = self.clock()
+        message_id, raw = self.composer.message(to=to, subject=subject, body=body, now=now, **headers)
+        self.store.queue_mail(message_id=message_id, game_id=game_id, recipients=to,
+                              subject=subject, raw=raw, created_at=iso(now))  # fmt: skip

@@ -1,0 +1,1 @@
+"""Mail in (parse, classify, find the commands) and mail out (compose)."""

@@ -1,0 +1,63 @@
+"""Which words of a message are a player's command, and which game it is for.
+
+For now a message carries one move: the first line the player wrote
+themselves (not quoted, not a signature), or else the subject.
+"""
+
+from __future__ import annotations
+
+import re
+
+from referee.mail.parse import Incoming
+
+_TAG = re.compile(r"\[(?P<kind>[a-z][a-z-]*)-(?P<id>\d+)\]", re.I)
+_REPLY_PREFIX = re.compile(r"^\s*((re|fwd?|aw|sv|antw)\s*(\[\d+\])?\s*:\s*)+", re.I)
+_REPLY_HEADER = re.compile(r"^(on .+ wrote:|-----\s*original message\s*-----|from:\s)", re.I)
+
+
+def tag(kind: str, game_id: int) -> str:
+    """The game's subject tag, ``[pure-skill-7]``."""
+    return f"[{kind}-{game_id}]"
+
+
+def reply_address(address: str, kind: str, game_id: int) -> str:
+    """The address replies about a game go to: ``referee+pure-skill-7@example.org``."""
+    local, _, domain = address.rpartition("@")
+    return f"{local}+{kind}-{game_id}@{domain}"
+
+
+def named_games(message: Incoming, own_address: str) -> set[int]:
+    """Game ids the message names by subject tag or by +tag reply address."""
+    ids = {int(m["id"]) for m in _TAG.finditer(message.subject)}
+    local, _, domain = own_address.lower().rpartition("@")
+    plus = re.compile(rf"^{re.escape(local)}\+[a-z][a-z-]*-(\d+)@{re.escape(domain)}$")
+    for recipient in message.recipients:
+        if match := plus.match(recipient):
+            ids.add(int(match[1]))
+    return ids
+
+
+def candidate_lines(message: Incoming) -> list[str]:
+    """Where a move may stand, in order: the first line of the player's own
+    text, then the subject (without Re: prefixes and game tags)."""
+    lines = []
+    first = first_own_line(message.text)
+    if first:
+        lines.append(first)
+    subject = _TAG.sub(" ", _REPLY_PREFIX.sub("", message.subject)).strip()
+    if subject:
+        lines.append(subject)
+    return lines
+
+
+def first_own_line(text: str) -> str | None:
+    """The first non-blank line that is not quoted; None if the player's own
+    text is empty (it starts with a signature or a quoted reply)."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith(">"):
+            continue
+        if line.rstrip("\r") == "-- " or stripped == "--" or _REPLY_HEADER.match(stripped):
+            return None
+        return stripped
+    return None

@@ -1,0 +1,84 @@
+"""Mail out: jinja2 templates -> RFC 5322 messages, plain text first.
+
+A template's first line is ``Subject: ...``; the rest is the body.  Templates
+live in templates/mail/ (a game's own parts in templates/mail/<kind>/); a
+keeper may point ``referee.templates`` at their own copies.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from email import policy
+from email.message import EmailMessage
+from email.utils import format_datetime, formataddr, make_msgid
+from typing import Any
+
+import jinja2
+
+from referee.config import Config
+from referee.resources import shipped
+from referee.rules import GAMES
+from referee.timeutil import show, show_duration
+
+
+class TemplateError(ValueError):
+    """A template that does not render to a mail."""
+
+
+class Composer:
+    def __init__(self, config: Config):
+        folders = [config.templates] if config.templates else []
+        folders.append(shipped("templates"))
+        self.config = config
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader([str(f) for f in folders]),
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+            autoescape=False,  # plain text; HTML templates will escape
+        )
+        self.env.filters.update(when=show, duration=show_duration)
+        for game in GAMES.values():
+            self.env.filters.update(game.filters)
+
+    def render(self, template: str, **context: Any) -> tuple[str, str]:
+        """(subject, body) of ``templates/mail/<template>.txt.j2``."""
+        text = self.env.get_template(f"mail/{template}.txt.j2").render(**context)
+        first, _, body = text.partition("\n")
+        if not first.startswith("Subject:"):
+            raise TemplateError(f"mail/{template}.txt.j2 must start with a 'Subject:' line")
+        return " ".join(first[len("Subject:") :].split()), body.lstrip("\n")
+
+    def message(
+        self,
+        *,
+        to: list[str],
+        subject: str,
+        body: str,
+        now: datetime,
+        reply_to: str | None = None,
+        in_reply_to: str | None = None,
+        references: str | None = None,
+    ) -> tuple[str, bytes]:
+        """(Message-ID, bytes) of a finished mail.
+
+        A mail that answers a message is ``Auto-Submitted: auto-replied``; any
+        other is ``auto-generated`` (RFC 3834), so well-behaved auto-responders
+        never answer the referee.
+        """
+        mail = EmailMessage()
+        mail["From"] = formataddr((self.config.name, self.config.address))
+        mail["To"] = ", ".join(to)
+        mail["Subject"] = subject
+        mail["Date"] = format_datetime(now)
+        message_id = make_msgid(domain=self.config.domain)
+        mail["Message-ID"] = message_id
+        if reply_to:
+            mail["Reply-To"] = reply_to
+        if in_reply_to:
+            mail["In-Reply-To"] = in_reply_to
+            mail["References"] = f"{references} {in_reply_to}" if references else in_reply_to
+        mail["Auto-Submitted"] = "auto-replied" if in_reply_to else "auto-generated"
+        mail.set_content(body, cte="quoted-printable")
+        return message_id, mail.as_bytes(policy=policy.SMTP)

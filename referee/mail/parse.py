@@ -1,0 +1,95 @@
+"""One RFC 5322 message -> the facts the referee acts on.
+
+The one place that reads MIME.  It keeps the player's text whole; choosing
+which lines are commands is ``referee.mail.commands``' job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from email import message_from_bytes, policy
+from email.message import EmailMessage
+from email.utils import getaddresses, parseaddr, parsedate_to_datetime
+
+_TAGS = re.compile(r"<[^>]+>")
+
+
+@dataclass(frozen=True)
+class Incoming:
+    key: str  # the Message-ID, or a hash of the bytes when there is none
+    message_id: str | None
+    sender: str  # the From address, lower case ("" if there is none)
+    subject: str
+    recipients: tuple[str, ...]  # Delivered-To, To and Cc addresses, lower case
+    received_at: datetime  # the receiving server's time, never the sender's Date
+    text: str  # the plain-text body ("" if none could be read)
+    headers: EmailMessage  # for classification
+    raw: bytes
+
+
+def parse(raw: bytes, now: datetime) -> Incoming:
+    """Read a message; ``now`` is the receipt time when no header gives one."""
+    message = message_from_bytes(raw, policy=policy.default)
+    message_id = _header(message, "Message-ID").strip() or None
+    return Incoming(
+        key=message_id or "sha256:" + hashlib.sha256(raw).hexdigest(),
+        message_id=message_id,
+        sender=parseaddr(_header(message, "From"))[1].lower(),
+        subject=" ".join(_header(message, "Subject").split()),
+        recipients=tuple(_addresses(message, "Delivered-To", "To", "Cc")),
+        received_at=receipt_time(message) or now,
+        text=_body_text(message),
+        headers=message,
+        raw=raw,
+    )
+
+
+def receipt_time(message: EmailMessage) -> datetime | None:
+    """When the receiving server got the message: the topmost Received header's
+    date (the last hop, added by our own server), else Delivery-date."""
+    received = message.get_all("Received") or []
+    candidates = [str(received[0]).rpartition(";")[2]] if received else []
+    candidates.append(_header(message, "Delivery-date"))
+    for text in candidates:
+        try:
+            moment = parsedate_to_datetime(text.strip())
+        except (TypeError, ValueError, IndexError):
+            continue
+        if moment.tzinfo is None:  # RFC 5322 "-0000": UTC, origin unknown
+            moment = moment.replace(tzinfo=timezone.utc)
+        return moment.astimezone(timezone.utc)
+    return None
+
+
+def _header(message: EmailMessage, name: str) -> str:
+    try:
+        return str(message.get(name, "") or "")
+    except (TypeError, ValueError, IndexError):  # a header too broken to decode
+        return ""
+
+
+def _addresses(message: EmailMessage, *names: str) -> list[str]:
+    values = []
+    for name in names:
+        try:
+            values += [str(v) for v in message.get_all(name) or []]
+        except (TypeError, ValueError, IndexError):
+            continue
+    return [address.lower() for _, address in getaddresses(values) if "@" in address]
+
+
+def _body_text(message: EmailMessage) -> str:
+    """The plain-text body; HTML-only mail with its tags stripped."""
+    try:
+        part = message.get_body(preferencelist=("plain", "html"))
+        if part is None:
+            return ""
+        text = part.get_content()
+    except (KeyError, LookupError, ValueError, AttributeError):
+        return ""
+    if part.get_content_subtype() == "html":
+        text = _TAGS.sub("\n", text)
+    return text.replace("\r\n", "\n")

@@ -1,0 +1,190 @@
+"""games.db, through sqlite-utils: the record of every game, the messages
+handled, and the outbox.
+
+The record (games, seats, phases, moves) is the truth; a game's state is
+always recomputed from it by replay (referee.record).  Every change a message
+causes is written inside one ``transaction()``, together with the outbox rows
+it queues and the row that marks the message handled.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+Row = dict[str, Any]
+
+
+class Store:
+    def __init__(self, path: Path | str):
+        self.db = sqlite_utils.Database(path)
+        self.db.execute("PRAGMA busy_timeout = 10000")
+        if str(path) != ":memory:":
+            self.db.enable_wal()
+        self._create_tables()
+
+    def _create_tables(self) -> None:
+        db = self.db
+        db["games"].create(
+            {
+                "id": int, "kind": str, "name": str, "options": str, "seed": str,
+                "seed_commitment": str, "state": str, "deadline_seconds": int,
+                "settle_seconds": int, "created_at": str, "finished_at": str,
+            },
+            pk="id", not_null={"kind", "seed", "state"}, if_not_exists=True,
+        )  # fmt: skip
+        db["seats"].create(
+            {"game_id": int, "seat": int, "address": str, "bot": int,
+             "bot_since_phase": int, "resigned_at": str},
+            pk=("game_id", "seat"), foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
+        )  # fmt: skip
+        db["phases"].create(
+            {"game_id": int, "number": int, "label": str, "movers": str, "sealed": int,
+             "opened_at": str, "deadline": str, "closes_at": str, "resolved_at": str},
+            pk=("game_id", "number"), foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
+        )  # fmt: skip
+        db["moves"].create(
+            {"id": int, "game_id": int, "phase": int, "seat": int, "move": str, "source": str,
+             "message_key": str, "received_at": str, "recorded_at": str},
+            pk="id", foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
+        )  # fmt: skip
+        db["messages"].create(
+            {"key": str, "message_id": str, "sender": str, "subject": str, "received_at": str,
+             "handled_at": str, "game_id": int, "outcome": str, "raw": bytes},
+            pk="key", if_not_exists=True,
+        )  # fmt: skip
+        db["outbox"].create(
+            {"id": int, "message_id": str, "game_id": int, "recipients": str, "subject": str,
+             "raw": bytes, "created_at": str, "state": str, "attempts": int,
+             "next_try_at": str, "last_error": str, "sent_at": str},
+            pk="id", if_not_exists=True,
+        )  # fmt: skip
+        db["moves"].create_index(["game_id", "phase", "seat"], if_not_exists=True)
+        db["outbox"].create_index(["state"], if_not_exists=True)
+        db["seats"].create_index(["address"], if_not_exists=True)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All or nothing: what one message (or one deadline) changes."""
+        with self.db.atomic():
+            yield
+
+    # -- games and seats -------------------------------------------------
+
+    def create_game(self, **row: Any) -> int:
+        row["options"] = json.dumps(row.get("options") or {}, sort_keys=True)
+        return self.db["games"].insert(row).last_pk
+
+    def game(self, game_id: int) -> Row | None:
+        rows = list(self.db["games"].rows_where("id = ?", [game_id]))
+        return _decode_game(rows[0]) if rows else None
+
+    def games(self, state: str | None = None) -> list[Row]:
+        where, args = ("state = ?", [state]) if state else (None, None)
+        return [_decode_game(r) for r in self.db["games"].rows_where(where, args, order_by="id")]
+
+    def finish_game(self, game_id: int, at: str) -> None:
+        self.db["games"].update(game_id, {"state": "finished", "finished_at": at})
+
+    def add_seat(self, game_id: int, seat: int, address: str | None, bot: bool) -> None:
+        self.db["seats"].insert(
+            {"game_id": game_id, "seat": seat, "address": address, "bot": int(bot),
+             "bot_since_phase": 0 if bot else None, "resigned_at": None}
+        )  # fmt: skip
+
+    def seats(self, game_id: int) -> list[Row]:
+        return list(self.db["seats"].rows_where("game_id = ?", [game_id], order_by="seat"))
+
+    def make_bot(self, game_id: int, seat: int, phase: int, at: str) -> None:
+        self.db["seats"].update(
+            (game_id, seat), {"bot": 1, "bot_since_phase": phase, "resigned_at": at}
+        )
+
+    def games_of(self, address: str) -> list[Row]:
+        """Running games in which ``address`` holds a seat it still plays."""
+        sql = """select distinct games.* from games join seats on seats.game_id = games.id
+                 where lower(seats.address) = lower(?) and seats.bot = 0
+                 and games.state = 'running' order by games.id"""
+        return [_decode_game(r) for r in self.db.query(sql, [address])]
+
+    # -- phases and moves ------------------------------------------------
+
+    def open_phase(self, game_id: int, number: int, label: str, movers: list[int],
+                   sealed: bool, opened_at: str, deadline: str) -> Row:  # fmt: skip
+        self.db["phases"].insert(
+            {"game_id": game_id, "number": number, "label": label, "movers": json.dumps(movers),
+             "sealed": int(sealed), "opened_at": opened_at, "deadline": deadline,
+             "closes_at": None, "resolved_at": None}
+        )  # fmt: skip
+        return self.phase(game_id, number)
+
+    def phase(self, game_id: int, number: int) -> Row | None:
+        rows = list(self.db["phases"].rows_where("game_id = ? and number = ?", [game_id, number]))
+        return _decode_phase(rows[0]) if rows else None
+
+    def phases(self, game_id: int) -> list[Row]:
+        rows = self.db["phases"].rows_where("game_id = ?", [game_id], order_by="number")
+        return [_decode_phase(r) for r in rows]
+
+    def current_phase(self, game_id: int) -> Row | None:
+        """The open phase of a game, if any."""
+        rows = list(
+            self.db["phases"].rows_where("game_id = ? and resolved_at is null", [game_id])
+        )
+        return _decode_phase(rows[0]) if rows else None
+
+    def open_phases(self) -> list[Row]:
+        rows = self.db["phases"].rows_where("resolved_at is null", order_by="deadline")
+        return [_decode_phase(r) for r in rows]
+
+    def update_phase(self, game_id: int, number: int, **changes: Any) -> None:
+        self.db["phases"].update((game_id, number), changes)
+
+    def add_move(self, **row: Any) -> None:
+        self.db["moves"].insert(row)
+
+    def moves(self, game_id: int, phase: int | None = None) -> list[Row]:
+        """Every move received, in the order it counts: by receipt time, then arrival."""
+        where, args = "game_id = ?", [game_id]
+        if phase is not None:
+            where, args = where + " and phase = ?", args + [phase]
+        return list(self.db["moves"].rows_where(where, args, order_by="received_at, id"))
+
+    def final_moves(self, game_id: int, phase: int) -> dict[int, Row]:
+        """Per seat, the move that counts: the last one received."""
+        return {move["seat"]: move for move in self.moves(game_id, phase)}
+
+    # -- messages --------------------------------------------------------
+
+    def seen(self, key: str) -> bool:
+        return self.db["messages"].count_where("key = ?", [key]) > 0
+
+    def record_message(self, **row: Any) -> None:
+        self.db["messages"].insert(row)
+
+    def messages(self) -> list[Row]:
+        return list(self.db["messages"].rows_where(order_by="handled_at"))
+
+    # -- outbox ----------------------------------------------------------
+
+    def queue_mail(self, **row: Any) -> None:
+        row["recipients"] = json.dumps(row["recipients"])
+        self.db["outbox"].insert({"state": "queued", "attempts": 0, **row})
+
+    def outbox(self, state: str | None = "queued") -> list[Row]:
+        where, args = ("state = ?", [state]) if state else (None, None)
+        rows = self.db["outbox"].rows_where(where, args, order_by="id")
+        return [{**r, "recipients": json.loads(r["recipients"])} for r in rows]
+
+
+def _decode_game(row: Row) -> Row:
+    return {**row, "options": json.loads(row["options"])}
+
+
+def _decode_phase(row: Row) -> Row:
+    return {**row, "movers": json.loads(row["movers"]), "sealed": bool(row["sealed"])}

@@ -1,0 +1,54 @@
+"""Times and durations.  Everything stored is UTC, as ISO 8601 text ending in Z."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+
+Clock = Callable[[], datetime]
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_PART = re.compile(r"(\d+)\s*([smhdw])", re.I)
+
+
+def utc_now() -> datetime:
+    """The real clock; tests inject their own."""
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def iso(moment: datetime) -> str:
+    """``2026-11-21T06:14:26Z``: sortable as text, the form every stored time takes."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def from_iso(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
+
+
+def show(moment: datetime | str) -> str:
+    """A time as players read it: ``2026-11-24 06:14 UTC``."""
+    if isinstance(moment, str):
+        moment = from_iso(moment)
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90s``, ``30m``, ``2h``, ``3d``, ``1w`` or a sum such as ``1d12h``."""
+    cleaned = text.strip()
+    if not cleaned or _PART.sub("", cleaned).strip():
+        raise ValueError(f"'{text}' is not a duration (use forms like 90s, 30m, 2h, 3d, 1d12h)")
+    return timedelta(seconds=sum(int(n) * _UNITS[u.lower()] for n, u in _PART.findall(cleaned)))
+
+
+def show_duration(span: timedelta) -> str:
+    """A duration in words, to the two largest units: ``2 days 3 hours``."""
+    seconds = int(span.total_seconds())
+    if seconds <= 0:
+        return "0 seconds"
+    parts = []
+    for name, size in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)):
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(f"{count} {name}{'s' if count != 1 else ''}")
+    return " ".join(parts[:2])
