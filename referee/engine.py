@@ -310,13 +310,20 @@ class Engine:
         )  # fmt: skip
 
     def _start_phase(self, table: Table, phase: Row) -> None:
-        """Prompt each human mover privately; bots move at once."""
+        """Prompt each human mover privately; bots move at once, and so does
+        anyone with one legal move (Pure Skill's round 13), instead of waiting."""
         table = self.table(table.id)
+        now = self.clock()
         for seat in phase["movers"]:
-            if table.human(seat):
+            if not table.human(seat):
+                continue
+            legal = table.rules.legal_moves(table.state, seat)
+            if len(legal) == 1:
+                self._record_move(table, phase, seat, legal[0], "forced", now)
+            else:
                 self._send(table, [table.label(seat)], f"{table.row['kind']}/prompt",
                            self._context(table, seat))  # fmt: skip
-        self._bot_moves(table, phase, self.clock())
+        self._bot_moves(table, phase, now)
 
     def _bot_moves(self, table: Table, phase: Row, now: datetime) -> None:
         """Bots (rule 8) never wait for a deadline: they move as soon as they owe a move."""
@@ -329,25 +336,31 @@ class Engine:
     def _random_move(self, table: Table, phase: Row, seat: int, source: str,
                      at: datetime) -> None:  # fmt: skip
         rng = random_move_rng(table.seed, phase["number"], seat)
-        move = table.rules.random_move(table.state, seat, rng)
+        self._record_move(table, phase, seat, table.rules.random_move(table.state, seat, rng),
+                          source, at)  # fmt: skip
+
+    def _record_move(self, table: Table, phase: Row, seat: int, move: Any, source: str,
+                     at: datetime) -> None:  # fmt: skip
+        """A move the referee makes for a seat: random, a bot's, or forced."""
+        text = table.rules.move_text(move)
         self.store.add_move(
-            game_id=table.id, phase=phase["number"], seat=seat,
-            move=table.rules.move_text(move), source=source, message_key=None,
-            received_at=iso(at), recorded_at=iso(self.clock()),
+            game_id=table.id, phase=phase["number"], seat=seat, move=text, source=source,
+            message_key=None, received_at=iso(at), recorded_at=iso(self.clock()),
         )  # fmt: skip
         log.debug("game %d %s: %s move for seat %d: %s", table.id, phase["label"], source,
-                  seat, table.rules.move_text(move))  # fmt: skip
+                  seat, text)  # fmt: skip
 
     def _note_complete(self, game_id: int, number: int, at: datetime) -> None:
         """When the last owed move is in, fix when the phase closes: at once, or
-        after the game's settle delay if a person moved (changes still count)."""
+        after the game's settle delay if a person moved by mail (changes still count)."""
         table = self.table(game_id)
         phase = table.phases[number - 1]
         if phase["closes_at"] or self._waiting_for(table, phase):
             return
         closes = at
-        humans = any(table.human(seat) for seat in phase["movers"])
-        if phase["sealed"] and humans and table.row["settle_seconds"]:
+        moves = self.store.final_moves(game_id, number).values()
+        by_mail = any(move["source"] == "mail" for move in moves)
+        if phase["sealed"] and by_mail and table.row["settle_seconds"]:
             closes = min(at + timedelta(seconds=table.row["settle_seconds"]),
                          from_iso(phase["deadline"]))  # fmt: skip
         self.store.update_phase(game_id, number, closes_at=iso(closes))
@@ -528,7 +541,10 @@ class Engine:
         }  # fmt: skip
 
     def _round_context(self, table: Table, number: int) -> dict[str, Any]:
-        """One resolved phase, from the record alone (so it replays exactly)."""
+        """One resolved phase, from the record alone (so it replays exactly).
+
+        Public: what the moves were is told only through the game's events,
+        since some games keep moves hidden after they resolve."""
         step = next(step for step in table.replay.steps if step.number == number)
         moves = self.store.final_moves(table.id, number)
         following = table.phases[number] if number < len(table.phases) else None
@@ -536,7 +552,6 @@ class Engine:
             "number": number,
             "label": step.phase.label,
             "events": step.events,
-            "moves": {seat: table.rules.move_text(move) for seat, move in step.moves.items()},
             "how": {seat: moves[seat]["source"] for seat in step.moves},
             "bots": [seat for seat in range(len(table.seats)) if not table.human(seat, number)],
             "next": following and {"label": following["label"], "deadline": following["deadline"]},

@@ -48,7 +48,10 @@ class Composer:
         first, _, body = text.partition("\n")
         if not first.startswith("Subject:"):
             raise TemplateError(f"mail/{template}.txt.j2 must start with a 'Subject:' line")
-        return " ".join(first[len("Subject:") :].split()), body.lstrip("\n")
+        # Trailing blanks are invisible noise in plain text; "-- " keeps its
+        # blank, which marks the signature for every mail client.
+        lines = [line if line == "-- " else line.rstrip() for line in body.split("\n")]
+        return " ".join(first[len("Subject:") :].split()), "\n".join(lines).lstrip("\n")
 
     def message(
         self,

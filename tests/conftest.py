@@ -1,0 +1,79 @@
+"""Shared test helpers: a clock tests move by hand, a mail builder, an engine."""
+
+from __future__ import annotations
+
+import email
+from datetime import datetime, timedelta, timezone
+from email import policy
+from email.utils import format_datetime, make_msgid
+from pathlib import Path
+
+import pytest
+
+from referee.config import Config
+from referee.engine import Engine
+from referee.store import Store
+
+START = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
+PLAYERS = ["alice@example.org", "bob@example.org", "carol@example.org"]
+
+
+class FakeClock:
+    """The engine's clock, moved by the test instead of by sleeping."""
+
+    def __init__(self, now: datetime = START):
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now += timedelta(**delta)
+        return self.now
+
+
+def make_mail(
+    sender: str,
+    body: str,
+    *,
+    subject: str = "Re: [pure-skill-1] Round 1 of 13",
+    received: datetime | None = None,
+    to: str = "referee@example.org",
+    message_id: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> bytes:
+    """A plain-text mail as the referee's server would hand it over: with a
+    Received header whose date is the server's receipt time."""
+    lines = []
+    if received is not None:
+        lines.append(f"Received: from client.example.net by mx.example.org; {format_datetime(received)}")
+    lines += [
+        f"From: {sender}",
+        f"To: {to}",
+        f"Subject: {subject}",
+        f"Date: {format_datetime(received or START)}",
+        f"Message-ID: {message_id or make_msgid(domain='example.net')}",
+    ]
+    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    lines += ["Content-Type: text/plain; charset=utf-8", "", body]
+    return ("\r\n".join(lines) + "\r\n").encode()
+
+
+def body_of(raw: bytes) -> str:
+    """The decoded text of a mail the referee queued."""
+    return email.message_from_bytes(raw, policy=policy.default).get_content()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Config:
+    return Config(address="referee@example.org", database=tmp_path / "games.db")
+
+
+@pytest.fixture
+def engine(config: Config, clock: FakeClock) -> Engine:
+    return Engine(Store(config.database), config, clock)
