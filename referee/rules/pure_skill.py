@@ -22,10 +22,10 @@ _SHORT = {1: "A", 11: "J", 12: "Q", 13: "K"}
 _LONG = {1: "Ace", 11: "Jack", 12: "Queen", 13: "King"}
 _WORDS = {
     "a": 1, "ace": 1, "j": 11, "jack": 11, "q": 12, "queen": 12, "k": 13, "king": 13,
-    "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10,
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
 }  # fmt: skip
-_MOVE = re.compile(r"^\s*bid\b\s*(?P<card>\S+)?(?:\s+of\s+(?P<suit>\w+))?\s*\.?\s*$", re.I)
+_MOVE = re.compile(r"^\s*bid\b\s*(?P<card>[^\s.]+)?(?:\s+of\s+(?P<suit>\w+))?\s*\.?\s*$", re.I)
 
 
 def card_name(value: int) -> str:
@@ -41,7 +41,7 @@ def card_long(value: int) -> str:
 def card_value(word: str) -> int | None:
     """The value of a card named any of the accepted ways, or None."""
     word = word.lower()
-    if word.isdigit() and 1 <= int(word) <= 13:
+    if word.isascii() and word.isdigit() and 1 <= int(word) <= 13:
         return int(word)
     return _WORDS.get(word)
 
@@ -175,7 +175,7 @@ class PureSkill(Game[PureSkillState, int]):
             prize=prize,
             pot=pot,
             spades=spades,
-            hands=tuple(hand - {bid} for hand, bid in zip(state.hands, bids)),  # 4f
+            hands=tuple(hand - {bid} for hand, bid in zip(state.hands, bids, strict=True)),  # 4f
             takes=tuple(takes),
             discarded_prizes=discarded,
         )

@@ -44,8 +44,8 @@ class Rng:
 
     def randbelow(self, n: int) -> int:
         """A uniform integer in ``range(n)``, without modulo bias."""
-        if n <= 0:
-            raise ValueError("randbelow needs a positive bound")
+        if not 0 < n <= _WORD:
+            raise ValueError("randbelow needs a bound from 1 to 2**64")
         limit = _WORD - _WORD % n
         while True:
             word = self._word()
