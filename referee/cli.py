@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -98,6 +99,9 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
     except (config_module.ConfigError, EngineError) as error:
         print(f"referee: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `referee status 1 | head`: the reader left, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _seats(game) -> str:

@@ -220,13 +220,13 @@ class Engine:
         rules = get_game(row["kind"])
         seats = self.store.seats(game_id)
         phases = self.store.phases(game_id)
+        counted: dict[int, dict[int, str]] = {}  # phase -> seat -> the move that counts
+        for move in self.store.moves(game_id):
+            counted.setdefault(move["phase"], {})[move["seat"]] = move["move"]
         records = [
             PhaseRecord(
                 number=phase["number"],
-                moves=None if phase["resolved_at"] is None else {
-                    seat: move["move"]
-                    for seat, move in self.store.final_moves(game_id, phase["number"]).items()
-                },
+                moves=None if phase["resolved_at"] is None else counted[phase["number"]],
                 new_bots=tuple(s["seat"] for s in seats if s["bot_since_phase"] == phase["number"]),
             )
             for phase in phases
@@ -276,7 +276,7 @@ class Engine:
         """The game so far as plain text: every resolved phase and the standings."""
         table = self.table(game_id)
         return self.composer.env.get_template(f"mail/{table.row['kind']}/history.txt.j2").render(
-            **self._context(table)
+            **self._context(table, history=True)
         )
 
     # -- moving a game on --------------------------------------------------
@@ -395,7 +395,7 @@ class Engine:
         now = iso(self.clock())
         self.store.finish_game(table.id, now)
         table = self.table(table.id)
-        self._announce(table, f"{table.row['kind']}/final", self._context(table))
+        self._announce(table, f"{table.row['kind']}/final", self._context(table, history=True))
         log.info("game %d finished", table.id)
 
     # -- handling a message --------------------------------------------------
@@ -495,8 +495,8 @@ class Engine:
         # Prefer the complaint about a line that at least starts like a move.
         word = table.rules.move_word
         line, reason = next(
-            ((l, e) for l, e in errors if l.lower().startswith(word)), errors[0]
-        )  # fmt: skip
+            ((text, error) for text, error in errors if text.lower().startswith(word)), errors[0]
+        )
         raise Refusal(reason, table, seat, line)
 
     def _refuse(self, message: Incoming, refusal: Refusal) -> None:
@@ -512,13 +512,15 @@ class Engine:
 
     # -- mail ------------------------------------------------------------------
 
-    def _context(self, table: Table, seat: int | None = None) -> dict[str, Any]:
+    def _context(self, table: Table, seat: int | None = None,
+                 history: bool = False) -> dict[str, Any]:  # fmt: skip
         """What templates about a game may use.  ``view`` is the seat's own view,
-        or the public one when ``seat`` is None: private mail only."""
+        or the public one when ``seat`` is None.  ``rounds`` (every resolved
+        phase) only with ``history``: few mails show it, and it costs a query each."""
         phase = table.open_phase
         result = table.rules.result(table.state)
         now = self.clock()
-        return {
+        context = {
             "game": {
                 "id": table.id, "kind": table.row["kind"], "title": table.rules.title,
                 "name": table.row["name"], "tag": tag(table.row["kind"], table.id),
@@ -535,10 +537,12 @@ class Engine:
             "seat": seat,
             "view": table.rules.view(table.state, seat),
             "phase": phase and {**phase, "left": from_iso(phase["deadline"]) - now},
-            "rounds": [self._round_context(table, step.number) for step in table.replay.steps],
             "result": result,
             "referee": self.config.address,
         }  # fmt: skip
+        if history:
+            context["rounds"] = [self._round_context(table, s.number) for s in table.replay.steps]
+        return context
 
     def _round_context(self, table: Table, number: int) -> dict[str, Any]:
         """One resolved phase, from the record alone (so it replays exactly).

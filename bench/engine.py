@@ -1,0 +1,99 @@
+"""Benchmark: how fast the referee handles mail and replays games.
+
+Prints its figures; asserts nothing.  Run: python3 bench/engine.py [--games N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import tracemalloc
+from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime, make_msgid
+from pathlib import Path
+
+from referee.config import Config
+from referee.engine import Engine
+from referee.store import Store
+
+PLAYERS = ["alice@example.org", "bob@example.org", "carol@example.org"]
+
+
+class Clock:
+    def __init__(self):
+        self.now = datetime(2026, 11, 21, 12, tzinfo=timezone.utc)
+
+    def __call__(self):
+        return self.now
+
+
+def mail(sender: str, game_id: int, body: str, at: datetime) -> bytes:
+    return (
+        f"Received: by mx.example.org; {format_datetime(at)}\r\nFrom: {sender}\r\n"
+        f"To: referee@example.org\r\nSubject: Re: [pure-skill-{game_id}] Round\r\n"
+        f"Message-ID: {make_msgid(domain='example.net')}\r\n\r\n{body}\r\n"
+    ).encode()
+
+
+def play_by_mail(engine: Engine, clock: Clock, games: int) -> int:
+    """Play `games` whole games by ingesting every bid; returns messages ingested."""
+    count = 0
+    for _ in range(games):
+        game_id = engine.new_game("pure-skill", PLAYERS)
+        while engine.table(game_id).row["state"] == "running":
+            table = engine.table(game_id)
+            for seat in table.open_phase["movers"]:
+                card = max(table.state.hands[seat])
+                clock.now += timedelta(seconds=1)
+                engine.ingest(mail(PLAYERS[seat], game_id, f"bid {card}", clock.now))
+                count += 1
+                if engine.table(game_id).row["state"] != "running":
+                    break
+                table = engine.table(game_id)
+                if table.open_phase["movers"] != [0, 1, 2] or seat == 2:
+                    break
+    return count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--games", type=int, default=20)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        config = Config(address="referee@example.org", database=Path(folder) / "games.db")
+        clock = Clock()
+        engine = Engine(Store(config.database), config, clock)
+
+        start = time.perf_counter()
+        for _ in range(args.games):
+            engine.new_game("pure-skill", [], bots=3)
+        bots = time.perf_counter() - start
+        print(f"bot games played to the end: {args.games / bots:8.1f} games/s "
+              f"({bots / args.games * 1000:.1f} ms each)")
+
+        tracemalloc.start()
+        start = time.perf_counter()
+        messages = play_by_mail(engine, clock, args.games)
+        played = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        print(f"bids ingested (whole games by mail): {messages / played:8.1f} msg/s "
+              f"({played / messages * 1000:.2f} ms each, {messages} messages)")
+        print(f"peak Python memory while ingesting: {peak / 2**20:8.1f} MiB")
+
+        finished = [row["id"] for row in engine.store.games("finished")]
+        start = time.perf_counter()
+        for game_id in finished:
+            engine.table(game_id)
+        replay = time.perf_counter() - start
+        print(f"replay of a finished game from games.db: {replay / len(finished) * 1000:8.2f} ms")
+        mails = len(engine.store.outbox())
+        size = (Path(folder) / "games.db").stat().st_size
+        print(f"outbox: {mails} mails queued; games.db {size / 2**20:.1f} MiB "
+              f"for {len(finished)} games")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
