@@ -459,6 +459,12 @@ class Engine:
                 "is chosen at random.",
                 table, seat,
             )  # fmt: skip
+        if phase["closes_at"] and received > from_iso(phase["closes_at"]):
+            raise Refusal(
+                f"Your mail reached the server at {iso(received)}, after {phase['label']} "
+                f"closed ({phase['closes_at']}, when its settle time after the last move ran out).",
+                table, seat,
+            )  # fmt: skip
         if seat not in phase["movers"]:
             waiting = ", ".join(table.label(s) for s in self._waiting_for(table, phase))
             raise Refusal(f"It is not your move; {phase['label']} waits for {waiting}.", table, seat)

@@ -60,8 +60,9 @@ def make_mail(
 
 
 def body_of(raw: bytes) -> str:
-    """The decoded text of a mail the referee queued."""
-    return email.message_from_bytes(raw, policy=policy.default).get_content()
+    """The decoded text of a mail the referee queued (queued as CRLF for SMTP)."""
+    text = email.message_from_bytes(raw, policy=policy.default).get_content()
+    return text.replace("\r\n", "\n")
 
 
 @pytest.fixture
