@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import shutil
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
                 print(f"{game.kind:18} {game.title} ({_seats(game)} seats)")
             return 0
         config = config_module.load(args.config)
-        engine = Engine(Store(config.database), config, clock)
+        engine = Engine(_open_store(config.database), config, clock)
         return COMMANDS[args.command](engine, args)
     except UsageError as error:
         print(f"referee: {error}", file=sys.stderr)
@@ -104,6 +105,13 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
         return 0
 
 
+def _open_store(path: Path) -> Store:
+    try:
+        return Store(path)
+    except sqlite3.Error as error:  # a missing folder, a file that is not a database
+        raise UsageError(f"cannot open the database {path}: {error}") from None
+
+
 def _seats(game) -> str:
     return str(game.min_seats) if game.min_seats == game.max_seats else f"{game.min_seats}-{game.max_seats}"
 
@@ -112,7 +120,10 @@ def _init(args) -> int:
     target = args.config or config_module.DEFAULT_PATH
     if target.exists() and not args.force:
         raise UsageError(f"{target} exists; use --force to overwrite it")
-    shutil.copyfile(shipped("config.example.toml"), target)
+    try:
+        shutil.copyfile(shipped("config.example.toml"), target)
+    except OSError as error:
+        raise UsageError(f"cannot write {target}: {error.strerror}") from None
     print(f"wrote {target}; edit the address and the defaults, then run `referee new`")
     return 0
 

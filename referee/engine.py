@@ -52,7 +52,7 @@ class Refusal(Exception):
 class Outcome:
     """What became of an ingested message."""
 
-    code: str  # move, replaced, refused, ignored, duplicate
+    code: str  # move, replaced, superseded, refused, ignored, duplicate
     detail: str
     game_id: int | None = None
 
@@ -476,17 +476,23 @@ class Engine:
             message_key=message.key, received_at=iso(received), recorded_at=iso(self.clock()),
         )  # fmt: skip
         self._note_complete(table.id, phase["number"], received)
+        # Read out of order, a move the server received before one already
+        # recorded does not replace it: the last one received counts.
+        counting = self.store.final_moves(table.id, phase["number"])[seat]
+        superseded = counting["move"] if counting["message_key"] != message.key else None
         table = self.table(table.id)
         context = {
             **self._context(table, seat), "move": text, "line": line,
-            "replaced": earlier["move"] if earlier else None,
+            "replaced": earlier["move"] if earlier and not superseded else None,
+            "superseded": superseded,
             "waiting": [table.label(s) for s in self._waiting_for(table, phase)],
             "settling": not self._due(table, table.phases[phase["number"] - 1]),
         }  # fmt: skip
         self._reply(message, table, [table.label(seat)], "receipt", context)
         self._advance(table.id)
         log.info("game %d %s: move accepted from seat %d", table.id, phase["label"], seat)
-        return Outcome("replaced" if earlier else "move", phase["label"], table.id)
+        code = "superseded" if superseded else "replaced" if earlier else "move"
+        return Outcome(code, phase["label"], table.id)
 
     def _parse_move(self, message: Incoming, table: Table, seat: int) -> tuple[Any, str]:
         lines = candidate_lines(message)

@@ -7,14 +7,13 @@ which lines are commands is ``referee.mail.commands``' job.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 from email.utils import getaddresses, parseaddr, parsedate_to_datetime
+from html.parser import HTMLParser
 
-_TAGS = re.compile(r"<[^>]+>")
 
 
 @dataclass(frozen=True)
@@ -91,5 +90,53 @@ def _body_text(message: EmailMessage) -> str:
     except (KeyError, LookupError, ValueError, AttributeError):
         return ""
     if part.get_content_subtype() == "html":
-        text = _TAGS.sub("\n", text)
+        text = html_to_text(text)
     return text.replace("\r\n", "\n")
+
+
+class _TextOfHtml(HTMLParser):
+    """HTML -> the text a reader sees: block elements break lines, inline
+    ones do not, and head, style and script hold no text at all."""
+
+    BLOCKS = {"p", "div", "br", "li", "tr", "blockquote", "h1", "h2", "h3", "h4", "h5",
+              "h6", "table", "ul", "ol", "pre", "hr"}  # fmt: skip
+    HIDDEN = {"head", "style", "script", "title"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.hidden = 0
+        self.quoted = 0
+
+    def handle_starttag(self, tag, attrs):
+        self._count(tag, +1)
+        if tag in self.BLOCKS:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag):
+        self._count(tag, -1)
+        if tag in self.BLOCKS:
+            self.parts.append("\n")
+
+    def _count(self, tag: str, step: int) -> None:
+        if tag in self.HIDDEN:
+            self.hidden = max(0, self.hidden + step)
+        elif tag == "blockquote":
+            self.quoted = max(0, self.quoted + step)
+
+    def handle_data(self, data):
+        if self.hidden:
+            return
+        for line in data.splitlines(keepends=True):
+            at_line_start = not self.parts or self.parts[-1].endswith("\n")
+            if self.quoted and at_line_start and line.strip():
+                self.parts.append("> ")  # quoted, as a plain-text reply marks it
+            self.parts.append(line)
+
+
+def html_to_text(html: str) -> str:
+    parser = _TextOfHtml()
+    parser.feed(html)
+    parser.close()
+    lines = (" ".join(line.split()) for line in "".join(parser.parts).splitlines())
+    return "\n".join(lines)

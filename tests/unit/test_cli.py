@@ -1,0 +1,319 @@
+"""The ``referee`` command, run in-process against a config and a database in
+tmp_path, with the fake clock."""
+
+from __future__ import annotations
+
+import email
+import io
+import json
+import re
+import sys
+from datetime import datetime, timedelta
+from email import policy
+from pathlib import Path
+
+import pytest
+
+from conftest import PLAYERS, make_mail
+from referee import config as config_module
+from referee.cli import main
+
+ALICE, BOB, CAROL = PLAYERS
+
+
+@pytest.fixture
+def cfg(tmp_path, monkeypatch) -> Path:
+    monkeypatch.delenv("REFEREE_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)  # a stray ./referee.toml or games.db lands here, not in the repo
+    path = tmp_path / "referee.toml"
+    path.write_text('[referee]\naddress = "referee@example.org"\ndatabase = "games.db"\n')
+    return path
+
+
+@pytest.fixture
+def run(cfg, clock, capsys):
+    """``run(*args)`` -> (exit status, stdout, stderr), with --config first."""
+
+    def run(*args: str, config: Path | None = cfg) -> tuple[int, str, str]:
+        argv = (["--config", str(config)] if config else []) + list(args)
+        status = main(argv, clock=clock)
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return run
+
+
+def new_game(run) -> int:
+    args = ["new", "pure-skill"] + [x for p in PLAYERS for x in ("--player", p)]
+    status, out, err = run(*args)
+    assert status == 0, err
+    return int(out.splitlines()[-1])
+
+
+def one_line_error(result) -> str:
+    status, out, err = result
+    assert status == 2
+    assert "Traceback" not in err
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    assert err.strip()
+    return err
+
+
+def status_json(run, game: int) -> dict:
+    status, out, err = run("status", str(game), "--json")
+    assert status == 0, err
+    return json.loads(out)
+
+
+# -- the commands ------------------------------------------------------------------------------
+
+
+def test_new_prints_the_game_id_alone_on_the_last_line(run):
+    status, out, err = run("new", "pure-skill", "--player", ALICE, "--player", BOB,
+                           "--player", CAROL)  # fmt: skip
+    assert status == 0 and err == ""
+    last = out.rstrip("\n").splitlines()[-1]
+    assert re.fullmatch(r"\d+", last)
+    assert status_json(run, int(last))["id"] == int(last)
+    assert new_game(run) == int(last) + 1
+
+
+def test_status_json_has_the_promised_shape(run, clock):
+    game = new_game(run)
+    data = status_json(run, game)
+    assert {"id", "kind", "state", "phase", "players", "winner", "seed_commitment",
+            "seed"} <= set(data)  # fmt: skip
+    assert data["id"] == game and data["kind"] == "pure-skill" and data["state"] == "running"
+    phase = data["phase"]
+    assert phase["number"] == 1
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", phase["deadline"])
+    deadline = datetime.fromisoformat(phase["deadline"].replace("Z", "+00:00"))
+    assert deadline == clock() + timedelta(days=3)
+    assert phase["waiting_for"] == PLAYERS
+    assert [p["address"] for p in data["players"]] == PLAYERS
+    assert all(p["score"] == 0 and p["bot"] is False for p in data["players"])
+    assert data["winner"] is None
+    assert re.fullmatch(r"[0-9a-f]{64}", data["seed_commitment"])
+    assert data["seed"] is None
+
+
+def test_a_game_of_bots_shows_its_seed_when_it_ends(run):
+    status, out, _ = run("new", "pure-skill", "--bots", "3", "--name", "demo")
+    data = status_json(run, int(out.splitlines()[-1]))
+    assert data["state"] == "finished" and data["phase"] is None
+    assert re.fullmatch(r"[0-9a-f]{64}", data["seed"])
+    assert all(p["bot"] for p in data["players"])
+    assert sum(p["score"] for p in data["players"]) <= sum(range(1, 14))
+
+
+def test_status_without_json_is_readable(run):
+    game = new_game(run)
+    status, out, err = run("status", str(game))
+    assert status == 0
+    assert status_json(run, game)["seed_commitment"] in out
+    assert all(address in out for address in PLAYERS)
+    status, out, err = run("status")
+    assert status == 0 and "pure-skill" in out
+
+
+def test_kinds_lists_pure_skill(run):
+    status, out, err = run("kinds", config=None)
+    assert status == 0
+    assert any(line.split()[0] == "pure-skill" for line in out.splitlines())
+
+
+def test_ingest_a_file_and_from_stdin(run, clock, tmp_path, monkeypatch):
+    game = new_game(run)
+    mail = tmp_path / "alice.eml"
+    mail.write_bytes(make_mail(ALICE, "bid 5", received=clock()))
+    status, out, err = run("ingest", str(mail))
+    assert status == 0 and out.startswith("move")
+    assert status_json(run, game)["phase"]["waiting_for"] == [BOB, CAROL]
+    raw = make_mail(BOB, "bid 6", received=clock())
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw)))
+    status, out, err = run("ingest", "-")
+    assert status == 0 and out.startswith("move")
+    assert status_json(run, game)["phase"]["waiting_for"] == [CAROL]
+    # the same file again is a duplicate, not a second move
+    status, out, err = run("ingest", str(mail))
+    assert status == 0 and out.startswith("duplicate")
+
+
+def test_tick_fills_missing_bids_after_the_deadline(run, clock):
+    game = new_game(run)
+    status, out, _ = run("tick")
+    assert status == 0 and out == ""
+    clock.advance(days=3, seconds=1)
+    status, out, _ = run("tick")
+    assert status == 0 and "Round 1" in out
+    data = status_json(run, game)
+    assert data["phase"]["number"] == 2
+    assert data["phase"]["waiting_for"] == PLAYERS
+
+
+def test_resign_makes_the_seat_a_bot(run):
+    game = new_game(run)
+    status, out, err = run("resign", str(game), BOB)
+    assert status == 0
+    players = status_json(run, game)["players"]
+    assert [p["bot"] for p in players] == [False, True, False]
+    assert BOB not in status_json(run, game)["phase"]["waiting_for"]
+
+
+def test_outbox_writes_each_mail_as_an_eml_file(run, tmp_path):
+    new_game(run)
+    status, listing, _ = run("outbox")
+    assert status == 0
+    queued = [line for line in listing.splitlines() if line.strip()]
+    assert len(queued) == 6  # a start announcement and a prompt for each of three players
+    out_dir = tmp_path / "out"
+    status, out, _ = run("outbox", "--write", str(out_dir))
+    assert status == 0
+    files = sorted(out_dir.glob("*.eml"))
+    assert len(files) == len(queued)
+    ids = set()
+    for path in files:
+        message = email.message_from_bytes(path.read_bytes(), policy=policy.default)
+        assert message["Message-ID"] and message["Date"]
+        assert message["Auto-Submitted"] == "auto-generated"
+        assert message["To"] in PLAYERS
+        assert message.get_content_type() == "text/plain"
+        ids.add(message["Message-ID"])
+    assert len(ids) == len(files)
+
+
+def test_init_writes_a_config_that_loads(tmp_path, run):
+    target = tmp_path / "fresh" / "referee.toml"
+    target.parent.mkdir()
+    status, out, err = run("init", config=target)
+    assert status == 0, err
+    loaded = config_module.load(target)
+    assert "@" in loaded.address
+    assert loaded.database.parent == target.parent
+    assert loaded.deadline == timedelta(days=3)
+    # a second init does not overwrite it
+    one_line_error(run("init", config=target))
+    status, _, _ = run("init", "--force", config=target)
+    assert status == 0
+
+
+def _deadline_span(run, game: str, config: Path) -> timedelta:
+    _, out, _ = run("status", game, "--json", config=config)
+    data = json.loads(out)
+    when = {k: datetime.fromisoformat(data[k].replace("Z", "+00:00")) for k in ("created_at",)}
+    deadline = datetime.fromisoformat(data["phase"]["deadline"].replace("Z", "+00:00"))
+    return deadline - when["created_at"]
+
+
+def test_a_config_can_set_the_default_deadline(tmp_path, run):
+    path = tmp_path / "short.toml"
+    path.write_text('[referee]\naddress = "ref@example.org"\ndatabase = "short.db"\n'
+                    '[defaults]\ndeadline = "2h"\n')  # fmt: skip
+    _, out, _ = run("new", "pure-skill", "--bots", "2", "--player", ALICE, config=path)
+    assert _deadline_span(run, out.splitlines()[-1], path) == timedelta(hours=2)
+    _, out, _ = run("new", "pure-skill", "--bots", "2", "--player", BOB, "--deadline", "1d12h",
+                    config=path)  # fmt: skip
+    assert _deadline_span(run, out.splitlines()[-1], path) == timedelta(hours=36)
+    assert (tmp_path / "short.db").exists()  # relative to the config file
+
+
+# -- errors: one line on stderr, exit status 2 ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["bogus"], id="unknown subcommand"),
+        pytest.param([], id="no subcommand"),
+        pytest.param(["resign", "1"], id="missing argument"),
+        pytest.param(["status", "one"], id="game id not a number"),
+        pytest.param(["status", "99"], id="unknown game id"),
+        pytest.param(["resign", "99", ALICE], id="resign in an unknown game"),
+        pytest.param(["new", "chess", "--player", ALICE], id="unknown kind"),
+        pytest.param(["new", "pure-skill", "--player", ALICE], id="too few players"),
+        pytest.param(["new", "pure-skill", "--bots", "4"], id="too many seats"),
+        pytest.param(["new", "pure-skill", "--player", ALICE, "--player", ALICE, "--bots", "1"],
+                     id="one player twice"),
+        pytest.param(["new", "pure-skill", "--player", "alice", "--bots", "2"], id="not an address"),
+        pytest.param(["new", "pure-skill", "--bots", "3", "--deadline", "3x"], id="bad duration"),
+        pytest.param(["new", "pure-skill", "--bots", "3", "--deadline", "0s"], id="zero deadline"),
+        pytest.param(["new", "pure-skill", "--bots", "3", "--option", "ties=sometimes"],
+                     id="bad option value"),
+        pytest.param(["new", "pure-skill", "--bots", "3", "--option", "colour=red"],
+                     id="unknown option"),
+        pytest.param(["ingest", "no-such-file.eml"], id="missing mail file"),
+    ],
+)
+def test_a_bad_command_line_is_one_line_and_status_2(run, args):
+    err = one_line_error(run(*args))
+    assert err.startswith("referee: ")
+
+
+def test_errors_name_what_is_wrong(run):
+    assert "99" in one_line_error(run("status", "99"))
+    assert "chess" in one_line_error(run("new", "chess", "--player", ALICE))
+    assert "3x" in one_line_error(run("new", "pure-skill", "--bots", "3", "--deadline", "3x"))
+
+
+def test_the_keeper_cannot_resign_someone_without_a_seat(run):
+    game = new_game(run)
+    one_line_error(run("resign", str(game), "dave@example.org"))
+
+
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        pytest.param('[referee]\naddress = "referee@example.org"\ndatabase = \n', "line 3",
+                     id="invalid TOML"),
+        pytest.param('[referee]\naddress = "referee@example.org"\ncolour = "blue"\n', ":3",
+                     id="unknown setting"),
+        pytest.param('[referee]\naddress = "r@example.org"\n\n[extras]\nx = "1"\n', ":4",
+                     id="unknown section"),
+        pytest.param('[defaults]\ndeadline = "3 fortnights"\n', ":2", id="bad duration"),
+        pytest.param('[defaults]\ndeadline = 3\n', ":2", id="not a string"),
+        pytest.param('[referee]\naddress = "nobody"\n', ":2", id="bad address"),
+    ],
+)
+def test_a_broken_config_is_one_line_naming_the_file(run, tmp_path, text, where):
+    path = tmp_path / "broken.toml"
+    path.write_text(text)
+    err = one_line_error(run("status", config=path))
+    assert str(path) in err
+    assert (f"{path}{where}" if where.startswith(":") else where) in err
+
+
+def test_an_unknown_setting_names_the_file_and_line(run, tmp_path):
+    path = tmp_path / "extra.toml"
+    path.write_text('[referee]\naddress = "referee@example.org"\n\ncolour = "blue"\n')
+    err = one_line_error(run("status", config=path))
+    assert f"{path}:4" in err and "colour" in err
+
+
+def test_invalid_toml_is_one_line(run, tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('[referee\naddress = "referee@example.org"\n')
+    err = one_line_error(run("status", config=path))
+    assert str(path) in err
+
+
+def test_a_config_that_does_not_exist_is_one_line(run, tmp_path):
+    missing = tmp_path / "nowhere.toml"
+    err = one_line_error(run("status", config=missing))
+    assert str(missing) in err
+    assert not missing.exists()
+
+
+def test_a_config_that_is_not_utf8_is_one_line(run, tmp_path):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes('[referee]\nname = "Arbitre Léo"\n'.encode("latin-1"))
+    one_line_error(run("status", config=path))
+
+
+def test_init_into_a_missing_folder_is_one_line(run, tmp_path):
+    one_line_error(run("init", config=tmp_path / "no" / "such" / "referee.toml"))
+
+
+def test_a_database_in_a_missing_folder_is_one_line(run, tmp_path):
+    path = tmp_path / "elsewhere.toml"
+    path.write_text('[referee]\naddress = "referee@example.org"\ndatabase = "no/such/games.db"\n')
+    one_line_error(run("status", config=path))

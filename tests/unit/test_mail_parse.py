@@ -1,0 +1,226 @@
+"""Reading a received mail: when the server got it, who sent it, which
+message it is, and the player's own first line."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta, timezone
+from email.message import EmailMessage
+from email.utils import format_datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import PLAYERS, START, make_mail
+from referee.mail.commands import candidate_lines, first_own_line
+from referee.mail.parse import parse
+
+ALICE = PLAYERS[0]
+NOW = START + timedelta(days=1)
+
+
+def mail(headers: list[tuple[str, str]], body: str = "bid 5") -> bytes:
+    lines = [f"{name}: {value}" for name, value in headers]
+    return ("\r\n".join(lines + ["Content-Type: text/plain; charset=utf-8", "", body]) + "\r\n").encode()
+
+
+def html_mail(html: str, *, plain: str | None = None) -> bytes:
+    message = EmailMessage()
+    message["From"] = ALICE
+    message["To"] = "referee@example.org"
+    message["Subject"] = "Re: [pure-skill-1] Round 1 of 13"
+    message["Message-ID"] = "<html@example.net>"
+    message["Received"] = f"from client by mx.example.org; {format_datetime(START)}"
+    if plain is None:
+        message.set_content(html, subtype="html")
+    else:
+        message.set_content(plain)
+        message.add_alternative(html, subtype="html")
+    return bytes(message)
+
+
+# -- receipt time ------------------------------------------------------------------------
+
+
+def test_the_receipt_time_is_the_topmost_received_header():
+    ours, earlier, sent = START, START - timedelta(minutes=7), START - timedelta(days=2)
+    raw = mail([
+        ("Received", f"from relay.example.net by mx.example.org; {format_datetime(ours)}"),
+        ("Received", f"from client by relay.example.net; {format_datetime(earlier)}"),
+        ("Delivery-date", format_datetime(earlier)),
+        ("From", ALICE),
+        ("Date", format_datetime(sent)),
+    ])  # fmt: skip
+    assert parse(raw, NOW).received_at == ours
+
+
+def test_the_receipt_time_is_in_utc_whatever_zone_the_server_writes():
+    local = START.astimezone(timezone(timedelta(hours=-5)))
+    raw = mail([("Received", f"by mx.example.org; {format_datetime(local)} (EST)"),
+                ("From", ALICE)])  # fmt: skip
+    received = parse(raw, NOW).received_at
+    assert received == START
+    assert received.utcoffset() == timedelta(0)
+
+
+def test_without_received_the_delivery_date_counts():
+    raw = mail([("Delivery-date", format_datetime(START)), ("From", ALICE),
+                ("Date", format_datetime(START - timedelta(days=3)))])  # fmt: skip
+    assert parse(raw, NOW).received_at == START
+
+
+def test_without_either_header_the_receipt_time_is_now_never_the_date_header():
+    raw = mail([("From", ALICE), ("Date", format_datetime(START - timedelta(days=3)))])
+    assert parse(raw, NOW).received_at == NOW
+
+
+def test_a_sender_cannot_backdate_a_bid_with_the_date_header(engine, clock):
+    engine.new_game("pure-skill", PLAYERS)
+    deadline = START + timedelta(days=3)
+    clock.advance(days=4)
+    raw = mail([
+        ("Received", f"by mx.example.org; {format_datetime(deadline + timedelta(hours=2))}"),
+        ("From", ALICE), ("Subject", "Re: [pure-skill-1]"),
+        ("Date", format_datetime(START)), ("Message-ID", "<backdated@example.net>"),
+    ])  # fmt: skip
+    assert engine.ingest(raw).code == "refused"
+    assert engine.store.moves(1) == []
+
+
+# -- who and which -----------------------------------------------------------------------------
+
+
+def test_the_key_is_the_message_id():
+    raw = make_mail(ALICE, "bid 5", message_id="<abc.123@example.net>")
+    incoming = parse(raw, NOW)
+    assert incoming.key == incoming.message_id == "<abc.123@example.net>"
+
+
+def test_without_a_message_id_the_key_is_the_sha256_of_the_bytes():
+    raw = mail([("From", ALICE), ("Subject", "bid 5")])
+    incoming = parse(raw, NOW)
+    assert incoming.message_id is None
+    assert hashlib.sha256(raw).hexdigest() in incoming.key
+    assert parse(raw, NOW + timedelta(hours=1)).key == incoming.key
+    other = mail([("From", ALICE), ("Subject", "bid 6")])
+    assert parse(other, NOW).key != incoming.key
+
+
+def test_the_sender_is_the_from_address_in_lower_case():
+    raw = mail([("From", '"Alice L." <Alice@Example.ORG>'), ("Sender", "list@example.net")])
+    assert parse(raw, NOW).sender == ALICE
+
+
+def test_recipients_come_from_delivered_to_to_and_cc():
+    raw = mail([
+        ("Delivered-To", "Referee+pure-skill-3@example.org"),
+        ("To", "Someone <someone@example.net>"),
+        ("Cc", "referee@example.org, bob@example.org"),
+        ("From", ALICE),
+    ])  # fmt: skip
+    recipients = parse(raw, NOW).recipients
+    assert "referee+pure-skill-3@example.org" in recipients
+    assert {"someone@example.net", "referee@example.org", "bob@example.org"} <= set(recipients)
+
+
+def test_a_mail_with_broken_headers_still_parses():
+    raw = b"From: \r\nSubject: =?bogus?Q?x?=\r\nReceived: garbage; not a date\r\n\r\nbid 5\r\n"
+    incoming = parse(raw, NOW)
+    assert incoming.sender == ""
+    assert incoming.received_at == NOW
+    assert first_own_line(incoming.text) == "bid 5"
+
+
+# -- the body -----------------------------------------------------------------------------------
+
+
+def test_an_html_only_body_is_read_as_text():
+    incoming = parse(html_mail("<html><body><div dir=\"ltr\">bid K<br></div><div><br>"
+                               "</div><blockquote>bid 2</blockquote></body></html>"), NOW)  # fmt: skip
+    assert "<" not in incoming.text
+    assert first_own_line(incoming.text) == "bid K"
+
+
+def test_an_html_only_bid_is_taken(engine):
+    engine.new_game("pure-skill", PLAYERS)
+    assert engine.ingest(html_mail("<div dir=ltr><p>Bid queen</p></div>")).code == "move"
+    assert engine.store.final_moves(1, 1)[0]["move"] == "bid Q"
+
+
+def test_inline_html_tags_do_not_split_a_line():
+    incoming = parse(html_mail("<p>Bid <b>queen</b></p>"), NOW)
+    assert first_own_line(incoming.text) == "Bid queen"
+
+
+def test_the_plain_part_is_preferred_to_the_html_part():
+    incoming = parse(html_mail("<p>bid 2</p>", plain="bid 9\n"), NOW)
+    assert first_own_line(incoming.text) == "bid 9"
+
+
+def test_html_entities_are_decoded():
+    incoming = parse(html_mail("<div>bid&nbsp;K</div>"), NOW)
+    assert first_own_line(incoming.text).split() == ["bid", "K"]
+
+
+def test_html_head_and_style_are_not_text():
+    html = ("<html><head><title>Re: game</title><style>p { margin: 0 }</style></head>"
+            "<body><p>bid K</p></body></html>")  # fmt: skip
+    assert first_own_line(parse(html_mail(html), NOW).text) == "bid K"
+
+
+@pytest.mark.parametrize("encoding", ["base64", "quoted-printable"])
+def test_an_encoded_plain_body_is_decoded(encoding):
+    message = EmailMessage()
+    message["From"] = ALICE
+    message.set_content("bid Königin?\nbid 10\n", cte=encoding)
+    text = parse(bytes(message), NOW).text
+    assert text.splitlines()[:2] == ["bid Königin?", "bid 10"]
+
+
+def test_crlf_line_ends_are_plain_newlines():
+    incoming = parse(make_mail(ALICE, "bid 5\r\n\r\n-- \r\nAlice"), NOW)
+    assert "\r" not in incoming.text
+    assert first_own_line(incoming.text) == "bid 5"
+
+
+# -- the player's own first line ---------------------------------------------------------------
+
+
+def test_the_first_own_line_skips_blank_and_quoted_lines():
+    assert first_own_line("\n\n> bid 3\n>> bid 4\n  \n  bid 7  \nbid 8\n") == "bid 7"
+
+
+def test_the_first_own_line_stops_at_the_signature():
+    assert first_own_line("-- \nbid 3\n") is None
+    assert first_own_line("\n> quoted\n-- \nAlice\n") is None
+    assert first_own_line("bid 2\n-- \nbid 3\n") == "bid 2"
+
+
+def test_the_first_own_line_stops_at_an_attribution_line():
+    text = "On Sat, 21 Nov 2026 at 12:00, Referee <referee@example.org> wrote:\n> prompt\nbid 3\n"
+    assert first_own_line(text) is None
+    assert first_own_line("bid 4\n\n" + text) == "bid 4"
+
+
+def test_a_quoted_attribution_line_is_only_a_quote():
+    assert first_own_line("> On Friday Bob wrote:\nbid 6\n") == "bid 6"
+
+
+def test_the_subject_is_a_candidate_without_re_and_the_tag():
+    raw = make_mail(ALICE, "> bid 3\n", subject="Re: RE: Fwd: [pure-skill-1] bid 10")
+    assert candidate_lines(parse(raw, NOW)) == ["bid 10"]
+    raw = make_mail(ALICE, "bid 2", subject="Re: [pure-skill-1] bid 10")
+    assert candidate_lines(parse(raw, NOW)) == ["bid 2", "bid 10"]
+
+
+_words = st.text(st.characters(categories=["L", "N"]), min_size=1, max_size=8)
+_line = st.lists(_words, min_size=1, max_size=5).map(" ".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(quoted=st.lists(_line, max_size=4), blanks=st.integers(0, 3), own=_line,
+       after=st.lists(_line, max_size=3))  # fmt: skip
+def test_the_first_own_line_is_the_first_unquoted_line(quoted, blanks, own, after):
+    text = "\n".join(["> " + line for line in quoted] + [""] * blanks + [own] + after)
+    assert first_own_line(text) == own
