@@ -6,10 +6,10 @@ Prints its figures; asserts nothing.  Run: python3 bench/engine.py [--games N]
 from __future__ import annotations
 
 import argparse
+import resource
 import sys
 import tempfile
 import time
-import tracemalloc
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime, make_msgid
 from pathlib import Path
@@ -73,15 +73,13 @@ def main() -> None:
         print(f"bot games played to the end: {args.games / bots:8.1f} games/s "
               f"({bots / args.games * 1000:.1f} ms each)")
 
-        tracemalloc.start()
         start = time.perf_counter()
         messages = play_by_mail(engine, clock, args.games)
         played = time.perf_counter() - start
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
         print(f"bids ingested (whole games by mail): {messages / played:8.1f} msg/s "
               f"({played / messages * 1000:.2f} ms each, {messages} messages)")
-        print(f"peak Python memory while ingesting: {peak / 2**20:8.1f} MiB")
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+        print(f"peak resident memory of this process: {peak / 1024:8.1f} MiB")
 
         finished = [row["id"] for row in engine.store.games("finished")]
         start = time.perf_counter()
