@@ -569,7 +569,6 @@ class Engine:
             "label": step.phase.label,
             "events": step.events,
             "how": {seat: moves[seat]["source"] for seat in step.moves},
-            "bots": [seat for seat in range(len(table.seats)) if not table.human(seat, number)],
             "next": following and {"label": following["label"], "deadline": following["deadline"]},
         }
 
