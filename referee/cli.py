@@ -16,7 +16,7 @@ from referee.engine import Engine, EngineError
 from referee.resources import shipped
 from referee.rules import GAMES
 from referee.store import Store
-from referee.timeutil import Clock, parse_duration, utc_now
+from referee.timeutil import Clock, iso, parse_duration, utc_now
 
 
 class UsageError(Exception):
@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     outbox = commands.add_parser("outbox", help="list mail waiting to be sent")
     outbox.add_argument("--write", type=Path, metavar="DIR", help="also write each as DIR/<id>.eml")
+    outbox.add_argument("--mark-sent", action="store_true",
+                        help="with --write: count the written mail as sent (for a mailer that sends DIR)")
 
     resign = commands.add_parser("resign", help="a player left: a random bot takes the seat")
     resign.add_argument("game", type=int)
@@ -89,15 +91,12 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
             return _init(args)
         if args.command == "kinds":
             for game in GAMES.values():
-                print(f"{game.kind:18} {game.title} ({_seats(game)} seats)")
+                print(f"{game.kind:18} {game.title} ({game.seat_range} seats)")
             return 0
         config = config_module.load(args.config)
         engine = Engine(_open_store(config.database), config, clock)
         return COMMANDS[args.command](engine, args)
-    except UsageError as error:
-        print(f"referee: {error}", file=sys.stderr)
-        return 2
-    except (config_module.ConfigError, EngineError) as error:
+    except (UsageError, config_module.ConfigError, EngineError) as error:
         print(f"referee: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `referee status 1 | head`: the reader left, not an error
@@ -112,12 +111,8 @@ def _open_store(path: Path) -> Store:
         raise UsageError(f"cannot open the database {path}: {error}") from None
 
 
-def _seats(game) -> str:
-    return str(game.min_seats) if game.min_seats == game.max_seats else f"{game.min_seats}-{game.max_seats}"
-
-
 def _init(args) -> int:
-    target = args.config or config_module.DEFAULT_PATH
+    target = args.config or config_module.default_path()
     if target.exists() and not args.force:
         raise UsageError(f"{target} exists; use --force to overwrite it")
     try:
@@ -144,7 +139,8 @@ def _status(engine: Engine, args) -> int:
         games = [engine.status(row["id"]) for row in engine.store.games()]
         if args.json:
             print(json.dumps(games, indent=2))
-        for game in [] if args.json else games:
+            return 0
+        for game in games:
             phase = game["phase"]["label"] if game["phase"] else "over"
             print(f"{game['id']:5}  {game['kind']:18} {game['state']:9} {phase}  {game['name'] or ''}")
         return 0
@@ -172,8 +168,9 @@ def _ingest(engine: Engine, args) -> int:
         raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
     except OSError as error:
         raise UsageError(f"cannot read {args.file}: {error.strerror}") from None
-    print(engine.ingest(raw))
-    return 0
+    outcome = engine.ingest(raw)
+    print(outcome)
+    return 1 if outcome.code == "failed" else 0
 
 
 def _tick(engine: Engine, args) -> int:
@@ -183,14 +180,20 @@ def _tick(engine: Engine, args) -> int:
 
 
 def _outbox(engine: Engine, args) -> int:
+    if args.mark_sent and not args.write:
+        raise UsageError("--mark-sent goes with --write")
     mails = engine.store.outbox()
-    if args.write:
-        args.write.mkdir(parents=True, exist_ok=True)
     for mail in mails:
         print(f"{mail['id']:6}  {', '.join(mail['recipients']):32}  {mail['subject']}")
-        if args.write:
-            (args.write / f"{mail['id']:06d}.eml").write_bytes(mail["raw"])
     if args.write:
+        try:
+            args.write.mkdir(parents=True, exist_ok=True)
+            for mail in mails:
+                (args.write / f"{mail['id']:06d}.eml").write_bytes(mail["raw"])
+                if args.mark_sent:  # handed over: never written (or sent) again
+                    engine.store.mark_sent(mail["id"], iso(engine.clock()))
+        except OSError as error:
+            raise UsageError(f"cannot write to {args.write}: {error.strerror}") from None
         print(f"wrote {len(mails)} mail(s) to {args.write}")
     return 0
 

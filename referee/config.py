@@ -12,13 +12,18 @@ from pathlib import Path
 from referee.timeutil import parse_duration
 
 DEFAULT_PATH = Path("referee.toml")
-_ADDRESS = re.compile(r"^[^@\s]+@[^@\s]+$")
+_ADDRESS = re.compile(r"^[^@\s<>]+@[^@\s<>]+$")
 
 # section -> setting -> kind; the one place that says what a config file may hold
 _SETTINGS = {
     "referee": {"address": "address", "name": "text", "database": "path", "templates": "path"},
     "defaults": {"deadline": "duration", "settle": "duration"},
 }
+
+
+def is_address(text: str) -> bool:
+    """A bare mail address, local@domain: what seats and the referee are."""
+    return bool(_ADDRESS.match(text))
 
 
 class ConfigError(ValueError):
@@ -38,17 +43,19 @@ class Config:
     def domain(self) -> str:
         return self.address.rpartition("@")[2]
 
-    @property
-    def local_part(self) -> str:
-        return self.address.rpartition("@")[0]
+
+
+def default_path() -> Path:
+    """Where the config is when ``--config`` is not given: $REFEREE_CONFIG, else ./referee.toml."""
+    return Path(os.environ.get("REFEREE_CONFIG") or DEFAULT_PATH)
 
 
 def load(path: Path | None = None) -> Config:
-    """The config at ``path``; with no path, ``$REFEREE_CONFIG`` or ./referee.toml if present."""
+    """The config at ``path``; with no path, the default one, or built-in
+    defaults when there is no ./referee.toml (a named file must exist)."""
     if path is None:
-        env = os.environ.get("REFEREE_CONFIG")
-        path = Path(env) if env else DEFAULT_PATH
-        if not env and not path.exists():
+        path = default_path()
+        if "REFEREE_CONFIG" not in os.environ and not path.exists():
             return Config()
     try:
         text = path.read_text(encoding="utf-8")
@@ -85,7 +92,7 @@ def _convert(kind: str, value, path: Path, text: str, name: str, key: str):
             return parse_duration(value)
         except ValueError as error:
             raise ConfigError(f"{where}: {name}: {error}") from None
-    if kind == "address" and not _ADDRESS.match(value):
+    if kind == "address" and not is_address(value):
         raise ConfigError(f"{where}: {name} must be a mail address such as referee@example.org")
     if kind == "path":
         return (path.parent / value) if not Path(value).is_absolute() else Path(value)

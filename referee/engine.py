@@ -13,17 +13,16 @@ committed together or not at all.
 from __future__ import annotations
 
 import logging
-import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from referee.config import Config
+from referee.config import Config, is_address
 from referee.mail.classify import never_answer
 from referee.mail.commands import candidate_lines, named_games, reply_address, tag
 from referee.mail.compose import Composer
-from referee.mail.parse import Incoming, parse
+from referee.mail.parse import Incoming, one_line, parse
 from referee.record import PhaseRecord, Replay, commitment, random_move_rng, replay
 from referee.rules import Game, MoveError, OptionError, get_game
 from referee.store import Row, Store
@@ -31,7 +30,6 @@ from referee.timeutil import Clock, from_iso, iso, utc_now
 
 log = logging.getLogger("referee")
 
-_ADDRESS = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$|^[^@\s<>]+@localhost$")
 _MAX_LEGAL_SHOWN = 20
 
 
@@ -52,7 +50,7 @@ class Refusal(Exception):
 class Outcome:
     """What became of an ingested message."""
 
-    code: str  # move, replaced, superseded, refused, ignored, duplicate
+    code: str  # move, replaced, superseded, refused, ignored, duplicate, failed
     detail: str
     game_id: int | None = None
 
@@ -154,7 +152,7 @@ class Engine:
 
     def _check_seats(self, rules: Game, addresses: list[str], bots: int) -> None:
         for address in addresses:
-            if not _ADDRESS.match(address):
+            if not is_address(address):
                 raise EngineError(f"'{address}' is not a mail address")
         if len(set(addresses)) != len(addresses):
             raise EngineError("each player may hold only one seat")
@@ -162,12 +160,9 @@ class Engine:
             raise EngineError("--bots cannot be negative")
         seats = len(addresses) + bots
         if not rules.min_seats <= seats <= rules.max_seats:
-            wanted = (
-                str(rules.min_seats)
-                if rules.min_seats == rules.max_seats
-                else f"{rules.min_seats} to {rules.max_seats}"
+            raise EngineError(
+                f"{rules.title} needs {rules.seat_range} seats (players + bots), not {seats}"
             )
-            raise EngineError(f"{rules.title} needs {wanted} seats (players + bots), not {seats}")
 
     def resign(self, game_id: int, address: str) -> None:
         """A player left (rule 8): a random bot takes the seat from now on."""
@@ -199,17 +194,28 @@ class Engine:
         """Handle one received message, exactly once."""
         now = self.clock()
         message = parse(raw, now)
-        with self.store.transaction():
-            if self.store.seen(message.key):
-                return Outcome("duplicate", f"{message.key} was handled before")
-            outcome = self._handle(message)
-            self.store.record_message(
-                key=message.key, message_id=message.message_id, sender=message.sender,
-                subject=message.subject, received_at=iso(message.received_at),
-                handled_at=iso(now), game_id=outcome.game_id, outcome=str(outcome), raw=raw,
-            )  # fmt: skip
+        try:
+            with self.store.transaction():
+                if self.store.seen(message.key):
+                    return Outcome("duplicate", f"{message.key} was handled before")
+                outcome = self._handle(message)
+                self._record(message, now, outcome)
+        except Exception:
+            # A bug must neither lose the message nor fail on it at every
+            # redelivery: keep it, unanswered, for the keeper to look at.
+            log.exception("message %s from %s could not be handled", message.key, message.sender)
+            outcome = Outcome("failed", "an internal error; the message is kept in the store")
+            with self.store.transaction():
+                self._record(message, now, outcome)
         log.info("message %s from %s: %s", message.key, message.sender, outcome.code)
         return outcome
+
+    def _record(self, message: Incoming, now: datetime, outcome: Outcome) -> None:
+        self.store.record_message(
+            key=message.key, message_id=message.message_id, sender=message.sender,
+            subject=message.subject, received_at=iso(message.received_at), handled_at=iso(now),
+            game_id=outcome.game_id, outcome=str(outcome), raw=message.raw,
+        )  # fmt: skip
 
     # -- reading a game ----------------------------------------------------
 
@@ -514,12 +520,14 @@ class Engine:
     def _refuse(self, message: Incoming, refusal: Refusal) -> None:
         table, seat = refusal.table, refusal.seat
         context: dict[str, Any] = {"reason": refusal.reason, "line": refusal.line, "legal": [],
+                                   "more_legal": False,
                                    "game": None, "phase": None, "referee": self.config.address}  # fmt: skip
         if table is not None:
             context.update(self._context(table, seat))
             if seat is not None and table.open_phase and seat in table.open_phase["movers"]:
                 moves = table.rules.legal_moves(table.state, seat)
                 context["legal"] = [table.rules.move_text(m) for m in moves[:_MAX_LEGAL_SHOWN]]
+                context["more_legal"] = len(moves) > _MAX_LEGAL_SHOWN
         self._reply(message, table, [message.sender], "error", context)
 
     # -- mail ------------------------------------------------------------------
@@ -590,7 +598,7 @@ class Engine:
         reply_to = table and reply_address(self.config.address, table.row["kind"], table.id)
         self._queue(table.id if table else None, to, subject, body, reply_to=reply_to,
                     in_reply_to=message.message_id,
-                    references=str(message.headers.get("References", "") or "") or None)  # fmt: skip
+                    references=one_line(str(message.headers.get("References", "") or "")) or None)  # fmt: skip
 
     def _queue(self, game_id: int | None, to: list[str], subject: str, body: str,
                **headers: Any) -> None:  # fmt: skip

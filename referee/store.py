@@ -131,13 +131,6 @@ class Store:
         rows = self.db["phases"].rows_where("game_id = ?", [game_id], order_by="number")
         return [_decode_phase(r) for r in rows]
 
-    def current_phase(self, game_id: int) -> Row | None:
-        """The open phase of a game, if any."""
-        rows = list(
-            self.db["phases"].rows_where("game_id = ? and resolved_at is null", [game_id])
-        )
-        return _decode_phase(rows[0]) if rows else None
-
     def open_phases(self) -> list[Row]:
         rows = self.db["phases"].rows_where("resolved_at is null", order_by="deadline")
         return [_decode_phase(r) for r in rows]
@@ -162,10 +155,12 @@ class Store:
     # -- messages --------------------------------------------------------
 
     def seen(self, key: str) -> bool:
-        return self.db["messages"].count_where("key = ?", [key]) > 0
+        """Whether a message was handled.  One that failed was not: a later
+        delivery of it is tried afresh."""
+        return self.db["messages"].count_where("key = ? and outcome not like 'failed%'", [key]) > 0
 
     def record_message(self, **row: Any) -> None:
-        self.db["messages"].insert(row)
+        self.db["messages"].insert(row, replace=True)  # replaces a failed attempt
 
     def messages(self) -> list[Row]:
         return list(self.db["messages"].rows_where(order_by="handled_at"))
@@ -175,6 +170,9 @@ class Store:
     def queue_mail(self, **row: Any) -> None:
         row["recipients"] = json.dumps(row["recipients"])
         self.db["outbox"].insert({"state": "queued", "attempts": 0, **row})
+
+    def mark_sent(self, mail_id: int, at: str) -> None:
+        self.db["outbox"].update(mail_id, {"state": "sent", "sent_at": at})
 
     def outbox(self, state: str | None = "queued") -> list[Row]:
         where, args = ("state = ?", [state]) if state else (None, None)

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 Clock = Callable[[], datetime]
 
+MAX_DURATION = timedelta(days=366)
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _PART = re.compile(r"(\d+)\s*([smhdw])", re.I)
 
@@ -38,7 +39,10 @@ def parse_duration(text: str) -> timedelta:
     cleaned = text.strip()
     if not cleaned or _PART.sub("", cleaned).strip():
         raise ValueError(f"'{text}' is not a duration (use forms like 90s, 30m, 2h, 3d, 1d12h)")
-    return timedelta(seconds=sum(int(n) * _UNITS[u.lower()] for n, u in _PART.findall(cleaned)))
+    seconds = sum(int(n) * _UNITS[u.lower()] for n, u in _PART.findall(cleaned))
+    if seconds > MAX_DURATION.total_seconds():
+        raise ValueError(f"'{text}' is longer than a year, the longest a deadline may be")
+    return timedelta(seconds=seconds)
 
 
 def show_duration(span: timedelta) -> str:

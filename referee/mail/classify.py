@@ -5,15 +5,18 @@ from __future__ import annotations
 from referee.mail.parse import Incoming
 
 
+_LIST_OR_AUTO = ("List-Id", "List-Post", "List-Unsubscribe", "X-Autoreply", "X-Autorespond")
+
+
 def never_answer(message: Incoming, own_address: str) -> str | None:
     """Why this message must get no reply (a loop or backscatter risk), or None."""
     headers = message.headers
-    auto = str(headers.get("Auto-Submitted", "")).strip().lower()
-    if auto and auto != "no":
+    auto = str(headers.get("Auto-Submitted", "")).split("(")[0].strip().lower()
+    if auto and auto != "no":  # RFC 3834; "no (comment)" is a person's mail
         return "auto-submitted"
-    if str(headers.get("Precedence", "")).strip().lower() in ("bulk", "junk", "list"):
-        return "bulk or list mail"
-    if headers.get("List-Id") or headers.get("X-Autoreply") or headers.get("X-Autorespond"):
+    if str(headers.get("Precedence", "")).strip().lower() in ("bulk", "junk", "list", "auto_reply"):
+        return "bulk, list or auto-reply mail"
+    if any(name in headers for name in _LIST_OR_AUTO):
         return "list mail or auto-reply"
     if "Return-Path" in headers and str(headers["Return-Path"]).strip() in ("<>", ""):
         return "bounce (empty return path)"
@@ -21,6 +24,8 @@ def never_answer(message: Incoming, own_address: str) -> str | None:
         return "bounce or no sender"
     if headers.get_content_type() == "multipart/report":
         return "delivery status notification"
-    if message.sender == own_address.lower():
+    own_local, _, own_domain = own_address.lower().rpartition("@")
+    local, _, domain = message.sender.rpartition("@")
+    if domain == own_domain and local.split("+")[0] == own_local:
         return "our own mail"
     return None

@@ -12,7 +12,8 @@ from referee.mail.parse import Incoming
 
 _TAG = re.compile(r"\[(?P<kind>[a-z][a-z-]*)-(?P<id>\d+)\]", re.I)
 _REPLY_PREFIX = re.compile(r"^\s*((re|fwd?|aw|sv|antw)\s*(\[\d+\])?\s*:\s*)+", re.I)
-_REPLY_HEADER = re.compile(r"^(on .+ wrote:|-----\s*original message\s*-----|from:\s)", re.I)
+_ATTRIBUTION = re.compile(r"^on .+ wrote:$", re.I)  # "On <date>, <name> wrote:", then quotes
+_ORIGINAL = re.compile(r"^(-----\s*original message\s*-----|from:\s)", re.I)  # Outlook
 
 
 def tag(kind: str, game_id: int) -> str:
@@ -51,13 +52,14 @@ def candidate_lines(message: Incoming) -> list[str]:
 
 
 def first_own_line(text: str) -> str | None:
-    """The first non-blank line that is not quoted; None if the player's own
-    text is empty (it starts with a signature or a quoted reply)."""
+    """The first non-blank line the player wrote: quoted lines and the "On ...
+    wrote:" line above them are skipped (a bottom-posted reply still counts);
+    a signature or Outlook's unquoted original message ends the search."""
     for line in text.splitlines():
         stripped = line.strip()
-        if not stripped or stripped.startswith(">"):
+        if not stripped or stripped.startswith(">") or _ATTRIBUTION.match(stripped):
             continue
-        if line.rstrip("\r") == "-- " or stripped == "--" or _REPLY_HEADER.match(stripped):
+        if line.rstrip("\r") == "-- " or stripped == "--" or _ORIGINAL.match(stripped):
             return None
         return stripped
     return None

@@ -32,7 +32,7 @@ class Incoming:
 def parse(raw: bytes, now: datetime) -> Incoming:
     """Read a message; ``now`` is the receipt time when no header gives one."""
     message = message_from_bytes(raw, policy=policy.default)
-    message_id = _header(message, "Message-ID").strip() or None
+    message_id = one_line(_header(message, "Message-ID")) or None
     return Incoming(
         key=message_id or "sha256:" + hashlib.sha256(raw).hexdigest(),
         message_id=message_id,
@@ -44,6 +44,12 @@ def parse(raw: bytes, now: datetime) -> Incoming:
         headers=message,
         raw=raw,
     )
+
+
+def one_line(value: str) -> str:
+    """A header value with any line breaks (even encoded ones) folded away, so
+    it can be copied into a header of ours."""
+    return " ".join(value.split())
 
 
 def receipt_time(message: EmailMessage) -> datetime | None:
@@ -107,6 +113,7 @@ class _TextOfHtml(HTMLParser):
         self.parts: list[str] = []
         self.hidden = 0
         self.quoted = 0
+        self.preformatted = 0
 
     def handle_starttag(self, tag, attrs):
         self._count(tag, +1)
@@ -123,10 +130,14 @@ class _TextOfHtml(HTMLParser):
             self.hidden = max(0, self.hidden + step)
         elif tag == "blockquote":
             self.quoted = max(0, self.quoted + step)
+        elif tag == "pre":
+            self.preformatted = max(0, self.preformatted + step)
 
     def handle_data(self, data):
         if self.hidden:
             return
+        if not self.preformatted:  # in HTML a line break in the source is a space
+            data = data.replace("\r", " ").replace("\n", " ")
         for line in data.splitlines(keepends=True):
             at_line_start = not self.parts or self.parts[-1].endswith("\n")
             if self.quoted and at_line_start and line.strip():

@@ -74,6 +74,13 @@ class Game(ABC, Generic[State, Move]):
     options: Mapping[str, Any] = {}  # option name -> default value
     filters: Mapping[str, Callable[..., str]] = {}  # name -> formatter, for this game's templates
 
+    @property
+    def seat_range(self) -> str:
+        """How many seats the game takes, for people: "3" or "3 to 8"."""
+        if self.min_seats == self.max_seats:
+            return str(self.min_seats)
+        return f"{self.min_seats} to {self.max_seats}"
+
     def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """The full option set for a new game: defaults updated by ``options``."""
         unknown = set(options) - set(self.options)

@@ -317,3 +317,51 @@ def test_a_database_in_a_missing_folder_is_one_line(run, tmp_path):
     path = tmp_path / "elsewhere.toml"
     path.write_text('[referee]\naddress = "referee@example.org"\ndatabase = "no/such/games.db"\n')
     one_line_error(run("status", config=path))
+
+
+# -- found in review ---------------------------------------------------------------------------
+
+
+def test_init_writes_where_referee_config_points(run, tmp_path, monkeypatch):
+    target = tmp_path / "club.toml"
+    monkeypatch.setenv("REFEREE_CONFIG", str(target))
+    status, out, err = run("init", config=None)
+    assert status == 0, err
+    from referee.resources import shipped
+
+    assert target.read_text() == shipped("config.example.toml").read_text()
+    assert config_module.load() == config_module.load(target)  # and the referee reads it
+
+
+def test_outbox_write_into_a_file_is_one_line(run, tmp_path):
+    new_game(run)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    one_line_error(run("outbox", "--write", str(blocker)))
+
+
+def test_outbox_mark_sent_hands_each_mail_over_once(run, tmp_path):
+    new_game(run)
+    status, out, err = run("outbox", "--write", str(tmp_path / "one"), "--mark-sent")
+    assert status == 0, err
+    written = sorted((tmp_path / "one").glob("*.eml"))
+    assert len(written) == 6  # 3 announcements + 3 prompts
+    status, out, err = run("outbox", "--write", str(tmp_path / "two"), "--mark-sent")
+    assert status == 0 and list((tmp_path / "two").glob("*.eml")) == []
+    one_line_error(run("outbox", "--mark-sent"))
+
+
+@pytest.mark.parametrize("duration", ["99999999999d", "367d", "53w"])
+def test_a_deadline_longer_than_a_year_is_one_line(run, duration):
+    one_line_error(run("new", "pure-skill", "--bots", "3", "--deadline", duration))
+
+
+def test_a_failed_ingest_exits_non_zero_and_keeps_the_mail(run, tmp_path, monkeypatch):
+    from referee.engine import Engine
+
+    new_game(run)
+    monkeypatch.setattr(Engine, "_take_move", lambda self, message: 1 / 0)
+    path = tmp_path / "bid.eml"
+    path.write_bytes(make_mail(ALICE, "bid 7"))
+    status, out, err = run("ingest", str(path))
+    assert status == 1 and out.startswith("failed")

@@ -617,9 +617,16 @@ def test_the_signature_and_quoted_reply_are_not_read(engine, clock):
     engine.new_game("pure-skill", PLAYERS)
     body = "-- \nbid 3\n"
     assert send(engine, clock, ALICE, body).code == "refused"
-    body = "On Sat, 21 Nov 2026, Referee <referee@example.org> wrote:\n> bid 3\nbid 4\n"
+    body = "Hi!\n-----Original Message-----\nbid 3\n"  # Outlook: the original, unquoted
     assert send(engine, clock, ALICE, body).code == "refused"
     assert engine.store.moves(1) == []
+
+
+def test_a_bottom_posted_bid_below_the_quote_counts(engine, clock):
+    engine.new_game("pure-skill", PLAYERS)
+    body = "On Sat, 21 Nov 2026, Referee <referee@example.org> wrote:\n> bid 3\n\nbid 4\n"
+    assert send(engine, clock, ALICE, body).code == "move"
+    assert [m["move"] for m in engine.store.moves(1)] == ["bid 4"]
 
 
 def test_a_move_for_a_game_where_the_sender_has_no_seat_is_refused(engine, clock):

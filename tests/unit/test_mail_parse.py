@@ -197,10 +197,15 @@ def test_the_first_own_line_stops_at_the_signature():
     assert first_own_line("bid 2\n-- \nbid 3\n") == "bid 2"
 
 
-def test_the_first_own_line_stops_at_an_attribution_line():
+def test_an_attribution_line_and_its_quote_are_skipped():
     text = "On Sat, 21 Nov 2026 at 12:00, Referee <referee@example.org> wrote:\n> prompt\nbid 3\n"
-    assert first_own_line(text) is None
-    assert first_own_line("bid 4\n\n" + text) == "bid 4"
+    assert first_own_line(text) == "bid 3"  # bottom-posted
+    assert first_own_line("bid 4\n\n" + text) == "bid 4"  # top-posted
+
+
+def test_outlook_s_unquoted_original_ends_the_own_text():
+    assert first_own_line("From: Referee <referee@example.org>\nSent: Saturday\nbid 3\n") is None
+    assert first_own_line("-----Original Message-----\nbid 3\n") is None
 
 
 def test_a_quoted_attribution_line_is_only_a_quote():
@@ -224,3 +229,32 @@ _line = st.lists(_words, min_size=1, max_size=5).map(" ".join)
 def test_the_first_own_line_is_the_first_unquoted_line(quoted, blanks, own, after):
     text = "\n".join(["> " + line for line in quoted] + [""] * blanks + [own] + after)
     assert first_own_line(text) == own
+
+
+# -- never answered (found in review) ------------------------------------------------------------
+
+
+def _classified(headers: dict[str, str], sender: str = "alice@example.org") -> str | None:
+    from conftest import make_mail
+    from referee.mail.classify import never_answer
+
+    return never_answer(parse(make_mail(sender, "bid 3", headers=headers), NOW), "referee@example.org")
+
+
+def test_auto_submitted_no_with_a_comment_is_a_person_s_mail():
+    assert _classified({"Auto-Submitted": "no (sent by hand)"}) is None
+
+
+@pytest.mark.parametrize("headers", [
+    {"Auto-Submitted": "auto-replied (vacation)"},
+    {"Precedence": "auto_reply"},
+    {"List-Unsubscribe": "<mailto:leave@lists.example.org>"},
+    {"List-Post": "<mailto:club@lists.example.org>"},
+])  # fmt: skip
+def test_automatic_and_list_mail_is_never_answered(headers):
+    assert _classified(headers) is not None
+
+
+def test_mail_from_our_own_plus_address_is_ours():
+    assert _classified({}, sender="referee+pure-skill-1@example.org") == "our own mail"
+    assert _classified({}, sender="referee.fan@example.org") is None
