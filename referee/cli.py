@@ -175,7 +175,7 @@ def _ingest(engine: Engine, args) -> int:
 
 def _tick(engine: Engine, args) -> int:
     for line in engine.tick():
-        print(f"resolved {line}")
+        print(line)
     return 0
 
 

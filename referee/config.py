@@ -1,24 +1,41 @@
-"""The referee's settings, read from a TOML file (see config.example.toml)."""
+"""The referee's settings, read from a TOML file (see config.example.toml).
+
+Everything is checked when the file is loaded, before any connection is
+tried; a problem is reported with the file, the line and the setting's name.
+"""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from referee.timeutil import parse_duration
 
 DEFAULT_PATH = Path("referee.toml")
 _ADDRESS = re.compile(r"^[^@\s<>]+@[^@\s<>]+$")
+_SECURITY = ("tls", "starttls", "none")
 
-# section -> setting -> kind; the one place that says what a config file may hold
-_SETTINGS = {
-    "referee": {"address": "address", "name": "text", "database": "path", "templates": "path"},
-    "defaults": {"deadline": "duration", "settle": "duration"},
-}
+# section -> setting -> kind: the one place that says what a config file may hold
+_SETTINGS: dict[str, dict[str, str]] = {
+    "referee": {"address": "address", "name": "text", "database": "path", "templates": "path",
+                "site_dir": "path", "secret_key": "text", "secret_key_file": "path"},
+    "defaults": {"deadline": "duration", "settle": "duration", "reminder": "duration"},
+    "outage": {"gap": "duration", "grace": "duration"},
+    "imap": {"host": "text", "port": "port", "security": "security", "username": "text",
+             "password": "text", "password_file": "path", "password_env": "text",
+             "mailbox": "text", "processed": "text", "quarantine": "text"},
+    "smtp": {"host": "text", "port": "port", "security": "security", "username": "text",
+             "password": "text", "password_file": "path", "password_env": "text"},
+    "maildir": {"path": "path", "processed": "text", "quarantine": "text"},
+}  # fmt: skip
+_DEFAULT_PORTS = {"imap": {"tls": 993, "starttls": 143, "none": 143},
+                  "smtp": {"tls": 465, "starttls": 587, "none": 25}}  # fmt: skip
 
 
 def is_address(text: str) -> bool:
@@ -31,18 +48,46 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True)
+class Server:
+    """How to reach an IMAP or SMTP server."""
+
+    host: str
+    port: int
+    security: str  # tls, starttls, or none (loopback only)
+    username: str | None = None
+    password: str | None = None
+    mailbox: str = "INBOX"  # IMAP only: where players' mail arrives
+    processed: str = "processed"  # IMAP only: where handled mail is filed
+    quarantine: str = "quarantine"  # IMAP only: where unhandled mail is filed
+
+
+@dataclass(frozen=True)
+class MaildirSettings:
+    path: Path
+    processed: str = "processed"
+    quarantine: str = "quarantine"
+
+
+@dataclass(frozen=True)
 class Config:
     address: str = "referee@localhost"
     name: str = "Referee"
     database: Path = Path("games.db")
     templates: Path | None = None
+    site_dir: Path | None = None
+    secret_key: bytes | None = field(default=None, repr=False)
     deadline: timedelta = timedelta(days=3)
     settle: timedelta = timedelta(0)
+    reminder: timedelta | None = timedelta(days=1)  # before a deadline; None: no reminders
+    outage_gap: timedelta | None = timedelta(hours=6)  # None: no outage guard
+    outage_grace: timedelta = timedelta(hours=24)
+    imap: Server | None = None
+    smtp: Server | None = None
+    maildir: MaildirSettings | None = None
 
     @property
     def domain(self) -> str:
         return self.address.rpartition("@")[2]
-
 
 
 def default_path() -> Path:
@@ -67,42 +112,145 @@ def load(path: Path | None = None) -> Config:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
-    return _from_data(data, path, text)
+    return _Reader(path, text).config(data)
 
 
-def _from_data(data: dict, path: Path, text: str) -> Config:
-    values: dict = {}
-    for section, settings in data.items():
-        if section not in _SETTINGS or not isinstance(settings, dict):
-            raise ConfigError(f"{_where(path, text, section)}: unknown section [{section}]")
-        for key, value in settings.items():
-            kind = _SETTINGS[section].get(key)
-            if kind is None:
-                raise ConfigError(f"{_where(path, text, key)}: unknown setting {section}.{key}")
-            values[key] = _convert(kind, value, path, text, f"{section}.{key}", key)
-    return Config(**values)
+class _Reader:
+    """Turns parsed TOML into a Config, naming file:line for every complaint."""
 
+    def __init__(self, path: Path, text: str):
+        self.path, self.lines = path, text.splitlines()
 
-def _convert(kind: str, value, path: Path, text: str, name: str, key: str):
-    where = _where(path, text, key)
-    if not isinstance(value, str):
-        raise ConfigError(f"{where}: {name} must be a string in quotes")
-    if kind == "duration":
+    def config(self, data: dict[str, Any]) -> Config:
+        sections: dict[str, dict[str, Any]] = {}
+        for section, settings in data.items():
+            if section not in _SETTINGS or not isinstance(settings, dict):
+                raise self.error(section, f"unknown section [{section}]", header=True)
+            sections[section] = {
+                key: self.convert(section, key, value) for key, value in settings.items()
+            }
+        referee = sections.get("referee", {})
+        defaults = sections.get("defaults", {})
+        outage = sections.get("outage", {})
+        values: dict[str, Any] = {k: v for k, v in referee.items() if not k.startswith("secret_key")}
+        values.update({k: v for k, v in defaults.items()})
+        values["secret_key"] = self.secret(referee)
+        if "gap" in outage:
+            values["outage_gap"] = outage["gap"] or None  # "0s" turns the guard off
+        if "grace" in outage:
+            values["outage_grace"] = outage["grace"]
+        if "reminder" in defaults:
+            values["reminder"] = defaults["reminder"] or None  # "0s": no reminders
+        for kind in ("imap", "smtp"):
+            if kind in sections:
+                values[kind] = self.server(kind, sections[kind])
+        if "maildir" in sections:
+            maildir = sections["maildir"]
+            if "path" not in maildir:
+                raise self.error("maildir", "[maildir] needs a path", header=True)
+            values["maildir"] = MaildirSettings(**maildir)
+        if "imap" in values and "maildir" in values:
+            raise self.error("maildir", "use either [imap] or [maildir], not both", header=True)
+        return Config(**values)
+
+    def convert(self, section: str, key: str, value: Any) -> Any:
+        kind = _SETTINGS[section].get(key)
+        name = f"{section}.{key}"
+        if kind is None:
+            raise self.error(key, f"unknown setting {name}")
+        if kind == "port":
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 65536:
+                raise self.error(key, f"{name} must be a port number from 1 to 65535")
+            return value
+        if not isinstance(value, str):
+            raise self.error(key, f"{name} must be a string in quotes")
+        if kind == "duration":
+            try:
+                return parse_duration(value)
+            except ValueError as error:
+                raise self.error(key, f"{name}: {error}") from None
+        if kind == "address" and not is_address(value):
+            raise self.error(key, f"{name} must be a mail address such as referee@example.org")
+        if kind == "security" and value not in _SECURITY:
+            raise self.error(key, f"{name} must be one of {', '.join(_SECURITY)}")
+        if kind == "path":
+            return Path(value) if Path(value).is_absolute() else self.path.parent / value
+        return value
+
+    def server(self, kind: str, settings: dict[str, Any]) -> Server:
+        if "host" not in settings:
+            raise self.error(kind, f"[{kind}] needs a host", header=True)
+        security = settings.get("security", "tls")
+        if security == "none" and not _is_loopback(settings["host"]):
+            raise self.error(
+                "security" if "security" in settings else kind,
+                f"{kind}.security = \"none\" sends passwords in the clear: only allowed "
+                f"for a server on this machine (127.0.0.1, ::1, localhost)",
+                header="security" not in settings,
+            )
+        password = self.password(kind, settings)
+        if kind == "imap" and (not settings.get("username") or password is None):
+            raise self.error(kind, "[imap] needs a username and a password "
+                             "(password, password_file or password_env)", header=True)  # fmt: skip
+        return Server(
+            host=settings["host"],
+            port=settings.get("port", _DEFAULT_PORTS[kind][security]),
+            security=security,
+            username=settings.get("username"),
+            password=password,
+            **{k: settings[k] for k in ("mailbox", "processed", "quarantine") if k in settings},
+        )
+
+    def password(self, kind: str, settings: dict[str, Any]) -> str | None:
+        given = [k for k in ("password", "password_file", "password_env") if k in settings]
+        if len(given) > 1:
+            raise self.error(given[1], f"{kind}: give only one of {', '.join(given)}")
+        if not given:
+            return None
+        key = given[0]
+        if key == "password":
+            return settings[key]
+        if key == "password_env":
+            value = os.environ.get(settings[key])
+            if value is None:
+                raise self.error(key, f"{kind}.password_env: ${settings[key]} is not set")
+            return value
+        return self.read_secret(key, settings[key], f"{kind}.password_file")
+
+    def secret(self, referee: dict[str, Any]) -> bytes | None:
+        if "secret_key" in referee and "secret_key_file" in referee:
+            raise self.error("secret_key_file", "give secret_key or secret_key_file, not both")
+        if "secret_key_file" in referee:
+            return self.read_secret("secret_key_file", referee["secret_key_file"],
+                                    "referee.secret_key_file").encode()  # fmt: skip
+        return referee["secret_key"].encode() if "secret_key" in referee else None
+
+    def read_secret(self, key: str, path: Path, name: str) -> str:
         try:
-            return parse_duration(value)
-        except ValueError as error:
-            raise ConfigError(f"{where}: {name}: {error}") from None
-    if kind == "address" and not is_address(value):
-        raise ConfigError(f"{where}: {name} must be a mail address such as referee@example.org")
-    if kind == "path":
-        return (path.parent / value) if not Path(value).is_absolute() else Path(value)
-    return value
+            value = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            reason = getattr(error, "strerror", None) or "not UTF-8 text"
+            raise self.error(key, f"{name}: cannot read {path} ({reason})") from None
+        if not value:
+            raise self.error(key, f"{name}: {path} is empty")
+        return value
+
+    def error(self, key: str, message: str, header: bool = False) -> ConfigError:
+        """The error, placed at the first line setting ``key`` (or opening section ``key``)."""
+        if header:
+            pattern = re.compile(rf"^\s*\[\s*{re.escape(key)}\s*\]")
+        else:
+            pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
+        for number, line in enumerate(self.lines, start=1):
+            if pattern.match(line):
+                return ConfigError(f"{self.path}:{number}: {message}")
+        return ConfigError(f"{self.path}: {message}")
 
 
-def _where(path: Path, text: str, key: str) -> str:
-    """``file:line`` of the first line that sets ``key`` (or opens section ``key``)."""
-    pattern = re.compile(rf"^\s*(\[\s*{re.escape(key)}\s*\]|{re.escape(key)}\s*=)")
-    for number, line in enumerate(text.splitlines(), start=1):
-        if pattern.match(line):
-            return f"{path}:{number}"
-    return str(path)
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

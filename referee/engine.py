@@ -183,17 +183,69 @@ class Engine:
         log.info("game %d: seat %d is now a bot", game_id, seat)
 
     def tick(self) -> list[str]:
-        """Enforce deadlines and settle windows; returns the phases resolved."""
-        resolved = []
+        """Enforce deadlines and settle windows, send due reminders, and guard
+        against an outage; returns what it did, one line each."""
+        now = self.clock()
+        last_run = self.store.get_meta("last_tick")
+        done = []
         for phase in self.store.open_phases():
             with self.store.transaction():
-                resolved += self._advance(phase["game_id"])
-        return resolved
+                table = self.table(phase["game_id"])
+                if last_run and self._missed_in_outage(table, phase, from_iso(last_run), now):
+                    done.append(self._extend_after_outage(table, phase, from_iso(last_run), now))
+                else:
+                    done += [f"resolved {line}" for line in self._advance(phase["game_id"])]
+        for phase in self.store.open_phases():
+            with self.store.transaction():
+                done += self._remind(self.table(phase["game_id"]), phase, now)
+        with self.store.transaction():
+            self.store.set_meta("last_tick", iso(now))
+        return done
 
-    def ingest(self, raw: bytes) -> Outcome:
-        """Handle one received message, exactly once."""
+    def _missed_in_outage(self, table: Table, phase: Row, last_run: datetime,
+                          now: datetime) -> bool:  # fmt: skip
+        """Whether the referee was down past this phase's deadline (longer than
+        the configured gap), with moves still owed: then nobody gets a random
+        move for a deadline the referee slept through."""
+        gap = self.config.outage_gap
+        deadline = from_iso(phase["deadline"])
+        return (gap is not None and now - last_run > gap and last_run < deadline <= now
+                and bool(self._waiting_for(table, phase)))  # fmt: skip
+
+    def _extend_after_outage(self, table: Table, phase: Row, last_run: datetime,
+                             now: datetime) -> str:  # fmt: skip
+        new = iso(now + self.config.outage_grace)
+        reason = f"the referee did not run from {iso(last_run)} to {iso(now)}"
+        self.store.change_deadline(table.id, phase["number"], new, reason, iso(now))
+        table = self.table(table.id)
+        context = {**self._context(table), "old_deadline": phase["deadline"],
+                   "down_from": iso(last_run), "down_to": iso(now)}  # fmt: skip
+        self._announce(table, "extended", context)
+        log.warning("game %d %s: %s, past its deadline %s; deadline moved to %s", table.id,
+                    phase["label"], reason, phase["deadline"], new)  # fmt: skip
+        return f"extended game {table.id} {phase['label']} to {new}: {reason}"
+
+    def _remind(self, table: Table, phase: Row, now: datetime) -> list[str]:
+        """One private reminder per phase to each person who still owes a move,
+        the configured lead time before the deadline."""
+        lead = self.config.reminder
+        deadline = from_iso(phase["deadline"])
+        if lead is None or phase["reminded_at"] or not deadline - lead <= now < deadline:
+            return []
+        waiting = [seat for seat in self._waiting_for(table, phase) if table.human(seat)]
+        for seat in waiting:
+            context = {**self._context(table, seat), "legal": [
+                table.rules.move_text(m) for m in table.rules.legal_moves(table.state, seat)
+            ][:_MAX_LEGAL_SHOWN]}  # fmt: skip
+            self._send(table, [table.label(seat)], "reminder", context)
+        self.store.update_phase(table.id, phase["number"], reminded_at=iso(now))
+        return [f"reminded {len(waiting)} player(s) in game {table.id} {phase['label']}"] if waiting else []
+
+    def ingest(self, raw: bytes, received_at: datetime | None = None) -> Outcome:
+        """Handle one received message, exactly once.  ``received_at`` is the
+        server's receipt time when the mail source knows it."""
         now = self.clock()
-        message = parse(raw, now)
+        message = parse(raw, now, received_at)
         try:
             with self.store.transaction():
                 if self.store.seen(message.key):

@@ -64,6 +64,19 @@ class Store:
              "next_try_at": str, "last_error": str, "sent_at": str},
             pk="id", if_not_exists=True,
         )  # fmt: skip
+        db["mailboxes"].create(
+            {"name": str, "uidvalidity": int, "last_uid": int}, pk="name", if_not_exists=True
+        )
+        db["meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
+        db["deadline_changes"].create(
+            {"id": int, "game_id": int, "phase": int, "old": str, "new": str, "reason": str,
+             "at": str},
+            pk="id", foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
+        )  # fmt: skip
+        # Columns added after the first release: an older games.db gains them.
+        for table, column in (("phases", "reminded_at"),):
+            if column not in db[table].columns_dict:
+                db[table].add_column(column, str)
         db["moves"].create_index(["game_id", "phase", "seat"], if_not_exists=True)
         db["outbox"].create_index(["state"], if_not_exists=True)
         db["seats"].create_index(["address"], if_not_exists=True)
@@ -152,6 +165,14 @@ class Store:
         """Per seat, the move that counts: the last one received."""
         return {move["seat"]: move for move in self.moves(game_id, phase)}
 
+    def change_deadline(self, game_id: int, number: int, new: str, reason: str, at: str) -> None:
+        """Move a phase's deadline, keeping the change on record."""
+        old = self.phase(game_id, number)["deadline"]
+        self.db["deadline_changes"].insert(
+            {"game_id": game_id, "phase": number, "old": old, "new": new, "reason": reason, "at": at}
+        )
+        self.update_phase(game_id, number, deadline=new)
+
     # -- messages --------------------------------------------------------
 
     def seen(self, key: str) -> bool:
@@ -165,6 +186,25 @@ class Store:
     def messages(self) -> list[Row]:
         return list(self.db["messages"].rows_where(order_by="handled_at"))
 
+    # -- mailboxes and bookkeeping ------------------------------------------
+
+    def mailbox(self, name: str) -> Row | None:
+        """What the IMAP source last saw of a mailbox: UIDVALIDITY and last UID."""
+        rows = list(self.db["mailboxes"].rows_where("name = ?", [name]))
+        return rows[0] if rows else None
+
+    def set_mailbox(self, name: str, uidvalidity: int, last_uid: int) -> None:
+        self.db["mailboxes"].upsert(
+            {"name": name, "uidvalidity": uidvalidity, "last_uid": last_uid}, pk="name"
+        )
+
+    def get_meta(self, key: str) -> str | None:
+        rows = list(self.db["meta"].rows_where("key = ?", [key]))
+        return rows[0]["value"] if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.db["meta"].upsert({"key": key, "value": value}, pk="key")
+
     # -- outbox ----------------------------------------------------------
 
     def queue_mail(self, **row: Any) -> None:
@@ -174,9 +214,29 @@ class Store:
     def mark_sent(self, mail_id: int, at: str) -> None:
         self.db["outbox"].update(mail_id, {"state": "sent", "sent_at": at})
 
-    def outbox(self, state: str | None = "queued") -> list[Row]:
-        where, args = ("state = ?", [state]) if state else (None, None)
-        rows = self.db["outbox"].rows_where(where, args, order_by="id")
+    def defer_mail(self, mail_id: int, error: str, next_try_at: str) -> None:
+        """A temporary failure: the mail stays queued and is tried again later."""
+        row = self.db["outbox"].get(mail_id)
+        self.db["outbox"].update(mail_id, {"attempts": row["attempts"] + 1, "last_error": error,
+                                           "next_try_at": next_try_at})  # fmt: skip
+
+    def fail_mail(self, mail_id: int, error: str) -> None:
+        """A permanent failure: the mail is never tried again; status reports it."""
+        row = self.db["outbox"].get(mail_id)
+        self.db["outbox"].update(mail_id, {"state": "failed", "attempts": row["attempts"] + 1,
+                                           "last_error": error})  # fmt: skip
+
+    def outbox(self, state: str | None = "queued", due: str | None = None) -> list[Row]:
+        """Mail in ``state`` (all mail with None), oldest first; with ``due``,
+        only mail whose next try is not later than that time."""
+        clauses, args = [], []
+        if state:
+            clauses, args = ["state = ?"], [state]
+        if due:
+            clauses.append("(next_try_at is null or next_try_at <= ?)")
+            args.append(due)
+        where = " and ".join(clauses) or None
+        rows = self.db["outbox"].rows_where(where, args or None, order_by="id")
         return [{**r, "recipients": json.loads(r["recipients"])} for r in rows]
 
 

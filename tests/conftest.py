@@ -72,7 +72,9 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def config(tmp_path: Path) -> Config:
-    return Config(address="referee@example.org", database=tmp_path / "games.db")
+    # The core's tests run without reminders and the outage guard; their own tests turn them on.
+    return Config(address="referee@example.org", database=tmp_path / "games.db",
+                  reminder=None, outage_gap=None)
 
 
 @pytest.fixture

@@ -29,8 +29,10 @@ class Incoming:
     raw: bytes
 
 
-def parse(raw: bytes, now: datetime) -> Incoming:
-    """Read a message; ``now`` is the receipt time when no header gives one."""
+def parse(raw: bytes, now: datetime, received_at: datetime | None = None) -> Incoming:
+    """Read a message.  Its receipt time is ``received_at`` when the source
+    knows it (IMAP INTERNALDATE, Maildir delivery), else what the headers
+    say, else ``now``."""
     message = message_from_bytes(raw, policy=policy.default)
     message_id = one_line(_header(message, "Message-ID")) or None
     return Incoming(
@@ -39,7 +41,7 @@ def parse(raw: bytes, now: datetime) -> Incoming:
         sender=parseaddr(_header(message, "From"))[1].lower(),
         subject=" ".join(_header(message, "Subject").split()),
         recipients=tuple(_addresses(message, "Delivered-To", "To", "Cc")),
-        received_at=receipt_time(message) or now,
+        received_at=received_at or receipt_time(message) or now,
         text=_body_text(message),
         headers=message,
         raw=raw,

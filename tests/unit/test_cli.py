@@ -143,9 +143,16 @@ def test_tick_fills_missing_bids_after_the_deadline(run, clock):
     game = new_game(run)
     status, out, _ = run("tick")
     assert status == 0 and out == ""
-    clock.advance(days=3, seconds=1)
-    status, out, _ = run("tick")
-    assert status == 0 and "Round 1" in out
+    said = []
+    for _ in range(3 * 24 + 1):  # cron, hourly, past the 3-day deadline
+        clock.advance(hours=1)
+        status, out, _ = run("tick")
+        assert status == 0
+        said += out.splitlines()
+    assert said == [
+        f"reminded 3 player(s) in game {game} Round 1 of 13",  # a day before (the default)
+        f"resolved game {game} Round 1 of 13",
+    ]
     data = status_json(run, game)
     assert data["phase"]["number"] == 2
     assert data["phase"]["waiting_for"] == PLAYERS

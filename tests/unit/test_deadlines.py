@@ -20,7 +20,7 @@ def test_a_change_received_after_the_settle_window_closed_is_refused(engine, clo
     outcome = engine.ingest(make_mail(PLAYERS[0], "bid K", received=late))
     assert outcome.code == "refused"
     assert closes in outcome.detail
-    assert engine.tick() == [f"game {game_id} Round 1 of 13"]
+    assert engine.tick() == [f"resolved game {game_id} Round 1 of 13"]
     assert engine.table(game_id).replay.steps[0].moves[0] == 7
 
 
@@ -32,6 +32,6 @@ def test_a_change_inside_the_settle_window_counts(engine, clock):
     assert outcome.code == "replaced"
     assert engine.tick() == []  # the window is still open
     clock.advance(minutes=2)
-    assert engine.tick() == [f"game {game_id} Round 1 of 13"]
+    assert engine.tick() == [f"resolved game {game_id} Round 1 of 13"]
     assert engine.table(game_id).replay.steps[0].moves[0] == 13
     assert _bids(engine, game_id, 0) == ["bid 7", "bid K"]  # both kept in the record

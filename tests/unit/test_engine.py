@@ -143,7 +143,7 @@ def test_no_mail_to_others_depends_on_an_unresolved_bid(tmp_path, monkeypatch):
     fixed_seed(monkeypatch)
     seen = []
     for alice_bid in ("3", "Q"):
-        config = Config(address="referee@example.org", database=tmp_path / f"{alice_bid}.db")
+        config = Config(address="referee@example.org", reminder=None, outage_gap=None, database=tmp_path / f"{alice_bid}.db")
         clock = FakeClock()
         engine = Engine(Store(config.database), config, clock)
         engine.new_game("pure-skill", PLAYERS)
@@ -213,7 +213,7 @@ def test_a_bid_received_after_the_deadline_is_refused_and_changes_nothing(engine
     assert engine.status(1)["phase"]["deadline"] in reply["body"]
     assert "deadline" in reply["body"].lower()
     # the tick then fills every bid at random, alice's too
-    assert engine.tick() == ["game 1 Round 1 of 13"]
+    assert engine.tick() == ["resolved game 1 Round 1 of 13"]
     assert {m["source"] for m in engine.store.final_moves(1, 1).values()} == {"random"}
 
 
@@ -291,7 +291,7 @@ def test_a_settle_window_keeps_the_round_open_for_changes(engine, clock):
     assert send(engine, clock, ALICE, "bid 10").code == "replaced"
     assert resolved_rounds(engine) == []
     clock.advance(minutes=11)  # 31 minutes after the last owed bid
-    assert engine.tick() == ["game 1 Round 1 of 13"]
+    assert engine.tick() == ["resolved game 1 Round 1 of 13"]
     assert counted(engine, 1, 1) == {0: 10, 1: 5, 2: 6}
 
 
@@ -329,7 +329,7 @@ def test_the_deadline_is_three_days_unless_the_game_or_config_says_otherwise(tmp
 def test_tick_is_idempotent(engine, clock):
     engine.new_game("pure-skill", PLAYERS)
     clock.advance(days=3)
-    assert engine.tick() == ["game 1 Round 1 of 13"]
+    assert engine.tick() == ["resolved game 1 Round 1 of 13"]
     state, sent = snapshot(engine), last_id(engine)
     assert engine.tick() == []
     assert snapshot(engine) == state and last_id(engine) == sent

@@ -181,7 +181,7 @@ def _rendered(engine: Engine, game: int) -> dict[int, tuple[str, str]]:
 )
 def test_announcements_replay_exactly_from_seed_and_moves(tmp_path_factory, data, ties,
                                                           leaves, settle):  # fmt: skip
-    config = Config(address="referee@example.org",
+    config = Config(address="referee@example.org", reminder=None, outage_gap=None,
                     database=tmp_path_factory.mktemp("db") / "games.db")  # fmt: skip
     clock = FakeClock()
     engine = Engine(Store(config.database), config, clock)

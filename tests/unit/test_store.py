@@ -110,7 +110,7 @@ def test_a_failing_tick_resolves_nothing_and_the_next_one_does(engine, clock, co
         engine.tick()
     assert everything(config.database) == before  # no random bids were kept
     monkeypatch.undo()
-    assert engine.tick() == ["game 1 Round 1 of 13"]
+    assert engine.tick() == ["resolved game 1 Round 1 of 13"]
     assert {m["source"] for m in engine.store.final_moves(1, 1).values()} == {"random"}
 
 

@@ -1,0 +1,228 @@
+"""Mail in over IMAP (aioimaplib): the referee's mailbox on any server.
+
+The store remembers, per mailbox, its UIDVALIDITY and the last UID filed, so
+each poll fetches only new mail.  A message's receipt time is its
+INTERNALDATE (when the server received it).  Once the runner has committed a
+message's effects, ``done`` marks it \\Seen and moves it to the processed
+folder (MOVE where the server has it, else COPY, \\Deleted and UID EXPUNGE),
+or to quarantine.  If UIDVALIDITY changes, every message still in the
+mailbox is fetched again; the store knows the ones it handled (by Message-ID,
+or a hash of the bytes), so none is lost or handled twice.
+
+aioimaplib quirks handled here (see shared/mailstack.md): every command is
+wrapped in a timeout, because commands pending when the connection drops
+never fail; fetches go in batches; IDLE is left before any other command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import ssl
+from datetime import datetime, timezone
+
+import aioimaplib
+
+from referee.config import Server
+from referee.mail.source import Received, SourceError
+from referee.store import Store
+
+log = logging.getLogger("referee.imap")
+
+BATCH = 200  # UIDs per FETCH: aioimaplib's parser recurses once per line
+IDLE_LIMIT = 25 * 60  # re-issue IDLE well before the 29-minute rule of RFC 2177
+_UIDVALIDITY = re.compile(rb"\[UIDVALIDITY (\d+)\]", re.I)
+_UID = re.compile(rb"\bUID (\d+)")
+_INTERNALDATE = re.compile(rb'INTERNALDATE "([^"]+)"')
+_EXISTS = re.compile(rb"^\d+ (EXISTS|RECENT)", re.I)
+
+
+def internaldate(text: str) -> datetime:
+    """``21-Nov-2026 06:14:26 +0000`` (day may be space-padded) -> aware UTC."""
+    return datetime.strptime(text.strip(), "%d-%b-%Y %H:%M:%S %z").astimezone(timezone.utc)
+
+
+class ImapSource:
+    def __init__(self, server: Server, store: Store, timeout: float = 30.0,
+                 ssl_context: ssl.SSLContext | None = None):  # fmt: skip
+        self.server, self.store, self.timeout = server, store, timeout
+        self.ssl_context = ssl_context or ssl.create_default_context()
+        self.client: aioimaplib.IMAP4 | None = None
+        self.uidvalidity = 0
+        self.name = f"imap:{server.username}@{server.host}:{server.port}/{server.mailbox}"
+
+    # -- the Source protocol --------------------------------------------------
+
+    async def fetch(self) -> list[Received]:
+        client = await self._connected()
+        last = self._last_uid()
+        found = await self._command(client.uid_search(f"UID {last + 1}:*", charset=None), "SEARCH")
+        uids = sorted(int(n) for n in found.lines[0].split() if int(n) > last)
+        messages = []
+        for start in range(0, len(uids), BATCH):
+            batch = ",".join(str(uid) for uid in uids[start : start + BATCH])
+            reply = await self._command(
+                client.uid("fetch", batch, "(UID INTERNALDATE BODY.PEEK[])"), "FETCH"
+            )
+            messages += _fetched(reply.lines)
+        return sorted(messages, key=lambda m: int(m.ref))
+
+    async def done(self, message: Received, quarantine: bool = False) -> None:
+        client = await self._connected()
+        folder = self.server.quarantine if quarantine else self.server.processed
+        uid = message.ref
+        await self._command(client.uid("store", uid, "+FLAGS.SILENT", r"(\Seen)"), "STORE")
+        if client.has_capability("MOVE"):
+            await self._command(client.uid("move", uid, folder), "MOVE")
+        else:
+            await self._command(client.uid("copy", uid, folder), "COPY")
+            await self._command(client.uid("store", uid, "+FLAGS.SILENT", r"(\Deleted)"), "STORE")
+            await self._command(client.uid("expunge", uid), "EXPUNGE")
+        self.store.set_mailbox(self.name, self.uidvalidity, max(self._last_uid(), int(uid)))
+
+    async def close(self) -> None:
+        client, self.client = self.client, None
+        if client is not None:
+            try:
+                await asyncio.wait_for(client.logout(), self.timeout)
+            except (asyncio.TimeoutError, OSError, aioimaplib.Abort, aioimaplib.CommandTimeout):
+                pass
+
+    # -- waiting for mail (the daemon) ------------------------------------------
+
+    async def wait_for_mail(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the server to announce new mail.
+        With IDLE (RFC 2177) that is a push; without it, a plain wait and
+        True, so the caller polls.  Returns whether mail may have arrived."""
+        client = await self._connected()
+        if not client.has_capability("IDLE"):
+            await asyncio.sleep(timeout)
+            return True
+        idle = await client.idle_start(timeout=min(timeout, IDLE_LIMIT))
+        try:
+            while True:
+                try:
+                    pushed = await client.wait_server_push(timeout=min(timeout, IDLE_LIMIT) + 5)
+                except asyncio.TimeoutError:
+                    return False
+                if pushed == aioimaplib.STOP_WAIT_SERVER_PUSH:
+                    return False
+                lines = pushed if isinstance(pushed, list) else [pushed]
+                if any(_EXISTS.match(bytes(line)) for line in lines):
+                    return True  # Dovecot's "OK Still here" keep-alives are not mail
+        finally:
+            client.idle_done()
+            try:
+                await asyncio.wait_for(idle, self.timeout)
+            except (asyncio.TimeoutError, OSError, aioimaplib.Abort):
+                self.client = None  # the connection is in an unknown state: start afresh
+
+    # -- connecting -------------------------------------------------------------
+
+    async def _connected(self) -> aioimaplib.IMAP4:
+        if self.client is not None:
+            return self.client
+        server = self.server
+        where = f"IMAP server {server.host}:{server.port}"
+        try:
+            if server.security == "tls":
+                client = aioimaplib.IMAP4_SSL(server.host, server.port, timeout=self.timeout,
+                                              conn_lost_cb=self._lost, ssl_context=self.ssl_context)  # fmt: skip
+            else:
+                client = aioimaplib.IMAP4(server.host, server.port, timeout=self.timeout,
+                                          conn_lost_cb=self._lost)  # fmt: skip
+            await client.wait_hello_from_server()
+            if server.security == "starttls":
+                await self._starttls(client)
+        except (OSError, asyncio.TimeoutError, ssl.SSLError, aioimaplib.Abort) as error:
+            raise SourceError(f"{where}: cannot connect ({error or type(error).__name__})") from None
+        try:
+            await self._command(client.login(server.username, server.password), "LOGIN")
+            selected = await self._command(client.select(server.mailbox), f"SELECT {server.mailbox}")
+        except SourceError:
+            _drop(client)
+            raise
+        self.uidvalidity = _uidvalidity(selected.lines)
+        for folder in (server.processed, server.quarantine):
+            await asyncio.wait_for(client.create(folder), self.timeout)  # NO if it exists: fine
+        seen = self.store.mailbox(self.name)
+        if seen is None or seen["uidvalidity"] != self.uidvalidity:
+            if seen is not None:
+                log.warning("%s: UIDVALIDITY changed from %s to %s; reading the whole mailbox "
+                            "again (mail already handled is recognised)", self.name,
+                            seen["uidvalidity"], self.uidvalidity)  # fmt: skip
+            self.store.set_mailbox(self.name, self.uidvalidity, 0)
+        self.client = client
+        return client
+
+    async def _starttls(self, client: aioimaplib.IMAP4) -> None:
+        """aioimaplib has no STARTTLS: send the command, then upgrade the
+        connection under the same protocol object and ask for capabilities anew."""
+        protocol = client.protocol
+        command = aioimaplib.Command("STARTTLS", protocol.new_tag(), loop=protocol.loop)
+        reply = await asyncio.wait_for(protocol.execute(command), self.timeout)
+        if reply.result != "OK":
+            raise SourceError(f"IMAP server {self.server.host}: STARTTLS refused")
+        transport = await protocol.loop.start_tls(protocol.transport, protocol, self.ssl_context,
+                                                  server_hostname=self.server.host)  # fmt: skip
+        protocol.transport = transport
+        await asyncio.wait_for(protocol.capability(), self.timeout)
+
+    def _lost(self, error: Exception | None) -> None:
+        log.info("%s: connection lost (%s)", self.name, error)
+        self.client = None
+
+    async def _command(self, call, what: str):
+        """Await one IMAP command with a timeout.  Anything but OK is a
+        SourceError and drops the connection: the next call starts afresh."""
+        try:
+            reply = await asyncio.wait_for(call, self.timeout)
+        except (asyncio.TimeoutError, OSError, aioimaplib.Abort, aioimaplib.CommandTimeout) as error:
+            reason = f"failed ({error or type(error).__name__})"
+        else:
+            if reply.result == "OK":
+                return reply
+            text = b" ".join(line for line in reply.lines if isinstance(line, bytes))
+            reason = f"refused: {text.decode(errors='replace')[:200]}"
+        if self.client is not None:
+            _drop(self.client)
+            self.client = None
+        raise SourceError(f"{self.name}: {what} {reason}")
+
+    def _last_uid(self) -> int:
+        seen = self.store.mailbox(self.name)
+        return seen["last_uid"] if seen and seen["uidvalidity"] == self.uidvalidity else 0
+
+
+def _drop(client: aioimaplib.IMAP4) -> None:
+    """Close a connection we no longer trust, without waiting for the server."""
+    transport = getattr(client.protocol, "transport", None)
+    if transport is not None:
+        transport.close()
+
+
+def _uidvalidity(lines: list) -> int:
+    for line in lines:
+        if isinstance(line, bytes) and (match := _UIDVALIDITY.search(line)):
+            return int(match[1])
+    raise SourceError("the server gave no UIDVALIDITY for the mailbox")
+
+
+def _fetched(lines: list) -> list[Received]:
+    """FETCH responses -> messages.  Each is a text line holding UID and
+    INTERNALDATE (in any order), the literal body, and a closing line."""
+    messages = []
+    for index, line in enumerate(lines):
+        if not isinstance(line, bytearray):
+            continue
+        header = bytes(lines[index - 1]) if index else b""
+        trailer = bytes(lines[index + 1]) if index + 1 < len(lines) else b""
+        uid = _UID.search(header) or _UID.search(trailer)
+        date = _INTERNALDATE.search(header) or _INTERNALDATE.search(trailer)
+        if uid is None or date is None:
+            log.warning("a FETCH response without UID or INTERNALDATE was skipped")
+            continue
+        messages.append(Received(ref=uid[1].decode(), raw=bytes(line),
+                                 received_at=internaldate(date[1].decode())))  # fmt: skip
+    return messages

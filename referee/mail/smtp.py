@@ -1,0 +1,121 @@
+"""Mail out: drain the outbox over one SMTP connection (aiosmtplib).
+
+A mail is marked sent only after the server accepted it, so a crash in
+between sends it again, with the Message-ID it was given when it was queued:
+a resend is recognisably the same mail.  A temporary failure (a 4xx reply, a
+refused or dropped connection, a timeout) leaves the mail queued and tries it
+again later, waiting twice as long each time; a permanent one (5xx) is
+recorded against the mail and reported by ``referee status``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import aiosmtplib
+
+from referee.config import Server
+from referee.store import Store
+from referee.timeutil import Clock, iso
+
+log = logging.getLogger("referee.smtp")
+
+FIRST_RETRY = timedelta(minutes=1)
+LAST_RETRY = timedelta(hours=1)
+
+
+class SmtpUnreachable(ConnectionError):
+    """The SMTP server could not be reached or went away; queued mail is kept."""
+
+
+@dataclass
+class Drained:
+    sent: int = 0
+    deferred: int = 0
+    failed: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def retry_delay(attempts: int) -> timedelta:
+    """1, 2, 4 ... minutes after the 1st, 2nd, 3rd ... failure, at most an hour."""
+    return min(FIRST_RETRY * 2 ** max(attempts - 1, 0), LAST_RETRY)
+
+
+class SmtpSender:
+    def __init__(self, server: Server, sender: str, store: Store, clock: Clock,
+                 timeout: float = 30.0):  # fmt: skip
+        self.server, self.sender, self.store, self.clock = server, sender, store, clock
+        self.timeout = timeout
+
+    def _client(self) -> aiosmtplib.SMTP:
+        return aiosmtplib.SMTP(
+            hostname=self.server.host,
+            port=self.server.port,
+            use_tls=self.server.security == "tls",
+            start_tls=self.server.security == "starttls",
+            local_hostname=self.sender.rpartition("@")[2],  # no DNS lookup of our own name
+            timeout=self.timeout,
+        )
+
+    async def drain(self) -> Drained:
+        """Send every queued mail that is due.  Raises SmtpUnreachable (after
+        recording it against the mail it was sending) if the server cannot be
+        reached or goes away; whatever is unsent stays queued."""
+        due = self.store.outbox("queued", due=iso(self.clock()))
+        report = Drained()
+        if not due:
+            return report
+        client = self._client()
+        try:
+            await client.connect()
+            if self.server.username:
+                await client.login(self.server.username, self.server.password or "")
+        except (aiosmtplib.SMTPException, OSError) as error:
+            for mail in due:  # the whole queue backs off, not just its first mail
+                self._defer(mail, f"cannot connect: {error}")
+            raise SmtpUnreachable(f"SMTP server {self.server.host}:{self.server.port}: {error}") from None
+        try:
+            for mail in due:
+                await self._send(client, mail, report)
+        finally:
+            try:
+                await client.quit()
+            except (aiosmtplib.SMTPException, OSError):
+                client.close()
+        return report
+
+    async def _send(self, client: aiosmtplib.SMTP, mail: dict, report: Drained) -> None:
+        try:
+            await client.sendmail(self.sender, mail["recipients"], mail["raw"])
+        except aiosmtplib.SMTPRecipientsRefused as error:
+            codes = [refusal.code for refusal in error.recipients]
+            self._refused(mail, min(codes), "; ".join(str(r) for r in error.recipients), report)
+        except aiosmtplib.SMTPResponseException as error:
+            self._refused(mail, error.code, f"{error.code} {error.message}", report)
+        except (aiosmtplib.SMTPException, OSError) as error:  # dropped, timed out
+            self._defer(mail, str(error))
+            report.deferred += 1
+            raise SmtpUnreachable(f"SMTP server {self.server.host}:{self.server.port}: {error}") from None
+        else:
+            self.store.mark_sent(mail["id"], iso(self.clock()))
+            report.sent += 1
+            log.info("sent mail %d %s to %s", mail["id"], mail["message_id"],
+                     ", ".join(mail["recipients"]))  # fmt: skip
+
+    def _refused(self, mail: dict, code: int, error: str, report: Drained) -> None:
+        if 400 <= code < 500:
+            self._defer(mail, error)
+            report.deferred += 1
+        else:
+            self.store.fail_mail(mail["id"], error)
+            report.failed += 1
+            report.errors.append(f"mail {mail['id']} to {', '.join(mail['recipients'])}: {error}")
+            log.warning("mail %d to %s refused for good: %s", mail["id"],
+                        ", ".join(mail["recipients"]), error)  # fmt: skip
+
+    def _defer(self, mail: dict, error: str) -> None:
+        next_try = self.clock() + retry_delay(mail["attempts"] + 1)
+        self.store.defer_mail(mail["id"], error, iso(next_try))
+        log.info("mail %d deferred until %s: %s", mail["id"], iso(next_try), error)
