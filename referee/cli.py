@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import os
 import shutil
+import signal
 import sqlite3
 import sys
+import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 from referee import config as config_module
 from referee.engine import Engine, EngineError
+from referee.mail.smtp import SmtpUnreachable
+from referee.mail.source import SourceError
 from referee.resources import shipped
 from referee.rules import GAMES
+from referee.runner import Busy, Report, Runner, run_lock
 from referee.store import Store
 from referee.timeutil import Clock, iso, parse_duration, utc_now
 
@@ -74,6 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
     outbox.add_argument("--mark-sent", action="store_true",
                         help="with --write: count the written mail as sent (for a mailer that sends DIR)")
 
+    run = commands.add_parser("run", help="receive, enforce deadlines, send: the main job")
+    run.add_argument("--once", action="store_true", required=True,
+                     help="one pass, for cron (the daemon is `referee serve`)")  # fmt: skip
+    commands.add_parser("serve", help="run as a daemon: IMAP IDLE, timers, clean stop on SIGTERM")
+    demo = commands.add_parser("demo", help="play a whole game by real mail on a throwaway local setup")
+    demo.add_argument("--dir", type=Path, help="where to keep it all (default: a new temporary folder)")
+    demo.add_argument("--deadline", type=_duration, default=timedelta(seconds=2), metavar="DURATION",
+                      help="how long each round waits for the silent player (default 2s)")
+
     resign = commands.add_parser("resign", help="a player left: a random bot takes the seat")
     resign.add_argument("game", type=int)
     resign.add_argument("address")
@@ -89,12 +105,19 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
         )
         if args.command == "init":
             return _init(args)
+        if args.command == "demo":
+            from referee.demo import demo  # imports aiosmtpd: only when asked for
+
+            demo(args.dir or Path(tempfile.mkdtemp(prefix="referee-demo-")), args.deadline)
+            return 0
         if args.command == "kinds":
             for game in GAMES.values():
                 print(f"{game.kind:18} {game.title} ({game.seat_range} seats)")
             return 0
         config = config_module.load(args.config)
         engine = Engine(_open_store(config.database), config, clock)
+        if args.command in ("run", "serve"):
+            return _run(config, engine, once=args.command == "run")
         return COMMANDS[args.command](engine, args)
     except (UsageError, config_module.ConfigError, EngineError) as error:
         print(f"referee: {error}", file=sys.stderr)
@@ -143,6 +166,9 @@ def _status(engine: Engine, args) -> int:
         for game in games:
             phase = game["phase"]["label"] if game["phase"] else "over"
             print(f"{game['id']:5}  {game['kind']:18} {game['state']:9} {phase}  {game['name'] or ''}")
+        queued, failed = len(engine.store.outbox()), len(engine.store.undelivered())
+        last = engine.store.get_meta("last_tick")
+        print(f"outbox: {queued} queued, {failed} refused for good; deadlines last enforced: {last or 'never'}")
         return 0
     status = engine.status(args.game)
     if args.json:
@@ -155,6 +181,10 @@ def _status(engine: Engine, args) -> int:
               f"{', '.join(phase['waiting_for']) or 'nobody'}")  # fmt: skip
     if status["winner"] or status["state"] == "finished":
         print(f"Winner: {status['winner'] or 'none'}")
+    for change in status["deadline_changes"]:
+        print(f"Deadline of phase {change['phase']} moved from {change['old']} to {change['new']}: {change['reason']}")
+    for mail in status["undelivered"]:
+        print(f"Undelivered to {', '.join(mail['to'])}: {mail['subject']} ({mail['error']})")
     print(f"Seed commitment: {status['seed_commitment']}")
     if status["seed"]:
         print(f"Seed: {status['seed']}")
@@ -196,6 +226,48 @@ def _outbox(engine: Engine, args) -> int:
             raise UsageError(f"cannot write to {args.write}: {error.strerror}") from None
         print(f"wrote {len(mails)} mail(s) to {args.write}")
     return 0
+
+
+def _run(config: config_module.Config, engine: Engine, once: bool) -> int:
+    """`run --once` and `serve`.  A server that cannot be reached is one line
+    on stderr and exit status 1; queued mail is kept for the next run."""
+    if not (config.imap or config.maildir or config.smtp):
+        raise UsageError("nothing to run: the config has no [imap] or [maildir] and no [smtp]")
+    runner = Runner.from_config(config, engine)
+    try:
+        with run_lock(config.database):
+            if once:
+                report = asyncio.run(_once(runner))
+                for line in report.done:
+                    print(line)
+                print(f"received {report.received}, sent {report.sent}, "
+                      f"deferred {report.deferred}, failed {report.failed}")  # fmt: skip
+            else:
+                asyncio.run(_serve(runner))
+    except Busy as busy:
+        print(f"referee: {busy}; nothing done", file=sys.stderr)
+        return 0
+    except (SourceError, SmtpUnreachable) as error:
+        print(f"referee: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _once(runner: Runner) -> Report:
+    try:
+        return await runner.once()
+    finally:
+        await runner.close()
+
+
+async def _serve(runner: Runner) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    logging.getLogger("referee").info("serving; stop with SIGTERM or Ctrl-C")
+    await runner.serve(stop)
+    logging.getLogger("referee").info("stopped")
 
 
 def _resign(engine: Engine, args) -> int:

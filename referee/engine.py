@@ -129,8 +129,8 @@ class Engine:
         self._check_seats(rules, addresses, bots)
         deadline = deadline if deadline is not None else self.config.deadline
         settle = settle if settle is not None else self.config.settle
-        if deadline.total_seconds() <= 0:
-            raise EngineError("the deadline must be longer than 0 seconds")
+        if deadline < timedelta(seconds=1):  # times are stored to the second
+            raise EngineError("the deadline must be at least 1 second")
         seed = secrets.token_bytes(32)
         with self.store.transaction():
             game_id = self.store.create_game(
@@ -194,13 +194,38 @@ class Engine:
                 if last_run and self._missed_in_outage(table, phase, from_iso(last_run), now):
                     done.append(self._extend_after_outage(table, phase, from_iso(last_run), now))
                 else:
-                    done += [f"resolved {line}" for line in self._advance(phase["game_id"])]
+                    resolved = self._advance(phase["game_id"], deadlines=True)
+                    done += [f"resolved {line}" for line in resolved]
         for phase in self.store.open_phases():
             with self.store.transaction():
                 done += self._remind(self.table(phase["game_id"]), phase, now)
         with self.store.transaction():
             self.store.set_meta("last_tick", iso(now))
         return done
+
+    def next_due(self) -> list[datetime]:
+        """When tick() next has work: every open phase's deadline, settle end
+        and reminder time."""
+        moments = []
+        for phase in self.store.open_phases():
+            deadline = from_iso(phase["deadline"])
+            moments.append(deadline)
+            if phase["closes_at"]:
+                moments.append(from_iso(phase["closes_at"]))
+            if (remind := self._reminder_time(phase)) is not None:
+                moments.append(remind)
+        return moments
+
+    def _reminder_time(self, phase: Row) -> datetime | None:
+        """When to remind the players who still owe a move: the configured lead
+        before the deadline, unless that falls in the phase's first half (the
+        prompt is still fresh), or the reminder went out already."""
+        lead = self.config.reminder
+        if lead is None or phase["reminded_at"]:
+            return None
+        opened, deadline = from_iso(phase["opened_at"]), from_iso(phase["deadline"])
+        remind = deadline - lead
+        return remind if remind >= opened + (deadline - opened) / 2 else None
 
     def _missed_in_outage(self, table: Table, phase: Row, last_run: datetime,
                           now: datetime) -> bool:  # fmt: skip
@@ -217,6 +242,8 @@ class Engine:
         new = iso(now + self.config.outage_grace)
         reason = f"the referee did not run from {iso(last_run)} to {iso(now)}"
         self.store.change_deadline(table.id, phase["number"], new, reason, iso(now))
+        # The notice below tells everyone the new deadline: it is the reminder too.
+        self.store.update_phase(table.id, phase["number"], reminded_at=iso(now))
         table = self.table(table.id)
         context = {**self._context(table), "old_deadline": phase["deadline"],
                    "down_from": iso(last_run), "down_to": iso(now)}  # fmt: skip
@@ -228,9 +255,8 @@ class Engine:
     def _remind(self, table: Table, phase: Row, now: datetime) -> list[str]:
         """One private reminder per phase to each person who still owes a move,
         the configured lead time before the deadline."""
-        lead = self.config.reminder
-        deadline = from_iso(phase["deadline"])
-        if lead is None or phase["reminded_at"] or not deadline - lead <= now < deadline:
+        remind = self._reminder_time(phase)
+        if remind is None or not remind <= now < from_iso(phase["deadline"]):
             return []
         waiting = [seat for seat in self._waiting_for(table, phase) if table.human(seat)]
         for seat in waiting:
@@ -328,6 +354,14 @@ class Engine:
             "seed": table.row["seed"] if finished else None,
             "created_at": table.row["created_at"],
             "finished_at": table.row["finished_at"],
+            "deadline_changes": [
+                {"phase": c["phase"], "old": c["old"], "new": c["new"], "reason": c["reason"]}
+                for c in self.store.deadline_changes(table.id)
+            ],
+            "undelivered": [
+                {"to": m["recipients"], "subject": m["subject"], "error": m["last_error"]}
+                for m in self.store.undelivered(table.id)
+            ],
         }  # fmt: skip
 
     def history(self, game_id: int) -> str:
@@ -339,8 +373,12 @@ class Engine:
 
     # -- moving a game on --------------------------------------------------
 
-    def _advance(self, game_id: int) -> list[str]:
-        """Take the game as far as it can go now; returns the phases resolved."""
+    def _advance(self, game_id: int, deadlines: bool = False) -> list[str]:
+        """Take the game as far as it can go now; returns the phases resolved.
+
+        Only tick() passes ``deadlines``: it alone enforces deadlines, after
+        its outage guard, so reading a backlog of mail after an outage never
+        fills in random moves for a deadline the referee slept through."""
         resolved = []
         while True:
             table = self.table(game_id)
@@ -350,7 +388,7 @@ class Engine:
             if phase is None:  # a new game: open its first phase
                 self._start_phase(table, self._insert_phase(table))
                 continue
-            if not self._due(table, phase):
+            if not self._due(table, phase, deadlines):
                 return resolved
             self._resolve(table, phase)
             resolved.append(f"game {game_id} {phase['label']}")
@@ -427,9 +465,11 @@ class Engine:
         moved = self.store.final_moves(table.id, phase["number"])
         return [seat for seat in phase["movers"] if seat not in moved]
 
-    def _due(self, table: Table, phase: Row) -> bool:
+    def _due(self, table: Table, phase: Row, deadlines: bool = True) -> bool:
+        """Whether the phase should resolve now: all moves in and any settle
+        time over, or (when ``deadlines`` are enforced) its deadline passed."""
         now = self.clock()
-        if now >= from_iso(phase["deadline"]):
+        if deadlines and now >= from_iso(phase["deadline"]):
             return True
         return phase["closes_at"] is not None and now >= from_iso(phase["closes_at"])
 

@@ -173,6 +173,9 @@ class Store:
         )
         self.update_phase(game_id, number, deadline=new)
 
+    def deadline_changes(self, game_id: int) -> list[Row]:
+        return list(self.db["deadline_changes"].rows_where("game_id = ?", [game_id], order_by="id"))
+
     # -- messages --------------------------------------------------------
 
     def seen(self, key: str) -> bool:
@@ -225,6 +228,12 @@ class Store:
         row = self.db["outbox"].get(mail_id)
         self.db["outbox"].update(mail_id, {"state": "failed", "attempts": row["attempts"] + 1,
                                            "last_error": error})  # fmt: skip
+
+    def undelivered(self, game_id: int | None = None) -> list[Row]:
+        """Mail the SMTP server refused for good (of one game, or all)."""
+        where, args = ("state = 'failed' and game_id = ?", [game_id]) if game_id else ("state = 'failed'", [])
+        rows = self.db["outbox"].rows_where(where, args, order_by="id")
+        return [{**r, "recipients": json.loads(r["recipients"])} for r in rows]
 
     def outbox(self, state: str | None = "queued", due: str | None = None) -> list[Row]:
         """Mail in ``state`` (all mail with None), oldest first; with ``due``,

@@ -223,7 +223,8 @@ def test_a_bid_received_before_the_deadline_counts_though_read_after_it(engine, 
     clock.advance(days=3, hours=5)  # the referee reads its mail late; no tick yet
     outcome = send(engine, clock, ALICE, "bid 8", received=deadline - timedelta(minutes=1))
     assert outcome.code == "move"
-    # the deadline has passed, so the round resolves now, with random bids for the others
+    assert resolved_rounds(engine) == []  # reading mail never enforces a deadline: tick does
+    engine.tick()  # the deadline has passed: the round resolves, random bids for the others
     assert resolved_rounds(engine) == [1]
     assert counted(engine, 1, 1)[0] == 8
     sources = {s: m["source"] for s, m in engine.store.final_moves(1, 1).items()}
@@ -235,6 +236,7 @@ def test_the_deadline_is_the_last_moment_a_bid_counts(engine, clock):
     deadline = from_iso(engine.status(1)["phase"]["deadline"])
     clock.advance(days=3)  # now is the deadline; no tick has run
     assert send(engine, clock, ALICE, "bid 8", received=deadline).code == "move"
+    engine.tick()
     assert counted(engine, 1, 1)[0] == 8
 
 

@@ -1,0 +1,156 @@
+"""The referee's main job: poll the mail source, ingest what came, enforce
+deadlines, send the outbox.
+
+``once`` is cron mode (``referee run --once``); ``serve`` is the daemon
+(``referee serve``): it waits on IMAP IDLE (or polls), wakes for the next
+deadline, settle window, reminder or mail retry, and stops cleanly on
+SIGTERM or SIGINT.  Both hold a lock on the database, so two runs never
+handle the same mail at once, and both are safe to kill at any moment: a
+message is filed away on the server only after its effects are committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+from referee.config import Config
+from referee.engine import Engine
+from referee.mail.imap import ImapSource
+from referee.mail.maildir import MaildirSource
+from referee.mail.smtp import SmtpSender, SmtpUnreachable
+from referee.mail.source import Source, SourceError
+from referee.timeutil import from_iso
+
+log = logging.getLogger("referee.runner")
+
+HEARTBEAT = timedelta(minutes=20)  # the daemon ticks at least this often (outage guard)
+MAILDIR_POLL = 5.0  # seconds between looks at a Maildir, which cannot push
+LONGEST_BACKOFF = 300.0
+
+
+class Busy(RuntimeError):
+    """Another referee run holds the lock."""
+
+
+@contextmanager
+def run_lock(database: Path) -> Iterator[None]:
+    """An exclusive lock beside the database, held for the whole run."""
+    path = Path(f"{database}.lock")
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise Busy(f"another referee run holds {path}") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@dataclass
+class Report:
+    """What one pass did."""
+
+    received: int = 0
+    done: list[str] = field(default_factory=list)
+    sent: int = 0
+    deferred: int = 0
+    failed: int = 0
+
+
+def source_for(config: Config, engine: Engine) -> Source | None:
+    if config.imap:
+        return ImapSource(config.imap, engine.store)
+    if config.maildir:
+        m = config.maildir
+        return MaildirSource(m.path, processed=m.processed, quarantine=m.quarantine)
+    return None
+
+
+class Runner:
+    def __init__(self, engine: Engine, source: Source | None, sender: SmtpSender | None):
+        self.engine, self.source, self.sender = engine, source, sender
+        self.poll_interval = MAILDIR_POLL  # for sources that cannot push
+
+    @classmethod
+    def from_config(cls, config: Config, engine: Engine) -> Runner:
+        sender = config.smtp and SmtpSender(config.smtp, config.address, engine.store, engine.clock)
+        return cls(engine, source_for(config, engine), sender)
+
+    async def once(self) -> Report:
+        """One pass: receive, tick, send.  Raises SourceError or SmtpUnreachable
+        (after doing what it could) if a server cannot be reached."""
+        report = Report()
+        if self.source:
+            report.received = await self.receive()
+        report.done = self.engine.tick()
+        if self.sender:
+            drained = await self.sender.drain()
+            report.sent, report.deferred, report.failed = drained.sent, drained.deferred, drained.failed
+        return report
+
+    async def receive(self) -> int:
+        """Ingest every new message, each in its own transaction, then file it
+        (quarantine if it could not be handled)."""
+        messages = await self.source.fetch()
+        for message in messages:
+            outcome = self.engine.ingest(message.raw, received_at=message.received_at)
+            await self.source.done(message, quarantine=outcome.code == "failed")
+        return len(messages)
+
+    async def close(self) -> None:
+        if self.source:
+            await self.source.close()
+
+    async def serve(self, stop: asyncio.Event) -> None:
+        """Run until ``stop`` is set.  Server outages are waited out with backoff."""
+        backoff = 1.0
+        while not stop.is_set():
+            try:
+                await self.once()
+                backoff = 1.0
+            except (SourceError, SmtpUnreachable) as error:
+                log.warning("%s; trying again in %.0f s", error, backoff)
+                await _sleep(backoff, stop)
+                backoff = min(backoff * 2, LONGEST_BACKOFF)
+                continue
+            await self._wait(self.seconds_to_next_work(), stop)
+        await self.close()
+
+    def seconds_to_next_work(self) -> float:
+        """Until the next deadline, settle window, reminder or mail retry, or
+        the heartbeat that keeps the outage guard from seeing an outage."""
+        now = self.engine.clock()
+        moments = [now + HEARTBEAT, *self.engine.next_due()]
+        for mail in self.engine.store.outbox("queued"):
+            moments.append(from_iso(mail["next_try_at"]) if mail["next_try_at"] else now)
+        return max(0.0, (min(moments) - now).total_seconds())
+
+    async def _wait(self, seconds: float, stop: asyncio.Event) -> None:
+        """Until mail may have come, ``seconds`` pass, or ``stop`` is set."""
+        if seconds <= 0 or stop.is_set():
+            return
+        if isinstance(self.source, ImapSource):
+            waiting = asyncio.ensure_future(self.source.wait_for_mail(seconds))
+        else:
+            waiting = asyncio.ensure_future(asyncio.sleep(min(seconds, self.poll_interval)))
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (waiting, stopping):
+                task.cancel()
+                with suppress(asyncio.CancelledError, SourceError):
+                    await task
+
+
+async def _sleep(seconds: float, stop: asyncio.Event) -> None:
+    with suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)

@@ -1,0 +1,22 @@
+"""`referee demo`: a whole game by real mail on a throwaway loopback setup."""
+
+import asyncio
+from datetime import timedelta
+
+from referee.demo import PLAYERS, run_demo
+from referee.store import Store
+
+
+def test_the_demo_plays_a_whole_game_by_mail_with_a_silent_player(tmp_path):
+    game_id = asyncio.run(run_demo(tmp_path, timedelta(seconds=1), say=lambda text: None))
+    store = Store(tmp_path / "games.db")
+    assert store.game(game_id)["state"] == "finished"
+    carol = [m["source"] for m in store.moves(game_id) if m["seat"] == 2]
+    assert carol == ["random"] * 12 + ["forced"]  # she never answered; round 13 plays itself
+    alice = [m for m in store.moves(game_id) if m["seat"] == 0]
+    assert [m["source"] for m in alice][:12] == ["mail"] * 12 and all(m["message_key"] for m in alice[:12])
+    assert (tmp_path / "history.txt").read_text().count("*") >= 12
+    for player in PLAYERS:  # each got the start, 13 results, the final result, prompts
+        assert len(list((tmp_path / "players" / player).glob("*.eml"))) >= 15
+    assert store.outbox("queued") == []  # everything was sent
+    assert list((tmp_path / "referee-maildir" / "new").iterdir()) == []  # everything was read

@@ -1,0 +1,103 @@
+"""The config file: every setting checked at load, errors named with file:line."""
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from referee.config import ConfigError, load
+
+GOOD = """\
+[referee]
+address = "referee@example.org"
+database = "games.db"
+
+[imap]
+host = "imap.example.org"
+username = "referee@example.org"
+password_env = "REFEREE_TEST_IMAP"
+
+[smtp]
+host = "smtp.example.org"
+security = "starttls"
+username = "referee@example.org"
+password_file = "smtp-password"
+
+[defaults]
+deadline = "2d"
+reminder = "12h"
+
+[outage]
+gap = "3h"
+grace = "1d"
+"""
+
+
+@pytest.fixture
+def write(tmp_path: Path):
+    def write(text: str) -> Path:
+        path = tmp_path / "referee.toml"
+        path.write_text(text)
+        return path
+
+    return write
+
+
+def error_of(path: Path) -> str:
+    with pytest.raises(ConfigError) as caught:
+        load(path)
+    return str(caught.value)
+
+
+def test_a_full_config_loads_with_passwords_from_env_and_file(write, tmp_path, monkeypatch):
+    monkeypatch.setenv("REFEREE_TEST_IMAP", "imap-secret")
+    (tmp_path / "smtp-password").write_text("smtp-secret\n")
+    config = load(write(GOOD))
+    assert config.imap.password == "imap-secret" and config.imap.port == 993  # tls by default
+    assert config.imap.mailbox == "INBOX" and config.imap.processed == "processed"
+    assert config.smtp.password == "smtp-secret" and config.smtp.port == 587
+    assert config.database == tmp_path / "games.db"  # relative to the config file
+    assert (config.deadline, config.reminder) == (timedelta(days=2), timedelta(hours=12))
+    assert (config.outage_gap, config.outage_grace) == (timedelta(hours=3), timedelta(days=1))
+
+
+def test_defaults_are_the_documented_ones(write):
+    config = load(write('[referee]\naddress = "referee@example.org"\n'))
+    assert config.deadline == timedelta(days=3) and config.reminder == timedelta(days=1)
+    assert config.outage_gap == timedelta(hours=6) and config.outage_grace == timedelta(hours=24)
+    assert config.imap is None and config.smtp is None and config.maildir is None
+
+
+def test_zero_turns_reminders_and_the_guard_off(write):
+    config = load(write('[defaults]\nreminder = "0s"\n[outage]\ngap = "0s"\n'))
+    assert config.reminder is None and config.outage_gap is None
+
+
+@pytest.mark.parametrize(("text", "line", "words"), [
+    ('[imap]\nhost = "mail.example.org"\nsecurity = "none"\nusername = "r"\npassword = "p"\n',
+     3, "only allowed for a server on this machine"),
+    ('[imap]\nhost = "127.0.0.1"\nsecurity = "none"\n', 1, "needs a username and a password"),
+    ('[imap]\nusername = "r"\n', 1, "needs a host"),
+    ('[smtp]\nhost = "h"\nport = 99999\n', 3, "port number"),
+    ('[smtp]\nhost = "h"\nsecurity = "ssl"\n', 3, "one of tls, starttls, none"),
+    ('[smtp]\nhost = "h"\npassword = "a"\npassword_env = "B"\n', 4, "only one of"),
+    ('[imap]\nhost = "h"\nusername = "u"\npassword_env = "REFEREE_NO_SUCH_VAR"\n', 4, "is not set"),
+    ('[smtp]\nhost = "h"\npassword_file = "missing.txt"\n', 3, "cannot read"),
+    ('\n[referee]\naddress = "not an address"\n', 3, "must be a mail address"),
+    ('[defaults]\nreminder = "soon"\n', 2, "not a duration"),
+    ('[imap]\nhost = "127.0.0.1"\nusername = "u"\npassword = "p"\n[maildir]\npath = "m"\n', 5,
+     "either [imap] or [maildir]"),
+    ('[imaps]\nhost = "h"\n', 1, "unknown section"),
+    ('[smtp]\nhost = "h"\nuser = "u"\n', 3, "unknown setting smtp.user"),
+])  # fmt: skip
+def test_a_wrong_setting_is_named_with_its_file_and_line(write, text, line, words):
+    path = write(text)
+    message = error_of(path)
+    assert message.startswith(f"{path}:{line}: ")
+    assert words in message
+
+
+def test_loopback_may_go_without_tls(write):
+    for host in ("127.0.0.1", "localhost", "::1", "127.0.0.53"):
+        text = f'[smtp]\nhost = "{host}"\nsecurity = "none"\n'
+        assert load(write(text)).smtp.port == 25
