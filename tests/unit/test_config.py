@@ -1,5 +1,6 @@
 """The config file: every setting checked at load, errors named with file:line."""
 
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -101,3 +102,25 @@ def test_loopback_may_go_without_tls(write):
     for host in ("127.0.0.1", "localhost", "::1", "127.0.0.53"):
         text = f'[smtp]\nhost = "{host}"\nsecurity = "none"\n'
         assert load(write(text)).smtp.port == 25
+
+
+def test_the_example_config_loads_as_shipped_and_with_its_servers_uncommented(write, monkeypatch):
+    from referee.resources import shipped
+
+    example = shipped("config.example.toml").read_text()
+    assert load(write(example)).imap is None  # as shipped: a local referee, no servers
+    monkeypatch.setenv("REFEREE_IMAP_PASSWORD", "i")
+    monkeypatch.setenv("REFEREE_SMTP_PASSWORD", "s")
+    lines, section = [], None
+    for line in example.splitlines():
+        if line.startswith("# ["):
+            section = line[3:].split("]")[0]
+        setting = line.removeprefix("# ")
+        chosen = section in ("imap", "smtp") and re.match(r"^(\[|[a-z_]+ = )", setting)
+        if chosen and not setting.startswith(("password_file", "password =")):
+            line = setting
+        lines.append(line)
+    config = load(write("\n".join(lines)))
+    assert config.imap.host == "imap.example.org" and config.imap.password == "i"
+    assert config.imap.mailbox == "INBOX" and config.imap.port == 993
+    assert config.smtp.security == "starttls" and config.smtp.password == "s"
