@@ -126,12 +126,11 @@ class ImapSource:
         server = self.server
         where = f"IMAP server {server.host}:{server.port}"
         try:
-            if server.security == "tls":
-                client = aioimaplib.IMAP4_SSL(server.host, server.port, timeout=self.timeout,
-                                              conn_lost_cb=self._lost, ssl_context=self.ssl_context)  # fmt: skip
-            else:
-                client = aioimaplib.IMAP4(server.host, server.port, timeout=self.timeout,
-                                          conn_lost_cb=self._lost)  # fmt: skip
+            # Plain IMAP4 with an ssl_context is implicit TLS; IMAP4_SSL would
+            # drop conn_lost_cb, which reconnecting depends on.
+            implicit_tls = self.ssl_context if server.security == "tls" else None
+            client = aioimaplib.IMAP4(server.host, server.port, timeout=self.timeout,
+                                      conn_lost_cb=self._lost, ssl_context=implicit_tls)  # fmt: skip
             await client.wait_hello_from_server()
             if server.security == "starttls":
                 await self._starttls(client)

@@ -10,6 +10,7 @@ run. Only tests under tests/integration see these fixtures, so
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -109,3 +110,20 @@ def mailstack(dovecot: Dovecot) -> Iterator[MailStack]:
         yield stack
     finally:
         stack.stop()
+
+
+@pytest.fixture(scope="session")
+def dovecot_tls() -> Iterator[Dovecot]:
+    """A second Dovecot with TLS: STARTTLS on imap_port, implicit TLS on
+    imaps_port, a self-signed certificate in ca_file.  One user,
+    referee@example.org / secret."""
+    try:
+        server = Dovecot(tls=True)
+        server.add_user("referee@example.org", "secret", wait=False)
+        server.start()
+    except (ServerUnavailable, OSError, subprocess.CalledProcessError) as exc:
+        unavailable(f"Dovecot with TLS cannot start: {exc}")
+    try:
+        yield server
+    finally:
+        server.close()

@@ -107,8 +107,8 @@ log_path = {root}/log/dovecot.log
 protocols = imap lmtp
 listen = {host}
 hostname = {hostname}
-ssl = no
-disable_plaintext_auth = no
+ssl = {ssl}
+{ssl_files}disable_plaintext_auth = no
 auth_mechanisms = plain login
 auth_failure_delay = 0
 mail_max_userip_connections = 200
@@ -135,7 +135,8 @@ service imap-login {{
     port = {imap_port}
   }}
   inet_listener imaps {{
-    port = 0
+    address = {host}
+    port = {imaps_port}
   }}
 }}
 service lmtp {{
@@ -168,7 +169,8 @@ class Dovecot:
     Runs as root with the recipe's config (mail owned by nobody); run by another
     user it runs "rootless" with that user's uid for everything."""
 
-    def __init__(self, root: Path | str | None = None, host: str = HOST, binary: str | None = None):
+    def __init__(self, root: Path | str | None = None, host: str = HOST, binary: str | None = None,
+                 tls: bool = False):  # fmt: skip
         self.binary = binary or find_dovecot()
         if self.binary is None:
             raise ServerUnavailable(
@@ -184,6 +186,13 @@ class Dovecot:
         self.lmtp_port = free_port(host)
         while self.lmtp_port == self.imap_port:
             self.lmtp_port = free_port(host)
+        # With tls: STARTTLS on the IMAP port and implicit TLS on imaps_port,
+        # with a self-signed certificate for 127.0.0.1 (trust ca_file).
+        self.tls = tls
+        self.imaps_port = 0
+        while tls and self.imaps_port in (0, self.imap_port, self.lmtp_port):
+            self.imaps_port = free_port(host)
+        self.ca_file = self.root / "etc" / "cert.pem" if tls else None
         self.users: dict[str, str] = {}  # bare lower-case address -> password
         self.stacks_provisioned = 0  # MailStack user sets written (see MailStack.provision)
         self.stacks_used = 0
@@ -219,10 +228,15 @@ class Dovecot:
             )
             login_extra = "  chroot =\n"  # only root may chroot
         (root / "etc" / "users").touch()
+        ssl_files = ""
+        if self.tls:
+            _self_signed(root / "etc" / "cert.pem", root / "etc" / "key.pem", self.host)
+            ssl_files = f"ssl_cert = <{root}/etc/cert.pem\nssl_key = <{root}/etc/key.pem\n"
         self.conf.write_text(
             CONFIG.format(
                 root=root, host=self.host, hostname=MAIL_HOSTNAME, imap_port=self.imap_port,
                 lmtp_port=self.lmtp_port, uid=uid, gid=gid, extra=extra, login_extra=login_extra,
+                ssl="yes" if self.tls else "no", ssl_files=ssl_files, imaps_port=self.imaps_port,
             )
         )
 
@@ -446,6 +460,17 @@ class Dovecot:
         """Deliver straight over LMTP (one recipient, one transaction)."""
         with smtplib.LMTP(self.host, self.lmtp_port, local_hostname=SMTP_HOSTNAME, timeout=30) as lmtp:
             lmtp.sendmail(mail_from, [recipient], raw)
+
+
+def _self_signed(cert: Path, key: Path, host: str) -> None:
+    """A throwaway certificate for ``host`` (an IP address), valid for a day."""
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", f"/CN={host}", "-addext", f"subjectAltName=IP:{host}",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    os.chmod(key, 0o644)  # Dovecot's master reads it as root; the box is a test box
 
 
 def _group_members(pgid: int) -> list[int]:
