@@ -166,9 +166,12 @@ def _status(engine: Engine, args) -> int:
         for game in games:
             phase = game["phase"]["label"] if game["phase"] else "over"
             print(f"{game['id']:5}  {game['kind']:18} {game['state']:9} {phase}  {game['name'] or ''}")
-        queued, failed = len(engine.store.outbox()), len(engine.store.undelivered())
+        undelivered = engine.store.undelivered()
         last = engine.store.get_meta("last_tick")
-        print(f"outbox: {queued} queued, {failed} refused for good; deadlines last enforced: {last or 'never'}")
+        print(f"outbox: {len(engine.store.outbox())} queued, {len(undelivered)} refused for good; "
+              f"deadlines last enforced: {last or 'never'}")  # fmt: skip
+        for mail in undelivered:
+            print(f"  undelivered to {', '.join(mail['recipients'])}: {mail['subject']} ({mail['last_error']})")
         return 0
     status = engine.status(args.game)
     if args.json:

@@ -125,7 +125,7 @@ class _Reader:
         sections: dict[str, dict[str, Any]] = {}
         for section, settings in data.items():
             if section not in _SETTINGS or not isinstance(settings, dict):
-                raise self.error(section, f"unknown section [{section}]", header=True)
+                raise self.error(section, None, f"unknown section [{section}]")
             sections[section] = {
                 key: self.convert(section, key, value) for key, value in settings.items()
             }
@@ -147,51 +147,50 @@ class _Reader:
         if "maildir" in sections:
             maildir = sections["maildir"]
             if "path" not in maildir:
-                raise self.error("maildir", "[maildir] needs a path", header=True)
+                raise self.error("maildir", None, "[maildir] needs a path")
             values["maildir"] = MaildirSettings(**maildir)
         if "imap" in values and "maildir" in values:
-            raise self.error("maildir", "use either [imap] or [maildir], not both", header=True)
+            raise self.error("maildir", None, "use either [imap] or [maildir], not both")
         return Config(**values)
 
     def convert(self, section: str, key: str, value: Any) -> Any:
         kind = _SETTINGS[section].get(key)
         name = f"{section}.{key}"
         if kind is None:
-            raise self.error(key, f"unknown setting {name}")
+            raise self.error(section, key, f"unknown setting {name}")
         if kind == "port":
             if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 65536:
-                raise self.error(key, f"{name} must be a port number from 1 to 65535")
+                raise self.error(section, key, f"{name} must be a port number from 1 to 65535")
             return value
         if not isinstance(value, str):
-            raise self.error(key, f"{name} must be a string in quotes")
+            raise self.error(section, key, f"{name} must be a string in quotes")
         if kind == "duration":
             try:
                 return parse_duration(value)
             except ValueError as error:
-                raise self.error(key, f"{name}: {error}") from None
+                raise self.error(section, key, f"{name}: {error}") from None
         if kind == "address" and not is_address(value):
-            raise self.error(key, f"{name} must be a mail address such as referee@example.org")
+            raise self.error(section, key, f"{name} must be a mail address such as referee@example.org")
         if kind == "security" and value not in _SECURITY:
-            raise self.error(key, f"{name} must be one of {', '.join(_SECURITY)}")
+            raise self.error(section, key, f"{name} must be one of {', '.join(_SECURITY)}")
         if kind == "path":
             return Path(value) if Path(value).is_absolute() else self.path.parent / value
         return value
 
     def server(self, kind: str, settings: dict[str, Any]) -> Server:
         if "host" not in settings:
-            raise self.error(kind, f"[{kind}] needs a host", header=True)
+            raise self.error(kind, None, f"[{kind}] needs a host")
         security = settings.get("security", "tls")
         if security == "none" and not _is_loopback(settings["host"]):
             raise self.error(
-                "security" if "security" in settings else kind,
+                kind, "security" if "security" in settings else None,
                 f"{kind}.security = \"none\" sends passwords in the clear: only allowed "
                 f"for a server on this machine (127.0.0.1, ::1, localhost)",
-                header="security" not in settings,
             )
         password = self.password(kind, settings)
         if kind == "imap" and (not settings.get("username") or password is None):
-            raise self.error(kind, "[imap] needs a username and a password "
-                             "(password, password_file or password_env)", header=True)  # fmt: skip
+            raise self.error(kind, None, "[imap] needs a username and a password "
+                             "(password, password_file or password_env)")  # fmt: skip
         return Server(
             host=settings["host"],
             port=settings.get("port", _DEFAULT_PORTS[kind][security]),
@@ -204,7 +203,7 @@ class _Reader:
     def password(self, kind: str, settings: dict[str, Any]) -> str | None:
         given = [k for k in ("password", "password_file", "password_env") if k in settings]
         if len(given) > 1:
-            raise self.error(given[1], f"{kind}: give only one of {', '.join(given)}")
+            raise self.error(kind, given[1], f"{kind}: give only one of {', '.join(given)}")
         if not given:
             return None
         key = given[0]
@@ -213,36 +212,40 @@ class _Reader:
         if key == "password_env":
             value = os.environ.get(settings[key])
             if value is None:
-                raise self.error(key, f"{kind}.password_env: ${settings[key]} is not set")
+                raise self.error(kind, key, f"{kind}.password_env: ${settings[key]} is not set")
             return value
-        return self.read_secret(key, settings[key], f"{kind}.password_file")
+        return self.read_secret(kind, key, settings[key], f"{kind}.password_file")
 
     def secret(self, referee: dict[str, Any]) -> bytes | None:
         if "secret_key" in referee and "secret_key_file" in referee:
-            raise self.error("secret_key_file", "give secret_key or secret_key_file, not both")
+            raise self.error("referee", "secret_key_file", "give secret_key or secret_key_file, not both")
         if "secret_key_file" in referee:
-            return self.read_secret("secret_key_file", referee["secret_key_file"],
+            return self.read_secret("referee", "secret_key_file", referee["secret_key_file"],
                                     "referee.secret_key_file").encode()  # fmt: skip
         return referee["secret_key"].encode() if "secret_key" in referee else None
 
-    def read_secret(self, key: str, path: Path, name: str) -> str:
+    def read_secret(self, section: str, key: str, path: Path, name: str) -> str:
         try:
             value = path.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as error:
             reason = getattr(error, "strerror", None) or "not UTF-8 text"
-            raise self.error(key, f"{name}: cannot read {path} ({reason})") from None
+            raise self.error(section, key, f"{name}: cannot read {path} ({reason})") from None
         if not value:
-            raise self.error(key, f"{name}: {path} is empty")
+            raise self.error(section, key, f"{name}: {path} is empty")
         return value
 
-    def error(self, key: str, message: str, header: bool = False) -> ConfigError:
-        """The error, placed at the first line setting ``key`` (or opening section ``key``)."""
-        if header:
-            pattern = re.compile(rf"^\s*\[\s*{re.escape(key)}\s*\]")
-        else:
-            pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
+    def error(self, section: str, key: str | None, message: str) -> ConfigError:
+        """The error, placed at the line setting ``key`` in ``[section]`` (with
+        no key, at the section's header)."""
+        header = re.compile(rf"^\s*\[\s*{re.escape(section)}\s*\]")
+        setting = re.compile(rf"^\s*{re.escape(key)}\s*=") if key else None
+        inside = False
         for number, line in enumerate(self.lines, start=1):
-            if pattern.match(line):
+            if line.lstrip().startswith("["):
+                inside = bool(header.match(line))
+                if inside and setting is None:
+                    return ConfigError(f"{self.path}:{number}: {message}")
+            elif inside and setting and setting.match(line):
                 return ConfigError(f"{self.path}:{number}: {message}")
         return ConfigError(f"{self.path}: {message}")
 

@@ -26,7 +26,7 @@ from referee.mail.parse import Incoming, one_line, parse
 from referee.record import PhaseRecord, Replay, commitment, random_move_rng, replay
 from referee.rules import Game, MoveError, OptionError, get_game
 from referee.store import Row, Store
-from referee.timeutil import Clock, from_iso, iso, utc_now
+from referee.timeutil import Clock, ceil_second, from_iso, iso, utc_now
 
 log = logging.getLogger("referee")
 
@@ -399,7 +399,7 @@ class Engine:
         if phase is None:
             return None
         now = self.clock()
-        deadline = now + timedelta(seconds=table.row["deadline_seconds"])
+        deadline = ceil_second(now + timedelta(seconds=table.row["deadline_seconds"]))
         return self.store.open_phase(
             table.id, len(table.phases) + 1, phase.label, list(phase.movers),
             phase.sealed, iso(now), iso(deadline),

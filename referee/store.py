@@ -94,6 +94,8 @@ class Store:
         return self.db["games"].insert(row).last_pk
 
     def game(self, game_id: int) -> Row | None:
+        if not 0 < game_id < 2**63:  # beyond SQLite's integers: no such game
+            return None
         rows = list(self.db["games"].rows_where("id = ?", [game_id]))
         return _decode_game(rows[0]) if rows else None
 

@@ -15,7 +15,14 @@ _PART = re.compile(r"(\d+)\s*([smhdw])", re.I)
 
 def utc_now() -> datetime:
     """The real clock; tests inject their own."""
-    return datetime.now(timezone.utc).replace(microsecond=0)
+    return datetime.now(timezone.utc)
+
+
+def ceil_second(moment: datetime) -> datetime:
+    """The moment rounded up to a whole second: stored times are whole
+    seconds, and a deadline rounded down would cut a phase short."""
+    whole = moment.replace(microsecond=0)
+    return whole if whole == moment else whole + timedelta(seconds=1)
 
 
 def iso(moment: datetime) -> str:

@@ -49,6 +49,7 @@ class ImapSource:
         self.server, self.store, self.timeout = server, store, timeout
         self.ssl_context = ssl_context or ssl.create_default_context()
         self.client: aioimaplib.IMAP4 | None = None
+        self.lost = asyncio.Event()  # set when the connection drops: wakes a waiting IDLE
         self.uidvalidity = 0
         self.name = f"imap:{server.username}@{server.host}:{server.port}/{server.mailbox}"
 
@@ -96,27 +97,48 @@ class ImapSource:
         With IDLE (RFC 2177) that is a push; without it, a plain wait and
         True, so the caller polls.  Returns whether mail may have arrived."""
         client = await self._connected()
+        # New mail announced in the reply to an earlier command (the MOVE that
+        # filed the last message) is dropped by aioimaplib, and IDLE would not
+        # announce it again: look before waiting.
+        last = self._last_uid()
+        found = await self._command(client.uid_search(f"UID {last + 1}:*", charset=None), "SEARCH")
+        if any(int(n) > last for n in found.lines[0].split()):
+            return True
         if not client.has_capability("IDLE"):
             await asyncio.sleep(timeout)
             return True
+        self.lost.clear()
         idle = await client.idle_start(timeout=min(timeout, IDLE_LIMIT))
+        pushed = asyncio.ensure_future(self._pushed_mail(client, min(timeout, IDLE_LIMIT) + 5))
+        dropped = asyncio.ensure_future(self.lost.wait())
         try:
-            while True:
-                try:
-                    pushed = await client.wait_server_push(timeout=min(timeout, IDLE_LIMIT) + 5)
-                except asyncio.TimeoutError:
-                    return False
-                if pushed == aioimaplib.STOP_WAIT_SERVER_PUSH:
-                    return False
-                lines = pushed if isinstance(pushed, list) else [pushed]
-                if any(_EXISTS.match(bytes(line)) for line in lines):
-                    return True  # Dovecot's "OK Still here" keep-alives are not mail
+            await asyncio.wait({pushed, dropped}, return_when=asyncio.FIRST_COMPLETED)
+            if dropped.done():  # aioimaplib never fails a wait on a lost connection
+                return True  # so the caller polls, which reconnects
+            return pushed.result()
         finally:
-            client.idle_done()
+            for task in (pushed, dropped):
+                task.cancel()
+            if self.client is client:
+                client.idle_done()
+                try:
+                    await asyncio.wait_for(idle, self.timeout)
+                except (asyncio.TimeoutError, OSError, aioimaplib.Abort):
+                    _drop(client)  # in an unknown state: start afresh
+                    self.client = None
+
+    async def _pushed_mail(self, client: aioimaplib.IMAP4, timeout: float) -> bool:
+        """Whether the server pushed news of mail before ``timeout``."""
+        while True:
             try:
-                await asyncio.wait_for(idle, self.timeout)
-            except (asyncio.TimeoutError, OSError, aioimaplib.Abort):
-                self.client = None  # the connection is in an unknown state: start afresh
+                pushed = await client.wait_server_push(timeout=timeout)
+            except asyncio.TimeoutError:
+                return False
+            if pushed == aioimaplib.STOP_WAIT_SERVER_PUSH:
+                return False
+            lines = pushed if isinstance(pushed, list) else [pushed]
+            if any(_EXISTS.match(bytes(line)) for line in lines):
+                return True  # Dovecot's "OK Still here" keep-alives are not mail
 
     # -- connecting -------------------------------------------------------------
 
@@ -129,8 +151,11 @@ class ImapSource:
             # Plain IMAP4 with an ssl_context is implicit TLS; IMAP4_SSL would
             # drop conn_lost_cb, which reconnecting depends on.
             implicit_tls = self.ssl_context if server.security == "tls" else None
+            made: list[aioimaplib.IMAP4] = []  # so the callback knows which connection it was
             client = aioimaplib.IMAP4(server.host, server.port, timeout=self.timeout,
-                                      conn_lost_cb=self._lost, ssl_context=implicit_tls)  # fmt: skip
+                                      conn_lost_cb=lambda error: self._lost(made, error),
+                                      ssl_context=implicit_tls)  # fmt: skip
+            made.append(client)
             await client.wait_hello_from_server()
             if server.security == "starttls":
                 await self._starttls(client)
@@ -168,9 +193,12 @@ class ImapSource:
         protocol.transport = transport
         await asyncio.wait_for(protocol.capability(), self.timeout)
 
-    def _lost(self, error: Exception | None) -> None:
+    def _lost(self, made: list, error: Exception | None) -> None:
+        if made and made[0] is not self.client:
+            return  # an old connection, already replaced
         log.info("%s: connection lost (%s)", self.name, error)
         self.client = None
+        self.lost.set()
 
     async def _command(self, call, what: str):
         """Await one IMAP command with a timeout.  Anything but OK is a

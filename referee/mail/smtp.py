@@ -94,6 +94,16 @@ class SmtpSender:
             self._refused(mail, min(codes), "; ".join(str(r) for r in error.recipients), report)
         except aiosmtplib.SMTPResponseException as error:
             self._refused(mail, error.code, f"{error.code} {error.message}", report)
+        except (UnicodeError, ValueError) as error:
+            # Cannot be put on the wire at all (e.g. a non-ASCII address and a
+            # server without SMTPUTF8): no retry will help, so fail this mail
+            # alone rather than block the queue behind it.
+            self._refused(mail, 554, f"cannot be sent: {error}", report)
+            try:  # the failure may have left a transaction half open
+                await client.rset()
+            except (aiosmtplib.SMTPException, OSError) as reset_error:
+                raise SmtpUnreachable(f"SMTP server {self.server.host}:{self.server.port}: "
+                                      f"{reset_error}") from None  # fmt: skip
         except (aiosmtplib.SMTPException, OSError) as error:  # dropped, timed out
             self._defer(mail, str(error))
             report.deferred += 1

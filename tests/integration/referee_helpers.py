@@ -4,6 +4,7 @@ subprocess, and players who read their prompts and reply by real mail."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
@@ -11,15 +12,22 @@ import os
 import re
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from email.message import EmailMessage
 from pathlib import Path
+from typing import Self
 
 from mailstack import MailStack
 
 from referee.cli import main
 from referee.config import load
+from referee.engine import Engine
+from referee.runner import Runner, run_lock
 from referee.store import Store
+from referee.timeutil import from_iso
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -27,7 +35,7 @@ PROMPT = re.compile(r"^\[pure-skill-(\d+)\] Round (\d+) of 13: the prize is ")
 RECEIPT = re.compile(r"^\[pure-skill-(\d+)\] Round (\d+) of 13: your bid is in$")
 RESULT = re.compile(r"^\[pure-skill-(\d+)\] Round (\d+) of 13: (?!the prize is |your bid is in$)")
 FINAL = re.compile(r"^\[pure-skill-(\d+)\] Game over: ")
-HAND = re.compile(r"^Your hand \([a-z]+\): (.+)$", re.M)
+HAND = re.compile(r"^Your hand \([a-z]+\): (.+)$", re.MULTILINE)
 
 
 def config_text(stack: MailStack, extra: str = "", *, smtp_port: int | None = None) -> str:
@@ -62,6 +70,41 @@ class Result:
         line = next(x for x in self.out.splitlines() if x.startswith("received "))
         return {word: int(n) for n, word in
                 (part.split()[::-1] for part in line.split(", "))}  # fmt: skip
+
+
+class Process:
+    """A subprocess whose stdout and stderr go to files in ``home``."""
+
+    def __init__(self, argv: list[str], home: Path, name: str):
+        self.out_path, self.err_path = home / f"{name}.out", home / f"{name}.err"
+        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
+            self.proc = subprocess.Popen(argv, cwd=home, stdout=out, stderr=err,
+                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+
+    @property
+    def out(self) -> str:
+        return self.out_path.read_text(errors="replace")
+
+    @property
+    def err(self) -> str:
+        return self.err_path.read_text(errors="replace")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait(self, timeout: float = 10) -> int:
+        return self.proc.wait(timeout)
+
+    def stop(self, timeout: float = 10) -> int:
+        """SIGTERM, then wait; SIGKILL if it does not go."""
+        if self.alive():
+            self.proc.terminate()
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
 
 
 class Referee:
@@ -119,10 +162,10 @@ class Referee:
         """The argv of ``python -m referee --config CFG ARGS`` for a subprocess."""
         return [sys.executable, "-m", "referee", "--config", str(self.cfg), *args]
 
-    def popen(self, *args: str, **kwargs) -> subprocess.Popen:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        return subprocess.Popen(self.command(*args), cwd=self.home, env=env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)  # fmt: skip
+    def popen(self, *args: str, name: str = "referee") -> Process:
+        """Start ``referee ARGS`` as a subprocess, its output going to files (a
+        pipe nobody reads would block a chatty daemon once it fills)."""
+        return Process(self.command(*args), self.home, name)
 
     # -- what the store says ---------------------------------------------------
 
@@ -188,3 +231,74 @@ def round_line(result: EmailMessage, player: str) -> str:
 
 def message_ids(stack: MailStack) -> list[str]:
     return [str(m.message["Message-ID"]) for m in stack.sent]
+
+
+# -- time --------------------------------------------------------------------------
+
+
+def wait_until(moment: datetime, margin: float = 0.05) -> None:
+    """Sleep (really) until ``moment`` has passed."""
+    left = (moment - datetime.now(UTC)).total_seconds() + margin
+    if left > 0:
+        time.sleep(left)
+
+
+def deadline_of(referee: Referee, game_id: int) -> datetime:
+    return from_iso(referee.status(game_id)["phase"]["deadline"])
+
+
+# -- the daemon, in-process ----------------------------------------------------------
+
+
+class Daemon:
+    """``Runner.serve`` on a real Engine in a thread of its own (the store's
+    sqlite connection is made there), stopped by setting its stop event."""
+
+    def __init__(self, referee: Referee, imap_timeout: float | None = None):
+        self.referee = referee
+        self.imap_timeout = imap_timeout  # ImapSource's per-command timeout (default 30 s)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.stop: asyncio.Event | None = None
+        self.error: BaseException | None = None
+        self.ready = threading.Event()
+        self.thread = threading.Thread(target=self._main, daemon=True)
+
+    def _main(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as error:  # noqa: BLE001 - reported by stop()
+            self.error = error
+            self.ready.set()
+
+    async def _serve(self) -> None:
+        config = self.referee.config
+        runner = Runner.from_config(config, Engine(Store(config.database), config))
+        if self.imap_timeout is not None:
+            runner.source.timeout = self.imap_timeout
+        self.loop, self.stop = asyncio.get_running_loop(), asyncio.Event()
+        self.ready.set()
+        with run_lock(config.database):
+            await runner.serve(self.stop)
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        assert self.ready.wait(10), "the daemon did not start"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.finish()
+
+    def finish(self, timeout: float = 10) -> float:
+        """Stop it; returns how long that took."""
+        started = time.monotonic()
+        if self.loop is not None and self.thread.is_alive():
+            self.loop.call_soon_threadsafe(self.stop.set)
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the daemon did not stop"
+        if self.error is not None:
+            raise self.error
+        return time.monotonic() - started
+
+    @property
+    def alive(self) -> bool:
+        return self.thread.is_alive()
