@@ -99,9 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
     try:
         args = build_parser().parse_args(argv)
+        # The daemon logs every move accepted, phase resolved and mail sent
+        # (INFO); the other commands only what goes wrong, unless -v.
+        levels = (logging.WARNING, logging.INFO, logging.DEBUG)
+        baseline = 1 if args.command == "serve" else 0
         logging.basicConfig(
-            level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)],
-            format="%(asctime)s %(levelname)s %(message)s",
+            level=levels[min(baseline + args.verbose, 2)],
+            format="%(asctime)s %(levelname)s %(name)s %(message)s",
         )
         if args.command == "init":
             return _init(args)
@@ -119,7 +123,7 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
         if args.command in ("run", "serve"):
             return _run(config, engine, once=args.command == "run")
         return COMMANDS[args.command](engine, args)
-    except (UsageError, config_module.ConfigError, EngineError) as error:
+    except (UsageError, config_module.ConfigError, EngineError, Busy) as error:
         print(f"referee: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `referee status 1 | head`: the reader left, not an error
@@ -166,7 +170,7 @@ def _status(engine: Engine, args) -> int:
         for game in games:
             phase = game["phase"]["label"] if game["phase"] else "over"
             print(f"{game['id']:5}  {game['kind']:18} {game['state']:9} {phase}  {game['name'] or ''}")
-        undelivered = engine.store.undelivered()
+        undelivered = engine.store.outbox("failed")
         last = engine.store.get_meta("last_tick")
         print(f"outbox: {len(engine.store.outbox())} queued, {len(undelivered)} refused for good; "
               f"deadlines last enforced: {last or 'never'}")  # fmt: skip
@@ -218,17 +222,26 @@ def _outbox(engine: Engine, args) -> int:
     mails = engine.store.outbox()
     for mail in mails:
         print(f"{mail['id']:6}  {', '.join(mail['recipients']):32}  {mail['subject']}")
-    if args.write:
-        try:
-            args.write.mkdir(parents=True, exist_ok=True)
-            for mail in mails:
-                (args.write / f"{mail['id']:06d}.eml").write_bytes(mail["raw"])
-                if args.mark_sent:  # handed over: never written (or sent) again
-                    engine.store.mark_sent(mail["id"], iso(engine.clock()))
-        except OSError as error:
-            raise UsageError(f"cannot write to {args.write}: {error.strerror}") from None
-        print(f"wrote {len(mails)} mail(s) to {args.write}")
+    if not args.write:
+        return 0
+    if args.mark_sent:  # never beside a run that sends the same mail by SMTP
+        with run_lock(engine.config.database):
+            _write_out(engine, mails, args.write, mark_sent=True)
+    else:
+        _write_out(engine, mails, args.write, mark_sent=False)
+    print(f"wrote {len(mails)} mail(s) to {args.write}")
     return 0
+
+
+def _write_out(engine: Engine, mails: list, folder: Path, mark_sent: bool) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for mail in mails:
+            (folder / f"{mail['id']:06d}.eml").write_bytes(mail["raw"])
+            if mark_sent:  # handed over: never written (or sent) again
+                engine.store.mark_sent(mail["id"], iso(engine.clock()))
+    except OSError as error:
+        raise UsageError(f"cannot write to {folder}: {error.strerror}") from None
 
 
 def _run(config: config_module.Config, engine: Engine, once: bool) -> int:
@@ -243,8 +256,9 @@ def _run(config: config_module.Config, engine: Engine, once: bool) -> int:
                 report = asyncio.run(_once(runner))
                 for line in report.done:
                     print(line)
-                print(f"received {report.received}, sent {report.sent}, "
-                      f"deferred {report.deferred}, failed {report.failed}")  # fmt: skip
+                mail = report.mail
+                print(f"received {report.received}, sent {mail.sent}, "
+                      f"deferred {mail.deferred}, failed {mail.failed}")  # fmt: skip
             else:
                 asyncio.run(_serve(runner))
     except Busy as busy:

@@ -29,10 +29,10 @@ _SETTINGS: dict[str, dict[str, str]] = {
     "outage": {"gap": "duration", "grace": "duration"},
     "imap": {"host": "text", "port": "port", "security": "security", "username": "text",
              "password": "text", "password_file": "path", "password_env": "text",
-             "mailbox": "text", "processed": "text", "quarantine": "text"},
+             "mailbox": "folder", "processed": "folder", "quarantine": "folder"},
     "smtp": {"host": "text", "port": "port", "security": "security", "username": "text",
              "password": "text", "password_file": "path", "password_env": "text"},
-    "maildir": {"path": "path", "processed": "text", "quarantine": "text"},
+    "maildir": {"path": "path", "processed": "folder", "quarantine": "folder"},
 }  # fmt: skip
 _DEFAULT_PORTS = {"imap": {"tls": 993, "starttls": 143, "none": 143},
                   "smtp": {"tls": 465, "starttls": 587, "none": 25}}  # fmt: skip
@@ -171,6 +171,9 @@ class _Reader:
                 raise self.error(section, key, f"{name}: {error}") from None
         if kind == "address" and not is_address(value):
             raise self.error(section, key, f"{name} must be a mail address such as referee@example.org")
+        if kind == "folder" and (not value.strip() or value.startswith(".")
+                                 or any(c in value for c in "/:\0\r\n")):  # fmt: skip
+            raise self.error(section, key, f"{name} must be a plain folder name such as 'processed'")
         if kind == "security" and value not in _SECURITY:
             raise self.error(section, key, f"{name} must be one of {', '.join(_SECURITY)}")
         if kind == "path":

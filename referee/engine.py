@@ -182,20 +182,31 @@ class Engine:
             self._advance(game_id)
         log.info("game %d: seat %d is now a bot", game_id, seat)
 
-    def tick(self) -> list[str]:
-        """Enforce deadlines and settle windows, send due reminders, and guard
-        against an outage; returns what it did, one line each."""
-        now = self.clock()
+    def guard_outage(self) -> list[str]:
+        """If the referee did not run for longer than the configured gap and a
+        deadline fell in that time with moves still owed, extend it by the
+        grace instead of filling in random moves.  Runs before mail is read,
+        so a move received after the old deadline is taken too."""
         last_run = self.store.get_meta("last_tick")
-        done = []
+        if not last_run:
+            return []
+        now, done = self.clock(), []
         for phase in self.store.open_phases():
             with self.store.transaction():
                 table = self.table(phase["game_id"])
-                if last_run and self._missed_in_outage(table, phase, from_iso(last_run), now):
+                if self._missed_in_outage(table, phase, from_iso(last_run), now):
                     done.append(self._extend_after_outage(table, phase, from_iso(last_run), now))
-                else:
-                    resolved = self._advance(phase["game_id"], deadlines=True)
-                    done += [f"resolved {line}" for line in resolved]
+        return done
+
+    def tick(self) -> list[str]:
+        """Guard against an outage, enforce deadlines and settle windows, send
+        due reminders; returns what it did, one line each."""
+        now = self.clock()
+        done = self.guard_outage()
+        for phase in self.store.open_phases():
+            with self.store.transaction():
+                resolved = self._advance(phase["game_id"], deadlines=True)
+                done += [f"resolved {line}" for line in resolved]
         for phase in self.store.open_phases():
             with self.store.transaction():
                 done += self._remind(self.table(phase["game_id"]), phase, now)
@@ -360,7 +371,7 @@ class Engine:
             ],
             "undelivered": [
                 {"to": m["recipients"], "subject": m["subject"], "error": m["last_error"]}
-                for m in self.store.undelivered(table.id)
+                for m in self.store.outbox("failed", game_id=table.id)
             ],
         }  # fmt: skip
 

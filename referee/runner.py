@@ -24,7 +24,7 @@ from referee.config import Config
 from referee.engine import Engine
 from referee.mail.imap import ImapSource
 from referee.mail.maildir import MaildirSource
-from referee.mail.smtp import SmtpSender, SmtpUnreachable
+from referee.mail.smtp import Drained, SmtpSender, SmtpUnreachable
 from referee.mail.source import Source, SourceError
 from referee.timeutil import from_iso
 
@@ -60,9 +60,7 @@ class Report:
 
     received: int = 0
     done: list[str] = field(default_factory=list)
-    sent: int = 0
-    deferred: int = 0
-    failed: int = 0
+    mail: Drained = field(default_factory=Drained)
 
 
 def source_for(config: Config, engine: Engine) -> Source | None:
@@ -85,15 +83,21 @@ class Runner:
         return cls(engine, source_for(config, engine), sender)
 
     async def once(self) -> Report:
-        """One pass: receive, tick, send.  Raises SourceError or SmtpUnreachable
-        (after doing what it could) if a server cannot be reached."""
-        report = Report()
+        """One pass: guard against an outage, receive, tick, send.  If the
+        mail source cannot be reached, deadlines are still enforced and mail
+        still sent; then the SourceError is raised (or SmtpUnreachable)."""
+        report = Report(done=self.engine.guard_outage())
+        unreachable = None
         if self.source:
-            report.received = await self.receive()
-        report.done = self.engine.tick()
+            try:
+                report.received = await self.receive()
+            except SourceError as error:
+                unreachable = error
+        report.done += self.engine.tick()
         if self.sender:
-            drained = await self.sender.drain()
-            report.sent, report.deferred, report.failed = drained.sent, drained.deferred, drained.failed
+            report.mail = await self.sender.drain()
+        if unreachable:
+            raise unreachable
         return report
 
     async def receive(self) -> int:
@@ -128,8 +132,10 @@ class Runner:
         """Until the next deadline, settle window, reminder or mail retry, or
         the heartbeat that keeps the outage guard from seeing an outage."""
         now = self.engine.clock()
-        moments = [now + HEARTBEAT, *self.engine.next_due()]
-        for mail in self.engine.store.outbox("queued"):
+        gap = self.engine.config.outage_gap
+        heartbeat = min(HEARTBEAT, gap / 2) if gap else HEARTBEAT
+        moments = [now + heartbeat, *self.engine.next_due()]
+        for mail in self.engine.store.outbox("queued") if self.sender else []:
             moments.append(from_iso(mail["next_try_at"]) if mail["next_try_at"] else now)
         return max(0.0, (min(moments) - now).total_seconds())
 
@@ -149,6 +155,10 @@ class Runner:
                 task.cancel()
                 with suppress(asyncio.CancelledError, SourceError):
                     await task
+        if waiting.done() and not waiting.cancelled() and waiting.exception():
+            # IDLE itself failed: wait as a poller would, not pass after pass.
+            log.warning("%s; polling instead", waiting.exception())
+            await _sleep(min(seconds, self.poll_interval), stop)
 
 
 async def _sleep(seconds: float, stop: asyncio.Event) -> None:

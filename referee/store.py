@@ -83,9 +83,23 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """All or nothing: what one message (or one deadline) changes."""
-        with self.db.atomic():
-            yield
+        """All or nothing: what one message (or one deadline) changes.
+
+        It takes SQLite's write lock at once (BEGIN IMMEDIATE), so two
+        processes (the daemon and a keeper's `referee resign`, say) never both
+        read the same state and then both act on it; the later one waits."""
+        if self.db.conn.in_transaction:
+            with self.db.atomic():  # a savepoint inside the open transaction
+                yield
+            return
+        self.db.conn.execute("BEGIN IMMEDIATE")
+        try:
+            with self.db.atomic():
+                yield
+        except BaseException:
+            self.db.conn.rollback()
+            raise
+        self.db.conn.commit()
 
     # -- games and seats -------------------------------------------------
 
@@ -231,21 +245,20 @@ class Store:
         self.db["outbox"].update(mail_id, {"state": "failed", "attempts": row["attempts"] + 1,
                                            "last_error": error})  # fmt: skip
 
-    def undelivered(self, game_id: int | None = None) -> list[Row]:
-        """Mail the SMTP server refused for good (of one game, or all)."""
-        where, args = ("state = 'failed' and game_id = ?", [game_id]) if game_id else ("state = 'failed'", [])
-        rows = self.db["outbox"].rows_where(where, args, order_by="id")
-        return [{**r, "recipients": json.loads(r["recipients"])} for r in rows]
-
-    def outbox(self, state: str | None = "queued", due: str | None = None) -> list[Row]:
-        """Mail in ``state`` (all mail with None), oldest first; with ``due``,
-        only mail whose next try is not later than that time."""
+    def outbox(self, state: str | None = "queued", due: str | None = None,
+               game_id: int | None = None) -> list[Row]:  # fmt: skip
+        """Mail in ``state`` (queued, sent, or failed: refused for good; all
+        with None), oldest first; with ``due``, only mail whose next try is not
+        later than that time; with ``game_id``, only that game's."""
         clauses, args = [], []
         if state:
             clauses, args = ["state = ?"], [state]
         if due:
             clauses.append("(next_try_at is null or next_try_at <= ?)")
             args.append(due)
+        if game_id is not None:
+            clauses.append("game_id = ?")
+            args.append(game_id)
         where = " and ".join(clauses) or None
         rows = self.db["outbox"].rows_where(where, args or None, order_by="id")
         return [{**r, "recipients": json.loads(r["recipients"])} for r in rows]

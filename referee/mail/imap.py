@@ -32,6 +32,7 @@ log = logging.getLogger("referee.imap")
 
 BATCH = 200  # UIDs per FETCH: aioimaplib's parser recurses once per line
 IDLE_LIMIT = 25 * 60  # re-issue IDLE well before the 29-minute rule of RFC 2177
+POLL = 30.0  # seconds between looks at a server without IDLE
 _UIDVALIDITY = re.compile(rb"\[UIDVALIDITY (\d+)\]", re.I)
 _UID = re.compile(rb"\bUID (\d+)")
 _INTERNALDATE = re.compile(rb'INTERNALDATE "([^"]+)"')
@@ -57,9 +58,7 @@ class ImapSource:
 
     async def fetch(self) -> list[Received]:
         client = await self._connected()
-        last = self._last_uid()
-        found = await self._command(client.uid_search(f"UID {last + 1}:*", charset=None), "SEARCH")
-        uids = sorted(int(n) for n in found.lines[0].split() if int(n) > last)
+        uids = await self._new_uids(client)
         messages = []
         for start in range(0, len(uids), BATCH):
             batch = ",".join(str(uid) for uid in uids[start : start + BATCH])
@@ -100,15 +99,19 @@ class ImapSource:
         # New mail announced in the reply to an earlier command (the MOVE that
         # filed the last message) is dropped by aioimaplib, and IDLE would not
         # announce it again: look before waiting.
-        last = self._last_uid()
-        found = await self._command(client.uid_search(f"UID {last + 1}:*", charset=None), "SEARCH")
-        if any(int(n) > last for n in found.lines[0].split()):
+        if await self._new_uids(client):
             return True
         if not client.has_capability("IDLE"):
-            await asyncio.sleep(timeout)
+            await asyncio.sleep(min(timeout, POLL))
             return True
         self.lost.clear()
-        idle = await client.idle_start(timeout=min(timeout, IDLE_LIMIT))
+        try:
+            idle = await asyncio.wait_for(client.idle_start(timeout=min(timeout, IDLE_LIMIT)),
+                                          self.timeout)  # fmt: skip
+        except (asyncio.TimeoutError, OSError, aioimaplib.Abort) as error:
+            _drop(client)
+            self.client = None
+            raise SourceError(f"{self.name}: IDLE failed ({error or type(error).__name__})") from None
         pushed = asyncio.ensure_future(self._pushed_mail(client, min(timeout, IDLE_LIMIT) + 5))
         dropped = asyncio.ensure_future(self.lost.wait())
         try:
@@ -169,7 +172,12 @@ class ImapSource:
             raise
         self.uidvalidity = _uidvalidity(selected.lines)
         for folder in (server.processed, server.quarantine):
-            await asyncio.wait_for(client.create(folder), self.timeout)  # NO if it exists: fine
+            try:  # NO if it exists already: fine
+                await asyncio.wait_for(client.create(folder), self.timeout)
+            except (asyncio.TimeoutError, OSError, aioimaplib.Abort) as error:
+                _drop(client)
+                raise SourceError(f"{self.name}: CREATE {folder} failed "
+                                  f"({error or type(error).__name__})") from None  # fmt: skip
         seen = self.store.mailbox(self.name)
         if seen is None or seen["uidvalidity"] != self.uidvalidity:
             if seen is not None:
@@ -216,6 +224,13 @@ class ImapSource:
             _drop(self.client)
             self.client = None
         raise SourceError(f"{self.name}: {what} {reason}")
+
+    async def _new_uids(self, client: aioimaplib.IMAP4) -> list[int]:
+        """UIDs above the last one filed, in order ("n:*" always matches the
+        newest message, even when it is older than n: filter)."""
+        last = self._last_uid()
+        found = await self._command(client.uid_search(f"UID {last + 1}:*", charset=None), "SEARCH")
+        return sorted(int(n) for n in found.lines[0].split() if int(n) > last)
 
     def _last_uid(self) -> int:
         seen = self.store.mailbox(self.name)

@@ -11,7 +11,7 @@ recorded against the mail and reported by ``referee status``.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 
 import aiosmtplib
@@ -35,7 +35,6 @@ class Drained:
     sent: int = 0
     deferred: int = 0
     failed: int = 0
-    errors: list[str] = field(default_factory=list)
 
 
 def retry_delay(attempts: int) -> timedelta:
@@ -121,7 +120,6 @@ class SmtpSender:
         else:
             self.store.fail_mail(mail["id"], error)
             report.failed += 1
-            report.errors.append(f"mail {mail['id']} to {', '.join(mail['recipients'])}: {error}")
             log.warning("mail %d to %s refused for good: %s", mail["id"],
                         ", ".join(mail["recipients"]), error)  # fmt: skip
 

@@ -124,3 +124,9 @@ def test_the_example_config_loads_as_shipped_and_with_its_servers_uncommented(wr
     assert config.imap.host == "imap.example.org" and config.imap.password == "i"
     assert config.imap.mailbox == "INBOX" and config.imap.port == 993
     assert config.smtp.security == "starttls" and config.smtp.password == "s"
+
+
+@pytest.mark.parametrize("name", [".done", "a/b", "", "x:y"])
+def test_folder_names_are_checked_at_load(write, name):
+    path = write(f'[maildir]\npath = "m"\nprocessed = "{name}"\n')
+    assert error_of(path).startswith(f"{path}:3: maildir.processed must be a plain folder name")

@@ -1,0 +1,91 @@
+"""The runner's pass and timers, with a real Maildir source and the fake clock."""
+
+import asyncio
+import os
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from conftest import PLAYERS, make_mail
+from referee.config import MaildirSettings
+from referee.engine import Engine
+from referee.mail.source import SourceError
+from referee.runner import HEARTBEAT, Runner
+from referee.store import Store
+
+ALICE, BOB, CAROL = PLAYERS
+
+
+@pytest.fixture
+def maildir(tmp_path):
+    box = tmp_path / "Maildir"
+    for sub in ("new", "cur", "tmp"):
+        (box / sub).mkdir(parents=True)
+    return box
+
+
+def deliver(box, raw: bytes, at) -> None:
+    """As a delivery agent would: the file name starts with the delivery time."""
+    name = f"{int(at.timestamp())}.M0P{os.getpid()}Q{len(list((box / 'new').iterdir()))}.test"
+    (box / "tmp" / name).write_bytes(raw)
+    os.rename(box / "tmp" / name, box / "new" / name)
+
+
+def make_runner(config, clock, maildir, **changes) -> tuple[Engine, Runner]:
+    config = replace(config, maildir=MaildirSettings(maildir), **changes)
+    engine = Engine(Store(config.database), config, clock)
+    return engine, Runner.from_config(config, engine)
+
+
+def test_a_bid_received_during_an_outage_after_the_deadline_counts(config, clock, maildir):
+    engine, runner = make_runner(config, clock, maildir, outage_gap=timedelta(hours=6))
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=1))
+    asyncio.run(runner.once())  # the referee ran once, then was down for 10 hours
+    start = clock()
+    clock.advance(hours=10)
+    deliver(maildir, make_mail(ALICE, "bid 7"), start + timedelta(hours=5))  # after the deadline
+    report = asyncio.run(runner.once())
+    assert report.received == 1 and report.done[0].startswith("extended game 1")
+    assert engine.store.messages()[0]["outcome"].startswith("move")  # not refused as late
+    assert engine.status(1)["phase"]["waiting_for"] == [BOB, CAROL]
+
+
+def test_deadlines_are_enforced_even_when_the_mail_source_is_down(config, clock, tmp_path):
+    engine, runner = make_runner(config, clock, tmp_path / "no-such-maildir")
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=1))
+    clock.advance(hours=2)
+    with pytest.raises(SourceError):
+        asyncio.run(runner.once())
+    assert engine.status(1)["phase"]["number"] == 2  # round 1 was still resolved
+
+
+def test_without_smtp_queued_mail_does_not_make_the_daemon_spin(config, clock, maildir):
+    engine, runner = make_runner(config, clock, maildir)
+    engine.new_game("pure-skill", PLAYERS)  # queues mail that nobody can send
+    assert runner.sender is None and engine.store.outbox()
+    assert runner.seconds_to_next_work() == HEARTBEAT.total_seconds()
+
+
+def test_the_heartbeat_is_well_inside_the_outage_gap(config, clock, maildir):
+    engine, runner = make_runner(config, clock, maildir, outage_gap=timedelta(minutes=10))
+    assert runner.seconds_to_next_work() == 300  # half the gap: never mistaken for an outage
+
+
+def test_the_daemon_wakes_for_the_next_deadline(config, clock, maildir):
+    engine, runner = make_runner(config, clock, maildir)
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(minutes=3))
+    assert runner.seconds_to_next_work() == 180
+
+
+def test_the_daemon_stops_when_told(config, clock, maildir):
+    engine, runner = make_runner(config, clock, maildir)
+
+    async def serve_then_stop():
+        stop = asyncio.Event()
+        serving = asyncio.ensure_future(runner.serve(stop))
+        await asyncio.sleep(0.1)
+        stop.set()
+        await asyncio.wait_for(serving, 2)
+
+    asyncio.run(serve_then_stop())
