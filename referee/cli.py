@@ -170,6 +170,8 @@ def _status(engine: Engine, args) -> int:
         for game in games:
             phase = game["phase"]["label"] if game["phase"] else "over"
             print(f"{game['id']:5}  {game['kind']:18} {game['state']:9} {phase}  {game['name'] or ''}")
+            for change in game["deadline_changes"] if game["state"] == "running" else []:
+                print(f"       deadline of phase {change['phase']} moved to {change['new']}: {change['reason']}")
         undelivered = engine.store.outbox("failed")
         last = engine.store.get_meta("last_tick")
         print(f"outbox: {len(engine.store.outbox())} queued, {len(undelivered)} refused for good; "

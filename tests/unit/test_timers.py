@@ -94,3 +94,16 @@ def test_a_deadline_under_a_second_is_refused(engine):
 
     with pytest.raises(EngineError, match="at least 1 second"):
         engine.new_game("pure-skill", PLAYERS, deadline=timedelta(seconds=0.5))
+
+
+def test_status_of_all_games_names_an_extended_deadline(timed, clock, capsys, tmp_path):
+    from referee import cli
+
+    timed.new_game("pure-skill", PLAYERS)
+    timed.tick()
+    clock.advance(days=4)
+    timed.tick()
+    config_file = tmp_path / "referee.toml"
+    config_file.write_text(f'[referee]\naddress = "referee@example.org"\ndatabase = "{timed.config.database}"\n')
+    assert cli.main(["--config", str(config_file), "status"], clock=clock) == 0
+    assert "deadline of phase 1 moved to" in capsys.readouterr().out
