@@ -24,7 +24,8 @@ _SECURITY = ("tls", "starttls", "none")
 # section -> setting -> kind: the one place that says what a config file may hold
 _SETTINGS: dict[str, dict[str, str]] = {
     "referee": {"address": "address", "name": "text", "database": "path", "templates": "path",
-                "site_dir": "path", "secret_key": "text", "secret_key_file": "path"},
+                "site_dir": "path", "secret_key": "text", "secret_key_file": "path",
+                "max_message_size": "size"},
     "defaults": {"deadline": "duration", "settle": "duration", "reminder": "duration"},
     "outage": {"gap": "duration", "grace": "duration"},
     "imap": {"host": "text", "port": "port", "security": "security", "username": "text",
@@ -76,6 +77,7 @@ class Config:
     templates: Path | None = None
     site_dir: Path | None = None
     secret_key: bytes | None = field(default=None, repr=False)
+    max_message_size: int = 5 * 2**20  # bytes: larger mail is not parsed; its sender is told
     deadline: timedelta = timedelta(days=3)
     settle: timedelta = timedelta(0)
     reminder: timedelta | None = timedelta(days=1)  # before a deadline; None: no reminders
@@ -158,6 +160,11 @@ class _Reader:
         name = f"{section}.{key}"
         if kind is None:
             raise self.error(section, key, f"unknown setting {name}")
+        if kind == "size":
+            size = _size(value)
+            if size is None:
+                raise self.error(section, key, f"{name} must be a size such as \"5MB\" or \"512KB\"")
+            return size
         if kind == "port":
             if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 65536:
                 raise self.error(section, key, f"{name} must be a port number from 1 to 65535")
@@ -251,6 +258,16 @@ class _Reader:
             elif inside and setting and setting.match(line):
                 return ConfigError(f"{self.path}:{number}: {message}")
         return ConfigError(f"{self.path}: {message}")
+
+
+def _size(value: Any) -> int | None:
+    """Bytes from 5242880, "5MB", "5 MiB", "512KB" or "512k" (K and M count 1024)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if value > 0 else None
+    match = re.fullmatch(r"\s*(\d+)\s*([km]?)(i?b)?\s*", str(value), re.I)
+    if not match or int(match[1]) == 0:
+        return None
+    return int(match[1]) * {"": 1, "k": 2**10, "m": 2**20}[match[2].lower()]
 
 
 def _is_loopback(host: str) -> bool:

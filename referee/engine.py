@@ -282,7 +282,7 @@ class Engine:
         """Handle one received message, exactly once.  ``received_at`` is the
         server's receipt time when the mail source knows it."""
         now = self.clock()
-        message = parse(raw, now, received_at)
+        message = parse(raw, now, received_at, max_size=self.config.max_message_size)
         try:
             with self.store.transaction():
                 if self.store.seen(message.key):
@@ -303,7 +303,9 @@ class Engine:
         self.store.record_message(
             key=message.key, message_id=message.message_id, sender=message.sender,
             subject=message.subject, received_at=iso(message.received_at), handled_at=iso(now),
-            game_id=outcome.game_id, outcome=str(outcome), raw=message.raw,
+            game_id=outcome.game_id, outcome=str(outcome),
+            # an oversized message stays whole on the mail server; its headers suffice here
+            raw=message.raw.split(b"\r\n\r\n", 1)[0] if message.oversized else message.raw,
         )  # fmt: skip
 
     # -- reading a game ----------------------------------------------------
@@ -514,6 +516,13 @@ class Engine:
         if why:
             return Outcome("ignored", why)
         try:
+            if message.oversized:
+                limit = self.config.max_message_size // 1024
+                raise Refusal(
+                    f"Your mail is {len(message.raw) // 1024} KB; the referee reads mail of up to "
+                    f"{limit} KB (an attachment, perhaps?). Please send your move again as a "
+                    "short plain-text reply."
+                )
             return self._take_move(message)
         except Refusal as refusal:
             self._refuse(message, refusal)

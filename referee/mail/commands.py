@@ -12,8 +12,15 @@ from referee.mail.parse import Incoming
 
 _TAG = re.compile(r"\[(?P<kind>[a-z][a-z-]*)-(?P<id>\d+)\]", re.I)
 _REPLY_PREFIX = re.compile(r"^\s*((re|fwd?|aw|sv|antw)\s*(\[\d+\])?\s*:\s*)+", re.I)
-_ATTRIBUTION = re.compile(r"^on .+ wrote:$", re.I)  # "On <date>, <name> wrote:", then quotes
-_ORIGINAL = re.compile(r"^(-----\s*original message\s*-----|from:\s)", re.I)  # Outlook
+# "On <date>, <name> wrote:" above a quote, in the languages players write in
+_ATTRIBUTION = re.compile(
+    r"^(on|am|le|el|il|op|den|em)\b.*\b(wrote|schrieb|a écrit|escribió|ha scritto|schreef|skrev"
+    r"|escreveu)\b[^:]*:$", re.I)  # fmt: skip
+_OPENER = re.compile(r"^(on|am|le|el|il|op|den|em)\s", re.I)  # an attribution wrapped over lines
+# Outlook and webmail put the original below an unquoted header block
+_ORIGINAL = re.compile(
+    r"^(-{3,}\s*(original message|ursprüngliche nachricht|message d'origine|mensaje original)"
+    r"\s*-{3,}|_{10,}$|(from|von|de|van|da)\s?:\s)", re.I)  # fmt: skip
 
 
 def tag(kind: str, game_id: int) -> str:
@@ -55,11 +62,18 @@ def first_own_line(text: str) -> str | None:
     """The first non-blank line the player wrote: quoted lines and the "On ...
     wrote:" line above them are skipped (a bottom-posted reply still counts);
     a signature or Outlook's unquoted original message ends the search."""
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
         stripped = line.strip()
         if not stripped or stripped.startswith(">") or _ATTRIBUTION.match(stripped):
             continue
+        following = lines[index + 1].strip() if index + 1 < len(lines) else ""
+        if _OPENER.match(stripped) and _ATTRIBUTION.match(f"{stripped} {following}"):
+            continue  # Gmail wraps a long "On ... wrote:" over two lines
         if line.rstrip("\r") == "-- " or stripped == "--" or _ORIGINAL.match(stripped):
             return None
+        if index and _ATTRIBUTION.match(f"{lines[index - 1].strip()} {stripped}") \
+                and _OPENER.match(lines[index - 1].strip()):
+            continue  # the second half of such a wrapped line
         return stripped
     return None

@@ -10,6 +10,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email import message_from_bytes, policy
+from email.parser import BytesParser
 from email.message import EmailMessage
 from email.utils import getaddresses, parseaddr, parsedate_to_datetime
 from html.parser import HTMLParser
@@ -27,13 +28,21 @@ class Incoming:
     text: str  # the plain-text body ("" if none could be read)
     headers: EmailMessage  # for classification
     raw: bytes
+    oversized: bool = False  # too large to read: only the headers were parsed
 
 
-def parse(raw: bytes, now: datetime, received_at: datetime | None = None) -> Incoming:
+def parse(raw: bytes, now: datetime, received_at: datetime | None = None,
+          max_size: int | None = None) -> Incoming:  # fmt: skip
     """Read a message.  Its receipt time is ``received_at`` when the source
     knows it (IMAP INTERNALDATE, Maildir delivery), else what the headers
-    say, else ``now``."""
-    message = message_from_bytes(raw, policy=policy.default)
+    say, else ``now``.  A message over ``max_size`` bytes is not parsed past
+    its headers (bounded time and memory whatever it holds)."""
+    oversized = max_size is not None and len(raw) > max_size
+    if oversized:
+        head = raw.split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0][:max_size]
+        message = BytesParser(policy=policy.default).parsebytes(head, headersonly=True)
+    else:
+        message = message_from_bytes(raw, policy=policy.default)
     message_id = one_line(_header(message, "Message-ID")) or None
     return Incoming(
         key=message_id or "sha256:" + hashlib.sha256(raw).hexdigest(),
@@ -42,9 +51,10 @@ def parse(raw: bytes, now: datetime, received_at: datetime | None = None) -> Inc
         subject=" ".join(_header(message, "Subject").split()),
         recipients=tuple(_addresses(message, "Delivered-To", "To", "Cc")),
         received_at=received_at or receipt_time(message) or now,
-        text=_body_text(message),
+        text="" if oversized else _body_text(message),
         headers=message,
         raw=raw,
+        oversized=oversized,
     )
 
 
@@ -89,17 +99,58 @@ def _addresses(message: EmailMessage, *names: str) -> list[str]:
 
 
 def _body_text(message: EmailMessage) -> str:
-    """The plain-text body; HTML-only mail with its tags stripped."""
+    """The plain-text body (HTML-only mail as a reader sees it), decoded
+    whatever its transfer encoding and charset; attachments are never read."""
     try:
         part = message.get_body(preferencelist=("plain", "html"))
         if part is None:
             return ""
-        text = part.get_content()
-    except (KeyError, LookupError, ValueError, AttributeError):
+        payload = part.get_payload(decode=True) or b""
+        charset = part.get_content_charset()
+    except (KeyError, LookupError, ValueError, AttributeError, TypeError):
         return ""
+    text = decode_text(payload, charset).replace("\r\n", "\n").replace("\r", "\n")
     if part.get_content_subtype() == "html":
-        text = html_to_text(text)
-    return text.replace("\r\n", "\n")
+        return html_to_text(text)
+    if str(part.get_param("format", "")).lower() == "flowed":
+        return unflow(text, delsp=str(part.get_param("delsp", "")).lower() == "yes")
+    return text
+
+
+def decode_text(payload: bytes, charset: str | None) -> str:
+    """Bytes -> text by the declared charset; undeclared or unknown, UTF-8 if
+    the bytes are valid UTF-8 (most 8-bit mail is), else Latin-1 (never fails)."""
+    if charset:
+        try:
+            return payload.decode(charset, errors="replace")
+        except LookupError:
+            pass  # a charset Python does not know: guess as if undeclared
+    try:
+        return payload.decode("utf-8")
+    except UnicodeDecodeError:
+        return payload.decode("latin-1")
+
+
+def unflow(text: str, delsp: bool = False) -> str:
+    """RFC 3676 format=flowed -> the lines the writer meant.  A line ending
+    in a space continues on the next one of the same quote depth (with
+    DelSp=yes that space is not part of the text); a leading space is stuffing."""
+    lines: list[tuple[int, str]] = []  # (quote depth, text)
+    joining = False
+    for raw in text.split("\n"):
+        depth = len(raw) - len(raw.lstrip(">"))
+        line = raw[depth:]
+        if line.startswith(" "):
+            line = line[1:]  # space-stuffing (or the space after ">")
+        flowed = line.endswith(" ") and line != "-- "
+        if flowed and delsp:
+            line = line[:-1]
+        if joining and lines and lines[-1][0] == depth:
+            lines[-1] = (depth, lines[-1][1] + line)
+        else:
+            lines.append((depth, line))
+        joining = flowed
+    return "\n".join(("> " * depth if depth else "") + line for depth, line in lines)
 
 
 class _TextOfHtml(HTMLParser):

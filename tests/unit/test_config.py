@@ -130,3 +130,15 @@ def test_the_example_config_loads_as_shipped_and_with_its_servers_uncommented(wr
 def test_folder_names_are_checked_at_load(write, name):
     path = write(f'[maildir]\npath = "m"\nprocessed = "{name}"\n')
     assert error_of(path).startswith(f"{path}:3: maildir.processed must be a plain folder name")
+
+
+@pytest.mark.parametrize(("text", "size"), [("5MB", 5 * 2**20), ("512KB", 512 * 2**10),
+                                            ("2 MiB", 2 * 2**20), ("1000", 1000), (4096, 4096)])
+def test_message_size_limits_are_read(write, text, size):
+    value = f'"{text}"' if isinstance(text, str) else text
+    assert load(write(f"[referee]\nmax_message_size = {value}\n")).max_message_size == size
+
+
+def test_a_bad_size_is_named(write):
+    path = write('[referee]\nmax_message_size = "huge"\n')
+    assert error_of(path).startswith(f"{path}:2: referee.max_message_size must be a size")

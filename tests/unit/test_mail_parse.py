@@ -258,3 +258,58 @@ def test_automatic_and_list_mail_is_never_answered(headers):
 def test_mail_from_our_own_plus_address_is_ours():
     assert _classified({}, sender="referee+pure-skill-1@example.org") == "our own mail"
     assert _classified({}, sender="referee.fan@example.org") is None
+
+
+# -- more clients and charsets ---------------------------------------------------------------
+
+
+def _plain(body: bytes, content_type: str = "text/plain") -> bytes:
+    head = (f"From: alice@example.org\r\nTo: referee@example.org\r\nSubject: Re: x\r\n"
+            f"Message-ID: <p@x>\r\nMIME-Version: 1.0\r\nContent-Type: {content_type}\r\n"
+            "Content-Transfer-Encoding: 8bit\r\n\r\n")  # fmt: skip
+    return head.encode() + body
+
+
+def test_format_flowed_soft_breaks_are_joined_and_quotes_kept():
+    text = parse(_plain(b"bid \r\nK\r\n> quoted \r\n> prompt\r\n",
+                        "text/plain; charset=utf-8; format=flowed"), NOW).text  # fmt: skip
+    assert text.splitlines() == ["bid K", "> quoted prompt"]
+    assert first_own_line(text) == "bid K"
+
+
+def test_format_flowed_delsp_removes_the_added_space():
+    text = parse(_plain(b"bid  \r\nK\r\n", "text/plain; charset=utf-8; format=flowed; delsp=yes"), NOW).text
+    assert text.splitlines()[0] == "bid K"
+
+
+@pytest.mark.parametrize(("body", "content_type"), [
+    ("Jürgen: bid K".encode(), "text/plain"),  # undeclared 8-bit UTF-8
+    ("Jürgen: bid K".encode("latin-1"), "text/plain"),  # undeclared Latin-1
+    ("Jürgen: bid K".encode("latin-1"), "text/plain; charset=x-unheard-of"),
+    ("Jürgen: bid K".encode("cp1252"), "text/plain; charset=windows-1252"),
+])  # fmt: skip
+def test_any_charset_or_none_is_read(body, content_type):
+    assert parse(_plain(body, content_type), NOW).text.startswith("Jürgen: bid K")
+
+
+@pytest.mark.parametrize("attribution", [
+    "On Sat, Nov 21, 2026 at 12:00 PM Referee <\nreferee@example.org> wrote:",  # Gmail, wrapped
+    "Am 21.11.2026 um 12:00 schrieb Referee <referee@example.org>:",
+    "Le 21 nov. 2026 à 12:00, Referee <referee@example.org> a écrit :",
+    "El sáb, 21 nov 2026 a las 12:00, Referee escribió:",
+    "Op 21 nov. 2026 om 12:00 schreef Referee:",
+])  # fmt: skip
+def test_attribution_lines_in_many_forms_are_skipped(attribution):
+    assert first_own_line(f"{attribution}\n> the prompt\n\nbid 5\n") == "bid 5"
+
+
+def test_outlook_web_s_underline_block_ends_the_own_text():
+    assert first_own_line("bid 9\n\n________________________________\nFrom: Referee\n") == "bid 9"
+    assert first_own_line("________________________________\nFrom: Referee\nbid 2\n") is None
+
+
+def test_an_oversized_message_is_not_parsed_past_its_headers():
+    raw = _plain(b"bid K\r\n" + b"x" * 5000)
+    message = parse(raw, NOW, max_size=1000)
+    assert message.oversized and message.text == "" and message.sender == "alice@example.org"
+    assert not parse(raw, NOW, max_size=10_000).oversized

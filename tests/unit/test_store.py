@@ -190,3 +190,22 @@ def test_a_reply_to_ids_with_encoded_line_breaks_stays_one_header(engine, clock)
     headers = email.message_from_bytes(reply["raw"])
     assert headers.get_all("Bcc") is None
     assert "\n" not in headers["In-Reply-To"] and "\n" not in headers["References"]
+
+
+def test_an_oversized_mail_gets_one_notice_and_changes_nothing(engine, clock, config, monkeypatch):
+    from dataclasses import replace as changed
+
+    engine.config = changed(config, max_message_size=2048)
+    engine.new_game("pure-skill", PLAYERS)
+    sent = len(engine.store.outbox())
+    raw = make_mail(PLAYERS[0], "bid 7\n" + "a photo " * 1000, message_id="<big@example.net>")
+    outcome = engine.ingest(raw)
+    assert outcome.code == "refused" and "KB" in outcome.detail
+    assert engine.store.moves(1) == []
+    (notice,) = engine.store.outbox()[sent:]
+    assert notice["recipients"] == [PLAYERS[0]] and "plain-text" in body_of(notice["raw"])
+    (row,) = [m for m in engine.store.messages() if m["key"] == "<big@example.net>"]
+    assert len(row["raw"]) < 1024  # the headers only: the whole mail stays on the server
+    auto = make_mail(PLAYERS[0], "x" * 5000, headers={"Auto-Submitted": "auto-replied"})
+    assert engine.ingest(auto).code == "ignored"  # and automatic mail still gets silence
+    assert len(engine.store.outbox()) == sent + 1
