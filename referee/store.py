@@ -195,9 +195,12 @@ class Store:
     # -- messages --------------------------------------------------------
 
     def seen(self, key: str) -> bool:
-        """Whether a message was handled.  One that failed was not: a later
-        delivery of it is tried afresh."""
-        return self.db["messages"].count_where("key = ? and outcome not like 'failed%'", [key]) > 0
+        """Whether a message was handled.  One that failed was not, nor one
+        that was ignored (it had no effect): a later delivery of it is tried
+        afresh.  So a mailing list's copy of a bid, ignored, never makes the
+        player's own copy, with the same Message-ID, a duplicate."""
+        where = "key = ? and outcome not like 'failed%' and outcome not like 'ignored%'"
+        return self.db["messages"].count_where(where, [key]) > 0
 
     def record_message(self, **row: Any) -> None:
         self.db["messages"].insert(row, replace=True)  # replaces a failed attempt

@@ -16,6 +16,7 @@ _REPLY_PREFIX = re.compile(r"^\s*((re|fwd?|aw|sv|antw)\s*(\[\d+\])?\s*:\s*)+", r
 _ATTRIBUTION = re.compile(
     r"^(on|am|le|el|il|op|den|em)\b.*\b(wrote|schrieb|a écrit|escribió|ha scritto|schreef|skrev"
     r"|escreveu)\b[^:]*:$", re.I)  # fmt: skip
+_CUT = re.compile(r"^\[\s*(\.\.\.|…|snip|snipped|cut)\s*\]$", re.I)  # "[...]" where a quote was trimmed
 _OPENER = re.compile(r"^(on|am|le|el|il|op|den|em)\s", re.I)  # an attribution wrapped over lines
 # Outlook and webmail put the original below an unquoted header block
 _ORIGINAL = re.compile(
@@ -65,7 +66,7 @@ def first_own_line(text: str) -> str | None:
     lines = text.splitlines()
     for index, line in enumerate(lines):
         stripped = line.strip()
-        if not stripped or stripped.startswith(">") or _ATTRIBUTION.match(stripped):
+        if not stripped or stripped.startswith(">") or _ATTRIBUTION.match(stripped) or _CUT.match(stripped):
             continue
         following = lines[index + 1].strip() if index + 1 < len(lines) else ""
         if _OPENER.match(stripped) and _ATTRIBUTION.match(f"{stripped} {following}"):

@@ -1,0 +1,143 @@
+"""The mail corpus in tests/fixtures/mail: what real clients send in reply to
+a prompt, and automatic mail that must never be answered, each read through
+``Engine.ingest`` in a fresh game and checked against expected.toml."""
+
+from __future__ import annotations
+
+import email
+import tomllib
+from datetime import timedelta
+from email import policy
+from email.utils import parsedate_to_datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import PLAYERS, START
+from referee.engine import Engine
+from referee.rules.pure_skill import card_name
+from referee.timeutil import iso
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "mail"
+EXPECTED: dict[str, dict[str, Any]] = tomllib.loads(
+    (FIXTURES / "expected.toml").read_text(encoding="utf-8")
+)
+ROUND_1_DEADLINE = START + timedelta(days=3)  # the default deadline
+
+
+def fixture_names() -> list[str]:
+    return sorted(path.name for path in FIXTURES.glob("*.eml"))
+
+
+def cases() -> list[Any]:
+    params = []
+    for name in fixture_names():
+        pending = EXPECTED.get(name, {}).get("pending")
+        marks = [pytest.mark.xfail(strict=False, reason=pending)] if pending else []
+        params.append(pytest.param(name, marks=marks, id=name.removesuffix(".eml")))
+    return params
+
+
+def read(raw: bytes) -> email.message.EmailMessage:
+    return email.message_from_bytes(raw, policy=policy.default)
+
+
+def one_line(value: object) -> str:
+    return " ".join(str(value or "").split())
+
+
+def snapshot(engine: Engine, game_id: int) -> dict[str, Any]:
+    """Everything a message could change about a game, and the mail queued."""
+    return {
+        "game": engine.store.game(game_id),
+        "seats": engine.store.seats(game_id),
+        "phases": engine.store.phases(game_id),
+        "moves": engine.store.moves(game_id),
+        "outbox": [row["id"] for row in engine.store.outbox(None)],
+    }
+
+
+def test_every_fixture_has_an_expectation_and_every_expectation_a_fixture():
+    names = set(fixture_names())
+    assert names, f"no fixtures in {FIXTURES}"
+    assert sorted(names - EXPECTED.keys()) == [], "fixtures without an entry in expected.toml"
+    assert sorted(EXPECTED.keys() - names) == [], "entries in expected.toml without a fixture"
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_expectations_are_complete(name):
+    spec = EXPECTED[name]
+    assert spec["outcome"] in ("move", "ignored")
+    assert isinstance(spec.get("note"), str) and spec["note"].strip()
+    if spec["outcome"] == "move":
+        assert spec["replies"] == 1
+        assert 0 <= spec["seat"] < 3 and 1 <= spec["card"] <= 13
+        assert START < spec["received"] < ROUND_1_DEADLINE
+    else:
+        assert spec["replies"] == 0
+        assert not {"seat", "card", "received"} & spec.keys()
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_each_fixture_arrived_at_our_server_in_round_1_with_its_own_message_id(name):
+    raw = (FIXTURES / name).read_bytes()
+    message = read(raw)
+    top = str((message.get_all("Received") or [""])[0])
+    assert "mx.example.org" in top, "the top Received header is our server's"
+    arrived = parsedate_to_datetime(top.rpartition(";")[2].strip())
+    assert START < arrived < ROUND_1_DEADLINE
+    ids = [one_line(read((FIXTURES / other).read_bytes())["Message-ID"])
+           for other in fixture_names()]  # fmt: skip
+    assert ids.count(one_line(message["Message-ID"])) == 1
+
+
+@pytest.mark.parametrize("name", cases())
+def test_fixture_through_ingest(name, engine):
+    spec = EXPECTED[name]
+    raw = (FIXTURES / name).read_bytes()
+    message_id = one_line(read(raw)["Message-ID"])
+    players = spec.get("players", PLAYERS)
+    game_id = engine.new_game("pure-skill", players)
+    before = snapshot(engine, game_id)
+
+    outcome = engine.ingest(raw)
+
+    assert outcome.code == spec["outcome"], str(outcome)
+    after = snapshot(engine, game_id)
+    replies = [row for row in engine.store.outbox(None)
+               if one_line(read(row["raw"])["In-Reply-To"]) == message_id]  # fmt: skip
+    assert len(replies) == spec["replies"]
+
+    if spec["outcome"] == "ignored":
+        assert after == before, "ignored mail must change nothing and queue nothing"
+        return
+
+    assert outcome.game_id == game_id
+    new = [move for move in after["moves"] if move not in before["moves"]]
+    assert len(new) == 1
+    move = new[0]
+    assert (move["phase"], move["seat"], move["move"], move["source"]) == (
+        1, spec["seat"], f"bid {card_name(spec['card'])}", "mail"
+    )
+    assert move["message_key"] == message_id
+    assert move["received_at"] == iso(spec["received"])
+    assert replies[0]["recipients"] == [players[spec["seat"]]]
+    assert {k: after[k] for k in ("game", "seats")} == {k: before[k] for k in ("game", "seats")}
+    assert len(after["outbox"]) == len(before["outbox"]) + 1  # the receipt, nothing else
+
+
+def test_a_list_copy_read_first_does_not_swallow_the_players_own_copy(engine):
+    """The list's copy of a bid is ignored; the player's direct copy, with
+    the same Message-ID, must still count (not be taken for a duplicate)."""
+    list_copy = (FIXTURES / "mailing-list-copy.eml").read_bytes()
+    message = read(list_copy)
+    sender = email.utils.parseaddr(str(message["From"]))[1]
+    engine.new_game("pure-skill", [sender] + [p for p in PLAYERS if p != sender][:2])
+    assert engine.ingest(list_copy).code == "ignored"
+    direct = (f"Received: from client by mx.example.org; {message['Date']}\r\n"
+              f"From: {sender}\r\nTo: referee@example.org\r\n"
+              f"Subject: Re: [pure-skill-1] Round 1 of 13\r\n"
+              f"Message-ID: {message['Message-ID']}\r\n\r\nbid 7\r\n").encode()  # fmt: skip
+    assert engine.ingest(direct).code == "move"
+    assert engine.ingest(direct).code == "duplicate"  # the direct copy itself only once
