@@ -271,9 +271,7 @@ class Engine:
             return []
         waiting = [seat for seat in self._waiting_for(table, phase) if table.human(seat)]
         for seat in waiting:
-            context = {**self._context(table, seat), "legal": [
-                table.rules.move_text(m) for m in table.rules.legal_moves(table.state, seat)
-            ][:_MAX_LEGAL_SHOWN]}  # fmt: skip
+            context = {**self._context(table, seat), **self._legal(table, seat)}
             self._send(table, [table.label(seat)], "reminder", context)
         self.store.update_phase(table.id, phase["number"], reminded_at=iso(now))
         return [f"reminded {len(waiting)} player(s) in game {table.id} {phase['label']}"] if waiting else []
@@ -637,9 +635,7 @@ class Engine:
         if table is not None:
             context.update(self._context(table, seat))
             if seat is not None and table.open_phase and seat in table.open_phase["movers"]:
-                moves = table.rules.legal_moves(table.state, seat)
-                context["legal"] = [table.rules.move_text(m) for m in moves[:_MAX_LEGAL_SHOWN]]
-                context["more_legal"] = len(moves) > _MAX_LEGAL_SHOWN
+                context.update(self._legal(table, seat))
         self._reply(message, table, [message.sender], "error", context)
 
     # -- mail ------------------------------------------------------------------
@@ -691,6 +687,13 @@ class Engine:
             "how": {seat: moves[seat]["source"] for seat in step.moves},
             "next": following and {"label": following["label"], "deadline": following["deadline"]},
         }
+
+    def _legal(self, table: Table, seat: int) -> dict[str, Any]:
+        """The moves a seat can make now, as text for its private mail: the
+        first few (``more_legal`` says whether there are others)."""
+        moves = table.rules.legal_moves(table.state, seat)
+        return {"legal": [table.rules.move_text(m) for m in moves[:_MAX_LEGAL_SHOWN]],
+                "more_legal": len(moves) > _MAX_LEGAL_SHOWN}  # fmt: skip
 
     def _announce(self, table: Table, template: str, context: dict[str, Any]) -> None:
         """A public mail to every person still playing: one copy each, so each

@@ -20,6 +20,7 @@ import asyncio
 import logging
 import re
 import ssl
+from contextlib import suppress
 from datetime import datetime, timezone
 
 import aioimaplib
@@ -105,13 +106,7 @@ class ImapSource:
             await asyncio.sleep(min(timeout, POLL))
             return True
         self.lost.clear()
-        try:
-            idle = await asyncio.wait_for(client.idle_start(timeout=min(timeout, IDLE_LIMIT)),
-                                          self.timeout)  # fmt: skip
-        except (asyncio.TimeoutError, OSError, aioimaplib.Abort) as error:
-            _drop(client)
-            self.client = None
-            raise SourceError(f"{self.name}: IDLE failed ({error or type(error).__name__})") from None
+        idle = await self._bounded(client.idle_start(timeout=min(timeout, IDLE_LIMIT)), "IDLE")
         pushed = asyncio.ensure_future(self._pushed_mail(client, min(timeout, IDLE_LIMIT) + 5))
         dropped = asyncio.ensure_future(self.lost.wait())
         try:
@@ -124,11 +119,8 @@ class ImapSource:
                 task.cancel()
             if self.client is client:
                 client.idle_done()
-                try:
-                    await asyncio.wait_for(idle, self.timeout)
-                except (asyncio.TimeoutError, OSError, aioimaplib.Abort):
-                    _drop(client)  # in an unknown state: start afresh
-                    self.client = None
+                with suppress(SourceError):  # it forgot the connection: the next call starts afresh
+                    await self._bounded(idle, "IDLE DONE")
 
     async def _pushed_mail(self, client: aioimaplib.IMAP4, timeout: float) -> bool:
         """Whether the server pushed news of mail before ``timeout``."""
@@ -167,17 +159,12 @@ class ImapSource:
         try:
             await self._command(client.login(server.username, server.password), "LOGIN")
             selected = await self._command(client.select(server.mailbox), f"SELECT {server.mailbox}")
+            for folder in (server.processed, server.quarantine):  # NO if it exists: fine
+                await self._bounded(client.create(folder), f"CREATE {folder}")
         except SourceError:
-            _drop(client)
+            _drop(client)  # not yet self.client, so not forgotten by the failed command
             raise
         self.uidvalidity = _uidvalidity(selected.lines)
-        for folder in (server.processed, server.quarantine):
-            try:  # NO if it exists already: fine
-                await asyncio.wait_for(client.create(folder), self.timeout)
-            except (asyncio.TimeoutError, OSError, aioimaplib.Abort) as error:
-                _drop(client)
-                raise SourceError(f"{self.name}: CREATE {folder} failed "
-                                  f"({error or type(error).__name__})") from None  # fmt: skip
         seen = self.store.mailbox(self.name)
         if seen is None or seen["uidvalidity"] != self.uidvalidity:
             if seen is not None:
@@ -208,22 +195,30 @@ class ImapSource:
         self.client = None
         self.lost.set()
 
-    async def _command(self, call, what: str):
-        """Await one IMAP command with a timeout.  Anything but OK is a
-        SourceError and drops the connection: the next call starts afresh."""
+    async def _bounded(self, call, what: str):
+        """Await one IMAP step with a timeout.  A timeout, a dropped connection
+        or an abort is a SourceError and forgets the connection: the next call
+        starts afresh."""
         try:
-            reply = await asyncio.wait_for(call, self.timeout)
+            return await asyncio.wait_for(call, self.timeout)
         except (asyncio.TimeoutError, OSError, aioimaplib.Abort, aioimaplib.CommandTimeout) as error:
-            reason = f"failed ({error or type(error).__name__})"
-        else:
-            if reply.result == "OK":
-                return reply
-            text = b" ".join(line for line in reply.lines if isinstance(line, bytes))
-            reason = f"refused: {text.decode(errors='replace')[:200]}"
+            self._forget()
+            raise SourceError(f"{self.name}: {what} failed ({error or type(error).__name__})") from None
+
+    async def _command(self, call, what: str):
+        """One IMAP command, bounded; any reply but OK is a SourceError too."""
+        reply = await self._bounded(call, what)
+        if reply.result == "OK":
+            return reply
+        self._forget()
+        text = b" ".join(line for line in reply.lines if isinstance(line, bytes))
+        raise SourceError(f"{self.name}: {what} refused: {text.decode(errors='replace')[:200]}")
+
+    def _forget(self) -> None:
+        """Close the connection we no longer trust and start afresh next time."""
         if self.client is not None:
             _drop(self.client)
             self.client = None
-        raise SourceError(f"{self.name}: {what} {reason}")
 
     async def _new_uids(self, client: aioimaplib.IMAP4) -> list[int]:
         """UIDs above the last one filed, in order ("n:*" always matches the
