@@ -120,8 +120,6 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
             return 0
         config = config_module.load(args.config)
         engine = Engine(_open_store(config.database), config, clock)
-        if args.command in ("run", "serve"):
-            return _run(config, engine, once=args.command == "run")
         return COMMANDS[args.command](engine, args)
     except (UsageError, config_module.ConfigError, EngineError, Busy) as error:
         print(f"referee: {error}", file=sys.stderr)
@@ -246,9 +244,10 @@ def _write_out(engine: Engine, mails: list, folder: Path, mark_sent: bool) -> No
         raise UsageError(f"cannot write to {folder}: {error.strerror}") from None
 
 
-def _run(config: config_module.Config, engine: Engine, once: bool) -> int:
+def _run(engine: Engine, args) -> int:
     """`run --once` and `serve`.  A server that cannot be reached is one line
     on stderr and exit status 1; queued mail is kept for the next run."""
+    config, once = engine.config, args.command == "run"
     if not (config.imap or config.maildir or config.smtp):
         raise UsageError("nothing to run: the config has no [imap] or [maildir] and no [smtp]")
     runner = Runner.from_config(config, engine)
@@ -302,6 +301,8 @@ COMMANDS = {
     "tick": _tick,
     "outbox": _outbox,
     "resign": _resign,
+    "run": _run,
+    "serve": _run,
 }
 
 

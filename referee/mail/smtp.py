@@ -74,7 +74,7 @@ class SmtpSender:
         except (aiosmtplib.SMTPException, OSError) as error:
             for mail in due:  # the whole queue backs off, not just its first mail
                 self._defer(mail, f"cannot connect: {error}")
-            raise SmtpUnreachable(f"SMTP server {self.server.host}:{self.server.port}: {error}") from None
+            raise self._unreachable(error) from None
         try:
             for mail in due:
                 await self._send(client, mail, report)
@@ -101,17 +101,19 @@ class SmtpSender:
             try:  # the failure may have left a transaction half open
                 await client.rset()
             except (aiosmtplib.SMTPException, OSError) as reset_error:
-                raise SmtpUnreachable(f"SMTP server {self.server.host}:{self.server.port}: "
-                                      f"{reset_error}") from None  # fmt: skip
+                raise self._unreachable(reset_error) from None
         except (aiosmtplib.SMTPException, OSError) as error:  # dropped, timed out
             self._defer(mail, str(error))
             report.deferred += 1
-            raise SmtpUnreachable(f"SMTP server {self.server.host}:{self.server.port}: {error}") from None
+            raise self._unreachable(error) from None
         else:
             self.store.mark_sent(mail["id"], iso(self.clock()))
             report.sent += 1
             log.info("sent mail %d %s to %s", mail["id"], mail["message_id"],
                      ", ".join(mail["recipients"]))  # fmt: skip
+
+    def _unreachable(self, error: Exception) -> SmtpUnreachable:
+        return SmtpUnreachable(f"SMTP server {self.server.host}:{self.server.port}: {error}")
 
     def _refused(self, mail: dict, code: int, error: str, report: Drained) -> None:
         if 400 <= code < 500:
