@@ -29,12 +29,26 @@ class Clock:
         return self.now
 
 
-def mail(sender: str, game_id: int, body: str, at: datetime) -> bytes:
+def mail(sender: str, token: str, game_id: int, body: str, at: datetime) -> bytes:
+    """A player's reply, to their private reply address."""
     return (
         f"Received: by mx.example.org; {format_datetime(at)}\r\nFrom: {sender}\r\n"
-        f"To: referee@example.org\r\nSubject: Re: [pure-skill-{game_id}] Round\r\n"
+        f"To: referee+{token}@example.org\r\nSubject: Re: [pure-skill-{game_id} {token}] Round\r\n"
         f"Message-ID: {make_msgid(domain='example.net')}\r\n\r\n{body}\r\n"
     ).encode()
+
+
+def hostile() -> dict[str, bytes]:
+    """Mail built to make a parser slow: what ingest must survive in bounded time."""
+    head = b"From: alice@example.org\r\nSubject: x\r\nMIME-Version: 1.0\r\n"
+    nested = b"".join(f'Content-Type: multipart/mixed; boundary="b{i}"\r\n\r\n--b{i}\r\n'.encode()
+                      for i in range(150))  # fmt: skip
+    return {
+        "150-deep multipart": head + nested + b"Content-Type: text/plain\r\n\r\nbid 5\r\n",
+        "1 MB To header": head + b"To: " + b"x@example.net, " * 70000 + b"\r\n\r\nbid 5\r\n",
+        "1 MB Subject": b"From: alice@example.org\r\nSubject: " + b"y " * 500000 + b"\r\n\r\nbid 5\r\n",
+        "4 MB one-line body": head + b"\r\n" + b"A" * 4_000_000 + b"\r\n",
+    }
 
 
 def play_by_mail(engine: Engine, clock: Clock, games: int) -> int:
@@ -47,7 +61,9 @@ def play_by_mail(engine: Engine, clock: Clock, games: int) -> int:
             for seat in table.open_phase["movers"]:
                 card = max(table.state.hands[seat])
                 clock.now += timedelta(seconds=1)
-                engine.ingest(mail(PLAYERS[seat], game_id, f"bid {card}", clock.now))
+                token = table.seats[seat]["token"]
+                outcome = engine.ingest(mail(PLAYERS[seat], token, game_id, f"bid {card}", clock.now))
+                assert outcome.code == "move", outcome  # a benchmark of refusals would flatter
                 count += 1
                 if engine.table(game_id).row["state"] != "running":
                     break
@@ -78,6 +94,10 @@ def main() -> None:
         played = time.perf_counter() - start
         print(f"bids ingested (whole games by mail): {messages / played:8.1f} msg/s "
               f"({played / messages * 1000:.2f} ms each, {messages} messages)")
+        for name, raw in hostile().items():
+            start = time.perf_counter()
+            outcome = engine.ingest(raw)
+            print(f"hostile mail, {name}: {(time.perf_counter() - start) * 1000:8.0f} ms ({outcome.code})")
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
         print(f"peak resident memory of this process: {peak / 1024:8.1f} MiB")
 

@@ -166,7 +166,7 @@ def _status(engine: Engine, args) -> int:
             print(json.dumps(games, indent=2))
             return 0
         for game in games:
-            phase = game["phase"]["label"] if game["phase"] else "over"
+            phase = game["phase"]["label"] if game["phase"] else {"open": "sign-up"}.get(game["state"], "over")
             print(f"{game['id']:5}  {game['kind']:18} {game['state']:9} {phase}  {game['name'] or ''}")
             for change in game["deadline_changes"] if game["state"] == "running" else []:
                 print(f"       deadline of phase {change['phase']} moved to {change['new']}: {change['reason']}")
@@ -182,6 +182,10 @@ def _status(engine: Engine, args) -> int:
         print(json.dumps(status, indent=2))
         return 0
     print(f"Game {status['id']} ({status['kind']}{', ' + status['name'] if status['name'] else ''}): {status['state']}")
+    if status["state"] == "open":
+        signed = [p["address"] for p in status["players"]]
+        print(f"Open for sign-up: {len(signed)} of {status['seats_wanted']} seats taken: {', '.join(signed) or 'none'}")
+        return 0
     if status["phase"]:
         phase = status["phase"]
         print(f"{phase['label']}, deadline {phase['deadline']}, waiting for: "
@@ -192,6 +196,9 @@ def _status(engine: Engine, args) -> int:
         print(f"Deadline of phase {change['phase']} moved from {change['old']} to {change['new']}: {change['reason']}")
     for mail in status["undelivered"]:
         print(f"Undelivered to {', '.join(mail['to'])}: {mail['subject']} ({mail['error']})")
+    for player in status["players"]:
+        for bounce in player["bounces"]:
+            print(f"Bounced: mail to {player['address']} at {bounce['at']}: {bounce['status']} {bounce['diagnostic']}")
     print(f"Seed commitment: {status['seed_commitment']}")
     if status["seed"]:
         print(f"Seed: {status['seed']}")

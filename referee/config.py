@@ -25,7 +25,8 @@ _SECURITY = ("tls", "starttls", "none")
 _SETTINGS: dict[str, dict[str, str]] = {
     "referee": {"address": "address", "name": "text", "database": "path", "templates": "path",
                 "site_dir": "path", "secret_key": "text", "secret_key_file": "path",
-                "max_message_size": "size"},
+                "max_message_size": "size", "replies_per_hour": "count",
+                "accept_token_alone": "bool", "dkim_authserv_id": "text"},
     "defaults": {"deadline": "duration", "settle": "duration", "reminder": "duration"},
     "outage": {"gap": "duration", "grace": "duration"},
     "imap": {"host": "text", "port": "port", "security": "security", "username": "text",
@@ -78,6 +79,9 @@ class Config:
     site_dir: Path | None = None
     secret_key: bytes | None = field(default=None, repr=False)
     max_message_size: int = 5 * 2**20  # bytes: larger mail is not parsed; its sender is told
+    replies_per_hour: int = 20  # answers to one sender's mail; more are not sent (moves still count)
+    accept_token_alone: bool = False  # True: a reply token authenticates whatever the From
+    dkim_authserv_id: str | None = None  # set: seat commands also need this server's dkim=pass
     deadline: timedelta = timedelta(days=3)
     settle: timedelta = timedelta(0)
     reminder: timedelta | None = timedelta(days=1)  # before a deadline; None: no reminders
@@ -165,6 +169,14 @@ class _Reader:
             if size is None:
                 raise self.error(section, key, f"{name} must be a size such as \"5MB\" or \"512KB\"")
             return size
+        if kind == "count":
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise self.error(section, key, f"{name} must be a whole number, 1 or more")
+            return value
+        if kind == "bool":
+            if not isinstance(value, bool):
+                raise self.error(section, key, f"{name} must be true or false (no quotes)")
+            return value
         if kind == "port":
             if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 65536:
                 raise self.error(section, key, f"{name} must be a port number from 1 to 65535")

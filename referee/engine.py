@@ -19,12 +19,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from referee.config import Config, is_address
-from referee.mail.classify import never_answer
-from referee.mail.commands import candidate_lines, named_games, reply_address, tag
+from referee.desk import Desk, Outcome, Refusal
+from referee.mail.commands import tag
 from referee.mail.compose import Composer
-from referee.mail.parse import Incoming, one_line, parse
+from referee.mail.parse import Incoming, parse, unreadable
+from referee.mail.tokens import seat_token, tagged, token_address
 from referee.record import PhaseRecord, Replay, commitment, random_move_rng, replay
-from referee.rules import Game, MoveError, OptionError, get_game
+from referee.rules import Game, OptionError, get_game
 from referee.store import Row, Store
 from referee.timeutil import Clock, ceil_second, from_iso, iso, utc_now
 
@@ -35,27 +36,6 @@ _MAX_LEGAL_SHOWN = 20
 
 class EngineError(ValueError):
     """A keeper's request that cannot be carried out; the message says why."""
-
-
-class Refusal(Exception):
-    """A message that changes nothing; the sender is told ``reason``."""
-
-    def __init__(self, reason: str, table: Table | None = None, seat: int | None = None,
-                 line: str | None = None):  # fmt: skip
-        super().__init__(reason)
-        self.reason, self.table, self.seat, self.line = reason, table, seat, line
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What became of an ingested message."""
-
-    code: str  # move, replaced, superseded, refused, ignored, duplicate, failed
-    detail: str
-    game_id: int | None = None
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.detail}"
 
 
 @dataclass
@@ -93,6 +73,12 @@ class Table:
     def label(self, seat: int) -> str:
         return self.seats[seat]["address"] or f"bot {seat + 1}"
 
+    def tag(self, seat: int | None = None) -> str:
+        """The subject tag, ``[pure-skill-7]``; a seat's own mail adds its reply token."""
+        plain = tag(self.row["kind"], self.id)
+        token = self.seats[seat]["token"] if seat is not None else None
+        return tagged(plain, token) if token else plain
+
     def seat_of(self, address: str) -> int | None:
         for row in self.seats:
             if (row["address"] or "").lower() == address.lower():
@@ -106,6 +92,21 @@ class Engine:
         self.config = config
         self.clock = clock
         self.composer = Composer(config)
+        self.key = config.secret_key or self._stored_key()
+        for seat in store.seats_without_token():  # a games.db from before reply tokens
+            store.set_token(seat["game_id"], seat["seat"], self.token(seat["game_id"], seat["seat"]))
+
+    def _stored_key(self) -> bytes:
+        """Without a configured secret key, one made at first use and kept in games.db."""
+        with self.store.transaction():
+            key = self.store.get_meta("secret_key")
+            if key is None:
+                key = secrets.token_hex(32)
+                self.store.set_meta("secret_key", key)
+        return key.encode()
+
+    def token(self, game_id: int, seat: int) -> str:
+        return seat_token(self.key, game_id, seat)
 
     # -- keeper commands -------------------------------------------------
 
@@ -131,24 +132,84 @@ class Engine:
         settle = settle if settle is not None else self.config.settle
         if deadline < timedelta(seconds=1):  # times are stored to the second
             raise EngineError("the deadline must be at least 1 second")
-        seed = secrets.token_bytes(32)
         with self.store.transaction():
-            game_id = self.store.create_game(
-                kind=kind, name=name, options=options, seed=seed.hex(),
-                seed_commitment=commitment(seed), state="running",
-                deadline_seconds=int(deadline.total_seconds()),
-                settle_seconds=int(settle.total_seconds()),
-                created_at=iso(self.clock()), finished_at=None,
-            )  # fmt: skip
-            for seat, address in enumerate(addresses):
-                self.store.add_seat(game_id, seat, address, bot=False)
-            for seat in range(len(addresses), len(addresses) + bots):
-                self.store.add_seat(game_id, seat, None, bot=True)
-            table = self.table(game_id)
-            self._announce(table, f"{kind}/start", self._context(table))
-            self._advance(game_id)
+            game_id = self._create(kind, options, deadline, settle, name, "running")
+            self._begin(game_id, addresses, bots)
         log.info("game %d (%s) created with %d seats", game_id, kind, len(addresses) + bots)
         return game_id
+
+    def _create(self, kind: str, options: dict[str, Any], deadline: timedelta,
+                settle: timedelta, name: str | None, state: str, seats_wanted: int | None = None) -> int:  # fmt: skip
+        seed = secrets.token_bytes(32)
+        return self.store.create_game(
+            kind=kind, name=name, options=options, seed=seed.hex(),
+            seed_commitment=commitment(seed), state=state,
+            deadline_seconds=int(deadline.total_seconds()),
+            settle_seconds=int(settle.total_seconds()),
+            created_at=iso(self.clock()), finished_at=None, seats_wanted=seats_wanted,
+        )  # fmt: skip
+
+    def _begin(self, game_id: int, addresses: list[str], bots: int = 0) -> None:
+        """Seat the players, announce the game, open its first phase."""
+        for seat, address in enumerate(addresses):
+            self.store.add_seat(game_id, seat, address, bot=False, token=self.token(game_id, seat))
+        for seat in range(len(addresses), len(addresses) + bots):
+            self.store.add_seat(game_id, seat, None, bot=True, token=self.token(game_id, seat))
+        self.store.start_game(game_id)
+        table = self.table(game_id)
+        self._announce(table, f"{table.row['kind']}/start", self.context(table))
+        self._advance(game_id)
+
+    # -- sign-up games (JOIN and LEAVE by mail) ----------------------------
+
+    def open_game(self, kind: str) -> Row | None:
+        """The game of ``kind`` open for sign-up, if there is one."""
+        games = [g for g in self.store.games("open") if g["kind"] == kind]
+        return games[0] if games else None
+
+    def join(self, kind: str, address: str) -> tuple[int, bool]:
+        """Sign ``address`` up for the open game of ``kind`` (opening one if
+        none is); the game starts by itself when its seats are full (rule 3).
+        Returns the game's id and whether it started."""
+        game = self.open_game(kind)
+        if game is None:
+            rules = get_game(kind)
+            game_id = self._create(kind, rules.check_options({}), self.config.deadline,
+                                   self.config.settle, None, "open", rules.max_seats)  # fmt: skip
+            game = self.store.game(game_id)
+        signed = [s["address"] for s in self.store.signups(game["id"])]
+        if address in signed:
+            raise Refusal(f"You are signed up for game {game['id']} already; it starts when "
+                          f"{game['seats_wanted'] - len(signed)} more player(s) join.")  # fmt: skip
+        self.store.add_signup(game["id"], address, iso(self.clock()))
+        if len(signed) + 1 < game["seats_wanted"]:
+            return game["id"], False
+        self._begin(game["id"], signed + [address])
+        log.info("game %d (%s) starts: its seats are full", game["id"], kind)
+        return game["id"], True
+
+    def signed_up(self, kind: str, address: str) -> bool:
+        game = self.open_game(kind)
+        return game is not None and any(s["address"] == address for s in self.store.signups(game["id"]))
+
+    def leave(self, kind: str, address: str) -> None:
+        self.store.remove_signup(self.open_game(kind)["id"], address)
+
+    def listing(self, game_id: int | None = None) -> dict[str, Any]:
+        """Games open for sign-up and running games, as LIST tells anyone
+        (how many have signed up, never who)."""
+        open_games = [
+            {"id": g["id"], "kind": g["kind"], "title": get_game(g["kind"]).title,
+             "signed": len(self.store.signups(g["id"])), "wanted": g["seats_wanted"]}
+            for g in self.store.games("open") if game_id is None or g["id"] == game_id
+        ]  # fmt: skip
+        running = []
+        for game in self.store.games("running") if game_id is None else []:
+            phase = self.store.phases(game["id"])[-1]
+            running.append({"id": game["id"], "title": get_game(game["kind"]).title,
+                            "name": game["name"], "phase": phase["label"],
+                            "deadline": phase["deadline"]})  # fmt: skip
+        return {"open": open_games, "running": running}
 
     def _check_seats(self, rules: Game, addresses: list[str], bots: int) -> None:
         for address in addresses:
@@ -165,22 +226,29 @@ class Engine:
             )
 
     def resign(self, game_id: int, address: str) -> None:
-        """A player left (rule 8): a random bot takes the seat from now on."""
+        """The keeper's `referee resign`: see resign_seat."""
         with self.store.transaction():
             table = self._running_table(game_id)
             seat = table.seat_of(address)
             if seat is None or not table.human(seat):
                 raise EngineError(f"{address} plays no seat in game {game_id}")
-            phase = table.open_phase
-            now = self.clock()
-            self.store.make_bot(game_id, seat, phase["number"], iso(now))
-            table = self.table(game_id)
-            context = {**self._context(table), "seat": seat, "address": address}
-            self._send(table, [address], "resigned", context)
-            self._announce(table, "left", context)
-            self._bot_moves(table, phase, now)
-            self._advance(game_id)
-        log.info("game %d: seat %d is now a bot", game_id, seat)
+            self.resign_seat(table, seat, confirm=True)
+
+    def resign_seat(self, table: Table, seat: int, confirm: bool) -> None:
+        """A player left (rule 8): a random bot takes the seat from now on.
+        With ``confirm`` the player gets a mail saying so (a RESIGN by mail
+        is confirmed in the reply to it); everyone else is told."""
+        phase = table.open_phase
+        now = self.clock()
+        address = table.label(seat)
+        if confirm:
+            self.send(table, seat, "resigned", {**self.context(table, seat), "address": address})
+        self.store.make_bot(table.id, seat, phase["number"], iso(now))
+        table = self.table(table.id)
+        self._announce(table, "left", {**self.context(table), "seat": seat, "address": address})
+        self._bot_moves(table, phase, now)
+        self._advance(table.id)
+        log.info("game %d: seat %d is now a bot", table.id, seat)
 
     def guard_outage(self) -> list[str]:
         """If the referee did not run for longer than the configured gap and a
@@ -246,7 +314,7 @@ class Engine:
         gap = self.config.outage_gap
         deadline = from_iso(phase["deadline"])
         return (gap is not None and now - last_run > gap and last_run < deadline <= now
-                and bool(self._waiting_for(table, phase)))  # fmt: skip
+                and bool(self.waiting_for(table, phase)))  # fmt: skip
 
     def _extend_after_outage(self, table: Table, phase: Row, last_run: datetime,
                              now: datetime) -> str:  # fmt: skip
@@ -256,7 +324,7 @@ class Engine:
         # The notice below tells everyone the new deadline: it is the reminder too.
         self.store.update_phase(table.id, phase["number"], reminded_at=iso(now))
         table = self.table(table.id)
-        context = {**self._context(table), "old_deadline": phase["deadline"],
+        context = {**self.context(table), "old_deadline": phase["deadline"],
                    "down_from": iso(last_run), "down_to": iso(now)}  # fmt: skip
         self._announce(table, "extended", context)
         log.warning("game %d %s: %s, past its deadline %s; deadline moved to %s", table.id,
@@ -269,10 +337,10 @@ class Engine:
         remind = self._reminder_time(phase)
         if remind is None or not remind <= now < from_iso(phase["deadline"]):
             return []
-        waiting = [seat for seat in self._waiting_for(table, phase) if table.human(seat)]
+        waiting = [seat for seat in self.waiting_for(table, phase) if table.human(seat)]
         for seat in waiting:
-            context = {**self._context(table, seat), **self._legal(table, seat)}
-            self._send(table, [table.label(seat)], "reminder", context)
+            context = {**self.context(table, seat), **self.legal(table, seat)}
+            self.send(table, seat, "reminder", context)
         self.store.update_phase(table.id, phase["number"], reminded_at=iso(now))
         return [f"reminded {len(waiting)} player(s) in game {table.id} {phase['label']}"] if waiting else []
 
@@ -280,12 +348,21 @@ class Engine:
         """Handle one received message, exactly once.  ``received_at`` is the
         server's receipt time when the mail source knows it."""
         now = self.clock()
-        message = parse(raw, now, received_at, max_size=self.config.max_message_size)
+        try:
+            message = parse(raw, now, received_at, max_size=self.config.max_message_size)
+        except Exception:  # noqa: BLE001 - a parser bug must not stop the daemon on this mail
+            log.exception("a message of %d bytes could not be parsed", len(raw))
+            message = unreadable(raw, now, received_at)
+            outcome = Outcome("failed", "the message could not be parsed; it is kept in the store")
+            with self.store.transaction():
+                if not self.store.seen(message.key):
+                    self._record(message, now, outcome)
+            return outcome
         try:
             with self.store.transaction():
                 if self.store.seen(message.key):
                     return Outcome("duplicate", f"{message.key} was handled before")
-                outcome = self._handle(message)
+                outcome = Desk(self, message).handle()
                 self._record(message, now, outcome)
         except Exception:
             # A bug must neither lose the message nor fail on it at every
@@ -339,6 +416,9 @@ class Engine:
 
     def status(self, game_id: int) -> dict[str, Any]:
         """The public state of a game, as ``referee status --json`` prints it."""
+        row = self.store.game(game_id)
+        if row is not None and row["state"] == "open":
+            return self._signup_status(row)
         table = self.table(game_id)
         view = table.rules.view(table.state, None)
         result = table.rules.result(table.state)
@@ -353,11 +433,11 @@ class Engine:
                 "number": phase["number"],
                 "label": phase["label"],
                 "deadline": phase["deadline"],
-                "waiting_for": [table.label(s) for s in self._waiting_for(table, phase)],
+                "waiting_for": [table.label(s) for s in self.waiting_for(table, phase)],
             },
             "players": [
                 {"seat": s["seat"], "address": s["address"], "score": view["scores"][s["seat"]],
-                 "bot": bool(s["bot"])}
+                 "bot": bool(s["bot"]), "bounces": self._bounces(s["address"])}
                 for s in table.seats
             ],
             "winner": table.label(result.winner) if result and result.winner is not None else None,
@@ -375,11 +455,29 @@ class Engine:
             ],
         }  # fmt: skip
 
+    def _signup_status(self, row: Row) -> dict[str, Any]:
+        """A game open for sign-up: who has joined so far."""
+        signups = self.store.signups(row["id"])
+        return {
+            "id": row["id"], "kind": row["kind"], "name": row["name"], "state": "open",
+            "phase": None, "seats_wanted": row["seats_wanted"],
+            "players": [{"seat": None, "address": s["address"], "score": None, "bot": False,
+                         "bounces": self._bounces(s["address"])} for s in signups],
+            "winner": None, "seed_commitment": row["seed_commitment"], "seed": None,
+            "created_at": row["created_at"], "finished_at": None,
+            "deadline_changes": [], "undelivered": [],
+        }  # fmt: skip
+
+    def _bounces(self, address: str | None) -> list[dict[str, str]]:
+        """Delivery failures of the referee's mail to a player, from their bounces."""
+        rows = self.store.bounces(address) if address else []
+        return [{"at": b["at"], "status": b["status"], "diagnostic": b["diagnostic"]} for b in rows]
+
     def history(self, game_id: int) -> str:
         """The game so far as plain text: every resolved phase and the standings."""
         table = self.table(game_id)
         return self.composer.env.get_template(f"mail/{table.row['kind']}/history.txt.j2").render(
-            **self._context(table, history=True)
+            **self.context(table, history=True)
         )
 
     # -- moving a game on --------------------------------------------------
@@ -428,8 +526,7 @@ class Engine:
             if len(legal) == 1:
                 self._record_move(table, phase, seat, legal[0], "forced", now)
             else:
-                self._send(table, [table.label(seat)], f"{table.row['kind']}/prompt",
-                           self._context(table, seat))  # fmt: skip
+                self.send(table, seat, f"{table.row['kind']}/prompt", self.context(table, seat))
         self._bot_moves(table, phase, now)
 
     def _bot_moves(self, table: Table, phase: Row, now: datetime) -> None:
@@ -462,7 +559,7 @@ class Engine:
         after the game's settle delay if a person moved by mail (changes still count)."""
         table = self.table(game_id)
         phase = table.phases[number - 1]
-        if phase["closes_at"] or self._waiting_for(table, phase):
+        if phase["closes_at"] or self.waiting_for(table, phase):
             return
         closes = at
         moves = self.store.final_moves(game_id, number).values()
@@ -472,7 +569,7 @@ class Engine:
                          from_iso(phase["deadline"]))  # fmt: skip
         self.store.update_phase(game_id, number, closes_at=iso(closes))
 
-    def _waiting_for(self, table: Table, phase: Row) -> list[int]:
+    def waiting_for(self, table: Table, phase: Row) -> list[int]:
         moved = self.store.final_moves(table.id, phase["number"])
         return [seat for seat in phase["movers"] if seat not in moved]
 
@@ -486,13 +583,13 @@ class Engine:
 
     def _resolve(self, table: Table, phase: Row) -> None:
         deadline = from_iso(phase["deadline"])
-        for seat in self._waiting_for(table, phase):  # 4e: a random bid for a missed deadline
+        for seat in self.waiting_for(table, phase):  # 4e: a random bid for a missed deadline
             self._random_move(table, phase, seat, "random", deadline)
         self.store.update_phase(table.id, phase["number"], resolved_at=iso(self.clock()))
         table = self.table(table.id)
         after = self._insert_phase(table)
         table = self.table(table.id)
-        context = {**self._context(table), "round": self._round_context(table, phase["number"])}
+        context = {**self.context(table), "round": self._round_context(table, phase["number"])}
         self._announce(table, f"{table.row['kind']}/round", context)
         log.info("game %d %s resolved", table.id, phase["label"])
         if after is None:
@@ -504,87 +601,20 @@ class Engine:
         now = iso(self.clock())
         self.store.finish_game(table.id, now)
         table = self.table(table.id)
-        self._announce(table, f"{table.row['kind']}/final", self._context(table, history=True))
+        self._announce(table, f"{table.row['kind']}/final", self.context(table, history=True))
         log.info("game %d finished", table.id)
 
-    # -- handling a message --------------------------------------------------
+    # -- a move by mail (the Desk reads the message and calls this) -----------
 
-    def _handle(self, message: Incoming) -> Outcome:
-        why = never_answer(message, self.config.address)
-        if why:
-            return Outcome("ignored", why)
-        try:
-            if message.oversized:
-                limit = self.config.max_message_size // 1024
-                raise Refusal(
-                    f"Your mail is {len(message.raw) // 1024} KB; the referee reads mail of up to "
-                    f"{limit} KB (an attachment, perhaps?). Please send your move again as a "
-                    "short plain-text reply."
-                )
-            return self._take_move(message)
-        except Refusal as refusal:
-            self._refuse(message, refusal)
-            game_id = refusal.table.id if refusal.table else None
-            return Outcome("refused", refusal.reason, game_id)
-
-    def _identify(self, message: Incoming) -> tuple[Table, int]:
-        """The game and seat a message is for: by tag or reply address, else the
-        sender's only running game.  The From address must hold the seat."""
-        named = named_games(message, self.config.address)
-        if len(named) > 1:
-            raise Refusal("Your mail names more than one game; please write about one game per mail.")
-        if named:
-            game_id = named.pop()
-            if self.store.game(game_id) is None:
-                raise Refusal(f"There is no game number {game_id}.")
-        else:
-            games = self.store.games_of(message.sender)
-            if not games:
-                raise Refusal("You are not playing in any game this referee is running.")
-            if len(games) > 1:
-                tags = ", ".join(tag(g["kind"], g["id"]) for g in games)
-                raise Refusal(
-                    f"You play in more than one game ({tags}); reply to the game's own "
-                    "mail, or put its tag in the subject, so I know which one you mean."
-                )
-            game_id = games[0]["id"]
-        table = self.table(game_id)
-        seat = table.seat_of(message.sender)
-        if seat is None:
-            raise Refusal(f"{message.sender} holds no seat in game {game_id}.", table)
-        if table.row["state"] != "running":
-            raise Refusal(f"Game {game_id} has ended; no more moves are taken.", table, seat)
-        if not table.human(seat):
-            raise Refusal(f"You left game {game_id}; a random bot plays your seat now.", table, seat)
-        return table, seat
-
-    def _take_move(self, message: Incoming) -> Outcome:
-        table, seat = self._identify(message)
+    def take_move(self, table: Table, seat: int, move: Any, message: Incoming) -> tuple[str, dict[str, Any]]:
+        """Record a seat's move from a message, if the message came in time;
+        returns its outcome code (move, replaced, superseded) and what the
+        receipt shows.  Refusal when the phase is not open to it.  The phase
+        is not resolved here, even if this was the last move it waited for:
+        the message's reply goes first, then ``settle`` resolves it."""
         phase = table.open_phase
         received = message.received_at
-        if received < from_iso(phase["opened_at"]):
-            raise Refusal(
-                f"Your mail reached the server at {iso(received)}, before {phase['label']} "
-                "opened; the round it was meant for has closed. Please send your move again.",
-                table, seat,
-            )  # fmt: skip
-        if received > from_iso(phase["deadline"]):
-            raise Refusal(
-                f"Your mail reached the server at {iso(received)}, after the deadline of "
-                f"{phase['label']} ({phase['deadline']}). A move missing at the deadline "
-                "is chosen at random.",
-                table, seat,
-            )  # fmt: skip
-        if phase["closes_at"] and received > from_iso(phase["closes_at"]):
-            raise Refusal(
-                f"Your mail reached the server at {iso(received)}, after {phase['label']} "
-                f"closed ({phase['closes_at']}, when its settle time after the last move ran out).",
-                table, seat,
-            )  # fmt: skip
-        if seat not in phase["movers"]:
-            waiting = ", ".join(table.label(s) for s in self._waiting_for(table, phase))
-            raise Refusal(f"It is not your move; {phase['label']} waits for {waiting}.", table, seat)
-        move, line = self._parse_move(message, table, seat)
+        self._check_timing(table, phase, seat, received)
         earlier = self.store.final_moves(table.id, phase["number"]).get(seat)
         text = table.rules.move_text(move)
         self.store.add_move(
@@ -598,50 +628,48 @@ class Engine:
         superseded = counting["move"] if counting["message_key"] != message.key else None
         table = self.table(table.id)
         context = {
-            **self._context(table, seat), "move": text, "line": line,
+            **self.context(table, seat), "move": text,
             "replaced": earlier["move"] if earlier and not superseded else None,
             "superseded": superseded,
-            "waiting": [table.label(s) for s in self._waiting_for(table, phase)],
+            "waiting": [table.label(s) for s in self.waiting_for(table, phase)],
             "settling": not self._due(table, table.phases[phase["number"] - 1]),
         }  # fmt: skip
-        self._reply(message, table, [table.label(seat)], "receipt", context)
-        self._advance(table.id)
         log.info("game %d %s: move accepted from seat %d", table.id, phase["label"], seat)
         code = "superseded" if superseded else "replaced" if earlier else "move"
-        return Outcome(code, phase["label"], table.id)
+        return code, context
 
-    def _parse_move(self, message: Incoming, table: Table, seat: int) -> tuple[Any, str]:
-        lines = candidate_lines(message)
-        if not lines:
-            raise Refusal("I found no move in your mail.", table, seat)
-        errors = []
-        for line in lines:
-            try:
-                return table.rules.parse_move(table.state, seat, line), line
-            except MoveError as error:
-                errors.append((line, str(error)))
-        # Prefer the complaint about a line that at least starts like a move.
-        word = table.rules.move_word
-        line, reason = next(
-            ((text, error) for text, error in errors if text.lower().startswith(word)), errors[0]
-        )
-        raise Refusal(reason, table, seat, line)
+    def settle(self, game_id: int) -> None:
+        """Resolve what a message's moves completed (after its reply is queued,
+        so a player reads the receipt before the result it announces)."""
+        self._advance(game_id)
 
-    def _refuse(self, message: Incoming, refusal: Refusal) -> None:
-        table, seat = refusal.table, refusal.seat
-        context: dict[str, Any] = {"reason": refusal.reason, "line": refusal.line, "legal": [],
-                                   "more_legal": False,
-                                   "game": None, "phase": None, "referee": self.config.address}  # fmt: skip
-        if table is not None:
-            context.update(self._context(table, seat))
-            if seat is not None and table.open_phase and seat in table.open_phase["movers"]:
-                context.update(self._legal(table, seat))
-        self._reply(message, table, [message.sender], "error", context)
+    def _check_timing(self, table: Table, phase: Row, seat: int, received: datetime) -> None:
+        """Refuse a move the server received outside its phase, or from a seat
+        that does not move in it."""
+        if received < from_iso(phase["opened_at"]):
+            raise Refusal(
+                f"Your mail reached the server at {iso(received)}, before {phase['label']} "
+                "opened; the round it was meant for has closed. Please send your move again."
+            )
+        if received > from_iso(phase["deadline"]):
+            raise Refusal(
+                f"Your mail reached the server at {iso(received)}, after the deadline of "
+                f"{phase['label']} ({phase['deadline']}). A move missing at the deadline "
+                "is chosen at random."
+            )
+        if phase["closes_at"] and received > from_iso(phase["closes_at"]):
+            raise Refusal(
+                f"Your mail reached the server at {iso(received)}, after {phase['label']} "
+                f"closed ({phase['closes_at']}, when its settle time after the last move ran out)."
+            )
+        if seat not in phase["movers"]:
+            waiting = ", ".join(table.label(s) for s in self.waiting_for(table, phase))
+            raise Refusal(f"It is not your move; {phase['label']} waits for {waiting}.")
 
     # -- mail ------------------------------------------------------------------
 
-    def _context(self, table: Table, seat: int | None = None,
-                 history: bool = False) -> dict[str, Any]:  # fmt: skip
+    def context(self, table: Table, seat: int | None = None,
+                history: bool = False) -> dict[str, Any]:  # fmt: skip
         """What templates about a game may use.  ``view`` is the seat's own view,
         or the public one when ``seat`` is None.  ``rounds`` (every resolved
         phase) only with ``history``: few mails show it, and it costs a query each."""
@@ -651,7 +679,7 @@ class Engine:
         context = {
             "game": {
                 "id": table.id, "kind": table.row["kind"], "title": table.rules.title,
-                "name": table.row["name"], "tag": tag(table.row["kind"], table.id),
+                "name": table.row["name"], "tag": table.tag(),
                 "state": table.row["state"], "move_word": table.rules.move_word,
                 "seed_commitment": table.row["seed_commitment"],
                 "seed": table.row["seed"] if table.row["state"] == "finished" else None,
@@ -688,7 +716,7 @@ class Engine:
             "next": following and {"label": following["label"], "deadline": following["deadline"]},
         }
 
-    def _legal(self, table: Table, seat: int) -> dict[str, Any]:
+    def legal(self, table: Table, seat: int) -> dict[str, Any]:
         """The moves a seat can make now, as text for its private mail: the
         first few (``more_legal`` says whether there are others)."""
         moves = table.rules.legal_moves(table.state, seat)
@@ -700,24 +728,35 @@ class Engine:
         copy can carry that player's own reply address."""
         for seat in range(len(table.seats)):
             if table.human(seat):
-                self._send(table, [table.label(seat)], template, context)
+                self.send(table, seat, template, context)
 
-    def _send(self, table: Table, to: list[str], template: str, context: dict[str, Any]) -> None:
-        subject, body = self.composer.render(template, **context)
-        self._queue(table.id, to, subject, body,
-                    reply_to=reply_address(self.config.address, table.row["kind"], table.id))  # fmt: skip
+    def send(self, table: Table, seat: int, template: str, context: dict[str, Any],
+             **headers: Any) -> None:  # fmt: skip
+        """A mail to a seat: its subject tag and Reply-To carry the seat's token."""
+        token = table.seats[seat]["token"]
+        context = {**context, "game": {**context["game"], "tag": table.tag(seat)}}
+        self.mail(table.id, table.label(seat), template, context,
+                  **{"reply_to": token_address(self.config.address, token), **headers})  # fmt: skip
 
-    def _reply(self, message: Incoming, table: Table | None, to: list[str], template: str,
-               context: dict[str, Any]) -> None:  # fmt: skip
-        subject, body = self.composer.render(template, **context, their_subject=message.subject)
-        reply_to = table and reply_address(self.config.address, table.row["kind"], table.id)
-        self._queue(table.id if table else None, to, subject, body, reply_to=reply_to,
-                    in_reply_to=message.message_id,
-                    references=one_line(str(message.headers.get("References", "") or "")) or None)  # fmt: skip
+    def mail(self, game_id: int | None, to: str, template: str, context: dict[str, Any],
+             answers: str | None = None, notice: bool = False, **headers: Any) -> bool:  # fmt: skip
+        """Render and queue one mail to ``to``, showing times in their zone too.
 
-    def _queue(self, game_id: int | None, to: list[str], subject: str, body: str,
-               **headers: Any) -> None:  # fmt: skip
+        ``answers`` is the key of the message this mail answers: an address
+        gets at most ``replies_per_hour`` of those (a loop or a flood ends
+        there), and at most one ``notice`` of a mail in its name that did not
+        count; returns False when this one is held back for that reason."""
         now = self.clock()
-        message_id, raw = self.composer.message(to=to, subject=subject, body=body, now=now, **headers)
-        self.store.queue_mail(message_id=message_id, game_id=game_id, recipients=to,
-                              subject=subject, raw=raw, created_at=iso(now))  # fmt: skip
+        if answers:
+            since = iso(now - timedelta(hours=1))
+            limit = 1 if notice else self.config.replies_per_hour
+            if self.store.answers_since(to, since, notice) >= limit:
+                log.info("not answering %s: %d answers in the last hour", to, limit)
+                return False
+        context = {**context, "timezone": self.store.timezone(to)}
+        subject, body = self.composer.render(template, **context)
+        message_id, raw = self.composer.message(to=[to], subject=subject, body=body, now=now, **headers)
+        self.store.queue_mail(message_id=message_id, game_id=game_id, recipients=[to],
+                              subject=subject, raw=raw, created_at=iso(now), answers=answers,
+                              notice=int(notice))  # fmt: skip
+        return True

@@ -73,10 +73,24 @@ class Store:
              "at": str},
             pk="id", foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
         )  # fmt: skip
+        db["signups"].create(
+            {"game_id": int, "address": str, "joined_at": str},
+            pk=("game_id", "address"), foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
+        )  # fmt: skip
+        db["players"].create({"address": str, "timezone": str}, pk="address", if_not_exists=True)
+        db["bounces"].create(
+            {"id": int, "address": str, "game_id": int, "message_id": str, "status": str,
+             "diagnostic": str, "at": str},
+            pk="id", if_not_exists=True,
+        )  # fmt: skip
         # Columns added after the first release: an older games.db gains them.
-        for table, column in (("phases", "reminded_at"),):
+        for table, column, kind in (("phases", "reminded_at", str), ("seats", "token", str),
+                                    ("games", "seats_wanted", int), ("outbox", "answers", str),
+                                    ("outbox", "notice", int)):  # fmt: skip
             if column not in db[table].columns_dict:
-                db[table].add_column(column, str)
+                db[table].add_column(column, kind)
+        db["seats"].create_index(["token"], if_not_exists=True)
+        db["outbox"].create_index(["message_id"], if_not_exists=True)
         db["moves"].create_index(["game_id", "phase", "seat"], if_not_exists=True)
         db["outbox"].create_index(["state"], if_not_exists=True)
         db["seats"].create_index(["address"], if_not_exists=True)
@@ -120,11 +134,65 @@ class Store:
     def finish_game(self, game_id: int, at: str) -> None:
         self.db["games"].update(game_id, {"state": "finished", "finished_at": at})
 
-    def add_seat(self, game_id: int, seat: int, address: str | None, bot: bool) -> None:
+    def add_seat(self, game_id: int, seat: int, address: str | None, bot: bool,
+                 token: str) -> None:  # fmt: skip
         self.db["seats"].insert(
             {"game_id": game_id, "seat": seat, "address": address, "bot": int(bot),
-             "bot_since_phase": 0 if bot else None, "resigned_at": None}
+             "bot_since_phase": 0 if bot else None, "resigned_at": None, "token": token}
         )  # fmt: skip
+
+    def seat_by_token(self, token: str) -> Row | None:
+        rows = list(self.db["seats"].rows_where("token = ?", [token]))
+        return rows[0] if rows else None
+
+    def seats_without_token(self) -> list[Row]:
+        """Seats of a games.db older than reply tokens."""
+        return list(self.db["seats"].rows_where("token is null"))
+
+    def set_token(self, game_id: int, seat: int, token: str) -> None:
+        self.db["seats"].update((game_id, seat), {"token": token})
+
+    def start_game(self, game_id: int) -> None:
+        self.db["games"].update(game_id, {"state": "running"})
+
+    def game_version(self, game_id: int) -> str:
+        """A string that changes whenever the game's record does: for the
+        site, to write a game's pages only when they would change."""
+        row = self.db.execute(
+            """select g.state, g.finished_at,
+                      (select count(*) || '/' || coalesce(max(id), 0) from moves where game_id = g.id),
+                      (select count(*) || '/' || count(resolved_at) || '/' || coalesce(max(deadline), '')
+                       from phases where game_id = g.id),
+                      (select group_concat(coalesce(bot_since_phase, '-')) from seats where game_id = g.id),
+                      (select count(*) from signups where game_id = g.id)
+               from games g where g.id = ?""", [game_id]).fetchone()  # fmt: skip
+        return "|".join(str(value) for value in row or ())
+
+    # -- sign-ups and players ---------------------------------------------
+
+    def signups(self, game_id: int) -> list[Row]:
+        """Who signed up for an open game, first come first."""
+        return list(self.db["signups"].rows_where("game_id = ?", [game_id],
+                                                  order_by="joined_at, rowid"))  # fmt: skip
+
+    def add_signup(self, game_id: int, address: str, at: str) -> None:
+        self.db["signups"].insert({"game_id": game_id, "address": address, "joined_at": at})
+
+    def remove_signup(self, game_id: int, address: str) -> None:
+        self.db["signups"].delete((game_id, address))
+
+    def timezone(self, address: str) -> str | None:
+        rows = list(self.db["players"].rows_where("address = ?", [address.lower()]))
+        return rows[0]["timezone"] if rows else None
+
+    def set_timezone(self, address: str, zone: str | None) -> None:
+        self.db["players"].upsert({"address": address.lower(), "timezone": zone}, pk="address")
+
+    def add_bounce(self, **row: Any) -> None:
+        self.db["bounces"].insert(row)
+
+    def bounces(self, address: str) -> list[Row]:
+        return list(self.db["bounces"].rows_where("address = ?", [address.lower()], order_by="id"))
 
     def seats(self, game_id: int) -> list[Row]:
         return list(self.db["seats"].rows_where("game_id = ?", [game_id], order_by="seat"))
@@ -247,6 +315,20 @@ class Store:
         row = self.db["outbox"].get(mail_id)
         self.db["outbox"].update(mail_id, {"state": "failed", "attempts": row["attempts"] + 1,
                                            "last_error": error})  # fmt: skip
+
+    def sent_by_id(self, message_id: str) -> Row | None:
+        """A mail the referee queued, by its Message-ID (a bounce quotes it)."""
+        rows = list(self.db["outbox"].rows_where("message_id = ?", [message_id]))
+        return {**rows[0], "recipients": json.loads(rows[0]["recipients"])} if rows else None
+
+    def answers_since(self, address: str, since: str, notice: bool = False) -> int:
+        """How many mails answering someone's message (replies, or with
+        ``notice`` notices of a mail that claimed the address's seat) went to
+        ``address`` since then."""
+        return self.db["outbox"].count_where(
+            "recipients = ? and answers is not null and coalesce(notice, 0) = ? and created_at >= ?",
+            [json.dumps([address]), int(notice), since],
+        )
 
     def outbox(self, state: str | None = "queued", due: str | None = None,
                game_id: int | None = None) -> list[Row]:  # fmt: skip

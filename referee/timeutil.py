@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 Clock = Callable[[], datetime]
 
@@ -34,11 +35,18 @@ def from_iso(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
 
 
-def show(moment: datetime | str) -> str:
-    """A time as players read it: ``2026-11-24 06:14 UTC``."""
+def show(moment: datetime | str, zone: str | None = None) -> str:
+    """A time as players read it: ``2026-11-24 06:14 UTC``; with a zone
+    (a player's TIMEZONE), ``2026-11-24 06:14 UTC (07:14 Europe/Berlin)``."""
     if isinstance(moment, str):
         moment = from_iso(moment)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    utc = moment.astimezone(timezone.utc)
+    text = utc.strftime("%Y-%m-%d %H:%M UTC")
+    if zone:
+        local = utc.astimezone(ZoneInfo(zone))
+        day = "" if local.date() == utc.date() else local.strftime("%a %d %b ")
+        text += f" ({day}{local:%H:%M} {zone})"
+    return text
 
 
 def parse_duration(text: str) -> timedelta:

@@ -12,6 +12,7 @@ import pytest
 
 from referee.config import Config
 from referee.engine import Engine
+from referee.mail.tokens import token_address
 from referee.store import Store
 
 START = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
@@ -57,6 +58,19 @@ def make_mail(
     lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
     lines += ["Content-Type: text/plain; charset=utf-8", "", body]
     return ("\r\n".join(lines) + "\r\n").encode()
+
+
+def seat_address(engine: Engine, player: str, game: int = 1) -> str:
+    """The player's private reply address in a game (``referee+TOKEN@...``):
+    where their mail client sends a reply to the referee's mail."""
+    table = engine.table(game)
+    return token_address(engine.config.address, table.seats[table.seat_of(player)]["token"])
+
+
+def reply(engine: Engine, player: str, body: str, game: int = 1, **kwargs) -> bytes:
+    """A player's reply about a game, as make_mail builds it, sent to their
+    private reply address (so it authenticates like a real reply)."""
+    return make_mail(player, body, to=seat_address(engine, player, game), **kwargs)
 
 
 def body_of(raw: bytes) -> str:

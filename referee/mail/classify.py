@@ -18,8 +18,9 @@ def never_answer(message: Incoming, own_address: str) -> str | None:
         return "bulk, list or auto-reply mail"
     if any(name in headers for name in _LIST_OR_AUTO):
         return "list mail or auto-reply"
-    if "Return-Path" in headers and str(headers["Return-Path"]).strip() in ("<>", ""):
-        return "bounce (empty return path)"
+    return_path = str(headers.get("Return-Path", "<x>")).strip().lower()
+    if return_path in ("<>", "") or "mailer-daemon" in return_path:
+        return "bounce (empty or MAILER-DAEMON return path)"
     if message.sender.split("@")[0] in ("mailer-daemon", "postmaster") or not message.sender:
         return "bounce or no sender"
     if headers.get_content_type() == "multipart/report":

@@ -27,6 +27,13 @@ _UTF8_QP.body_encoding = charset.QP  # readable in any client, and 7-bit safe
 _SMTP = policy.compat32.clone(linesep="\r\n")
 
 
+@jinja2.pass_context
+def _when(context: jinja2.runtime.Context, moment: datetime | str) -> str:
+    """A time in UTC, and in the reader's zone when they chose one (TIMEZONE)."""
+    zone = context.get("timezone")
+    return show(moment, zone) if zone else show(moment)
+
+
 class TemplateError(ValueError):
     """A template that does not render to a mail."""
 
@@ -44,9 +51,14 @@ class Composer:
             keep_trailing_newline=True,
             autoescape=False,  # plain text; HTML templates will escape
         )
-        self.env.filters.update(when=show, duration=show_duration)
+        self.env.filters.update(when=_when, duration=show_duration)
         for game in GAMES.values():
             self.env.filters.update(game.filters)
+
+    def part(self, name: str, **context: Any) -> str:
+        """One answer in a reply (``templates/mail/answers/<name>.txt.j2``), trimmed."""
+        text = self.env.get_template(f"mail/answers/{name}.txt.j2").render(**context)
+        return "\n".join(line if line == "-- " else line.rstrip() for line in text.strip("\n").split("\n"))
 
     def render(self, template: str, **context: Any) -> tuple[str, str]:
         """(subject, body) of ``templates/mail/<template>.txt.j2``."""

@@ -7,11 +7,12 @@ which lines are commands is ``referee.mail.commands``' job.
 from __future__ import annotations
 
 import hashlib
+from itertools import islice
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from email import message_from_bytes, policy
+from email import policy
 from email.parser import BytesParser
-from email.message import EmailMessage
+from email.message import EmailMessage, Message
 from email.utils import getaddresses, parseaddr, parsedate_to_datetime
 from html.parser import HTMLParser
 
@@ -23,7 +24,7 @@ class Incoming:
     message_id: str | None
     sender: str  # the From address, lower case ("" if there is none)
     subject: str
-    recipients: tuple[str, ...]  # Delivered-To, To and Cc addresses, lower case
+    recipients: tuple[str, ...]  # Delivered-To, X-Original-To, To and Cc addresses, lower case
     received_at: datetime  # the receiving server's time, never the sender's Date
     text: str  # the plain-text body ("" if none could be read)
     headers: EmailMessage  # for classification
@@ -38,24 +39,68 @@ def parse(raw: bytes, now: datetime, received_at: datetime | None = None,
     say, else ``now``.  A message over ``max_size`` bytes is not parsed past
     its headers (bounded time and memory whatever it holds)."""
     oversized = max_size is not None and len(raw) > max_size
-    if oversized:
+    message = None if oversized else _parse_tamed(raw)
+    if message is None:  # too large, or too convoluted: read the headers alone
         head = raw.split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0][:max_size]
-        message = BytesParser(policy=policy.default).parsebytes(head, headersonly=True)
-    else:
-        message = message_from_bytes(raw, policy=policy.default)
+        message = _parse_tamed(head, headers_only=True)
     message_id = one_line(_header(message, "Message-ID")) or None
     return Incoming(
         key=message_id or "sha256:" + hashlib.sha256(raw).hexdigest(),
         message_id=message_id,
         sender=parseaddr(_header(message, "From"))[1].lower(),
         subject=" ".join(_header(message, "Subject").split()),
-        recipients=tuple(_addresses(message, "Delivered-To", "To", "Cc")),
+        recipients=tuple(_addresses(message, "Delivered-To", "X-Original-To", "To", "Cc")),
         received_at=received_at or receipt_time(message) or now,
         text="" if oversized else _body_text(message),
         headers=message,
         raw=raw,
         oversized=oversized,
     )
+
+
+def unreadable(raw: bytes, now: datetime, received_at: datetime | None = None) -> Incoming:
+    """What is known of a message the parser failed on: its bytes."""
+    return Incoming(key="sha256:" + hashlib.sha256(raw).hexdigest(), message_id=None, sender="",
+                    subject="", recipients=(), received_at=received_at or now, text="",
+                    headers=EmailMessage(), raw=raw)  # fmt: skip
+
+
+MAX_PARTS = 200  # MIME parts; people's mail has a handful
+MAX_FIELD = 8192  # characters of one header field; longer ones are cut
+MAX_FIELDS = 500  # header fields of one part; more are dropped (a relayed mail has ~50)
+_MAX_SAME = 50  # To, Cc ... fields read for addresses
+
+
+def _parse_tamed(raw: bytes, headers_only: bool = False) -> EmailMessage | None:
+    """The message, parsed in bounded time: the standard library's header
+    parsing takes minutes over a header of a megabyte, so header fields are
+    cut to MAX_FIELD first (in a cheap compat32 pass that parses no header).
+    None for MIME nested deeper than the parser recurses, or with more than
+    MAX_PARTS parts: no person writes such mail."""
+    if raw.lower().count(b"boundary=") > MAX_PARTS:  # the cheap sign of hostile nesting
+        return None
+    try:
+        rough = BytesParser(policy=policy.compat32).parsebytes(raw, headersonly=headers_only)
+        parts = list(islice(rough.walk(), MAX_PARTS + 1))
+    except RecursionError:
+        return None
+    if len(parts) > MAX_PARTS:
+        return None
+    if any(len(part) > MAX_FIELDS or any(len(str(v)) > MAX_FIELD for v in part.values())
+           for part in parts):  # fmt: skip
+        for part in parts:
+            _cut_fields(part)
+        raw = rough.as_bytes(policy=policy.compat32)
+    return BytesParser(policy=policy.default).parsebytes(raw, headersonly=headers_only)
+
+
+def _cut_fields(part: Message) -> None:
+    """Keep the first MAX_FIELDS header fields, each cut to MAX_FIELD, in order."""
+    fields = part.items()
+    for name in dict.fromkeys(part.keys()):
+        del part[name]
+    for name, value in fields[:MAX_FIELDS]:
+        part[name] = str(value)[:MAX_FIELD]
 
 
 def one_line(value: str) -> str:
@@ -67,8 +112,8 @@ def one_line(value: str) -> str:
 def receipt_time(message: EmailMessage) -> datetime | None:
     """When the receiving server got the message: the topmost Received header's
     date (the last hop, added by our own server), else Delivery-date."""
-    received = message.get_all("Received") or []
-    candidates = [str(received[0]).rpartition(";")[2]] if received else []
+    received = _header(message, "Received")  # the first one only: there may be thousands
+    candidates = [received.rpartition(";")[2]] if received else []
     candidates.append(_header(message, "Delivery-date"))
     for text in candidates:
         try:
@@ -84,16 +129,16 @@ def receipt_time(message: EmailMessage) -> datetime | None:
 def _header(message: EmailMessage, name: str) -> str:
     try:
         return str(message.get(name, "") or "")
-    except (TypeError, ValueError, IndexError):  # a header too broken to decode
-        return ""
+    except Exception:  # noqa: BLE001 - the standard library's header parser fails many ways
+        return ""  # a header too broken to decode
 
 
 def _addresses(message: EmailMessage, *names: str) -> list[str]:
     values = []
     for name in names:
         try:
-            values += [str(v) for v in message.get_all(name) or []]
-        except (TypeError, ValueError, IndexError):
+            values += [str(v) for v in (message.get_all(name) or [])[:_MAX_SAME]]
+        except Exception:  # noqa: BLE001 - as in _header: a broken header names nobody
             continue
     return [address.lower() for _, address in getaddresses(values) if "@" in address]
 
@@ -107,8 +152,8 @@ def _body_text(message: EmailMessage) -> str:
             return ""
         payload = part.get_payload(decode=True) or b""
         charset = part.get_content_charset()
-    except (KeyError, LookupError, ValueError, AttributeError, TypeError):
-        return ""
+    except (KeyError, LookupError, ValueError, AttributeError, TypeError, RecursionError):
+        return ""  # unreadable, or nested deeper than anyone writes: no commands in it
     text = decode_text(payload, charset).replace("\r\n", "\n").replace("\r", "\n")
     if part.get_content_subtype() == "html":
         return html_to_text(text)

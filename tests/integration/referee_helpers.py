@@ -31,10 +31,17 @@ from referee.timeutil import from_iso
 
 REPO = Path(__file__).resolve().parents[2]
 
-PROMPT = re.compile(r"^\[pure-skill-(\d+)\] Round (\d+) of 13: the prize is ")
-RECEIPT = re.compile(r"^\[pure-skill-(\d+)\] Round (\d+) of 13: your bid is in$")
-RESULT = re.compile(r"^\[pure-skill-(\d+)\] Round (\d+) of 13: (?!the prize is |your bid is in$)")
-FINAL = re.compile(r"^\[pure-skill-(\d+)\] Game over: ")
+# Every mail to a seat has the seat's reply token in its tag: "[pure-skill-1 TOKEN]".
+TOKEN = r"[a-z2-7]{16}"
+PROMPT = re.compile(rf"^\[pure-skill-(\d+) {TOKEN}\] Round (\d+) of 13: the prize is ")
+# The one reply to a player's mail: "Re: [pure-skill-1 TOKEN] <their subject without tags
+# and Re:>", say "... Round 3 of 13: the prize is ...".  It answers each line of theirs,
+# accepting a bid or refusing it: receipts() are those that accepted one.
+RECEIPT = re.compile(rf"^Re: \[pure-skill-(\d+) {TOKEN}\] (.*)$")
+RESULT = re.compile(rf"^\[pure-skill-(\d+) {TOKEN}\] Round (\d+) of 13: (?!the prize is )")
+FINAL = re.compile(rf"^\[pure-skill-(\d+) {TOKEN}\] Game over: ")
+NOTICE = re.compile(rf"^(\[pure-skill-(\d+) {TOKEN}\] )?A mail in your name was not accepted$")
+MOVE_ANSWER = re.compile(r"^Your bid for Round (\d+) of 13 is in: (.+)\.$", re.MULTILINE)
 HAND = re.compile(r"^Your hand \([a-z]+\): (.+)$", re.MULTILINE)
 
 
@@ -211,6 +218,12 @@ def mails(stack: MailStack, player: str, pattern: re.Pattern, from_inbox: bool =
     else:
         found = [m.message for m in stack.sent_to(player)]
     return [m for m in found if pattern.match(subject(m))]
+
+
+def receipts(stack: MailStack, player: str, from_inbox: bool = False) -> list[EmailMessage]:
+    """The replies to the player that accept a bid ("Your bid for Round 3 of
+    13 is in: bid 5."), not those that only refuse one."""
+    return [m for m in mails(stack, player, RECEIPT, from_inbox) if MOVE_ANSWER.search(body(m))]
 
 
 def reply(stack: MailStack, player: str, to: EmailMessage, text: str) -> bytes:

@@ -11,11 +11,14 @@ import hashlib
 import random
 import time
 from datetime import timedelta
+from email import policy
 
 import pytest
 from mailstack import MailStack, wait_for
 from referee_helpers import (
     FINAL,
+    MOVE_ANSWER,
+    NOTICE,
     PROMPT,
     RECEIPT,
     RESULT,
@@ -26,6 +29,7 @@ from referee_helpers import (
     hand,
     mails,
     message_ids,
+    receipts,
     reply,
     round_line,
     subject,
@@ -99,8 +103,9 @@ def test_whole_game_by_mail_in_cron_mode(referee: Referee, mailstack: MailStack)
 
     check_finished(referee, game_id)
     for player in mailstack.players:
-        receipts = mails(mailstack, player, RECEIPT)
-        assert len(receipts) == 12
+        accepted = receipts(mailstack, player)
+        assert len(accepted) == 12
+        assert sorted(int(MOVE_ANSWER.search(body(m))[1]) for m in accepted) == list(range(1, 13))
         for number in range(1, 13):
             [res] = [m for m in mails(mailstack, player, RESULT)
                      if int(RESULT.match(subject(m))[2]) == number]  # fmt: skip
@@ -109,7 +114,7 @@ def test_whole_game_by_mail_in_cron_mode(referee: Referee, mailstack: MailStack)
                 assert line.split()[1] == bids[number, other] and "random" not in line, line
     # the receipts answer the bids they confirm
     bid_ids = {str(m.message["Message-ID"]) for m in mailstack.sent if m.mail_from in mailstack.players}
-    receipt_answers = {str(m["In-Reply-To"]) for p in mailstack.players for m in mails(mailstack, p, RECEIPT)}
+    receipt_answers = {str(m["In-Reply-To"]) for p in mailstack.players for m in receipts(mailstack, p)}
     assert receipt_answers == bid_ids and len(bid_ids) == 36
     inbox_empty_and_filed(mailstack, 36)
     moves = bids_of(referee, game_id)
@@ -165,7 +170,7 @@ def test_whole_game_by_mail_with_the_daemon(referee: Referee, mailstack: MailSta
     assert bids == 36
     check_finished(referee, game_id)
     for player in mailstack.players:
-        assert len(mails(mailstack, player, RECEIPT)) == 12
+        assert len(receipts(mailstack, player)) == 12
     inbox_empty_and_filed(mailstack, 36)
     assert [m[3] for m in bids_of(referee, game_id)].count("mail") == 36
     assert referee.outbox() == []
@@ -235,14 +240,15 @@ def test_receipt_time_decides_not_reading_time(referee: Referee, mailstack: Mail
     assert round_line(res, alice).split()[1:] == ["Q"]
     assert "(random: no bid by the deadline)" in round_line(res, bob)
     assert "(random: no bid by the deadline)" in round_line(res, carol)
-    [receipt] = mails(mailstack, alice, RECEIPT)
+    [receipt] = receipts(mailstack, alice)
     assert str(receipt["In-Reply-To"]) == str(email.message_from_bytes(early)["Message-ID"])
-    assert mails(mailstack, bob, RECEIPT) == []
+    assert receipts(mailstack, bob) == []
     [refusal] = [m for m in mailstack.sent_to(bob)
                  if str(m.message["In-Reply-To"]) == str(email.message_from_bytes(late)["Message-ID"])]  # fmt: skip
     text = " ".join(body(refusal.message).split())
-    assert "after the deadline of Round 1 of 13" in text and "nothing was changed" in text
-    assert subject(refusal.message).startswith("Re: [pure-skill-1] Round 1 of 13")
+    assert text.startswith("> bid J Not done: ") and "after the deadline of Round 1 of 13" in text, text
+    assert "Nothing was changed by this line" in text and not MOVE_ANSWER.search(body(refusal.message))
+    assert subject(refusal.message) == f"Re: {subject(prompt_for(mailstack, bob, 1))}"  # his tag and token
     [(_, _, move, source)] = [m for m in bids_of(referee, game_id) if m[1] == 0]
     assert (move, source) == ("bid Q", "mail")
     inbox_empty_and_filed(mailstack, 2)
@@ -328,7 +334,8 @@ def test_permanent_smtp_refusal_is_recorded(referee: Referee, mailstack: MailSta
 
     [failed] = referee.outbox("failed")
     assert failed["recipients"] == [alice] and "550" in failed["last_error"]
-    assert failed["subject"].endswith("your bid is in")
+    assert failed["subject"] == f"Re: {subject(prompt_for(mailstack, alice, 1))}"
+    assert MOVE_ANSWER.search(body(email.message_from_bytes(failed["raw"], policy=policy.default)))
     assert referee.outbox() == []  # not queued again
     mailstack.accept()
     referee.make_queue_due()
@@ -359,7 +366,7 @@ def test_unsendable_reply_does_not_hold_up_the_queue(referee: Referee, mailstack
 
     result = referee.run_once(expect=None)
 
-    assert len(mails(mailstack, alice, RECEIPT)) == 1  # the queue behind the bad mail went out
+    assert len(receipts(mailstack, alice)) == 1  # the queue behind the bad mail went out
     assert result.status == 0, result.err  # the server was reachable all along
     [failed] = referee.outbox("failed")  # the one mail that cannot be sent is given up on
     assert failed["recipients"] == [stranger]
@@ -374,7 +381,7 @@ def round_one_bids_once(referee: Referee, stack: MailStack, game_id: int) -> Non
     moves = [m for m in bids_of(referee, game_id) if m[0] == 1]
     assert sorted((m[1], m[3]) for m in moves) == [(0, "mail"), (1, "mail"), (2, "mail")], moves
     for player in stack.players:
-        assert len(mails(stack, player, RECEIPT)) == 1, player
+        assert len(receipts(stack, player)) == 1, player
         result_for(stack, player, 1)
     inbox_empty_and_filed(stack, 3)
     ids = message_ids(stack)
@@ -467,7 +474,7 @@ def test_daemon_survives_an_imap_restart(referee: Referee, mailstack: MailStack)
         mailstack.dovecot.restart()
         reply(mailstack, alice, prompt_for(mailstack, alice, 1), "bid 8\n")
         try:
-            wait_for(lambda: mails(mailstack, alice, RECEIPT), timeout=4,
+            wait_for(lambda: receipts(mailstack, alice), timeout=4,
                      message="no receipt 4 s after the IMAP server came back")  # fmt: skip
         finally:
             assert daemon.finish() < 5
@@ -545,7 +552,7 @@ def test_a_run_while_another_holds_the_lock_does_nothing(referee: Referee, mails
         assert "nothing done" in result.err and result.out == ""
         assert len(mailstack.messages(mailstack.referee)) == 1
     assert referee.run_once().counts["received"] == 1
-    assert len(mails(mailstack, alice, RECEIPT)) == 1
+    assert len(receipts(mailstack, alice)) == 1
 
 
 def test_overlapping_cron_runs_never_handle_a_mail_twice(referee: Referee, mailstack: MailStack) -> None:
@@ -563,7 +570,7 @@ def test_overlapping_cron_runs_never_handle_a_mail_twice(referee: Referee, mails
     moves = [m for m in bids_of(referee, game_id) if m[3] == "mail"]
     assert sorted((m[0], m[1]) for m in moves) == [(n, s) for n in (1, 2, 3) for s in range(3)]
     for player in mailstack.players:
-        assert len(mails(mailstack, player, RECEIPT)) == 3
+        assert len(receipts(mailstack, player)) == 3
     ids = message_ids(mailstack)
     assert len(ids) == len(set(ids))
     inbox_empty_and_filed(mailstack, 9)
@@ -584,8 +591,8 @@ def test_mail_the_referee_fails_on_is_quarantined_unanswered(referee: Referee, m
     back to INBOX to have it handled."""
     alice = mailstack.players[0]
     templates = tmp_path / "templates"
-    (templates / "mail").mkdir(parents=True)
-    (templates / "mail" / "receipt.txt.j2").write_text("Subject: {{ no_such_thing.at_all }}\n\nbroken\n")
+    (templates / "mail" / "answers").mkdir(parents=True)
+    (templates / "mail" / "answers" / "move.txt.j2").write_text("{{ no_such_thing.at_all }} broken\n")
     text = referee.cfg.read_text()
     referee.cfg.write_text(text.replace('database = "games.db"\n', 'database = "games.db"\ntemplates = "templates"\n'))
     game_id = referee.new_game("--deadline", "1h")
@@ -606,7 +613,7 @@ def test_mail_the_referee_fails_on_is_quarantined_unanswered(referee: Referee, m
     assert bids_of(referee, game_id) == []
 
     # The keeper fixes the template and puts the mail back.
-    (templates / "mail" / "receipt.txt.j2").unlink()
+    (templates / "mail" / "answers" / "move.txt.j2").unlink()
     conn = mailstack.dovecot.imap(mailstack.referee)
     try:
         conn.select("quarantine")
@@ -614,7 +621,7 @@ def test_mail_the_referee_fails_on_is_quarantined_unanswered(referee: Referee, m
     finally:
         conn.logout()
     assert referee.run_once().counts["received"] == 1
-    assert len(mails(mailstack, alice, RECEIPT)) == 1
+    assert len(receipts(mailstack, alice)) == 1
     assert [m[3] for m in bids_of(referee, game_id)] == ["mail"]
     assert len(mailstack.messages(mailstack.referee, "processed")) == 1
 
@@ -644,13 +651,58 @@ def test_bounces_and_auto_replies_are_filed_unanswered(referee: Referee, mailsta
 
 
 def test_a_huge_game_number_is_refused_not_failed(referee: Referee, mailstack: MailStack) -> None:
+    """A subject tag with a game number past any integer, from a player but to
+    the plain referee address (no reply token), and with a token-shaped word
+    that names no seat: both refused, not failed, and the player is told
+    (once: such notices go out at most once an hour)."""
     alice = mailstack.players[0]
-    referee.new_game("--deadline", "1h")
+    game_id = referee.new_game("--deadline", "1h")
     referee.run_once()
+    sent_before = len(mailstack.sent)
     mailstack.send(alice, mailstack.referee, "Re: [pure-skill-99999999999999999999] Round 1 of 13", "bid 7\n")
+    mailstack.send(alice, mailstack.referee, "Re: [pure-skill-99999999999999999999 abcdefghijklmnop] Round 1 of 13",
+                   "bid 7\n")  # fmt: skip
+    assert referee.run_once().counts["received"] == 2
+    assert len(mailstack.messages(mailstack.referee, "processed")) == 2
+    assert mailstack.messages(mailstack.referee, "quarantine") == []
+    assert [r["outcome"].split(":")[0] for r in referee.store().messages()] == ["refused"] * 2
+    assert bids_of(referee, game_id) == []
+    answers = [m.message for m in mailstack.sent[sent_before:] if m.mail_from == mailstack.referee]
+    assert all(str(m["To"]) == alice for m in answers)
+    notices = [m for m in answers if NOTICE.match(subject(m))]
+    # one such notice an hour: the second mail is refused just the same, silently
+    assert len(notices) == 1 and len(answers) == 1, [subject(m) for m in answers]
+    assert all("without your private reply address" in " ".join(body(m).split()) for m in notices)
+
+
+def test_a_move_needs_the_seats_reply_address_and_its_sender(referee: Referee, mailstack: MailStack) -> None:
+    """A bid to alice's reply address from someone else changes nothing;
+    alice (never the sender) is told.  Her reply to the notice, like any
+    reply to the referee's mail, counts.  (A bid to the plain address is
+    test_a_huge_game_number_is_refused_not_failed: one notice an hour.)"""
+    alice, bob, _ = mailstack.players
+    game_id = referee.new_game("--deadline", "1h")
     referee.run_once()
-    assert len(mailstack.messages(mailstack.referee, "processed")) == 1
-    [_answer] = [m for m in mailstack.sent_to(alice) if "There is no game number" in body(m.message)]
+    prompt = prompt_for(mailstack, alice, 1)
+    sent_before = len(mailstack.sent)
+    mailstack.send(bob, str(prompt["Reply-To"]), f"Re: {subject(prompt)}", "bid 4\n")  # alice's address
+
+    result = referee.run_once()
+
+    assert result.counts == {"received": 1, "sent": 1, "deferred": 0, "failed": 0}
+    assert [r["outcome"].split(":")[0] for r in referee.store().messages()] == ["refused"]
+    assert bids_of(referee, game_id) == [] and referee.status(game_id)["phase"]["waiting_for"] == mailstack.players
+    answers = [m.message for m in mailstack.sent[sent_before:] if m.mail_from == mailstack.referee]
+    assert [str(m["To"]) for m in answers] == [alice]
+    assert NOTICE.match(subject(answers[0])), subject(answers[0])
+    assert f"A mail from {bob} reached the referee" in " ".join(body(answers[0]).split())
+    assert receipts(mailstack, alice) == [] and mails(mailstack, bob, RECEIPT) == []
+
+    reply(mailstack, alice, answers[0], "bid 5\n")
+    assert referee.run_once().counts["received"] == 1
+    [receipt] = receipts(mailstack, alice)
+    assert MOVE_ANSWER.search(body(receipt)).groups() == ("1", "bid 5")
+    assert bids_of(referee, game_id) == [(1, 0, "bid 5", "mail")]
 
 
 # -- 10. config errors, found before any connection ------------------------------------------

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PLAYERS, make_mail
+from conftest import PLAYERS, reply
 from referee import config as config_module
 from referee.cli import main
+from referee.engine import Engine
+from referee.store import Store
 
 ALICE, BOB, CAROL = PLAYERS
 
@@ -48,6 +50,13 @@ def new_game(run) -> int:
     status, out, err = run(*args)
     assert status == 0, err
     return int(out.splitlines()[-1])
+
+
+def player_reply(cfg: Path, clock, player: str, body: str, **kwargs) -> bytes:
+    """A player's reply to their game mail, to their private reply address
+    (whose token the referee made with the key it keeps in games.db)."""
+    config = config_module.load(cfg)
+    return reply(Engine(Store(config.database), config, clock), player, body, **kwargs)
 
 
 def one_line_error(result) -> str:
@@ -122,14 +131,14 @@ def test_kinds_lists_pure_skill(run):
     assert any(line.split()[0] == "pure-skill" for line in out.splitlines())
 
 
-def test_ingest_a_file_and_from_stdin(run, clock, tmp_path, monkeypatch):
+def test_ingest_a_file_and_from_stdin(run, cfg, clock, tmp_path, monkeypatch):
     game = new_game(run)
     mail = tmp_path / "alice.eml"
-    mail.write_bytes(make_mail(ALICE, "bid 5", received=clock()))
+    mail.write_bytes(player_reply(cfg, clock, ALICE, "bid 5", received=clock()))
     status, out, err = run("ingest", str(mail))
     assert status == 0 and out.startswith("move")
     assert status_json(run, game)["phase"]["waiting_for"] == [BOB, CAROL]
-    raw = make_mail(BOB, "bid 6", received=clock())
+    raw = player_reply(cfg, clock, BOB, "bid 6", received=clock())
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw)))
     status, out, err = run("ingest", "-")
     assert status == 0 and out.startswith("move")
@@ -363,12 +372,10 @@ def test_a_deadline_longer_than_a_year_is_one_line(run, duration):
     one_line_error(run("new", "pure-skill", "--bots", "3", "--deadline", duration))
 
 
-def test_a_failed_ingest_exits_non_zero_and_keeps_the_mail(run, tmp_path, monkeypatch):
-    from referee.engine import Engine
-
+def test_a_failed_ingest_exits_non_zero_and_keeps_the_mail(run, cfg, clock, tmp_path, monkeypatch):
     new_game(run)
-    monkeypatch.setattr(Engine, "_take_move", lambda self, message: 1 / 0)
+    monkeypatch.setattr(Engine, "take_move", lambda self, *args, **kwargs: 1 / 0)
     path = tmp_path / "bid.eml"
-    path.write_bytes(make_mail(ALICE, "bid 7"))
+    path.write_bytes(player_reply(cfg, clock, ALICE, "bid 7"))
     status, out, err = run("ingest", str(path))
     assert status == 1 and out.startswith("failed")

@@ -3,7 +3,7 @@ phase's deadline and, with a settle delay, against the moment it closes."""
 
 from datetime import timedelta
 
-from conftest import PLAYERS, make_mail
+from conftest import PLAYERS, body_of, reply
 
 
 def _bids(engine, game_id: int, seat: int) -> list[str]:
@@ -13,13 +13,15 @@ def _bids(engine, game_id: int, seat: int) -> list[str]:
 def test_a_change_received_after_the_settle_window_closed_is_refused(engine, clock):
     game_id = engine.new_game("pure-skill", PLAYERS, settle=timedelta(minutes=30))
     for seat, card in enumerate(["7", "8", "9"]):
-        engine.ingest(make_mail(PLAYERS[seat], f"bid {card}", received=clock.advance(minutes=1)))
+        engine.ingest(reply(engine, PLAYERS[seat], f"bid {card}", received=clock.advance(minutes=1)))
     closes = engine.table(game_id).phases[0]["closes_at"]
     # Received 31 minutes after the last bid, but read before any tick resolved the round.
     late = clock.advance(minutes=31)
-    outcome = engine.ingest(make_mail(PLAYERS[0], "bid K", received=late))
+    outcome = engine.ingest(reply(engine, PLAYERS[0], "bid K", received=late))
     assert outcome.code == "refused"
-    assert closes in outcome.detail
+    answer = [m for m in engine.store.outbox() if m["recipients"] == [PLAYERS[0]]][-1]
+    assert answer["subject"].startswith("Re: ")
+    assert closes in body_of(answer["raw"])  # the reply says when the round closed
     assert engine.tick() == [f"resolved game {game_id} Round 1 of 13"]
     assert engine.table(game_id).replay.steps[0].moves[0] == 7
 
@@ -27,8 +29,8 @@ def test_a_change_received_after_the_settle_window_closed_is_refused(engine, clo
 def test_a_change_inside_the_settle_window_counts(engine, clock):
     game_id = engine.new_game("pure-skill", PLAYERS, settle=timedelta(minutes=30))
     for seat, card in enumerate(["7", "8", "9"]):
-        engine.ingest(make_mail(PLAYERS[seat], f"bid {card}", received=clock.advance(minutes=1)))
-    outcome = engine.ingest(make_mail(PLAYERS[0], "bid K", received=clock.advance(minutes=29)))
+        engine.ingest(reply(engine, PLAYERS[seat], f"bid {card}", received=clock.advance(minutes=1)))
+    outcome = engine.ingest(reply(engine, PLAYERS[0], "bid K", received=clock.advance(minutes=29)))
     assert outcome.code == "replaced"
     assert engine.tick() == []  # the window is still open
     clock.advance(minutes=2)

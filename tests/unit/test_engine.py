@@ -13,7 +13,7 @@ from email import policy
 
 import pytest
 
-from conftest import PLAYERS, START, FakeClock, body_of, make_mail
+from conftest import PLAYERS, START, FakeClock, body_of, make_mail, reply, seat_address
 from referee.config import Config
 from referee.engine import Engine, EngineError
 from referee.rules.pure_skill import card_long, card_name, card_value
@@ -48,9 +48,27 @@ def last_id(engine: Engine) -> int:
     return rows[-1]["id"] if rows else 0
 
 
-def send(engine: Engine, clock: FakeClock, sender: str, text: str, **kwargs):
+def send(engine: Engine, clock: FakeClock, sender: str, text: str, game: int = 1, **kwargs):
+    """``sender`` replies to their mail about ``game``: to their private reply address."""
+    kwargs.setdefault("received", clock())
+    return engine.ingest(reply(engine, sender, text, game=game, **kwargs))
+
+
+def write(engine: Engine, clock: FakeClock, sender: str, text: str, **kwargs):
+    """A mail to the referee's plain address (or ``to``): no reply token of its own."""
     kwargs.setdefault("received", clock())
     return engine.ingest(make_mail(sender, text, **kwargs))
+
+
+def assert_notice_only(engine: Engine, after: int, owner: str, message_id: str) -> dict:
+    """The one mail queued since ``after``: a notice to ``owner`` that a mail
+    in their name was not accepted, which is no reply to that mail."""
+    (notice,) = mails(engine, after=after)
+    assert notice["recipients"] == [owner]
+    assert "not accepted" in notice["subject"]
+    assert notice["message"]["In-Reply-To"] is None
+    assert message_id not in str(notice["message"].get("References", ""))
+    return notice
 
 
 def hand_in(body: str) -> list[int]:
@@ -143,7 +161,9 @@ def test_no_mail_to_others_depends_on_an_unresolved_bid(tmp_path, monkeypatch):
     fixed_seed(monkeypatch)
     seen = []
     for alice_bid in ("3", "Q"):
-        config = Config(address="referee@example.org", reminder=None, outage_gap=None, database=tmp_path / f"{alice_bid}.db")
+        # the same secret key too, so both games give each seat the same reply token
+        config = Config(address="referee@example.org", reminder=None, outage_gap=None,
+                        database=tmp_path / f"{alice_bid}.db", secret_key=b"one key")  # fmt: skip
         clock = FakeClock()
         engine = Engine(Store(config.database), config, clock)
         engine.new_game("pure-skill", PLAYERS)
@@ -207,11 +227,11 @@ def test_a_bid_received_after_the_deadline_is_refused_and_changes_nothing(engine
                    message_id="<late@example.net>")  # fmt: skip
     assert outcome.code == "refused"
     assert snapshot(engine) == before
-    (reply,) = mails(engine, after=sent)
-    assert reply["recipients"] == [ALICE]
-    assert reply["message"]["In-Reply-To"] == "<late@example.net>"
-    assert engine.status(1)["phase"]["deadline"] in reply["body"]
-    assert "deadline" in reply["body"].lower()
+    (answer,) = mails(engine, after=sent)
+    assert answer["recipients"] == [ALICE]
+    assert answer["message"]["In-Reply-To"] == "<late@example.net>"
+    assert engine.status(1)["phase"]["deadline"] in answer["body"]
+    assert "deadline" in answer["body"].lower()
     # the tick then fills every bid at random, alice's too
     assert engine.tick() == ["resolved game 1 Round 1 of 13"]
     assert {m["source"] for m in engine.store.final_moves(1, 1).values()} == {"random"}
@@ -260,18 +280,20 @@ def test_the_last_owed_bid_resolves_the_round_at_once(engine, clock):
     assert resolved_rounds(engine) == []
     before = last_id(engine)
     clock.advance(minutes=10)
-    send(engine, clock, CAROL, "bid 6")
+    send(engine, clock, CAROL, "bid 6", message_id="<last@example.net>")
     assert resolved_rounds(engine) == [1]
     status = engine.status(1)
     assert status["phase"]["number"] == 2
     assert from_iso(status["phase"]["deadline"]) == clock() + timedelta(days=3)
     new = mails(engine, after=before)
-    receipt = new[0]
+    # carol's receipt (the reply to her mail; queued once her mail is fully handled) ...
+    (receipt,) = [m for m in new if m["message"]["In-Reply-To"] == "<last@example.net>"]
     assert receipt["recipients"] == [CAROL]
     assert "Round 1" in receipt["subject"]
-    # then every player gets the result of round 1 and a prompt for round 2
+    assert "the round is resolved" in receipt["body"]
+    # ... and every player gets the result of round 1 and a prompt for round 2
     for address in PLAYERS:
-        theirs = [m for m in new[1:] if m["recipients"] == [address]]
+        theirs = [m for m in new if m["recipients"] == [address] and m is not receipt]
         assert len(theirs) == 2, [m["subject"] for m in theirs]
         result, prompt = theirs
         assert "Round 1" in result["subject"] and not _HAND.search(result["body"])
@@ -314,7 +336,7 @@ def test_the_deadline_is_three_days_unless_the_game_or_config_says_otherwise(tmp
     game = plain.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=2))
     assert from_iso(plain.status(game)["phase"]["deadline"]) == START + timedelta(hours=2)
     # the prompt tells the player the same deadline, in UTC
-    prompt = [m for m in mails(plain, ALICE) if "[pure-skill-2]" in m["subject"]][-1]
+    prompt = [m for m in mails(plain, ALICE) if "[pure-skill-2 " in m["subject"]][-1]
     assert show(START + timedelta(hours=2)) in prompt["body"]
     configured = Config(address="referee@example.org", deadline=timedelta(hours=36))
     other = Engine(Store(tmp_path / "b.db"), configured, clock)
@@ -410,8 +432,9 @@ def test_a_resigned_players_mail_is_refused(engine, clock):
         outcome = send(engine, clock, ALICE, "bid 4", subject=subject)
         assert outcome.code == "refused"
         assert snapshot(engine) == before
-        (reply,) = mails(engine, after=sent)
-        assert reply["recipients"] == [ALICE]
+        (answer,) = mails(engine, after=sent)
+        assert answer["recipients"] == [ALICE]
+        assert "You left game 1" in answer["body"]
 
 
 def test_resign_names_a_seat_that_is_played(engine):
@@ -511,28 +534,30 @@ def test_logs_at_info_never_show_a_bid(engine, clock, caplog):
         pytest.param(DAVE, "Re: [pure-skill-1] Round 1 of 13", "bid 5", id="unknown sender, tag"),
         pytest.param(ALICE, "Re: [pure-skill-1] Round 1 of 13", "what is this?", id="gibberish"),
         pytest.param(ALICE, "Re: [pure-skill-1] Round 1 of 13", "bid 14", id="no such card"),
-        pytest.param(ALICE, "Re: [pure-skill-42] Round 1 of 13", "bid 5", id="unknown game tag"),
+        pytest.param(DAVE, "Re: [pure-skill-42] Round 1 of 13", "bid 5", id="unknown game tag"),
     ],
 )
 def test_a_message_that_is_no_move_changes_nothing_and_gets_one_reply(engine, clock, sender,
                                                                       subject, body):  # fmt: skip
     engine.new_game("pure-skill", PLAYERS)
     before, sent = snapshot(engine), last_id(engine)
-    outcome = send(engine, clock, sender, body, subject=subject, message_id="<q1@example.net>")
+    # a player replies to their game mail; a stranger can only write to the plain address
+    post = send if sender in PLAYERS else write
+    outcome = post(engine, clock, sender, body, subject=subject, message_id="<q1@example.net>")
     assert outcome.code == "refused"
     assert snapshot(engine) == before
-    (reply,) = mails(engine, after=sent)
-    assert reply["recipients"] == [sender]
-    assert reply["message"]["To"] == sender
-    assert reply["message"]["In-Reply-To"] == "<q1@example.net>"
-    assert "<q1@example.net>" in reply["message"]["References"]
-    assert reply["message"]["Auto-Submitted"] == "auto-replied"
-    assert reply["subject"].lower().startswith("re:")
-    assert reply["body"].strip()
+    (answer,) = mails(engine, after=sent)
+    assert answer["recipients"] == [sender]
+    assert answer["message"]["To"] == sender
+    assert answer["message"]["In-Reply-To"] == "<q1@example.net>"
+    assert "<q1@example.net>" in answer["message"]["References"]
+    assert answer["message"]["Auto-Submitted"] == "auto-replied"
+    assert answer["subject"].lower().startswith("re:")
+    assert answer["body"].strip()
     # the same message again is a duplicate: no second reply
-    again = send(engine, clock, sender, body, subject=subject, message_id="<q1@example.net>")
+    again = post(engine, clock, sender, body, subject=subject, message_id="<q1@example.net>")
     assert again.code == "duplicate"
-    assert last_id(engine) == reply["id"]
+    assert last_id(engine) == answer["id"]
 
 
 def test_an_error_reply_lists_the_moves_the_player_can_make(engine, clock):
@@ -541,10 +566,10 @@ def test_an_error_reply_lists_the_moves_the_player_can_make(engine, clock):
     send(engine, clock, BOB, "bid 2")
     send(engine, clock, CAROL, "bid 3")
     send(engine, clock, ALICE, "bid 7", subject="Re: [pure-skill-1] Round 2 of 13")
-    reply = mails(engine, ALICE)[-1]
-    assert reply["message"]["Auto-Submitted"] == "auto-replied"
-    listed = re.search(r"^.*\bbid A\b.*$", reply["body"], re.M)
-    assert listed, reply["body"]
+    answer = mails(engine, ALICE)[-1]
+    assert answer["message"]["Auto-Submitted"] == "auto-replied"
+    listed = re.search(r"^.*\bbid A\b.*$", answer["body"], re.M)
+    assert listed, answer["body"]
     assert "bid 7" not in listed[0] and "bid 6" in listed[0] and "bid 8" in listed[0]
 
 
@@ -564,7 +589,8 @@ def test_an_error_reply_lists_the_moves_the_player_can_make(engine, clock):
 def test_mail_that_must_not_be_answered_gets_no_reply(engine, clock, sender, headers):
     engine.new_game("pure-skill", PLAYERS)
     before, sent = snapshot(engine), last_id(engine)
-    outcome = send(engine, clock, sender, "bid 5", headers=headers)
+    # even at alice's private reply address (an auto-reply to her prompt, say)
+    outcome = write(engine, clock, sender, "bid 5", headers=headers, to=seat_address(engine, ALICE))
     assert outcome.code == "ignored"
     assert snapshot(engine) == before
     assert last_id(engine) == sent
@@ -572,13 +598,13 @@ def test_mail_that_must_not_be_answered_gets_no_reply(engine, clock, sender, hea
 
 def test_the_same_message_is_handled_once(engine, clock):
     engine.new_game("pure-skill", PLAYERS)
-    raw = make_mail(ALICE, "bid 5", received=clock(), message_id="<once@example.net>")
+    raw = reply(engine, ALICE, "bid 5", received=clock(), message_id="<once@example.net>")
     assert engine.ingest(raw).code == "move"
     sent = last_id(engine)
     assert engine.ingest(raw).code == "duplicate"
     # the same Message-ID with other bytes (a copy from another folder) too
-    assert engine.ingest(make_mail(ALICE, "bid 9", received=clock(),
-                                   message_id="<once@example.net>")).code == "duplicate"  # fmt: skip
+    assert engine.ingest(reply(engine, ALICE, "bid 9", received=clock(),
+                               message_id="<once@example.net>")).code == "duplicate"  # fmt: skip
     assert len(engine.store.moves(1)) == 1
     assert last_id(engine) == sent
     assert len(engine.store.messages()) == 1
@@ -586,7 +612,7 @@ def test_the_same_message_is_handled_once(engine, clock):
 
 def test_a_message_without_message_id_is_handled_once_too(engine, clock):
     engine.new_game("pure-skill", PLAYERS)
-    raw = make_mail(ALICE, "bid 5", received=clock())
+    raw = reply(engine, ALICE, "bid 5", received=clock())
     raw = re.sub(rb"Message-ID: [^\r\n]*\r\n", b"", raw)
     assert b"Message-ID" not in raw
     assert engine.ingest(raw).code == "move"
@@ -624,6 +650,24 @@ def test_the_signature_and_quoted_reply_are_not_read(engine, clock):
     assert engine.store.moves(1) == []
 
 
+def test_a_greeting_above_the_bid_does_not_stop_it(engine, clock):
+    """Every own line is read: "Hi," is answered as not understood, and the
+    bid below it counts; the one reply quotes each line with its answer."""
+    engine.new_game("pure-skill", PLAYERS)
+    sent = last_id(engine)
+    outcome = send(engine, clock, ALICE, "Hi,\nbid 5\nThanks, Alice\n")
+    assert outcome.code == "move"
+    assert [m["move"] for m in engine.store.moves(1)] == ["bid 5"]
+    (answer,) = mails(engine, after=sent)
+    body = answer["body"]
+    assert body.index("> Hi,") < body.index("> bid 5") < body.index("> Thanks, Alice")
+    greeting = body[body.index("> Hi,"):body.index("> bid 5")]
+    assert "Not done" in greeting and "Nothing was changed by this line." in greeting
+    assert "Moves you can make now" not in body  # the mail made a move: no list of moves
+    bid = body[body.index("> bid 5"):body.index("> Thanks, Alice")]
+    assert "Your bid for Round 1 of 13 is in: bid 5." in bid
+
+
 def test_a_bottom_posted_bid_below_the_quote_counts(engine, clock):
     engine.new_game("pure-skill", PLAYERS)
     body = "On Sat, 21 Nov 2026, Referee <referee@example.org> wrote:\n> bid 3\n\nbid 4\n"
@@ -636,32 +680,70 @@ def test_a_move_for_a_game_where_the_sender_has_no_seat_is_refused(engine, clock
     others = [DAVE, "erin@example.org", "frank@example.org"]
     engine.new_game("pure-skill", others)
     before = (snapshot(engine, 1), snapshot(engine, 2))
+    # the tag of a game she does not play, sent to the plain address: no token,
+    # so nothing counts and alice (whose From it bears) is told
     sent = last_id(engine)
-    outcome = send(engine, clock, ALICE, "bid 5", subject="Re: [pure-skill-2] Round 1 of 13")
+    outcome = write(engine, clock, ALICE, "bid 5", subject="Re: [pure-skill-2] Round 1 of 13",
+                    message_id="<tag2@example.net>")  # fmt: skip
     assert outcome.code == "refused"
     assert (snapshot(engine, 1), snapshot(engine, 2)) == before
-    (reply,) = mails(engine, after=sent)
-    assert reply["recipients"] == [ALICE]
+    assert_notice_only(engine, sent, ALICE, "<tag2@example.net>")
+    # dave's reply address for game 2 (she saw one of his mails), from alice:
+    # refused too, and only dave, the token's owner, is told
+    sent = last_id(engine)
+    outcome = write(engine, clock, ALICE, "bid 5", to=seat_address(engine, DAVE, 2),
+                    message_id="<dave2@example.net>")  # fmt: skip
+    assert outcome.code == "refused"
+    assert (snapshot(engine, 1), snapshot(engine, 2)) == before
+    notice = assert_notice_only(engine, sent, DAVE, "<dave2@example.net>")
+    assert ALICE in notice["body"]  # dave learns who used his reply address
+    assert "[pure-skill-2 " in notice["subject"]
 
 
-def test_the_game_is_found_by_reply_address_or_the_senders_only_game(engine, clock):
+def test_the_game_is_found_by_the_reply_token(engine, clock):
     engine.new_game("pure-skill", PLAYERS)
     engine.new_game("pure-skill", [ALICE, "erin@example.org", "frank@example.org"])
-    # by the +tag address the game's mail carries in Reply-To
-    outcome = send(engine, clock, ALICE, "bid 5", subject="my bid",
-                   to="referee+pure-skill-2@example.org")  # fmt: skip
+    # by the token in the reply address the game's mail to her carries in Reply-To
+    outcome = send(engine, clock, ALICE, "bid 5", game=2, subject="my bid")
     assert outcome.code == "move" and outcome.game_id == 2
-    # no tag and two games: refused, with the tags to use
-    sent = last_id(engine)
-    assert send(engine, clock, ALICE, "bid 6", subject="my bid").code == "refused"
-    (reply,) = mails(engine, after=sent)
-    assert "[pure-skill-1]" in reply["body"] and "[pure-skill-2]" in reply["body"]
-    # bob plays one game only: no tag needed
-    outcome = send(engine, clock, BOB, "bid 6", subject="my bid")
+    receipt = mails(engine, ALICE)[-1]
+    assert receipt["subject"] == f"Re: {engine.table(2).tag(0)} my bid"
+    assert str(receipt["message"]["Reply-To"]) == seat_address(engine, ALICE, 2)
+    # or by the token in the subject tag alone, sent to the plain address
+    token = engine.table(1).seats[0]["token"]
+    outcome = write(engine, clock, ALICE, "bid 6", subject=f"Re: [pure-skill-1 {token}] my bid")
     assert outcome.code == "move" and outcome.game_id == 1
+    assert engine.store.final_moves(1, 1)[0]["move"] == "bid 6"
+    assert engine.store.final_moves(2, 1)[0]["move"] == "bid 5"
+    # the old per-game plus-address and the bare game tag prove nothing: refused,
+    # and alice is told how to reply instead (one such notice an hour at most)
+    for number, (to, subject) in enumerate((("referee+pure-skill-2@example.org", "my bid"),
+                                            ("referee@example.org", "Re: [pure-skill-2] my bid"))):  # fmt: skip
+        clock.advance(minutes=61)
+        before, sent = (snapshot(engine, 1), snapshot(engine, 2)), last_id(engine)
+        outcome = write(engine, clock, ALICE, "bid 7", to=to, subject=subject,
+                        message_id=f"<old-{number}@example.net>")  # fmt: skip
+        assert outcome.code == "refused"
+        assert (snapshot(engine, 1), snapshot(engine, 2)) == before
+        notice = assert_notice_only(engine, sent, ALICE, f"<old-{number}@example.net>")
+        assert "private reply address" in notice["body"]
+        assert "[pure-skill-" not in notice["subject"]  # two games: the notice names none
+    sent = last_id(engine)
+    assert write(engine, clock, ALICE, "bid 7", subject="my bid").code == "refused"
+    assert last_id(engine) == sent  # within the hour: no second notice
+    # bob plays one game only, but his From alone is no proof either
+    sent = last_id(engine)
+    outcome = write(engine, clock, BOB, "bid 6", subject="my bid", message_id="<bob@example.net>")
+    assert outcome.code == "refused" and engine.store.final_moves(1, 1).get(1) is None
+    notice = assert_notice_only(engine, sent, BOB, "<bob@example.net>")
+    # the notice is a mail to his seat: replying to it sends his next move home
+    assert notice["subject"].startswith(engine.table(1).tag(1))
+    assert str(notice["message"]["Reply-To"]) == seat_address(engine, BOB)
 
 
 def test_a_players_address_matches_whatever_its_case(engine, clock):
     engine.new_game("pure-skill", PLAYERS)
-    assert send(engine, clock, "Alice Liddell <ALICE@Example.ORG>", "bid 5").code == "move"
+    outcome = write(engine, clock, "Alice Liddell <ALICE@Example.ORG>", "bid 5",
+                    to=seat_address(engine, ALICE).upper())  # fmt: skip
+    assert outcome.code == "move"
     assert mails(engine)[-1]["recipients"] == [ALICE]

@@ -1,10 +1,12 @@
 """The mail corpus in tests/fixtures/mail: what real clients send in reply to
-a prompt, and automatic mail that must never be answered, each read through
-``Engine.ingest`` in a fresh game and checked against expected.toml."""
+a prompt, a forgery in a player's name, and automatic mail that must never be
+answered, each read through ``Engine.ingest`` in a fresh game and checked
+against expected.toml."""
 
 from __future__ import annotations
 
 import email
+import email.utils
 import tomllib
 from datetime import timedelta
 from email import policy
@@ -14,9 +16,13 @@ from typing import Any
 
 import pytest
 
-from conftest import PLAYERS, START
+from conftest import PLAYERS, START, FakeClock, body_of, seat_address
+from referee.config import Config
 from referee.engine import Engine
+from referee.mail.parse import parse
+from referee.mail.tokens import seat_token, token_address, tokens_named
 from referee.rules.pure_skill import card_name
+from referee.store import Store
 from referee.timeutil import iso
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "mail"
@@ -24,6 +30,17 @@ EXPECTED: dict[str, dict[str, Any]] = tomllib.loads(
     (FIXTURES / "expected.toml").read_text(encoding="utf-8")
 )
 ROUND_1_DEADLINE = START + timedelta(days=3)  # the default deadline
+SECRET_KEY = b"fixture-secret"  # the fixtures' reply tokens were made with it
+REFEREE = "referee@example.org"
+
+
+@pytest.fixture
+def engine(tmp_path, clock: FakeClock) -> Engine:
+    """A referee whose secret key is fixed, so each seat's reply token in game 1
+    is the one the fixtures were written with (see expected.toml)."""
+    config = Config(address=REFEREE, database=tmp_path / "games.db", secret_key=SECRET_KEY,
+                    reminder=None, outage_gap=None)  # fmt: skip
+    return Engine(Store(config.database), config, clock)
 
 
 def fixture_names() -> list[str]:
@@ -65,18 +82,49 @@ def test_every_fixture_has_an_expectation_and_every_expectation_a_fixture():
     assert sorted(EXPECTED.keys() - names) == [], "entries in expected.toml without a fixture"
 
 
+def test_the_tokens_in_expected_toml_are_the_seats_tokens():
+    header = (FIXTURES / "expected.toml").read_text(encoding="utf-8").split("\n\n[", 1)[0]
+    for seat in range(3):
+        assert f"seat {seat} " in header and seat_token(SECRET_KEY, 1, seat) in header
+
+
 @pytest.mark.parametrize("name", fixture_names())
 def test_expectations_are_complete(name):
     spec = EXPECTED[name]
-    assert spec["outcome"] in ("move", "ignored")
+    assert spec["outcome"] in ("move", "refused", "ignored")
     assert isinstance(spec.get("note"), str) and spec["note"].strip()
     if spec["outcome"] == "move":
-        assert spec["replies"] == 1
+        assert spec["replies"] == 1 and spec.get("notices", 0) == 0
         assert 0 <= spec["seat"] < 3 and 1 <= spec["card"] <= 13
         assert START < spec["received"] < ROUND_1_DEADLINE
+    elif spec["outcome"] == "refused":
+        assert spec["replies"] == 0 and spec["notices"] == 1
+        assert 0 <= spec["seat"] < 3
+        assert not {"card", "received"} & spec.keys()
     else:
-        assert spec["replies"] == 0
+        assert spec["replies"] == 0 and spec.get("notices", 0) == 0
         assert not {"seat", "card", "received"} & spec.keys()
+
+
+@pytest.mark.parametrize("name", [name for name in fixture_names()
+                                  if EXPECTED.get(name, {}).get("outcome") in ("move", "refused")])
+def test_a_reply_names_the_repliers_own_token_and_a_forgery_none(name):
+    """What a mail client does with the prompt: reply to its Reply-To, and keep
+    its subject tag.  A forger has neither."""
+    spec = EXPECTED[name]
+    raw = (FIXTURES / name).read_bytes()
+    named = tokens_named(parse(raw, START), REFEREE)
+    if spec["outcome"] == "refused":
+        assert named == []
+        return
+    message = read(raw)
+    token = seat_token(SECRET_KEY, 1, spec["seat"])
+    assert named == [token]
+    to = [address.lower() for _, address in email.utils.getaddresses([str(message["To"])])]
+    assert to == [token_address(REFEREE, token)]
+    assert one_line(message["Delivered-To"]) == token_address(REFEREE, token)
+    if "[pure-skill-1" in one_line(message["Subject"]):
+        assert f"[pure-skill-1 {token}]" in one_line(message["Subject"])
 
 
 @pytest.mark.parametrize("name", fixture_names())
@@ -105,12 +153,26 @@ def test_fixture_through_ingest(name, engine):
 
     assert outcome.code == spec["outcome"], str(outcome)
     after = snapshot(engine, game_id)
-    replies = [row for row in engine.store.outbox(None)
-               if one_line(read(row["raw"])["In-Reply-To"]) == message_id]  # fmt: skip
+    queued = [row for row in engine.store.outbox(None) if row["id"] not in before["outbox"]]
+    replies = [row for row in queued if one_line(read(row["raw"])["In-Reply-To"]) == message_id]
+    notices = [row for row in queued if row not in replies]
     assert len(replies) == spec["replies"]
+    assert len(notices) == spec.get("notices", 0)
 
     if spec["outcome"] == "ignored":
         assert after == before, "ignored mail must change nothing and queue nothing"
+        return
+
+    if spec["outcome"] == "refused":
+        unchanged = ("game", "seats", "phases", "moves")
+        assert {k: after[k] for k in unchanged} == {k: before[k] for k in unchanged}
+        (notice,) = notices
+        assert notice["recipients"] == [players[spec["seat"]]]  # never the From's Reply-To
+        headers = read(notice["raw"])
+        assert message_id not in one_line(headers["References"])
+        assert "not accepted" in notice["subject"]
+        # a mail to the seat: replying to it sends the player's next mail home
+        assert one_line(headers["Reply-To"]) == seat_address(engine, players[spec["seat"]])
         return
 
     assert outcome.game_id == game_id
@@ -123,8 +185,10 @@ def test_fixture_through_ingest(name, engine):
     assert move["message_key"] == message_id
     assert move["received_at"] == iso(spec["received"])
     assert replies[0]["recipients"] == [players[spec["seat"]]]
+    assert f"[pure-skill-1 {seat_token(SECRET_KEY, 1, spec['seat'])}]" in replies[0]["subject"]
+    assert f"bid {card_name(spec['card'])}." in body_of(replies[0]["raw"])  # the receipt
     assert {k: after[k] for k in ("game", "seats")} == {k: before[k] for k in ("game", "seats")}
-    assert len(after["outbox"]) == len(before["outbox"]) + 1  # the receipt, nothing else
+    assert len(after["outbox"]) == len(before["outbox"]) + 1  # the reply, nothing else
 
 
 def test_a_list_copy_read_first_does_not_swallow_the_players_own_copy(engine):
@@ -135,9 +199,10 @@ def test_a_list_copy_read_first_does_not_swallow_the_players_own_copy(engine):
     sender = email.utils.parseaddr(str(message["From"]))[1]
     engine.new_game("pure-skill", [sender] + [p for p in PLAYERS if p != sender][:2])
     assert engine.ingest(list_copy).code == "ignored"
+    # her direct copy goes to her private reply address (here she holds seat 0)
     direct = (f"Received: from client by mx.example.org; {message['Date']}\r\n"
-              f"From: {sender}\r\nTo: referee@example.org\r\n"
-              f"Subject: Re: [pure-skill-1] Round 1 of 13\r\n"
+              f"From: {sender}\r\nTo: {seat_address(engine, sender)}\r\n"
+              f"Subject: Re: {engine.table(1).tag(0)} Round 1 of 13\r\n"
               f"Message-ID: {message['Message-ID']}\r\n\r\nbid 7\r\n").encode()  # fmt: skip
     assert engine.ingest(direct).code == "move"
     assert engine.ingest(direct).code == "duplicate"  # the direct copy itself only once

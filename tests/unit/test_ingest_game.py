@@ -6,15 +6,17 @@ for its deadline (driven by the fake clock) and carol gets a random bid.
 
 from __future__ import annotations
 
+import email
 import hashlib
 import random
 import re
 from datetime import timedelta
+from email import policy
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import PLAYERS, FakeClock, body_of, make_mail
+from conftest import PLAYERS, FakeClock, body_of, make_mail, reply
 from referee.config import Config
 from referee.engine import Engine
 from referee.record import PhaseRecord, replay
@@ -29,10 +31,11 @@ _ROUND = re.compile(r"\bRound (\d+) of 13\b")
 
 def mails(engine: Engine, to: str | None = None) -> list[dict]:
     return [
-        {**row, "body": body_of(row["raw"])}
+        {**row, "body": body_of(row["raw"]),
+         "reply_to": str(email.message_from_bytes(row["raw"], policy=policy.default)["Reply-To"])}
         for row in engine.store.outbox()
         if to is None or row["recipients"] == [to]
-    ]
+    ]  # fmt: skip
 
 
 def hand_in(body: str) -> list[int]:
@@ -94,8 +97,10 @@ def test_a_whole_game_with_a_silent_player(engine, clock, config):
             seat = PLAYERS.index(address)
             assert hand == sorted(engine.table(game).state.hands[seat])
             clock.advance(hours=2)
+            # as a mail client replies: to the prompt's Reply-To, "Re:" its subject
             mail = make_mail(address, f"bid {card_name(choose.choice(hand))}",
-                             subject=f"Re: {prompt['subject']}", received=clock())
+                             to=prompt["reply_to"], subject=f"Re: {prompt['subject']}",
+                             received=clock())  # fmt: skip
             assert engine.ingest(mail).code == "move"
         assert engine.status(game)["phase"]["waiting_for"] == [CAROL]
         assert engine.tick() == []  # carol still has time
@@ -160,16 +165,21 @@ def test_a_whole_game_with_a_silent_player(engine, clock, config):
         assert winner is None
 
 
-def _rendered(engine: Engine, game: int) -> dict[int, tuple[str, str]]:
+def _rendered(engine: Engine, game: int) -> dict[int, dict[int, tuple[str, str]]]:
+    """Each round's result as each seat's copy shows it (the copies differ
+    only in the seat's own subject tag, which carries its reply token)."""
     table = engine.table(game)
     kind = table.row["kind"]
-    return {
-        step.number: engine.composer.render(
-            f"{kind}/round",
-            **{**engine._context(table), "round": engine._round_context(table, step.number)},
-        )
-        for step in table.replay.steps
-    }
+    rendered: dict[int, dict[int, tuple[str, str]]] = {}
+    for step in table.replay.steps:
+        context = {**engine.context(table), "round": engine._round_context(table, step.number)}
+        rendered[step.number] = {
+            seat: engine.composer.render(
+                f"{kind}/round", **{**context, "game": {**context["game"], "tag": table.tag(seat)}}
+            )
+            for seat in range(len(table.seats))
+        }
+    return rendered
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -198,8 +208,8 @@ def test_announcements_replay_exactly_from_seed_and_moves(tmp_path_factory, data
                 continue
             card = data.draw(st.sampled_from(sorted(state.hands[seat])), label=address)
             clock.advance(minutes=data.draw(st.integers(1, 600), label="minutes"))
-            engine.ingest(make_mail(address, f"bid {card_name(card)}", received=clock(),
-                                    subject=f"Re: [pure-skill-{game}]"))  # fmt: skip
+            engine.ingest(reply(engine, address, f"bid {card_name(card)}", game=game,
+                                received=clock(), subject=f"Re: [pure-skill-{game}]"))  # fmt: skip
             if engine.status(game)["state"] != "running":
                 break
         if engine.status(game)["state"] == "running" and engine.status(game)["phase"]["number"] == number:
@@ -208,8 +218,11 @@ def test_announcements_replay_exactly_from_seed_and_moves(tmp_path_factory, data
     rendered = _rendered(engine, game)
     assert sorted(rendered) == list(range(1, 14))
     queued = engine.store.outbox()
-    for number, (subject, body) in rendered.items():
-        copies = [m for m in queued if m["subject"] == subject]
-        humans = 3 if leaves is None or number < leaves else 2
-        assert len(copies) == humans, (number, subject)
-        assert all(body_of(m["raw"]) == body for m in copies)
+    for number, seats in rendered.items():
+        for seat, (subject, body) in seats.items():
+            copies = [m for m in queued if m["subject"] == subject]
+            # bob gets no result of the round he left in, nor of any later one
+            human = PLAYERS[seat] != BOB or leaves is None or number < leaves
+            assert len(copies) == int(human), (number, seat, subject)
+            assert all(m["recipients"] == [PLAYERS[seat]] for m in copies)
+            assert all(body_of(m["raw"]) == body for m in copies)

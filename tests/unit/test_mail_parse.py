@@ -1,5 +1,5 @@
 """Reading a received mail: when the server got it, who sent it, which
-message it is, and the player's own first line."""
+message it is, and the lines the player wrote (each one a command)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import PLAYERS, START, make_mail
-from referee.mail.commands import candidate_lines, first_own_line
+from conftest import PLAYERS, START, body_of, make_mail, seat_address
+from referee.mail.commands import Command, command_lines, first_own_line, own_lines, without_tags
 from referee.mail.parse import parse
+from referee.mail.tokens import tokens_named
 
 ALICE = PLAYERS[0]
 NOW = START + timedelta(days=1)
@@ -25,10 +26,10 @@ def mail(headers: list[tuple[str, str]], body: str = "bid 5") -> bytes:
     return ("\r\n".join(lines + ["Content-Type: text/plain; charset=utf-8", "", body]) + "\r\n").encode()
 
 
-def html_mail(html: str, *, plain: str | None = None) -> bytes:
+def html_mail(html: str, *, plain: str | None = None, to: str = "referee@example.org") -> bytes:
     message = EmailMessage()
     message["From"] = ALICE
-    message["To"] = "referee@example.org"
+    message["To"] = to
     message["Subject"] = "Re: [pure-skill-1] Round 1 of 13"
     message["Message-ID"] = "<html@example.net>"
     message["Received"] = f"from client by mx.example.org; {format_datetime(START)}"
@@ -81,11 +82,13 @@ def test_a_sender_cannot_backdate_a_bid_with_the_date_header(engine, clock):
     clock.advance(days=4)
     raw = mail([
         ("Received", f"by mx.example.org; {format_datetime(deadline + timedelta(hours=2))}"),
-        ("From", ALICE), ("Subject", "Re: [pure-skill-1]"),
+        ("From", ALICE), ("To", seat_address(engine, ALICE)), ("Subject", "Re: [pure-skill-1]"),
         ("Date", format_datetime(START)), ("Message-ID", "<backdated@example.net>"),
     ])  # fmt: skip
     assert engine.ingest(raw).code == "refused"
     assert engine.store.moves(1) == []
+    answer = engine.store.outbox()[-1]  # the reply says why: received after the deadline
+    assert answer["recipients"] == [ALICE] and "after the deadline" in body_of(answer["raw"])
 
 
 # -- who and which -----------------------------------------------------------------------------
@@ -112,16 +115,30 @@ def test_the_sender_is_the_from_address_in_lower_case():
     assert parse(raw, NOW).sender == ALICE
 
 
-def test_recipients_come_from_delivered_to_to_and_cc():
+def test_recipients_come_from_delivered_to_x_original_to_to_and_cc():
     raw = mail([
-        ("Delivered-To", "Referee+pure-skill-3@example.org"),
+        ("Delivered-To", "Referee+abcdefghijklmnop@example.org"),
+        ("X-Original-To", "referee+qrstuvwxyz234567@example.org"),
         ("To", "Someone <someone@example.net>"),
         ("Cc", "referee@example.org, bob@example.org"),
         ("From", ALICE),
     ])  # fmt: skip
     recipients = parse(raw, NOW).recipients
-    assert "referee+pure-skill-3@example.org" in recipients
+    assert "referee+abcdefghijklmnop@example.org" in recipients
+    assert "referee+qrstuvwxyz234567@example.org" in recipients
     assert {"someone@example.net", "referee@example.org", "bob@example.org"} <= set(recipients)
+
+
+def test_tokens_are_named_by_plus_addresses_and_subject_tags():
+    raw = mail([
+        ("Delivered-To", "Referee+ABCDEFGHIJKLMNOP@example.org"),
+        ("To", "referee+pure-skill-1@example.org, other+qrstuvwxyz234567@example.org"),
+        ("From", ALICE),
+        ("Subject", "Re: [pure-skill-1 mnopqrstuvwxyz23] Round 1 of 13"),
+    ])  # fmt: skip
+    # the old per-game plus-address and another mailbox's plus-address are no tokens
+    assert tokens_named(parse(raw, NOW), "referee@example.org") == [
+        "abcdefghijklmnop", "mnopqrstuvwxyz23"]
 
 
 def test_a_mail_with_broken_headers_still_parses():
@@ -144,7 +161,8 @@ def test_an_html_only_body_is_read_as_text():
 
 def test_an_html_only_bid_is_taken(engine):
     engine.new_game("pure-skill", PLAYERS)
-    assert engine.ingest(html_mail("<div dir=ltr><p>Bid queen</p></div>")).code == "move"
+    raw = html_mail("<div dir=ltr><p>Bid queen</p></div>", to=seat_address(engine, ALICE))
+    assert engine.ingest(raw).code == "move"
     assert engine.store.final_moves(1, 1)[0]["move"] == "bid Q"
 
 
@@ -184,7 +202,7 @@ def test_crlf_line_ends_are_plain_newlines():
     assert first_own_line(incoming.text) == "bid 5"
 
 
-# -- the player's own first line ---------------------------------------------------------------
+# -- the player's own lines ---------------------------------------------------------------------
 
 
 def test_the_first_own_line_skips_blank_and_quoted_lines():
@@ -212,11 +230,52 @@ def test_a_quoted_attribution_line_is_only_a_quote():
     assert first_own_line("> On Friday Bob wrote:\nbid 6\n") == "bid 6"
 
 
-def test_the_subject_is_a_candidate_without_re_and_the_tag():
+def test_every_own_line_is_read_in_order():
+    text = "Hi,\n\n> bid 3\nbid 7\n  status  \nOn Friday Bob wrote:\n> hand\nresign\n-- \nhelp\n"
+    assert own_lines(text) == ["Hi,", "bid 7", "status", "resign"]
+    assert own_lines(text, 2) == ["Hi,", "bid 7"]
+    assert first_own_line(text) == "Hi,"
+
+
+def test_the_subject_is_read_only_when_the_body_has_no_own_line():
     raw = make_mail(ALICE, "> bid 3\n", subject="Re: RE: Fwd: [pure-skill-1] bid 10")
-    assert candidate_lines(parse(raw, NOW)) == ["bid 10"]
+    assert command_lines(parse(raw, NOW)) == ["bid 10"]
+    raw = make_mail(ALICE, "", subject="Re: [pure-skill-1 abcdefghijklmnop] bid 10")
+    assert command_lines(parse(raw, NOW)) == ["bid 10"]
     raw = make_mail(ALICE, "bid 2", subject="Re: [pure-skill-1] bid 10")
-    assert candidate_lines(parse(raw, NOW)) == ["bid 2", "bid 10"]
+    assert command_lines(parse(raw, NOW)) == ["bid 2"]
+    raw = make_mail(ALICE, "Hi,\nbid 2\nstatus", subject="Re: [pure-skill-1] bid 10")
+    assert command_lines(parse(raw, NOW)) == ["Hi,", "bid 2", "status"]
+    raw = make_mail(ALICE, "> quoted only\n", subject="Re: [pure-skill-1 abcdefghijklmnop]")
+    assert command_lines(parse(raw, NOW)) == []
+
+
+def test_a_mail_is_read_no_further_than_one_line_past_the_limit():
+    from referee.mail.commands import MAX_LINES
+
+    raw = make_mail(ALICE, "\n".join(f"bid {n}" for n in range(100)))
+    assert command_lines(parse(raw, NOW)) == [f"bid {n}" for n in range(MAX_LINES + 1)]
+
+
+def test_without_tags_drops_reply_prefixes_and_game_tags():
+    assert without_tags("Re: AW: [pure-skill-1 abcdefghijklmnop] Round 1 of 13") == "Round 1 of 13"
+    assert without_tags("Fwd: [pure-skill-12]   bid  K") == "bid K"
+    assert without_tags("[pure-skill abcdefghijklmnop] Join") == "Join"
+    assert without_tags("Re: [pure-skill-1]") == ""
+
+
+@pytest.mark.parametrize(("line", "word", "argument"), [
+    ("STATUS", "status", ""),
+    ("  Help!  ", "help", ""),
+    ("join Pure-Skill", "join", "Pure-Skill"),
+    ("TIMEZONE   Europe/Berlin", "timezone", "Europe/Berlin"),
+    ("Quit.", "quit", ""),
+    ("bid 5", "", "5"),
+    ("Hi,", "", ""),
+])  # fmt: skip
+def test_a_line_is_read_as_a_command_word_and_its_argument(line, word, argument):
+    command = Command.read(line)
+    assert (command.word, command.argument, command.line) == (word, argument, line.strip())
 
 
 _words = st.text(st.characters(categories=["L", "N"]), min_size=1, max_size=8)
@@ -256,6 +315,7 @@ def test_automatic_and_list_mail_is_never_answered(headers):
 
 
 def test_mail_from_our_own_plus_address_is_ours():
+    assert _classified({}, sender="referee+abcdefghijklmnop@example.org") == "our own mail"
     assert _classified({}, sender="referee+pure-skill-1@example.org") == "our own mail"
     assert _classified({}, sender="referee.fan@example.org") is None
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from conftest import PLAYERS, make_mail
+from conftest import PLAYERS, reply
 from referee.config import MaildirSettings
 from referee.engine import Engine
 from referee.mail.source import SourceError
@@ -44,7 +44,7 @@ def test_a_bid_received_during_an_outage_after_the_deadline_counts(config, clock
     asyncio.run(runner.once())  # the referee ran once, then was down for 10 hours
     start = clock()
     clock.advance(hours=10)
-    deliver(maildir, make_mail(ALICE, "bid 7"), start + timedelta(hours=5))  # after the deadline
+    deliver(maildir, reply(engine, ALICE, "bid 7"), start + timedelta(hours=5))  # after the deadline
     report = asyncio.run(runner.once())
     assert report.received == 1 and report.done[0].startswith("extended game 1")
     assert engine.store.messages()[0]["outcome"].startswith("move")  # not refused as late

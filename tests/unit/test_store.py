@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from conftest import PLAYERS, body_of, make_mail
+from conftest import PLAYERS, body_of, reply
 from referee.engine import Engine
 from referee.store import Store
 from referee.timeutil import iso
@@ -50,14 +50,14 @@ def fail_on_template(engine: Engine, monkeypatch, template: str, check=None) -> 
 def test_a_failure_after_the_move_is_written_leaves_no_trace(engine, clock, config, monkeypatch):
     engine.new_game("pure-skill", PLAYERS)
     before = everything(config.database)
-    raw = make_mail(ALICE, "bid 7", received=clock(), message_id="<m1@example.net>")
+    raw = reply(engine, ALICE, "bid 7", received=clock(), message_id="<m1@example.net>")
 
     def the_move_is_written():
         assert [m["move"] for m in engine.store.moves(1)] == ["bid 7"]
 
-    calls = fail_on_template(engine, monkeypatch, "receipt", the_move_is_written)
+    calls = fail_on_template(engine, monkeypatch, "reply", the_move_is_written)
     assert engine.ingest(raw).code == "failed"
-    assert calls == ["receipt"]
+    assert calls == ["reply"]
     assert everything(config.database) == before
     assert engine.store.moves(1) == [] and not engine.store.seen("<m1@example.net>")
 
@@ -72,7 +72,7 @@ def test_a_failure_after_the_move_is_written_leaves_no_trace(engine, clock, conf
 def test_a_failure_queueing_the_reply_leaves_no_trace(engine, clock, config, monkeypatch):
     engine.new_game("pure-skill", PLAYERS)
     before = everything(config.database)
-    raw = make_mail(BOB, "bid 2", received=clock(), message_id="<m2@example.net>")
+    raw = reply(engine, BOB, "bid 2", received=clock(), message_id="<m2@example.net>")
 
     def queue_mail(**row):
         raise Boom("disk full")
@@ -88,10 +88,10 @@ def test_a_failure_queueing_the_reply_leaves_no_trace(engine, clock, config, mon
 def test_a_failure_while_announcing_a_resolved_round_undoes_the_last_bid(engine, clock, config,
                                                                          monkeypatch):  # fmt: skip
     engine.new_game("pure-skill", PLAYERS)
-    engine.ingest(make_mail(ALICE, "bid 7", received=clock()))
-    engine.ingest(make_mail(BOB, "bid 8", received=clock()))
+    engine.ingest(reply(engine, ALICE, "bid 7", received=clock()))
+    engine.ingest(reply(engine, BOB, "bid 8", received=clock()))
     before = everything(config.database)
-    raw = make_mail(CAROL, "bid 9", received=clock())
+    raw = reply(engine, CAROL, "bid 9", received=clock())
     fail_on_template(engine, monkeypatch, "pure-skill/round")
     assert engine.ingest(raw).code == "failed"
     assert everything(config.database) == before
@@ -136,7 +136,7 @@ def test_a_failing_resignation_changes_nothing(engine, config, monkeypatch):
 
 def test_the_record_survives_reopening_the_file(engine, clock, config):
     engine.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=5), name="Friday")
-    engine.ingest(make_mail(ALICE, "bid 7", received=clock()))
+    engine.ingest(reply(engine, ALICE, "bid 7", received=clock()))
     status = engine.status(1)
     again = Engine(Store(config.database), config, clock)
     assert again.status(1) == status
@@ -149,7 +149,7 @@ def test_moves_carry_the_message_and_the_server_receipt_time(engine, clock):
     engine.new_game("pure-skill", PLAYERS)
     received = clock() + timedelta(minutes=3)
     clock.advance(hours=1)
-    engine.ingest(make_mail(ALICE, "bid 7", received=received, message_id="<r@example.net>"))
+    engine.ingest(reply(engine, ALICE, "bid 7", received=received, message_id="<r@example.net>"))
     (move,) = engine.store.moves(1)
     assert move["message_key"] == "<r@example.net>"
     assert move["received_at"] == iso(received)
@@ -162,11 +162,11 @@ def test_a_message_that_trips_a_bug_is_kept_unanswered_and_tried_again_later(eng
                                                                             monkeypatch, caplog):  # fmt: skip
     engine.new_game("pure-skill", PLAYERS)
 
-    def broken(message):
+    def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(engine, "_take_move", broken)
-    raw = make_mail(PLAYERS[0], "bid 7", message_id="<poison@example.net>")
+    monkeypatch.setattr(engine, "take_move", broken)
+    raw = reply(engine, PLAYERS[0], "bid 7", message_id="<poison@example.net>")
     sent = len(engine.store.outbox())
     assert engine.ingest(raw).code == "failed"
     assert len(engine.store.outbox()) == sent  # a failed message is never answered
@@ -183,11 +183,11 @@ def test_a_message_that_trips_a_bug_is_kept_unanswered_and_tried_again_later(eng
 
 def test_a_reply_to_ids_with_encoded_line_breaks_stays_one_header(engine, clock):
     engine.new_game("pure-skill", PLAYERS)
-    raw = make_mail(PLAYERS[0], "hello", message_id="=?utf-8?q?<x=0D=0ABcc:_v@e>?=",
+    raw = reply(engine, PLAYERS[0], "hello", message_id="=?utf-8?q?<x=0D=0ABcc:_v@e>?=",
                     headers={"References": "=?utf-8?q?<a@b>=0D=0ABcc:_evil@example.net?="})
     assert engine.ingest(raw).code == "refused"
-    reply = engine.store.outbox()[-1]
-    headers = email.message_from_bytes(reply["raw"])
+    answer = engine.store.outbox()[-1]
+    headers = email.message_from_bytes(answer["raw"])
     assert headers.get_all("Bcc") is None
     assert "\n" not in headers["In-Reply-To"] and "\n" not in headers["References"]
 
@@ -198,14 +198,15 @@ def test_an_oversized_mail_gets_one_notice_and_changes_nothing(engine, clock, co
     engine.config = changed(config, max_message_size=2048)
     engine.new_game("pure-skill", PLAYERS)
     sent = len(engine.store.outbox())
-    raw = make_mail(PLAYERS[0], "bid 7\n" + "a photo " * 1000, message_id="<big@example.net>")
+    raw = reply(engine, PLAYERS[0], "bid 7\n" + "a photo " * 1000, message_id="<big@example.net>")
     outcome = engine.ingest(raw)
-    assert outcome.code == "refused" and "KB" in outcome.detail
+    assert outcome.code == "refused" and "too large" in outcome.detail
     assert engine.store.moves(1) == []
     (notice,) = engine.store.outbox()[sent:]
-    assert notice["recipients"] == [PLAYERS[0]] and "plain-text" in body_of(notice["raw"])
+    assert notice["recipients"] == [PLAYERS[0]]
+    assert "plain-text" in body_of(notice["raw"]) and "KB" in body_of(notice["raw"])
     (row,) = [m for m in engine.store.messages() if m["key"] == "<big@example.net>"]
     assert len(row["raw"]) < 1024  # the headers only: the whole mail stays on the server
-    auto = make_mail(PLAYERS[0], "x" * 5000, headers={"Auto-Submitted": "auto-replied"})
+    auto = reply(engine, PLAYERS[0], "x" * 5000, headers={"Auto-Submitted": "auto-replied"})
     assert engine.ingest(auto).code == "ignored"  # and automatic mail still gets silence
     assert len(engine.store.outbox()) == sent + 1

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from conftest import PLAYERS, body_of, make_mail
+from conftest import PLAYERS, body_of, reply
 from referee.engine import Engine
 from referee.store import Store
 from referee.timeutil import from_iso, iso
@@ -38,7 +38,7 @@ def mails_to(engine, address: str, template_word: str) -> list[str]:
 
 def test_one_reminder_a_day_before_to_those_who_have_not_moved(timed, clock):
     timed.new_game("pure-skill", PLAYERS)
-    timed.ingest(make_mail(ALICE, "bid 7", received=clock.advance(hours=1)))
+    timed.ingest(reply(timed, ALICE, "bid 7", received=clock.advance(hours=1)))
     said = cron(timed, clock, hours=70)
     assert said == ["reminded 2 player(s) in game 1 Round 1 of 13"]
     assert mails_to(timed, ALICE, "reminder") == []
@@ -59,7 +59,7 @@ def test_a_deadline_slept_through_is_extended_not_filled_at_random(timed, clock)
     late_but_in_time = from_iso(deadline) - timedelta(hours=1)
     clock.advance(days=4)
     # Alice's bid reached the server before the deadline; the referee reads it now.
-    assert timed.ingest(make_mail(ALICE, "bid 7", received=late_but_in_time)).code == "move"
+    assert timed.ingest(reply(timed, ALICE, "bid 7", received=late_but_in_time)).code == "move"
     said = timed.tick()
     assert len(said) == 1 and said[0].startswith("extended game 1 Round 1 of 13")
     status = timed.status(1)
@@ -71,7 +71,7 @@ def test_a_deadline_slept_through_is_extended_not_filled_at_random(timed, clock)
     (notice,) = mails_to(timed, BOB, "deadline extended")
     assert "was not running" in notice and status["phase"]["deadline"][:10] in notice
     # A bid after the old deadline but before the new one counts.
-    assert timed.ingest(make_mail(BOB, "bid 8", received=clock.advance(hours=1))).code == "move"
+    assert timed.ingest(reply(timed, BOB, "bid 8", received=clock.advance(hours=1))).code == "move"
     assert cron(timed, clock, hours=24) == ["resolved game 1 Round 1 of 13"]
     assert [m["source"] for m in timed.store.moves(1, 1)] == ["mail", "mail", "random"]
 

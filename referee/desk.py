@@ -1,0 +1,410 @@
+"""The referee's desk: one incoming message -> who sent it -> each command
+carried out -> one answer.
+
+A pipeline in Mailman's manner, each step one small method:
+
+1. a bounce of the referee's own mail is recorded against the player;
+2. mail that must never be answered (auto-replies, lists, ourselves) is dropped;
+3. mail too large to read gets one notice;
+4. the sender is identified by reply token and From (``referee.mail.tokens``);
+   a seat's From without its token, or its token with another From, changes
+   nothing, and the seat's real address is told;
+5. each line is one command (or one move), carried out in order;
+6. one reply says, line by line, what was done (at most ``replies_per_hour``
+   answers per address; beyond that the referee acts but stays silent).
+
+Game changes go through the Engine; this module only reads and answers.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from referee.mail.bounces import delivery_failures
+from referee.mail.classify import never_answer
+from referee.mail.commands import MAX_LINES, Command, command_lines, without_tags
+from referee.mail.dkim import dkim_passed
+from referee.mail.parse import Incoming, one_line
+from referee.mail.tokens import signup_token, tagged, token_address, tokens_named
+from referee.rules import GAMES, MoveError
+from referee.timeutil import iso
+
+if TYPE_CHECKING:
+    from referee.engine import Engine, Table
+
+log = logging.getLogger("referee")
+
+_PUBLIC = {"help", "list", "join", "quit", "end"}  # need no reply token
+_MOVE_CODES = ("move", "replaced", "superseded")
+_MAX_NOT_UNDERSTOOD = 5  # then the rest of the mail is not read
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of an ingested message."""
+
+    code: str  # move, replaced, superseded, done, refused, bounce, ignored, duplicate, failed
+    detail: str
+    game_id: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.detail}"
+
+
+class Refusal(Exception):
+    """A command that changes nothing; the player is told ``reason``.  With
+    ``legal``, the answer lists the moves the seat can make now."""
+
+    def __init__(self, reason: str, legal: bool = False):
+        super().__init__(reason)
+        self.reason, self.legal = reason, legal
+
+
+@dataclass(frozen=True)
+class Sender:
+    """Who a message is from, as far as its reply token and From prove."""
+
+    address: str  # the From address
+    game_id: int | None = None  # a running game whose seat token (with this From) it named
+    seat: int | None = None
+    signed: frozenset[str] = frozenset()  # kinds whose sign-up token (with this From) it named
+    ended: int | None = None  # a finished game whose seat token it named
+
+    @property
+    def authenticated(self) -> bool:
+        return self.game_id is not None or bool(self.signed)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one line did, for the reply: ``templates/mail/answers/<part>``."""
+
+    line: str
+    part: str
+    context: dict[str, Any]
+    code: str  # a move's code, "done", or "refused"
+
+
+class Desk:
+    """Handles one message; made afresh for each."""
+
+    def __init__(self, engine: Engine, message: Incoming):
+        self.engine = engine
+        self.store = engine.store
+        self.config = engine.config
+        self.message = message
+
+    def handle(self) -> Outcome:
+        message = self.message
+        bounce = self._bounce(message)
+        if bounce:
+            return bounce
+        why = never_answer(message, self.config.address)
+        if why:
+            return Outcome("ignored", why)
+        if message.oversized:
+            limit = self.config.max_message_size // 1024
+            reason = (f"Your mail is {len(message.raw) // 1024} KB; the referee reads mail of up to "
+                      f"{limit} KB (an attachment, perhaps?). Please send your move again as a "
+                      "short plain-text reply.")  # fmt: skip
+            self._reply(message, Sender(message.sender), [self._error("", reason)], notice=True)
+            return Outcome("refused", "too large to read")
+        lines = command_lines(message)
+        sender = self._identify(message, lines)
+        if isinstance(sender, Outcome):
+            return sender
+        answers = self._run_all(sender, lines)
+        self._reply(message, sender, answers)
+        if any(answer.code in _MOVE_CODES for answer in answers):
+            self.engine.settle(sender.game_id)  # a mail that moved nothing changes nothing
+        return self._outcome(sender, answers)
+
+    # -- 1. bounces ----------------------------------------------------------
+
+    def _bounce(self, message: Incoming) -> Outcome | None:
+        """A delivery failure report about a mail the referee sent: record it
+        against the address it could not reach (``status`` shows it)."""
+        recorded = []
+        for failure in delivery_failures(message):
+            sent = failure.message_id and self.store.sent_by_id(failure.message_id)
+            if not sent or failure.address not in sent["recipients"]:
+                continue  # not about our mail: an ordinary bounce, ignored below
+            self.store.add_bounce(address=failure.address, game_id=sent["game_id"],
+                                  message_id=failure.message_id, status=failure.status,
+                                  diagnostic=failure.diagnostic, at=iso(message.received_at))  # fmt: skip
+            recorded.append((failure, sent["game_id"]))
+            log.warning("mail to %s bounced: %s %s", failure.address, failure.status,
+                        failure.diagnostic)  # fmt: skip
+        if not recorded:
+            return None
+        failure, game_id = recorded[0]
+        return Outcome("bounce", f"mail to {failure.address} failed ({failure.status})", game_id)
+
+    # -- 4. who is it? -------------------------------------------------------
+
+    def _identify(self, message: Incoming, lines: list[str]) -> Sender | Outcome:
+        """The sender, proven by a reply token and the From address; or, for a
+        mail that must not count, the Outcome after telling the seat's owner."""
+        tokens = tokens_named(message, self.config.address)
+        ended = None
+        for token in tokens:
+            seat = self.store.seat_by_token(token)
+            if seat is None or seat["address"] is None:
+                continue
+            if message.sender != seat["address"] and not self.config.accept_token_alone:
+                return self._forged_token(message, seat, "token")
+            authserv = self.config.dkim_authserv_id
+            if authserv and not dkim_passed(message, authserv):
+                return self._forged_token(message, seat, "dkim")
+            game = self.store.game(seat["game_id"])
+            if game["state"] != "running":
+                ended = game["id"]
+                continue
+            return Sender(seat["address"], game["id"], seat["seat"])
+        key = self.engine.key
+        signed = frozenset(k for k in GAMES if signup_token(key, k, message.sender) in tokens)
+        if signed or ended is not None:
+            return Sender(message.sender, signed=signed, ended=ended)
+        needs_seat = any(Command.read(line).word not in _PUBLIC for line in lines)
+        playing = self.store.games_of(message.sender)
+        if needs_seat and playing:
+            # A player's From, but no proof: perhaps forged, perhaps a fresh mail
+            # instead of a reply.  Either way the player (the From) is told how.
+            table = self.engine.table(playing[0]["id"]) if len(playing) == 1 else None
+            seat = table.seat_of(message.sender) if table else None
+            return self._forged(message, message.sender, table, seat, "no token")
+        return Sender(message.sender)
+
+    def _forged_token(self, message: Incoming, seat: dict[str, Any], problem: str) -> Outcome:
+        table = self.engine.table(seat["game_id"])
+        return self._forged(message, seat["address"], table, seat["seat"], problem)
+
+    def _forged(self, message: Incoming, owner: str, table: Table | None, seat: int | None,
+                problem: str) -> Outcome:  # fmt: skip
+        """A mail that claims a seat without proving it: nothing changes, and
+        the seat's real address (never the message's Reply-To) is told."""
+        context = {**(self.engine.context(table, seat) if table else {"game": None, "phase": None}),
+                   "problem": problem, "sender": message.sender, "owner": owner,
+                   "their_subject": message.subject, "received": message.received_at,
+                   "referee": self.config.address}  # fmt: skip
+        # One such notice an hour is enough to warn, and a forger cannot use
+        # them to flood the player or use up the player's own replies.
+        if table is not None:
+            self.engine.send(table, seat, "forged", context, answers=message.key, notice=True)
+        else:
+            self.engine.mail(None, owner, "forged", context, answers=message.key, notice=True)
+        log.warning("message %s claims %s's seat without proof (%s); nothing changed",
+                    message.key, owner, problem)  # fmt: skip
+        detail = {"token": "a reply token used from another address",
+                  "dkim": "no passing DKIM signature of the sender's domain",
+                  "no token": "no valid reply token"}[problem]  # fmt: skip
+        return Outcome("refused", f"{detail}; {owner} was told", table.id if table else None)
+
+    # -- 5. the commands ---------------------------------------------------
+
+    def _run_all(self, sender: Sender, lines: list[str]) -> list[Answer]:
+        answers: list[Answer] = []
+        for line in lines[:MAX_LINES]:
+            command = Command.read(line)
+            if command.word in ("quit", "end"):
+                answers.append(Answer(line, "stop", {}, "done"))
+                return answers
+            answers.append(self._run(sender, command))
+            if sum(a.code == "refused" for a in answers) >= _MAX_NOT_UNDERSTOOD:
+                answers.append(Answer("...", "stop", {"errors": True}, "refused"))
+                return answers
+        if len(lines) > MAX_LINES:
+            answers.append(Answer("...", "stop", {"lines": MAX_LINES}, "refused"))
+        if not answers:
+            answers.append(self._error("", "I found no command in your mail.", sender))
+        return answers
+
+    def _run(self, sender: Sender, command: Command) -> Answer:
+        handler = getattr(self, f"_do_{command.word or 'move'}")
+        try:
+            return handler(sender, command)
+        except Refusal as refusal:
+            attempt = refusal.legal and command.line.lower().startswith(self._move_word(sender))
+            return self._error(command.line, refusal.reason, sender if refusal.legal else None,
+                               attempt)  # fmt: skip
+
+    def _move_word(self, sender: Sender) -> str:
+        return self.engine.table(sender.game_id).rules.move_word if sender.game_id else "\0"
+
+    def _error(self, line: str, reason: str, sender: Sender | None = None,
+               attempt: bool = True) -> Answer:  # fmt: skip
+        """An answer that quotes the line, says why, and lists what is legal
+        now (for a line that is no attempt at a move, such as "Hi,", only
+        when the mail made no move, and once)."""
+        context: dict[str, Any] = {"reason": reason, "legal": [], "more_legal": False,
+                                   "attempt": attempt}  # fmt: skip
+        if sender is not None and sender.game_id is not None:
+            table = self.engine.table(sender.game_id)
+            phase = table.open_phase
+            if phase and sender.seat in phase["movers"] and table.human(sender.seat):
+                context.update(self.engine.legal(table, sender.seat))
+            context["game"] = self.engine.context(table)["game"]
+        return Answer(line, "error", context, "refused")
+
+    def _seat(self, sender: Sender, command: Command) -> Table:
+        """The game a seat's command is about; refused when the mail proves no seat."""
+        if sender.game_id is None:
+            if sender.ended is not None:
+                raise Refusal(f"Game {sender.ended} has ended; its mails no longer take commands.")
+            if not command.word:
+                raise Refusal(f"\"{command.line[:40]}\" is not a command I know. Send HELP for "
+                              "the list of commands.")  # fmt: skip
+            raise Refusal(f"{command.word.upper()} is about a game you play: reply to one of "
+                          "the game's mails to you (its reply address names your seat).")  # fmt: skip
+        table = self.engine.table(sender.game_id)
+        if table.row["state"] != "running":
+            raise Refusal(f"Game {table.id} has ended.")
+        if not table.human(sender.seat):
+            raise Refusal(f"You left game {table.id}; a random bot plays your seat now.")
+        return table
+
+    def _do_move(self, sender: Sender, command: Command) -> Answer:
+        table = self._seat(sender, command)
+        try:
+            move = table.rules.parse_move(table.state, sender.seat, command.line)
+        except MoveError as error:
+            if not command.line.lower().startswith(table.rules.move_word):
+                raise Refusal(f"\"{command.line[:40]}\" is neither a command nor a move; "
+                              "HELP lists the commands.", legal=True) from None  # fmt: skip
+            raise Refusal(str(error), legal=True) from None
+        code, context = self.engine.take_move(table, sender.seat, move, self.message)
+        return Answer(command.line, "move", context, code)
+
+    def _do_status(self, sender: Sender, command: Command) -> Answer:
+        table = self._seat(sender, command)
+        phase = table.open_phase
+        context = self.engine.context(table, sender.seat)
+        moved = [] if phase is None else [table.label(s) for s in phase["movers"]
+                                          if s not in self.engine.waiting_for(table, phase)]  # fmt: skip
+        waiting = [] if phase is None else [table.label(s) for s in self.engine.waiting_for(table, phase)]
+        context.update(moved=moved, waiting=waiting, timezone=self.store.timezone(sender.address))
+        return Answer(command.line, "status", context, "done")
+
+    def _do_hand(self, sender: Sender, command: Command) -> Answer:
+        table = self._seat(sender, command)
+        return Answer(command.line, "hand", self.engine.context(table, sender.seat), "done")
+
+    def _do_resign(self, sender: Sender, command: Command) -> Answer:
+        table = self._seat(sender, command)
+        self.engine.resign_seat(table, sender.seat, confirm=False)
+        return Answer(command.line, "resign", self.engine.context(table), "done")
+
+    def _do_help(self, sender: Sender, command: Command) -> Answer:
+        table = self.engine.table(sender.game_id) if sender.game_id is not None else None
+        context = {"game": self.engine.context(table)["game"] if table else None,
+                   "kinds": [{"kind": k, "title": g.title, "seats": g.seat_range}
+                             for k, g in GAMES.items()]}  # fmt: skip
+        return Answer(command.line, "help", context, "done")
+
+    def _do_list(self, sender: Sender, command: Command) -> Answer:
+        return Answer(command.line, "list", self.engine.listing(), "done")
+
+    def _do_join(self, sender: Sender, command: Command) -> Answer:
+        kind = command.argument.lower() or (next(iter(sender.signed)) if len(sender.signed) == 1 else "")
+        if kind not in GAMES:
+            known = ", ".join(GAMES)
+            raise Refusal(f"JOIN needs the kind of game, one of: {known}; for example, JOIN {next(iter(GAMES))}."
+                          if not kind else f"There is no game called \"{kind[:30]}\"; the games are: {known}.")  # fmt: skip
+        if kind not in sender.signed:
+            token = signup_token(self.engine.key, kind, sender.address)
+            context = {"kind": kind, "title": GAMES[kind].title, "tag": tagged(f"[{kind}]", token), "game": None,
+                       "referee": self.config.address}  # fmt: skip
+            sent = self.engine.mail(None, sender.address, "join-confirm", context,
+                                    reply_to=token_address(self.config.address, token),
+                                    answers=self.message.key)  # fmt: skip
+            if not sent:
+                raise Refusal("The referee has sent you too many mails this hour to send a "
+                              "confirmation now; please send JOIN again in an hour.")  # fmt: skip
+            return Answer(command.line, "join", {"confirm": True, "title": GAMES[kind].title}, "done")
+        game_id, started = self.engine.join(kind, sender.address)
+        context = {"confirm": False, "title": GAMES[kind].title, "game_id": game_id,
+                   "started": started, "signup": self.engine.listing(game_id)}  # fmt: skip
+        return Answer(command.line, "join", context, "done")
+
+    def _do_leave(self, sender: Sender, command: Command) -> Answer:
+        if sender.game_id is not None:
+            raise Refusal(f"Game {sender.game_id} has begun; to leave it, send RESIGN "
+                          "(a random bot then plays your seat).")  # fmt: skip
+        kinds = [k for k in sender.signed if self.engine.signed_up(k, sender.address)]
+        if not kinds:
+            raise Refusal("You are not signed up for a game that has yet to begin. (To leave, "
+                          "reply to the mail that confirmed your sign-up.)")  # fmt: skip
+        for kind in kinds:
+            self.engine.leave(kind, sender.address)
+        return Answer(command.line, "leave", {"titles": [GAMES[k].title for k in kinds]}, "done")
+
+    def _do_timezone(self, sender: Sender, command: Command) -> Answer:
+        if not sender.authenticated:
+            raise Refusal("TIMEZONE works in a reply to one of the referee's mails to you "
+                          "(its reply address shows it is you).")  # fmt: skip
+        zone = command.argument.strip()
+        if zone.upper() in ("UTC", "GMT", "NONE", "OFF"):
+            self.store.set_timezone(sender.address, None)
+            return Answer(command.line, "timezone", {"zone": None}, "done")
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: "Europe" is a folder
+            raise Refusal(f"\"{zone[:40]}\" is not a time zone I know. Use an Area/City name "
+                          "such as Europe/Berlin or America/New_York, or UTC.") from None  # fmt: skip
+        self.store.set_timezone(sender.address, zone)
+        return Answer(command.line, "timezone", {"zone": zone}, "done")
+
+    # -- 6. the answer ---------------------------------------------------------
+
+    def _reply(self, message: Incoming, sender: Sender, answers: list[Answer],
+               notice: bool = False) -> None:  # fmt: skip
+        """One mail that answers the message line by line.  A ``notice`` (to an
+        address the message did not prove) goes out at most once an hour."""
+        table = self.engine.table(sender.game_id) if sender.game_id is not None else None
+        texts = [{"line": a.line, "text": self._render(a)} for a in self._trim_legal(answers)]
+        context = {"answers": texts, "subject": self._subject(message, table, sender),
+                   "game": self.engine.context(table)["game"] if table else None,
+                   "referee": self.config.address}  # fmt: skip
+        headers = {"in_reply_to": message.message_id, "answers": message.key, "notice": notice,
+                   "references": one_line(str(message.headers.get("References", "") or "")) or None}
+        if table is not None:
+            self.engine.send(table, sender.seat, "reply", context, **headers)
+        else:
+            self.engine.mail(None, sender.address, "reply", context, **headers)
+
+    def _render(self, answer: Answer) -> str:
+        timezone = self.store.timezone(self.message.sender)
+        return self.engine.composer.part(answer.part, **{"referee": self.config.address,
+                                                         "timezone": timezone, **answer.context})  # fmt: skip
+
+    @staticmethod
+    def _trim_legal(answers: list[Answer]) -> list[Answer]:
+        """List the legal moves under a line that tried a move, and under the
+        first other line not understood when the mail made no move: a "Hi,"
+        above a good move needs no list of moves."""
+        moved = any(a.code in _MOVE_CODES for a in answers)
+        trimmed, shown = [], False
+        for answer in answers:
+            context = answer.context
+            if answer.part == "error" and context["legal"] and not context["attempt"]:
+                if moved or shown:
+                    answer = Answer(answer.line, "error", {**context, "legal": []}, answer.code)
+                shown = True
+            trimmed.append(answer)
+        return trimmed
+
+    def _subject(self, message: Incoming, table: Table | None, sender: Sender) -> str:
+        """"Re: " and their subject, with the seat's own tag (and token) in front."""
+        said = without_tags(message.subject) or "your mail to the referee"
+        return f"Re: {table.tag(sender.seat)} {said}" if table else f"Re: {said}"
+
+    def _outcome(self, sender: Sender, answers: list[Answer]) -> Outcome:
+        moves = [a for a in answers if a.code in _MOVE_CODES]
+        done = [a for a in answers if a.code != "refused"]
+        summary = "; ".join(f"{a.line[:30]}: {a.code}" for a in answers)
+        code = moves[-1].code if moves else "done" if done else "refused"
+        return Outcome(code, summary, sender.game_id)
+

@@ -1,0 +1,75 @@
+"""Delivery status notifications (RFC 3464): which of our mails failed, to whom.
+
+A bounce is never answered (``classify``); this module only reads it, so
+the referee can record that a player's address did not take its mail.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from email import message_from_bytes, policy
+from email.message import Message
+
+from referee.mail.parse import Incoming, one_line
+
+_MAX_PARTS = 20  # a report has three parts; a hostile one gets no more attention than that
+
+
+@dataclass(frozen=True)
+class Failure:
+    address: str  # the recipient that could not be reached, lower case
+    status: str  # "5.2.2"
+    diagnostic: str  # the remote server's words
+    message_id: str | None  # the failed mail's Message-ID, from the returned headers
+
+
+def delivery_failures(message: Incoming) -> list[Failure]:
+    """The failed recipients a multipart/report delivery-status names."""
+    report = message.headers
+    if report.get_content_type() != "multipart/report" or message.oversized:
+        return []
+    status, original = None, None
+    for count, part in enumerate(report.walk()):
+        if count > _MAX_PARTS:
+            break
+        kind = part.get_content_type()
+        if kind == "message/delivery-status" and status is None:
+            status = part
+        elif kind in ("message/rfc822", "text/rfc822-headers") and original is None:
+            original = part
+    if status is None:
+        return []
+    message_id = _original_id(original)
+    failures = []
+    for fields in _field_groups(status):
+        action = fields.get("action", "").lower()
+        recipient = fields.get("final-recipient") or fields.get("original-recipient") or ""
+        address = recipient.partition(";")[2].strip().strip("<>").lower()
+        if action == "failed" and "@" in address:
+            failures.append(Failure(address, fields.get("status", ""),
+                                    fields.get("diagnostic-code", "")[:200], message_id))  # fmt: skip
+    return failures
+
+
+def _field_groups(part: Message) -> list[dict[str, str]]:
+    """The per-message and per-recipient field groups of a delivery-status part."""
+    payload = part.get_payload()
+    if isinstance(payload, list):  # the email package parses the groups as messages
+        groups = payload
+    else:
+        groups = [message_from_bytes(block.encode("utf-8", "replace"), policy=policy.default)
+                  for block in str(payload).replace("\r\n", "\n").split("\n\n")]  # fmt: skip
+    return [{k.lower(): one_line(str(v)) for k, v in g.items()} for g in groups[:_MAX_PARTS]]
+
+
+def _original_id(part: Message | None) -> str | None:
+    if part is None:
+        return None
+    payload = part.get_payload()
+    if isinstance(payload, list) and payload:  # message/rfc822: the returned message
+        headers = payload[0]
+    else:  # text/rfc822-headers
+        text = payload if isinstance(payload, str) else ""
+        headers = message_from_bytes(text.encode("utf-8", "replace"), policy=policy.default)
+    value = headers.get("Message-ID")
+    return one_line(str(value)) if value else None

@@ -1,0 +1,66 @@
+"""Reply tokens: the private addresses that authenticate a player's mail.
+
+Anyone can forge a From header, but only the player (and their mail
+provider) sees the mail the referee sent them.  So every mail to a seat
+carries a token in its Reply-To (``referee+TOKEN@example.org``) and in its
+subject tag (``[pure-skill-7 TOKEN]``): a reply names the token, and the
+referee takes a move only from a message that names the seat's token and
+comes from the seat's address.
+
+A token is an HMAC of what it stands for under the referee's secret key:
+16 lowercase base32 characters, 80 bits, so it cannot be guessed, and it
+fits in a local part and a subject.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+
+from referee.mail.parse import Incoming
+
+TOKEN_LENGTH = 16
+_TOKEN = rf"[a-z2-7]{{{TOKEN_LENGTH}}}"
+# "[pure-skill-7 TOKEN]" (a seat) or "[pure-skill TOKEN]" (a sign-up), anywhere in a subject
+_SUBJECT_TOKEN = re.compile(rf"\[[a-z][a-z0-9-]*\s+({_TOKEN})\]", re.I)
+
+
+def make_token(key: bytes, *parts: object) -> str:
+    """The token of ``parts`` (say "seat", 7, 0) under ``key``."""
+    message = "\x1f".join(str(part) for part in parts).encode()
+    digest = hmac.new(key, message, hashlib.sha256).digest()
+    return base64.b32encode(digest).decode().lower()[:TOKEN_LENGTH]
+
+
+def seat_token(key: bytes, game_id: int, seat: int) -> str:
+    """What a seat's mail carries: it authenticates moves and commands."""
+    return make_token(key, "seat", game_id, seat)
+
+
+def signup_token(key: bytes, kind: str, address: str) -> str:
+    """What a sign-up confirmation carries: it proves ``address`` reads its
+    mail, before it may JOIN or LEAVE a game of ``kind``."""
+    return make_token(key, "signup", kind, address.lower())
+
+
+def token_address(own_address: str, token: str) -> str:
+    """``referee+TOKEN@example.org``: where a player's replies go."""
+    local, _, domain = own_address.rpartition("@")
+    return f"{local}+{token}@{domain}"
+
+
+def tagged(tag: str, token: str) -> str:
+    """A subject tag with its token: ``[pure-skill-7]`` -> ``[pure-skill-7 TOKEN]``."""
+    return f"{tag[:-1]} {token}]"
+
+
+def tokens_named(message: Incoming, own_address: str) -> list[str]:
+    """Every token the message names, in its recipients' plus-addresses
+    (Delivered-To, X-Original-To, To, Cc) or its subject tags, first seen first."""
+    local, _, domain = own_address.lower().rpartition("@")
+    plus = re.compile(rf"{re.escape(local)}\+({_TOKEN})@{re.escape(domain)}")
+    found = [m[1] for r in message.recipients if (m := plus.fullmatch(r.lower()))]
+    found += [m[1].lower() for m in _SUBJECT_TOKEN.finditer(message.subject)]
+    return list(dict.fromkeys(found))
