@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import sys
 import tempfile
+import urllib.request
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,9 +20,11 @@ from referee import config as config_module
 from referee.engine import Engine, EngineError
 from referee.mail.smtp import SmtpUnreachable
 from referee.mail.source import SourceError
+from referee.record import verify
 from referee.resources import shipped
 from referee.rules import GAMES
 from referee.runner import Busy, Report, Runner, run_lock
+from referee.site.render import Site
 from referee.store import Store
 from referee.timeutil import Clock, iso, parse_duration, utc_now
 
@@ -90,6 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--deadline", type=_duration, default=timedelta(seconds=2), metavar="DURATION",
                       help="how long each round waits for the silent player (default 2s)")
 
+    render = commands.add_parser("render", help="write the public history site (only what changed)")
+    render.add_argument("--dir", type=Path, help="where (default: [referee] site_dir)")
+    render.add_argument("--force", action="store_true", help="write every page again")
+    verify = commands.add_parser("verify", help="replay a finished game from its published record")
+    verify.add_argument("record", help="a record.json file, or its http(s) address")
     resign = commands.add_parser("resign", help="a player left: a random bot takes the seat")
     resign.add_argument("game", type=int)
     resign.add_argument("address")
@@ -114,6 +122,8 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
 
             demo(args.dir or Path(tempfile.mkdtemp(prefix="referee-demo-")), args.deadline)
             return 0
+        if args.command == "verify":
+            return _verify(args)
         if args.command == "kinds":
             for game in GAMES.values():
                 print(f"{game.kind:18} {game.title} ({game.seat_range} seats)")
@@ -301,7 +311,38 @@ def _resign(engine: Engine, args) -> int:
     return 0
 
 
+def _render(engine: Engine, args) -> int:
+    folder = args.dir or engine.config.site_dir
+    if folder is None:
+        raise UsageError("say where the site goes: --dir DIR, or site_dir in [referee]")
+    report = Site(engine, folder, engine.config.templates).render(force=args.force)
+    print(f"{folder}: {report.games_rendered} game(s) written, {report.games_unchanged} unchanged, "
+          f"{len(report.written)} file(s)")  # fmt: skip
+    return 0
+
+
+def _verify(args) -> int:
+    """Exit 0 with "verified", 1 with the first phase where record and replay differ."""
+    try:
+        if args.record.startswith(("http://", "https://")):
+            with urllib.request.urlopen(args.record, timeout=30) as response:  # noqa: S310 - the user's URL
+                text = response.read().decode("utf-8")
+        else:
+            text = Path(args.record).read_text(encoding="utf-8")
+        record = json.loads(text)
+    except (OSError, ValueError) as error:
+        raise UsageError(f"cannot read {args.record}: {error}") from None
+    verdict = verify(record)
+    if verdict.ok:
+        print(verdict.message)
+        return 0
+    where = f"phase {verdict.phase}: " if verdict.phase and not verdict.message.startswith("phase") else ""
+    print(f"NOT verified: {where}{verdict.message}")
+    return 1
+
+
 COMMANDS = {
+    "render": _render,
     "new": _new,
     "status": _status,
     "ingest": _ingest,

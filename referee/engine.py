@@ -47,6 +47,7 @@ class Table:
     seats: list[Row]
     phases: list[Row]
     replay: Replay
+    counted: dict[int, dict[int, Row]]  # phase -> seat -> the move that counts (its row)
 
     @property
     def id(self) -> int:
@@ -392,13 +393,14 @@ class Engine:
         rules = get_game(row["kind"])
         seats = self.store.seats(game_id)
         phases = self.store.phases(game_id)
-        counted: dict[int, dict[int, str]] = {}  # phase -> seat -> the move that counts
+        counted: dict[int, dict[int, Row]] = {}  # phase -> seat -> the move that counts
         for move in self.store.moves(game_id):
-            counted.setdefault(move["phase"], {})[move["seat"]] = move["move"]
+            counted.setdefault(move["phase"], {})[move["seat"]] = move
         records = [
             PhaseRecord(
                 number=phase["number"],
-                moves=None if phase["resolved_at"] is None else counted[phase["number"]],
+                moves=None if phase["resolved_at"] is None
+                else {seat: move["move"] for seat, move in counted[phase["number"]].items()},
                 new_bots=tuple(s["seat"] for s in seats if s["bot_since_phase"] == phase["number"]),
             )
             for phase in phases
@@ -406,7 +408,7 @@ class Engine:
         initial_bots = tuple(s["seat"] for s in seats if s["bot_since_phase"] == 0)
         state = replay(rules, bytes.fromhex(row["seed"]), len(seats), row["options"],
                        initial_bots, records)  # fmt: skip
-        return Table(row, rules, seats, phases, state)
+        return Table(row, rules, seats, phases, state, counted)
 
     def _running_table(self, game_id: int) -> Table:
         table = self.table(game_id)

@@ -26,6 +26,7 @@ from referee.mail.imap import ImapSource
 from referee.mail.maildir import MaildirSource
 from referee.mail.smtp import Drained, SmtpSender, SmtpUnreachable
 from referee.mail.source import Source, SourceError
+from referee.site.render import Site
 from referee.timeutil import from_iso
 
 log = logging.getLogger("referee.runner")
@@ -73,17 +74,20 @@ def source_for(config: Config, engine: Engine) -> Source | None:
 
 
 class Runner:
-    def __init__(self, engine: Engine, source: Source | None, sender: SmtpSender | None):
-        self.engine, self.source, self.sender = engine, source, sender
+    def __init__(self, engine: Engine, source: Source | None, sender: SmtpSender | None,
+                 site: Site | None = None):  # fmt: skip
+        self.engine, self.source, self.sender, self.site = engine, source, sender, site
         self.poll_interval = MAILDIR_POLL  # for sources that cannot push
 
     @classmethod
     def from_config(cls, config: Config, engine: Engine) -> Runner:
         sender = config.smtp and SmtpSender(config.smtp, config.address, engine.store, engine.clock)
-        return cls(engine, source_for(config, engine), sender)
+        site = config.site_dir and Site(engine, config.site_dir, config.templates)
+        return cls(engine, source_for(config, engine), sender, site)
 
     async def once(self) -> Report:
-        """One pass: guard against an outage, receive, tick, send.  If the
+        """One pass: guard against an outage, receive, tick, send, and write
+        the site (when there is a site_dir) for what changed.  If the
         mail source cannot be reached, deadlines are still enforced and mail
         still sent; then the SourceError is raised (or SmtpUnreachable)."""
         report = Report(done=self.engine.guard_outage())
@@ -96,6 +100,8 @@ class Runner:
         report.done += self.engine.tick()
         if self.sender:
             report.mail = await self.sender.drain()
+        if self.site:
+            self.site.render()  # only the games that changed: cheap when nothing did
         if unreachable:
             raise unreachable
         return report

@@ -48,6 +48,7 @@ class Composer:
             undefined=jinja2.StrictUndefined,
             trim_blocks=True,
             lstrip_blocks=True,
+            auto_reload=False,  # templates do not change while the referee runs: no stat per render
             keep_trailing_newline=True,
             autoescape=False,  # plain text; HTML templates will escape
         )

@@ -73,6 +73,10 @@ class Game(ABC, Generic[State, Move]):
     move_word: str  # the verb players use, for help texts ("bid", "play", ...)
     options: Mapping[str, Any] = {}  # option name -> default value
     filters: Mapping[str, Callable[..., str]] = {}  # name -> formatter, for this game's templates
+    # Whether a resolved phase's moves may be published while the game runs
+    # (the site, the JSON record); False keeps them until the end (Priority
+    # Auction's played cards).  Its events are always public.
+    moves_public: bool = True
 
     @property
     def seat_range(self) -> str:

@@ -89,3 +89,25 @@ def test_the_daemon_stops_when_told(config, clock, maildir):
         await asyncio.wait_for(serving, 2)
 
     asyncio.run(serve_then_stop())
+
+
+def test_each_pass_updates_the_site_when_there_is_a_site_dir(config, clock, maildir, tmp_path):
+    site = tmp_path / "site"
+    engine, runner = make_runner(config, clock, maildir, site_dir=site)
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=1))
+    asyncio.run(runner.once())
+    page = site / "games" / "1" / "index.html"
+    assert "Moved: nobody yet" in page.read_text()
+    written = page.stat().st_mtime_ns
+    asyncio.run(runner.once())  # nothing changed: the page is not written again
+    assert page.stat().st_mtime_ns == written
+    deliver(maildir, reply(engine, ALICE, "bid 7"), clock())
+    asyncio.run(runner.once())
+    assert "Moved: alice. Still to move: bob, carol." in page.read_text()
+
+
+def test_without_a_site_dir_no_site_is_written(config, clock, maildir, tmp_path):
+    engine, runner = make_runner(config, clock, maildir)
+    engine.new_game("pure-skill", PLAYERS)
+    asyncio.run(runner.once())
+    assert runner.site is None and not (tmp_path / "site").exists()

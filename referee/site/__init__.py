@@ -1,0 +1,1 @@
+"""The public history site (render) and what the public may know (public)."""

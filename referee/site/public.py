@@ -1,0 +1,141 @@
+"""What the public may know of a game: its record for `verify`, and what
+its pages show.
+
+Everything here comes from the record (seeds, moves of resolved phases) and
+the rules' public view (``view(state, None)``), never from a seat's view: so
+an unresolved move, a hand or any hidden value cannot reach the site.
+Players are named by the part of their address before the @, so the site
+does not hand their addresses to spammers.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from referee.record import RECORD_FORMAT
+from referee.timeutil import from_iso, show_duration
+
+if TYPE_CHECKING:
+    from referee.engine import Engine, Table
+
+
+def public_names(table: Table) -> list[str]:
+    """A name per seat: the address's local part (with its domain when two
+    players share a local part), or "bot N"."""
+    locals_ = [(s["address"] or "").partition("@")[0] for s in table.seats]
+    names = []
+    for seat in table.seats:
+        address = seat["address"]
+        if address is None:
+            names.append(f"bot {seat['seat'] + 1}")
+        else:
+            local, _, domain = address.partition("@")
+            names.append(local if locals_.count(local) == 1 else f"{local} ({domain})")
+    return names
+
+
+def game_record(engine: Engine, table: Table) -> dict[str, Any]:
+    """The JSON record of a game that ``referee verify`` replays: its seats,
+    the seed's commitment, each resolved phase with the moves that counted
+    (how each was made and when the server received it) and the events the
+    rules announced; after the end, the seed and the winner."""
+    names = public_names(table)
+    finished = table.row["state"] == "finished"
+    public_moves = finished or table.rules.moves_public
+    steps = {step.number: step for step in table.replay.steps}
+    phases = []
+    for phase in table.phases:
+        step = steps.get(phase["number"])
+        if step is None:
+            continue  # still open: nothing of it is public yet
+        moves = table.counted[phase["number"]]
+        phases.append({
+            "number": phase["number"], "label": phase["label"],
+            "opened_at": phase["opened_at"], "deadline": phase["deadline"],
+            "resolved_at": phase["resolved_at"],
+            "moves": [{"seat": seat, "move": moves[seat]["move"] if public_moves else None,
+                       "source": moves[seat]["source"], "received_at": moves[seat]["received_at"]}
+                      for seat in sorted(step.moves)],
+            "events": step.events,
+        })  # fmt: skip
+    result = table.rules.result(table.state)
+    return {
+        "format": RECORD_FORMAT,
+        "game": {"id": table.id, "kind": table.row["kind"], "title": table.rules.title,
+                 "name": table.row["name"], "options": table.row["options"],
+                 "state": table.row["state"], "created_at": table.row["created_at"],
+                 "finished_at": table.row["finished_at"]},
+        "players": [{"seat": s["seat"], "name": names[s["seat"]], "bot": s["address"] is None,
+                     "bot_from_phase": s["bot_since_phase"]} for s in table.seats],
+        "seed_commitment": table.row["seed_commitment"],
+        "seed": table.row["seed"] if finished else None,
+        "phases": phases,
+        "winner": names[result.winner] if finished and result and result.winner is not None else None,
+    }  # fmt: skip
+
+
+def page_context(engine: Engine, table: Table, now: datetime) -> dict[str, Any]:
+    """What a game's page shows: the record, the scores round by round, and
+    the open phase (who has moved, never what)."""
+    record = game_record(engine, table)
+    names = public_names(table)
+    view = table.rules.view(table.state, None)
+    phase = table.open_phase
+    current = None
+    if phase is not None:
+        waiting = engine.waiting_for(table, phase)
+        deadline = from_iso(phase["deadline"])
+        current = {"label": phase["label"], "deadline": phase["deadline"],
+                   "left": show_duration(deadline - now) if deadline > now else "any moment now",
+                   "moved": [names[s] for s in phase["movers"] if s not in waiting],
+                   "waiting": [names[s] for s in waiting]}  # fmt: skip
+    return {
+        "record": record,
+        "game": record["game"],
+        "players": [{**p, "score": view["scores"][p["seat"]]} for p in record["players"]],
+        "names": names,
+        "phase": current,
+        "rounds": [{**entry, "how": {m["seat"]: m["source"] for m in entry["moves"]}}
+                   for entry in record["phases"]],
+        "chart": score_chart(names, [entry["events"] for entry in record["phases"]]),
+        "view": view,
+    }  # fmt: skip
+
+
+# Dash patterns and marker shapes tell the lines apart without colour.
+_DASHES = ["", "6 4", "2 3", "10 3 2 3"]
+_MARKERS = ["circle", "square", "triangle", "diamond"]
+
+
+def score_chart(names: list[str], events: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """An SVG line chart of each player's score after each phase, laid out
+    here so the template only draws: 0 to the top score on the y axis."""
+    series = [[0] * len(names)]
+    for phase_events in events:
+        scores = next((e["scores"] for e in reversed(phase_events) if "scores" in e), series[-1])
+        series.append(list(scores))
+    # A small canvas, so its 15-unit text stays readable when a phone shrinks it.
+    width, height, left, bottom, top, right = 440, 260, 34, 30, 16, 110
+    rounds = len(series) - 1
+    peak = max(max(row) for row in series) or 1
+    def x(i: int) -> float:
+        return left + (width - left - right) * (i / rounds if rounds else 0)
+    def y(v: float) -> float:
+        return height - bottom - (height - bottom - top) * v / peak
+    lines = []
+    for seat, name in enumerate(names):
+        points = [(round(x(i), 1), round(y(row[seat]), 1)) for i, row in enumerate(series)]
+        lines.append({"name": name, "points": points, "dash": _DASHES[seat % 4],
+                      "marker": _MARKERS[seat % 4], "final": series[-1][seat]})  # fmt: skip
+    # Labels at the lines' ends, pushed apart where final scores are close.
+    order = sorted(range(len(lines)), key=lambda i: lines[i]["points"][-1][1])
+    floor = -100.0
+    for i in order:
+        floor = max(lines[i]["points"][-1][1] + 5, floor + 17)
+        lines[i]["label_y"] = round(floor, 1)
+    ticks = sorted({0, peak // 2, peak})
+    return {"width": width, "height": height, "left": left, "bottom": bottom, "top": top,
+            "right": right, "lines": lines, "rounds": rounds,
+            "xticks": [(i, round(x(i), 1)) for i in range(rounds + 1)],
+            "yticks": [(v, round(y(v), 1)) for v in ticks]}  # fmt: skip

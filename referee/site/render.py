@@ -1,0 +1,214 @@
+"""The public history site: static files that any web server (or a folder on
+GitHub Pages) can serve.
+
+    index.html              every game: open for sign-up, running, finished
+    feed.atom               every game's results, newest first
+    games/N/index.html      a game's page: players, the open phase, every
+                            round, the scores chart, the seed
+    games/N/record.json     its record, for `referee verify`
+    games/N/feed.atom       its results as they come
+    games/N/deadlines.ics   its next deadline, for a calendar
+
+Only the games whose record changed since the last render are written again
+(``.render-state.json`` keeps a fingerprint of each, and its feed entries
+for the site's feed), and every file is
+written under a temporary name and renamed, so a web server never serves
+half a page.  Everything shown comes from ``referee.site.public``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+
+from referee.resources import shipped
+from referee.rules import GAMES, get_game
+from referee.site.public import page_context
+from referee.timeutil import from_iso, iso, show, show_duration
+
+if TYPE_CHECKING:
+    from referee.engine import Engine
+
+_STATE_FILE = ".render-state.json"
+_LAYOUT = "2"  # bump when the pages' layout changes: every page is then written again
+
+
+@dataclass
+class Report:
+    written: list[str] = field(default_factory=list)  # paths relative to the site folder
+    games_rendered: int = 0
+    games_unchanged: int = 0
+
+
+class Site:
+    def __init__(self, engine: Engine, folder: Path, templates: Path | None = None):
+        self.engine = engine
+        self.folder = Path(folder)
+        self._folders: set[Path] = set()  # made already
+        folders = [str(templates)] if templates else []
+        folders.append(str(shipped("templates")))
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(folders),
+            autoescape=True,  # every page, feed and calendar escapes what it shows
+            undefined=jinja2.StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            auto_reload=False,  # templates do not change while the referee runs: no stat per render
+            keep_trailing_newline=True,  # iCalendar's last line ends in CRLF too
+        )
+        self.env.filters.update(when=_when, iso=iso_text, ics_time=_ics_time, duration=show_duration)
+        for game in GAMES.values():
+            self.env.filters.update(game.filters)
+
+    def render(self, force: bool = False) -> Report:
+        """Write what changed since the last render (everything with ``force``)."""
+        now = self.engine.clock()
+        known = {} if force else self._read_state()
+        report, summaries, state = Report(), [], {}
+        for row in self.engine.store.games():
+            summary = self._summary(row, now)
+            summaries.append(summary)
+            fingerprint = self._fingerprint(row["id"], summary)
+            before = known.get(str(row["id"]), {})
+            if before.get("fingerprint") == fingerprint:
+                report.games_unchanged += 1
+                state[str(row["id"])] = before
+                continue
+            entries = self._render_game(row["id"], now, report) if row["state"] != "open" else []
+            state[str(row["id"])] = {"fingerprint": fingerprint, "entries": entries}
+            report.games_rendered += 1
+        if report.games_rendered or force or not (self.folder / "index.html").exists():
+            entries = [e for game in state.values() for e in game["entries"]]
+            self._render_index(summaries, entries, now, report)
+        if state != known:
+            self._write(_STATE_FILE, json.dumps(state, sort_keys=True))
+        return report
+
+    # -- one game ------------------------------------------------------------
+
+    def _render_game(self, game_id: int, now: datetime, report: Report) -> list[dict[str, Any]]:
+        """Write a game's files; returns its feed entries."""
+        table = self.engine.table(game_id)
+        context = {**page_context(self.engine, table, now), "now": iso(now),
+                   "referee": self.engine.config.address}  # fmt: skip
+        kind = table.row["kind"]
+        context["entries"] = self._entries(context, kind)
+        base = f"games/{game_id}"
+        self._write(f"{base}/index.html", self.env.get_template("site/game.html.j2").render(**context), report)
+        self._write(f"{base}/record.json", json.dumps(context["record"], sort_keys=True, ensure_ascii=False), report)
+        self._write(f"{base}/feed.atom", self.env.get_template("site/feed.atom.j2").render(
+            title=f"{table.rules.title}, game {game_id}", entries=context["entries"],
+            updated=context["entries"][0]["updated"] if context["entries"] else table.row["created_at"],
+            feed_id=f"{self._urn()}:game:{game_id}", link=f"{base}/", base="../../"), report)  # fmt: skip
+        self._write(f"{base}/deadlines.ics", self.env.get_template("site/deadlines.ics.j2").render(
+            **context, uid=f"{game_id}.{self.engine.config.domain}"), report)  # fmt: skip
+        return context["entries"]
+
+    def _entries(self, context: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+        """Atom entries of a game, newest first: its start, each round, its end."""
+        game = context["game"]
+        entries = [{"id": f"{self._urn()}:game:{game['id']}:start", "updated": game["created_at"],
+                    "title": f"Game {game['id']} begins", "link": f"games/{game['id']}/"}]  # fmt: skip
+        # One line per round, in one render: a template per line costs more than the line.
+        titles = self.env.get_template(f"site/{kind}/summary.txt.j2").render(
+            rounds=context["rounds"], names=context["names"]).split("\n")  # fmt: skip
+        titles = [title.strip() for title in titles if title.strip()]
+        for entry, title in zip(context["rounds"], titles, strict=True):
+            entries.append({"id": f"{self._urn()}:game:{game['id']}:phase:{entry['number']}",
+                            "updated": entry["resolved_at"], "title": f"Game {game['id']}, {title}",
+                            "link": f"games/{game['id']}/#phase-{entry['number']}"})  # fmt: skip
+        if game["state"] == "finished":
+            winner = context["record"]["winner"]
+            entries.append({"id": f"{self._urn()}:game:{game['id']}:end", "updated": game["finished_at"],
+                            "title": f"Game {game['id']} is over: {winner + ' wins' if winner else 'no winner'}",
+                            "link": f"games/{game['id']}/#end"})  # fmt: skip
+        return entries[::-1]
+
+    def _urn(self) -> str:
+        return f"urn:referee:{self.engine.config.domain}"
+
+    # -- the index and the site's feed -------------------------------------
+
+    def _summary(self, row: dict[str, Any], now: datetime) -> dict[str, Any]:
+        """A line of the index about one game, from the store alone (cheap)."""
+        phases = self.engine.store.phases(row["id"]) if row["state"] == "running" else []
+        phase = phases[-1] if phases else None
+        left = None
+        if phase is not None:
+            span = from_iso(phase["deadline"]) - now
+            left = show_duration(span) if span.total_seconds() > 0 else "any moment now"
+        return {"id": row["id"], "kind": row["kind"], "title": get_game(row["kind"]).title,
+                "name": row["name"], "state": row["state"], "created_at": row["created_at"],
+                "finished_at": row["finished_at"],
+                "phase": phase and {"label": phase["label"], "deadline": phase["deadline"], "left": left},
+                "signed": len(self.engine.store.signups(row["id"])) if row["state"] == "open" else None,
+                "wanted": row["seats_wanted"]}  # fmt: skip
+
+    def _fingerprint(self, game_id: int, summary: dict[str, Any]) -> str:
+        """Changes whenever what the game's pages show changes: its record, or
+        the "in 2 days 3 hours" before its deadline."""
+        facts = [_LAYOUT, self.engine.store.game_version(game_id), json.dumps(summary, sort_keys=True)]
+        return hashlib.sha256("\n".join(facts).encode()).hexdigest()[:24]
+
+    def _render_index(self, summaries: list[dict[str, Any]], entries: list[dict[str, Any]],
+                      now: datetime, report: Report) -> None:  # fmt: skip
+        order = {"running": 0, "open": 1, "finished": 2}
+        games = sorted(summaries, key=lambda g: (order.get(g["state"], 3), -g["id"]))
+        self._write("index.html", self.env.get_template("site/index.html.j2").render(
+            games=games, now=iso(now), referee=self.engine.config.address), report)  # fmt: skip
+        entries = sorted(entries, key=lambda e: e["updated"], reverse=True)[:100]
+        self._write("feed.atom", self.env.get_template("site/feed.atom.j2").render(
+            title=f"Games refereed by {self.engine.config.address}", entries=entries,
+            updated=entries[0]["updated"] if entries else iso(now), feed_id=self._urn(),
+            link="./", base=""), report)  # fmt: skip
+
+    # -- files -------------------------------------------------------------
+
+    def _read_state(self) -> dict[str, str]:
+        try:
+            return json.loads((self.folder / _STATE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def _write(self, name: str, text: str, report: Report | None = None) -> None:
+        """Write ``name`` whole or not at all: a temporary file, then a rename."""
+        path = self.folder / name
+        if path.parent not in self._folders:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._folders.add(path.parent)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one writer: the run lock
+        try:
+            with open(temporary, "w", encoding="utf-8", newline="\n") as file:
+                os.fchmod(file.fileno(), 0o644)  # the site is public, whatever the umask
+                file.write(text)
+            os.replace(temporary, path)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+        if report is not None:
+            report.written.append(name)
+
+
+# Stored times are already "2026-11-24T12:00:00Z"; these filters only reshape
+# that text (thousands of times a render: parsing each would cost a tenth of it).
+
+
+def iso_text(text: str) -> str:
+    return text if text.endswith("Z") else iso(from_iso(text))
+
+
+def _when(text: str) -> str:
+    """``2026-11-24 12:00 UTC``, as ``timeutil.show`` writes it."""
+    return f"{text[:10]} {text[11:16]} UTC" if text.endswith("Z") else show(text)
+
+
+def _ics_time(text: str) -> str:
+    """``20261124T120000Z``: iCalendar's UTC form."""
+    return iso_text(text).replace("-", "").replace(":", "")

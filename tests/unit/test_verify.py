@@ -1,0 +1,508 @@
+"""`referee verify`: a finished game replayed from its published record alone.
+
+A whole game is played through the engine (bids by mail, random bids at the
+deadlines, a player who leaves and a bot that takes the seat), its record is
+built as the site publishes it, and then checked as anyone would check it:
+genuine, it verifies; with one bid, one prize, one random draw, the seed, the
+winner or a phase altered, it fails at exactly the phase that was altered."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import http.server
+import itertools
+import json
+import re
+import threading
+from datetime import timedelta
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import PLAYERS, FakeClock, reply
+from referee.cli import main
+from referee.config import Config
+from referee.engine import Engine
+from referee.record import commitment, resolve_rng, setup_rng, verify
+from referee.rules import get_game
+from referee.rules.pure_skill import card_name
+from referee.site.public import game_record
+from referee.site.render import Site
+from referee.store import Store
+
+ALICE, BOB, CAROL = PLAYERS
+SEED = bytes(32)  # with this seed and play(), alice wins: the game has a winner to name
+OTHER_SEED = bytes(range(1, 33))
+_SERIAL = itertools.count(1)
+
+
+# -- playing a game --------------------------------------------------------------------
+
+
+def fresh_engine(clock: FakeClock) -> Engine:
+    config = Config(address="referee@example.org", database=Path(":memory:"), reminder=None,
+                    outage_gap=None)  # fmt: skip
+    return Engine(Store(":memory:"), config, clock)
+
+
+def hand(engine: Engine, game: int, seat: int) -> list[int]:
+    return sorted(engine.table(game).state.hands[seat])
+
+
+def bid(engine: Engine, game: int, player: str, card: int) -> None:
+    outcome = engine.ingest(reply(engine, player, f"bid {card_name(card)}", game=game,
+                                  message_id=f"<verify-{next(_SERIAL)}@example.net>"))  # fmt: skip
+    assert outcome.code in ("move", "replaced"), outcome
+
+
+def open_number(engine: Engine, game: int) -> int | None:
+    phase = engine.table(game).open_phase
+    return phase["number"] if phase else None
+
+
+def play(engine: Engine, clock: FakeClock) -> int:
+    """A whole game: rounds 1-3 all by mail; carol misses round 4 and bob
+    round 5 (random bids at the deadline); carol leaves in round 6 and a bot
+    plays her seat from then on; bob misses every even round after that;
+    round 13 is forced.  Returns the game's id."""
+    with mock.patch("referee.engine.secrets.token_bytes", return_value=SEED):
+        game = engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=1))
+    seat = {p: i for i, p in enumerate(PLAYERS)}
+    for number in range(1, 13):
+        assert open_number(engine, game) == number
+        clock.advance(hours=1)
+        if number == 6:
+            bid(engine, game, ALICE, max(hand(engine, game, seat[ALICE])))
+            engine.resign(game, CAROL)
+            bid(engine, game, BOB, min(hand(engine, game, seat[BOB])))
+            continue
+        if number != 5 and not (number > 6 and number % 2 == 0):
+            bid(engine, game, BOB, min(hand(engine, game, seat[BOB])))
+        cards = hand(engine, game, seat[ALICE])
+        bid(engine, game, ALICE, cards[len(cards) // 2])
+        if number < 6 and number != 4:
+            bid(engine, game, CAROL, max(hand(engine, game, seat[CAROL])))
+        if open_number(engine, game) == number:  # someone missed it: the deadline passes
+            clock.advance(days=1, seconds=1)
+            engine.tick()
+    assert engine.table(game).row["state"] == "finished"
+    return game
+
+
+@pytest.fixture(scope="module")
+def played() -> tuple[dict, str]:
+    """The finished game's record, and its winner's address (played once)."""
+    clock = FakeClock()
+    engine = fresh_engine(clock)
+    game = play(engine, clock)
+    return game_record(engine, engine.table(game)), engine.status(game)["winner"]
+
+
+@pytest.fixture
+def record(played) -> dict:
+    return copy.deepcopy(played[0])
+
+
+def moves_of(record: dict, source: str) -> list[tuple[int, dict]]:
+    """(phase number, move) of every move made ``source``-wise, in order."""
+    return [(p["number"], m) for p in record["phases"] for m in p["moves"] if m["source"] == source]
+
+
+def hand_before(record: dict, number: int, seat: int) -> set[int]:
+    """A seat's cards at the start of phase ``number``, from the record."""
+    played_cards = {p["events"][0]["bids"][seat] for p in record["phases"] if p["number"] < number}
+    return set(range(1, 14)) - played_cards
+
+
+def phase_entry(record: dict, number: int) -> dict:
+    return next(p for p in record["phases"] if p["number"] == number)
+
+
+@pytest.fixture
+def run_verify(tmp_path, capsys):
+    """``run_verify(record)`` -> (exit status, stdout, stderr) of `referee verify FILE`."""
+
+    def run(data: dict, *extra: str) -> tuple[int, str, str]:
+        path = tmp_path / f"record-{next(_SERIAL)}.json"
+        path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        status = main([*extra, "verify", str(path)])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return run
+
+
+# -- the genuine record ------------------------------------------------------------------
+
+
+def test_the_game_played_has_every_kind_of_move(record):
+    """The scenario the other tests rely on: mail, random, bot and forced moves, a resignation."""
+    sources = {m["source"] for p in record["phases"] for m in p["moves"]}
+    assert sources == {"mail", "random", "bot", "forced"}
+    assert [p["bot_from_phase"] for p in record["players"]] == [None, None, 6]
+    assert record["seed"] == SEED.hex()
+    assert record["seed_commitment"] == commitment(SEED)
+    assert [p["number"] for p in record["phases"]] == list(range(1, 14))
+    assert record["winner"] == "alice"
+
+
+def test_a_genuine_record_verifies_with_the_winners_public_name(played, record, run_verify):
+    _, winner = played
+    status, out, err = run_verify(record)
+    assert (status, err) == (0, "")
+    assert out.startswith("verified")
+    assert out.strip() == f"verified: 13 phases replay exactly; winner: {winner.partition('@')[0]}"
+    assert "@" not in out
+
+
+def test_verify_needs_no_database_nor_config(record, run_verify, tmp_path, monkeypatch):
+    """The record alone: a config naming a database in a folder that does
+    not exist, and any attempt to open a store, changes nothing."""
+    config = tmp_path / "referee.toml"
+    config.write_text(f'[referee]\naddress = "referee@example.org"\n'
+                      f'database = "{tmp_path / "nowhere" / "games.db"}"\n')  # fmt: skip
+
+    def no_store(*args, **kwargs):
+        raise AssertionError("verify opened a store")
+
+    monkeypatch.setattr("referee.cli.Store", no_store)
+    monkeypatch.setattr("referee.store.Store.__init__", no_store)
+    status, out, _ = run_verify(record, "--config", str(config))
+    assert status == 0 and out.startswith("verified")
+    status, out, _ = run_verify(record, "--config", str(tmp_path / "missing.toml"))
+    assert status == 0 and out.startswith("verified")
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_verify_is_pure(record):
+    """Same answer twice, and the record is left as it was."""
+    before = copy.deepcopy(record)
+    first, second = verify(record), verify(record)
+    assert first == second and first.ok
+    assert record == before
+
+
+# -- altered records --------------------------------------------------------------------
+
+
+def alter_mail_bid_to_a_held_card(record: dict) -> tuple[int, str]:
+    number, move = moves_of(record, "mail")[4]
+    held = hand_before(record, number, move["seat"]) - {phase_entry(record, number)["events"][0]["bids"][move["seat"]]}
+    move["move"] = f"bid {card_name(max(held))}"
+    return number, "not what the rules make of its moves"
+
+
+def alter_mail_bid_to_a_used_card(record: dict) -> tuple[int, str]:
+    number, move = moves_of(record, "mail")[6]
+    used = set(range(1, 14)) - hand_before(record, number, move["seat"])
+    assert used
+    move["move"] = f"bid {card_name(min(used))}"
+    return number, "no longer hold"
+
+
+def alter_prize(record: dict) -> tuple[int, str]:
+    entry = phase_entry(record, 7)
+    event = entry["events"][0]
+    event["prize"] = next(c for c in range(1, 14) if c != event["prize"])
+    return 7, "not what the rules make of its moves"
+
+
+def alter_random_bid(record: dict) -> tuple[int, str]:
+    number, move = moves_of(record, "random")[1]
+    counted = phase_entry(record, number)["events"][0]["bids"][move["seat"]]
+    other = sorted(hand_before(record, number, move["seat"]) - {counted})[0]
+    move["move"] = f"bid {card_name(other)}"
+    return number, "but the seed draws"
+
+
+def alter_bot_bid(record: dict) -> tuple[int, str]:
+    number, move = moves_of(record, "bot")[2]
+    counted = phase_entry(record, number)["events"][0]["bids"][move["seat"]]
+    other = sorted(hand_before(record, number, move["seat"]) - {counted})[-1]
+    move["move"] = f"bid {card_name(other)}"
+    return number, "but the seed draws"
+
+
+def alter_random_bid_and_its_events(record: dict) -> tuple[int, str]:
+    """A forger who also fixes up the phase's result still meets the seed."""
+    number, move = moves_of(record, "random")[0]
+    event = phase_entry(record, number)["events"][0]
+    other = sorted(hand_before(record, number, move["seat"]) - {event["bids"][move["seat"]]})[0]
+    move["move"] = f"bid {card_name(other)}"
+    event["bids"][move["seat"]] = other
+    return number, "but the seed draws"
+
+
+def alter_winner(record: dict) -> tuple[int, str]:
+    record["winner"] = "bob"
+    return 13, "the replay's winner is alice, the record says bob"
+
+
+def remove_last_phase(record: dict) -> tuple[int, str]:
+    record["phases"].pop()
+    return 13, "the record ends before the game does"
+
+
+def remove_a_middle_phase(record: dict) -> tuple[int, str]:
+    del record["phases"][4]  # phase 5: phase 6 is then where the rules expect round 5
+    return 6, "the rules say this is 'Round 5 of 13'"
+
+
+def swap_seed_and_commitment(record: dict) -> tuple[int, str]:
+    """Another seed with its own commitment: the draws then differ from round 1."""
+    record["seed"], record["seed_commitment"] = OTHER_SEED.hex(), commitment(OTHER_SEED)
+    return 1, "phase 1: "
+
+
+ALTERATIONS = [
+    alter_mail_bid_to_a_held_card,
+    alter_mail_bid_to_a_used_card,
+    alter_prize,
+    alter_random_bid,
+    alter_bot_bid,
+    alter_random_bid_and_its_events,
+    alter_winner,
+    remove_last_phase,
+    remove_a_middle_phase,
+    swap_seed_and_commitment,
+]
+
+
+@pytest.mark.parametrize("alter", ALTERATIONS, ids=lambda f: f.__name__)
+def test_an_altered_record_fails_at_the_altered_phase(record, run_verify, alter):
+    number, reason = alter(record)
+    verdict = verify(record)
+    assert not verdict.ok
+    assert verdict.phase == number, verdict
+    assert reason in verdict.message
+    status, out, err = run_verify(record)
+    assert (status, err) == (1, "")
+    assert out.startswith(f"NOT verified: phase {number}: "), out
+    assert reason in out
+    assert len(re.findall(r"phase \d+", out)) == 1  # named once, not twice
+
+
+def test_the_first_of_two_altered_phases_is_the_one_named(record):
+    alter_prize(record)  # phase 7
+    number, move = moves_of(record, "mail")[-1]  # a later one
+    assert number > 7
+    move["move"] = "bid K" if move["move"] != "bid K" else "bid Q"
+    verdict = verify(record)
+    assert (verdict.ok, verdict.phase) == (False, 7)
+
+
+def reforge(record: dict) -> dict:
+    """What a referee who knows the seed could publish after changing some
+    moves: every phase's events and the winner made again by the rules from
+    the record's moves, with no check of where a move came from."""
+    game, seed = get_game(record["game"]["kind"]), bytes.fromhex(record["seed"])
+    players = record["players"]
+    state = game.setup(len(players), setup_rng(seed), record["game"]["options"])
+    for player in players:
+        if player["bot_from_phase"] == 0:
+            state = game.replace_by_bot(state, player["seat"])
+    for entry in record["phases"]:
+        for player in players:
+            if player["bot_from_phase"] == entry["number"]:
+                state = game.replace_by_bot(state, player["seat"])
+        moves = {m["seat"]: game.parse_move(state, m["seat"], m["move"]) for m in entry["moves"]}
+        state, events = game.resolve(state, moves, resolve_rng(seed, entry["number"]))
+        entry["events"] = json.loads(json.dumps(events))
+    result = game.result(state)
+    record["winner"] = None if result.winner is None else players[result.winner]["name"]
+    return record
+
+
+def test_reforging_a_genuine_record_changes_nothing(record):
+    """The forger's tool of the next tests is faithful: it makes the genuine record again."""
+    assert reforge(copy.deepcopy(record)) == record
+
+
+def swap_bids(record: dict, number: int, seat: int, source: str | None = None) -> int:
+    """A forger's change that keeps every bid legal: the seat's bid in phase
+    ``number`` becomes its highest other card still held, and the later bid
+    of that card becomes the one it replaces (both moves relabelled
+    ``source`` if given).  Returns the later phase's number."""
+    entry = phase_entry(record, number)
+    counted = entry["events"][0]["bids"][seat]
+    other = max(hand_before(record, number, seat) - {counted})
+    later = next(p for p in record["phases"] if p["number"] > number and p["events"][0]["bids"][seat] == other)
+    for phase, card in ((entry, other), (later, counted)):
+        move = next(m for m in phase["moves"] if m["seat"] == seat)
+        move["move"] = f"bid {card_name(card)}"
+        if source:
+            move["source"] = source
+    return later["number"]
+
+
+def test_a_forged_random_bid_with_consistent_results_still_fails_at_its_phase(record):
+    """Results made consistent with a changed random bid: the seed still says otherwise."""
+    number, move = moves_of(record, "random")[2]
+    genuine_events = copy.deepcopy(phase_entry(record, number)["events"])
+    swap_bids(record, number, move["seat"])
+    forged = reforge(record)
+    assert phase_entry(forged, number)["events"] != genuine_events  # the results were fixed up
+    verdict = verify(forged)
+    assert (verdict.ok, verdict.phase) == (False, number)
+    assert "but the seed draws" in verdict.message
+
+
+def test_a_bots_bid_relabelled_as_mail_fails_at_its_phase(record):
+    """Carol left in phase 6: from phase 7 on her seat's bids are the bot's,
+    drawn from the seed.  None of them can have come by mail."""
+    number, move = next((n, m) for n, m in moves_of(record, "bot") if n > 6)
+    for _, later in moves_of(record, "bot"):  # the bot's later draws would give the game away
+        later["source"] = "mail"
+    swap_bids(record, number, move["seat"])
+    verdict = verify(reforge(record))
+    assert (verdict.ok, verdict.phase) == (False, number), verdict
+
+
+def test_two_moves_for_one_seat_in_a_phase_fail_at_that_phase(record):
+    entry = phase_entry(record, 3)
+    genuine = entry["moves"][0]
+    other = min(hand_before(record, 3, genuine["seat"]) - {entry["events"][0]["bids"][genuine["seat"]]})
+    entry["moves"].insert(0, {**genuine, "move": f"bid {card_name(other)}"})
+    verdict = verify(record)
+    assert (verdict.ok, verdict.phase) == (False, 3), verdict
+
+
+def test_a_swapped_seed_fails_the_commitment_check(record, run_verify):
+    record["seed"] = OTHER_SEED.hex()
+    verdict = verify(record)
+    assert (verdict.ok, verdict.phase) == (False, 0)
+    assert "does not match the commitment" in verdict.message
+    status, out, _ = run_verify(record)
+    assert status == 1
+    assert out.startswith("NOT verified")
+    assert "the seed does not match the commitment announced at the start" in out
+
+
+def test_the_record_the_site_publishes_verifies(tmp_path, capsys):
+    """`referee render` then `referee verify games/N/record.json`: a game of
+    three bots (over at once; bots are not players, so nobody wins)."""
+    engine = fresh_engine(FakeClock())
+    game = engine.new_game("pure-skill", [], bots=3)
+    assert engine.table(game).row["state"] == "finished"
+    Site(engine, tmp_path / "site").render()
+    assert main(["verify", str(tmp_path / "site" / "games" / str(game) / "record.json")]) == 0
+    assert capsys.readouterr().out == "verified: 13 phases replay exactly; winner: nobody\n"
+
+
+def test_a_record_of_a_running_game_is_refused(run_verify):
+    clock = FakeClock()
+    engine = fresh_engine(clock)
+    game = engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=1))
+    for player in PLAYERS:
+        bid(engine, game, player, 13)
+    record = game_record(engine, engine.table(game))
+    assert record["seed"] is None and len(record["phases"]) == 1
+    status, out, _ = run_verify(record)
+    assert status == 1
+    assert out.strip() == "NOT verified: the game has not ended: its seed is still secret"
+
+
+def test_a_record_that_is_not_json_is_a_usage_error(tmp_path, capsys):
+    path = tmp_path / "record.json"
+    path.write_text("<html>not a record</html>")
+    assert main(["verify", str(path)]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+# -- from a web server ----------------------------------------------------------------
+
+
+@pytest.fixture
+def web_folder(tmp_path):
+    """An http server on 127.0.0.1 serving tmp_path/www; yields (folder, base URL)."""
+    folder = tmp_path / "www"
+    folder.mkdir()
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # keep the test output clean
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield folder, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def test_verify_reads_a_record_from_an_http_url(record, web_folder, capsys):
+    folder, base = web_folder
+    (folder / "games" / "1").mkdir(parents=True)
+    (folder / "games" / "1" / "record.json").write_text(json.dumps(record), encoding="utf-8")
+    assert main(["verify", f"{base}/games/1/record.json"]) == 0
+    assert capsys.readouterr().out.startswith("verified: 13 phases replay exactly; winner: alice")
+    alter_prize(record)
+    (folder / "games" / "1" / "record.json").write_text(json.dumps(record), encoding="utf-8")
+    assert main(["verify", f"{base}/games/1/record.json"]) == 1
+    assert capsys.readouterr().out.startswith("NOT verified: phase 7: ")
+
+
+def test_verify_of_a_missing_url_is_a_usage_error(web_folder, capsys):
+    _, base = web_folder
+    assert main(["verify", f"{base}/games/9/record.json"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read" in err and "404" in err
+
+
+# -- any game ------------------------------------------------------------------------------
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    picks=st.lists(st.lists(st.one_of(st.none(), st.integers(0, 12)), min_size=3, max_size=3),
+                   min_size=13, max_size=13),
+    leaver=st.one_of(st.none(), st.tuples(st.sampled_from(PLAYERS), st.integers(1, 12))),
+    alter_at=st.tuples(st.integers(1, 13), st.integers(0, 2), st.integers(0, 12)),
+)  # fmt: skip
+def test_any_game_verifies_and_any_altered_bid_fails_at_its_phase(picks, leaver, alter_at):
+    """Each round each seat bids a card of its choice, or misses the deadline;
+    a player may leave.  The record verifies, naming the engine's winner; a
+    different card for any one bid makes it fail at that phase, never earlier."""
+    clock = FakeClock()
+    engine = fresh_engine(clock)
+    game = engine.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=6))
+    for number, choices in enumerate(picks, start=1):
+        if open_number(engine, game) != number:
+            break
+        clock.advance(minutes=10)
+        if leaver and leaver[1] == number:
+            engine.resign(game, leaver[0])
+        for seat, choice in enumerate(choices):
+            table = engine.table(game)
+            if choice is None or open_number(engine, game) != number or not table.human(seat):
+                continue
+            if seat in engine.store.final_moves(game, number):
+                continue  # forced (round 13)
+            cards = hand(engine, game, seat)
+            bid(engine, game, PLAYERS[seat], cards[choice % len(cards)])
+        if open_number(engine, game) == number:
+            clock.advance(hours=6, seconds=1)
+            engine.tick()
+    table = engine.table(game)
+    assert table.row["state"] == "finished"
+    record = json.loads(json.dumps(game_record(engine, table)))  # as published
+    verdict = verify(record)
+    assert verdict.ok, verdict
+    result = table.rules.result(table.state)
+    winner = "nobody" if result.winner is None else PLAYERS[result.winner].partition("@")[0]
+    assert verdict.message.endswith(f"winner: {winner}")
+
+    number, seat, pick = alter_at
+    move = next(m for m in phase_entry(record, number)["moves"] if m["seat"] == seat)
+    counted = phase_entry(record, number)["events"][0]["bids"][seat]
+    others = [c for c in range(1, 14) if c != counted]
+    move["move"] = f"bid {card_name(others[pick % len(others)])}"
+    altered = verify(record)
+    assert (altered.ok, altered.phase) == (False, number), altered
