@@ -246,7 +246,7 @@ class Desk:
             phase = table.open_phase
             if phase and sender.seat in phase["movers"] and table.human(sender.seat):
                 context.update(self.engine.legal(table, sender.seat))
-            context["game"] = self.engine.context(table)["game"]
+            context["game"] = self.engine.game_info(table)
         return Answer(line, "error", context, "refused")
 
     def _seat(self, sender: Sender, command: Command) -> Table:
@@ -282,10 +282,10 @@ class Desk:
         table = self._seat(sender, command)
         phase = table.open_phase
         context = self.engine.context(table, sender.seat)
-        moved = [] if phase is None else [table.label(s) for s in phase["movers"]
-                                          if s not in self.engine.waiting_for(table, phase)]  # fmt: skip
-        waiting = [] if phase is None else [table.label(s) for s in self.engine.waiting_for(table, phase)]
-        context.update(moved=moved, waiting=waiting, timezone=self.store.timezone(sender.address))
+        owed = self.engine.waiting_for(table, phase) if phase else []
+        moved = [table.label(s) for s in phase["movers"] if s not in owed] if phase else []
+        context.update(moved=moved, waiting=[table.label(s) for s in owed],
+                       timezone=self.store.timezone(sender.address))  # fmt: skip
         return Answer(command.line, "status", context, "done")
 
     def _do_hand(self, sender: Sender, command: Command) -> Answer:
@@ -299,7 +299,7 @@ class Desk:
 
     def _do_help(self, sender: Sender, command: Command) -> Answer:
         table = self.engine.table(sender.game_id) if sender.game_id is not None else None
-        context = {"game": self.engine.context(table)["game"] if table else None,
+        context = {"game": self.engine.game_info(table) if table else None,
                    "kinds": [{"kind": k, "title": g.title, "seats": g.seat_range}
                              for k, g in GAMES.items()]}  # fmt: skip
         return Answer(command.line, "help", context, "done")
@@ -366,7 +366,7 @@ class Desk:
         table = self.engine.table(sender.game_id) if sender.game_id is not None else None
         texts = [{"line": a.line, "text": self._render(a)} for a in self._trim_legal(answers)]
         context = {"answers": texts, "subject": self._subject(message, table, sender),
-                   "game": self.engine.context(table)["game"] if table else None,
+                   "game": self.engine.game_info(table) if table else None,
                    "referee": self.config.address}  # fmt: skip
         headers = {"in_reply_to": message.message_id, "answers": message.key, "notice": notice,
                    "references": one_line(str(message.headers.get("References", "") or "")) or None}

@@ -679,15 +679,7 @@ class Engine:
         result = table.rules.result(table.state)
         now = self.clock()
         context = {
-            "game": {
-                "id": table.id, "kind": table.row["kind"], "title": table.rules.title,
-                "name": table.row["name"], "tag": table.tag(),
-                "state": table.row["state"], "move_word": table.rules.move_word,
-                "seed_commitment": table.row["seed_commitment"],
-                "seed": table.row["seed"] if table.row["state"] == "finished" else None,
-                "deadline": timedelta(seconds=table.row["deadline_seconds"]),
-                "options": table.row["options"],
-            },
+            "game": self.game_info(table),
             "players": [
                 {"seat": s["seat"], "label": table.label(s["seat"]), "bot": not table.human(s["seat"])}
                 for s in table.seats
@@ -701,6 +693,18 @@ class Engine:
         if history:
             context["rounds"] = [self._round_context(table, s.number) for s in table.replay.steps]
         return context
+
+    def game_info(self, table: Table) -> dict[str, Any]:
+        """The game itself, as every mail about it may show it (``game`` in templates)."""
+        return {
+            "id": table.id, "kind": table.row["kind"], "title": table.rules.title,
+            "name": table.row["name"], "tag": table.tag(),
+            "state": table.row["state"], "move_word": table.rules.move_word,
+            "seed_commitment": table.row["seed_commitment"],
+            "seed": table.row["seed"] if table.row["state"] == "finished" else None,
+            "deadline": timedelta(seconds=table.row["deadline_seconds"]),
+            "options": table.row["options"],
+        }  # fmt: skip
 
     def _round_context(self, table: Table, number: int) -> dict[str, Any]:
         """One resolved phase, from the record alone (so it replays exactly).

@@ -39,6 +39,8 @@ def show(moment: datetime | str, zone: str | None = None) -> str:
     """A time as players read it: ``2026-11-24 06:14 UTC``; with a zone
     (a player's TIMEZONE), ``2026-11-24 06:14 UTC (07:14 Europe/Berlin)``."""
     if isinstance(moment, str):
+        if zone is None and moment.endswith("Z"):  # stored UTC text: reshaping it is enough
+            return f"{moment[:10]} {moment[11:16]} UTC"
         moment = from_iso(moment)
     utc = moment.astimezone(timezone.utc)
     text = utc.strftime("%Y-%m-%d %H:%M UTC")

@@ -63,7 +63,7 @@ class Site:
             auto_reload=False,  # templates do not change while the referee runs: no stat per render
             keep_trailing_newline=True,  # iCalendar's last line ends in CRLF too
         )
-        self.env.filters.update(when=_when, iso=iso_text, ics_time=_ics_time, duration=show_duration)
+        self.env.filters.update(when=show, iso=iso_text, ics_time=_ics_time, duration=show_duration)
         for game in GAMES.values():
             self.env.filters.update(game.filters)
 
@@ -202,11 +202,6 @@ class Site:
 
 def iso_text(text: str) -> str:
     return text if text.endswith("Z") else iso(from_iso(text))
-
-
-def _when(text: str) -> str:
-    """``2026-11-24 12:00 UTC``, as ``timeutil.show`` writes it."""
-    return f"{text[:10]} {text[11:16]} UTC" if text.endswith("Z") else show(text)
 
 
 def _ics_time(text: str) -> str:
