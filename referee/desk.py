@@ -227,12 +227,10 @@ class Desk:
         try:
             return handler(sender, command)
         except Refusal as refusal:
-            attempt = refusal.legal and command.line.lower().startswith(self._move_word(sender))
+            attempt = refusal.legal and sender.game_id is not None and \
+                self.engine.table(sender.game_id).rules.looks_like_move(command.line)  # fmt: skip
             return self._error(command.line, refusal.reason, sender if refusal.legal else None,
                                attempt)  # fmt: skip
-
-    def _move_word(self, sender: Sender) -> str:
-        return self.engine.table(sender.game_id).rules.move_word if sender.game_id else "\0"
 
     def _error(self, line: str, reason: str, sender: Sender | None = None,
                attempt: bool = True) -> Answer:  # fmt: skip
@@ -271,7 +269,7 @@ class Desk:
         try:
             move = table.rules.parse_move(table.state, sender.seat, command.line)
         except MoveError as error:
-            if not command.line.lower().startswith(table.rules.move_word):
+            if not table.rules.looks_like_move(command.line):
                 raise Refusal(f"\"{command.line[:40]}\" is neither a command nor a move; "
                               "HELP lists the commands.", legal=True) from None  # fmt: skip
             raise Refusal(str(error), legal=True) from None

@@ -101,7 +101,10 @@ class Runner:
         if self.sender:
             report.mail = await self.sender.drain()
         if self.site:
-            self.site.render()  # only the games that changed: cheap when nothing did
+            try:
+                self.site.render()  # only the games that changed: cheap when nothing did
+            except Exception:  # noqa: BLE001 - a page that fails must not stop the games
+                log.exception("the site could not be written; the games go on")
         if unreachable:
             raise unreachable
         return report

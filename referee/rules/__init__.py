@@ -1,10 +1,11 @@
 """The games the referee runs, by short name."""
 
 from referee.rules.api import Game, MoveError, OptionError, Phase, Result
+from referee.rules.bid import Bid
 from referee.rules.pure_skill import PureSkill
 from referee.rules.rng import Rng
 
-GAMES: dict[str, Game] = {game.kind: game for game in (PureSkill(),)}
+GAMES: dict[str, Game] = {game.kind: game for game in (PureSkill(), Bid())}
 
 
 def get_game(kind: str) -> Game:

@@ -71,12 +71,19 @@ class Game(ABC, Generic[State, Move]):
     min_seats: int
     max_seats: int
     move_word: str  # the verb players use, for help texts ("bid", "play", ...)
+    move_words: tuple[str, ...] = ()  # every word a move may start with, when more than move_word
     options: Mapping[str, Any] = {}  # option name -> default value
     filters: Mapping[str, Callable[..., str]] = {}  # name -> formatter, for this game's templates
     # Whether a resolved phase's moves may be published while the game runs
     # (the site, the JSON record); False keeps them until the end (Priority
     # Auction's played cards).  Its events are always public.
     moves_public: bool = True
+
+    def looks_like_move(self, line: str) -> bool:
+        """Whether a line starts like one of this game's moves (so its
+        MoveError, not "not a command", is the right answer to it)."""
+        text = line.strip().lower()
+        return any(text.startswith(word) for word in self.move_words or (self.move_word,))
 
     @property
     def seat_range(self) -> str:
