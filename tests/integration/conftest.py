@@ -9,7 +9,6 @@ run. Only tests under tests/integration see these fixtures, so
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ HERE = Path(__file__).parent
 if str(HERE) not in sys.path:  # pytest's default import mode has put it there already
     sys.path.insert(0, str(HERE))
 
+import required  # noqa: E402 (after sys.path)
 from mailstack import PACKAGES, Dovecot, MailStack, ServerUnavailable  # noqa: E402 (after sys.path)
 
 TOP_CONFTEST = HERE.parent / "conftest.py"
@@ -41,15 +41,9 @@ def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager
             return
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
 def unavailable(reason: str) -> None:
-    """Skip, or fail in CI, because a server cannot run."""
-    if in_ci():
-        pytest.fail(f"{reason}\n(CI is set: integration tests must run; install {PACKAGES})", pytrace=False)
-    pytest.skip(reason)
+    """Skip, or fail in CI, because a mail server cannot run."""
+    required.unavailable(reason, PACKAGES)
 
 
 def pytest_configure(config: pytest.Config) -> None:

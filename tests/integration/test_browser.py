@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+import required
 from conftest import PLAYERS, FakeClock, reply
 from referee.engine import Engine
 from referee.rules.pure_skill import card_name
@@ -34,15 +35,9 @@ OUTPUT = Path(__file__).resolve().parents[2] / "test-output"  # kept after the r
 ALICE, BOB, CAROL = PLAYERS
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
 def unavailable(reason: str) -> None:
     """Skip, or fail in CI, because the browser cannot run."""
-    if in_ci():
-        pytest.fail(f"{reason}\n(CI is set: the browser test must run; install {PACKAGES})", pytrace=False)
-    pytest.skip(reason)
+    required.unavailable(reason, PACKAGES)
 
 
 # -- the site, served on loopback --------------------------------------------------
