@@ -56,11 +56,12 @@ class Outcome:
 
 class Refusal(Exception):
     """A command that changes nothing; the player is told ``reason``.  With
-    ``legal``, the answer lists the moves the seat can make now."""
+    ``legal``, the answer lists the moves the seat can make now; ``attempt``
+    says the line looked like a move (see Desk._error)."""
 
-    def __init__(self, reason: str, legal: bool = False):
+    def __init__(self, reason: str, legal: bool = False, attempt: bool = False):
         super().__init__(reason)
-        self.reason, self.legal = reason, legal
+        self.reason, self.legal, self.attempt = reason, legal, attempt
 
 
 @dataclass(frozen=True)
@@ -227,10 +228,8 @@ class Desk:
         try:
             return handler(sender, command)
         except Refusal as refusal:
-            attempt = refusal.legal and sender.game_id is not None and \
-                self.engine.table(sender.game_id).rules.looks_like_move(command.line)  # fmt: skip
             return self._error(command.line, refusal.reason, sender if refusal.legal else None,
-                               attempt)  # fmt: skip
+                               refusal.attempt)  # fmt: skip
 
     def _error(self, line: str, reason: str, sender: Sender | None = None,
                attempt: bool = True) -> Answer:  # fmt: skip
@@ -272,7 +271,7 @@ class Desk:
             if not table.rules.looks_like_move(command.line):
                 raise Refusal(f"\"{command.line[:40]}\" is neither a command nor a move; "
                               "HELP lists the commands.", legal=True) from None  # fmt: skip
-            raise Refusal(str(error), legal=True) from None
+            raise Refusal(str(error), legal=True, attempt=True) from None
         code, context = self.engine.take_move(table, sender.seat, move, self.message)
         return Answer(command.line, "move", context, code)
 
