@@ -67,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("--player", action="append", default=[], metavar="ADDR", help="a player's address, in seating order")
     new.add_argument("--bots", type=int, default=0, metavar="N", help="fill N more seats with random bots")
     new.add_argument("--deadline", type=_duration, metavar="DURATION", help="how long each phase lasts (90s, 2h, 3d)")
+    new.add_argument("--turn-deadline", type=_duration, metavar="DURATION", help="how long one player's turn lasts (default: --deadline)")
+    new.add_argument("--decision-deadline", type=_duration, metavar="DURATION", help="how long a decision such as a scoring offer lasts (default: --turn-deadline)")
     new.add_argument("--settle", type=_duration, metavar="DURATION", help="change-of-mind window after the last move")
     new.add_argument("--name", help="a name for the game")
     new.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE", help="a game option, e.g. ties=carry")
@@ -162,6 +164,7 @@ def _new(engine: Engine, args) -> int:
     game_id = engine.new_game(
         args.kind, args.player, bots=args.bots, deadline=args.deadline,
         settle=args.settle, name=args.name, options=dict(args.option),
+        turn_deadline=args.turn_deadline, decision_deadline=args.decision_deadline,
     )  # fmt: skip
     status = engine.status(game_id)
     print(f"game {game_id}: {args.kind}, {len(status['players'])} seats, {status['state']}")

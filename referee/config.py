@@ -27,7 +27,8 @@ _SETTINGS: dict[str, dict[str, str]] = {
                 "site_dir": "path", "secret_key": "text", "secret_key_file": "path",
                 "max_message_size": "size", "replies_per_hour": "count",
                 "accept_token_alone": "bool", "dkim_authserv_id": "text"},
-    "defaults": {"deadline": "duration", "settle": "duration", "reminder": "duration"},
+    "defaults": {"deadline": "duration", "turn_deadline": "duration", "decision_deadline": "duration",
+                 "settle": "duration", "reminder": "duration"},
     "outage": {"gap": "duration", "grace": "duration"},
     "imap": {"host": "text", "port": "port", "security": "security", "username": "text",
              "password": "text", "password_file": "path", "password_env": "text",
@@ -82,7 +83,9 @@ class Config:
     replies_per_hour: int = 20  # answers to one sender's mail; more are not sent (moves still count)
     accept_token_alone: bool = False  # True: a reply token authenticates whatever the From
     dkim_authserv_id: str | None = None  # set: seat commands also need this server's dkim=pass
-    deadline: timedelta = timedelta(days=3)
+    deadline: timedelta = timedelta(days=3)  # a sealed round (and, unless set, every phase)
+    turn_deadline: timedelta | None = None  # one player's turn; None: the deadline
+    decision_deadline: timedelta | None = None  # a choice inside a resolution; None: the turn deadline
     settle: timedelta = timedelta(0)
     reminder: timedelta | None = timedelta(days=1)  # before a deadline; None: no reminders
     outage_gap: timedelta | None = timedelta(hours=6)  # None: no outage guard

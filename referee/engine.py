@@ -120,8 +120,14 @@ class Engine:
         settle: timedelta | None = None,
         name: str | None = None,
         options: dict[str, Any] | None = None,
+        turn_deadline: timedelta | None = None,
+        decision_deadline: timedelta | None = None,
     ) -> int:
-        """Create a game, announce it, open its first phase; returns its id."""
+        """Create a game, announce it, open its first phase; returns its id.
+
+        ``deadline`` is how long a sealed round lasts; ``turn_deadline`` one
+        player's turn (default: the deadline), ``decision_deadline`` a choice
+        inside a resolution such as a scoring offer (default: the turn's)."""
         try:
             rules = get_game(kind)
             options = rules.check_options(options or {})
@@ -129,23 +135,36 @@ class Engine:
             raise EngineError(str(error).strip("'\"")) from None
         addresses = [address.strip().lower() for address in players]
         self._check_seats(rules, addresses, bots)
-        deadline = deadline if deadline is not None else self.config.deadline
+        deadlines = self._deadlines(deadline, turn_deadline, decision_deadline)
         settle = settle if settle is not None else self.config.settle
-        if deadline < timedelta(seconds=1):  # times are stored to the second
-            raise EngineError("the deadline must be at least 1 second")
         with self.store.transaction():
-            game_id = self._create(kind, options, deadline, settle, name, "running")
+            game_id = self._create(kind, options, deadlines, settle, name, "running")
             self._begin(game_id, addresses, bots)
         log.info("game %d (%s) created with %d seats", game_id, kind, len(addresses) + bots)
         return game_id
 
-    def _create(self, kind: str, options: dict[str, Any], deadline: timedelta,
+    def _deadlines(self, deadline: timedelta | None = None, turn: timedelta | None = None,
+                   decision: timedelta | None = None) -> dict[str, timedelta]:  # fmt: skip
+        """A new game's deadline per kind of phase (see Phase.timer), from the
+        keeper's choices, else the config's defaults."""
+        round_ = deadline if deadline is not None else self.config.deadline
+        turn = turn if turn is not None else self.config.turn_deadline or round_
+        decision = decision if decision is not None else self.config.decision_deadline or turn
+        deadlines = {"round": round_, "turn": turn, "decision": decision}
+        for kind, length in deadlines.items():
+            if length < timedelta(seconds=1):  # times are stored to the second
+                raise EngineError(f"the {'' if kind == 'round' else kind + ' '}deadline must be at least 1 second")
+        return deadlines
+
+    def _create(self, kind: str, options: dict[str, Any], deadlines: dict[str, timedelta],
                 settle: timedelta, name: str | None, state: str, seats_wanted: int | None = None) -> int:  # fmt: skip
         seed = secrets.token_bytes(32)
         return self.store.create_game(
             kind=kind, name=name, options=options, seed=seed.hex(),
             seed_commitment=commitment(seed), state=state,
-            deadline_seconds=int(deadline.total_seconds()),
+            deadline_seconds=int(deadlines["round"].total_seconds()),
+            turn_seconds=int(deadlines["turn"].total_seconds()),
+            decision_seconds=int(deadlines["decision"].total_seconds()),
             settle_seconds=int(settle.total_seconds()),
             created_at=iso(self.clock()), finished_at=None, seats_wanted=seats_wanted,
         )  # fmt: skip
@@ -175,7 +194,7 @@ class Engine:
         game = self.open_game(kind)
         if game is None:
             rules = get_game(kind)
-            game_id = self._create(kind, rules.check_options({}), self.config.deadline,
+            game_id = self._create(kind, rules.check_options({}), self._deadlines(),
                                    self.config.settle, None, "open", rules.max_seats)  # fmt: skip
             game = self.store.game(game_id)
         signed = [s["address"] for s in self.store.signups(game["id"])]
@@ -510,7 +529,7 @@ class Engine:
         if phase is None:
             return None
         now = self.clock()
-        deadline = ceil_second(now + timedelta(seconds=table.row["deadline_seconds"]))
+        deadline = ceil_second(now + self.deadlines(table.row)[phase.deadline_kind])
         return self.store.open_phase(
             table.id, len(table.phases) + 1, phase.label, list(phase.movers),
             phase.sealed, iso(now), iso(deadline),
@@ -694,15 +713,27 @@ class Engine:
             context["rounds"] = [self._round_context(table, s.number) for s in table.replay.steps]
         return context
 
+    @staticmethod
+    def deadlines(game: Row) -> dict[str, timedelta]:
+        """How long each kind of phase of a game lasts (a games.db from before
+        turn deadlines has only the one)."""
+        round_ = game["deadline_seconds"]
+        turn = game.get("turn_seconds") or round_
+        decision = game.get("decision_seconds") or turn
+        return {"round": timedelta(seconds=round_), "turn": timedelta(seconds=turn),
+                "decision": timedelta(seconds=decision)}  # fmt: skip
+
     def game_info(self, table: Table) -> dict[str, Any]:
         """The game itself, as every mail about it may show it (``game`` in templates)."""
         return {
             "id": table.id, "kind": table.row["kind"], "title": table.rules.title,
             "name": table.row["name"], "tag": table.tag(),
             "state": table.row["state"], "move_word": table.rules.move_word,
+            "example": table.rules.example or f"{table.rules.move_word} 7",
             "seed_commitment": table.row["seed_commitment"],
             "seed": table.row["seed"] if table.row["state"] == "finished" else None,
             "deadline": timedelta(seconds=table.row["deadline_seconds"]),
+            "deadlines": self.deadlines(table.row),
             "options": table.row["options"],
         }  # fmt: skip
 

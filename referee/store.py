@@ -86,7 +86,8 @@ class Store:
         # Columns added after the first release: an older games.db gains them.
         for table, column, kind in (("phases", "reminded_at", str), ("seats", "token", str),
                                     ("games", "seats_wanted", int), ("outbox", "answers", str),
-                                    ("outbox", "notice", int)):  # fmt: skip
+                                    ("outbox", "notice", int), ("games", "turn_seconds", int),
+                                    ("games", "decision_seconds", int)):  # fmt: skip
             if column not in db[table].columns_dict:
                 db[table].add_column(column, kind)
         db["seats"].create_index(["token"], if_not_exists=True)

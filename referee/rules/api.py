@@ -47,12 +47,21 @@ class Phase:
     ``movers`` owe a move.  In a ``sealed`` phase they move at once and in
     secret, may replace their move until the phase closes, and nobody sees
     any move before the phase resolves.  A phase that is not sealed is a turn:
-    its one mover's move is final and resolves it at once.
+    its one mover's move is final and resolves it at once.  Each kind of
+    phase waits as long as the game's deadline of that kind (see ``timer``).
     """
 
     label: str
     movers: tuple[int, ...]
     sealed: bool
+    # Which of a game's deadlines applies: "round" (a sealed round), "turn",
+    # or "decision" (a choice inside a resolution, such as a scoring offer).
+    # Empty: "round" if sealed, else "turn".
+    timer: str = ""
+
+    @property
+    def deadline_kind(self) -> str:
+        return self.timer or ("round" if self.sealed else "turn")
 
 
 @dataclass(frozen=True)
@@ -71,6 +80,7 @@ class Game(ABC, Generic[State, Move]):
     min_seats: int
     max_seats: int
     move_word: str  # the verb players use, for help texts ("bid", "play", ...)
+    example: str = ""  # a move as HELP shows it; default: the move word and 7
     move_words: tuple[str, ...] = ()  # every word a move may start with, when more than move_word
     options: Mapping[str, Any] = {}  # option name -> default value
     filters: Mapping[str, Callable[..., str]] = {}  # name -> formatter, for this game's templates

@@ -88,6 +88,7 @@ class Bid(Game[BidState, Move]):
     title = "Bid!"
     min_seats, max_seats = 3, 4
     move_word = "bid"
+    example = "bid 4"
     move_words = ("bid", "coins", "coin", "pawn", "reroll")
     options = {"reroll": "pawn", "max_auctions": 300}
     filters = {"tile": tile_name}
