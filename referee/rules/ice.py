@@ -23,7 +23,7 @@ from referee.rules.api import Game, MoveError, OptionError, Phase, Result
 from referee.rules.rng import Rng
 
 COLOURS = ("red", "yellow", "green", "blue")  # I1: the four stashes
-COLOURLESS = "colourless"  # I8: the end-game fill
+COLOURLESS = "colourless"  # I11: the end-game fill
 SIZES = (3, 2, 1)  # large, medium, small: the order piles are written in
 PER_SIZE = 5  # each stash: 5 small, 5 medium, 5 large
 SIZE_LETTER = {3: "L", 2: "M", 1: "S"}
@@ -95,7 +95,7 @@ def _trees(have: Pile) -> list[Pile]:
 
 def uniform(tree: Pile) -> bool:
     colours = {colour for colour, _ in tree}
-    return len(colours) == 1 and COLOURLESS not in colours  # I8: colourless trees are mixed
+    return len(colours) == 1 and COLOURLESS not in colours  # I11: colourless trees are mixed
 
 
 # -- the state -------------------------------------------------------------------
@@ -108,7 +108,7 @@ class IceState:
     end: int  # the last such multiple: the game ends after that auction (12, or 8: I5)
     bag: Pile
     track: Pile  # scoring-colour pyramids drawn, still on the track
-    drawn: int  # scoring-colour pyramids drawn so far: the track's count (I8)
+    drawn: int  # scoring-colour pyramids drawn so far: the track's count (I11)
     lot: Pile  # the auction area
     dead: Pile
     active: tuple[Pile, ...]
@@ -390,7 +390,7 @@ class IceIceBaby(Game[IceState, Move]):
 
 
 def _must_bid(state: IceState) -> bool:
-    """The "very rare case": everyone else passed without bidding (I6)."""
+    """The "very rare case": everyone else passed without bidding (I8)."""
     return state.high is None and len(state.in_auction()) == 1
 
 
@@ -424,7 +424,7 @@ def _next_turn(state: IceState, after: int, include: bool) -> tuple[IceState, li
     while True:
         left = state.in_auction()
         if len(left) == 1 and (state.high == left[0] or not state.active[left[0]]):
-            return replace(state, stage="won", turn=left[0]), events  # I6: no pyramids, the lot is free
+            return replace(state, stage="won", turn=left[0]), events  # I8: no pyramids, the lot is free
         if len(left) == 1:
             return replace(state, turn=left[0]), events
         order = [(after + k) % state.seats for k in range(0 if include else 1, state.seats + 1)]
@@ -484,7 +484,7 @@ def _earned(state: IceState) -> int:
 
 
 def _next_offer(state: IceState) -> tuple[IceState, list[dict[str, Any]]]:
-    """The next seat offered a tree, skipping seats without one (I9); the
+    """The next seat offered a tree, skipping seats without one (I10); the
     round ends after two trees or when the offers run out."""
     events = []
     offers = state.offers
@@ -503,7 +503,7 @@ def _next_offer(state: IceState) -> tuple[IceState, list[dict[str, Any]]]:
 def _next_auction(state: IceState, start: int, rng: Rng) -> tuple[IceState, dict[str, Any]]:
     """The starting player draws a pyramid of each size for the auction area
     (I2: small, medium, large); a scoring-colour one goes to the track and the
-    size is drawn again; an empty bag is made up from the track (I8)."""
+    size is drawn again; an empty bag is made up from the track (I11)."""
     bag, track, lot, drawn, filled = list(state.bag), list(state.track), [], [], []
     for size in (1, 2, 3):
         while True:
@@ -555,7 +555,7 @@ def _colour_counts(state: IceState, seat: int) -> dict[str, int]:
 
 
 def best_trees(active: Pile) -> tuple[int, int]:
-    """I10: the most points from arranging pyramids into trees: as many
+    """I14: the most points from arranging pyramids into trees: as many
     uniform trees as each colour allows, then mixed trees of the rest (which
     can never all be one colour).  Returns (uniform, mixed)."""
     count = Counter(active)
@@ -576,7 +576,7 @@ def score_breakdown(state: IceState, seat: int) -> dict[str, Any]:
             continue  # "The scoring colour is never used to determine bonuses"
         counts = [_colour_counts(state, s)[colour] for s in range(state.seats)]
         top = max(counts)
-        if top and counts[seat] == top:  # I11: none of a colour earns nothing
+        if top and counts[seat] == top:  # I14: none of a colour earns nothing
             bonuses[colour] = BONUS if counts.count(top) == 1 else SHARED_BONUS
     uniform_trees, mixed_trees = scored_uniform + made_uniform, scored_mixed + made_mixed
     total = 7 * uniform_trees + 5 * mixed_trees + single + sum(bonuses.values())
