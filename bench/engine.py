@@ -73,6 +73,36 @@ def play_by_mail(engine: Engine, clock: Clock, games: int) -> int:
     return count
 
 
+def play_ice_by_mail(engine: Engine, clock: Clock, games: int) -> tuple[int, float]:
+    """Play `games` four-player games of Ice Ice Baby, every turn by mail.
+    Each player bids the cheapest legal bid while the high bid is under three
+    pyramids, else passes, and scores the first tree offered.  Returns the
+    messages ingested and the slowest single ingest (late in a long game,
+    where a replay is longest)."""
+    count, slowest = 0, 0.0
+    for _ in range(games):
+        game_id = engine.new_game("ice", PLAYERS + ["dave@example.org"])
+        while engine.table(game_id).row["state"] == "running":
+            table = engine.table(game_id)
+            seat = table.open_phase["movers"][0]
+            legal = table.rules.legal_moves(table.state, seat)
+            high = table.state.bids[table.state.high] if table.state.high is not None else ()
+            bids = [m for m in legal if m[0] == "bid"]
+            if table.state.stage == "scoring":
+                move = legal[-1]  # a tree (or decline, when it is the only move)
+            else:
+                move = bids[0] if bids and (len(high) < 3 or ("pass",) not in legal) else ("pass",)
+            move = table.rules.move_text(move)
+            clock.now += timedelta(seconds=1)
+            token = table.seats[seat]["token"]
+            start = time.perf_counter()
+            outcome = engine.ingest(mail((PLAYERS + ["dave@example.org"])[seat], token, game_id, move, clock.now))
+            slowest = max(slowest, time.perf_counter() - start)
+            assert outcome.code == "move", outcome
+            count += 1
+    return count, slowest
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--games", type=int, default=20)
@@ -94,6 +124,13 @@ def main() -> None:
         played = time.perf_counter() - start
         print(f"bids ingested (whole games by mail): {messages / played:8.1f} msg/s "
               f"({played / messages * 1000:.2f} ms each, {messages} messages)")
+        start = time.perf_counter()
+        ice_games = max(1, args.games // 10)
+        moves, slowest = play_ice_by_mail(engine, clock, ice_games)
+        played = time.perf_counter() - start
+        print(f"Ice Ice Baby turns ingested (4 players, whole games): {moves / played:8.1f} msg/s "
+              f"({played / moves * 1000:.2f} ms each, slowest {slowest * 1000:.0f} ms, "
+              f"{moves / ice_games:.0f} turns a game)")
         for name, raw in hostile().items():
             start = time.perf_counter()
             outcome = engine.ingest(raw)
@@ -101,16 +138,19 @@ def main() -> None:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
         print(f"peak resident memory of this process: {peak / 1024:8.1f} MiB")
 
-        finished = [row["id"] for row in engine.store.games("finished")]
-        start = time.perf_counter()
-        for game_id in finished:
-            engine.table(game_id)
-        replay = time.perf_counter() - start
-        print(f"replay of a finished game from games.db: {replay / len(finished) * 1000:8.2f} ms")
+        fresh = Engine(Store(config.database), config, clock)  # nothing cached: every replay from the seed
+        for kind in ("pure-skill", "ice"):
+            finished = [row["id"] for row in fresh.store.games("finished") if row["kind"] == kind]
+            start = time.perf_counter()
+            for game_id in finished:
+                fresh.table(game_id)
+            replay = time.perf_counter() - start
+            print(f"replay of a finished {kind} game from games.db, from the seed: "
+                  f"{replay / len(finished) * 1000:8.2f} ms")
         mails = len(engine.store.outbox())
         size = (Path(folder) / "games.db").stat().st_size
         print(f"outbox: {mails} mails queued; games.db {size / 2**20:.1f} MiB "
-              f"for {len(finished)} games")
+              f"for {len(fresh.store.games('finished'))} games")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from referee.timeutil import Clock, ceil_second, from_iso, iso, utc_now
 log = logging.getLogger("referee")
 
 _MAX_LEGAL_SHOWN = 20
+_REPLAYS_KEPT = 64  # games whose last replay is kept in memory
 
 
 class EngineError(ValueError):
@@ -93,6 +94,7 @@ class Engine:
         self.config = config
         self.clock = clock
         self.composer = Composer(config)
+        self._replays: dict[int, tuple[Any, list[PhaseRecord], Replay]] = {}  # game id -> cache, oldest first
         self.key = config.secret_key or self._stored_key()
         for seat in store.seats_without_token():  # a games.db from before reply tokens
             store.set_token(seat["game_id"], seat["seat"], self.token(seat["game_id"], seat["seat"]))
@@ -424,10 +426,28 @@ class Engine:
             )
             for phase in phases
         ]  # fmt: skip
+        return Table(row, rules, seats, phases, self._replay(row, rules, seats, records), counted)
+
+    def _replay(self, row: Row, rules: Game, seats: list[Row], records: list[PhaseRecord]) -> Replay:
+        """The game's state by replay, going on from the last replay of its
+        resolved phases when the record still begins with them (a cache: one
+        message reads its game many times, and a turn-based game has hundreds
+        of phases).  A record that does not match is replayed from the seed."""
+        seed = bytes.fromhex(row["seed"])
         initial_bots = tuple(s["seat"] for s in seats if s["bot_since_phase"] == 0)
-        state = replay(rules, bytes.fromhex(row["seed"]), len(seats), row["options"],
-                       initial_bots, records)  # fmt: skip
-        return Table(row, rules, seats, phases, state, counted)
+        resolved = [r for r in records if r.moves is not None]
+        key = (seed, len(seats), initial_bots)
+        cached = self._replays.pop(row["id"], None)
+        start = None
+        if cached and cached[0] == key and resolved[: len(cached[1])] == cached[1]:
+            start = cached[2]
+        done = replay(rules, seed, len(seats), row["options"], initial_bots, resolved, start)
+        self._replays[row["id"]] = (key, resolved, done)
+        while len(self._replays) > _REPLAYS_KEPT:
+            del self._replays[next(iter(self._replays))]  # the least recently used
+        if len(resolved) == len(records):
+            return done
+        return replay(rules, seed, len(seats), row["options"], initial_bots, records, done)
 
     def _running_table(self, game_id: int) -> Table:
         table = self.table(game_id)

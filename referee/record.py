@@ -73,13 +73,20 @@ def replay(
     options: Mapping[str, Any],
     initial_bots: tuple[int, ...],
     phases: list[PhaseRecord],
+    start: Replay | None = None,
 ) -> Replay:
-    """Fold the record through the rules.  The last phase may still be open."""
-    state = game.setup(seats, setup_rng(seed), options)
-    for seat in initial_bots:
-        state = game.replace_by_bot(state, seat)
-    result = Replay(state)
-    for record in phases:
+    """Fold the record through the rules.  The last phase may still be open.
+
+    ``start`` is a replay of this same game's first phases, all resolved (a
+    cache): the fold goes on from it instead of from the setup."""
+    if start is None:
+        state = game.setup(seats, setup_rng(seed), options)
+        for seat in initial_bots:
+            state = game.replace_by_bot(state, seat)
+        result = Replay(state)
+    else:
+        result = Replay(start.state, list(start.steps))
+    for record in phases[len(result.steps):]:
         phase = game.phase(result.state)
         if phase is None:
             raise ReplayError(record.number, "the record goes on after the game ended")

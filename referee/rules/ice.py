@@ -35,10 +35,11 @@ Pyramid = tuple[str, int]
 Pile = tuple[Pyramid, ...]
 Move = tuple  # ("pass",), ("bid", pile), ("score", tree, take), ("decline",)
 
-_SIZE_WORDS = {"l": 3, "large": 3, "big": 3, "m": 2, "medium": 2, "med": 2, "s": 1, "small": 1}
+_SIZE_WORDS = {"l": 3, "large": 3, "larges": 3, "m": 2, "medium": 2, "mediums": 2, "s": 1, "small": 1,
+               "smalls": 1}  # fmt: skip
 _COLOUR_WORDS = {**{c: c for c in COLOURS}, "colourless": COLOURLESS, "colorless": COLOURLESS,
                  "clear": COLOURLESS}  # fmt: skip
-_TOKEN = re.compile(r"([0-9]+)?x?([a-z]*)", re.ASCII)
+_COUNTED = re.compile(r"([0-9]+)x?([a-z]*)", re.ASCII)  # "2", "2x", "2L", "2xL"
 _VERB = re.compile(r"^\s*(?P<verb>[a-z]+)\b(?P<rest>.*?)\s*\.?\s*$", re.I)
 
 
@@ -83,8 +84,24 @@ def _contains(have: Pile, wanted: Iterable[Pyramid]) -> bool:
 
 
 def _choices(have: Pile, count: int) -> list[Pile]:
-    """Every distinct sub-pile of ``count`` pyramids, in a fixed order."""
-    return sorted(set(itertools.combinations(have, count)), key=lambda p: [_order(x) for x in p])
+    """Every distinct sub-pile of ``count`` pyramids, in a fixed order.  Built
+    from the counts of each kind of pyramid, not from combinations of the
+    pyramids themselves, which would repeat each sub-pile many times."""
+    kinds = sorted(Counter(have).items(), key=lambda item: _order(item[0]))
+    found: list[Pile] = []
+
+    def extend(index: int, left: int, chosen: tuple[Pyramid, ...]) -> None:
+        if left == 0:
+            found.append(chosen)
+            return
+        if index == len(kinds) or sum(n for _, n in kinds[index:]) < left:
+            return
+        pyramid, held = kinds[index]
+        for take in range(min(held, left), -1, -1):
+            extend(index + 1, left - take, chosen + (pyramid,) * take)
+
+    extend(0, count, ())
+    return sorted(found, key=lambda p: [_order(x) for x in p])
 
 
 def _trees(have: Pile) -> list[Pile]:
@@ -245,14 +262,16 @@ class IceIceBaby(Game[IceState, Move]):
         return self.move_text(("bid", bids[0])) if bids else "bid L-blue"
 
     def _parse_offer(self, state: IceState, seat: int, verb: str, rest: str) -> Move:
-        if verb in ("decline", "pass", "no"):
+        if verb in ("decline", "pass") and not rest.strip():
             return ("decline",)
         if verb != "score":
             raise MoveError("A scoring round asks 'score tree red' (or 'score tree L-red M-blue "
                             "S-blue take L-green M-yellow') or 'decline'.")  # fmt: skip
-        tree_text, _, take_text = re.sub(r"^\s*tree\b", "", rest, flags=re.I).partition(" take ")
+        tree_text, *take = re.split(r"\s+take\b", re.sub(r"^\s*tree\b", "", rest, flags=re.I), maxsplit=1,
+                                    flags=re.I)  # fmt: skip
+        take_text = take[0] if take else ""
         active = state.active[seat]
-        tree = _read_tree(tree_text, active)
+        tree = _read_tree(tree_text, active, state.dead, min(_earned(state), len(state.dead)))
         earned = min(_earned(state), len(state.dead))
         if not take_text.strip():
             options = _choices(state.dead, earned)
@@ -331,7 +350,7 @@ class IceIceBaby(Game[IceState, Move]):
         return self._play_on(state, events + more, rng)
 
     def _final_event(self, state: IceState) -> dict[str, Any]:
-        breakdown = [score_breakdown(state, seat) for seat in range(state.seats)]
+        breakdown = standings(state)
         result = self.result(state)
         return {"type": "over", "breakdown": breakdown, "winner": result.winner if result else None}
 
@@ -351,7 +370,7 @@ class IceIceBaby(Game[IceState, Move]):
             "high": state.high, "high_bid": _names(high), "high_value": list(value(high)),
             "cards": list(state.cards), "scoring_due": state.scoring_due, "final": state.final,
             "offers": list(state.offers), "earn": min(_earned(state), len(state.dead)),
-            "scores": [score_breakdown(state, s)["total"] for s in range(state.seats)],
+            "scores": [points["total"] for points in standings(state)],
             "must_bid": state.stage == "auction" and _must_bid(state),
         }  # fmt: skip
         if seat is None:
@@ -377,12 +396,14 @@ class IceIceBaby(Game[IceState, Move]):
     def result(self, state: IceState) -> Result | None:
         if state.stage != "over":
             return None
-        totals = [score_breakdown(state, seat)["total"] for seat in range(state.seats)]
-        people = [seat for seat in range(state.seats) if seat not in state.bots]  # a bot never wins
+        points = standings(state)
+        totals = [p["total"] for p in points]
+        people = [seat for seat in range(state.seats) if seat not in state.bots]  # I16: a bot never wins
         if not people:
             return Result(scores=tuple(totals), winner=None)
-        best = max((totals[seat], value(_collected(state, seat))) for seat in people)
-        leaders = [seat for seat in people if (totals[seat], value(_collected(state, seat))) == best]
+        rank = {seat: (totals[seat], points[seat]["collected"]) for seat in people}  # I16: then by value
+        best = max(rank.values())
+        leaders = [seat for seat in people if rank[seat] == best]
         return Result(scores=tuple(totals), winner=leaders[0] if len(leaders) == 1 else None)
 
 
@@ -413,8 +434,11 @@ def _pass(state: IceState, seat: int, forced: bool) -> tuple[IceState, dict[str,
     """The seat takes the lowest passing card left, its last bid on it."""
     state = replace(state, cards=(*state.cards, seat))
     bid = state.bids[seat]
-    return state, {"type": "pass", "seat": seat, "card": len(state.cards), "forced": forced,
-                   "bid": _names(bid) if bid else []}  # fmt: skip
+    event = {"type": "pass", "seat": seat, "card": len(state.cards), "forced": forced,
+             "bid": _names(bid) if bid else []}  # fmt: skip
+    if forced:
+        event["why"] = "no pyramids" if not state.active[seat] else "cannot raise"
+    return state, event
 
 
 def _next_turn(state: IceState, after: int, include: bool) -> tuple[IceState, list[dict[str, Any]]]:
@@ -564,31 +588,40 @@ def best_trees(active: Pile) -> tuple[int, int]:
     return uniforms, trees - uniforms
 
 
-def score_breakdown(state: IceState, seat: int) -> dict[str, Any]:
-    """The points ``seat`` would have if the game ended now (final scoring)."""
-    scored_uniform = sum(1 for tree in state.scored[seat] if uniform(tree))
-    scored_mixed = len(state.scored[seat]) - scored_uniform
-    made_uniform, made_mixed = best_trees(state.active[seat])
-    single = len(state.active[seat]) - 3 * (made_uniform + made_mixed)
-    bonuses = {}
+def standings(state: IceState) -> list[dict[str, Any]]:
+    """Each seat's points if the game ended now (the final scoring), with
+    their parts: trees, single pyramids, colour bonuses, and the collected
+    pyramids' value for the tie-break."""
+    collected = [_collected(state, seat) for seat in range(state.seats)]
+    counts = [Counter(colour for colour, _ in pyramids) for pyramids in collected]
+    bonuses: list[dict[str, int]] = [{} for _ in collected]
     for colour in COLOURS:
         if colour == state.scoring_colour:
             continue  # "The scoring colour is never used to determine bonuses"
-        counts = [_colour_counts(state, s)[colour] for s in range(state.seats)]
-        top = max(counts)
-        if top and counts[seat] == top:  # I14: none of a colour earns nothing
-            bonuses[colour] = BONUS if counts.count(top) == 1 else SHARED_BONUS
-    uniform_trees, mixed_trees = scored_uniform + made_uniform, scored_mixed + made_mixed
-    total = 7 * uniform_trees + 5 * mixed_trees + single + sum(bonuses.values())
+        held = [count[colour] for count in counts]
+        top = max(held)
+        for seat, n in enumerate(held):
+            if top and n == top:  # I14: none of a colour earns nothing
+                bonuses[seat][colour] = BONUS if held.count(top) == 1 else SHARED_BONUS
+    return [_points(state, seat, bonuses[seat], collected[seat]) for seat in range(state.seats)]
+
+
+def _points(state: IceState, seat: int, bonuses: dict[str, int], collected: Pile) -> dict[str, Any]:
+    scored_uniform = sum(1 for tree in state.scored[seat] if uniform(tree))
+    made_uniform, made_mixed = best_trees(state.active[seat])
+    uniform_trees = scored_uniform + made_uniform
+    mixed_trees = len(state.scored[seat]) - scored_uniform + made_mixed
+    single = len(state.active[seat]) - 3 * (made_uniform + made_mixed)
+    total = TREE_POINTS[True] * uniform_trees + TREE_POINTS[False] * mixed_trees + single + sum(bonuses.values())
     return {"uniform": uniform_trees, "mixed": mixed_trees, "single": single, "bonuses": bonuses,
-            "total": total, "collected": list(value(_collected(state, seat)))}  # fmt: skip
+            "total": total, "collected": list(value(collected))}  # fmt: skip
 
 
 def _scored(state: IceState, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every resolve's last event carries the standings (what the site charts):
     the points each seat would have if the game ended now."""
     if events:
-        events[-1]["scores"] = [score_breakdown(state, s)["total"] for s in range(state.seats)]
+        events[-1]["scores"] = [points["total"] for points in standings(state)]
     return events
 
 
@@ -619,7 +652,7 @@ def _groups(text: str) -> list[tuple[int, int | None, str | None]]:
         return groups[-1]
 
     for word in words:
-        match = _TOKEN.fullmatch(word)
+        match = _COUNTED.fullmatch(word)
         number, rest = (match[1], match[2]) if match else (None, word)
         if number:
             if count is not None or int(number) < 1:
@@ -628,8 +661,8 @@ def _groups(text: str) -> list[tuple[int, int | None, str | None]]:
         if not rest:
             continue
         size, colour = _SIZE_WORDS.get(rest), _COLOUR_WORDS.get(rest)
-        if size is None and colour is None and len(rest) > 1 and rest[0] in "lms":
-            size, colour = _SIZE_WORDS.get(rest[0]), _COLOUR_WORDS.get(rest[1:])  # "Lred"
+        if size is None and colour is None and rest[:1] in ("l", "m", "s") and rest[1:] in _COLOUR_WORDS:
+            size, colour = _SIZE_WORDS[rest[0]], _COLOUR_WORDS[rest[1:]]  # "Lred"
         if size is None and colour is None:
             raise MoveError(f"I do not know '{word}': pyramids are written like L-red, M-blue, S-green "
                             "(L large, M medium, S small; red, yellow, green, blue).")  # fmt: skip
@@ -665,8 +698,8 @@ def _read_pile(text: str, have: Pile, verb: str, where: str = "your active area"
         colours = sorted({c for c, s in left if s == size}, key=lambda c: _order((c, size)))
         available = [p for p in left if p[1] == size]
         if len(available) < n:
-            raise MoveError(f"There are not {n} {SIZE_NAME[size]} pyramid(s) in {where} to {verb}; "
-                            f"it holds {pile_text(have)}.")  # fmt: skip
+            raise MoveError(f"You asked for {n} {SIZE_NAME[size]} but {where} has only {len(available)} "
+                            f"more: it holds {pile_text(have)}.")  # fmt: skip
         if len(colours) > 1 and len(available) > n:
             raise MoveError(f"Say which colour of {SIZE_NAME[size]} pyramid to {verb}: {where} holds "
                             f"{', '.join(f'{SIZE_LETTER[size]}-{c}' for c in colours)}.")  # fmt: skip
@@ -676,7 +709,7 @@ def _read_pile(text: str, have: Pile, verb: str, where: str = "your active area"
     return pile(chosen)
 
 
-def _read_tree(text: str, active: Pile) -> Pile:
+def _read_tree(text: str, active: Pile, dead: Pile, earned: int) -> Pile:
     """A tree named by its pyramids, or by one colour ("score tree red")."""
     words = text.lower().split()
     if len(words) == 1 and words[0] in _COLOUR_WORDS:
@@ -687,8 +720,10 @@ def _read_tree(text: str, active: Pile) -> Pile:
     if not text.strip():
         if len(trees) == 1:
             return trees[0]
-        raise MoveError(f"Say which tree, for example 'score tree {pile_text(trees[0])}'; your active "
-                        f"area holds {pile_text(active)}.")  # fmt: skip
+        take = _choices(dead, earned)[0]
+        example = f"score tree {pile_text(trees[0])}" + (f" take {pile_text(take)}" if take else "")
+        raise MoveError(f"Say which tree, for example '{example}'; your active area holds "
+                        f"{pile_text(active)}.")  # fmt: skip
     tree = _read_pile(text, active, "score")
     if sorted(size for _, size in tree) != [1, 2, 3]:
         raise MoveError("A tree is one large, one medium and one small pyramid.")

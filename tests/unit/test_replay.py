@@ -156,3 +156,38 @@ def test_a_player_leaving_during_an_open_phase_is_a_bot_at_once():
     _, _, records = live_game(SEED, random_bids(SEED))
     replayed = run([*records[:2], PhaseRecord(3, None, new_bots=(0,))], initial_bots=(1,))
     assert replayed.state.bots == {0, 1}
+
+
+def test_replay_going_on_from_an_earlier_replay_is_the_same_as_from_the_seed():
+    _, _, records = live_game(SEED, random_bids(SEED))
+    first = run(records[:5])
+    resumed = replay(GAME, SEED, 3, {}, (), records, start=first)
+    whole = run(records)
+    assert resumed.state == whole.state
+    assert [(s.number, s.moves, s.events) for s in resumed.steps] == \
+        [(s.number, s.moves, s.events) for s in whole.steps]  # fmt: skip
+    assert len(first.steps) == 5  # the earlier replay is left as it was
+
+
+def test_the_engine_never_serves_a_replay_of_a_record_that_was_rolled_back(tmp_path):
+    """The engine keeps each game's last replay; a transaction that fails
+    after a move was read must not leave that move in what it serves."""
+    from conftest import PLAYERS, FakeClock, reply
+    from referee.config import Config
+    from referee.engine import Engine
+    from referee.store import Store
+
+    clock = FakeClock()
+    config = Config(address="referee@example.org", secret_key=b"k")
+    engine = Engine(Store(tmp_path / "games.db"), config, clock=clock)
+    game = engine.new_game("pure-skill", PLAYERS)
+    for player in PLAYERS[:2]:
+        engine.ingest(reply(engine, player, "bid 13", received=clock.now))
+    with pytest.raises(RuntimeError), engine.store.transaction():
+        engine.ingest(reply(engine, PLAYERS[2], "bid 13", received=clock.now))  # resolves round 1
+        assert engine.table(game).open_phase["number"] == 2
+        raise RuntimeError("the transaction fails after round 1 resolved")
+    engine.ingest(reply(engine, PLAYERS[2], "bid 12", received=clock.now))
+    fresh = Engine(Store(tmp_path / "games.db"), config, clock=clock)
+    assert engine.table(game).state == fresh.table(game).state
+    assert fresh.table(game).replay.steps[0].moves[2] == 12
