@@ -89,6 +89,7 @@ def page_context(engine: Engine, table: Table, now: datetime) -> dict[str, Any]:
         current = {"label": phase["label"], "deadline": phase["deadline"],
                    "left": show_duration(deadline - now) if deadline > now else "any moment now",
                    "moved": [names[s] for s in phase["movers"] if s not in waiting],
+                   "sealed": bool(phase["sealed"]),
                    "waiting": [names[s] for s in waiting]}  # fmt: skip
     return {
         "record": record,
