@@ -150,8 +150,8 @@ class Engine:
         """A new game's deadline per kind of phase (see Phase.timer), from the
         keeper's choices, else the config's defaults."""
         round_ = deadline if deadline is not None else self.config.deadline
-        turn = turn if turn is not None else self.config.turn_deadline or round_
-        decision = decision if decision is not None else self.config.decision_deadline or turn
+        turn = turn or self.config.turn_deadline or round_  # unset or zero: the one before
+        decision = decision or self.config.decision_deadline or turn
         deadlines = {"round": round_, "turn": turn, "decision": decision}
         for kind, length in deadlines.items():
             if length < timedelta(seconds=1):  # times are stored to the second
@@ -657,6 +657,9 @@ class Engine:
         received = message.received_at
         self._check_timing(table, phase, seat, received)
         earlier = self.store.final_moves(table.id, phase["number"]).get(seat)
+        if earlier and not phase["sealed"]:  # two moves in one mail: the first one stands
+            raise Refusal(f"Your move for {phase['label']} is in already ({earlier['move']}); a move "
+                          "in turn is final.")  # fmt: skip
         text = table.rules.move_text(move)
         self.store.add_move(
             game_id=table.id, phase=phase["number"], seat=seat, move=text, source="mail",

@@ -161,7 +161,7 @@ class IceIceBaby(Game[IceState, Move]):
     move_word = "bid"
     move_words = ("bid", "pass", "score", "decline")
     options = {"short": False, "scoring_colour": "red"}
-    example = "bid L-red M-blue"
+    example = "bid L-blue M-green"
     filters = {"pyramids": lambda names: " ".join(names) or "nothing"}
 
     def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
