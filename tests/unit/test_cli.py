@@ -13,11 +13,12 @@ from email import policy
 from pathlib import Path
 
 import pytest
-
 from conftest import PLAYERS, reply
+
 from referee import config as config_module
 from referee.cli import main
 from referee.engine import Engine
+from referee.rules import GAMES
 from referee.store import Store
 
 ALICE, BOB, CAROL = PLAYERS
@@ -123,6 +124,21 @@ def test_status_without_json_is_readable(run):
     assert all(address in out for address in PLAYERS)
     status, out, err = run("status")
     assert status == 0 and "pure-skill" in out
+
+
+@pytest.mark.parametrize("kind", sorted(GAMES))
+def test_status_of_a_game_of_every_kind_just_started_is_readable(run, kind):
+    """Before any phase resolved: the history is the seats, nothing else yet."""
+    seats = PLAYERS + ["dave@example.org"]
+    rules = GAMES[kind]
+    players = [arg for address in seats[: rules.min_seats] for arg in ("--player", address)]
+    status, out, err = run("new", kind, *players)
+    assert status == 0, err
+    game = int(out.split()[-1])
+    status, out, err = run("status", str(game))
+    assert status == 0, err
+    assert f"Game {game} ({kind}): running" in out
+    assert all(address in out for address in seats[: rules.min_seats])
 
 
 def test_kinds_lists_pure_skill(run):
