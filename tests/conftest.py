@@ -94,3 +94,26 @@ def config(tmp_path: Path) -> Config:
 @pytest.fixture
 def engine(config: Config, clock: FakeClock) -> Engine:
     return Engine(Store(config.database), config, clock)
+
+
+class Mailbox:
+    """The referee's queued mail, read once: ``new()`` gives what was queued
+    since the last call (so a whole game does not parse every mail again)."""
+
+    def __init__(self, engine: Engine):
+        self.engine, self.seen, self.all = engine, 0, []
+
+    def new(self) -> list[dict]:
+        fresh = []
+        for row in self.engine.store.outbox():
+            if row["id"] > self.seen:
+                message = email.message_from_bytes(row["raw"], policy=policy.default)
+                fresh.append({**row, "to": row["recipients"][0], "body": body_of(row["raw"]),
+                              "reply_to": str(message["Reply-To"])})  # fmt: skip
+                self.seen = row["id"]
+        self.all += fresh
+        return fresh
+
+    def to(self, address: str) -> list[dict]:
+        self.new()
+        return [m for m in self.all if m["to"] == address]

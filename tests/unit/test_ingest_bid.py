@@ -9,19 +9,17 @@ the site shows is checked against the record the engine keeps.
 
 from __future__ import annotations
 
-import email
 import html
 import json
 import random
 import re
 from dataclasses import replace
 from datetime import timedelta
-from email import policy
 from pathlib import Path
 
 import pytest
 
-from conftest import PLAYERS, FakeClock, body_of, make_mail, reply
+from conftest import PLAYERS, FakeClock, Mailbox, make_mail, reply
 from referee.config import Config
 from referee.engine import Engine
 from referee.record import random_move_rng, setup_rng, verify
@@ -40,29 +38,6 @@ _COINS_ASKED = re.compile(r"number of coins you bid, from 0 to (?P<most>\d+)")
 
 
 # -- helpers -------------------------------------------------------------------
-
-
-class Mailbox:
-    """The referee's queued mail, read once: ``new()`` gives what was queued
-    since the last call (so a whole game does not parse every mail again)."""
-
-    def __init__(self, engine: Engine):
-        self.engine, self.seen, self.all = engine, 0, []
-
-    def new(self) -> list[dict]:
-        fresh = []
-        for row in self.engine.store.outbox():
-            if row["id"] > self.seen:
-                message = email.message_from_bytes(row["raw"], policy=policy.default)
-                fresh.append({**row, "to": row["recipients"][0], "body": body_of(row["raw"]),
-                              "reply_to": str(message["Reply-To"])})  # fmt: skip
-                self.seen = row["id"]
-        self.all += fresh
-        return fresh
-
-    def to(self, address: str) -> list[dict]:
-        self.new()
-        return [m for m in self.all if m["to"] == address]
 
 
 def is_prompt(mail: dict) -> bool:

@@ -13,19 +13,17 @@ published record is checked against the rules' own state.
 from __future__ import annotations
 
 import copy
-import email
 import html
 import json
 import random
 import re
 from collections import Counter
 from datetime import timedelta
-from email import policy
 from pathlib import Path
 
 import pytest
 
-from conftest import PLAYERS, FakeClock, body_of, make_mail, reply
+from conftest import PLAYERS, FakeClock, Mailbox, make_mail, reply
 from referee import config as config_module
 from referee.cli import main
 from referee.config import Config
@@ -56,29 +54,6 @@ _TAG = re.compile(r"\[ice-\d+ [^\]]+\]")
 
 
 # -- helpers -------------------------------------------------------------------
-
-
-class Mailbox:
-    """The referee's queued mail, read once: ``new()`` gives what was queued
-    since the last call."""
-
-    def __init__(self, engine: Engine):
-        self.engine, self.seen, self.all = engine, 0, []
-
-    def new(self) -> list[dict]:
-        fresh = []
-        for row in self.engine.store.outbox():
-            if row["id"] > self.seen:
-                message = email.message_from_bytes(row["raw"], policy=policy.default)
-                fresh.append({**row, "to": row["recipients"][0], "body": body_of(row["raw"]),
-                              "reply_to": str(message["Reply-To"])})  # fmt: skip
-                self.seen = row["id"]
-        self.all += fresh
-        return fresh
-
-    def to(self, address: str) -> list[dict]:
-        self.new()
-        return [m for m in self.all if m["to"] == address]
 
 
 def prompt_label(mail: dict) -> str | None:
