@@ -78,11 +78,6 @@ def _without(have: Pile, taken: Iterable[Pyramid]) -> Pile:
     return tuple(left)
 
 
-def _contains(have: Pile, wanted: Iterable[Pyramid]) -> bool:
-    need, held = Counter(wanted), Counter(have)
-    return all(held[p] >= n for p, n in need.items())
-
-
 def _choices(have: Pile, count: int) -> list[Pile]:
     """Every distinct sub-pile of ``count`` pyramids, in a fixed order.  Built
     from the counts of each kind of pyramid, not from combinations of the
@@ -147,6 +142,11 @@ class IceState:
     @property
     def seats(self) -> int:
         return len(self.active)
+
+    @property
+    def high_bid(self) -> Pile:
+        """The bid to beat; empty before the first bid of an auction."""
+        return self.bids[self.high] if self.high is not None else ()
 
     def in_auction(self) -> tuple[int, ...]:
         """The seats that have not passed, clockwise from the starting player."""
@@ -248,7 +248,7 @@ class IceIceBaby(Game[IceState, Move]):
     def _check_bid(self, state: IceState, seat: int, bid: Pile) -> None:
         if not bid:
             raise MoveError("A bid is at least one pyramid ('a bid of zero is not a valid bid').")
-        high = state.bids[state.high] if state.high is not None else ()
+        high = state.high_bid
         if len(bid) > len(high) + 1:
             most = "one pyramid" if not high else f"{len(high) + 1} pyramids"
             raise MoveError(f"You may raise by at most one pyramid: bid {most} at most.")
@@ -265,14 +265,13 @@ class IceIceBaby(Game[IceState, Move]):
         if verb in ("decline", "pass") and not rest.strip():
             return ("decline",)
         if verb != "score":
-            raise MoveError("A scoring round asks 'score tree red' (or 'score tree L-red M-blue "
-                            "S-blue take L-green M-yellow') or 'decline'.")  # fmt: skip
+            raise MoveError("A scoring round asks 'score tree blue' (or 'score tree L-blue M-green "
+                            "S-green take L-yellow M-blue') or 'decline'.")  # fmt: skip
         tree_text, *take = re.split(r"\s+take\b", re.sub(r"^\s*tree\b", "", rest, flags=re.I), maxsplit=1,
                                     flags=re.I)  # fmt: skip
         take_text = take[0] if take else ""
-        active = state.active[seat]
-        tree = _read_tree(tree_text, active, state.dead, min(_earned(state), len(state.dead)))
         earned = min(_earned(state), len(state.dead))
+        tree = _read_tree(tree_text, state.active[seat], state.dead, earned)
         if not take_text.strip():
             options = _choices(state.dead, earned)
             if len(options) > 1:
@@ -358,7 +357,7 @@ class IceIceBaby(Game[IceState, Move]):
 
     def view(self, state: IceState, seat: int | None) -> dict[str, Any]:
         """Everything is public (I3): the same view for every seat, plus which seat is yours."""
-        high = state.bids[state.high] if state.high is not None else ()
+        high = state.high_bid
         public = {
             "stage": state.stage, "over": state.stage == "over", "auction": state.auction,
             "turns": state.turns, "turn": state.turn, "start": state.start,
@@ -417,7 +416,7 @@ def _must_bid(state: IceState) -> bool:
 
 def _legal_bids(state: IceState, seat: int) -> list[Pile]:
     """Bids that beat the high one with at most one pyramid more, in value order."""
-    high = state.bids[state.high] if state.high is not None else ()
+    high = state.high_bid
     active = state.active[seat]
     bids = [bid for bid in _choices(active, len(high)) if value(bid) > value(high)] if high else []
     bids += _choices(active, len(high) + 1) if len(active) > len(high) else []
@@ -425,7 +424,7 @@ def _legal_bids(state: IceState, seat: int) -> list[Pile]:
 
 
 def _can_raise(state: IceState, seat: int) -> bool:
-    high = state.bids[state.high] if state.high is not None else ()
+    high = state.high_bid
     active = state.active[seat]
     return len(active) > len(high) or value(active[: len(high)]) > value(high)
 
@@ -687,8 +686,8 @@ def _read_pile(text: str, have: Pile, verb: str, where: str = "your active area"
     accepted when ``have`` leaves no choice of colours for it."""
     groups = _groups(text)
     named = [(colour, size) for n, size, colour in groups if colour for _ in range(n)]
-    if not _contains(have, named):
-        missing = Counter(named) - Counter(have)
+    missing = Counter(named) - Counter(have)
+    if missing:
         raise MoveError(f"There is no {pile_text(pile(missing.elements()))} in {where} to {verb}; "
                         f"it holds {pile_text(have)}.")  # fmt: skip
     left, chosen = list(_without(have, named)), list(named)
