@@ -117,3 +117,10 @@ class Mailbox:
     def to(self, address: str) -> list[dict]:
         self.new()
         return [m for m in self.all if m["to"] == address]
+
+
+def answer(engine: Engine, clock: FakeClock, mail: dict, text: str):
+    """Reply to a queued ``mail`` (as Mailbox reads it) as a mail client does:
+    to its Reply-To, "Re:" its subject."""
+    return engine.ingest(make_mail(mail["to"], text, to=mail["reply_to"],
+                                   subject=f"Re: {mail['subject']}", received=clock()))  # fmt: skip

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PLAYERS, FakeClock, Mailbox, make_mail, reply
+from conftest import PLAYERS, FakeClock, Mailbox, answer, reply
 from referee.config import Config
 from referee.engine import Engine
 from referee.record import random_move_rng, setup_rng, verify
@@ -47,12 +47,6 @@ def is_prompt(mail: dict) -> bool:
 def round_label(mail: dict) -> str | None:
     match = _RESOLVED.search(mail["body"])
     return match and match["label"]
-
-
-def answer(engine: Engine, clock: FakeClock, mail: dict, text: str):
-    """Reply to ``mail`` as a mail client does: to its Reply-To, "Re:" its subject."""
-    return engine.ingest(make_mail(mail["to"], text, to=mail["reply_to"],
-                                   subject=f"Re: {mail['subject']}", received=clock()))  # fmt: skip
 
 
 def send(engine: Engine, clock: FakeClock, sender: str, text: str, game: int = 1):

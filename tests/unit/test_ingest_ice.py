@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PLAYERS, FakeClock, Mailbox, make_mail, reply
+from conftest import PLAYERS, FakeClock, Mailbox, answer, reply
 from referee import config as config_module
 from referee.cli import main
 from referee.config import Config
@@ -79,12 +79,6 @@ def examples(body: str) -> list[str]:
     """The example moves a prompt shows (indented lines after "for example:")."""
     part = re.split(r"for example:", body, flags=re.I)[1].split("\nDeadline:")[0]
     return re.findall(r"^    (\S.*)$", part, re.M)
-
-
-def answer(engine: Engine, clock: FakeClock, mail: dict, text: str):
-    """Reply to ``mail`` as a mail client does: to its Reply-To, "Re:" its subject."""
-    return engine.ingest(make_mail(mail["to"], text, to=mail["reply_to"],
-                                   subject=f"Re: {mail['subject']}", received=clock()))  # fmt: skip
 
 
 def send(engine: Engine, clock: FakeClock, sender: str, text: str, game: int = 1):
