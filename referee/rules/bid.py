@@ -375,16 +375,15 @@ def _roll(state: BidState, rng: Rng, dice: Any) -> tuple[BidState, list[int]]:
 def _end_if_won(state: BidState, final: bool = False) -> BidState:
     """"As soon as any player's score reaches 100 points, they win
     immediately"; tied on top, play goes on (B11).  With ``final`` (the
-    auction limit, B9) the game ends whatever the scores.  The winner is the
-    single highest seat that is not a bot (a bot is no player), or nobody."""
+    auction limit, B9) the game ends whatever the scores.  Either way the
+    winner is the single highest seat, and nobody when that seat is a bot
+    (a bot never wins) or the top is shared."""
     top = max(state.scores)
-    reached = top >= GOAL and state.scores.count(top) == 1
-    if not reached and not final:
+    leaders = [seat for seat, score in enumerate(state.scores) if score == top]
+    if not (top >= GOAL and len(leaders) == 1) and not final:
         return state
-    people = [seat for seat in range(len(state.scores)) if seat not in state.bots]
-    best = max((state.scores[seat] for seat in people), default=None)
-    leaders = [seat for seat in people if state.scores[seat] == best]
-    return replace(state, stage="over", winner=leaders[0] if len(leaders) == 1 else None)
+    winner = leaders[0] if len(leaders) == 1 and leaders[0] not in state.bots else None
+    return replace(state, stage="over", winner=winner)
 
 
 def _swap(hands: tuple[tuple[int, ...], ...], bids: tuple[tuple[int, ...], ...],

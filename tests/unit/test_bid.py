@@ -478,11 +478,19 @@ def test_end_two_seats_tied_over_100_play_on_until_one_is_higher():
     assert GAME.result(after).winner == ANDY
 
 
-def test_end_a_bot_reaching_100_ends_the_game_and_the_best_person_wins():
+def test_end_a_bot_reaching_100_ends_the_game_with_no_winner():
+    """B11: the first to reach 100 wins at once; a bot cannot win, so the
+    game ends there with nobody named, never a person with fewer points."""
     before = GAME.replace_by_bot(make(scores=(95, 40, 30)), ANDY)
     after, _ = play(before, "bid 5", "bid 4", "bid 3")
-    assert after.stage == "over"
-    assert GAME.result(after).winner == BOB
+    assert after.stage == "over" and GAME.phase(after) is None
+    assert GAME.result(after).winner is None
+
+
+def test_end_a_person_reaching_100_ahead_of_a_bot_wins():
+    before = GAME.replace_by_bot(make(scores=(95, 60, 30)), BOB)
+    after, _ = play(before, "bid 5", "bid 4", "bid 3")
+    assert GAME.result(after).winner == ANDY
 
 
 def test_end_max_auctions_ends_the_game_after_that_many_auctions():
@@ -500,6 +508,16 @@ def test_end_max_auctions_the_single_highest_wins():
     after, _ = play(state, "bid 5", "bid 4", "bid 3")
     assert after.stage == "over"
     assert GAME.result(after).winner == ANDY
+
+
+def test_end_max_auctions_a_bot_on_top_means_no_winner():
+    """B9: a capped game is won by the single highest score; a bot there
+    (or a tie) means nobody, never the best of the rest."""
+    state = GAME.replace_by_bot(make(options={"max_auctions": 1}, scores=(30, 0, 0)), ANDY)
+    after, _ = play(state, "bid 2", "bid 5", "bid 3")
+    assert after.stage == "over"
+    assert after.scores[ANDY] > after.scores[BOB] > after.scores[CINDY]
+    assert GAME.result(after).winner is None
 
 
 def test_end_a_cancelled_auction_does_not_count_towards_max_auctions():
@@ -858,9 +876,15 @@ def test_property_games_end_and_keep_the_contract(seed, seats, options, chooser)
     result = GAME.result(final)
     assert result.scores == final.scores
     assert result.winner is None or result.winner not in final.bots
-    if result.winner is not None:  # the single highest person (a bot is no player)
-        people = [seat for seat in range(seats) if seat not in final.bots and seat != result.winner]
-        assert all(final.scores[result.winner] > final.scores[seat] for seat in people)
+    top = max(final.scores)
+    if result.winner is not None:  # the single highest seat of all, bots included (B9, B11)
+        others = [seat for seat in range(seats) if seat != result.winner]
+        assert all(final.scores[result.winner] > final.scores[seat] for seat in others)
+    else:  # nobody: a tie on top, or a bot on top
+        leaders = [seat for seat in range(seats) if final.scores[seat] == top]
+        assert len(leaders) > 1 or leaders[0] in final.bots
+    if final.auction < options["max_auctions"]:  # ended before the cap: by reaching 100
+        assert top >= 100 and final.scores.count(top) == 1
     for before, after, phase_events in zip(states, states[1:], events, strict=False):
         phase = GAME.phase(before)
         assert phase.sealed and list(phase.movers) == sorted(phase.movers) and phase.movers

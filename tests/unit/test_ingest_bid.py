@@ -527,3 +527,31 @@ def test_an_open_auction_never_shows_alices_bid_to_anyone_else(tmp_path, monkeyp
     statuses = [body for _, _, body in first[0] if "> status" in body]
     assert len(statuses) == 2 and all("Moved: alice@example.org, bob@example.org." in b for b in statuses)
     assert "Moved: alice, bob." in first[1]  # the site says who moved, never what
+
+
+def test_a_bot_that_reaches_100_first_ends_the_game_with_no_winner(tmp_path, monkeypatch):
+    """B11: alice plays two bots and never answers; in the first of these
+    seeds' games where a bot reaches 100 first, nobody is named winner, and
+    the final mail says why instead of crowning alice with fewer points."""
+    for n in range(20):
+        fixed_seed(monkeypatch, n.to_bytes(4, "big") * 8)
+        config = Config(address="referee@example.org", database=tmp_path / f"{n}.db",
+                        reminder=None, outage_gap=None)  # fmt: skip
+        clock = FakeClock()
+        engine = Engine(Store(config.database), config, clock)
+        game = engine.new_game("bid", [ALICE], bots=2, deadline=DAY)
+        while engine.status(game)["state"] != "finished":
+            to_deadline(engine, clock, game)
+            engine.tick()
+        status = engine.status(game)
+        scores = {p["address"] or f"bot {p['seat'] + 1}": p["score"] for p in status["players"]}
+        top = max(scores.values())
+        if scores[ALICE] < top:
+            break
+    else:
+        raise AssertionError("no seed where a bot ends ahead")
+    assert top >= GOAL and list(scores.values()).count(top) == 1
+    assert status["winner"] is None
+    final = Mailbox(engine).to(ALICE)[-1]
+    assert "Game over: no winner" in final["subject"]
+    assert f"has the most points ({top}), and a bot\nnever wins" in final["body"]
