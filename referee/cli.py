@@ -339,8 +339,7 @@ def _verify(args) -> int:
     if verdict.ok:
         print(verdict.message)
         return 0
-    where = f"phase {verdict.phase}: " if verdict.phase and not verdict.message.startswith("phase") else ""
-    print(f"NOT verified: {where}{verdict.message}")
+    print(f"NOT verified: {verdict.message}")  # the message names the phase as the mails do
     return 1
 
 

@@ -122,6 +122,11 @@ def phase_entry(record: dict, number: int) -> dict:
     return next(p for p in record["phases"] if p["number"] == number)
 
 
+def round_label(number: int) -> str:
+    """A Pure Skill phase as the mails name it."""
+    return f"Round {number} of 13"
+
+
 @pytest.fixture
 def run_verify(tmp_path, capsys):
     """``run_verify(record)`` -> (exit status, stdout, stderr) of `referee verify FILE`."""
@@ -189,73 +194,84 @@ def test_verify_is_pure(record):
 # -- altered records --------------------------------------------------------------------
 
 
-def alter_mail_bid_to_a_held_card(record: dict) -> tuple[int, str]:
+def alter_mail_bid_to_a_held_card(record: dict) -> tuple[int, str, str]:
     number, move = moves_of(record, "mail")[4]
     held = hand_before(record, number, move["seat"]) - {phase_entry(record, number)["events"][0]["bids"][move["seat"]]}
     move["move"] = f"bid {card_name(max(held))}"
-    return number, "not what the rules make of its moves"
+    return number, round_label(number), "not what the rules make of its moves"
 
 
-def alter_mail_bid_to_a_used_card(record: dict) -> tuple[int, str]:
+def alter_mail_bid_to_a_used_card(record: dict) -> tuple[int, str, str]:
     number, move = moves_of(record, "mail")[6]
     used = set(range(1, 14)) - hand_before(record, number, move["seat"])
     assert used
     move["move"] = f"bid {card_name(min(used))}"
-    return number, "no longer hold"
+    return number, round_label(number), "no longer hold"
 
 
-def alter_prize(record: dict) -> tuple[int, str]:
+def alter_prize(record: dict) -> tuple[int, str, str]:
     entry = phase_entry(record, 7)
     event = entry["events"][0]
     event["prize"] = next(c for c in range(1, 14) if c != event["prize"])
-    return 7, "not what the rules make of its moves"
+    return 7, round_label(7), "not what the rules make of its moves"
 
 
-def alter_random_bid(record: dict) -> tuple[int, str]:
+def alter_random_bid(record: dict) -> tuple[int, str, str]:
     number, move = moves_of(record, "random")[1]
     counted = phase_entry(record, number)["events"][0]["bids"][move["seat"]]
     other = sorted(hand_before(record, number, move["seat"]) - {counted})[0]
     move["move"] = f"bid {card_name(other)}"
-    return number, "but the seed draws"
+    return number, round_label(number), "but the seed draws"
 
 
-def alter_bot_bid(record: dict) -> tuple[int, str]:
+def alter_bot_bid(record: dict) -> tuple[int, str, str]:
     number, move = moves_of(record, "bot")[2]
     counted = phase_entry(record, number)["events"][0]["bids"][move["seat"]]
     other = sorted(hand_before(record, number, move["seat"]) - {counted})[-1]
     move["move"] = f"bid {card_name(other)}"
-    return number, "but the seed draws"
+    return number, round_label(number), "but the seed draws"
 
 
-def alter_random_bid_and_its_events(record: dict) -> tuple[int, str]:
+def alter_random_bid_and_its_events(record: dict) -> tuple[int, str, str]:
     """A forger who also fixes up the phase's result still meets the seed."""
     number, move = moves_of(record, "random")[0]
     event = phase_entry(record, number)["events"][0]
     other = sorted(hand_before(record, number, move["seat"]) - {event["bids"][move["seat"]]})[0]
     move["move"] = f"bid {card_name(other)}"
     event["bids"][move["seat"]] = other
-    return number, "but the seed draws"
+    return number, round_label(number), "but the seed draws"
 
 
-def alter_winner(record: dict) -> tuple[int, str]:
+def alter_winner(record: dict) -> tuple[int, str, str]:
     record["winner"] = "bob"
-    return 13, "the replay's winner is alice, the record says bob"
+    return 13, "after Round 13 of 13", "the replay's winner is alice, the record says bob"
 
 
-def remove_last_phase(record: dict) -> tuple[int, str]:
+def remove_last_phase(record: dict) -> tuple[int, str, str]:
     record["phases"].pop()
-    return 13, "the record ends before the game does"
+    return 13, "Round 13 of 13", "the record ends before the game does"
 
 
-def remove_a_middle_phase(record: dict) -> tuple[int, str]:
+def remove_a_middle_phase(record: dict) -> tuple[int, str, str]:
     del record["phases"][4]  # phase 5: phase 6 is then where the rules expect round 5
-    return 6, "the rules say this is 'Round 5 of 13'"
+    return 6, "Round 5 of 13", "the record calls this phase 'Round 6 of 13'"
 
 
-def swap_seed_and_commitment(record: dict) -> tuple[int, str]:
+def relabel_a_phase(record: dict) -> tuple[int, str, str]:
+    """The rules' label names the phase, not the record's."""
+    phase_entry(record, 3)["label"] = "Round 9 of 13"
+    return 3, "Round 3 of 13", "the record calls this phase 'Round 9 of 13'"
+
+
+def add_a_phase_after_the_end(record: dict) -> tuple[int, str, str]:
+    record["phases"].append({**copy.deepcopy(record["phases"][-1]), "number": 14, "label": "Round 14 of 13"})
+    return 14, "after the game's end", "the record goes on with a phase it calls 'Round 14 of 13'"
+
+
+def swap_seed_and_commitment(record: dict) -> tuple[int, str, str]:
     """Another seed with its own commitment: the draws then differ from round 1."""
     record["seed"], record["seed_commitment"] = OTHER_SEED.hex(), commitment(OTHER_SEED)
-    return 1, "phase 1: "
+    return 1, round_label(1), "not what the rules make of its moves"
 
 
 ALTERATIONS = [
@@ -268,22 +284,26 @@ ALTERATIONS = [
     alter_winner,
     remove_last_phase,
     remove_a_middle_phase,
+    relabel_a_phase,
+    add_a_phase_after_the_end,
     swap_seed_and_commitment,
 ]
 
 
 @pytest.mark.parametrize("alter", ALTERATIONS, ids=lambda f: f.__name__)
 def test_an_altered_record_fails_at_the_altered_phase(record, run_verify, alter):
-    number, reason = alter(record)
+    """Named as the mails name it (the rules' label: "Round 7 of 13"), its number kept for programs."""
+    number, where, reason = alter(record)
     verdict = verify(record)
     assert not verdict.ok
     assert verdict.phase == number, verdict
     assert reason in verdict.message
     status, out, err = run_verify(record)
     assert (status, err) == (1, "")
-    assert out.startswith(f"NOT verified: phase {number}: "), out
+    assert out.startswith(f"NOT verified: {where}: "), out
     assert reason in out
-    assert len(re.findall(r"phase \d+", out)) == 1  # named once, not twice
+    assert out.count(where) == 1  # named once, not twice
+    assert not re.search(r"phase \d", out)
 
 
 def test_the_first_of_two_altered_phases_is_the_one_named(record):
@@ -360,6 +380,88 @@ def test_a_bots_bid_relabelled_as_mail_fails_at_its_phase(record):
     swap_bids(record, number, move["seat"])
     verdict = verify(reforge(record))
     assert (verdict.ok, verdict.phase) == (False, number), verdict
+
+
+# -- how each move was made -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def late() -> dict:
+    """The record of a finished game in which carol misses round 1 (a random
+    bid out of 13 cards) and every other bid of rounds 1-12 comes by mail;
+    round 13's are forced."""
+    clock = FakeClock()
+    engine = fresh_engine(clock)
+    game = engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=1))
+    seat = {p: i for i, p in enumerate(PLAYERS)}
+    for number in range(1, 13):
+        clock.advance(hours=1)
+        assert open_number(engine, game) == number
+        for player in PLAYERS if number > 1 else (ALICE, BOB):
+            bid(engine, game, player, min(hand(engine, game, seat[player])))
+        if open_number(engine, game) == number:  # carol's missing bid: the deadline passes
+            clock.advance(days=1, seconds=1)
+            engine.tick()
+    assert engine.table(game).row["state"] == "finished"
+    return json.loads(json.dumps(game_record(engine, engine.table(game))))
+
+
+def test_the_last_round_is_forced_and_verifies(late):
+    """A seat with one card left has one legal bid: that forced bid verifies."""
+    sources = {(p["number"], m["source"]) for p in late["phases"] for m in p["moves"]}
+    assert {(n, s) for n, s in sources if s != "mail"} == {(1, "random"), (13, "forced")}
+    assert verify(late).ok
+
+
+def test_a_random_bid_replaced_and_relabelled_forced_fails_at_its_round(late, run_verify):
+    """The issue's forgery: carol's random bid of round 1, with 13 cards in
+    hand, becomes another card marked forced (her later bid of that card
+    becomes the one replaced), and every later round is recomputed so the
+    results agree."""
+    record = copy.deepcopy(late)
+    carol = PLAYERS.index(CAROL)
+    assert len(hand_before(record, 1, carol)) == 13
+    later = swap_bids(record, 1, carol)
+    next(m for m in phase_entry(record, 1)["moves"] if m["seat"] == carol)["source"] = "forced"
+    forged = reforge(record)
+    assert phase_entry(forged, later)["events"] != phase_entry(late, later)["events"]  # recomputed
+    verdict = verify(forged)
+    assert (verdict.ok, verdict.phase) == (False, 1), verdict
+    status, out, _ = run_verify(forged)
+    assert status == 1
+    assert out.startswith("NOT verified: Round 1 of 13: seat 3's move "), out
+    assert "is marked forced, but the seat had 13 legal moves" in out
+
+
+def test_a_mail_bid_relabelled_forced_fails_at_its_round(record):
+    """A bid by mail, out of 12 cards, is no forced bid either."""
+    entry = phase_entry(record, 2)
+    entry["moves"][0]["source"] = "forced"
+    verdict = verify(record)
+    assert (verdict.ok, verdict.phase) == (False, 2), verdict
+    assert verdict.message.startswith("Round 2 of 13: ") and "marked forced" in verdict.message
+
+
+@pytest.mark.parametrize("source", ["timeout", "referee", "Random", "", None])
+def test_a_move_marked_any_other_way_is_refused(record, source):
+    """Only the ways the engine makes a move are known; any other label
+    would let a move escape its check (here: carol's random bid of round 4)."""
+    number, move = moves_of(record, "random")[0]
+    move["source"] = source
+    verdict = verify(record)
+    assert (verdict.ok, verdict.phase) == (False, number), verdict
+    assert verdict.message.startswith(f"Round {number} of 13: seat {move['seat'] + 1}'s move is marked {source!r}")
+
+
+def test_a_persons_random_bid_relabelled_as_a_bots_before_she_left_fails(record):
+    """Carol left in round 6; her random bid of round 4 was not a bot's,
+    though a bot's bid would come from the same stream."""
+    number, move = moves_of(record, "random")[0]
+    assert move["seat"] == PLAYERS.index(CAROL) and number < 6
+    move["source"] = "bot"
+    verdict = verify(record)
+    assert (verdict.ok, verdict.phase) == (False, number), verdict
+    assert "is a person's, but its move is marked as a bot's" in verdict.message
 
 
 def test_two_moves_for_one_seat_in_a_phase_fail_at_that_phase(record):
@@ -446,7 +548,7 @@ def test_verify_reads_a_record_from_an_http_url(record, web_folder, capsys):
     alter_prize(record)
     (folder / "games" / "1" / "record.json").write_text(json.dumps(record), encoding="utf-8")
     assert main(["verify", f"{base}/games/1/record.json"]) == 1
-    assert capsys.readouterr().out.startswith("NOT verified: phase 7: ")
+    assert capsys.readouterr().out.startswith("NOT verified: Round 7 of 13: ")
 
 
 def test_verify_of_a_missing_url_is_a_usage_error(web_folder, capsys):
@@ -506,3 +608,55 @@ def test_any_game_verifies_and_any_altered_bid_fails_at_its_phase(picks, leaver,
     move["move"] = f"bid {card_name(others[pick % len(others)])}"
     altered = verify(record)
     assert (altered.ok, altered.phase) == (False, number), altered
+
+
+# -- every kind of game ----------------------------------------------------------------------
+
+
+def bots_record(kind: str) -> dict:
+    """The published record of a finished game of three bots (over at once), from SEED."""
+    engine = fresh_engine(FakeClock())
+    with mock.patch("referee.engine.secrets.token_bytes", return_value=SEED):
+        game = engine.new_game(kind, [], bots=3)
+    assert engine.table(game).row["state"] == "finished"
+    return json.loads(json.dumps(game_record(engine, engine.table(game))))
+
+
+def other_coins(text: str) -> str:
+    return "coins 1" if text == "coins 0" else "coins 0"
+
+
+def declined(text: str) -> str | None:
+    return "decline" if text.startswith("score") else None
+
+
+@pytest.mark.parametrize(("kind", "label", "change"), [
+    ("bid", r"Auction (\d+): coin tie-break", other_coins),
+    ("ice", r"Auction (\d+) scoring, offer (\d+)", declined),
+])  # fmt: skip
+def test_each_kind_names_the_phase_as_its_mails_do(kind, label, change, run_verify):
+    """A bot's move changed in Bid!'s coin tie-break, or in an Ice Ice Baby
+    scoring offer: verify names the phase by its label, which is not its
+    number (a tie-break adds a phase, as does every turn of an auction)."""
+    record = bots_record(kind)
+    assert verify(record).ok
+    entry, move = next((e, m) for e in record["phases"] if re.fullmatch(label, e["label"])
+                       for m in e["moves"] if change(m["move"]))  # fmt: skip
+    assert f"{entry['number']}" not in re.fullmatch(label, entry["label"]).groups()
+    move["move"] = change(move["move"])
+    verdict = verify(record)
+    assert (verdict.ok, verdict.phase) == (False, entry["number"]), verdict
+    status, out, _ = run_verify(record)
+    assert status == 1
+    assert out.startswith(f"NOT verified: {entry['label']}: seat {move['seat'] + 1}'s random move"), out
+    assert "but the seed draws" in out
+    assert not re.search(r"phase \d", out)
+
+
+def test_a_relabelled_bid_tie_break_is_named_by_the_rules_label():
+    record = bots_record("bid")
+    entry = next(e for e in record["phases"] if e["label"].endswith(": coin tie-break"))
+    rules_label, entry["label"] = entry["label"], entry["label"].removesuffix(": coin tie-break")
+    verdict = verify(record)
+    assert (verdict.ok, verdict.phase) == (False, entry["number"]), verdict
+    assert verdict.message == f"{rules_label}: the record calls this phase {entry['label']!r}"
