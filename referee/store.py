@@ -157,11 +157,13 @@ class Store:
         self.db["games"].update(game_id, {"state": "running"})
 
     def game_version(self, game_id: int) -> str:
-        """A string that changes whenever the game's record does: for the
-        site, to write a game's pages only when they would change."""
+        """A string that changes whenever the public part of the game's
+        record does: for the site, to write a game's pages only when they
+        would change.  Of the moves it counts which seats have moved in each
+        phase, not the rows: a replaced sealed move must not show."""
         row = self.db.execute(
             """select g.state, g.finished_at,
-                      (select count(*) || '/' || coalesce(max(id), 0) from moves where game_id = g.id),
+                      (select count(distinct phase || '/' || seat) from moves where game_id = g.id),
                       (select count(*) || '/' || count(resolved_at) || '/' || coalesce(max(deadline), '')
                        from phases where game_id = g.id),
                       (select group_concat(coalesce(bot_since_phase, '-')) from seats where game_id = g.id),

@@ -9,6 +9,8 @@ A game is a pure state machine, in the spirit of OpenSpiel:
   ``MoveError`` with a sentence written for that player;
 - ``resolve`` applies the phase's moves (plus any chance events, drawn from the
   stream it is given) and returns the next state and the public events;
+- ``revealed`` says whose moves a resolution made public (the site shows
+  only those before the end);
 - ``random_move`` is the Ackanomic timeout rule: uniform over the legal moves;
 - ``view`` is what one seat may know (``None``: what everyone may know);
 - ``result`` is the final scores and winner.
@@ -86,7 +88,8 @@ class Game(ABC, Generic[State, Move]):
     filters: Mapping[str, Callable[..., str]] = {}  # name -> formatter, for this game's templates
     # Whether a resolved phase's moves may be published while the game runs
     # (the site, the JSON record); False keeps them until the end (Priority
-    # Auction's played cards).  Its events are always public.
+    # Auction's played cards).  Its events are always public.  ``revealed``
+    # decides phase by phase; this is its default.
     moves_public: bool = True
 
     def looks_like_move(self, line: str) -> bool:
@@ -138,6 +141,14 @@ class Game(ABC, Generic[State, Move]):
         Returns the next state and the public events of the resolution (what
         the announcement of this phase reports).
         """
+
+    def revealed(self, state: State, moves: Mapping[int, Move],
+                 events: list[dict[str, Any]]) -> frozenset[int]:  # fmt: skip
+        """The seats whose moves the resolution of ``moves`` in ``state``
+        made public (``events`` is what it announced): their move texts may
+        be published while the game runs; the others' stay secret until the
+        end.  By default every seat's when ``moves_public``, else none."""
+        return frozenset(moves) if self.moves_public else frozenset()
 
     def random_move(self, state: State, seat: int, rng: Rng) -> Move:
         """A move chosen uniformly among the legal ones (the timeout rule)."""

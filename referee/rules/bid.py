@@ -322,6 +322,14 @@ class Bid(Game[BidState, Move]):
 
     # -- what players see ----------------------------------------------------
 
+    def revealed(self, state: BidState, moves: Mapping[int, Move],
+                 events: list[dict[str, Any]]) -> frozenset[int]:  # fmt: skip
+        """B4: a cancelled auction's bids go back unseen, so only the pawns
+        and rerolls its announcement names are public; every other
+        resolution announces all its bids (or coins)."""
+        cancelled = next((event for event in events if event["type"] == "cancelled"), None)
+        return frozenset(cancelled["by"]) if cancelled else frozenset(moves)
+
     def view(self, state: BidState, seat: int | None) -> dict[str, Any]:
         """B8: everything is public but the sealed moves not yet revealed: the
         hands too, since every bid and every swap is announced."""

@@ -1,9 +1,10 @@
 """What the public may know of a game: its record for `verify`, and what
 its pages show.
 
-Everything here comes from the record (seeds, moves of resolved phases) and
-the rules' public view (``view(state, None)``), never from a seat's view: so
-an unresolved move, a hand or any hidden value cannot reach the site.
+Everything here comes from the record (seeds, the moves of resolved phases
+that the rules revealed) and the rules' public view (``view(state, None)``),
+never from a seat's view: so an unresolved move, a bid cancelled unseen, a
+hand or any hidden value cannot reach the site.
 Players are named by the part of their address before the @, so the site
 does not hand their addresses to spammers.
 """
@@ -38,11 +39,11 @@ def public_names(table: Table) -> list[str]:
 def game_record(engine: Engine, table: Table) -> dict[str, Any]:
     """The JSON record of a game that ``referee verify`` replays: its seats,
     the seed's commitment, each resolved phase with the moves that counted
-    (how each was made and when the server received it) and the events the
-    rules announced; after the end, the seed and the winner."""
+    (how each was made and when the server received it; what each was, once
+    the rules revealed it) and the events the rules announced; after the
+    end, the seed, the winner and every move."""
     names = public_names(table)
     finished = table.row["state"] == "finished"
-    public_moves = finished or table.rules.moves_public
     steps = {step.number: step for step in table.replay.steps}
     phases = []
     for phase in table.phases:
@@ -50,11 +51,12 @@ def game_record(engine: Engine, table: Table) -> dict[str, Any]:
         if step is None:
             continue  # still open: nothing of it is public yet
         moves = table.counted[phase["number"]]
+        shown = step.moves.keys() if finished else table.rules.revealed(step.before, step.moves, step.events)
         phases.append({
             "number": phase["number"], "label": phase["label"],
             "opened_at": phase["opened_at"], "deadline": phase["deadline"],
             "resolved_at": phase["resolved_at"],
-            "moves": [{"seat": seat, "move": moves[seat]["move"] if public_moves else None,
+            "moves": [{"seat": seat, "move": moves[seat]["move"] if seat in shown else None,
                        "source": moves[seat]["source"], "received_at": moves[seat]["received_at"]}
                       for seat in sorted(step.moves)],
             "events": step.events,
