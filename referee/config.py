@@ -15,10 +15,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from referee.mail.parse import is_address
 from referee.timeutil import parse_duration
 
 DEFAULT_PATH = Path("referee.toml")
-_ADDRESS = re.compile(r"^[^@\s<>]+@[^@\s<>]+$")
 _SECURITY = ("tls", "starttls", "none")
 
 # section -> setting -> kind: the one place that says what a config file may hold
@@ -39,11 +39,6 @@ _SETTINGS: dict[str, dict[str, str]] = {
 }  # fmt: skip
 _DEFAULT_PORTS = {"imap": {"tls": 993, "starttls": 143, "none": 143},
                   "smtp": {"tls": 465, "starttls": 587, "none": 25}}  # fmt: skip
-
-
-def is_address(text: str) -> bool:
-    """A bare mail address, local@domain: what seats and the referee are."""
-    return bool(_ADDRESS.match(text))
 
 
 class ConfigError(ValueError):

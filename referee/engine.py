@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from referee.config import Config, is_address
+from referee.config import Config
 from referee.desk import Desk, Outcome, Refusal
 from referee.mail.commands import tag
 from referee.mail.compose import Composer
-from referee.mail.parse import Incoming, parse, unreadable
+from referee.mail.parse import Incoming, is_address, parse, unreadable
 from referee.mail.tokens import seat_token, tagged, token_address
 from referee.record import PhaseRecord, Replay, commitment, random_move_rng, replay
 from referee.rules import Game, OptionError, get_game

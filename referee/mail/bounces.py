@@ -7,10 +7,9 @@ the referee can record that a player's address did not take its mail.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from email import message_from_bytes, policy
 from email.message import Message
 
-from referee.mail.parse import Incoming, one_line
+from referee.mail.parse import Incoming, header_text, one_line, parse_headers
 
 _MAX_PARTS = 20  # a report has three parts; a hostile one gets no more attention than that
 
@@ -42,24 +41,26 @@ def delivery_failures(message: Incoming) -> list[Failure]:
     message_id = _original_id(original)
     failures = []
     for fields in _field_groups(status):
-        action = fields.get("action", "").lower()
-        recipient = fields.get("final-recipient") or fields.get("original-recipient") or ""
+        action = _field(fields, "Action").lower()
+        recipient = _field(fields, "Final-Recipient") or _field(fields, "Original-Recipient")
         address = recipient.partition(";")[2].strip().strip("<>").lower()
         if action == "failed" and "@" in address:
-            failures.append(Failure(address, fields.get("status", ""),
-                                    fields.get("diagnostic-code", "")[:200], message_id))  # fmt: skip
+            failures.append(Failure(address, _field(fields, "Status"),
+                                    _field(fields, "Diagnostic-Code")[:200], message_id))  # fmt: skip
     return failures
 
 
-def _field_groups(part: Message) -> list[dict[str, str]]:
+def _field_groups(part: Message) -> list[Message]:
     """The per-message and per-recipient field groups of a delivery-status part."""
     payload = part.get_payload()
     if isinstance(payload, list):  # the email package parses the groups as messages
-        groups = payload
-    else:
-        groups = [message_from_bytes(block.encode("utf-8", "replace"), policy=policy.default)
-                  for block in str(payload).replace("\r\n", "\n").split("\n\n")]  # fmt: skip
-    return [{k.lower(): one_line(str(v)) for k, v in g.items()} for g in groups[:_MAX_PARTS]]
+        return payload[:_MAX_PARTS]
+    blocks = str(payload).replace("\r\n", "\n").split("\n\n", _MAX_PARTS)[:_MAX_PARTS]
+    return [parse_headers(block.encode("utf-8", "replace")) for block in blocks]
+
+
+def _field(group: Message, name: str) -> str:
+    return one_line(header_text(group, name))
 
 
 def _original_id(part: Message | None) -> str | None:
@@ -70,6 +71,5 @@ def _original_id(part: Message | None) -> str | None:
         headers = payload[0]
     else:  # text/rfc822-headers
         text = payload if isinstance(payload, str) else ""
-        headers = message_from_bytes(text.encode("utf-8", "replace"), policy=policy.default)
-    value = headers.get("Message-ID")
-    return one_line(str(value)) if value else None
+        headers = parse_headers(text.encode("utf-8", "replace"))
+    return _field(headers, "Message-ID") or None

@@ -6,14 +6,16 @@ which lines are commands is ``referee.mail.commands``' job.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
+import re
 from itertools import islice
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email import policy
 from email.parser import BytesParser
-from email.message import EmailMessage, Message
-from email.utils import getaddresses, parseaddr, parsedate_to_datetime
+from email.message import EmailMessage
+from email.utils import getaddresses, parsedate_to_datetime
 from html.parser import HTMLParser
 
 
@@ -22,7 +24,7 @@ from html.parser import HTMLParser
 class Incoming:
     key: str  # the Message-ID, or a hash of the bytes when there is none
     message_id: str | None
-    sender: str  # the From address, lower case ("" if there is none)
+    sender: str  # the From address, lower case ("" if there is none, or it is ambiguous)
     subject: str
     recipients: tuple[str, ...]  # Delivered-To, X-Original-To, To and Cc addresses, lower case
     received_at: datetime  # the receiving server's time, never the sender's Date
@@ -41,14 +43,13 @@ def parse(raw: bytes, now: datetime, received_at: datetime | None = None,
     oversized = max_size is not None and len(raw) > max_size
     message = None if oversized else _parse_tamed(raw)
     if message is None:  # too large, or too convoluted: read the headers alone
-        head = raw.split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0][:max_size]
-        message = _parse_tamed(head, headers_only=True)
-    message_id = one_line(_header(message, "Message-ID")) or None
+        message = parse_headers(raw.split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0][:max_size])
+    message_id = one_line(header_text(message, "Message-ID")) or None
     return Incoming(
         key=message_id or "sha256:" + hashlib.sha256(raw).hexdigest(),
         message_id=message_id,
-        sender=parseaddr(_header(message, "From"))[1].lower(),
-        subject=" ".join(_header(message, "Subject").split()),
+        sender=_sender(message),
+        subject=" ".join(header_text(message, "Subject").split()),
         recipients=tuple(_addresses(message, "Delivered-To", "X-Original-To", "To", "Cc")),
         received_at=received_at or receipt_time(message) or now,
         text="" if oversized else _body_text(message),
@@ -67,40 +68,102 @@ def unreadable(raw: bytes, now: datetime, received_at: datetime | None = None) -
 
 MAX_PARTS = 200  # MIME parts; people's mail has a handful
 MAX_FIELD = 8192  # characters of one header field; longer ones are cut
-MAX_FIELDS = 500  # header fields of one part; more are dropped (a relayed mail has ~50)
+MAX_FIELDS = 500  # header fields of one part the referee reads, and others; a relayed mail has ~50
 _MAX_SAME = 50  # To, Cc ... fields read for addresses
 
+# The header fields the referee reads (here and in classify, bounces, dkim
+# and the desk), and those MIME needs to find the body: kept wherever they
+# stand among a hostile mail's thousands of others.
+_READ_FIELDS = frozenset({
+    "from", "to", "cc", "delivered-to", "x-original-to", "subject", "message-id",
+    "in-reply-to", "references", "received", "delivery-date", "return-path",
+    "auto-submitted", "precedence", "x-autoreply", "x-autorespond", "mime-version",
+    "authentication-results", "action", "final-recipient", "original-recipient",
+    "status", "diagnostic-code",  # a delivery-status report's
+})  # fmt: skip
+_READ_PREFIXES = ("list-", "content-")
 
-def _parse_tamed(raw: bytes, headers_only: bool = False) -> EmailMessage | None:
-    """The message, parsed in bounded time: the standard library's header
-    parsing takes minutes over a header of a megabyte, so header fields are
-    cut to MAX_FIELD first (in a cheap compat32 pass that parses no header).
-    None for MIME nested deeper than the parser recurses, or with more than
-    MAX_PARTS parts: no person writes such mail."""
+
+class _TamedMessage(EmailMessage):
+    """A part whose parser keeps the first MAX_FIELDS header fields the
+    referee reads and the first MAX_FIELDS others, each cut to MAX_FIELD
+    characters, stored as they came: the standard library's header parsing
+    takes minutes over a header of a megabyte, and a field dropped or
+    rewritten could change who a mail is from."""
+
+    def __init__(self, policy=None):
+        super().__init__(policy)
+        self._kept = {True: 0, False: 0}  # fields kept, of those read and of others
+
+    def set_raw(self, name: str, value: str) -> None:  # the parser's way in: one call a field
+        read = name.lower() in _READ_FIELDS or name.lower().startswith(_READ_PREFIXES)
+        if self._kept[read] < MAX_FIELDS:
+            self._kept[read] += 1
+            super().set_raw(name, value[:MAX_FIELD])
+
+
+_TAMED = policy.default.clone(message_factory=_TamedMessage)
+
+
+def _parse_tamed(raw: bytes) -> EmailMessage | None:
+    """The message, parsed in bounded time (see _TamedMessage).  None for
+    MIME nested deeper than the parser recurses, or with more than MAX_PARTS
+    parts: no person writes such mail.  A cheap compat32 pass, which parses
+    no header, counts the parts."""
     if raw.lower().count(b"boundary=") > MAX_PARTS:  # the cheap sign of hostile nesting
         return None
     try:
-        rough = BytesParser(policy=policy.compat32).parsebytes(raw, headersonly=headers_only)
-        parts = list(islice(rough.walk(), MAX_PARTS + 1))
+        rough = BytesParser(policy=policy.compat32).parsebytes(raw)
+        if len(list(islice(rough.walk(), MAX_PARTS + 1))) > MAX_PARTS:
+            return None
     except RecursionError:
         return None
-    if len(parts) > MAX_PARTS:
-        return None
-    if any(len(part) > MAX_FIELDS or any(len(str(v)) > MAX_FIELD for v in part.values())
-           for part in parts):  # fmt: skip
-        for part in parts:
-            _cut_fields(part)
-        raw = rough.as_bytes(policy=policy.compat32)
-    return BytesParser(policy=policy.default).parsebytes(raw, headersonly=headers_only)
+    return BytesParser(policy=_TAMED).parsebytes(raw)
 
 
-def _cut_fields(part: Message) -> None:
-    """Keep the first MAX_FIELDS header fields, each cut to MAX_FIELD, in order."""
-    fields = part.items()
-    for name in dict.fromkeys(part.keys()):
-        del part[name]
-    for name, value in fields[:MAX_FIELDS]:
-        part[name] = str(value)[:MAX_FIELD]
+def parse_headers(raw: bytes) -> EmailMessage:
+    """A header block alone (a message's, or the copy of our mail a bounce
+    returns), parsed as ``parse`` parses a message's; never the MIME below it."""
+    return BytesParser(policy=_TAMED).parsebytes(raw, headersonly=True)
+
+
+# The From as people's mail providers read it: one address, either alone
+# (perhaps with a comment) or in angle brackets after a display name (a
+# quoted string, or words without specials: raw UTF-8 and encoded words are
+# words).  No control character, and nothing an address could hide in.
+# An internationalised address (RFC 6532) is an address: any printable
+# non-ASCII character may stand where a letter may.
+_ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~\u00a1-\U0010ffff-]+"
+_LABEL = r"[A-Za-z0-9\u00a1-\U0010ffff-]+"
+_ADDRESS = rf"{_ATOM}(?:\.{_ATOM})*@{_LABEL}(?:\.{_LABEL})+"
+_FROM = re.compile(rf'(?:"(?:[^"\\]|\\.)*"|[^"<>()\[\]@,;:\\])*<\s*({_ADDRESS})\s*>'
+                   rf"|({_ADDRESS})(?:\s*\([^()\\]*\))?")  # fmt: skip
+_BARE_ADDRESS = re.compile(_ADDRESS)
+_FOLD = re.compile(r"\r?\n(?=[ \t])")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def _sender(message: EmailMessage) -> str:
+    """The From address, lower case; "" unless there is exactly one From
+    field and it names one address beyond doubt.  Read from the field as it
+    came (a display name is never decoded: the address cannot be in one)."""
+    froms = [value for name, value in message.raw_items() if name.lower() == "from"]
+    if len(froms) != 1 or len(froms[0]) >= MAX_FIELD:  # none, two, or cut: not the From as sent
+        return ""
+    value = _FOLD.sub("", froms[0]).strip()
+    match = None if _CONTROL.search(value) else _FROM.fullmatch(value)
+    address = (match[1] or match[2]) if match else ""
+    try:  # the parser keeps 8-bit bytes as surrogates; an address in UTF-8 is an address
+        address = address.encode("utf-8", "surrogateescape").decode("utf-8")
+    except UnicodeError:
+        return ""  # bytes that are not UTF-8: no address anyone could answer
+    return address.lower() if is_address(address) else ""
+
+
+def is_address(text: str) -> bool:
+    """A bare mail address (local@domain.tld) that SMTP can carry: ASCII, or
+    UTF-8 for a server with SMTPUTF8, with no control, space or invisible mark."""
+    return bool(_BARE_ADDRESS.fullmatch(text)) and text.isprintable()
 
 
 def one_line(value: str) -> str:
@@ -112,21 +175,22 @@ def one_line(value: str) -> str:
 def receipt_time(message: EmailMessage) -> datetime | None:
     """When the receiving server got the message: the topmost Received header's
     date (the last hop, added by our own server), else Delivery-date."""
-    received = _header(message, "Received")  # the first one only: there may be thousands
+    received = header_text(message, "Received")  # the first one only: there may be thousands
     candidates = [received.rpartition(";")[2]] if received else []
-    candidates.append(_header(message, "Delivery-date"))
+    candidates.append(header_text(message, "Delivery-date"))
     for text in candidates:
         try:
             moment = parsedate_to_datetime(text.strip())
-        except (TypeError, ValueError, IndexError):
+            if moment.tzinfo is None:  # RFC 5322 "-0000": UTC, origin unknown
+                moment = moment.replace(tzinfo=timezone.utc)
+            return moment.astimezone(timezone.utc)
+        except (TypeError, ValueError, IndexError, OverflowError):  # no date, or none in UTC's range
             continue
-        if moment.tzinfo is None:  # RFC 5322 "-0000": UTC, origin unknown
-            moment = moment.replace(tzinfo=timezone.utc)
-        return moment.astimezone(timezone.utc)
     return None
 
 
-def _header(message: EmailMessage, name: str) -> str:
+def header_text(message: EmailMessage, name: str) -> str:
+    """The first ``name`` field's text, decoded; "" if there is none."""
     try:
         return str(message.get(name, "") or "")
     except Exception:  # noqa: BLE001 - the standard library's header parser fails many ways
@@ -138,7 +202,7 @@ def _addresses(message: EmailMessage, *names: str) -> list[str]:
     for name in names:
         try:
             values += [str(v) for v in (message.get_all(name) or [])[:_MAX_SAME]]
-        except Exception:  # noqa: BLE001 - as in _header: a broken header names nobody
+        except Exception:  # noqa: BLE001 - as in header_text: a broken header names nobody
             continue
     return [address.lower() for _, address in getaddresses(values) if "@" in address]
 
@@ -162,14 +226,18 @@ def _body_text(message: EmailMessage) -> str:
     return text
 
 
+_NO_CHARSETS = {"punycode"}  # a codec no mail is written in, whose decoding takes quadratic time
+
+
 def decode_text(payload: bytes, charset: str | None) -> str:
     """Bytes -> text by the declared charset; undeclared or unknown, UTF-8 if
     the bytes are valid UTF-8 (most 8-bit mail is), else Latin-1 (never fails)."""
     if charset:
         try:
-            return payload.decode(charset, errors="replace")
-        except LookupError:
-            pass  # a charset Python does not know: guess as if undeclared
+            if codecs.lookup(charset).name not in _NO_CHARSETS:
+                return payload.decode(charset, errors="replace")
+        except (LookupError, ValueError):  # unknown to Python, or a codec that fails anyway (idna)
+            pass  # guess as if undeclared
     try:
         return payload.decode("utf-8")
     except UnicodeDecodeError:
@@ -245,7 +313,10 @@ class _TextOfHtml(HTMLParser):
 
 def html_to_text(html: str) -> str:
     parser = _TextOfHtml()
-    parser.feed(html)
-    parser.close()
+    try:
+        parser.feed(html)
+        parser.close()
+    except AssertionError:  # how the standard library's parser gives up (on "<![CDA[", say)
+        pass  # the text before that point is all a reader could make out
     lines = (" ".join(line.split()) for line in "".join(parser.parts).splitlines())
     return "\n".join(lines)

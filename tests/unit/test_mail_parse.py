@@ -373,3 +373,107 @@ def test_an_oversized_message_is_not_parsed_past_its_headers():
     message = parse(raw, NOW, max_size=1000)
     assert message.oversized and message.text == "" and message.sender == "alice@example.org"
     assert not parse(raw, NOW, max_size=10_000).oversized
+
+
+# -- hostile input (issue 12) -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [
+    "Alice <alice@example.org>",
+    '"Smith, Alice" <alice@example.org>',
+    "alice@example.org",
+    "alice@example.org (Alice)",
+    "<Alice@Example.org>",
+    "=?utf-8?q?Al=C3=AFce?= <alice@example.org>",
+    "Al\u00efce L. <alice@example.org>",  # a raw UTF-8 display name
+    '"alice@example.org" <alice@example.org>',
+    "Alice\r\n <alice@example.org>",  # folded
+])  # fmt: skip
+def test_an_ordinary_from_names_its_address(value):
+    assert parse(mail([("From", value)]), NOW).sender == ALICE
+
+
+@pytest.mark.parametrize("headers", [
+    [("From", "alice@example.org <eve@example.org>")],
+    [("From", "<alice@example.org> eve@example.org")],
+    [("From", "=?utf-8?q?alice@example.org?=")],  # the address in an encoded word
+    [("From", 'ali"ce@example.org')],
+    [("From", "Alice <alice@example.org>, eve@example.org")],
+    [("From", "friends: alice@example.org;")],
+    [("From", "=?utf-8?q?=0BName:?=")],  # decodes to a control character
+    [("From", "Alice\x0b <alice@example.org>")],
+    [("From", "<>")],
+    [("From", ALICE), ("From", "eve@example.org")],
+])  # fmt: skip
+def test_an_ambiguous_or_malformed_from_names_nobody(headers):
+    assert parse(mail(headers), NOW).sender == ""
+
+
+def test_an_internationalised_from_names_its_address():
+    raw = "From: J\u00f6rg <j\u00f6rg@b\u00fccher.example>\r\n\r\nbid 5\r\n".encode()
+    assert parse(raw, NOW).sender == "j\u00f6rg@b\u00fccher.example"
+
+
+@pytest.mark.parametrize("address", ["a\u2028b@example.org", "a\u00a0b@example.org",
+                                     "a\x85b@example.org", "a\u200bb@example.org"])  # fmt: skip
+def test_a_from_address_with_an_invisible_or_breaking_character_names_nobody(address):
+    assert parse(f"From: {address}\r\n\r\nbid 5\r\n".encode(), NOW).sender == ""
+
+
+def test_a_from_address_in_bytes_that_are_not_utf8_names_nobody():
+    assert parse(b"From: j\xf6rg@example.org\r\n\r\nbid 5\r\n", NOW).sender == ""
+
+
+def test_a_from_too_long_to_keep_whole_names_nobody():
+    from referee.mail.parse import MAX_FIELD
+
+    assert parse(mail([("From", '"' + "x" * MAX_FIELD + f'" <{ALICE}>')]), NOW).sender == ""
+
+
+def test_the_fields_the_referee_reads_are_kept_among_thousands_of_others():
+    junk = [(f"X-Junk-{i}", "x") for i in range(2000)]
+    raw = mail(junk + [
+        ("From", f"Al\u00efce <{ALICE}>"),
+        ("To", "referee+abcdefghijklmnop@example.org"),
+        ("Subject", "Re: [pure-skill-1] Round 1"),
+        ("Message-ID", "<late@example.net>"),
+        ("X-Long", "y" * 10_000),
+    ])  # fmt: skip
+    incoming = parse(raw, NOW)
+    assert incoming.sender == ALICE
+    assert incoming.recipients == ("referee+abcdefghijklmnop@example.org",)
+    assert incoming.subject == "Re: [pure-skill-1] Round 1"
+    assert incoming.message_id == "<late@example.net>"
+    assert first_own_line(incoming.text) == "bid 5"  # its Content-Type came last of all
+    assert len(incoming.headers) <= 600  # the rest are dropped
+
+
+def test_a_raw_utf8_header_survives_a_long_field_beside_it():
+    raw = mail([("From", f"J\u00fcrgen <{ALICE}>"), ("Subject", "Gr\u00fc\u00dfe: bid 5"),
+                ("References", "<a@example.net> " * 1000)])  # fmt: skip
+    incoming = parse(raw, NOW)
+    assert (incoming.sender, incoming.subject) == (ALICE, "Grüße: bid 5")
+
+
+@pytest.mark.parametrize("charset", ["idna", "undefined", '"ut\x00f-8"', "punycode"])
+def test_a_charset_no_text_can_be_decoded_with_is_read_as_if_undeclared(charset):
+    text = parse(_plain("Jürgen: bid K".encode(), f"text/plain; charset={charset}"), NOW).text
+    assert text.startswith("Jürgen: bid K")
+
+
+def test_html_the_standard_parser_gives_up_on_keeps_the_text_before():
+    incoming = parse(html_mail("<p>bid K</p><![CDA[ <p>more</p>"), NOW)
+    assert first_own_line(incoming.text) == "bid K"
+
+
+def test_a_received_date_beyond_what_utc_can_hold_is_no_receipt_time():
+    raw = mail([("Received", "by mx.example.org; Fri, 31 Dec 9999 23:59:59 -1200"),
+                ("Delivery-date", format_datetime(START)), ("From", ALICE)])  # fmt: skip
+    assert parse(raw, NOW).received_at == START
+
+
+def test_a_mail_whose_headers_hold_many_boundaries_still_has_its_headers():
+    raw = mail([("From", ALICE)] + [("X-Junk", "boundary=b")] * 300)
+    incoming = parse(raw, NOW)
+    assert incoming.sender == ALICE
+    assert incoming.headers.get_content_type() == "text/plain"
