@@ -807,6 +807,9 @@ class Engine:
         there), and at most one ``notice`` of a mail in its name that did not
         count; returns False when this one is held back for that reason."""
         now = self.clock()
+        if not is_address(to):  # seats and senders are checked; this keeps it so for any caller
+            log.warning("not mailing %r: not an address SMTP can carry", to)
+            return False
         if answers:
             since = iso(now - timedelta(hours=1))
             limit = 1 if notice else self.config.replies_per_hour

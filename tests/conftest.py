@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email
+import re
 from datetime import datetime, timedelta, timezone
 from email import policy
 from email.utils import format_datetime, make_msgid
@@ -71,6 +72,21 @@ def reply(engine: Engine, player: str, body: str, game: int = 1, **kwargs) -> by
     """A player's reply about a game, as make_mail builds it, sent to their
     private reply address (so it authenticates like a real reply)."""
     return make_mail(player, body, to=seat_address(engine, player, game), **kwargs)
+
+
+_HEADER_LINE = re.compile(r"[!-9;-~]+:[^\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]*"
+                          r"|[ \t][^\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]*")  # a field, or its fold
+
+
+def assert_clean_headers(raw: bytes) -> None:
+    """A mail of ours whose header section is UTF-8 (ASCII but for an
+    internationalised address) with no control or line-breaking character
+    from input, so no mail reader or server splits it where a player's text
+    meant it to be split."""
+    head, blank, _ = raw.partition(b"\r\n\r\n")
+    assert blank, "no end of the header section"
+    for line in head.decode("utf-8").split("\r\n"):
+        assert _HEADER_LINE.fullmatch(line), f"header line {line[:80]!r}"
 
 
 def body_of(raw: bytes) -> str:

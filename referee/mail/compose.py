@@ -7,6 +7,7 @@ keeper may point ``referee.templates`` at their own copies.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from email import charset, policy
 from email.header import Header
@@ -32,6 +33,28 @@ def _when(context: jinja2.runtime.Context, moment: datetime | str) -> str:
     """A time in UTC, and in the reader's zone when they chose one (TIMEZONE)."""
     zone = context.get("timezone")
     return show(moment, zone) if zone else show(moment)
+
+
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # would break or hide in a header
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_MESSAGE_ID = re.compile(r"<[!-;=?-~]+>")  # printable ASCII in angle brackets
+_MAX_REFERENCES = 10  # of a thread's Message-IDs, the latest: enough for any client to thread
+
+
+def header_safe(text: str) -> str:
+    """Text from a player's mail made fit for a header of ours: one line, no
+    control character, nothing that cannot be written as UTF-8."""
+    return " ".join(_UNSAFE.sub(" ", _encodable(text)).split())
+
+
+def _encodable(text: str) -> str:
+    """``text`` with any lone surrogate (what a bad charset decodes to) as U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _message_ids(text: str) -> list[str]:
+    """The well-formed Message-IDs in a header a player sent, in order."""
+    return _MESSAGE_ID.findall(text)
 
 
 class TemplateError(ValueError):
@@ -90,17 +113,21 @@ class Composer:
         never answer the referee.  Built with MIMEText, whose headers are
         plain strings: about ten times cheaper than EmailMessage's parsed ones.
         """
-        mail = MIMEText(body, "plain", _UTF8_QP)
+        mail = MIMEText(_encodable(body), "plain", _UTF8_QP)
         mail["From"] = formataddr((self.config.name, self.config.address), charset="utf-8")
         mail["To"] = ", ".join(to)
+        subject = header_safe(subject)
         mail["Subject"] = subject if subject.isascii() else Header(subject, "utf-8")
         mail["Date"] = format_datetime(now)
         message_id = make_msgid(domain=self.config.domain)
         mail["Message-ID"] = message_id
         if reply_to:
             mail["Reply-To"] = reply_to
-        if in_reply_to:
-            mail["In-Reply-To"] = in_reply_to
-            mail["References"] = f"{references} {in_reply_to}" if references else in_reply_to
+        answered = _message_ids(in_reply_to or "")[-1:]  # a player's: copied only if well formed
+        thread = _message_ids(references or "")[-_MAX_REFERENCES:] + answered
+        if answered:
+            mail["In-Reply-To"] = answered[0]
+        if thread:
+            mail["References"] = " ".join(thread)
         mail["Auto-Submitted"] = "auto-replied" if in_reply_to else "auto-generated"
         return message_id, mail.as_bytes(policy=_SMTP)

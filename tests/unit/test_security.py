@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PLAYERS, FakeClock, body_of, make_mail, reply, seat_address
+from conftest import PLAYERS, FakeClock, assert_clean_headers, body_of, make_mail, reply, seat_address
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_commands import dsn
 
 from referee.config import Config
 from referee.engine import Engine
@@ -806,3 +807,213 @@ def test_mutated_fixtures_with_their_tokens_never_crash_ingest(tmp_path):
             assert snapshot(engine) == before
 
     check()
+
+
+# -- issue 12: what a fuzzer found in the mail parser ---------------------------------------
+
+
+def distinct_headers(count: int) -> bytes:
+    """``count`` header fields, each of its own name: cutting them must not
+    take time per name (a quadratic cut took 50 s over 20,000 of them)."""
+    extra = "".join(f"X-H{i}: x\r\n" for i in range(count))
+    return (hostile_head() + extra + "Content-Type: text/plain\r\n\r\nhelp\r\n").encode()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_many_distinct_header_names_are_handled_in_bounded_time_and_memory(tmp_path):
+    raw = distinct_headers(20_000)
+    assert 200 * 1024 < len(raw) < Config.max_message_size  # 249 KB, far under the limit
+    (tmp_path / "timed").mkdir(), (tmp_path / "traced").mkdir()
+
+    engine, outcome, before = ingest_bounded(tmp_path / "timed", raw)
+
+    assert outcome.code != "failed", str(outcome)
+    assert snapshot(engine) == before
+    assert FORGER not in recipients_ever(engine)
+    assert len(engine.store.messages()) == 1
+    peak = peak_memory(tmp_path / "traced", raw)
+    assert peak < MEMORY_BOUND, f"{peak // 2**20} MB"
+
+
+def plain_from_stranger(content_type: str, body: bytes, extra: str = "") -> bytes:
+    return (hostile_head() + extra + f"Content-Type: {content_type}\r\n"
+            "Content-Transfer-Encoding: 8bit\r\n\r\n").encode() + body  # fmt: skip
+
+
+def multipart_after(fields: int) -> bytes:
+    """A multipart mail whose Content-Type comes after ``fields`` others."""
+    junk = "".join(f"X-Junk: {i}\r\n" for i in range(fields))
+    return (hostile_head() + junk + 'Content-Type: multipart/mixed; boundary="b"\r\n\r\n'
+            "--b\r\nContent-Type: text/plain\r\n\r\nhelp\r\n--b--\r\n").encode()  # fmt: skip
+
+
+CRASHES = {
+    # a charset Python knows but cannot decode mail text with
+    "charset-idna": lambda: plain_from_stranger("text/plain; charset=idna", b"help caf\xc3\xa9\r\n"),
+    "charset-undefined": lambda: plain_from_stranger("text/plain; charset=undefined", b"help\r\n"),
+    "charset-with-nul": lambda: plain_from_stranger("text/plain; charset=\"ut\x00f-8\"", b"help\r\n"),
+    "charset-punycode-8bit": lambda: plain_from_stranger("text/plain; charset=punycode",
+                                                         b"help caf\xe9\r\n"),  # fmt: skip
+    # what was cut from a mail of many header fields, and written out again
+    "multipart-type-after-field-500": lambda: multipart_after(600),
+    "boundary-in-201-header-fields": lambda: plain_from_stranger(
+        "multipart/report; boundary=b", b"--b--\r\n", "X-Junk: boundary=b\r\n" * 201),
+    "html-marked-section": lambda: plain_from_stranger("text/html; charset=utf-8",
+                                                       b"<p>help</p><![CDA[ x"),  # fmt: skip
+    "dsn-returned-headers-id-unterminated": lambda: dsn(ALICE, "<x@"),
+    "dsn-returned-message-id-unterminated": lambda: dsn(ALICE, "<x@", part="message/rfc822"),
+    "from-a-control-character-and-name": lambda: make_mail("=?utf-8?q?=0BName:?=", "help"),
+    "received-in-year-9999": lambda: (
+        b"Received: by mx.example.org; Fri, 31 Dec 9999 23:59:59 -1200\r\n"
+        + make_mail(STRANGER, "help")),  # fmt: skip
+}
+
+
+@pytest.mark.parametrize("case", [pytest.param(name, id=name) for name in CRASHES])
+def test_mail_the_parser_failed_on_gets_a_polite_answer_or_silence(engine, case):
+    engine.new_game("pure-skill", PLAYERS)
+    before, sent = snapshot(engine), outbox_size(engine)
+
+    outcome = engine.ingest(CRASHES[case]())
+
+    assert outcome.code in ("done", "refused", "ignored"), str(outcome)
+    assert snapshot(engine) == before
+    assert {r for m in queued_since(engine, sent) for r in m["recipients"]} <= {STRANGER}
+    assert len(engine.store.messages()) == 1, "the message is recorded, once"
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_body_in_a_charset_of_quadratic_decoding_is_read_in_bounded_time(tmp_path):
+    raw = plain_from_stranger("text/plain; charset=punycode", b"x-" + b"ab" * 2**19)  # 1 MB
+
+    engine, outcome, before = ingest_bounded(tmp_path, raw)
+
+    assert outcome.code != "failed", str(outcome)
+    assert snapshot(engine) == before
+
+
+def with_from(raw: bytes, value: str) -> bytes:
+    """``raw`` (as make_mail builds it, From alice) with another From field."""
+    return raw.replace(f"From: {ALICE}\r\n".encode(), f"From: {value}\r\n".encode(), 1)
+
+
+@pytest.mark.parametrize("extra", ["References", "X-Junk"])
+def test_a_reply_with_a_utf8_name_and_a_long_header_is_her_move(engine, extra):
+    engine.new_game("pure-skill", PLAYERS)
+    sent = outbox_size(engine)
+    long = " ".join(f"<thread-{i}@example.net>" for i in range(400))  # 9 KB: a long thread
+    raw = with_from(reply(engine, ALICE, "bid 7", headers={extra: long}), f"Al\u00efce <{ALICE}>")
+
+    outcome = engine.ingest(raw)
+
+    assert outcome.code == "move", str(outcome)
+    assert [(m["seat"], m["move"]) for m in mail_moves(engine)] == [(0, "bid 7")]
+    assert_only_to(queued_since(engine, sent), ALICE)  # her receipt, no forgery notice
+
+
+def test_a_reply_whose_from_comes_after_600_header_fields_is_her_move(engine):
+    engine.new_game("pure-skill", PLAYERS)
+    raw = reply(engine, ALICE, "bid 7")
+    junk = "".join(f"X-Relay-{i}: hop {i}\r\n" for i in range(600)).encode()
+    raw = junk + raw  # a relay's many fields above all of hers
+
+    outcome = engine.ingest(raw)
+
+    assert outcome.code == "move", str(outcome)
+    assert [(m["seat"], m["move"]) for m in mail_moves(engine)] == [(0, "bid 7")]
+
+
+AMBIGUOUS_FROMS = {
+    "address-as-name": f"{ALICE} <{STRANGER}>",
+    "address-after-brackets": f"<{ALICE}> {STRANGER}",
+    "whole-from-encoded": "=?utf-8?q?alice@example.org?=",
+    "quote-in-address": 'ali"ce@example.org',
+    "two-froms": f"{ALICE}\r\nFrom: {STRANGER}",
+}
+
+
+@pytest.mark.parametrize("value", [pytest.param(v, id=k) for k, v in AMBIGUOUS_FROMS.items()])
+def test_a_reply_with_an_ambiguous_from_is_nobodys_and_changes_nothing(engine, value):
+    engine.new_game("pure-skill", PLAYERS)
+    before, sent = snapshot(engine), outbox_size(engine)
+
+    outcome = engine.ingest(with_from(reply(engine, ALICE, "bid 7"), value))
+
+    assert outcome.code == "ignored", str(outcome)  # from nobody: never answered
+    assert snapshot(engine) == before
+    assert queued_since(engine, sent) == []
+    assert len(engine.store.messages()) == 1, "the message is still stored"
+
+
+# -- issue 12: what the referee writes back --------------------------------------------------
+
+
+HOSTILE_SUBJECTS = {
+    "nul-and-escape": "bid\x00 7\x1b[2J",
+    "vertical-tab": "=?utf-8?q?Re:_x=0BBcc:_eve@example.org?=",
+    "file-separators": "=?utf-8?q?x=1C=1D=1Ey?=",
+    "next-line-and-separators": "=?utf-8?b?" + base64.b64encode("a\x85b\u2028c\u2029d".encode()).decode() + "?=",
+    "lone-surrogate-utf7": "=?utf-7?q?+2AA-?=",
+    "lone-surrogate-escape": "=?unicode_escape?q?=5Cud800?=",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("subject", [pytest.param(v, id=k) for k, v in HOSTILE_SUBJECTS.items()])
+@pytest.mark.parametrize("who", ["stranger", "player"])
+def test_a_reply_to_a_hostile_subject_has_clean_headers(engine, subject, who):
+    engine.new_game("pure-skill", PLAYERS)
+    sent = outbox_size(engine)
+    if who == "stranger":
+        raw = make_mail(STRANGER, "help", subject=subject, to=REFEREE)
+    else:
+        raw = reply(engine, ALICE, "bid 7", subject=subject)
+
+    outcome = engine.ingest(raw)
+
+    assert outcome.code in ("done", "move"), str(outcome)
+    [answer] = queued_since(engine, sent)
+    assert_clean_headers(answer["raw"])
+    names = set(headers_of(answer["raw"]).keys())  # none smuggled in, none pushed into the body
+    assert names - {"Reply-To"} == {"From", "To", "Subject", "Date", "Message-ID", "In-Reply-To",
+                                    "References", "Auto-Submitted", "Content-Type",
+                                    "MIME-Version", "Content-Transfer-Encoding"}  # fmt: skip
+
+
+@pytest.mark.parametrize("charset, body", [
+    ("utf-7", b"bid +2AA-\r\n"),  # a lone surrogate in the line quoted back
+    ("unicode_escape", b"bid \\ud800\r\n"),
+])  # fmt: skip
+def test_a_line_that_decodes_to_a_lone_surrogate_is_answered(engine, charset, body):
+    engine.new_game("pure-skill", PLAYERS)
+    sent = outbox_size(engine)
+    raw = reply(engine, ALICE, "x").replace(b"charset=utf-8", f"charset={charset}".encode())
+    raw = raw.rpartition(b"\r\n\r\n")[0] + b"\r\n\r\n" + body
+
+    outcome = engine.ingest(raw)
+
+    assert outcome.code == "refused", str(outcome)  # not a card: she is told so
+    [answer] = queued_since(engine, sent)
+    assert "\ufffd" in body_of(answer["raw"])  # the line as we could read it
+
+
+def test_the_references_of_a_reply_are_only_well_formed_message_ids(engine):
+    engine.new_game("pure-skill", PLAYERS)
+    sent = outbox_size(engine)
+    junk = "<ok@example.net> <bad\x01id@example.net> nonsense <two words@x> " + "<old@x> " * 50
+    raw = reply(engine, ALICE, "bid 7", headers={"References": junk}, message_id="<m1@example.net>")
+
+    engine.ingest(raw)
+
+    [receipt] = queued_since(engine, sent)
+    assert_clean_headers(receipt["raw"])
+    references = str(headers_of(receipt["raw"])["References"]).split()
+    assert references[-1] == "<m1@example.net>" and len(references) <= 11
+    assert all(re.fullmatch(r"<[!-;=?-~]+>", r) for r in references)
+
+
+@pytest.mark.parametrize("address", ["alice@example.org\x0b", "al ice@example.org", "<>", "bot 2"])
+def test_the_referee_mails_only_an_address_smtp_can_carry(engine, address):
+    sent = outbox_size(engine)
+    assert engine.mail(None, address, "reply", {"answers": [], "subject": "x", "game": None,
+                                                "referee": REFEREE}) is False  # fmt: skip
+    assert queued_since(engine, sent) == []
