@@ -578,6 +578,10 @@ def test_an_error_reply_lists_the_moves_the_player_can_make(engine, clock):
     [
         pytest.param(ALICE, {"Auto-Submitted": "auto-replied"}, id="auto-reply"),
         pytest.param(ALICE, {"Auto-Submitted": "auto-generated"}, id="auto-generated"),
+        pytest.param(ALICE, {"Auto-Submitted": "(vacation) auto-replied"}, id="comment first"),
+        pytest.param(ALICE, {"Auto-Submitted": "(out (of) office)auto-replied"}, id="nested comment"),
+        pytest.param(ALICE, {"Auto-Submitted": "auto-replied; owner-email=a@example.org"},
+                     id="with a parameter"),
         pytest.param(ALICE, {"Return-Path": "<>"}, id="bounce, empty return path"),
         pytest.param("MAILER-DAEMON@mx.example.org", {}, id="bounce from MAILER-DAEMON"),
         pytest.param(DAVE, {"List-Id": "<players.lists.example.org>"}, id="list mail"),
@@ -594,6 +598,16 @@ def test_mail_that_must_not_be_answered_gets_no_reply(engine, clock, sender, hea
     assert outcome.code == "ignored"
     assert snapshot(engine) == before
     assert last_id(engine) == sent
+
+
+@pytest.mark.parametrize("value", ["no", "no (a person wrote this)", "(typed) No"])
+def test_mail_marked_auto_submitted_no_is_a_persons_and_answered(engine, clock, value):
+    engine.new_game("pure-skill", PLAYERS)
+    sent = last_id(engine)
+    outcome = write(engine, clock, ALICE, "bid 5", headers={"Auto-Submitted": value},
+                    to=seat_address(engine, ALICE))  # fmt: skip
+    assert outcome.code == "move"
+    assert [m["recipients"] for m in mails(engine, after=sent)] == [[ALICE]]  # her receipt
 
 
 def test_the_same_message_is_handled_once(engine, clock):
