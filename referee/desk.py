@@ -401,7 +401,8 @@ class Desk:
     def _outcome(self, sender: Sender, answers: list[Answer]) -> Outcome:
         moves = [a for a in answers if a.code in _MOVE_CODES]
         done = [a for a in answers if a.code != "refused"]
-        summary = "; ".join(f"{a.line[:30]}: {a.code}" for a in answers)
+        # Line numbers, never the lines: this is printed and logged, and a line may be a sealed bid.
+        summary = "; ".join(f"line {number}: {a.code}" for number, a in enumerate(answers, 1))
         code = moves[-1].code if moves else "done" if done else "refused"
         return Outcome(code, summary, sender.game_id)
 

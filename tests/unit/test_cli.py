@@ -153,6 +153,7 @@ def test_ingest_a_file_and_from_stdin(run, cfg, clock, tmp_path, monkeypatch):
     mail.write_bytes(player_reply(cfg, clock, ALICE, "bid 5", received=clock()))
     status, out, err = run("ingest", str(mail))
     assert status == 0 and out.startswith("move")
+    assert "bid" not in out + err and "5" not in out + err  # procmail and cron keep this output
     assert status_json(run, game)["phase"]["waiting_for"] == [BOB, CAROL]
     raw = player_reply(cfg, clock, BOB, "bid 6", received=clock())
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw)))
