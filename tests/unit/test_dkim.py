@@ -50,6 +50,7 @@ def test_without_the_trusted_servers_pass_nothing_changes_and_the_player_is_told
         f"{TRUSTED}; dkim=pass header.d=evil.example",  # signed, but not by the From's domain
         f"{TRUSTED}; dkim=pass header.d=ample.org",  # a suffix, but not a parent domain
         f"{TRUSTED}.evil.example; dkim=pass header.d=example.org",
+        f"{TRUSTED}; dkim=pass header.d=org",  # a public suffix signs for no one under it
     ]
     for number, results in enumerate(cases):
         engine.clock.advance(minutes=61)  # such notices go out at most once an hour
@@ -59,3 +60,24 @@ def test_without_the_trusted_servers_pass_nothing_changes_and_the_player_is_told
         assert [n["recipients"] for n in notices] == [[PLAYERS[0]]]
         assert "DKIM" in notices[0]["raw"].decode()
     assert engine.store.moves(1) == []
+
+
+def test_only_the_topmost_verdict_counts(tmp_path):
+    """Our server writes its verdict on top; one further down came with the
+    mail, whoever's name it bears."""
+    engine = _engine(tmp_path)
+    forged = f"{TRUSTED}; dkim=pass header.d=example.org"
+    raw = reply(engine, PLAYERS[0], "bid 5", headers={"Authentication-Results": forged})
+    ours = f"Authentication-Results: {TRUSTED}; dkim=fail header.d=example.org\r\n".encode()
+    assert engine.ingest(ours + raw).code == "refused"
+    assert engine.store.moves(1) == []
+
+
+def test_a_signature_by_a_registrable_domain_under_a_two_label_suffix_counts(tmp_path):
+    engine = _engine(tmp_path)
+    alice = "alice@mail.example.co.uk"
+    engine.store.db["seats"].update((1, 0), {"address": alice})
+    for card, signer in (("5", "co.uk"), ("6", "example.co.uk")):
+        results = f"{TRUSTED}; dkim=pass header.d={signer}"
+        engine.ingest(reply(engine, alice, f"bid {card}", headers={"Authentication-Results": results}))
+    assert [m["move"] for m in engine.store.moves(1)] == ["bid 6"]
