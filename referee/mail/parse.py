@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from email import policy
 from email.parser import BytesParser
 from email.message import EmailMessage
+from email.policy import EmailPolicy
 from email.utils import getaddresses, parsedate_to_datetime
 from html.parser import HTMLParser
 
@@ -102,7 +103,20 @@ class _TamedMessage(EmailMessage):
             super().set_raw(name, value[:MAX_FIELD])
 
 
-_TAMED = policy.default.clone(message_factory=_TamedMessage)
+class _TamedPolicy(EmailPolicy):
+    """policy.default, but a field the standard library fails to decode (it
+    fails many ways: an encoded word in utf-7 that decodes to a lone
+    surrogate, say) reads as empty, wherever it is read, the parser's own
+    look at Content-Type included."""
+
+    def header_fetch_parse(self, name: str, value: str) -> str:
+        try:
+            return super().header_fetch_parse(name, value)
+        except Exception:  # noqa: BLE001 - a field too broken to decode names nothing
+            return ""
+
+
+_TAMED = _TamedPolicy(message_factory=_TamedMessage)
 
 
 def _parse_tamed(raw: bytes) -> EmailMessage | None:
@@ -191,19 +205,13 @@ def receipt_time(message: EmailMessage) -> datetime | None:
 
 def header_text(message: EmailMessage, name: str) -> str:
     """The first ``name`` field's text, decoded; "" if there is none."""
-    try:
-        return str(message.get(name, "") or "")
-    except Exception:  # noqa: BLE001 - the standard library's header parser fails many ways
-        return ""  # a header too broken to decode
+    return str(message.get(name, "") or "")
 
 
 def _addresses(message: EmailMessage, *names: str) -> list[str]:
     values = []
     for name in names:
-        try:
-            values += [str(v) for v in (message.get_all(name) or [])[:_MAX_SAME]]
-        except Exception:  # noqa: BLE001 - as in header_text: a broken header names nobody
-            continue
+        values += [str(v) for v in (message.get_all(name) or [])[:_MAX_SAME]]
     return [address.lower() for _, address in getaddresses(values) if "@" in address]
 
 
