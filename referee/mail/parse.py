@@ -142,16 +142,19 @@ def parse_headers(raw: bytes) -> EmailMessage:
 
 
 # The From as people's mail providers read it: one address, either alone
-# (perhaps with a comment) or in angle brackets after a display name (a
-# quoted string, or words without specials: raw UTF-8 and encoded words are
-# words).  No control character, and nothing an address could hide in.
+# or in angle brackets after a display name (quoted strings, comments, and
+# words without specials: raw UTF-8 and encoded words are words), perhaps
+# with a comment after it.  No control character, nothing an address could
+# hide in.
 # An internationalised address (RFC 6532) is an address: any printable
 # non-ASCII character may stand where a letter may.
 _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~\u00a1-\U0010ffff-]+"
 _LABEL = r"[A-Za-z0-9\u00a1-\U0010ffff-]+"
 _ADDRESS = rf"{_ATOM}(?:\.{_ATOM})*@{_LABEL}(?:\.{_LABEL})+"
-_FROM = re.compile(rf'(?:"(?:[^"\\]|\\.)*"|[^"<>()\[\]@,;:\\])*<\s*({_ADDRESS})\s*>'
-                   rf"|({_ADDRESS})(?:\s*\([^()\\]*\))?")  # fmt: skip
+_COMMENT = r"\([^()<>\\]*\)"
+_DISPLAY_NAME = rf'(?:"(?:[^"\\]|\\.)*"|{_COMMENT}|[^"<>()\[\]@,;:\\])*'
+_FROM = re.compile(rf"{_DISPLAY_NAME}<\s*({_ADDRESS})\s*>(?:\s*{_COMMENT})?"
+                   rf"|({_ADDRESS})(?:\s*{_COMMENT})?")  # fmt: skip
 _BARE_ADDRESS = re.compile(_ADDRESS)
 _FOLD = re.compile(r"\r?\n(?=[ \t])")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")

@@ -388,6 +388,9 @@ def test_an_oversized_message_is_not_parsed_past_its_headers():
     "Al\u00efce L. <alice@example.org>",  # a raw UTF-8 display name
     '"alice@example.org" <alice@example.org>',
     "Alice\r\n <alice@example.org>",  # folded
+    "Alice (home) <alice@example.org>",
+    "Alice <alice@example.org> (home)",
+    '"Eve" (not alice@example.org) <alice@example.org>',
 ])  # fmt: skip
 def test_an_ordinary_from_names_its_address(value):
     assert parse(mail([("From", value)]), NOW).sender == ALICE
