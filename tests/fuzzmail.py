@@ -68,9 +68,8 @@ class Fuzzer:
 
     def tokens(self) -> set[str]:
         """Every seat's reply token, of every game."""
-        store = self.engine.store
-        return {seat["token"] for game in store.games() for seat in store.seats(game["id"])
-                if seat["token"]}  # fmt: skip
+        rows = self.engine.store.db.query("select token from seats where token is not null")
+        return {row["token"] for row in rows}
 
     def message(self) -> bytes:
         """A new mutated mail."""
@@ -93,12 +92,12 @@ class Fuzzer:
     def _seat_mail(self) -> bytes:
         """A seat of a running game sends a legal move (or a command) from its
         own address to its reply address, as its mail client would."""
-        running = [g["id"] for g in self.engine.store.games() if g["state"] == "running"]
-        if not running:
+        running = [self.engine.table(g["id"]) for g in self.engine.store.games() if g["state"] == "running"]
+        seats = [(table, s["seat"]) for table in running for s in table.seats
+                 if s["address"] and table.human(s["seat"])]  # fmt: skip
+        if not seats:  # every player resigned
             return self.rng.choice(self.corpus)
-        table = self.engine.table(self.rng.choice(running))
-        humans = [s["seat"] for s in table.seats if s["address"] and table.human(s["seat"])]
-        seat = self.rng.choice(humans)
+        table, seat = self.rng.choice(seats)
         text = self.rng.choice(COMMANDS)
         phase = table.open_phase
         if phase is not None and seat in phase["movers"] and self.rng.random() < 0.7:
@@ -208,3 +207,21 @@ def _field_lines(raw: bytes) -> list[bytes]:
     head = raw[: _head_end(raw)]
     return [line if line.endswith(b"\n") else line + b"\r\n"
             for line in head.splitlines(keepends=True) if line[:1] not in (b" ", b"\t", b"")]  # fmt: skip
+
+
+GAME_TABLES = ("games", "seats", "phases", "moves")
+
+
+def count_game_changes(engine: Engine) -> Callable[[], int]:
+    """A counter of rows inserted, updated or deleted in the tables that hold
+    games, from now on: temporary triggers on the engine's own connection, so
+    checking that a mail changed no game costs nothing however many games
+    the store holds (a snapshot of them all grows with every game)."""
+    db = engine.store.db
+    db.execute("create temp table if not exists game_changes (n integer)")
+    db.execute("insert into game_changes values (0)")
+    for table in GAME_TABLES:
+        for event in ("insert", "update", "delete"):
+            db.execute(f"create temp trigger if not exists count_{event}_{table} after {event} "
+                       f"on main.{table} begin update game_changes set n = n + 1; end")  # fmt: skip
+    return lambda: db.execute("select n from game_changes").fetchone()[0]
