@@ -94,6 +94,7 @@ class Store:
         db["outbox"].create_index(["message_id"], if_not_exists=True)
         db["moves"].create_index(["game_id", "phase", "seat"], if_not_exists=True)
         db["outbox"].create_index(["state"], if_not_exists=True)
+        db["outbox"].create_index(["recipients", "created_at"], if_not_exists=True)  # answers_since
         db["seats"].create_index(["address"], if_not_exists=True)
 
     @contextmanager
