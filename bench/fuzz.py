@@ -26,9 +26,9 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path[:0] = [str(TESTS), str(TESTS / "unit")]
 
 from conftest import assert_clean_headers  # noqa: E402
-from fuzzmail import FIXTURE_KEY, Fuzzer, count_game_changes  # noqa: E402
+from fuzzmail import FIXTURE_KEY, Fuzzer, count_game_changes, names_a_token, seeded_games  # noqa: E402
 from test_fuzz import keep_every_kind_running, queued_after  # noqa: E402
-from test_security import build, names_a_token  # noqa: E402
+from test_security import build  # noqa: E402
 
 
 def main() -> int:
@@ -38,7 +38,7 @@ def main() -> int:
     parser.add_argument("--show", type=int, help="print this message's bytes and stop")
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # a refusal is logged at WARNING; a failure still shows
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, seeded_games(args.seed):
         return run(Path(tmp), args)
 
 
@@ -65,16 +65,24 @@ def run(tmp: Path, args: argparse.Namespace) -> int:
         if len(slowest) > 5:
             heapq.heappop(slowest)
         outcomes[outcome.code] += 1
+
+        def fault(kind: str, detail: str) -> None:
+            """The first fault of each kind is kept, and its mail saved beside the report."""
+            if kind not in faults:
+                saved = Path(f"fuzz-{args.seed}-{number}.eml")
+                saved.write_bytes(raw)
+                faults[kind] = (number, f"{detail} (the mail: {saved})")
+
         if outcome.code == "failed":
-            faults.setdefault("failed", (number, str(outcome)))
+            fault("failed", str(outcome))
         for mail in queued_after(engine, last):
             last = mail["id"]
             try:
                 assert_clean_headers(mail["raw"])
             except AssertionError as error:
-                faults.setdefault("broken header", (number, str(error)))
+                fault("broken header", str(error))
         if tokenless and changes() != before:
-            faults.setdefault("changed without a token", (number, ""))
+            fault("changed without a token", str(outcome))
         engine.clock.advance(seconds=30)
         if number % 500 == 0:
             engine.clock.advance(days=3, seconds=1)
@@ -100,8 +108,6 @@ def report(args, outcomes, faults, slowest, spent, wall, engine) -> None:
     print(f"  peak RSS: {peak:.0f} MB")
     print(f"  faults: {len(faults)}" + "".join(f"\n    {kind}: first at #{n} {detail}"
                                             for kind, (n, detail) in faults.items()))  # fmt: skip
-    if faults:
-        print(f"  replay one: python3 bench/fuzz.py --seed {args.seed} --show N > mail.eml")
 
 
 if __name__ == "__main__":

@@ -16,11 +16,19 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import SimpleNamespace
+from unittest.mock import patch
+from datetime import datetime, timezone
+from email import message_from_bytes
+from email.header import decode_header, make_header
 from email.utils import format_datetime
 from pathlib import Path
 
 from referee.engine import Engine
+from referee.mail.parse import parse
+from referee.mail.tokens import tokens_named
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 FIXTURE_KEY = b"fixture-secret"  # the key the corpus's reply tokens are computed with
@@ -207,6 +215,34 @@ def _field_lines(raw: bytes) -> list[bytes]:
     head = raw[: _head_end(raw)]
     return [line if line.endswith(b"\n") else line + b"\r\n"
             for line in head.splitlines(keepends=True) if line[:1] not in (b" ", b"\t", b"")]  # fmt: skip
+
+
+def names_a_token(raw: bytes, tokens: set[str]) -> bool:
+    """Whether any of ``tokens`` could be read from ``raw``: in its bytes, in
+    its subject as the standard library decodes it, or in its recipients and
+    subject as the referee reads them (a stray quote inside a token's
+    address, ``referee+abc"def@...``, is read away by an address parser)."""
+    lowered = raw.lower()
+    if any(t.encode() in lowered for t in tokens):
+        return True
+    try:
+        subject = str(make_header(decode_header(str(message_from_bytes(raw)["Subject"] or ""))))
+    except Exception:  # noqa: BLE001 - an undecodable subject names nothing we can see
+        subject = ""
+    if any(t in subject.lower() for t in tokens):
+        return True
+    read = tokens_named(parse(raw, datetime.now(timezone.utc)), "referee@example.org")
+    return any(t in tokens for t in read)
+
+
+@contextmanager
+def seeded_games(seed: int) -> Iterator[None]:
+    """Games created inside get their seeds from ``seed``, not from the
+    system: the same fuzz seed then makes the same games and the same mail,
+    so a run's Nth mail can be made again."""
+    rng = random.Random(seed)
+    with patch("referee.engine.secrets", SimpleNamespace(token_bytes=rng.randbytes)):
+        yield
 
 
 GAME_TABLES = ("games", "seats", "phases", "moves")

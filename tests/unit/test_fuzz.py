@@ -14,8 +14,8 @@ import os
 from typing import Any
 
 from conftest import PLAYERS, assert_clean_headers
-from fuzzmail import FIXTURE_KEY, Fuzzer, count_game_changes
-from test_security import Overrun, build, names_a_token, within
+from fuzzmail import FIXTURE_KEY, Fuzzer, count_game_changes, names_a_token, seeded_games
+from test_security import Overrun, build, within
 
 from referee.engine import Engine
 
@@ -37,6 +37,11 @@ def keep_every_kind_running(engine: Engine) -> None:
 
 
 def test_mutated_mail_never_fails_never_writes_a_broken_header_and_needs_a_token(tmp_path):
+    with seeded_games(SEED):
+        fuzz(tmp_path)
+
+
+def fuzz(tmp_path) -> None:
     engine = build(tmp_path, secret_key=FIXTURE_KEY, replies_per_hour=10**6)
     keep_every_kind_running(engine)  # game 1, Pure Skill: the fixture corpus's tokens are its seats'
     fuzzer, changes = Fuzzer(engine, SEED), count_game_changes(engine)

@@ -21,12 +21,12 @@ import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from email import message_from_bytes, policy
-from email.header import decode_header, make_header
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import PLAYERS, FakeClock, assert_clean_headers, body_of, make_mail, reply, seat_address
+from fuzzmail import names_a_token
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -719,19 +719,6 @@ def mutated_fixtures(draw: st.DrawFn, fixtures: dict[str, bytes]) -> bytes:
             raw = bytearray(re.sub(rb"(?i)(?<=referee\+)[a-z0-9-]+(?=@)|(?<=\[pure-skill-1 )[a-z2-7]+",
                                    lambda _m, other=other: other, bytes(raw)))  # fmt: skip
     return bytes(raw)
-
-
-def names_a_token(raw: bytes, tokens: set[str]) -> bool:
-    """Whether any of ``tokens`` could be read from ``raw``: in its bytes, or
-    in its subject as the standard library decodes it."""
-    lowered = raw.lower()
-    if any(t.encode() in lowered for t in tokens):
-        return True
-    try:
-        subject = str(make_header(decode_header(str(message_from_bytes(raw)["Subject"] or ""))))
-    except Exception:  # noqa: BLE001 - an undecodable subject names nothing we can see
-        return False
-    return any(t in subject.lower() for t in tokens)
 
 
 PROPERTY = {"deadline": None, "derandomize": True, "database": None,
