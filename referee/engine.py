@@ -23,7 +23,7 @@ from referee.desk import Desk, Outcome, Refusal
 from referee.mail.commands import tag
 from referee.mail.compose import Composer
 from referee.mail.parse import Incoming, is_address, parse, unreadable
-from referee.mail.tokens import seat_token, tagged, token_address
+from referee.mail.tokens import phase_answered, phase_tag, seat_token, tagged, token_address
 from referee.record import PhaseRecord, Replay, commitment, random_move_rng, replay
 from referee.rules import Game, OptionError, get_game
 from referee.store import Row, Store
@@ -655,6 +655,7 @@ class Engine:
         the message's reply goes first, then ``settle`` resolves it."""
         phase = table.open_phase
         received = message.received_at
+        self._check_thread(table, phase, seat, message)
         self._check_timing(table, phase, seat, received)
         earlier = self.store.final_moves(table.id, phase["number"]).get(seat)
         if earlier and not phase["sealed"]:  # two moves in one mail: the first one stands
@@ -686,6 +687,21 @@ class Engine:
         """Resolve what a message's moves completed (after its reply is queued,
         so a player reads the receipt before the result it announces)."""
         self._advance(game_id)
+
+    def _check_thread(self, table: Table, phase: Row, seat: int, message: Incoming) -> None:
+        """Refuse a move in a reply to the referee's mail of a phase that is
+        over: it was meant for that phase (a second answer to a prompt, or a
+        change of mind that came late), not for the one open now."""
+        answered = phase_answered(message, self.config.domain, table.id)
+        if answered is None or answered >= phase["number"]:
+            return
+        over = table.phases[answered - 1]["label"]
+        if seat in phase["movers"]:
+            now = f"{phase['label']} is open now: to make this move there, send it again."
+        else:
+            waiting = ", ".join(table.label(s) for s in self.waiting_for(table, phase))
+            now = f"{phase['label']} is open now, and waits for {waiting}."
+        raise Refusal(f"Your mail answers {over}, which is over. {now}", legal=True)
 
     def _check_timing(self, table: Table, phase: Row, seat: int, received: datetime) -> None:
         """Refuse a move the server received outside its phase, or from a seat
@@ -792,11 +808,16 @@ class Engine:
 
     def send(self, table: Table, seat: int, template: str, context: dict[str, Any],
              **headers: Any) -> None:  # fmt: skip
-        """A mail to a seat: its subject tag and Reply-To carry the seat's token."""
+        """A mail to a seat: its subject tag and Reply-To carry the seat's
+        token, its Message-ID the phase open now (see tokens.phase_tag): a
+        prompt's, a receipt's (the reply goes before ``settle``), or the one an
+        announcement of a result opens."""
         token = table.seats[seat]["token"]
         context = {**context, "game": {**context["game"], "tag": table.tag(seat)}}
+        phase = table.open_phase
         self.mail(table.id, table.label(seat), template, context,
-                  **{"reply_to": token_address(self.config.address, token), **headers})  # fmt: skip
+                  **{"reply_to": token_address(self.config.address, token),
+                     "id_tag": phase_tag(table.id, phase["number"] if phase else None), **headers})  # fmt: skip
 
     def mail(self, game_id: int | None, to: str, template: str, context: dict[str, Any],
              answers: str | None = None, notice: bool = False, **headers: Any) -> bool:  # fmt: skip

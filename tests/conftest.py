@@ -137,6 +137,7 @@ class Mailbox:
 
 def answer(engine: Engine, clock: FakeClock, mail: dict, text: str):
     """Reply to a queued ``mail`` (as Mailbox reads it) as a mail client does:
-    to its Reply-To, "Re:" its subject."""
-    return engine.ingest(make_mail(mail["to"], text, to=mail["reply_to"],
+    to its Reply-To, "Re:" its subject, In-Reply-To its Message-ID."""
+    thread = {"In-Reply-To": mail["message_id"], "References": mail["message_id"]}
+    return engine.ingest(make_mail(mail["to"], text, to=mail["reply_to"], headers=thread,
                                    subject=f"Re: {mail['subject']}", received=clock()))  # fmt: skip

@@ -10,6 +10,12 @@ comes from the seat's address.
 A token is an HMAC of what it stands for under the referee's secret key:
 16 lowercase base32 characters, 80 bits, so it cannot be guessed, and it
 fits in a local part and a subject.
+
+Beside the token, a game's mail names the phase it belongs to in its
+Message-ID (``<...g7p12@example.org>``: game 7, phase 12), which a reply
+carries back in In-Reply-To and References; so a move can be told apart
+from one meant for a phase that is over.  The tag proves nothing and needs
+not: naming an old phase can only get one's own move refused.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import hashlib
 import hmac
 import re
 
-from referee.mail.parse import Incoming
+from referee.mail.parse import Incoming, header_text
 
 TOKEN_LENGTH = 16
 _TOKEN = rf"[a-z2-7]{{{TOKEN_LENGTH}}}"
@@ -64,3 +70,25 @@ def tokens_named(message: Incoming, own_address: str) -> list[str]:
     found = [m[1] for r in message.recipients if (m := plus.fullmatch(r.lower()))]
     found += [m[1].lower() for m in _SUBJECT_TOKEN.finditer(message.subject)]
     return list(dict.fromkeys(found))
+
+
+def phase_tag(game_id: int, phase: int | None) -> str:
+    """What a game's Message-ID carries: its game, and the phase open when it
+    was sent (0 before the first)."""
+    return f"g{game_id}p{phase or 0}"
+
+
+def phase_answered(message: Incoming, own_domain: str, game_id: int) -> int | None:
+    """The phase of ``game_id`` that the message answers, by the referee's
+    mail it replies to (In-Reply-To, else the newest of References that is
+    ours); None when the thread does not say."""
+    tagged_id = re.compile(rf"\.g(\d+)p(\d+)@{re.escape(own_domain)}>", re.I)
+    ids = _ids(message, "In-Reply-To")[-1:] + _ids(message, "References")[::-1]
+    for message_id in ids:
+        if (match := tagged_id.search(message_id)) and int(match[1]) == game_id:
+            return int(match[2]) or None
+    return None
+
+
+def _ids(message: Incoming, name: str) -> list[str]:
+    return re.findall(r"<[^<>\s]+>", header_text(message.headers, name))
