@@ -26,6 +26,7 @@ _SETTINGS: dict[str, dict[str, str]] = {
     "referee": {"address": "address", "name": "text", "database": "path", "templates": "path",
                 "site_dir": "path", "secret_key": "text", "secret_key_file": "path",
                 "max_message_size": "size", "replies_per_hour": "count",
+                "open_replies_per_hour": "count", "open_replies_total_per_hour": "count",
                 "accept_token_alone": "bool", "dkim_authserv_id": "text"},
     "defaults": {"deadline": "duration", "turn_deadline": "duration", "decision_deadline": "duration",
                  "settle": "duration", "reminder": "duration"},
@@ -75,7 +76,11 @@ class Config:
     site_dir: Path | None = None
     secret_key: bytes | None = field(default=None, repr=False)
     max_message_size: int = 5 * 2**20  # bytes: larger mail is not parsed; its sender is told
-    replies_per_hour: int = 20  # answers to one sender's mail; more are not sent (moves still count)
+    # Answers per hour (see referee.limits): to a player's mail that proves its seat,
+    # per address; to mail that proves nothing, per address and for all together.
+    replies_per_hour: int = 60
+    open_replies_per_hour: int = 5
+    open_replies_total_per_hour: int = 100
     accept_token_alone: bool = False  # True: a reply token authenticates whatever the From
     dkim_authserv_id: str | None = None  # set: seat commands also need this server's dkim=pass
     deadline: timedelta = timedelta(days=3)  # a sealed round (and, unless set, every phase)

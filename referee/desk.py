@@ -5,13 +5,14 @@ A pipeline in Mailman's manner, each step one small method:
 
 1. a bounce of the referee's own mail is recorded against the player;
 2. mail that must never be answered (auto-replies, lists, ourselves) is dropped;
-3. mail too large to read gets one notice;
+3. mail too large to read gets one notice (see 6);
 4. the sender is identified by reply token and From (``referee.mail.tokens``);
    a seat's From without its token, or its token with another From, changes
    nothing, and the seat's real address is told;
 5. each line is one command (or one move), carried out in order;
-6. one reply says, line by line, what was done (at most ``replies_per_hour``
-   answers per address; beyond that the referee acts but stays silent).
+6. one reply says, line by line, what was done, within the sender's budget
+   of answers (``referee.limits``: a player's own, which unproven mail
+   cannot spend; to unproven mail, no word of the sender's is quoted).
 
 Game changes go through the Engine; this module only reads and answers.
 """
@@ -111,7 +112,7 @@ class Desk:
             reason = (f"Your mail is {len(message.raw) // 1024} KB; the referee reads mail of up to "
                       f"{limit} KB (an attachment, perhaps?). Please send your move again as a "
                       "short plain-text reply.")  # fmt: skip
-            self._reply(message, Sender(message.sender), [self._error("", reason)], notice=True)
+            self._reply(message, Sender(message.sender), [self._error("", reason)])
             return Outcome("refused", "too large to read")
         lines = command_lines(message)
         sender = self._identify(message, lines)
@@ -194,9 +195,9 @@ class Desk:
         # One such notice an hour is enough to warn, and a forger cannot use
         # them to flood the player or use up the player's own replies.
         if table is not None:
-            self.engine.send(table, seat, "forged", context, answers=message.key, notice=True)
+            self.engine.send(table, seat, "forged", context, answers=message.key, budget="notice")
         else:
-            self.engine.mail(None, owner, "forged", context, answers=message.key, notice=True)
+            self.engine.mail(None, owner, "forged", context, answers=message.key, budget="notice")
         log.warning("message %s claims %s's seat without proof (%s); nothing changed",
                     message.key, owner, problem)  # fmt: skip
         detail = {"token": "a reply token used from another address",
@@ -252,7 +253,7 @@ class Desk:
             if sender.ended is not None:
                 raise Refusal(f"Game {sender.ended} has ended; its mails no longer take commands.")
             if not command.word:
-                raise Refusal(f"\"{command.line[:40]}\" is not a command I know. Send HELP for "
+                raise Refusal("That is not a command I know. Send HELP for "
                               "the list of commands.")  # fmt: skip
             raise Refusal(f"{command.word.upper()} is about a game you play: reply to one of "
                           "the game's mails to you (its reply address names your seat).")  # fmt: skip
@@ -309,14 +310,14 @@ class Desk:
         if kind not in GAMES:
             known = ", ".join(GAMES)
             raise Refusal(f"JOIN needs the kind of game, one of: {known}; for example, JOIN {next(iter(GAMES))}."
-                          if not kind else f"There is no game called \"{kind[:30]}\"; the games are: {known}.")  # fmt: skip
+                          if not kind else f"There is no game of that name; the games are: {known}.")  # fmt: skip
         if kind not in sender.signed:
             token = signup_token(self.engine.key, kind, sender.address)
             context = {"kind": kind, "title": GAMES[kind].title, "tag": tagged(f"[{kind}]", token), "game": None,
                        "referee": self.config.address}  # fmt: skip
             sent = self.engine.mail(None, sender.address, "join-confirm", context,
                                     reply_to=token_address(self.config.address, token),
-                                    answers=self.message.key)  # fmt: skip
+                                    answers=self.message.key, budget="open")  # fmt: skip
             if not sent:
                 raise Refusal("The referee has sent you too many mails this hour to send a "
                               "confirmation now; please send JOIN again in an hour.")  # fmt: skip
@@ -356,16 +357,19 @@ class Desk:
 
     # -- 6. the answer ---------------------------------------------------------
 
-    def _reply(self, message: Incoming, sender: Sender, answers: list[Answer],
-               notice: bool = False) -> None:  # fmt: skip
-        """One mail that answers the message line by line.  A ``notice`` (to an
-        address the message did not prove) goes out at most once an hour."""
+    def _reply(self, message: Incoming, sender: Sender, answers: list[Answer]) -> None:
+        """One mail that answers the message line by line.  To mail that
+        proves nothing it quotes nothing (no line, no subject): a forger
+        must not make the referee repeat their words to someone else."""
         table = self.engine.table(sender.game_id) if sender.game_id is not None else None
-        texts = [{"line": a.line, "text": self._render(a)} for a in self._trim_legal(answers)]
+        quote = (lambda line: line) if sender.authenticated else _command_word
+        texts = [{"line": quote(a.line), "number": number, "text": self._render(a)}
+                 for number, a in enumerate(self._trim_legal(answers), 1)]  # fmt: skip
         context = {"answers": texts, "subject": self._subject(message, table, sender),
                    "game": self.engine.game_info(table) if table else None,
                    "referee": self.config.address}  # fmt: skip
-        headers = {"in_reply_to": message.message_id, "answers": message.key, "notice": notice,
+        headers = {"in_reply_to": message.message_id, "answers": message.key,
+                   "budget": "player" if sender.authenticated else "open",
                    "references": one_line(str(message.headers.get("References", "") or "")) or None}
         if table is not None:
             self.engine.send(table, sender.seat, "reply", context, **headers)
@@ -395,7 +399,7 @@ class Desk:
 
     def _subject(self, message: Incoming, table: Table | None, sender: Sender) -> str:
         """"Re: " and their subject, with the seat's own tag (and token) in front."""
-        said = without_tags(message.subject) or "your mail to the referee"
+        said = sender.authenticated and without_tags(message.subject) or "your mail to the referee"
         return f"Re: {table.tag(sender.seat)} {said}" if table else f"Re: {said}"
 
     def _outcome(self, sender: Sender, answers: list[Answer]) -> Outcome:
@@ -406,3 +410,8 @@ class Desk:
         code = moves[-1].code if moves else "done" if done else "refused"
         return Outcome(code, summary, sender.game_id)
 
+
+def _command_word(line: str) -> str:
+    """What a reply to unproven mail quotes of a line: its command word, if
+    it has one we know ("HELP"), and nothing of what the sender wrote."""
+    return Command.read(line).word.upper()

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from referee import limits
 from referee.config import Config
 from referee.desk import Desk, Outcome, Refusal
 from referee.mail.commands import tag
@@ -820,27 +821,34 @@ class Engine:
                      "id_tag": phase_tag(table.id, phase["number"] if phase else None), **headers})  # fmt: skip
 
     def mail(self, game_id: int | None, to: str, template: str, context: dict[str, Any],
-             answers: str | None = None, notice: bool = False, **headers: Any) -> bool:  # fmt: skip
+             answers: str | None = None, budget: limits.Budget = "player", **headers: Any) -> bool:  # fmt: skip
         """Render and queue one mail to ``to``, showing times in their zone too.
 
-        ``answers`` is the key of the message this mail answers: an address
-        gets at most ``replies_per_hour`` of those (a loop or a flood ends
-        there), and at most one ``notice`` of a mail in its name that did not
-        count; returns False when this one is held back for that reason."""
+        ``answers`` is the key of the message this mail answers; it spends
+        ``budget`` (see referee.limits).  Returns False when the budget held
+        it back (the address may get the over-limit notice instead)."""
         now = self.clock()
         if not is_address(to):  # seats and senders are checked; this keeps it so for any caller
             log.warning("not mailing %r: not an address SMTP can carry", to)
             return False
         if answers:
-            since = iso(now - timedelta(hours=1))
-            limit = 1 if notice else self.config.replies_per_hour
-            if self.store.answers_since(to, since, notice) >= limit:
-                log.info("not answering %s: %d answers in the last hour", to, limit)
+            decision = limits.verdict(self.store, self.config, to, budget, now)
+            if decision != "send":
+                log.info("not answering %s: over its %s answers for the hour", to, budget)
+                if decision == "notify":
+                    context = {"game": context.get("game"), "referee": self.config.address,
+                               "budget": budget, "resumes": limits.resumes_at(self.store, to, budget, now)}
+                    self._queue(game_id, to, "over-limit", context, now, answers, limits.OVER_LIMIT,
+                                {k: v for k, v in headers.items() if k in ("reply_to", "id_tag")})
                 return False
+        self._queue(game_id, to, template, context, now, answers, budget if answers else None, headers)
+        return True
+
+    def _queue(self, game_id: int | None, to: str, template: str, context: dict[str, Any], now: datetime,
+               answers: str | None, budget: str | None, headers: dict[str, Any]) -> None:  # fmt: skip
         context = {**context, "timezone": self.store.timezone(to)}
         subject, body = self.composer.render(template, **context)
         message_id, raw = self.composer.message(to=[to], subject=subject, body=body, now=now, **headers)
         self.store.queue_mail(message_id=message_id, game_id=game_id, recipients=[to],
                               subject=subject, raw=raw, created_at=iso(now), answers=answers,
-                              notice=int(notice))  # fmt: skip
-        return True
+                              budget=budget, answer_to=limits.normalised(to) if budget else None)  # fmt: skip

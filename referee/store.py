@@ -86,7 +86,8 @@ class Store:
         # Columns added after the first release: an older games.db gains them.
         for table, column, kind in (("phases", "reminded_at", str), ("seats", "token", str),
                                     ("games", "seats_wanted", int), ("outbox", "answers", str),
-                                    ("outbox", "notice", int), ("games", "turn_seconds", int),
+                                    ("outbox", "budget", str), ("outbox", "answer_to", str),
+                                    ("games", "turn_seconds", int),
                                     ("games", "decision_seconds", int)):  # fmt: skip
             if column not in db[table].columns_dict:
                 db[table].add_column(column, kind)
@@ -94,7 +95,8 @@ class Store:
         db["outbox"].create_index(["message_id"], if_not_exists=True)
         db["moves"].create_index(["game_id", "phase", "seat"], if_not_exists=True)
         db["outbox"].create_index(["state"], if_not_exists=True)
-        db["outbox"].create_index(["recipients", "created_at"], if_not_exists=True)  # answers_since
+        db["outbox"].create_index(["answer_to", "budget", "created_at"], if_not_exists=True)
+        db["outbox"].create_index(["budget", "created_at"], if_not_exists=True)
         db["seats"].create_index(["address"], if_not_exists=True)
 
     @contextmanager
@@ -325,14 +327,20 @@ class Store:
         rows = list(self.db["outbox"].rows_where("message_id = ?", [message_id]))
         return {**rows[0], "recipients": json.loads(rows[0]["recipients"])} if rows else None
 
-    def answers_since(self, address: str, since: str, notice: bool = False) -> int:
-        """How many mails answering someone's message (replies, or with
-        ``notice`` notices of a mail that claimed the address's seat) went to
-        ``address`` since then."""
-        return self.db["outbox"].count_where(
-            "recipients = ? and answers is not null and coalesce(notice, 0) = ? and created_at >= ?",
-            [json.dumps([address]), int(notice), since],
-        )
+    def answers_since(self, since: str, budgets: tuple[str, ...], address: str | None = None) -> int:
+        """How many answers of those ``budgets`` (see referee.limits) were
+        queued since then: to the (normalised) ``address``, or to anyone."""
+        where = f"budget in ({', '.join('?' * len(budgets))}) and created_at >= ?"
+        values: list[Any] = [*budgets, since]
+        if address is not None:
+            where, values = where + " and answer_to = ?", values + [address]
+        return self.db["outbox"].count_where(where, values)
+
+    def first_answer_since(self, since: str, budget: str, address: str) -> str | None:
+        """When the first answer of ``budget`` to ``address`` since then was queued."""
+        rows = self.db.execute("select min(created_at) from outbox where answer_to = ? and budget = ? "
+                               "and created_at >= ?", [address, budget, since]).fetchall()  # fmt: skip
+        return rows[0][0] if rows else None
 
     def outbox(self, state: str | None = "queued", due: str | None = None,
                game_id: int | None = None) -> list[Row]:  # fmt: skip

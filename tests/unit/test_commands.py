@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import email
 import re
+from datetime import timedelta
 from email import policy
 from email.utils import format_datetime, make_msgid
 from zoneinfo import ZoneInfo
@@ -267,7 +268,7 @@ def test_help_needs_no_token_and_lists_the_commands(engine, clock, game):
     before = last_id(engine)
     assert write(engine, clock, DAVE, "Help").code == "done"
     ((line, text),) = answers_in(only_mail(engine, DAVE, before)["body"])
-    assert line == "Help"
+    assert line == "HELP"  # to mail that proves nothing, the command word alone is quoted
     for word in ("STATUS", "HAND", "RESIGN", "LIST", "JOIN <game>", "LEAVE", "TIMEZONE <zone>",
                  "END (or QUIT)", "pure-skill (Game of Pure Skill, 3 players)"):  # fmt: skip
         assert word in text
@@ -417,7 +418,7 @@ def test_list_from_a_stranger_shows_open_and_running_games_without_players(engin
     assert outcome.code == "done"
     sent = only_mail(engine, ERIN, before)
     ((line, text),) = answers_in(sent["body"])
-    assert line == "list"
+    assert line == "LIST"
     assert "pure-skill: game 2, Game of Pure Skill, 1 of 3 seats taken" in text
     deadline = show(engine.status(game)["phase"]["deadline"])
     assert f"game 1, Game of Pure Skill: Round 1 of 13, deadline {deadline}" in text
@@ -518,9 +519,9 @@ def test_join_of_an_unknown_game_is_refused_with_the_list_of_games(engine, clock
     outcome = write(engine, clock, DAVE, "JOIN nosuchgame")
     assert outcome.code == "refused"
     ((line, text),) = answers_in(only_mail(engine, DAVE, before)["body"])
-    assert line == "JOIN nosuchgame"
+    assert line == "JOIN"  # not the sender's own words
     known = ", ".join(GAMES)  # every game this referee runs
-    assert text.startswith(f'Not done: There is no game called "nosuchgame"; the games are: {known}.')
+    assert text.startswith(f"Not done: There is no game of that name; the games are: {known}.")
     assert "pure-skill" in known
     assert engine.store.games() == []
 
@@ -618,8 +619,9 @@ def limited(tmp_path, clock) -> Engine:
     return engine
 
 
-def test_more_answers_than_the_limit_are_not_sent_but_the_move_counts(limited, clock):
+def test_over_the_limit_a_player_gets_one_note_then_silence_and_her_moves_count(limited, clock):
     engine = limited
+    first = clock()
     for card in ("2", "3", "4"):
         before = last_id(engine)
         play(engine, clock, ALICE, f"bid {card}")
@@ -627,17 +629,22 @@ def test_more_answers_than_the_limit_are_not_sent_but_the_move_counts(limited, c
         clock.advance(minutes=10)
     before = last_id(engine)
     assert play(engine, clock, ALICE, "bid 5").code == "replaced"
-    assert mails(engine, after=before) == []
-    assert bids(engine) == {0: "bid 5"}
+    note = only_mail(engine, ALICE, before)  # instead of the receipt: never silence at once
+    assert f"Answers to your mail paused until {show(first + timedelta(hours=1))}" in note["subject"]
+    assert "moves and commands in them count as usual" in " ".join(note["body"].split())
+    before = last_id(engine)
+    assert play(engine, clock, ALICE, "bid 6").code == "replaced"
+    assert mails(engine, after=before) == []  # one note an hour, then silence
+    assert bids(engine) == {0: "bid 6"}
     # others are answered as usual
-    assert play(engine, clock, BOB, "bid 6").code == "move"
+    assert play(engine, clock, BOB, "bid 7").code == "move"
     assert mails(engine, BOB, after=before)
-    # an hour after the first answer, answers to alice resume
+    # an hour after the first answer, answers resume
     clock.advance(minutes=31)
     before = last_id(engine)
     play(engine, clock, ALICE, "bid 8")
     assert "is in: bid 8" in only_mail(engine, ALICE, before)["body"]
-    assert bids(engine) == {0: "bid 8", 1: "bid 6"}
+    assert bids(engine) == {0: "bid 8", 1: "bid 7"}
 
 
 def test_the_reply_limit_does_not_hold_back_game_mail(limited, clock):

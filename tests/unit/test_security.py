@@ -437,7 +437,7 @@ def test_template_syntax_in_a_forged_mail_is_shown_literally_to_the_owner(engine
 
 
 @EVIL_CASES
-def test_template_syntax_from_a_stranger_is_answered_literally(engine, evil):
+def test_template_syntax_from_a_stranger_is_neither_run_nor_repeated(engine, evil):
     engine.new_game("pure-skill", PLAYERS)
     sender = "{{7*7}}@evil.example"
     sent = outbox_size(engine)
@@ -447,8 +447,9 @@ def test_template_syntax_from_a_stranger_is_answered_literally(engine, evil):
     assert outcome.code not in ("failed", "ignored"), str(outcome)
     answer = queued_since(engine, sent)
     assert_only_to(answer, sender)
-    assert f"> {evil}" in body_of(answer[0]["raw"]).splitlines()
-    assert evil in answer[0]["subject"]
+    body, subject = body_of(answer[0]["raw"]), answer[0]["subject"]
+    assert evil not in body and evil not in subject  # mail that proves nothing is not quoted
+    assert "49" not in body and "> HELP" in body.splitlines()
 
 
 @pytest.mark.parametrize("name", ["<b>{{7*7}}</b>", "<b>{{ 7*7 }}</b> {% raw %} ${x} {# gone? #}"])
