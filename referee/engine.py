@@ -36,6 +36,9 @@ _MAX_LEGAL_SHOWN = 20
 _REPLAYS_KEPT = 64  # games whose last replay is kept in memory
 
 
+_NO_NEWS = object()  # an announcement that carries no private news (see Engine._announce)
+
+
 class EngineError(ValueError):
     """A keeper's request that cannot be carried out; the message says why."""
 
@@ -180,7 +183,7 @@ class Engine:
             self.store.add_seat(game_id, seat, None, bot=True, token=self.token(game_id, seat))
         self.store.start_game(game_id)
         table = self.table(game_id)
-        self._announce(table, f"{table.row['kind']}/start", self.context(table))
+        self._announce(table, f"{table.row['kind']}/start", self.context(table), news_since=None)
         self._advance(game_id)
 
     # -- sign-up games (JOIN and LEAVE by mail) ----------------------------
@@ -624,6 +627,7 @@ class Engine:
         return phase["closes_at"] is not None and now >= from_iso(phase["closes_at"])
 
     def _resolve(self, table: Table, phase: Row) -> None:
+        before = table.state
         deadline = from_iso(phase["deadline"])
         for seat in self.waiting_for(table, phase):  # 4e: a random bid for a missed deadline
             self._random_move(table, phase, seat, "random", deadline)
@@ -632,7 +636,7 @@ class Engine:
         after = self._insert_phase(table)
         table = self.table(table.id)
         context = {**self.context(table), "round": self._round_context(table, phase["number"])}
-        self._announce(table, f"{table.row['kind']}/round", context)
+        self._announce(table, f"{table.row['kind']}/round", context, news_since=before)
         log.info("game %d %s resolved", table.id, phase["label"])
         if after is None:
             self._finish(table)
@@ -800,12 +804,18 @@ class Engine:
         return {"legal": [table.rules.move_text(m) for m in moves[:_MAX_LEGAL_SHOWN]],
                 "more_legal": len(moves) > _MAX_LEGAL_SHOWN}  # fmt: skip
 
-    def _announce(self, table: Table, template: str, context: dict[str, Any]) -> None:
+    def _announce(self, table: Table, template: str, context: dict[str, Any],
+                  news_since: Any = _NO_NEWS) -> None:  # fmt: skip
         """A public mail to every person still playing: one copy each, so each
-        copy can carry that player's own reply address."""
+        copy can carry that player's own reply address.  With ``news_since``
+        (the state before the change announced; None for the deal), each copy
+        also carries its seat's private news (Game.private_news), if any: one
+        seat's news reaches only that seat's copy."""
         for seat in range(len(table.seats)):
             if table.human(seat):
-                self.send(table, seat, template, context)
+                news = (None if news_since is _NO_NEWS
+                        else table.rules.private_news(news_since, table.state, seat))  # fmt: skip
+                self.send(table, seat, template, {**context, "news": news})
 
     def send(self, table: Table, seat: int, template: str, context: dict[str, Any],
              **headers: Any) -> None:  # fmt: skip

@@ -162,6 +162,16 @@ class Game(ABC, Generic[State, Move]):
     def result(self, state: State) -> Result | None:
         """Scores and winner once the game is over, else ``None``."""
 
+    def private_news(self, before: State | None, after: State, seat: int) -> dict[str, Any] | None:
+        """What ``seat`` must be told privately, now that the game went from
+        ``before`` (None: it was just set up) to ``after`` by anything but the
+        seat's own move: a deal, a roll, a card passed to it.  Built only from
+        ``view(after, seat)``; None when there is no such news.  The engine
+        puts it in that seat's copy of the announcement of the change (the
+        start mail, the result of a phase), and nowhere else.  Default: none
+        (a game whose seats' secrets change only by their own moves)."""
+        return None
+
     def replace_by_bot(self, state: State, seat: int) -> State:
         """The seat's player left (Pure Skill rule 8): a random bot plays it.
 

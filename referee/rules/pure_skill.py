@@ -213,6 +213,15 @@ class PureSkill(Game[PureSkillState, int]):
             return public
         return {**public, "seat": seat, "suit": SUITS[seat], "hand": sorted(state.hands[seat])}
 
+    def private_news(self, before: PureSkillState | None, after: PureSkillState,
+                     seat: int) -> dict[str, Any] | None:  # fmt: skip
+        """The deal: each player learns their suit and hand when the game
+        starts.  Later a hand changes only by its owner's own bids."""
+        if before is not None:
+            return None
+        view = self.view(after, seat)
+        return {"suit": view["suit"], "hand": view["hand"]}
+
     def result(self, state: PureSkillState) -> Result | None:
         if state.round <= ROUNDS:
             return None
