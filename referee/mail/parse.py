@@ -44,12 +44,12 @@ def parse(raw: bytes, now: datetime, received_at: datetime | None = None,
     oversized = max_size is not None and len(raw) > max_size
     message = None if oversized else _parse_tamed(raw)
     if message is None:  # too large, or too convoluted: read the headers alone
-        message = parse_headers(raw.split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0][:max_size])
+        message = parse_headers(_head(raw)[:max_size])
     message_id = one_line(header_text(message, "Message-ID")) or None
     return Incoming(
         key=message_id or "sha256:" + hashlib.sha256(raw).hexdigest(),
         message_id=message_id,
-        sender=_sender(message),
+        sender=_sender(message, _head(raw)),
         subject=" ".join(header_text(message, "Subject").split()),
         recipients=tuple(_addresses(message, "Delivered-To", "X-Original-To", "To", "Cc")),
         received_at=received_at or receipt_time(message) or now,
@@ -58,6 +58,11 @@ def parse(raw: bytes, now: datetime, received_at: datetime | None = None,
         raw=raw,
         oversized=oversized,
     )
+
+
+def _head(raw: bytes) -> bytes:
+    """The header section of a message's bytes."""
+    return raw.split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0]
 
 
 def unreadable(raw: bytes, now: datetime, received_at: datetime | None = None) -> Incoming:
@@ -70,7 +75,14 @@ def unreadable(raw: bytes, now: datetime, received_at: datetime | None = None) -
 MAX_PARTS = 200  # MIME parts; people's mail has a handful
 MAX_FIELD = 8192  # characters of one header field; longer ones are cut
 MAX_FIELDS = 500  # header fields of one part the referee reads, and others; a relayed mail has ~50
-_MAX_SAME = 50  # To, Cc ... fields read for addresses
+_MAX_SAME = 5  # To, Cc ... fields read for addresses (a mail has one of each)
+# The standard library parses structured fields in time quadratic in their
+# length (0.3 s for 8 KB of ";"), so those it parses are cut shorter:
+# Content-* fields (a real one is under 200 characters; they are read again
+# and again, in every part) and the address fields read for recipients.
+_MAX_CONTENT_FIELD = 400
+_MAX_ADDRESS_FIELD = 2000
+_ADDRESS_FIELDS = ("delivered-to", "x-original-to", "to", "cc")
 
 # The header fields the referee reads (here and in classify, bounces, dkim
 # and the desk), and those MIME needs to find the body: kept wherever they
@@ -95,12 +107,17 @@ class _TamedMessage(EmailMessage):
     def __init__(self, policy=None):
         super().__init__(policy)
         self._kept = {True: 0, False: 0}  # fields kept, of those read and of others
+        self.from_fields = 0  # From fields seen, kept or not: two make the sender nobody
 
     def set_raw(self, name: str, value: str) -> None:  # the parser's way in: one call a field
-        read = name.lower() in _READ_FIELDS or name.lower().startswith(_READ_PREFIXES)
+        lowered = name.lower()
+        self.from_fields += lowered == "from"
+        read = lowered in _READ_FIELDS or lowered.startswith(_READ_PREFIXES)
         if self._kept[read] < MAX_FIELDS:
             self._kept[read] += 1
-            super().set_raw(name, value[:MAX_FIELD])
+            limit = (_MAX_CONTENT_FIELD if lowered.startswith("content-")
+                     else _MAX_ADDRESS_FIELD if lowered in _ADDRESS_FIELDS else MAX_FIELD)  # fmt: skip
+            super().set_raw(name, value[:limit])
 
 
 class _TamedPolicy(EmailPolicy):
@@ -156,17 +173,21 @@ _DISPLAY_NAME = rf'(?:"(?:[^"\\]|\\.)*"|{_COMMENT}|[^"<>()\[\]@,;:\\])*'
 _FROM = re.compile(rf"{_DISPLAY_NAME}<\s*({_ADDRESS})\s*>(?:\s*{_COMMENT})?"
                    rf"|({_ADDRESS})(?:\s*{_COMMENT})?")  # fmt: skip
 _BARE_ADDRESS = re.compile(_ADDRESS)
+_SPACED_FROM = re.compile(rb"(?im)^from[ \t]+:")
 _FOLD = re.compile(r"\r?\n(?=[ \t])")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
-def _sender(message: EmailMessage) -> str:
+def _sender(message: EmailMessage, head: bytes) -> str:
     """The From address, lower case; "" unless there is exactly one From
     field and it names one address beyond doubt.  Read from the field as it
     came (a display name is never decoded: the address cannot be in one)."""
     froms = [value for name, value in message.raw_items() if name.lower() == "from"]
-    if len(froms) != 1 or len(froms[0]) >= MAX_FIELD:  # none, two, or cut: not the From as sent
+    seen = getattr(message, "from_fields", len(froms))  # counting those dropped among thousands
+    if seen != 1 or len(froms) != 1 or len(froms[0]) >= MAX_FIELD:  # none, two, or cut
         return ""
+    if _SPACED_FROM.search(head):
+        return ""  # a "From :" line, which the parser sets aside and some servers read as a From
     value = _FOLD.sub("", froms[0]).strip()
     match = None if _CONTROL.search(value) else _FROM.fullmatch(value)
     address = (match[1] or match[2]) if match else ""
@@ -174,6 +195,8 @@ def _sender(message: EmailMessage) -> str:
         address = address.encode("utf-8", "surrogateescape").decode("utf-8")
     except UnicodeError:
         return ""  # bytes that are not UTF-8: no address anyone could answer
+    if any(not c.isascii() and c.lower().isascii() for c in address):
+        return ""  # KELVIN SIGN and the like: lower case would name another, ASCII, address
     return address.lower() if is_address(address) else ""
 
 
@@ -213,8 +236,9 @@ def header_text(message: EmailMessage, name: str) -> str:
 
 def _addresses(message: EmailMessage, *names: str) -> list[str]:
     values = []
-    for name in names:
-        values += [str(v) for v in (message.get_all(name) or [])[:_MAX_SAME]]
+    for name in names:  # the first few fields of each name, parsed: never all of them
+        fields = [v for k, v in message.raw_items() if k.lower() == name.lower()][:_MAX_SAME]
+        values += [str(message.policy.header_fetch_parse(name, v)) for v in fields]
     return [address.lower() for _, address in getaddresses(values) if "@" in address]
 
 

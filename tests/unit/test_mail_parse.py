@@ -427,6 +427,20 @@ def test_a_from_address_in_bytes_that_are_not_utf8_names_nobody():
     assert parse(b"From: j\xf6rg@example.org\r\n\r\nbid 5\r\n", NOW).sender == ""
 
 
+def test_a_second_from_among_thousands_of_fields_still_makes_the_sender_nobody():
+    raw = mail([("From", ALICE)] + [("Received", "x")] * 600 + [("From", "eve@example.org")])
+    assert parse(raw, NOW).sender == ""
+
+
+def test_a_from_line_with_a_space_before_its_colon_makes_the_sender_nobody():
+    """Python's parser sets "From :" aside; servers reading obsolete syntax take it as a From."""
+    assert parse(mail([("From", ALICE), ("From ", "eve@example.org")]), NOW).sender == ""
+
+
+def test_an_address_whose_lower_case_is_another_ascii_address_names_nobody():
+    assert parse("From: \u212aate@example.org\r\n\r\nbid 5\r\n".encode(), NOW).sender == ""
+
+
 def test_a_from_too_long_to_keep_whole_names_nobody():
     from referee.mail.parse import MAX_FIELD
 

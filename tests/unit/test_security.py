@@ -558,6 +558,22 @@ def huge_header(name: str) -> bytes:
 
 
 
+def semicolon_parts(count: int) -> bytes:
+    """Parts whose Content-Type and Content-Disposition hold 8 KB of ";" (133 s once)."""
+    field = "text/plain" + ";" * 8170
+    parts = "".join(f"--b\r\nContent-Type: {field}\r\nContent-Disposition: {field}\r\n\r\nbid 7\r\n"
+                    for _ in range(count))  # fmt: skip
+    return (hostile_head() + 'Content-Type: multipart/mixed; boundary="b"\r\n\r\n' + parts
+            + "--b--\r\n").encode()  # fmt: skip
+
+
+def comma_address_fields(count: int) -> bytes:
+    """Recipient fields of 8 KB of "," each (66 s once)."""
+    names = ("Cc", "To", "Delivered-To", "X-Original-To")
+    extra = "".join(f"{names[i % 4]}: {',' * 8190}\r\n" for i in range(count))
+    return (hostile_head() + extra + "Content-Type: text/plain\r\n\r\nbid 7\r\n").encode()
+
+
 HOSTILE = {
     "nested-2000-deep": (lambda: deep_nesting(2000), {}),
     "rfc822-nested-2000-deep": (lambda: rfc822_nesting(2000), {}),
@@ -571,6 +587,9 @@ HOSTILE = {
     "60000-tiny-parts": (lambda: many_parts(60_000), {}),  # 2.4 MB
     "50000-to-headers": (lambda: many_headers("To", 50_000), {}),
     "50000-received-headers": (lambda: many_headers("Received", 50_000), {}),
+    # fields the standard library parses in time quadratic in their length
+    "190-parts-of-8KB-semicolon-content-fields": (lambda: semicolon_parts(190), {}),
+    "496-address-fields-of-8KB-commas": (lambda: comma_address_fields(496), {}),
 }
 HOSTILE_CASES = [pytest.param(name, id=name) for name in HOSTILE]
 
@@ -916,6 +935,7 @@ def test_a_reply_with_an_ambiguous_from_is_nobodys_and_changes_nothing(engine, v
 
 
 HOSTILE_SUBJECTS = {
+    "5000-characters-without-a-space": "x" * 5000,
     "nul-and-escape": "bid\x00 7\x1b[2J",
     "vertical-tab": "=?utf-8?q?Re:_x=0BBcc:_eve@example.org?=",
     "file-separators": "=?utf-8?q?x=1C=1D=1Ey?=",
@@ -940,6 +960,7 @@ def test_a_reply_to_a_hostile_subject_has_clean_headers(engine, subject, who):
     assert outcome.code in ("done", "move"), str(outcome)
     [answer] = queued_since(engine, sent)
     assert_clean_headers(answer["raw"])
+    assert answer["subject"].isprintable()  # as `referee outbox` prints it to the keeper
     names = set(headers_of(answer["raw"]).keys())  # none smuggled in, none pushed into the body
     assert names - {"Reply-To"} == {"From", "To", "Subject", "Date", "Message-ID", "In-Reply-To",
                                     "References", "Auto-Submitted", "Content-Type",
@@ -966,7 +987,8 @@ def test_a_line_that_decodes_to_a_lone_surrogate_is_answered(engine, charset, bo
 def test_the_references_of_a_reply_are_only_well_formed_message_ids(engine):
     engine.new_game("pure-skill", PLAYERS)
     sent = outbox_size(engine)
-    junk = "<ok@example.net> <bad\x01id@example.net> nonsense <two words@x> " + "<old@x> " * 50
+    junk = ("<ok@example.net> <bad\x01id@example.net> nonsense <two words@x> <" + "y" * 5000 + "@x> "
+            + "<old@x> " * 50)  # fmt: skip
     raw = reply(engine, ALICE, "bid 7", headers={"References": junk}, message_id="<m1@example.net>")
 
     engine.ingest(raw)
