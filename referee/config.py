@@ -69,7 +69,7 @@ class MaildirSettings:
 
 @dataclass(frozen=True)
 class Config:
-    address: str = "referee@localhost"
+    address: str = "referee@example.org"  # as README shows; a real referee sets its own
     name: str = "Referee"
     database: Path = Path("games.db")
     templates: Path | None = None

@@ -82,11 +82,12 @@ def assert_clean_headers(raw: bytes) -> None:
     """A mail of ours whose header section is UTF-8 (ASCII but for an
     internationalised address) with no control or line-breaking character
     from input, so no mail reader or server splits it where a player's text
-    meant it to be split."""
+    meant it to be split, and no line longer than a server takes."""
     head, blank, _ = raw.partition(b"\r\n\r\n")
     assert blank, "no end of the header section"
     for line in head.decode("utf-8").split("\r\n"):
         assert _HEADER_LINE.fullmatch(line), f"header line {line[:80]!r}"
+        assert len(line.encode()) <= 998, f"header line of {len(line.encode())} octets (RFC 5322: 998)"
 
 
 def body_of(raw: bytes) -> str:

@@ -37,14 +37,17 @@ def _when(context: jinja2.runtime.Context, moment: datetime | str) -> str:
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # would break or hide in a header
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_MESSAGE_ID = re.compile(r"<[!-;=?-~]+>")  # printable ASCII in angle brackets
+_MESSAGE_ID = re.compile(r"<[!-;=?-~]{1,250}>")  # printable ASCII in angle brackets, as ids are
+_MAX_SUBJECT = 200  # characters: a header line must stay under 998 octets, and who reads more?
 _MAX_REFERENCES = 10  # of a thread's Message-IDs, the latest: enough for any client to thread
 
 
 def header_safe(text: str) -> str:
     """Text from a player's mail made fit for a header of ours: one line, no
-    control character, nothing that cannot be written as UTF-8."""
-    return " ".join(_UNSAFE.sub(" ", _encodable(text)).split())
+    control character, nothing that cannot be written as UTF-8, and short
+    enough for a header line."""
+    text = " ".join(_UNSAFE.sub(" ", _encodable(text)).split())
+    return text if len(text) <= _MAX_SUBJECT else text[: _MAX_SUBJECT - 1] + "…"
 
 
 def _encodable(text: str) -> str:
@@ -93,7 +96,7 @@ class Composer:
         # Trailing blanks are invisible noise in plain text; "-- " keeps its
         # blank, which marks the signature for every mail client.
         lines = [line if line == "-- " else line.rstrip() for line in body.split("\n")]
-        return " ".join(first[len("Subject:") :].split()), "\n".join(lines).lstrip("\n")
+        return header_safe(first[len("Subject:") :]), "\n".join(lines).lstrip("\n")
 
     def message(
         self,
