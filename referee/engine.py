@@ -695,18 +695,26 @@ class Engine:
 
     def _check_thread(self, table: Table, phase: Row, seat: int, message: Incoming) -> None:
         """Refuse a move in a reply to the referee's mail of a phase that is
-        over: it was meant for that phase (a second answer to a prompt, or a
-        change of mind that came late), not for the one open now."""
+        over, when the seat moved in that phase or one since: the move may
+        have been meant for it (a second answer to a prompt, a change of mind
+        that came late), not for the one open now.  A reply to a mail of
+        phases the seat had no move in (a bot's turn announced in the same
+        minute) can only be meant for now."""
         answered = phase_answered(message, self.config.domain, table.id)
         if answered is None or answered >= phase["number"]:
             return
-        over = table.phases[answered - 1]["label"]
+        since = table.phases[answered - 1 : phase["number"] - 1]
+        meant = next((p for p in since if seat in p["movers"]), None)
+        if meant is None:
+            return
         if seat in phase["movers"]:
-            now = f"{phase['label']} is open now: to make this move there, send it again."
+            now = (f"{phase['label']} is open now: to make this move there, send it again "
+                   "in a reply to this mail.")  # fmt: skip
         else:
             waiting = ", ".join(table.label(s) for s in self.waiting_for(table, phase))
-            now = f"{phase['label']} is open now, and waits for {waiting}."
-        raise Refusal(f"Your mail answers {over}, which is over. {now}", legal=True)
+            now = f"{phase['label']} is open now" + (f", and waits for {waiting}." if waiting else ".")
+        raise Refusal(f"Your mail answers the referee's mail about {meant['label']}, which is over. {now}",
+                      legal=True)  # fmt: skip
 
     def _check_timing(self, table: Table, phase: Row, seat: int, received: datetime) -> None:
         """Refuse a move the server received outside its phase, or from a seat
@@ -848,7 +856,7 @@ class Engine:
                 if decision == "notify":
                     context = {"game": context.get("game"), "referee": self.config.address,
                                "budget": budget, "resumes": limits.resumes_at(self.store, to, budget, now)}
-                    self._queue(game_id, to, "over-limit", context, now, answers, limits.OVER_LIMIT,
+                    self._queue(game_id, to, "over-limit", context, now, answers, limits.over_limit(budget),
                                 {k: v for k, v in headers.items() if k in ("reply_to", "id_tag")})
                 return False
         self._queue(game_id, to, template, context, now, answers, budget if answers else None, headers)

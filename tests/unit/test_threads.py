@@ -55,14 +55,15 @@ def test_a_move_answering_a_phase_that_is_over_is_refused_and_changes_nothing(en
         for seat in engine.waiting_for(table, phase):
             address, move = PLAYERS[seat], first_legal(engine, seat)
             mails = game_mails(box, address)
-            stale = [m for m in mails if 0 < phase_of(m) < phase["number"]]
+            stale = [m for m in mails if 0 < phase_of(m) < phase["number"]  # a phase she moved in
+                     and seat in table.phases[phase_of(m) - 1]["movers"]]  # fmt: skip
             if stale:
                 before = moves_and_phases(engine)
                 assert answer(engine, clock, stale[-1], move).code == "refused"
                 assert moves_and_phases(engine) == before
                 said = " ".join(last_answer(engine).split())
                 over = table.phases[phase_of(stale[-1]) - 1]["label"]
-                assert f"answers {over}, which is over. {phase['label']} is open now" in said, said
+                assert f"answers the referee's mail about {over}, which is over. {phase['label']} is open now" in said, said
                 refused += 1
                 told_to_resend += "send it again" in said
             assert answer(engine, clock, mails[-1], move).code in ("move", "replaced"), mails[-1]["subject"]
@@ -84,7 +85,8 @@ def test_a_change_of_mind_answering_the_receipt_of_a_resolved_round_is_refused(e
 
     assert outcome.code == "refused"
     assert [m["phase"] for m in engine.store.moves(1)] == [1, 1, 1]
-    assert "answers Round 1 of 13, which is over. Round 2 of 13 is open now" in " ".join(last_answer(engine).split())
+    said = " ".join(last_answer(engine).split())
+    assert "answers the referee's mail about Round 1 of 13, which is over. Round 2 of 13 is open now" in said
 
 
 def test_a_move_answering_the_announcement_that_opened_the_round_counts(engine, clock):
@@ -121,3 +123,25 @@ def test_another_games_tag_in_the_thread_says_nothing_about_this_one(engine, clo
                     headers={"In-Reply-To": other})  # fmt: skip
 
     assert engine.ingest(raw).code == "move"
+
+
+def test_a_move_answering_the_mail_of_a_bots_turn_counts_for_the_players_turn_now(engine, clock):
+    """A bot's turn opens and closes in the same minute: the mail announcing
+    it reaches the player with the one that opens her turn, and a move in
+    reply to either is for her turn."""
+    engine.new_game("ice", PLAYERS[:2], bots=1)
+    box = Mailbox(engine)
+    for _ in range(40):
+        table = engine.table(1)
+        phase = table.open_phase
+        (seat,) = engine.waiting_for(table, phase)
+        mails = game_mails(box, PLAYERS[seat])
+        between = [m for m in mails if 0 < phase_of(m) < phase["number"] and not any(
+            seat in p["movers"] for p in table.phases[phase_of(m) - 1 : phase["number"] - 1])]  # fmt: skip
+        if between:
+            assert answer(engine, clock, between[-1], first_legal(engine, seat)).code == "move"
+            assert [m["phase"] for m in engine.store.moves(1) if m["seat"] == seat][-1] == phase["number"]
+            return
+        assert answer(engine, clock, mails[-1], first_legal(engine, seat)).code == "move"
+        clock.advance(minutes=10)
+    pytest.fail("no mail of a bot's turn reached a player before her own turn")
