@@ -107,17 +107,17 @@ class Desk:
         why = never_answer(message, self.config.address)
         if why:
             return Outcome("ignored", why)
+        lines = command_lines(message)  # of an oversized mail, its subject: its body is unread
+        sender = self._identify(message, lines)
+        if isinstance(sender, Outcome):
+            return sender
         if message.oversized:
             limit = self.config.max_message_size // 1024
             reason = (f"Your mail is {len(message.raw) // 1024} KB; the referee reads mail of up to "
                       f"{limit} KB (an attachment, perhaps?). Please send your move again as a "
                       "short plain-text reply.")  # fmt: skip
-            self._reply(message, Sender(message.sender), [self._error("", reason)])
-            return Outcome("refused", "too large to read")
-        lines = command_lines(message)
-        sender = self._identify(message, lines)
-        if isinstance(sender, Outcome):
-            return sender
+            self._reply(message, sender, [self._error("", reason)])  # a player's: her own budget
+            return Outcome("refused", "too large to read", sender.game_id)
         answers = self._run_all(sender, lines)
         self._reply(message, sender, answers)
         if any(answer.code in _MOVE_CODES for answer in answers):

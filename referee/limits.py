@@ -29,8 +29,14 @@ from referee.store import Store
 from referee.timeutil import from_iso, iso
 
 Budget = Literal["player", "open", "notice"]
-OVER_LIMIT = "over-limit"  # the budget the over-limit notices are counted in
 WINDOW = timedelta(hours=1)
+
+
+def over_limit(budget: Budget) -> str:
+    """What an over-limit note about ``budget`` is counted as: one budget's
+    note apart from the other's, so a stranger writing from a player's
+    plus-address cannot use up the note the player's own budget owes her."""
+    return f"over-limit {budget}"
 
 
 def normalised(address: str) -> str:
@@ -44,13 +50,13 @@ def verdict(store: Store, config: Config, to: str, budget: Budget, now: datetime
     an hour); or "hold" it."""
     since, who = iso(now - WINDOW), normalised(to)
     if budget == "open":
-        total = store.answers_since(since, ("open", OVER_LIMIT))
+        total = store.answers_since(since, ("open", over_limit("open")))
         if total >= config.open_replies_total_per_hour:
             return "hold"
     limit = {"player": config.replies_per_hour, "open": config.open_replies_per_hour, "notice": 1}[budget]
     if store.answers_since(since, (budget,), who) < limit:
         return "send"
-    if budget != "notice" and store.answers_since(since, (OVER_LIMIT,), who) == 0:
+    if budget != "notice" and store.answers_since(since, (over_limit(budget),), who) == 0:
         return "notify"
     return "hold"
 

@@ -13,6 +13,7 @@ from conftest import PLAYERS, FakeClock, body_of, make_mail, reply
 
 from referee.config import Config
 from referee.engine import Engine
+from referee.store import Store
 
 ALICE = PLAYERS[0]
 
@@ -84,3 +85,36 @@ def test_an_answer_to_mail_that_proves_nothing_repeats_none_of_its_words(engine:
     assert "spam" not in raw and "Visit" not in raw
     assert answer["subject"] == "Re: your mail to the referee"
     assert "> HELP" in body_of(answer["raw"]) and "Line 1:" in body_of(answer["raw"])
+
+
+def test_a_stranger_at_a_players_plus_address_cannot_use_up_her_paused_note(tmp_path, clock):
+    config = Config(address="referee@example.org", database=tmp_path / "g.db", reminder=None,
+                    outage_gap=None, replies_per_hour=3)  # fmt: skip
+    engine = Engine(Store(config.database), config, clock)
+    engine.new_game("pure-skill", PLAYERS)
+    for _ in range(8):  # the open budget of alice's inbox, and its note, spent by someone else
+        engine.ingest(make_mail("alice+x@example.org", "help", received=clock()))
+    for card in ("2", "3", "4"):
+        engine.ingest(reply(engine, ALICE, f"bid {card}", received=clock()))
+    sent = len(engine.store.outbox(None))
+
+    assert engine.ingest(reply(engine, ALICE, "bid 5", received=clock())).code == "replaced"
+
+    [note] = queued_to(engine, sent, ALICE)
+    assert "paused" in note["subject"] and "count as usual" in " ".join(body_of(note["raw"]).split())
+
+
+def test_a_players_reply_too_large_to_read_is_answered_from_her_own_budget(tmp_path, clock):
+    config = Config(address="referee@example.org", database=tmp_path / "g.db", reminder=None,
+                    outage_gap=None, open_replies_total_per_hour=2, max_message_size=4096)  # fmt: skip
+    engine = Engine(Store(config.database), config, clock)
+    engine.new_game("pure-skill", PLAYERS)
+    for number in range(3):  # strangers use up the hour's total
+        engine.ingest(make_mail(f"s{number}@example.net", "help", received=clock()))
+    sent = len(engine.store.outbox(None))
+
+    outcome = engine.ingest(reply(engine, ALICE, "bid 7\n" + "a photo " * 1000, received=clock()))
+
+    assert outcome.code == "refused"
+    [notice] = queued_to(engine, sent, ALICE)
+    assert "too large" not in notice["subject"] and "KB" in body_of(notice["raw"])
