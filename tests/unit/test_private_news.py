@@ -82,3 +82,11 @@ def test_pure_skill_players_learn_their_hand_in_the_start_mail(engine: Engine):
         assert f"Only for you:\n  You bid from {suit}, and hold A 2 3 4 5 6 7 8 9 10 J Q K." in starts[player]
         others = [s for s in ("hearts", "diamonds", "clubs") if s != suit]
         assert not any(f"You bid from {other}" in starts[player] for other in others)
+
+
+def test_a_game_without_its_own_news_template_shows_the_news_as_lines(engine, monkeypatch):
+    monkeypatch.setattr(type(GAMES["ice"]), "private_news",
+                        lambda self, before, after, seat: {"your colour": "red", "dice": [3, 5]})
+    engine.new_game("ice", PLAYERS)
+    start = next(m for m in engine.store.outbox(None) if m["recipients"] == [PLAYERS[0]])
+    assert "Only for you:\n  your colour: red\n  dice: 3 5\n" in body_of(start["raw"])
