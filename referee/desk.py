@@ -368,9 +368,10 @@ class Desk:
         context = {"answers": texts, "subject": self._subject(message, table, sender),
                    "game": self.engine.game_info(table) if table else None,
                    "referee": self.config.address}  # fmt: skip
+        proven = sender.authenticated  # else the thread's ids too are a stranger's words: not copied
         headers = {"in_reply_to": message.message_id, "answers": message.key,
-                   "budget": "player" if sender.authenticated else "open",
-                   "references": one_line(str(message.headers.get("References", "") or "")) or None}
+                   "budget": "player" if proven else "open",
+                   "references": proven and one_line(str(message.headers.get("References", "") or "")) or None}
         if table is not None:
             self.engine.send(table, sender.seat, "reply", context, **headers)
         else:

@@ -79,6 +79,7 @@ def test_an_answer_to_mail_that_proves_nothing_repeats_none_of_its_words(engine:
     spam = "Visit https://spam.example.com now"
     sent = len(engine.store.outbox(None))
     engine.ingest(make_mail("victim@example.net", f"{spam}\nhelp\nJOIN {spam}", subject=spam,
+                            headers={"References": "<visit-spam.example.com@example.net>"},
                             received=clock()))  # fmt: skip
     [answer] = queued_to(engine, sent)
     raw = answer["raw"].decode()
