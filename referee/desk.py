@@ -362,13 +362,13 @@ class Desk:
         proves nothing it quotes nothing (no line, no subject): a forger
         must not make the referee repeat their words to someone else."""
         table = self.engine.table(sender.game_id) if sender.game_id is not None else None
-        quote = (lambda line: line) if sender.authenticated else _command_word
+        proven = sender.authenticated  # else its lines, subject and thread ids are a stranger's words
+        quote = (lambda line: line) if proven else _command_word
         texts = [{"line": quote(a.line), "number": number, "text": self._render(a)}
                  for number, a in enumerate(self._trim_legal(answers), 1)]  # fmt: skip
         context = {"answers": texts, "subject": self._subject(message, table, sender),
                    "game": self.engine.game_info(table) if table else None,
                    "referee": self.config.address}  # fmt: skip
-        proven = sender.authenticated  # else the thread's ids too are a stranger's words: not copied
         headers = {"in_reply_to": message.message_id, "answers": message.key,
                    "budget": "player" if proven else "open",
                    "references": proven and one_line(str(message.headers.get("References", "") or "")) or None}

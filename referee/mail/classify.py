@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import re
+from referee.mail.parse import Incoming, without_comments
 
-from referee.mail.parse import Incoming
-
-
-_COMMENT = re.compile(r"\([^()]*\)")  # an innermost one
 _LIST_OR_AUTO = ("List-Id", "List-Post", "List-Unsubscribe", "X-Autoreply", "X-Autorespond")
-
-
-def _without_comments(value: str) -> str:
-    """A structured header's value without its (comments), nested ones too."""
-    while (stripped := _COMMENT.sub(" ", value)) != value:
-        value = stripped
-    return value
 
 
 def never_answer(message: Incoming, own_address: str) -> str | None:
     """Why this message must get no reply (a loop or backscatter risk), or None."""
     headers = message.headers
-    auto = _without_comments(str(headers.get("Auto-Submitted", ""))).partition(";")[0]
+    auto = without_comments(str(headers.get("Auto-Submitted", ""))).partition(";")[0]
     if auto.strip().lower() not in ("", "no"):  # RFC 3834; "no (comment)" is a person's mail
         return "auto-submitted"
     if str(headers.get("Precedence", "")).strip().lower() in ("bulk", "junk", "list", "auto_reply"):

@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 
 from referee.config import Config
+from referee.mail.parse import message_ids
 from referee.resources import shipped
 from referee.rules import GAMES
 from referee.timeutil import show, show_duration
@@ -37,7 +38,6 @@ def _when(context: jinja2.runtime.Context, moment: datetime | str) -> str:
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # would break or hide in a header
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_MESSAGE_ID = re.compile(r"<[!-;=?-~]{1,250}>")  # printable ASCII in angle brackets, as ids are
 _MAX_SUBJECT = 200  # characters: a header line must stay under 998 octets, and who reads more?
 _MAX_REFERENCES = 10  # of a thread's Message-IDs, the latest: enough for any client to thread
 
@@ -53,11 +53,6 @@ def header_safe(text: str) -> str:
 def _encodable(text: str) -> str:
     """``text`` with any lone surrogate (what a bad charset decodes to) as U+FFFD."""
     return _SURROGATE.sub("\ufffd", text)
-
-
-def _message_ids(text: str) -> list[str]:
-    """The well-formed Message-IDs in a header a player sent, in order."""
-    return _MESSAGE_ID.findall(text)
 
 
 class TemplateError(ValueError):
@@ -128,8 +123,8 @@ class Composer:
         mail["Message-ID"] = message_id
         if reply_to:
             mail["Reply-To"] = reply_to
-        answered = _message_ids(in_reply_to or "")[-1:]  # a player's: copied only if well formed
-        thread = _message_ids(references or "")[-_MAX_REFERENCES:] + answered
+        answered = message_ids(in_reply_to or "")[-1:]  # a player's: copied only if well formed
+        thread = message_ids(references or "")[-_MAX_REFERENCES:] + answered
         if answered:
             mail["In-Reply-To"] = answered[0]
         if thread:

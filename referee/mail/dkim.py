@@ -9,14 +9,11 @@ mail, and a sender can write one under any name (RFC 8601 5).
 
 from __future__ import annotations
 
-import re
 from functools import cache
 
 from publicsuffixlist import PublicSuffixList
 
-from referee.mail.parse import Incoming, header_text
-
-_COMMENT = re.compile(r"\([^()]*\)")
+from referee.mail.parse import Incoming, header_text, without_comments
 
 
 def dkim_passed(message: Incoming, authserv_id: str) -> bool:
@@ -25,7 +22,7 @@ def dkim_passed(message: Incoming, authserv_id: str) -> bool:
     alignment: example.org may sign for mail.example.org, org for nobody)."""
     domain = message.sender.rpartition("@")[2]
     top = header_text(message.headers, "Authentication-Results")  # the first is the topmost
-    parts = [p.strip() for p in _COMMENT.sub(" ", top).split(";")]
+    parts = [p.strip() for p in without_comments(top).split(";")]
     if parts[0].lower().split()[:1] != [authserv_id.lower()]:
         return False  # no verdict on top, or another server's, or one a sender wrote
     for result in parts[1:]:

@@ -42,27 +42,23 @@ def parse(raw: bytes, now: datetime, received_at: datetime | None = None,
     say, else ``now``.  A message over ``max_size`` bytes is not parsed past
     its headers (bounded time and memory whatever it holds)."""
     oversized = max_size is not None and len(raw) > max_size
+    head = raw.split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0]
     message = None if oversized else _parse_tamed(raw)
     if message is None:  # too large, or too convoluted: read the headers alone
-        message = parse_headers(_head(raw)[:max_size])
+        message = parse_headers(head[:max_size])
     message_id = one_line(header_text(message, "Message-ID")) or None
     return Incoming(
         key=message_id or "sha256:" + hashlib.sha256(raw).hexdigest(),
         message_id=message_id,
-        sender=_sender(message, _head(raw)),
+        sender=_sender(message, head),
         subject=" ".join(header_text(message, "Subject").split()),
-        recipients=tuple(_addresses(message, "Delivered-To", "X-Original-To", "To", "Cc")),
+        recipients=tuple(_addresses(message)),
         received_at=received_at or receipt_time(message) or now,
         text="" if oversized else _body_text(message),
         headers=message,
         raw=raw,
         oversized=oversized,
     )
-
-
-def _head(raw: bytes) -> bytes:
-    """The header section of a message's bytes."""
-    return raw.split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0]
 
 
 def unreadable(raw: bytes, now: datetime, received_at: datetime | None = None) -> Incoming:
@@ -82,7 +78,7 @@ _MAX_SAME = 5  # To, Cc ... fields read for addresses (a mail has one of each)
 # and again, in every part) and the address fields read for recipients.
 _MAX_CONTENT_FIELD = 400
 _MAX_ADDRESS_FIELD = 2000
-_ADDRESS_FIELDS = ("delivered-to", "x-original-to", "to", "cc")
+_ADDRESS_FIELDS = ("delivered-to", "x-original-to", "to", "cc")  # read for recipients, in this order
 
 # The header fields the referee reads (here and in classify, bounces, dkim
 # and the desk), and those MIME needs to find the body: kept wherever they
@@ -173,18 +169,20 @@ _DISPLAY_NAME = rf'(?:"(?:[^"\\]|\\.)*"|{_COMMENT}|[^"<>()\[\]@,;:\\])*'
 _FROM = re.compile(rf"{_DISPLAY_NAME}<\s*({_ADDRESS})\s*>(?:\s*{_COMMENT})?"
                    rf"|({_ADDRESS})(?:\s*{_COMMENT})?")  # fmt: skip
 _BARE_ADDRESS = re.compile(_ADDRESS)
+_INNER_COMMENT = re.compile(r"\([^()]*\)")
+_MESSAGE_ID = re.compile(r"<[!-;=?-~]{1,250}>")  # printable ASCII in angle brackets, as ids are
 _SPACED_FROM = re.compile(rb"(?im)^from[ \t]+:")
 _FOLD = re.compile(r"\r?\n(?=[ \t])")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
-def _sender(message: EmailMessage, head: bytes) -> str:
+def _sender(message: _TamedMessage, head: bytes) -> str:
     """The From address, lower case; "" unless there is exactly one From
     field and it names one address beyond doubt.  Read from the field as it
     came (a display name is never decoded: the address cannot be in one)."""
     froms = [value for name, value in message.raw_items() if name.lower() == "from"]
-    seen = getattr(message, "from_fields", len(froms))  # counting those dropped among thousands
-    if seen != 1 or len(froms) != 1 or len(froms[0]) >= MAX_FIELD:  # none, two, or cut
+    # none, two (counting those dropped among thousands), or one cut: not the From as sent
+    if message.from_fields != 1 or len(froms) != 1 or len(froms[0]) >= MAX_FIELD:
         return ""
     if _SPACED_FROM.search(head):
         return ""  # a "From :" line, which the parser sets aside and some servers read as a From
@@ -234,10 +232,22 @@ def header_text(message: EmailMessage, name: str) -> str:
     return str(message.get(name, "") or "")
 
 
-def _addresses(message: EmailMessage, *names: str) -> list[str]:
+def without_comments(value: str) -> str:
+    """A structured field's value without its (comments), nested ones too."""
+    while (stripped := _INNER_COMMENT.sub(" ", value)) != value:
+        value = stripped
+    return value
+
+
+def message_ids(text: str) -> list[str]:
+    """The well-formed Message-IDs in a field (In-Reply-To, References), in order."""
+    return _MESSAGE_ID.findall(text)
+
+
+def _addresses(message: EmailMessage) -> list[str]:
     values = []
-    for name in names:  # the first few fields of each name, parsed: never all of them
-        fields = [v for k, v in message.raw_items() if k.lower() == name.lower()][:_MAX_SAME]
+    for name in _ADDRESS_FIELDS:  # the first few fields of each name, parsed: never all of them
+        fields = [v for k, v in message.raw_items() if k.lower() == name][:_MAX_SAME]
         values += [str(message.policy.header_fetch_parse(name, v)) for v in fields]
     return [address.lower() for _, address in getaddresses(values) if "@" in address]
 
