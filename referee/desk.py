@@ -14,7 +14,9 @@ A pipeline in Mailman's manner, each step one small method:
    of answers (``referee.limits``: a player's own, which unproven mail
    cannot spend; to unproven mail, no word of the sender's is quoted).
 
-Game changes go through the Engine; this module only reads and answers.
+Game changes go through the engine's rooms (``referee.engine.rooms``), which
+the desk is handed; this module only reads and answers, and the rooms never
+call it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from referee.errors import Refusal
 from referee.mail.bounces import delivery_failures
 from referee.mail.classify import never_answer
 from referee.mail.commands import MAX_LINES, Command, command_lines, without_tags
@@ -34,7 +37,8 @@ from referee.rules import GAMES, MoveError
 from referee.timeutil import iso
 
 if TYPE_CHECKING:
-    from referee.engine import Engine, Table
+    from referee.engine.rooms import Rooms
+    from referee.tables import Table
 
 log = logging.getLogger("referee")
 
@@ -53,16 +57,6 @@ class Outcome:
 
     def __str__(self) -> str:
         return f"{self.code}: {self.detail}"
-
-
-class Refusal(Exception):
-    """A command that changes nothing; the player is told ``reason``.  With
-    ``legal``, the answer lists the moves the seat can make now; ``attempt``
-    says the line looked like a move (see Desk._error)."""
-
-    def __init__(self, reason: str, legal: bool = False, attempt: bool = False):
-        super().__init__(reason)
-        self.reason, self.legal, self.attempt = reason, legal, attempt
 
 
 @dataclass(frozen=True)
@@ -93,10 +87,10 @@ class Answer:
 class Desk:
     """Handles one message; made afresh for each."""
 
-    def __init__(self, engine: Engine, message: Incoming):
-        self.engine = engine
-        self.store = engine.store
-        self.config = engine.config
+    def __init__(self, rooms: Rooms, message: Incoming):
+        self.store, self.config, self.key = rooms.store, rooms.config, rooms.key
+        self.tables, self.post, self.phases = rooms.tables, rooms.post, rooms.phases
+        self.seating, self.reports = rooms.seating, rooms.reports
         self.message = message
 
     def handle(self) -> Outcome:
@@ -121,7 +115,10 @@ class Desk:
         answers = self._run_all(sender, lines)
         self._reply(message, sender, answers)
         if any(answer.code in _MOVE_CODES for answer in answers):
-            self.engine.settle(sender.game_id)  # a mail that moved nothing changes nothing
+            # Resolve what the moves completed only now, so a player reads the
+            # receipt before the result it announces.  A mail that moved
+            # nothing changes nothing.
+            self.phases.advance(sender.game_id)
         return self._outcome(sender, answers)
 
     # -- 1. bounces ----------------------------------------------------------
@@ -166,8 +163,7 @@ class Desk:
                 ended = game["id"]
                 continue
             return Sender(seat["address"], game["id"], seat["seat"])
-        key = self.engine.key
-        signed = frozenset(k for k in GAMES if signup_token(key, k, message.sender) in tokens)
+        signed = frozenset(k for k in GAMES if signup_token(self.key, k, message.sender) in tokens)
         if signed or ended is not None:
             return Sender(message.sender, signed=signed, ended=ended)
         needs_seat = any(Command.read(line).word not in _PUBLIC for line in lines)
@@ -175,29 +171,29 @@ class Desk:
         if needs_seat and playing:
             # A player's From, but no proof: perhaps forged, perhaps a fresh mail
             # instead of a reply.  Either way the player (the From) is told how.
-            table = self.engine.table(playing[0]["id"]) if len(playing) == 1 else None
+            table = self.tables.table(playing[0]["id"]) if len(playing) == 1 else None
             seat = table.seat_of(message.sender) if table else None
             return self._forged(message, message.sender, table, seat, "no token")
         return Sender(message.sender)
 
     def _forged_token(self, message: Incoming, seat: dict[str, Any], problem: str) -> Outcome:
-        table = self.engine.table(seat["game_id"])
+        table = self.tables.table(seat["game_id"])
         return self._forged(message, seat["address"], table, seat["seat"], problem)
 
     def _forged(self, message: Incoming, owner: str, table: Table | None, seat: int | None,
                 problem: str) -> Outcome:  # fmt: skip
         """A mail that claims a seat without proving it: nothing changes, and
         the seat's real address (never the message's Reply-To) is told."""
-        context = {**(self.engine.context(table, seat) if table else {"game": None, "phase": None}),
+        context = {**(self.post.context(table, seat) if table else {"game": None, "phase": None}),
                    "problem": problem, "sender": message.sender, "owner": owner,
                    "their_subject": message.subject, "received": message.received_at,
                    "referee": self.config.address}  # fmt: skip
         # One such notice an hour is enough to warn, and a forger cannot use
         # them to flood the player or use up the player's own replies.
         if table is not None:
-            self.engine.send(table, seat, "forged", context, answers=message.key, budget="notice")
+            self.post.send(table, seat, "forged", context, answers=message.key, budget="notice")
         else:
-            self.engine.mail(None, owner, "forged", context, answers=message.key, budget="notice")
+            self.post.mail(None, owner, "forged", context, answers=message.key, budget="notice")
         log.warning("message %s claims %s's seat without proof (%s); nothing changed",
                     message.key, owner, problem)  # fmt: skip
         detail = {"token": "a reply token used from another address",
@@ -240,11 +236,11 @@ class Desk:
         context: dict[str, Any] = {"reason": reason, "legal": [], "more_legal": False,
                                    "attempt": attempt}  # fmt: skip
         if sender is not None and sender.game_id is not None:
-            table = self.engine.table(sender.game_id)
+            table = self.tables.table(sender.game_id)
             phase = table.open_phase
             if phase and sender.seat in phase["movers"] and table.human(sender.seat):
-                context.update(self.engine.legal(table, sender.seat))
-            context["game"] = self.engine.game_info(table)
+                context.update(self.post.legal(table, sender.seat))
+            context["game"] = self.post.game_info(table)
         return Answer(line, "error", context, "refused")
 
     def _seat(self, sender: Sender, command: Command) -> Table:
@@ -257,7 +253,7 @@ class Desk:
                               "the list of commands.")  # fmt: skip
             raise Refusal(f"{command.word.upper()} is about a game you play: reply to one of "
                           "the game's mails to you (its reply address names your seat).")  # fmt: skip
-        table = self.engine.table(sender.game_id)
+        table = self.tables.table(sender.game_id)
         if table.row["state"] != "running":
             raise Refusal(f"Game {table.id} has ended.")
         if not table.human(sender.seat):
@@ -273,14 +269,14 @@ class Desk:
                 raise Refusal(f"\"{command.line[:40]}\" is neither a command nor a move; "
                               "HELP lists the commands.", legal=True) from None  # fmt: skip
             raise Refusal(str(error), legal=True, attempt=True) from None
-        code, context = self.engine.take_move(table, sender.seat, move, self.message)
+        code, context = self.phases.take_move(table, sender.seat, move, self.message)
         return Answer(command.line, "move", context, code)
 
     def _do_status(self, sender: Sender, command: Command) -> Answer:
         table = self._seat(sender, command)
         phase = table.open_phase
-        context = self.engine.context(table, sender.seat)
-        owed = self.engine.waiting_for(table, phase) if phase else []
+        context = self.post.context(table, sender.seat)
+        owed = table.waiting_for(phase) if phase else []
         moved = [table.label(s) for s in phase["movers"] if s not in owed] if phase else []
         context.update(moved=moved, waiting=[table.label(s) for s in owed],
                        timezone=self.store.timezone(sender.address))  # fmt: skip
@@ -288,22 +284,22 @@ class Desk:
 
     def _do_hand(self, sender: Sender, command: Command) -> Answer:
         table = self._seat(sender, command)
-        return Answer(command.line, "hand", self.engine.context(table, sender.seat), "done")
+        return Answer(command.line, "hand", self.post.context(table, sender.seat), "done")
 
     def _do_resign(self, sender: Sender, command: Command) -> Answer:
         table = self._seat(sender, command)
-        self.engine.resign_seat(table, sender.seat, confirm=False)
-        return Answer(command.line, "resign", self.engine.context(table), "done")
+        self.seating.resign_seat(table, sender.seat, confirm=False)
+        return Answer(command.line, "resign", self.post.context(table), "done")
 
     def _do_help(self, sender: Sender, command: Command) -> Answer:
-        table = self.engine.table(sender.game_id) if sender.game_id is not None else None
-        context = {"game": self.engine.game_info(table) if table else None,
+        table = self.tables.table(sender.game_id) if sender.game_id is not None else None
+        context = {"game": self.post.game_info(table) if table else None,
                    "kinds": [{"kind": k, "title": g.title, "seats": g.seat_range}
                              for k, g in GAMES.items()]}  # fmt: skip
         return Answer(command.line, "help", context, "done")
 
     def _do_list(self, sender: Sender, command: Command) -> Answer:
-        return Answer(command.line, "list", self.engine.listing(), "done")
+        return Answer(command.line, "list", self.reports.listing(), "done")
 
     def _do_join(self, sender: Sender, command: Command) -> Answer:
         kind = command.argument.lower() or (next(iter(sender.signed)) if len(sender.signed) == 1 else "")
@@ -312,31 +308,31 @@ class Desk:
             raise Refusal(f"JOIN needs the kind of game, one of: {known}; for example, JOIN {next(iter(GAMES))}."
                           if not kind else f"There is no game of that name; the games are: {known}.")  # fmt: skip
         if kind not in sender.signed:
-            token = signup_token(self.engine.key, kind, sender.address)
+            token = signup_token(self.key, kind, sender.address)
             context = {"kind": kind, "title": GAMES[kind].title, "tag": tagged(f"[{kind}]", token), "game": None,
                        "referee": self.config.address}  # fmt: skip
-            sent = self.engine.mail(None, sender.address, "join-confirm", context,
+            sent = self.post.mail(None, sender.address, "join-confirm", context,
                                     reply_to=token_address(self.config.address, token),
                                     answers=self.message.key, budget="open")  # fmt: skip
             if not sent:
                 raise Refusal("The referee has sent you too many mails this hour to send a "
                               "confirmation now; please send JOIN again in an hour.")  # fmt: skip
             return Answer(command.line, "join", {"confirm": True, "title": GAMES[kind].title}, "done")
-        game_id, started = self.engine.join(kind, sender.address)
+        game_id, started = self.seating.join(kind, sender.address)
         context = {"confirm": False, "title": GAMES[kind].title, "game_id": game_id,
-                   "started": started, "signup": self.engine.listing(game_id)}  # fmt: skip
+                   "started": started, "signup": self.reports.listing(game_id)}  # fmt: skip
         return Answer(command.line, "join", context, "done")
 
     def _do_leave(self, sender: Sender, command: Command) -> Answer:
         if sender.game_id is not None:
             raise Refusal(f"Game {sender.game_id} has begun; to leave it, send RESIGN "
                           "(a random bot then plays your seat).")  # fmt: skip
-        kinds = [k for k in sender.signed if self.engine.signed_up(k, sender.address)]
+        kinds = [k for k in sender.signed if self.seating.signed_up(k, sender.address)]
         if not kinds:
             raise Refusal("You are not signed up for a game that has yet to begin. (To leave, "
                           "reply to the mail that confirmed your sign-up.)")  # fmt: skip
         for kind in kinds:
-            self.engine.leave(kind, sender.address)
+            self.seating.leave(kind, sender.address)
         return Answer(command.line, "leave", {"titles": [GAMES[k].title for k in kinds]}, "done")
 
     def _do_timezone(self, sender: Sender, command: Command) -> Answer:
@@ -361,25 +357,25 @@ class Desk:
         """One mail that answers the message line by line.  To mail that
         proves nothing it quotes nothing (no line, no subject): a forger
         must not make the referee repeat their words to someone else."""
-        table = self.engine.table(sender.game_id) if sender.game_id is not None else None
+        table = self.tables.table(sender.game_id) if sender.game_id is not None else None
         proven = sender.authenticated  # else its lines, subject and thread ids are a stranger's words
         quote = (lambda line: line) if proven else _command_word
         texts = [{"line": quote(a.line), "number": number, "text": self._render(a)}
                  for number, a in enumerate(self._trim_legal(answers), 1)]  # fmt: skip
         context = {"answers": texts, "subject": self._subject(message, table, sender),
-                   "game": self.engine.game_info(table) if table else None,
+                   "game": self.post.game_info(table) if table else None,
                    "referee": self.config.address}  # fmt: skip
         headers = {"in_reply_to": message.message_id, "answers": message.key,
                    "budget": "player" if proven else "open",
                    "references": proven and one_line(str(message.headers.get("References", "") or "")) or None}
         if table is not None:
-            self.engine.send(table, sender.seat, "reply", context, **headers)
+            self.post.send(table, sender.seat, "reply", context, **headers)
         else:
-            self.engine.mail(None, sender.address, "reply", context, **headers)
+            self.post.mail(None, sender.address, "reply", context, **headers)
 
     def _render(self, answer: Answer) -> str:
         timezone = self.store.timezone(self.message.sender)
-        return self.engine.composer.part(answer.part, **{"referee": self.config.address,
+        return self.post.composer.part(answer.part, **{"referee": self.config.address,
                                                          "timezone": timezone, **answer.context})  # fmt: skip
 
     @staticmethod

@@ -241,7 +241,7 @@ def seeded_games(seed: int) -> Iterator[None]:
     system: the same fuzz seed then makes the same games and the same mail,
     so a run's Nth mail can be made again."""
     rng = random.Random(seed)
-    with patch("referee.engine.secrets", SimpleNamespace(token_bytes=rng.randbytes)):
+    with patch("referee.engine.seating.secrets", SimpleNamespace(token_bytes=rng.randbytes)):
         yield
 
 

@@ -12,13 +12,11 @@ does not hand their addresses to spammers.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from referee.record import RECORD_FORMAT
+from referee.tables import Table
 from referee.timeutil import from_iso, show_duration
-
-if TYPE_CHECKING:
-    from referee.engine import Engine, Table
 
 
 def public_names(table: Table) -> list[str]:
@@ -36,7 +34,7 @@ def public_names(table: Table) -> list[str]:
     return names
 
 
-def game_record(engine: Engine, table: Table) -> dict[str, Any]:
+def game_record(table: Table) -> dict[str, Any]:
     """The JSON record of a game that ``referee verify`` replays: its seats,
     the seed's commitment, each resolved phase with the moves that counted
     (how each was made and when the server received it; what each was, once
@@ -77,16 +75,16 @@ def game_record(engine: Engine, table: Table) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def page_context(engine: Engine, table: Table, now: datetime) -> dict[str, Any]:
+def page_context(table: Table, now: datetime) -> dict[str, Any]:
     """What a game's page shows: the record, the scores round by round, and
     the open phase (who has moved, never what)."""
-    record = game_record(engine, table)
+    record = game_record(table)
     names = public_names(table)
     view = table.rules.view(table.state, None)
     phase = table.open_phase
     current = None
     if phase is not None:
-        waiting = engine.waiting_for(table, phase)
+        waiting = table.waiting_for(phase)
         deadline = from_iso(phase["deadline"])
         current = {"label": phase["label"], "deadline": phase["deadline"],
                    "left": show_duration(deadline - now) if deadline > now else "any moment now",

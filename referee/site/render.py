@@ -24,20 +24,30 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import jinja2
 
+from referee.config import Config
 from referee.resources import shipped
 from referee.rules import GAMES, get_game
 from referee.site.public import page_context
-from referee.timeutil import from_iso, iso, show, show_duration
-
-if TYPE_CHECKING:
-    from referee.engine import Engine
+from referee.store import Store
+from referee.tables import Tables
+from referee.timeutil import Clock, from_iso, iso, show, show_duration
 
 _STATE_FILE = ".render-state.json"
 _LAYOUT = "2"  # bump when the pages' layout changes: every page is then written again
+
+
+class Records(Protocol):
+    """What the site reads: the store, its games by replay, the config and the
+    clock.  The engine's rooms (an Engine) are one; the site changes nothing."""
+
+    store: Store
+    tables: Tables
+    config: Config
+    clock: Clock
 
 
 @dataclass
@@ -48,8 +58,8 @@ class Report:
 
 
 class Site:
-    def __init__(self, engine: Engine, folder: Path, templates: Path | None = None):
-        self.engine = engine
+    def __init__(self, records: Records, folder: Path, templates: Path | None = None):
+        self.records = records
         self.folder = Path(folder)
         self._folders: set[Path] = set()  # made already
         folders = [str(templates)] if templates else []
@@ -69,10 +79,10 @@ class Site:
 
     def render(self, force: bool = False) -> Report:
         """Write what changed since the last render (everything with ``force``)."""
-        now = self.engine.clock()
+        now = self.records.clock()
         known = {} if force else self._read_state()
         report, summaries, state = Report(), [], {}
-        for row in self.engine.store.games():
+        for row in self.records.store.games():
             summary = self._summary(row, now)
             summaries.append(summary)
             fingerprint = self._fingerprint(row["id"], summary)
@@ -95,9 +105,9 @@ class Site:
 
     def _render_game(self, game_id: int, now: datetime, report: Report) -> list[dict[str, Any]]:
         """Write a game's files; returns its feed entries."""
-        table = self.engine.table(game_id)
-        context = {**page_context(self.engine, table, now), "now": iso(now),
-                   "referee": self.engine.config.address}  # fmt: skip
+        table = self.records.tables.table(game_id)
+        context = {**page_context(table, now), "now": iso(now),
+                   "referee": self.records.config.address}  # fmt: skip
         kind = table.row["kind"]
         context["entries"] = self._entries(context, kind)
         base = f"games/{game_id}"
@@ -108,7 +118,7 @@ class Site:
             updated=context["entries"][0]["updated"] if context["entries"] else table.row["created_at"],
             feed_id=f"{self._urn()}:game:{game_id}", link=f"{base}/", base="../../"), report)  # fmt: skip
         self._write(f"{base}/deadlines.ics", self.env.get_template("site/deadlines.ics.j2").render(
-            **context, uid=f"{game_id}.{self.engine.config.domain}"), report)  # fmt: skip
+            **context, uid=f"{game_id}.{self.records.config.domain}"), report)  # fmt: skip
         return context["entries"]
 
     def _entries(self, context: dict[str, Any], kind: str) -> list[dict[str, Any]]:
@@ -132,13 +142,13 @@ class Site:
         return entries[::-1]
 
     def _urn(self) -> str:
-        return f"urn:referee:{self.engine.config.domain}"
+        return f"urn:referee:{self.records.config.domain}"
 
     # -- the index and the site's feed -------------------------------------
 
     def _summary(self, row: dict[str, Any], now: datetime) -> dict[str, Any]:
         """A line of the index about one game, from the store alone (cheap)."""
-        phases = self.engine.store.phases(row["id"]) if row["state"] == "running" else []
+        phases = self.records.store.phases(row["id"]) if row["state"] == "running" else []
         phase = phases[-1] if phases else None
         left = None
         if phase is not None:
@@ -148,13 +158,13 @@ class Site:
                 "name": row["name"], "state": row["state"], "created_at": row["created_at"],
                 "finished_at": row["finished_at"],
                 "phase": phase and {"label": phase["label"], "deadline": phase["deadline"], "left": left},
-                "signed": len(self.engine.store.signups(row["id"])) if row["state"] == "open" else None,
+                "signed": len(self.records.store.signups(row["id"])) if row["state"] == "open" else None,
                 "wanted": row["seats_wanted"]}  # fmt: skip
 
     def _fingerprint(self, game_id: int, summary: dict[str, Any]) -> str:
         """Changes whenever what the game's pages show changes: its record, or
         the "in 2 days 3 hours" before its deadline."""
-        facts = [_LAYOUT, self.engine.store.game_version(game_id), json.dumps(summary, sort_keys=True)]
+        facts = [_LAYOUT, self.records.store.game_version(game_id), json.dumps(summary, sort_keys=True)]
         return hashlib.sha256("\n".join(facts).encode()).hexdigest()[:24]
 
     def _render_index(self, summaries: list[dict[str, Any]], entries: list[dict[str, Any]],
@@ -162,10 +172,10 @@ class Site:
         order = {"running": 0, "open": 1, "finished": 2}
         games = sorted(summaries, key=lambda g: (order.get(g["state"], 3), -g["id"]))
         self._write("index.html", self.env.get_template("site/index.html.j2").render(
-            games=games, now=iso(now), referee=self.engine.config.address), report)  # fmt: skip
+            games=games, now=iso(now), referee=self.records.config.address), report)  # fmt: skip
         entries = sorted(entries, key=lambda e: e["updated"], reverse=True)[:100]
         self._write("feed.atom", self.env.get_template("site/feed.atom.j2").render(
-            title=f"Games refereed by {self.engine.config.address}", entries=entries,
+            title=f"Games refereed by {self.records.config.address}", entries=entries,
             updated=entries[0]["updated"] if entries else iso(now), feed_id=self._urn(),
             link="./", base=""), report)  # fmt: skip
 

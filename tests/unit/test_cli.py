@@ -18,6 +18,7 @@ from conftest import PLAYERS, reply
 from referee import config as config_module
 from referee.cli import main
 from referee.engine import Engine
+from referee.engine.phases import Phases
 from referee.rules import GAMES
 from referee.store import Store
 
@@ -391,7 +392,7 @@ def test_a_deadline_longer_than_a_year_is_one_line(run, duration):
 
 def test_a_failed_ingest_exits_non_zero_and_keeps_the_mail(run, cfg, clock, tmp_path, monkeypatch):
     new_game(run)
-    monkeypatch.setattr(Engine, "take_move", lambda self, *args, **kwargs: 1 / 0)
+    monkeypatch.setattr(Phases, "take_move", lambda self, *args, **kwargs: 1 / 0)
     path = tmp_path / "bid.eml"
     path.write_bytes(player_reply(cfg, clock, ALICE, "bid 7"))
     status, out, err = run("ingest", str(path))

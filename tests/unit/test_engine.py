@@ -99,7 +99,7 @@ def resolved_rounds(engine: Engine, game: int = 1) -> list[int]:
 
 def fixed_seed(monkeypatch, seed: bytes = bytes(range(32))) -> None:
     """Make every new game's secret seed ``seed`` (to compare two runs)."""
-    monkeypatch.setattr("referee.engine.secrets.token_bytes", lambda n=32: seed[:n])
+    monkeypatch.setattr("referee.engine.seating.secrets.token_bytes", lambda n=32: seed[:n])
 
 
 # -- a new game --------------------------------------------------------------------

@@ -95,7 +95,7 @@ def seed_where(wanted) -> bytes:
 
 def fixed_seed(monkeypatch, seed: bytes) -> None:
     """Make every new game's secret seed ``seed`` (as tests/unit/test_engine.py does)."""
-    monkeypatch.setattr("referee.engine.secrets.token_bytes", lambda n=32: seed[:n])
+    monkeypatch.setattr("referee.engine.seating.secrets.token_bytes", lambda n=32: seed[:n])
 
 
 # -- a whole game ----------------------------------------------------------------

@@ -172,7 +172,7 @@ def _rendered(engine: Engine, game: int) -> dict[int, dict[int, tuple[str, str]]
     kind = table.row["kind"]
     rendered: dict[int, dict[int, tuple[str, str]]] = {}
     for step in table.replay.steps:
-        context = {**engine.context(table), "round": engine._round_context(table, step.number)}
+        context = {**engine.context(table), "round": engine.post.round_context(table, step.number)}
         rendered[step.number] = {
             seat: engine.composer.render(
                 f"{kind}/round", **{**context, "game": {**context["game"], "tag": table.tag(seat)}}

@@ -88,7 +88,7 @@ def send(engine: Engine, clock: FakeClock, sender: str, text: str, game: int = 1
 
 def fixed_seed(monkeypatch, seed: bytes) -> None:
     """Make every new game's secret seed ``seed`` (as tests/unit/test_engine.py does)."""
-    monkeypatch.setattr("referee.engine.secrets.token_bytes", lambda n=32: seed[:n])
+    monkeypatch.setattr("referee.engine.seating.secrets.token_bytes", lambda n=32: seed[:n])
 
 
 def pile_text(names) -> str:
@@ -492,7 +492,7 @@ def test_a_scoring_offer_names_who_started_the_auction_it_follows(played):
 def test_the_published_record_verifies_and_a_changed_random_move_does_not(played):
     engine = played.engine
     table = engine.table(1)
-    record = game_record(engine, table)
+    record = game_record(table)
     verdict = verify(record)
     assert verdict.ok, verdict.message
     from_site = json.loads((played.site / "games/1/record.json").read_text(encoding="utf-8"))

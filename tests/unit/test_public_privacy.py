@@ -44,7 +44,7 @@ def reused_site(name: str, engine: Engine, root: Path) -> Site:
     """A Site for ``engine`` writing to ``root/name``, reusing the compiled
     templates of the previous test's (compiling them costs more than a game)."""
     site = _SITES.setdefault(name, Site(engine, root / name))
-    site.engine, site.folder = engine, root / name
+    site.records, site.folder = engine, root / name
     return site
 
 

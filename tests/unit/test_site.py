@@ -699,7 +699,7 @@ def reused_site(key: str, engine: Engine, folder: Path) -> Site:
     site = _SITES.get(key)
     if site is None:
         site = _SITES[key] = Site(engine, folder)
-    site.engine, site.folder = engine, folder
+    site.records, site.folder = engine, folder
     return site
 
 

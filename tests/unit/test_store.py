@@ -165,7 +165,7 @@ def test_a_message_that_trips_a_bug_is_kept_unanswered_and_tried_again_later(eng
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(engine, "take_move", broken)
+    monkeypatch.setattr(engine.phases, "take_move", broken)
     raw = reply(engine, PLAYERS[0], "bid 7", message_id="<poison@example.net>")
     sent = len(engine.store.outbox())
     assert engine.ingest(raw).code == "failed"
@@ -196,7 +196,7 @@ def test_a_reply_to_ids_with_encoded_line_breaks_stays_one_header(engine, clock)
 def test_an_oversized_mail_gets_one_notice_and_changes_nothing(engine, clock, config, monkeypatch):
     from dataclasses import replace as changed
 
-    engine.config = changed(config, max_message_size=2048)
+    engine = Engine(engine.store, changed(config, max_message_size=2048), clock)
     engine.new_game("pure-skill", PLAYERS)
     sent = len(engine.store.outbox())
     raw = reply(engine, PLAYERS[0], "bid 7\n" + "a photo " * 1000, message_id="<big@example.net>")

@@ -69,7 +69,7 @@ def play(engine: Engine, clock: FakeClock) -> int:
     round 5 (random bids at the deadline); carol leaves in round 6 and a bot
     plays her seat from then on; bob misses every even round after that;
     round 13 is forced.  Returns the game's id."""
-    with mock.patch("referee.engine.secrets.token_bytes", return_value=SEED):
+    with mock.patch("referee.engine.seating.secrets.token_bytes", return_value=SEED):
         game = engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=1))
     seat = {p: i for i, p in enumerate(PLAYERS)}
     for number in range(1, 13):
@@ -99,7 +99,7 @@ def played() -> tuple[dict, str]:
     clock = FakeClock()
     engine = fresh_engine(clock)
     game = play(engine, clock)
-    return game_record(engine, engine.table(game)), engine.status(game)["winner"]
+    return game_record(engine.table(game)), engine.status(game)["winner"]
 
 
 @pytest.fixture
@@ -403,7 +403,7 @@ def late() -> dict:
             clock.advance(days=1, seconds=1)
             engine.tick()
     assert engine.table(game).row["state"] == "finished"
-    return json.loads(json.dumps(game_record(engine, engine.table(game))))
+    return json.loads(json.dumps(game_record(engine.table(game))))
 
 
 def test_the_last_round_is_forced_and_verifies(late):
@@ -501,7 +501,7 @@ def test_a_record_of_a_running_game_is_refused(run_verify):
     game = engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=1))
     for player in PLAYERS:
         bid(engine, game, player, 13)
-    record = game_record(engine, engine.table(game))
+    record = game_record(engine.table(game))
     assert record["seed"] is None and len(record["phases"]) == 1
     status, out, _ = run_verify(record)
     assert status == 1
@@ -594,7 +594,7 @@ def test_any_game_verifies_and_any_altered_bid_fails_at_its_phase(picks, leaver,
             engine.tick()
     table = engine.table(game)
     assert table.row["state"] == "finished"
-    record = json.loads(json.dumps(game_record(engine, table)))  # as published
+    record = json.loads(json.dumps(game_record(table)))  # as published
     verdict = verify(record)
     assert verdict.ok, verdict
     result = table.rules.result(table.state)
@@ -616,10 +616,10 @@ def test_any_game_verifies_and_any_altered_bid_fails_at_its_phase(picks, leaver,
 def bots_record(kind: str) -> dict:
     """The published record of a finished game of three bots (over at once), from SEED."""
     engine = fresh_engine(FakeClock())
-    with mock.patch("referee.engine.secrets.token_bytes", return_value=SEED):
+    with mock.patch("referee.engine.seating.secrets.token_bytes", return_value=SEED):
         game = engine.new_game(kind, [], bots=3)
     assert engine.table(game).row["state"] == "finished"
-    return json.loads(json.dumps(game_record(engine, engine.table(game))))
+    return json.loads(json.dumps(game_record(engine.table(game))))
 
 
 def other_coins(text: str) -> str:

@@ -1,0 +1,122 @@
+"""The engine: the only part of the referee that changes a game.
+
+A phase's life: it opens (each human mover gets a private prompt, each bot
+moves at once) -> moves are taken until all are in, or the deadline passes
+-> missing moves are filled at random -> it resolves -> the public
+announcement goes out -> the next phase opens, or the game ends.
+
+The work is done in rooms (see referee.engine.rooms); ``Engine`` is their
+front door, what the command line, the runner and the tests drive.  A
+message goes in through ``ingest`` to the desk (referee.desk), which reads it
+and calls the rooms; the rooms never call the desk.
+
+Every entry point (a new game, a message, a tick, a resignation) runs in one
+store transaction, so its record entries and the mail they cause are
+committed together or not at all.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from referee.desk import Desk, Outcome
+from referee.engine.rooms import Rooms
+from referee.errors import EngineError
+from referee.mail.parse import Incoming, parse, unreadable
+from referee.store import Row
+from referee.tables import Table, deadlines
+from referee.timeutil import iso
+
+__all__ = ["Engine", "EngineError"]
+
+log = logging.getLogger("referee")
+
+
+class Engine(Rooms):
+    # -- mail in -----------------------------------------------------------
+
+    def ingest(self, raw: bytes, received_at: datetime | None = None) -> Outcome:
+        """Handle one received message, exactly once.  ``received_at`` is the
+        server's receipt time when the mail source knows it."""
+        now = self.clock()
+        try:
+            message = parse(raw, now, received_at, max_size=self.config.max_message_size)
+        except Exception:  # noqa: BLE001 - a parser bug must not stop the daemon on this mail
+            log.exception("a message of %d bytes could not be parsed", len(raw))
+            message = unreadable(raw, now, received_at)
+            outcome = Outcome("failed", "the message could not be parsed; it is kept in the store")
+            with self.store.transaction():
+                if not self.store.seen(message.key):
+                    self._record(message, now, outcome)
+            return outcome
+        try:
+            with self.store.transaction():
+                if self.store.seen(message.key):
+                    return Outcome("duplicate", f"{message.key} was handled before")
+                outcome = Desk(self, message).handle()
+                self._record(message, now, outcome)
+        except Exception:
+            # A bug must neither lose the message nor fail on it at every
+            # redelivery: keep it, unanswered, for the keeper to look at.
+            log.exception("message %s from %s could not be handled", message.key, message.sender)
+            outcome = Outcome("failed", "an internal error; the message is kept in the store")
+            with self.store.transaction():
+                self._record(message, now, outcome)
+        log.info("message %s from %s: %s", message.key, message.sender, outcome.code)
+        return outcome
+
+    def _record(self, message: Incoming, now: datetime, outcome: Outcome) -> None:
+        self.store.record_message(
+            key=message.key, message_id=message.message_id, sender=message.sender,
+            subject=message.subject, received_at=iso(message.received_at), handled_at=iso(now),
+            game_id=outcome.game_id, outcome=str(outcome),
+            # an oversized message stays whole on the mail server; its headers suffice here
+            raw=message.raw.split(b"\r\n\r\n", 1)[0] if message.oversized else message.raw,
+        )  # fmt: skip
+
+    # -- the keeper's and the runner's entry points --------------------------
+
+    def new_game(self, kind: str, players: list[str], **choices: Any) -> int:
+        """See Seating.new_game."""
+        return self.seating.new_game(kind, players, **choices)
+
+    def join(self, kind: str, address: str) -> tuple[int, bool]:
+        return self.seating.join(kind, address)
+
+    def resign(self, game_id: int, address: str) -> None:
+        self.seating.resign(game_id, address)
+
+    def tick(self) -> list[str]:
+        return self.timers.tick()
+
+    def guard_outage(self) -> list[str]:
+        return self.timers.guard_outage()
+
+    def next_due(self) -> list[datetime]:
+        return self.timers.next_due()
+
+    def status(self, game_id: int) -> dict[str, Any]:
+        return self.reports.status(game_id)
+
+    def history(self, game_id: int) -> str:
+        return self.reports.history(game_id)
+
+    # -- reading a game, and its mail, from outside ------------------------
+
+    def table(self, game_id: int) -> Table:
+        return self.tables.table(game_id)
+
+    def waiting_for(self, table: Table, phase: Row) -> list[int]:
+        return table.waiting_for(phase)
+
+    @staticmethod
+    def deadlines(game: Row) -> dict[str, timedelta]:
+        return deadlines(game)
+
+    def context(self, table: Table, seat: int | None = None, history: bool = False) -> dict[str, Any]:
+        return self.post.context(table, seat, history)
+
+    def mail(self, game_id: int | None, to: str, template: str, context: dict[str, Any], **how: Any) -> bool:
+        return self.post.mail(game_id, to, template, context, **how)

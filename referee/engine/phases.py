@@ -1,0 +1,234 @@
+"""A game's phases, one after another: open one (prompt its movers, let bots
+and forced seats move), take moves by mail, resolve it when it is due (fill
+missing moves at random, announce the result), open the next or end the game.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from referee.config import Config
+from referee.engine.post import Post
+from referee.errors import Refusal
+from referee.mail.parse import Incoming
+from referee.mail.tokens import phase_answered
+from referee.record import random_move_rng
+from referee.store import Row, Store
+from referee.tables import Table, Tables, deadlines
+from referee.timeutil import Clock, ceil_second, from_iso, iso
+
+log = logging.getLogger("referee")
+
+
+class Phases:
+    def __init__(self, store: Store, config: Config, clock: Clock, tables: Tables, post: Post):
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self.tables = tables
+        self.post = post
+
+    # -- moving a game on --------------------------------------------------
+
+    def advance(self, game_id: int, deadlines: bool = False) -> list[str]:
+        """Take the game as far as it can go now; returns the phases resolved.
+
+        Only Timers.tick passes ``deadlines``: it alone enforces deadlines,
+        after its outage guard, so reading a backlog of mail after an outage
+        never fills in random moves for a deadline the referee slept through."""
+        resolved = []
+        while True:
+            table = self.tables.table(game_id)
+            if table.row["state"] != "running":
+                return resolved
+            phase = table.open_phase
+            if phase is None:  # a new game: open its first phase
+                self._start(table, self._insert(table))
+                continue
+            if not self._due(phase, deadlines):
+                return resolved
+            self._resolve(table, phase)
+            resolved.append(f"game {game_id} {phase['label']}")
+
+    def _insert(self, table: Table) -> Row | None:
+        """Record the next phase the rules ask for, or None if the game is over."""
+        phase = table.rules.phase(table.state)
+        if phase is None:
+            return None
+        now = self.clock()
+        deadline = ceil_second(now + deadlines(table.row)[phase.deadline_kind])
+        return self.store.open_phase(
+            table.id, len(table.phases) + 1, phase.label, list(phase.movers),
+            phase.sealed, iso(now), iso(deadline),
+        )  # fmt: skip
+
+    def _start(self, table: Table, phase: Row) -> None:
+        """Prompt each human mover privately; bots move at once, and so does
+        anyone with one legal move (Pure Skill's round 13), instead of waiting."""
+        table = self.tables.table(table.id)
+        now = self.clock()
+        for seat in phase["movers"]:
+            if not table.human(seat):
+                continue
+            legal = table.rules.legal_moves(table.state, seat)
+            if len(legal) == 1:
+                self._record_move(table, phase, seat, legal[0], "forced", now)
+            else:
+                self.post.send(table, seat, f"{table.row['kind']}/prompt", self.post.context(table, seat))
+        self.bot_moves(table, phase, now)
+
+    def bot_moves(self, table: Table, phase: Row, now: datetime) -> None:
+        """Bots (rule 8) never wait for a deadline: they move as soon as they owe a move."""
+        moved = self.store.final_moves(table.id, phase["number"])
+        for seat in phase["movers"]:
+            if not table.human(seat) and seat not in moved:
+                self._random_move(table, phase, seat, "bot", now)
+        self._note_complete(table.id, phase["number"], now)
+
+    def _random_move(self, table: Table, phase: Row, seat: int, source: str,
+                     at: datetime) -> None:  # fmt: skip
+        rng = random_move_rng(table.seed, phase["number"], seat)
+        self._record_move(table, phase, seat, table.rules.random_move(table.state, seat, rng),
+                          source, at)  # fmt: skip
+
+    def _record_move(self, table: Table, phase: Row, seat: int, move: Any, source: str,
+                     at: datetime) -> None:  # fmt: skip
+        """A move the referee makes for a seat: random, a bot's, or forced."""
+        text = table.rules.move_text(move)
+        self.store.add_move(
+            game_id=table.id, phase=phase["number"], seat=seat, move=text, source=source,
+            message_key=None, received_at=iso(at), recorded_at=iso(self.clock()),
+        )  # fmt: skip
+        log.debug("game %d %s: %s move for seat %d: %s", table.id, phase["label"], source,
+                  seat, text)  # fmt: skip
+
+    def _note_complete(self, game_id: int, number: int, at: datetime) -> None:
+        """When the last owed move is in, fix when the phase closes: at once, or
+        after the game's settle delay if a person moved by mail (changes still count)."""
+        table = self.tables.table(game_id)
+        phase = table.phases[number - 1]
+        if phase["closes_at"] or table.waiting_for(phase):
+            return
+        closes = at
+        by_mail = any(move["source"] == "mail" for move in table.counted.get(number, {}).values())
+        if phase["sealed"] and by_mail and table.row["settle_seconds"]:
+            closes = min(at + timedelta(seconds=table.row["settle_seconds"]),
+                         from_iso(phase["deadline"]))  # fmt: skip
+        self.store.update_phase(game_id, number, closes_at=iso(closes))
+
+    def _due(self, phase: Row, deadlines: bool = True) -> bool:
+        """Whether the phase should resolve now: all moves in and any settle
+        time over, or (when ``deadlines`` are enforced) its deadline passed."""
+        now = self.clock()
+        if deadlines and now >= from_iso(phase["deadline"]):
+            return True
+        return phase["closes_at"] is not None and now >= from_iso(phase["closes_at"])
+
+    def _resolve(self, table: Table, phase: Row) -> None:
+        before = table.state
+        deadline = from_iso(phase["deadline"])
+        for seat in table.waiting_for(phase):  # 4e: a random bid for a missed deadline
+            self._random_move(table, phase, seat, "random", deadline)
+        self.store.update_phase(table.id, phase["number"], resolved_at=iso(self.clock()))
+        table = self.tables.table(table.id)
+        after = self._insert(table)
+        table = self.tables.table(table.id)
+        context = {**self.post.context(table), "round": self.post.round_context(table, phase["number"])}
+        self.post.announce(table, f"{table.row['kind']}/round", context, news_since=before)
+        log.info("game %d %s resolved", table.id, phase["label"])
+        if after is None:
+            self._finish(table)
+        else:
+            self._start(table, after)
+
+    def _finish(self, table: Table) -> None:
+        self.store.finish_game(table.id, iso(self.clock()))
+        table = self.tables.table(table.id)
+        self.post.announce(table, f"{table.row['kind']}/final", self.post.context(table, history=True))
+        log.info("game %d finished", table.id)
+
+    # -- a move by mail (the Desk reads the message and calls this) -----------
+
+    def take_move(self, table: Table, seat: int, move: Any, message: Incoming) -> tuple[str, dict[str, Any]]:
+        """Record a seat's move from a message, if the message came in time;
+        returns its outcome code (move, replaced, superseded) and what the
+        receipt shows.  Refusal when the phase is not open to it.  The phase
+        is not resolved here, even if this was the last move it waited for:
+        the message's reply goes first, then ``advance`` resolves it."""
+        phase = table.open_phase
+        received = message.received_at
+        self._check_thread(table, phase, seat, message)
+        self._check_timing(table, phase, seat, received)
+        earlier = table.counted.get(phase["number"], {}).get(seat)
+        if earlier and not phase["sealed"]:  # two moves in one mail: the first one stands
+            raise Refusal(f"Your move for {phase['label']} is in already ({earlier['move']}); a move "
+                          "in turn is final.")  # fmt: skip
+        text = table.rules.move_text(move)
+        self.store.add_move(
+            game_id=table.id, phase=phase["number"], seat=seat, move=text, source="mail",
+            message_key=message.key, received_at=iso(received), recorded_at=iso(self.clock()),
+        )  # fmt: skip
+        self._note_complete(table.id, phase["number"], received)
+        table = self.tables.table(table.id)
+        # Read out of order, a move the server received before one already
+        # recorded does not replace it: the last one received counts.
+        counting = table.counted[phase["number"]][seat]
+        superseded = counting["move"] if counting["message_key"] != message.key else None
+        context = {
+            **self.post.context(table, seat), "move": text,
+            "replaced": earlier["move"] if earlier and not superseded else None,
+            "superseded": superseded,
+            "waiting": [table.label(s) for s in table.waiting_for(phase)],
+            "settling": not self._due(table.phases[phase["number"] - 1]),
+        }  # fmt: skip
+        log.info("game %d %s: move accepted from seat %d", table.id, phase["label"], seat)
+        code = "superseded" if superseded else "replaced" if earlier else "move"
+        return code, context
+
+    def _check_thread(self, table: Table, phase: Row, seat: int, message: Incoming) -> None:
+        """Refuse a move in a reply to the referee's mail of a phase that is
+        over, when the seat moved in that phase or one since: the move may
+        have been meant for it (a second answer to a prompt, a change of mind
+        that came late), not for the one open now.  A reply to a mail of
+        phases the seat had no move in (a bot's turn announced in the same
+        minute) can only be meant for now."""
+        answered = phase_answered(message, self.config.domain, table.id)
+        if answered is None or answered >= phase["number"]:
+            return
+        since = table.phases[answered - 1 : phase["number"] - 1]
+        meant = next((p for p in since if seat in p["movers"]), None)
+        if meant is None:
+            return
+        if seat in phase["movers"]:
+            now = (f"{phase['label']} is open now: to make this move there, send it again "
+                   "in a reply to this mail.")  # fmt: skip
+        else:
+            waiting = ", ".join(table.label(s) for s in table.waiting_for(phase))
+            now = f"{phase['label']} is open now" + (f", and waits for {waiting}." if waiting else ".")
+        raise Refusal(f"Your mail answers the referee's mail about {meant['label']}, which is over. {now}",
+                      legal=True)  # fmt: skip
+
+    def _check_timing(self, table: Table, phase: Row, seat: int, received: datetime) -> None:
+        """Refuse a move the server received outside its phase, or from a seat
+        that does not move in it."""
+        if received < from_iso(phase["opened_at"]):
+            raise Refusal(
+                f"Your mail reached the server at {iso(received)}, before {phase['label']} "
+                "opened; the round it was meant for has closed. Please send your move again."
+            )
+        if received > from_iso(phase["deadline"]):
+            raise Refusal(
+                f"Your mail reached the server at {iso(received)}, after the deadline of "
+                f"{phase['label']} ({phase['deadline']}). A move missing at the deadline "
+                "is chosen at random."
+            )
+        if phase["closes_at"] and received > from_iso(phase["closes_at"]):
+            raise Refusal(
+                f"Your mail reached the server at {iso(received)}, after {phase['label']} "
+                f"closed ({phase['closes_at']}, when its settle time after the last move ran out)."
+            )
+        if seat not in phase["movers"]:
+            waiting = ", ".join(table.label(s) for s in table.waiting_for(phase))
+            raise Refusal(f"It is not your move; {phase['label']} waits for {waiting}.")

@@ -1,0 +1,159 @@
+"""The engine's mail: what templates about a game may use, and every mail to
+a seat or an address, queued in the outbox inside the caller's transaction.
+
+Public mail is built from the public view; a seat's own mail (a prompt, a
+receipt, its private news) from that seat's view only.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from referee import limits
+from referee.config import Config
+from referee.mail.compose import Composer
+from referee.mail.parse import is_address
+from referee.mail.tokens import phase_tag, token_address
+from referee.store import Store
+from referee.tables import Table, deadlines
+from referee.timeutil import Clock, from_iso, iso
+
+log = logging.getLogger("referee")
+
+_MAX_LEGAL_SHOWN = 20
+
+NO_NEWS = object()  # an announcement that carries no private news (see Post.announce)
+
+
+class Post:
+    def __init__(self, store: Store, config: Config, clock: Clock, composer: Composer):
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self.composer = composer
+
+    # -- what templates see ----------------------------------------------------
+
+    def context(self, table: Table, seat: int | None = None,
+                history: bool = False) -> dict[str, Any]:  # fmt: skip
+        """What templates about a game may use.  ``view`` is the seat's own view,
+        or the public one when ``seat`` is None.  ``rounds`` (every resolved
+        phase) only with ``history``: few mails show it."""
+        phase = table.open_phase
+        result = table.rules.result(table.state)
+        now = self.clock()
+        context = {
+            "game": self.game_info(table),
+            "players": [
+                {"seat": s["seat"], "label": table.label(s["seat"]), "bot": not table.human(s["seat"])}
+                for s in table.seats
+            ],
+            "seat": seat,
+            "view": table.rules.view(table.state, seat),
+            "phase": phase and {**phase, "left": from_iso(phase["deadline"]) - now},
+            "result": result,
+            "referee": self.config.address,
+        }  # fmt: skip
+        if history:
+            context["rounds"] = [self.round_context(table, s.number) for s in table.replay.steps]
+        return context
+
+    def game_info(self, table: Table) -> dict[str, Any]:
+        """The game itself, as every mail about it may show it (``game`` in templates)."""
+        return {
+            "id": table.id, "kind": table.row["kind"], "title": table.rules.title,
+            "name": table.row["name"], "tag": table.tag(),
+            "state": table.row["state"], "move_word": table.rules.move_word,
+            "example": table.rules.example or f"{table.rules.move_word} 7",
+            "seed_commitment": table.row["seed_commitment"],
+            "seed": table.row["seed"] if table.row["state"] == "finished" else None,
+            "deadline": timedelta(seconds=table.row["deadline_seconds"]),
+            "deadlines": deadlines(table.row),
+            "options": table.row["options"],
+        }  # fmt: skip
+
+    def round_context(self, table: Table, number: int) -> dict[str, Any]:
+        """One resolved phase, from the record alone (so it replays exactly).
+
+        Public: what the moves were is told only through the game's events,
+        since some games keep moves hidden after they resolve."""
+        step = next(step for step in table.replay.steps if step.number == number)
+        moves = table.counted[number]
+        following = table.phases[number] if number < len(table.phases) else None
+        return {
+            "number": number,
+            "label": step.phase.label,
+            "events": step.events,
+            "how": {seat: moves[seat]["source"] for seat in step.moves},
+            "next": following and {"label": following["label"], "deadline": following["deadline"]},
+        }
+
+    def legal(self, table: Table, seat: int) -> dict[str, Any]:
+        """The moves a seat can make now, as text for its private mail: the
+        first few (``more_legal`` says whether there are others)."""
+        moves = table.rules.legal_moves(table.state, seat)
+        return {"legal": [table.rules.move_text(m) for m in moves[:_MAX_LEGAL_SHOWN]],
+                "more_legal": len(moves) > _MAX_LEGAL_SHOWN}  # fmt: skip
+
+    # -- sending ---------------------------------------------------------------
+
+    def announce(self, table: Table, template: str, context: dict[str, Any],
+                 news_since: Any = NO_NEWS) -> None:  # fmt: skip
+        """A public mail to every person still playing: one copy each, so each
+        copy can carry that player's own reply address.  With ``news_since``
+        (the state before the change announced; None for the deal), each copy
+        also carries its seat's private news (Game.private_news), if any: one
+        seat's news reaches only that seat's copy."""
+        for seat in range(len(table.seats)):
+            if table.human(seat):
+                news = (None if news_since is NO_NEWS
+                        else table.rules.private_news(news_since, table.state, seat))  # fmt: skip
+                self.send(table, seat, template, {**context, "news": news})
+
+    def send(self, table: Table, seat: int, template: str, context: dict[str, Any],
+             **headers: Any) -> None:  # fmt: skip
+        """A mail to a seat: its subject tag and Reply-To carry the seat's
+        token, its Message-ID the phase open now (see tokens.phase_tag): a
+        prompt's, a receipt's (the reply goes before the phase is settled), or
+        the one an announcement of a result opens."""
+        token = table.seats[seat]["token"]
+        context = {**context, "game": {**context["game"], "tag": table.tag(seat)}}
+        phase = table.open_phase
+        self.mail(table.id, table.label(seat), template, context,
+                  **{"reply_to": token_address(self.config.address, token),
+                     "id_tag": phase_tag(table.id, phase["number"] if phase else None), **headers})  # fmt: skip
+
+    def mail(self, game_id: int | None, to: str, template: str, context: dict[str, Any],
+             answers: str | None = None, budget: limits.Budget = "player", **headers: Any) -> bool:  # fmt: skip
+        """Render and queue one mail to ``to``, showing times in their zone too.
+
+        ``answers`` is the key of the message this mail answers; it spends
+        ``budget`` (see referee.limits).  Returns False when the budget held
+        it back (the address may get the over-limit notice instead)."""
+        now = self.clock()
+        if not is_address(to):  # seats and senders are checked; this keeps it so for any caller
+            log.warning("not mailing %r: not an address SMTP can carry", to)
+            return False
+        if answers:
+            decision = limits.verdict(self.store, self.config, to, budget, now)
+            if decision != "send":
+                log.info("not answering %s: over its %s answers for the hour", to, budget)
+                if decision == "notify":
+                    context = {"game": context.get("game"), "referee": self.config.address,
+                               "budget": budget, "resumes": limits.resumes_at(self.store, to, budget, now)}
+                    self._queue(game_id, to, "over-limit", context, now, answers, limits.over_limit(budget),
+                                {k: v for k, v in headers.items() if k in ("reply_to", "id_tag")})
+                return False
+        self._queue(game_id, to, template, context, now, answers, budget if answers else None, headers)
+        return True
+
+    def _queue(self, game_id: int | None, to: str, template: str, context: dict[str, Any], now: datetime,
+               answers: str | None, budget: str | None, headers: dict[str, Any]) -> None:  # fmt: skip
+        context = {**context, "timezone": self.store.timezone(to)}
+        subject, body = self.composer.render(template, **context)
+        message_id, raw = self.composer.message(to=[to], subject=subject, body=body, now=now, **headers)
+        self.store.queue_mail(message_id=message_id, game_id=game_id, recipients=[to],
+                              subject=subject, raw=raw, created_at=iso(now), answers=answers,
+                              budget=budget, answer_to=limits.normalised(to) if budget else None)  # fmt: skip

@@ -1,0 +1,55 @@
+"""The engine's rooms, built once over one store and shared.
+
+Each room is handed only the rooms below it, so arrows run one way:
+
+    tables (referee.tables)   a game read from its record, state by replay
+    post                      mail contexts and every mail queued
+    phases                    open, take moves, resolve, open the next
+    seating, timers           games and seats; deadlines and reminders
+    reports                   LIST, status, history (reads only)
+
+The desk (one message) is handed the Rooms; the Engine (referee.engine) is
+the Rooms with a front door for mail.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from referee.config import Config
+from referee.engine.phases import Phases
+from referee.engine.post import Post
+from referee.engine.reports import Reports
+from referee.engine.seating import Seating
+from referee.engine.timers import Timers
+from referee.mail.compose import Composer
+from referee.store import Store
+from referee.tables import Tables
+from referee.timeutil import Clock, utc_now
+
+
+class Rooms:
+    def __init__(self, store: Store, config: Config, clock: Clock = utc_now):
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self.key = config.secret_key or _stored_key(store)
+        self.composer = Composer(config)
+        self.tables = Tables(store)
+        self.post = Post(store, config, clock, self.composer)
+        self.phases = Phases(store, config, clock, self.tables, self.post)
+        self.seating = Seating(store, config, clock, self.key, self.tables, self.post, self.phases)
+        self.timers = Timers(store, config, clock, self.tables, self.post, self.phases)
+        self.reports = Reports(store, self.tables, self.post)
+        for seat in store.seats_without_token():  # a games.db from before reply tokens
+            store.set_token(seat["game_id"], seat["seat"], self.seating.token(seat["game_id"], seat["seat"]))
+
+
+def _stored_key(store: Store) -> bytes:
+    """Without a configured secret key, one made at first use and kept in games.db."""
+    with store.transaction():
+        key = store.get_meta("secret_key")
+        if key is None:
+            key = secrets.token_hex(32)
+            store.set_meta("secret_key", key)
+    return key.encode()

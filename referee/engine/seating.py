@@ -1,0 +1,186 @@
+"""Who sits at a game: new games made by the keeper, sign-up games filled by
+JOIN and LEAVE, and seats handed to a random bot when their player leaves.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from referee.config import Config
+from referee.engine.phases import Phases
+from referee.engine.post import Post
+from referee.errors import EngineError, Refusal
+from referee.mail.parse import is_address
+from referee.mail.tokens import seat_token
+from referee.record import commitment
+from referee.rules import Game, OptionError, get_game
+from referee.store import Row, Store
+from referee.tables import Table, Tables
+from referee.timeutil import Clock, iso
+
+log = logging.getLogger("referee")
+
+
+class Seating:
+    def __init__(self, store: Store, config: Config, clock: Clock, key: bytes, tables: Tables,
+                 post: Post, phases: Phases):  # fmt: skip
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self.key = key
+        self.tables = tables
+        self.post = post
+        self.phases = phases
+
+    def token(self, game_id: int, seat: int) -> str:
+        return seat_token(self.key, game_id, seat)
+
+    # -- the keeper's games ------------------------------------------------
+
+    def new_game(
+        self,
+        kind: str,
+        players: list[str],
+        bots: int = 0,
+        deadline: timedelta | None = None,
+        settle: timedelta | None = None,
+        name: str | None = None,
+        options: dict[str, Any] | None = None,
+        turn_deadline: timedelta | None = None,
+        decision_deadline: timedelta | None = None,
+    ) -> int:
+        """Create a game, announce it, open its first phase; returns its id.
+
+        ``deadline`` is how long a sealed round lasts; ``turn_deadline`` one
+        player's turn (default: the deadline), ``decision_deadline`` a choice
+        inside a resolution such as a scoring offer (default: the turn's)."""
+        try:
+            rules = get_game(kind)
+            options = rules.check_options(options or {})
+        except (KeyError, OptionError) as error:
+            raise EngineError(str(error).strip("'\"")) from None
+        addresses = [address.strip().lower() for address in players]
+        self._check_seats(rules, addresses, bots)
+        deadlines = self._deadlines(deadline, turn_deadline, decision_deadline)
+        settle = settle if settle is not None else self.config.settle
+        with self.store.transaction():
+            game_id = self._create(kind, options, deadlines, settle, name, "running")
+            self._begin(game_id, addresses, bots)
+        log.info("game %d (%s) created with %d seats", game_id, kind, len(addresses) + bots)
+        return game_id
+
+    def _check_seats(self, rules: Game, addresses: list[str], bots: int) -> None:
+        for address in addresses:
+            if not is_address(address):
+                raise EngineError(f"'{address}' is not a mail address")
+        if len(set(addresses)) != len(addresses):
+            raise EngineError("each player may hold only one seat")
+        if bots < 0:
+            raise EngineError("--bots cannot be negative")
+        seats = len(addresses) + bots
+        if not rules.min_seats <= seats <= rules.max_seats:
+            raise EngineError(
+                f"{rules.title} needs {rules.seat_range} seats (players + bots), not {seats}"
+            )
+
+    def _deadlines(self, deadline: timedelta | None = None, turn: timedelta | None = None,
+                   decision: timedelta | None = None) -> dict[str, timedelta]:  # fmt: skip
+        """A new game's deadline per kind of phase (see Phase.timer), from the
+        keeper's choices, else the config's defaults."""
+        round_ = deadline if deadline is not None else self.config.deadline
+        turn = turn or self.config.turn_deadline or round_  # unset or zero: the one before
+        decision = decision or self.config.decision_deadline or turn
+        deadlines = {"round": round_, "turn": turn, "decision": decision}
+        for kind, length in deadlines.items():
+            if length < timedelta(seconds=1):  # times are stored to the second
+                raise EngineError(f"the {'' if kind == 'round' else kind + ' '}deadline must be at least 1 second")
+        return deadlines
+
+    def _create(self, kind: str, options: dict[str, Any], deadlines: dict[str, timedelta],
+                settle: timedelta, name: str | None, state: str, seats_wanted: int | None = None) -> int:  # fmt: skip
+        seed = secrets.token_bytes(32)
+        return self.store.create_game(
+            kind=kind, name=name, options=options, seed=seed.hex(),
+            seed_commitment=commitment(seed), state=state,
+            deadline_seconds=int(deadlines["round"].total_seconds()),
+            turn_seconds=int(deadlines["turn"].total_seconds()),
+            decision_seconds=int(deadlines["decision"].total_seconds()),
+            settle_seconds=int(settle.total_seconds()),
+            created_at=iso(self.clock()), finished_at=None, seats_wanted=seats_wanted,
+        )  # fmt: skip
+
+    def _begin(self, game_id: int, addresses: list[str], bots: int = 0) -> None:
+        """Seat the players, announce the game, open its first phase."""
+        for seat, address in enumerate(addresses):
+            self.store.add_seat(game_id, seat, address, bot=False, token=self.token(game_id, seat))
+        for seat in range(len(addresses), len(addresses) + bots):
+            self.store.add_seat(game_id, seat, None, bot=True, token=self.token(game_id, seat))
+        self.store.start_game(game_id)
+        table = self.tables.table(game_id)
+        self.post.announce(table, f"{table.row['kind']}/start", self.post.context(table), news_since=None)
+        self.phases.advance(game_id)
+
+    # -- sign-up games (JOIN and LEAVE by mail) ----------------------------
+
+    def open_game(self, kind: str) -> Row | None:
+        """The game of ``kind`` open for sign-up, if there is one."""
+        games = [g for g in self.store.games("open") if g["kind"] == kind]
+        return games[0] if games else None
+
+    def join(self, kind: str, address: str) -> tuple[int, bool]:
+        """Sign ``address`` up for the open game of ``kind`` (opening one if
+        none is); the game starts by itself when its seats are full (rule 3).
+        Returns the game's id and whether it started."""
+        game = self.open_game(kind)
+        if game is None:
+            rules = get_game(kind)
+            game_id = self._create(kind, rules.check_options({}), self._deadlines(),
+                                   self.config.settle, None, "open", rules.max_seats)  # fmt: skip
+            game = self.store.game(game_id)
+        signed = [s["address"] for s in self.store.signups(game["id"])]
+        if address in signed:
+            raise Refusal(f"You are signed up for game {game['id']} already; it starts when "
+                          f"{game['seats_wanted'] - len(signed)} more player(s) join.")  # fmt: skip
+        self.store.add_signup(game["id"], address, iso(self.clock()))
+        if len(signed) + 1 < game["seats_wanted"]:
+            return game["id"], False
+        self._begin(game["id"], signed + [address])
+        log.info("game %d (%s) starts: its seats are full", game["id"], kind)
+        return game["id"], True
+
+    def signed_up(self, kind: str, address: str) -> bool:
+        game = self.open_game(kind)
+        return game is not None and any(s["address"] == address for s in self.store.signups(game["id"]))
+
+    def leave(self, kind: str, address: str) -> None:
+        self.store.remove_signup(self.open_game(kind)["id"], address)
+
+    # -- a player leaves a running game (rule 8) ---------------------------
+
+    def resign(self, game_id: int, address: str) -> None:
+        """The keeper's `referee resign`: see resign_seat."""
+        with self.store.transaction():
+            table = self.tables.running(game_id)
+            seat = table.seat_of(address)
+            if seat is None or not table.human(seat):
+                raise EngineError(f"{address} plays no seat in game {game_id}")
+            self.resign_seat(table, seat, confirm=True)
+
+    def resign_seat(self, table: Table, seat: int, confirm: bool) -> None:
+        """A random bot takes the seat from now on.  With ``confirm`` the
+        player gets a mail saying so (a RESIGN by mail is confirmed in the
+        reply to it); everyone else is told."""
+        phase = table.open_phase
+        now = self.clock()
+        address = table.label(seat)
+        if confirm:
+            self.post.send(table, seat, "resigned", {**self.post.context(table, seat), "address": address})
+        self.store.make_bot(table.id, seat, phase["number"], iso(now))
+        table = self.tables.table(table.id)
+        self.post.announce(table, "left", {**self.post.context(table), "seat": seat, "address": address})
+        self.phases.bot_moves(table, phase, now)
+        self.phases.advance(table.id)
+        log.info("game %d: seat %d is now a bot", table.id, seat)

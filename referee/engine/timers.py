@@ -1,0 +1,126 @@
+"""What happens with time and no mail: deadlines enforced, settle windows
+closed, reminders sent, and the outage guard that moves a deadline the
+referee slept through instead of filling in random moves for it.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from referee.config import Config
+from referee.engine.phases import Phases
+from referee.engine.post import Post
+from referee.store import Row, Store
+from referee.tables import Table, Tables
+from referee.timeutil import Clock, from_iso, iso
+
+log = logging.getLogger("referee")
+
+
+class Timers:
+    def __init__(self, store: Store, config: Config, clock: Clock, tables: Tables, post: Post,
+                 phases: Phases):  # fmt: skip
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self.tables = tables
+        self.post = post
+        self.phases = phases
+
+    def tick(self) -> list[str]:
+        """Guard against an outage, enforce deadlines and settle windows, send
+        due reminders; returns what it did, one line each."""
+        now = self.clock()
+        done = self.guard_outage()
+        for phase in self.store.open_phases():
+            with self.store.transaction():
+                resolved = self.phases.advance(phase["game_id"], deadlines=True)
+                done += [f"resolved {line}" for line in resolved]
+        for phase in self.store.open_phases():
+            with self.store.transaction():
+                done += self._remind(self.tables.table(phase["game_id"]), phase, now)
+        with self.store.transaction():
+            self.store.set_meta("last_tick", iso(now))
+        return done
+
+    def next_due(self) -> list[datetime]:
+        """When tick() next has work: every open phase's deadline, settle end
+        and reminder time."""
+        moments = []
+        for phase in self.store.open_phases():
+            moments.append(from_iso(phase["deadline"]))
+            if phase["closes_at"]:
+                moments.append(from_iso(phase["closes_at"]))
+            if (remind := self._reminder_time(phase)) is not None:
+                moments.append(remind)
+        return moments
+
+    # -- the outage guard --------------------------------------------------
+
+    def guard_outage(self) -> list[str]:
+        """If the referee did not run for longer than the configured gap and a
+        deadline fell in that time with moves still owed, extend it by the
+        grace instead of filling in random moves.  Runs before mail is read,
+        so a move received after the old deadline is taken too."""
+        last_run = self.store.get_meta("last_tick")
+        if not last_run:
+            return []
+        now, done = self.clock(), []
+        for phase in self.store.open_phases():
+            with self.store.transaction():
+                table = self.tables.table(phase["game_id"])
+                if self._missed_in_outage(table, phase, from_iso(last_run), now):
+                    done.append(self._extend_after_outage(table, phase, from_iso(last_run), now))
+        return done
+
+    def _missed_in_outage(self, table: Table, phase: Row, last_run: datetime,
+                          now: datetime) -> bool:  # fmt: skip
+        """Whether the referee was down past this phase's deadline (longer than
+        the configured gap), with moves still owed: then nobody gets a random
+        move for a deadline the referee slept through."""
+        gap = self.config.outage_gap
+        deadline = from_iso(phase["deadline"])
+        return (gap is not None and now - last_run > gap and last_run < deadline <= now
+                and bool(table.waiting_for(phase)))  # fmt: skip
+
+    def _extend_after_outage(self, table: Table, phase: Row, last_run: datetime,
+                             now: datetime) -> str:  # fmt: skip
+        new = iso(now + self.config.outage_grace)
+        reason = f"the referee did not run from {iso(last_run)} to {iso(now)}"
+        self.store.change_deadline(table.id, phase["number"], new, reason, iso(now))
+        # The notice below tells everyone the new deadline: it is the reminder too.
+        self.store.update_phase(table.id, phase["number"], reminded_at=iso(now))
+        table = self.tables.table(table.id)
+        context = {**self.post.context(table), "old_deadline": phase["deadline"],
+                   "down_from": iso(last_run), "down_to": iso(now)}  # fmt: skip
+        self.post.announce(table, "extended", context)
+        log.warning("game %d %s: %s, past its deadline %s; deadline moved to %s", table.id,
+                    phase["label"], reason, phase["deadline"], new)  # fmt: skip
+        return f"extended game {table.id} {phase['label']} to {new}: {reason}"
+
+    # -- reminders ---------------------------------------------------------
+
+    def _reminder_time(self, phase: Row) -> datetime | None:
+        """When to remind the players who still owe a move: the configured lead
+        before the deadline, unless that falls in the phase's first half (the
+        prompt is still fresh), or the reminder went out already."""
+        lead = self.config.reminder
+        if lead is None or phase["reminded_at"]:
+            return None
+        opened, deadline = from_iso(phase["opened_at"]), from_iso(phase["deadline"])
+        remind = deadline - lead
+        return remind if remind >= opened + (deadline - opened) / 2 else None
+
+    def _remind(self, table: Table, phase: Row, now: datetime) -> list[str]:
+        """One private reminder per phase to each person who still owes a move,
+        the configured lead time before the deadline."""
+        remind = self._reminder_time(phase)
+        if remind is None or not remind <= now < from_iso(phase["deadline"]):
+            return []
+        waiting = [seat for seat in table.waiting_for(phase) if table.human(seat)]
+        for seat in waiting:
+            context = {**self.post.context(table, seat), **self.post.legal(table, seat)}
+            self.post.send(table, seat, "reminder", context)
+        self.store.update_phase(table.id, phase["number"], reminded_at=iso(now))
+        return [f"reminded {len(waiting)} player(s) in game {table.id} {phase['label']}"] if waiting else []

@@ -1,0 +1,143 @@
+"""A game as its record says it is: its rows in games.db and its state by
+replay.  The engine, the desk and the public site all read games through
+``Tables``; nothing here changes a game, sends mail or reads the clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from referee.errors import EngineError
+from referee.mail.commands import tag
+from referee.mail.tokens import tagged
+from referee.record import PhaseRecord, Replay, replay
+from referee.rules import Game, get_game
+from referee.store import Row, Store
+
+_REPLAYS_KEPT = 64  # games whose last replay is kept in memory
+
+
+def deadlines(game: Row) -> dict[str, timedelta]:
+    """How long each kind of phase of a game lasts (see Phase.timer); a
+    games.db from before turn deadlines has only the one."""
+    round_ = game["deadline_seconds"]
+    turn = game.get("turn_seconds") or round_
+    decision = game.get("decision_seconds") or turn
+    return {"round": timedelta(seconds=round_), "turn": timedelta(seconds=turn),
+            "decision": timedelta(seconds=decision)}  # fmt: skip
+
+
+@dataclass
+class Table:
+    """One game, read at one moment: its record, and its state by replay."""
+
+    row: Row
+    rules: Game
+    seats: list[Row]
+    phases: list[Row]
+    replay: Replay
+    counted: dict[int, dict[int, Row]]  # phase -> seat -> the move that counts (its row)
+
+    @property
+    def id(self) -> int:
+        return self.row["id"]
+
+    @property
+    def seed(self) -> bytes:
+        return bytes.fromhex(self.row["seed"])
+
+    @property
+    def state(self) -> Any:
+        return self.replay.state
+
+    @property
+    def open_phase(self) -> Row | None:
+        last = self.phases[-1] if self.phases else None
+        return last if last and last["resolved_at"] is None else None
+
+    def waiting_for(self, phase: Row) -> list[int]:
+        """The seats that owe ``phase`` a move."""
+        moved = self.counted.get(phase["number"], {})
+        return [seat for seat in phase["movers"] if seat not in moved]
+
+    def human(self, seat: int, phase: int | None = None) -> bool:
+        """Whether a person plays ``seat`` (during ``phase``, or now)."""
+        since = self.seats[seat]["bot_since_phase"]
+        return since is None or (phase is not None and since > phase)
+
+    def label(self, seat: int) -> str:
+        return self.seats[seat]["address"] or f"bot {seat + 1}"
+
+    def tag(self, seat: int | None = None) -> str:
+        """The subject tag, ``[pure-skill-7]``; a seat's own mail adds its reply token."""
+        plain = tag(self.row["kind"], self.id)
+        token = self.seats[seat]["token"] if seat is not None else None
+        return tagged(plain, token) if token else plain
+
+    def seat_of(self, address: str) -> int | None:
+        for row in self.seats:
+            if (row["address"] or "").lower() == address.lower():
+                return row["seat"]
+        return None
+
+
+class Tables:
+    """Reads games from the store, each as a fresh Table.
+
+    A game's state is never kept anywhere but in its record: each read
+    replays it, going on from the last replay of its resolved phases when the
+    record still begins with them (a cache: one message reads its game many
+    times, and a turn-based game has hundreds of phases)."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self._replays: dict[int, tuple[Any, list[PhaseRecord], Replay]] = {}  # game id -> cache, oldest first
+
+    def table(self, game_id: int) -> Table:
+        row = self.store.game(game_id)
+        if row is None:
+            raise EngineError(f"there is no game {game_id}")
+        rules = get_game(row["kind"])
+        seats = self.store.seats(game_id)
+        phases = self.store.phases(game_id)
+        counted: dict[int, dict[int, Row]] = {}  # phase -> seat -> the move that counts
+        for move in self.store.moves(game_id):
+            counted.setdefault(move["phase"], {})[move["seat"]] = move
+        records = [
+            PhaseRecord(
+                number=phase["number"],
+                moves=None if phase["resolved_at"] is None
+                else {seat: move["move"] for seat, move in counted[phase["number"]].items()},
+                new_bots=tuple(s["seat"] for s in seats if s["bot_since_phase"] == phase["number"]),
+            )
+            for phase in phases
+        ]  # fmt: skip
+        return Table(row, rules, seats, phases, self._replay(row, rules, seats, records), counted)
+
+    def running(self, game_id: int) -> Table:
+        """A game the keeper may still act on."""
+        table = self.table(game_id)
+        if table.row["state"] != "running":
+            raise EngineError(f"game {game_id} has ended")
+        return table
+
+    def _replay(self, row: Row, rules: Game, seats: list[Row], records: list[PhaseRecord]) -> Replay:
+        """The game's state by replay, from the cache where it still matches
+        the record; a record that does not match is replayed from the seed."""
+        seed = bytes.fromhex(row["seed"])
+        initial_bots = tuple(s["seat"] for s in seats if s["bot_since_phase"] == 0)
+        resolved = [r for r in records if r.moves is not None]
+        key = (seed, len(seats), initial_bots)
+        cached = self._replays.pop(row["id"], None)
+        start = None
+        if cached and cached[0] == key and resolved[: len(cached[1])] == cached[1]:
+            start = cached[2]
+        done = replay(rules, seed, len(seats), row["options"], initial_bots, resolved, start)
+        self._replays[row["id"]] = (key, resolved, done)
+        while len(self._replays) > _REPLAYS_KEPT:
+            del self._replays[next(iter(self._replays))]  # the least recently used
+        if len(resolved) == len(records):
+            return done
+        return replay(rules, seed, len(seats), row["options"], initial_bots, records, done)

@@ -1,0 +1,87 @@
+"""The referee's parts import each other one way only (docs/design.md,
+"Modules"): the rules import nothing of ours; the record, the store and
+``referee.tables`` nothing above them; the engine's rooms never the desk nor
+the Engine that sits on them; the desk no engine module when it runs; the
+site none of the engine, the desk or the mail it does not need.
+
+Read from the source with ``ast``, so an import added inside a function or
+under TYPE_CHECKING is seen too (the latter is allowed only where said)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import referee
+
+PACKAGE = Path(referee.__file__).parent
+
+
+def imports(path: Path, typing_too: bool = True) -> set[str]:
+    """The modules of ours a file imports (``referee.x.y``), anywhere in it;
+    without ``typing_too``, leaving out those under ``if TYPE_CHECKING:``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped: set[int] = set()
+    if not typing_too:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                skipped.update(id(child) for child in ast.walk(node))
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name == "referee" or name.startswith("referee.")}
+
+
+def files(*parts: str) -> list[Path]:
+    target = PACKAGE.joinpath(*parts)
+    return sorted(target.rglob("*.py")) if target.is_dir() else [target.with_suffix(".py")]
+
+
+def offending(paths: list[Path], forbidden: tuple[str, ...], typing_too: bool = True) -> dict[str, set[str]]:
+    found = {}
+    for path in paths:
+        bad = {name for name in imports(path, typing_too)
+               if any(name == f or name.startswith(f + ".") for f in forbidden)}  # fmt: skip
+        if bad:
+            found[str(path.relative_to(PACKAGE))] = bad
+    return found
+
+
+def test_the_rules_import_nothing_else_of_ours():
+    found = {}
+    for path in files("rules"):
+        bad = {name for name in imports(path) if not name.startswith("referee.rules")}
+        if bad:
+            found[path.name] = bad
+    assert found == {}
+
+
+def test_the_record_store_and_tables_import_nothing_that_acts():
+    below = files("record") + files("store") + files("tables") + files("errors")
+    assert offending(below, ("referee.engine", "referee.desk", "referee.site", "referee.cli",
+                             "referee.runner")) == {}  # fmt: skip
+
+
+def test_the_engines_rooms_never_call_up_to_the_desk_or_the_engine():
+    rooms = [path for path in files("engine") if path.name != "__init__.py"]
+    assert len(rooms) >= 5
+    assert offending(rooms, ("referee.desk", "referee.site", "referee.cli", "referee.runner")) == {}
+    # A room imports its siblings by their own names, never the package's
+    # front door (referee.engine itself), which imports the desk.
+    assert {str(p.name): "referee.engine" for p in rooms if "referee.engine" in imports(p)} == {}
+
+
+def test_the_desk_sits_above_the_engine_and_imports_none_of_it_when_it_runs():
+    assert offending(files("desk"), ("referee.engine",), typing_too=False) == {}
+    assert offending(files("desk"), ("referee.site", "referee.cli", "referee.runner")) == {}
+    assert "referee.desk" in imports(PACKAGE / "engine" / "__init__.py")
+
+
+def test_the_site_reads_the_record_not_the_engine():
+    assert offending(files("site"), ("referee.engine", "referee.desk", "referee.mail",
+                                     "referee.runner", "referee.cli")) == {}  # fmt: skip
