@@ -11,7 +11,8 @@ A game is a pure state machine, in the spirit of OpenSpiel:
   stream it is given) and returns the next state and the public events;
 - ``revealed`` says whose moves a resolution made public (the site shows
   only those before the end);
-- ``random_move`` is the Ackanomic timeout rule: uniform over the legal moves;
+- ``random_move`` is the Ackanomic timeout rule, by default uniform over the
+  legal moves (a game may rule otherwise);
 - ``view`` is what one seat may know (``None``: what everyone may know);
 - ``result`` is the final scores and winner.
 
@@ -151,7 +152,8 @@ class Game(ABC, Generic[State, Move]):
         return frozenset(moves) if self.moves_public else frozenset()
 
     def random_move(self, state: State, seat: int, rng: Rng) -> Move:
-        """A move chosen uniformly among the legal ones (the timeout rule)."""
+        """The timeout rule's move: by default chosen uniformly among the legal
+        ones (a game overrides it only where its rulings say so)."""
         return rng.choice(self.legal_moves(state, seat))
 
     @abstractmethod
