@@ -253,7 +253,7 @@ class PriorityAuction(Game[PriorityState, Move]):
             events += more
             if state.over:
                 events.append(self._final_event(state))
-        return state, _scored(state, events)
+        return state, events
 
     def _final_event(self, state: PriorityState) -> dict[str, Any]:
         result = self.result(state)
@@ -386,6 +386,7 @@ def _tally(state: PriorityState, rng: Rng) -> tuple[PriorityState, list[dict[str
         revealed = revealed | {winner}
     else:
         discarded = (*discarded, state.item)
+    event["scores"] = [sum(items) for items in won]  # only a tally changes them: the site charts these
     state = replace(state, won=tuple(won), discarded=discarded, revealed=revealed,
                     boards=((EMPTY,) * state.seats,) * state.seats, passed=(),
                     taken=(0,) * state.seats, turn_number=0)  # fmt: skip
@@ -420,12 +421,6 @@ def _known(state: PriorityState, seat: int | None) -> list[str | None]:
 
 def _scores(state: PriorityState) -> tuple[int, ...]:
     return tuple(sum(items) for items in state.won)
-
-
-def _scored(state: PriorityState, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every resolve's last event carries the scores (what the site charts)."""
-    events[-1]["scores"] = list(_scores(state))
-    return events
 
 
 # -- reading moves ---------------------------------------------------------------------------

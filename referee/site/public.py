@@ -110,12 +110,14 @@ _MARKERS = ["circle", "square", "triangle", "diamond"]
 
 
 def score_chart(names: list[str], events: list[list[dict[str, Any]]]) -> dict[str, Any]:
-    """An SVG line chart of each player's score after each phase, laid out
-    here so the template only draws: 0 to the top score on the y axis."""
+    """An SVG line chart of each player's score after each phase whose events
+    carry scores (every phase, in most games; a round's tally in Auction),
+    laid out here so the template only draws: 0 to the top score up the y axis."""
     series = [[0] * len(names)]
     for phase_events in events:
-        scores = next((e["scores"] for e in reversed(phase_events) if "scores" in e), series[-1])
-        series.append(list(scores))
+        scores = next((e["scores"] for e in reversed(phase_events) if "scores" in e), None)
+        if scores is not None:
+            series.append(list(scores))
     # A small canvas, so its 15-unit text stays readable when a phone shrinks it.
     width, height, left, bottom, top, right = 440, 260, 34, 30, 16, 110
     rounds = len(series) - 1
@@ -127,16 +129,23 @@ def score_chart(names: list[str], events: list[list[dict[str, Any]]]) -> dict[st
     lines = []
     for seat, name in enumerate(names):
         points = [(round(x(i), 1), round(y(row[seat]), 1)) for i, row in enumerate(series)]
+        # Eight players get eight different pairs of dash pattern and marker.
         lines.append({"name": name, "points": points, "dash": _DASHES[seat % 4],
-                      "marker": _MARKERS[seat % 4], "final": series[-1][seat]})  # fmt: skip
-    # Labels at the lines' ends, pushed apart where final scores are close.
+                      "marker": _MARKERS[(seat + seat // 4) % 4], "final": series[-1][seat]})  # fmt: skip
+    # Labels at the lines' ends, pushed apart where final scores are close
+    # (down from the top, then up from the bottom, so none leaves the canvas).
     order = sorted(range(len(lines)), key=lambda i: lines[i]["points"][-1][1])
-    floor = -100.0
+    floor, gap = -100.0, 17
     for i in order:
-        floor = max(lines[i]["points"][-1][1] + 5, floor + 17)
-        lines[i]["label_y"] = round(floor, 1)
+        floor = max(lines[i]["points"][-1][1] + 5, floor + gap)
+        lines[i]["label_y"] = floor
+    ceiling = height - 4.0
+    for i in reversed(order):
+        lines[i]["label_y"] = round(min(lines[i]["label_y"], ceiling), 1)
+        ceiling = lines[i]["label_y"] - gap
     ticks = sorted({0, peak // 2, peak})
     return {"width": width, "height": height, "left": left, "bottom": bottom, "top": top,
             "right": right, "lines": lines, "rounds": rounds,
-            "xticks": [(i, round(x(i), 1)) for i in range(rounds + 1)],
+            # At most nine numbers across, so they never run together on a phone.
+            "xticks": [(i, round(x(i), 1)) for i in range(0, rounds + 1, -(-rounds // 8) or 1)],
             "yticks": [(v, round(y(v), 1)) for v in ticks]}  # fmt: skip
