@@ -405,8 +405,10 @@ def _tally(state: PriorityState, rng: Rng) -> tuple[PriorityState, list[dict[str
 
 def _told(state: PriorityState, seat: int | None, other: int) -> bool:
     """Whether ``seat`` (None: everyone) was shown ``other``'s colour: its own,
-    its right-hand neighbour's (P3), or one revealed by winning an item."""
-    return other in state.revealed or (seat is not None and other in (seat, state.right_of(seat)))
+    its right-hand neighbour's (P3), one revealed by winning an item, or any
+    once the game is over (its record is then published whole)."""
+    return (state.over or other in state.revealed
+            or (seat is not None and other in (seat, state.right_of(seat))))  # fmt: skip
 
 
 def _known(state: PriorityState, seat: int | None) -> list[str | None]:

@@ -630,14 +630,20 @@ def declined(text: str) -> str | None:
     return "decline" if text.startswith("score") else None
 
 
+def passed(text: str) -> str | None:
+    return "pass" if text != "pass" else None
+
+
 @pytest.mark.parametrize(("kind", "label", "change"), [
     ("bid", r"Auction (\d+): coin tie-break", other_coins),
     ("ice", r"Auction (\d+) scoring, offer (\d+)", declined),
+    ("priority", r"Round ([2-9]|1\d) of \d+, turn (\d+)", passed),  # round 1's turn N is phase N
 ])  # fmt: skip
 def test_each_kind_names_the_phase_as_its_mails_do(kind, label, change, run_verify):
-    """A bot's move changed in Bid!'s coin tie-break, or in an Ice Ice Baby
-    scoring offer: verify names the phase by its label, which is not its
-    number (a tie-break adds a phase, as does every turn of an auction)."""
+    """A bot's move changed in Bid!'s coin tie-break, in an Ice Ice Baby
+    scoring offer, or in a later round of Auction: verify names the phase by
+    its label, which is not its number (a tie-break adds a phase, as does
+    every turn of an auction)."""
     record = bots_record(kind)
     assert verify(record).ok
     entry, move = next((e, m) for e in record["phases"] if re.fullmatch(label, e["label"])

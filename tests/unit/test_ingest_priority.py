@@ -1,0 +1,242 @@
+"""Auction (priority cards) by mail, through ``ingest``: a whole game with a
+silent player, its secrets in every mail, on the site, in ``status --json``
+and in the log, and ``verify`` of the finished game (and of a tampered one).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from conftest import PLAYERS, FakeClock, Mailbox, answer, body_of
+from referee.config import Config
+from referee.engine import Engine
+from referee.record import verify
+from referee.rules import get_game
+from referee.site.public import game_record
+from referee.site.render import Site
+from referee.store import Store
+
+RULES = get_game("priority")
+TURN = timedelta(hours=6)
+ALICE, BOB, CAROL = PLAYERS  # carol never answers
+FOUR = [*PLAYERS, "dave@example.org"]
+_PROMPT = re.compile(r"^(?P<label>Round \d+ of \d+, turn \d+) of game \d+: it is your turn\.", re.M)
+
+
+def examples(body: str) -> list[str]:
+    part = re.split(r"for example:", body, flags=re.I)[1].split("\nDeadline:")[0]
+    return re.findall(r"^    (\S.*)$", part, re.M)
+
+
+def prompt_label(mail: dict) -> str | None:
+    match = _PROMPT.search(mail["body"])
+    return match["label"] if match and not mail["subject"].startswith("Re:") else None
+
+
+def make_engine(root: Path, clock: FakeClock) -> Engine:
+    config = Config(address="referee@example.org", database=root / "games.db", reminder=None,
+                    outage_gap=None)  # fmt: skip
+    return Engine(Store(config.database), config, clock)
+
+
+class Played:
+    """A whole 3-player game by mail: alice and bob answer each prompt with
+    one of its examples, carol never answers.  The log at INFO is kept."""
+
+    def __init__(self, root: Path):
+        self.clock = FakeClock()
+        self.engine = make_engine(root, self.clock)
+        self.box = Mailbox(self.engine)
+        self.randoms: list[str] = []  # labels of carol's phases
+        self.records_mid: list[dict] = []  # record.json as it would be published while the game ran
+        lines: list[str] = []
+        handler = logging.Handler(logging.INFO)
+        handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+        logger = logging.getLogger("referee")
+        level = logger.level
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        try:
+            self.game = self.engine.new_game("priority", PLAYERS, turn_deadline=TURN)
+            self.play(random.Random(5))
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+        self.log = "\n".join(lines)
+        self.site = root / "site"
+        Site(self.engine, self.site).render()
+
+    def play(self, choose: random.Random) -> None:
+        engine, clock = self.engine, self.clock
+        for _ in range(500):
+            status = engine.status(self.game)
+            if status["state"] != "running":
+                return
+            phase = status["phase"]
+            (mover,) = phase["waiting_for"]
+            if mover == CAROL:
+                self.randoms.append(phase["label"])
+                clock.advance(seconds=TURN.total_seconds() + 1)
+                engine.tick()
+                continue
+            pending = [m for m in self.box.to(mover) if prompt_label(m) == phase["label"]]
+            assert len(pending) == 1, (phase["label"], [m["subject"] for m in self.box.to(mover)][-3:])
+            offered = examples(pending[0]["body"])
+            table = engine.table(self.game)
+            legal = [RULES.move_text(m) for m in RULES.legal_moves(table.state, PLAYERS.index(mover))]
+            assert offered and set(offered) <= set(legal)
+            clock.advance(minutes=choose.randint(1, 300))
+            assert answer(engine, clock, pending[0], choose.choice(offered)).code == "move"
+            if len(self.records_mid) < 5 and choose.random() < 0.2:
+                self.records_mid.append(game_record(engine.table(self.game)))
+        raise AssertionError("the game did not end")
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Played:
+    with pytest.MonkeyPatch.context() as patch:  # one seed, so the game is the same at every run
+        patch.setattr("referee.engine.seating.secrets.token_bytes", lambda n=32: b"p" * n)
+        return Played(tmp_path_factory.mktemp("priority"))
+
+
+def test_a_whole_game_by_mail_ends_with_a_result_for_everyone(played: Played):
+    status = played.engine.status(played.game)
+    assert status["state"] == "finished" and status["phase"] is None
+    table = played.engine.table(played.game)
+    state = table.state
+    assert state.over and state.round == 4
+    assert sum(map(len, state.won)) + len(state.discarded) == 4
+    finals = [m for m in played.box.new() + played.box.all if "Game over" in m["subject"]]
+    assert sorted({m["to"] for m in finals}) == sorted(PLAYERS)
+    final = finals[0]["body"]
+    assert "The colours were:" in final and table.row["seed"] in final
+
+
+def test_a_silent_players_turns_are_random_and_announced_without_the_card(played: Played):
+    assert played.randoms, "carol never had a turn"
+    sources = {m["source"] for m in played.engine.store.moves(played.game) if m["seat"] == 2}
+    assert sources == {"random"}
+    announced = [m for m in played.box.all if m["to"] == ALICE and "(chosen at random: no move by the deadline)" in m["body"]]
+    assert announced
+    for mail in announced:
+        line = next(ln for ln in mail["body"].splitlines() if "chosen at random" in ln).strip()
+        assert line.startswith(CAROL)
+        assert not re.search(r"\d", line.split("(")[0]), line  # no card value in what the table saw
+
+
+def test_the_start_mail_tells_each_player_their_colour_and_their_right_neighbours(played: Played):
+    state = played.engine.table(played.game).state
+    starts = {m["to"]: m["body"] for m in played.box.all if "begins" in m["subject"]}
+    for seat, player in enumerate(PLAYERS):
+        right = (seat - 1) % 3
+        body = starts[player]
+        news = body.split("Only for you:")[1]
+        assert f"Your colour is {state.colours[seat]}." in " ".join(news.split())
+        assert f"{PLAYERS[right]}, is {state.colours[right]}" in " ".join(news.split())
+        third = 3 - seat - right
+        assert f"{PLAYERS[third]} must be {state.colours[third]}" in news  # P13: three players
+        assert "With three players" in body
+        # the public part of the start mail names no colour as anyone's
+        public = body.split("Only for you:")[0]
+        assert not any(f"{p}, {c}" in public for p in PLAYERS for c in state.colours)
+
+
+def test_no_card_value_or_unrevealed_colour_reaches_the_record_the_log_or_status_while_running(played: Played):
+    assert played.records_mid, "no record was taken mid-game"
+    for record in played.records_mid:
+        assert all(m["move"] is None for phase in record["phases"] for m in phase["moves"])
+        assert record["seed"] is None
+    for text in re.findall(r"play \d on \w+|move \w+ to \w+", played.log):
+        raise AssertionError(f"a move in the log at INFO: {text}")
+    state = played.engine.table(played.game).state
+    assert not re.search(r"\b(" + "|".join(state.colours) + r")\b", played.log)
+    status = json.dumps(played.engine.status(played.game))
+    assert "colour" not in status
+
+
+def test_the_site_shows_tallies_the_chart_and_verifies(played: Played, tmp_path: Path):
+    page = (played.site / f"games/{played.game}/index.html").read_text()
+    state = played.engine.table(played.game).state
+    assert page.count("Every card, shown at the tally") == 4
+    assert "<svg" in page and page.count("<polyline") == 3
+    record = json.loads((played.site / f"games/{played.game}/record.json").read_text())
+    verdict = verify(record)
+    assert verdict.ok, verdict.message
+    winner = RULES.result(state).winner
+    assert verdict.message.endswith(f"winner: {PLAYERS[winner].partition('@')[0] if winner is not None else 'nobody'}")
+
+
+def test_verify_finds_a_random_move_or_a_players_move_changed(played: Played):
+    record = json.loads((played.site / f"games/{played.game}/record.json").read_text())
+    for source in ("random", "mail"):
+        tampered = json.loads(json.dumps(record))
+        entry, move = next((e, m) for e in tampered["phases"] for m in e["moves"]
+                           if m["source"] == source and m["move"] != "pass")  # fmt: skip
+        move["move"] = "pass"
+        verdict = verify(tampered)
+        assert (verdict.ok, verdict.phase) == (False, entry["number"]), (source, verdict)
+
+
+# -- twins: the same game, other cards -------------------------------------------------------
+
+
+def site_files(folder: Path) -> dict[str, bytes]:
+    drop = re.compile(rb"<p>Written .*? by the referee.*?</p>|DTSTAMP:\d{8}T\d{6}Z")
+    return {str(p.relative_to(folder)): drop.sub(b"", p.read_bytes())
+            for p in sorted(folder.rglob("*")) if p.is_file()}  # fmt: skip
+
+
+def mails_to(engine: Engine, players: list[str]) -> list[tuple[str, str, str]]:
+    return [(m["recipients"][0], m["subject"], body_of(m["raw"])) for m in engine.store.outbox(None)
+            if m["recipients"][0] in players]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_until_the_tally_another_card_changes_nothing_anyone_else_sees(tmp_path, monkeypatch, seed):
+    """Two engines play one game (the same seed), and differ only in the
+    cards alice plays: wherever she plays a card, her twin plays another on
+    the same colour.  Until round 1's tally, the other players' mail, the
+    site and ``status --json`` are the same in both."""
+    monkeypatch.setattr("referee.engine.seating.secrets.token_bytes", lambda n=32: bytes([seed]) * n)
+    clock = FakeClock()
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    engine, twin = make_engine(tmp_path / "a", clock), make_engine(tmp_path / "b", clock)
+    game = engine.new_game("priority", FOUR, turn_deadline=TURN)
+    engine.store.db.conn.backup(twin.store.db.conn)
+    boxes = {e: Mailbox(e) for e in (engine, twin)}
+    sites = {e: Site(e, tmp_path / ("site-a" if e is engine else "site-b")) for e in (engine, twin)}
+    choose = random.Random(seed)
+    differed = 0
+    while engine.table(game).state.round == 1:
+        table = engine.table(game)
+        (seat,) = table.open_phase["movers"]
+        moves = RULES.legal_moves(table.state, seat)
+        move = choose.choice(moves[:-1]) if seat == 0 or choose.random() < 0.8 else moves[-1]
+        if seat == 0 and table.state.taken[0] >= 3:
+            move = moves[-1]  # alice passes after three plays or moves, so the round ends
+        other = move
+        if seat == 0 and move[0] == "play":  # the twin's hand differs: a card from it, another if it can
+            held = twin.table(game).state.hand(0)
+            cards = [c for c in held if c != move[1]] or list(held)
+            other = ("play", choose.choice(cards), move[2])
+            differed += other != move
+        for e, m in ((engine, move), (twin, other)):
+            prompt = [x for x in boxes[e].to(FOUR[seat]) if prompt_label(x) == table.open_phase["label"]]
+            assert answer(e, clock, prompt[-1], RULES.move_text(m)).code == "move"
+        clock.advance(minutes=5)
+        if engine.table(game).state.round != 1:
+            break  # the tally shows every card: from here the twins differ in public
+        for e in (engine, twin):
+            sites[e].render()
+        assert site_files(tmp_path / "site-a") == site_files(tmp_path / "site-b")
+        assert engine.status(game) == twin.status(game)
+        assert mails_to(engine, FOUR[1:]) == mails_to(twin, FOUR[1:])
+    assert differed, "alice never played a card"
