@@ -94,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--dir", type=Path, help="where to keep it all (default: a new temporary folder)")
     demo.add_argument("--deadline", type=_duration, default=timedelta(seconds=2), metavar="DURATION",
                       help="how long each round waits for the silent player (default 2s)")
+    demo.add_argument("--game", default="pure-skill", help="the kind of game (default pure-skill)",
+                      choices=[kind for kind, game in GAMES.items() if game.min_seats <= 3 <= game.max_seats])
 
     render = commands.add_parser("render", help="write the public history site (only what changed)")
     render.add_argument("--dir", type=Path, help="where (default: [referee] site_dir)")
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
         if args.command == "demo":
             from referee.demo import demo  # imports aiosmtpd: only when asked for
 
-            demo(args.dir or Path(tempfile.mkdtemp(prefix="referee-demo-")), args.deadline)
+            demo(args.dir or Path(tempfile.mkdtemp(prefix="referee-demo-")), args.deadline, args.game)
             return 0
         if args.command == "verify":
             return _verify(args)

@@ -4,9 +4,11 @@ newcomer's first minute.  No root, no Dovecot, no network.
 An aiosmtpd SMTP server on 127.0.0.1 plays the mail system: it delivers mail
 for the referee into a local Maildir (as a real mail server would), and mail
 for the players to three simulated players.  Alice and Bob read each prompt
-and reply by SMTP; Carol never answers, so she gets a random bid at every
+and reply by SMTP; Carol never answers, so she gets a random move at every
 deadline.  The referee itself runs exactly as `referee serve` does, reading
-the Maildir and sending through the SMTP server.
+the Maildir and sending through the SMTP server.  The game is Pure Skill, or
+any other three-player kind (``--game priority``): there Alice and Bob answer
+with one of the moves their prompt suggests.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ REFEREE = "referee@example.org"
 _HAND = re.compile(r"^Your hand \(\w+\): (.+)$", re.M)
 _PRIZE = re.compile(r"the prize is the (\w+) of spades")
 _SHORT = {"Ace": "A", "Jack": "J", "Queen": "Q", "King": "K"}
+_TURN = re.compile(r": it is your turn\.")
+_EXAMPLES = re.compile(r"for example:\n\n((?:    \S.*\n)+)")
 
 
 class _MailSystem:
@@ -78,20 +82,31 @@ class _MailSystem:
         self.loop.call_soon_threadsafe(self.in_trays[player].put_nowait, raw)
 
 
-async def _player(address: str, mail: _MailSystem, smtp_port: int, chooser: random.Random) -> None:
-    """A simulated player: answers every prompt with a bid from the hand it shows."""
-    while True:
-        raw = await mail.in_trays[address].get()
-        prompt = message_from_bytes(raw, policy=policy.default)
-        body = prompt.get_content()
-        hand = _HAND.search(body)
-        if address == PLAYERS[2] or hand is None:
-            continue  # Carol never answers; other mail needs no answer
+def _choose(address: str, prompt, body: str, chooser: random.Random) -> str | None:
+    """A simulated player's move for a prompt, or None for other mail.  In
+    Pure Skill Alice bids the prize's own rank when she can and Bob at random;
+    in other games each picks one of the moves the prompt suggests."""
+    hand = _HAND.search(body)
+    if hand is not None:
         cards = hand[1].split()
         prize = _PRIZE.search(str(prompt["Subject"]))
         rank = prize and _SHORT.get(prize[1], prize[1])
-        # Alice bids the prize's own rank when she can; Bob bids at random.
-        card = rank if address == PLAYERS[0] and rank in cards else chooser.choice(cards)
+        return f"bid {rank if address == PLAYERS[0] and rank in cards else chooser.choice(cards)}"
+    examples = _EXAMPLES.search(body)
+    if _TURN.search(body) and examples and not str(prompt["Subject"]).startswith("Re:"):
+        return chooser.choice(examples[1].split("\n")[:-1]).strip()
+    return None
+
+
+async def _player(address: str, mail: _MailSystem, smtp_port: int, chooser: random.Random) -> None:
+    """A simulated player: answers every prompt with a move it shows."""
+    while True:
+        raw = await mail.in_trays[address].get()
+        prompt = message_from_bytes(raw, policy=policy.default)
+        body = prompt.get_content().replace("\r\n", "\n")
+        move = _choose(address, prompt, body, chooser)
+        if address == PLAYERS[2] or move is None:
+            continue  # Carol never answers; other mail needs no answer
         reply = EmailMessage()
         reply["From"] = address
         reply["To"] = str(prompt["Reply-To"] or REFEREE)
@@ -99,7 +114,7 @@ async def _player(address: str, mail: _MailSystem, smtp_port: int, chooser: rand
         reply["In-Reply-To"] = str(prompt["Message-ID"])
         reply["Message-ID"] = make_msgid(domain="example.org")
         reply["Date"] = format_datetime(utc_now())
-        reply.set_content(f"bid {card}\n\n> (the prompt, quoted)\n")
+        reply.set_content(f"{move}\n\n> (the prompt, quoted)\n")
         await aiosmtplib.send(reply, hostname="127.0.0.1", port=smtp_port,
                               local_hostname="players.example.org")  # fmt: skip
 
@@ -110,8 +125,9 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-async def run_demo(folder: Path, deadline: timedelta, say=print) -> int:
-    """Play one game to its end in ``folder``; returns the game's id."""
+async def run_demo(folder: Path, deadline: timedelta, say=print, kind: str = "pure-skill",
+                   options: dict | None = None) -> int:  # fmt: skip
+    """Play one game of ``kind`` to its end in ``folder``; returns the game's id."""
     folder.mkdir(parents=True, exist_ok=True)
     loop = asyncio.get_running_loop()
     mail = _MailSystem(folder, loop)
@@ -128,9 +144,10 @@ async def run_demo(folder: Path, deadline: timedelta, say=print) -> int:
         engine = Engine(Store(config.database), config)
         runner = Runner.from_config(config, engine)
         runner.poll_interval = 0.1
-        game_id = engine.new_game("pure-skill", PLAYERS, name="demo")
-        say(f"Game {game_id} of Pure Skill: {', '.join(PLAYERS)} (carol never answers); "
-            f"each round lasts {deadline.total_seconds():g} s or until all have bid.")  # fmt: skip
+        game_id = engine.new_game(kind, PLAYERS, name="demo", options=options)
+        title = engine.table(game_id).rules.title
+        say(f"Game {game_id} of {title}: {', '.join(PLAYERS)} (carol never answers); each "
+            f"phase lasts {deadline.total_seconds():g} s or until all have moved.")  # fmt: skip
         chooser = random.Random(7)  # the simulated players' own choices, not the game's
         players = [asyncio.ensure_future(_player(p, mail, port, chooser)) for p in PLAYERS]
         stop = asyncio.Event()
@@ -138,10 +155,10 @@ async def run_demo(folder: Path, deadline: timedelta, say=print) -> int:
         shown = 0
         while engine.status(game_id)["state"] == "running":
             await asyncio.sleep(0.1)
-            done = len(engine.table(game_id).replay.steps)
-            if done > shown:
-                shown = done
-                say(f"  round {done} of 13 resolved")
+            steps = engine.table(game_id).replay.steps
+            for step in steps[shown:]:
+                say(f"  {step.phase.label} resolved")
+            shown = len(steps)
         stop.set()
         await serving
         await runner.once()  # the last pass sends the final results
@@ -154,8 +171,8 @@ async def run_demo(folder: Path, deadline: timedelta, say=print) -> int:
         controller.stop()
 
 
-def demo(folder: Path, deadline: timedelta) -> int:
-    game_id = asyncio.run(run_demo(folder, deadline))
+def demo(folder: Path, deadline: timedelta, kind: str = "pure-skill") -> int:
+    game_id = asyncio.run(run_demo(folder, deadline, kind=kind))
     print()
     print(f"The game is over. Its history:   {folder / 'history.txt'}")
     print(f"Mail the players received:       {folder / 'players'}/<address>/*.eml")

@@ -20,3 +20,18 @@ def test_the_demo_plays_a_whole_game_by_mail_with_a_silent_player(tmp_path):
         assert len(list((tmp_path / "players" / player).glob("*.eml"))) >= 15
     assert store.outbox("queued") == []  # everything was sent
     assert list((tmp_path / "referee-maildir" / "new").iterdir()) == []  # everything was read
+
+
+def test_the_demo_plays_auction_by_mail_too(tmp_path):
+    """`referee demo --game priority`: alice and bob answer with a move their
+    prompt suggests; carol's turns are random at each deadline."""
+    game_id = asyncio.run(run_demo(tmp_path, timedelta(seconds=1), say=lambda text: None, kind="priority",
+                                   options={"turn_limit": 2}))  # fmt: skip
+    store = Store(tmp_path / "games.db")
+    assert store.game(game_id)["state"] == "finished"
+    moves = store.moves(game_id)
+    assert {m["source"] for m in moves if m["seat"] == 2} == {"random"}
+    assert {m["source"] for m in moves if m["seat"] in (0, 1)} == {"mail"}
+    history = (tmp_path / "history.txt").read_text()
+    assert history.count("is tallied") == 4 and "chosen at random" in history
+    assert store.outbox("queued") == []
