@@ -173,6 +173,22 @@ def test_the_site_shows_tallies_the_chart_and_verifies(played: Played, tmp_path:
     assert verdict.message.endswith(f"winner: {PLAYERS[winner].partition('@')[0] if winner is not None else 'nobody'}")
 
 
+def test_a_move_that_cannot_be_made_gets_the_reason_and_the_legal_moves(tmp_path):
+    clock = FakeClock()
+    engine = make_engine(tmp_path, clock)
+    game = engine.new_game("priority", FOUR, turn_deadline=TURN)
+    box = Mailbox(engine)
+    mover = engine.status(game)["phase"]["waiting_for"][0]
+    prompt = next(m for m in box.to(mover) if prompt_label(m))
+    before = engine.store.moves(game)
+    assert answer(engine, clock, prompt, "play 3 on pink").code == "refused"
+    (reply,) = [m for m in box.to(mover) if m["subject"].startswith("Re:")]
+    assert "I do not know the colour 'pink'; the colours of this game are red, blue, green, yellow." in " ".join(
+        reply["body"].split())
+    assert "play 1 on red" in reply["body"] and "pass" in reply["body"]
+    assert engine.store.moves(game) == before
+
+
 def test_verify_finds_a_random_move_or_a_players_move_changed(played: Played):
     record = json.loads((played.site / f"games/{played.game}/record.json").read_text())
     for source in ("random", "mail"):
@@ -216,6 +232,7 @@ def test_until_the_tally_another_card_changes_nothing_anyone_else_sees(tmp_path,
     choose = random.Random(seed)
     differed = 0
     while engine.table(game).state.round == 1:
+        before_tally = len(engine.store.outbox(None))
         table = engine.table(game)
         (seat,) = table.open_phase["movers"]
         moves = RULES.legal_moves(table.state, seat)
@@ -240,3 +257,16 @@ def test_until_the_tally_another_card_changes_nothing_anyone_else_sees(tmp_path,
         assert engine.status(game) == twin.status(game)
         assert mails_to(engine, FOUR[1:]) == mails_to(twin, FOUR[1:])
     assert differed, "alice never played a card"
+    colours = engine.table(game).state.colours
+    sent = engine.store.outbox(None)[:before_tally]
+    shown = 0
+    for seat, player in enumerate(FOUR):  # before a reveal, a mail names only your own and your right's
+        allowed = {FOUR[seat], FOUR[(seat - 1) % 4]}
+        for body in (body_of(m["raw"]) for m in sent if m["recipients"] == [player]):
+            named = re.findall(r"^\d\. (\S+@\S+), (\w+):", body, re.M)
+            assert {label for label, _ in named} <= allowed, (player, named)
+            assert all(colours[FOUR.index(label)] == colour for label, colour in named)
+            shown += len(named)
+    assert shown  # the prompts do name the colours their reader knows
+    page = (tmp_path / "site-a" / f"games/{game}/index.html").read_text()
+    assert page.count("<td>secret</td>") == 4  # the site names no colour before a reveal
