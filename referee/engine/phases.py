@@ -6,6 +6,7 @@ missing moves at random, announce the result), open the next or end the game.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,13 +23,13 @@ from referee.timeutil import Clock, ceil_second, from_iso, iso
 log = logging.getLogger("referee")
 
 
+@dataclass(eq=False)
 class Phases:
-    def __init__(self, store: Store, config: Config, clock: Clock, tables: Tables, post: Post):
-        self.store = store
-        self.config = config
-        self.clock = clock
-        self.tables = tables
-        self.post = post
+    store: Store
+    config: Config
+    clock: Clock
+    tables: Tables
+    post: Post
 
     # -- moving a game on --------------------------------------------------
 

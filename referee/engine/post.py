@@ -8,6 +8,7 @@ receipt, its private news) from that seat's view only.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,12 +28,12 @@ _MAX_LEGAL_SHOWN = 20
 NO_NEWS = object()  # an announcement that carries no private news (see Post.announce)
 
 
+@dataclass(eq=False)
 class Post:
-    def __init__(self, store: Store, config: Config, clock: Clock, composer: Composer):
-        self.store = store
-        self.config = config
-        self.clock = clock
-        self.composer = composer
+    store: Store
+    config: Config
+    clock: Clock
+    composer: Composer
 
     # -- what templates see ----------------------------------------------------
 

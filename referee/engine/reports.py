@@ -3,6 +3,7 @@ anyone, ``referee status`` and ``referee history`` for the keeper."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from referee.engine.post import Post
@@ -11,11 +12,11 @@ from referee.store import Row, Store
 from referee.tables import Tables
 
 
+@dataclass(eq=False)
 class Reports:
-    def __init__(self, store: Store, tables: Tables, post: Post):
-        self.store = store
-        self.tables = tables
-        self.post = post
+    store: Store
+    tables: Tables
+    post: Post
 
     def listing(self, game_id: int | None = None) -> dict[str, Any]:
         """Games open for sign-up and running games, as LIST tells anyone

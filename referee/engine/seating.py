@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -24,16 +25,15 @@ from referee.timeutil import Clock, iso
 log = logging.getLogger("referee")
 
 
+@dataclass(eq=False)
 class Seating:
-    def __init__(self, store: Store, config: Config, clock: Clock, key: bytes, tables: Tables,
-                 post: Post, phases: Phases):  # fmt: skip
-        self.store = store
-        self.config = config
-        self.clock = clock
-        self.key = key
-        self.tables = tables
-        self.post = post
-        self.phases = phases
+    store: Store
+    config: Config
+    clock: Clock
+    key: bytes
+    tables: Tables
+    post: Post
+    phases: Phases
 
     def token(self, game_id: int, seat: int) -> str:
         return seat_token(self.key, game_id, seat)

@@ -6,6 +6,7 @@ referee slept through instead of filling in random moves for it.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 
 from referee.config import Config
@@ -18,15 +19,14 @@ from referee.timeutil import Clock, from_iso, iso
 log = logging.getLogger("referee")
 
 
+@dataclass(eq=False)
 class Timers:
-    def __init__(self, store: Store, config: Config, clock: Clock, tables: Tables, post: Post,
-                 phases: Phases):  # fmt: skip
-        self.store = store
-        self.config = config
-        self.clock = clock
-        self.tables = tables
-        self.post = post
-        self.phases = phases
+    store: Store
+    config: Config
+    clock: Clock
+    tables: Tables
+    post: Post
+    phases: Phases
 
     def tick(self) -> list[str]:
         """Guard against an outage, enforce deadlines and settle windows, send
