@@ -28,6 +28,7 @@ from referee.cli import main
 from referee.config import Config
 from referee.engine import Engine
 from referee.rules.pure_skill import card_name
+from referee.site.public import score_chart
 from referee.site.render import Site
 from referee.store import Store
 from referee.timeutil import from_iso, show, show_duration
@@ -937,3 +938,19 @@ def test_players_sharing_a_local_part_are_told_apart_without_their_full_address(
     names = [row["cells"][1]["text"] for row in players["rows"][1:]]
     assert names == ["sam (one.example)", "sam (two.example)", "carol"]
     assert all("sam@" not in text for text in public_text(folder).values())
+
+
+def test_the_chart_tells_eight_players_apart_and_keeps_its_labels_and_numbers_readable():
+    """Auction takes 8 players: each line gets its own dash-and-marker pair,
+    the end labels stay on the canvas and apart, and at most nine numbers
+    run across however many rounds there are."""
+    names = [f"player{n}" for n in range(8)]
+    events = [[{"scores": [0] * 7 + [r]}] for r in range(14)]  # seven lines end on 0, one climbs
+    chart = score_chart(names, events)
+    assert len({(line["dash"], line["marker"]) for line in chart["lines"]}) == 8
+    labels = sorted(line["label_y"] for line in chart["lines"])
+    assert all(b - a >= 17 for a, b in zip(labels, labels[1:]))
+    assert 15 <= labels[0] and labels[-1] <= chart["height"] - 4
+    assert len(chart["xticks"]) <= 9 and chart["rounds"] == 14
+    quiet = score_chart(names, [[{"type": "play"}], *events[:3]])  # a phase without scores adds no point
+    assert quiet["rounds"] == 3
