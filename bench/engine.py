@@ -6,6 +6,7 @@ Prints its figures; asserts nothing.  Run: python3 bench/engine.py [--games N]
 from __future__ import annotations
 
 import argparse
+import random
 import resource
 import sys
 import tempfile
@@ -103,6 +104,31 @@ def play_ice_by_mail(engine: Engine, clock: Clock, games: int) -> tuple[int, flo
     return count, slowest
 
 
+def play_priority_by_mail(engine: Engine, clock: Clock, games: int) -> tuple[int, float]:
+    """Play `games` eight-player games of Auction (priority cards), every
+    turn by mail: each player passes one turn in three, else makes a random
+    legal play or move (so rounds run long, toward the turn limit).  Returns
+    the messages ingested and the slowest single ingest."""
+    chooser = random.Random(1)
+    players = [f"player{n}@example.org" for n in range(8)]
+    count, slowest = 0, 0.0
+    for _ in range(games):
+        game_id = engine.new_game("priority", players)
+        while engine.table(game_id).row["state"] == "running":
+            table = engine.table(game_id)
+            seat = table.open_phase["movers"][0]
+            legal = table.rules.legal_moves(table.state, seat)
+            move = legal[-1] if chooser.random() < 1 / 3 else chooser.choice(legal)
+            clock.now += timedelta(seconds=1)
+            start = time.perf_counter()
+            raw = mail(players[seat], table.seats[seat]["token"], game_id, table.rules.move_text(move), clock.now)
+            outcome = engine.ingest(raw)
+            slowest = max(slowest, time.perf_counter() - start)
+            assert outcome.code == "move", outcome
+            count += 1
+    return count, slowest
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--games", type=int, default=20)
@@ -131,6 +157,13 @@ def main() -> None:
         print(f"Ice Ice Baby turns ingested (4 players, whole games): {moves / played:8.1f} msg/s "
               f"({played / moves * 1000:.2f} ms each, slowest {slowest * 1000:.0f} ms, "
               f"{moves / ice_games:.0f} turns a game)")
+        start = time.perf_counter()
+        priority_games = max(1, args.games // 10)
+        moves, slowest = play_priority_by_mail(engine, clock, priority_games)
+        played = time.perf_counter() - start
+        print(f"Auction turns ingested (8 players, whole games): {moves / played:8.1f} msg/s "
+              f"({played / moves * 1000:.2f} ms each, slowest {slowest * 1000:.0f} ms, "
+              f"{moves / priority_games:.0f} turns a game)")
         for name, raw in hostile().items():
             start = time.perf_counter()
             outcome = engine.ingest(raw)
@@ -139,7 +172,7 @@ def main() -> None:
         print(f"peak resident memory of this process: {peak / 1024:8.1f} MiB")
 
         fresh = Engine(Store(config.database), config, clock)  # nothing cached: every replay from the seed
-        for kind in ("pure-skill", "ice"):
+        for kind in ("pure-skill", "ice", "priority"):
             finished = [row["id"] for row in fresh.store.games("finished") if row["kind"] == kind]
             start = time.perf_counter()
             for game_id in finished:
