@@ -1,0 +1,867 @@
+"""Bluff Auction (Seth Jaffee), for 2 to 5 seats, by mail.
+
+Quotes in comments are from shared/rules/bluff-auction.txt; the rulings
+(F1, F2, ...) are in docs/games/bluff-auction.md.
+
+Nine rounds.  Each round offers six tiles, one per track (a special tile on
+purple, an artifact on each colour).  Every player rolls dice that only they
+see; players with Tools may reroll; then bidding goes round in turns (place
+a token from hand, move one of your overbid tokens, or pass) until everyone
+has passed in succession.  Each track then resolves, purple first: the dice
+of its colour are shown, and the highest bid that does not exceed the dice
+of that colour plus purple (plus the bidder's own virtual dice) wins.  Won
+tiles are placed in the museum, or exhibited in sets for points.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from referee.rules.api import Game, MoveError, OptionError, Phase, Result
+from referee.rules.rng import Rng
+
+COLOURS = ("black", "red", "yellow", "blue", "green")  # F1: the artifacts' cultures
+PURPLE = "purple"  # F1: wild on the dice; the special tiles' track
+FACES = (*COLOURS, PURPLE)  # a colour blob die
+TRACKS = (PURPLE, *COLOURS)  # F9: the order auctions resolve in
+ERAS = ("ancient", "medieval", "modern")
+TYPES = ("tool", "weapon", "art")
+ROUNDS = 9
+
+# F2: the special tiles by stage (group I on top); their names as players write them.
+SPECIALS = {1: ("wild", "oneshot", "twodice"), 2: ("token", "outbid2", "room"), 3: ("vpurple", "tie"),
+            4: ("four",)}  # fmt: skip
+SPECIAL_NAMES = {
+    "wild": "Wild Attribute", "oneshot": "2 Virtual Purple Dice (1-shot)", "twodice": "2 Dice",
+    "token": "Extra Bid Token", "outbid2": "Outbid by 2", "room": "Extra Museum Room",
+    "vpurple": "Virtual Purple Die", "tie": "Overbid with Tie", "four": "4 Points",
+}  # fmt: skip
+STAGE_OF = {name: stage for stage, names in SPECIALS.items() for name in names}
+
+# F3: by seat count: bid tokens, dice, community dice; museum circles and exhibit spaces.
+START = {2: (4, 4, 0), 3: (3, 3, 1), 4: (2, 2, 2), 5: (2, 2, 3)}
+
+
+def spaces(seats: int) -> int:
+    """Exhibit spaces, and museum circles (F4): 6, or 5 with 5 players."""
+    return 5 if seats == 5 else 6
+
+
+def set_points(tiles: int) -> int:
+    """1/3/6/10/15/21/28/36 for a set of 1/2/3/4/5/6/7/8 tiles."""
+    return tiles * (tiles + 1) // 2
+
+
+Artifact = tuple[str, str, str]  # (colour, era, type)
+Tile = Artifact | str  # an artifact, or a special tile by name
+Move = tuple  # see move_text
+Bid = tuple[int, int, int, bool]  # (seat, value, order placed, tied)
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def tile_text(tile: Tile) -> str:
+    """``red ancient tool``, or a special tile's name: ``Wild Attribute``."""
+    return " ".join(tile) if isinstance(tile, tuple) else SPECIAL_NAMES[tile]
+
+
+def _tile_order(tile: Tile) -> tuple:
+    if isinstance(tile, str):
+        return (1, STAGE_OF[tile], tile)
+    colour, era, kind = tile
+    return (0, COLOURS.index(colour), ERAS.index(era), TYPES.index(kind))
+
+
+def _sorted(tiles: Iterable[Tile]) -> tuple[Tile, ...]:
+    return tuple(sorted(tiles, key=_tile_order))
+
+
+@dataclass(frozen=True)
+class BluffState:
+    stacks: tuple[tuple[Artifact, ...], ...]  # per colour, the artifacts not yet offered (sorted)
+    specials: tuple[tuple[str, ...], ...]  # per stage I..IV, the special tiles not yet offered
+    offer: tuple[Tile | None, ...]  # per track (TRACKS order): the tile on offer; None once resolved
+    dice: tuple[tuple[str, ...], ...]  # per seat, the faces it rolled (secret: F13)
+    community: tuple[str, ...]
+    tokens: tuple[int, ...]  # bid tokens in hand, per seat
+    bids: tuple[tuple[Bid, ...], ...]  # per track, in the order placed
+    placed: int  # bids placed this round (their order)
+    turns: int  # bidding turns taken this round (for the labels)
+    passes: int  # passes in succession
+    turn: int | None
+    start: int  # this round's start player
+    museum: tuple[tuple[Tile, ...], ...]  # per seat: face-up artifacts (and Wild Attribute)
+    held: tuple[frozenset[str], ...]  # per seat: special tiles in play beside the museum (F5)
+    exhibits: tuple[tuple[tuple[Tile, ...], ...], ...]  # per seat: each set exhibited (face down)
+    gone: tuple[Tile, ...]  # out of the game: unsold, discarded, or a 1-shot used
+    points: tuple[int, ...]  # points scored so far (exhibits)
+    round: int
+    stage: str  # "tools", "bidding", "oneshot", "acquire" or "over"
+    tool_step: int  # the tools phase: seats with at least this many Tools reroll
+    track: int  # resolution: the track being resolved (index into TRACKS)
+    shown: frozenset[str]  # faces revealed so far this round (F13)
+    won: tuple[tuple[int, Tile], ...]  # this round's tiles won, to acquire in order
+    used_oneshot: int | None  # the seat counting 2 virtual purple dice on this track
+    exhibit_dice: int  # dice an exhibit claims (option)
+    bots: frozenset[int]
+
+    @property
+    def seats(self) -> int:
+        return len(self.tokens)
+
+    def rolled(self) -> int:
+        """Every die rolled this round, community dice too: no bid above it and a
+        bidder's virtual dice can win (F8)."""
+        return sum(map(len, self.dice)) + len(self.community)
+
+    def high(self, track: int) -> Bid | None:
+        bids = self.bids[track]
+        return max(bids, key=lambda b: (b[1], b[2])) if bids else None
+
+    def capacity(self, seat: int) -> int:
+        return spaces(self.seats) + (2 if "room" in self.held[seat] else 0)
+
+
+class BluffAuction(Game[BluffState, Move]):
+    kind = "bluff"
+    title = "Bluff Auction"
+    min_seats, max_seats = 2, 5
+    move_word = "bid"
+    move_words = ("bid", "move", "pass", "reroll", "keep", "use", "place", "exhibit", "discard")
+    example = "bid red 3"
+    options = {"exhibit_dice": 1}
+    moves_public = False  # F13: a tools phase's reroll names dice, which are secret
+
+    def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        options = super().check_options(options)
+        try:
+            dice = int(options["exhibit_dice"])
+        except (TypeError, ValueError):
+            raise OptionError("exhibit_dice must be 1 or 2") from None
+        if dice not in (1, 2):
+            raise OptionError("exhibit_dice must be 1 or 2")
+        options["exhibit_dice"] = dice
+        return options
+
+    # -- setting up -------------------------------------------------------------
+
+    def setup(self, seats: int, rng: Rng, options: Mapping[str, Any]) -> BluffState:
+        if seats not in START:
+            raise OptionError("Bluff Auction is for 2 to 5 players")
+        options = self.check_options(options)
+        start = rng.randbelow(seats)  # "Randomly choose a Start player"
+        state = BluffState(
+            stacks=tuple(tuple((c, e, t) for e in ERAS for t in TYPES) for c in COLOURS),
+            specials=tuple(SPECIALS[stage] for stage in (1, 2, 3, 4)), offer=(None,) * 6,
+            dice=((),) * seats, community=(), tokens=(0,) * seats, bids=((),) * 6, placed=0, turns=0,
+            passes=0, turn=None, start=start, museum=((),) * seats, held=(frozenset(),) * seats,
+            exhibits=((),) * seats, gone=(), points=(0,) * seats, round=0, stage="tools", tool_step=0, track=0,
+            shown=frozenset(), won=(), used_oneshot=None, exhibit_dice=options["exhibit_dice"],
+            bots=frozenset(),
+        )  # fmt: skip
+        state, events = _new_round(state, start, rng)
+        state, _ = _play_on(state, events, rng)
+        return state
+
+    # -- what is asked now ------------------------------------------------------
+
+    def phase(self, state: BluffState) -> Phase | None:
+        r = state.round
+        if state.stage == "tools":
+            label = f"Round {r} tools" + (f" {state.tool_step}" if state.tool_step > 1 else "")
+            return Phase(label, _tool_movers(state, state.tool_step), sealed=True, timer="decision")
+        if state.stage == "bidding":
+            return Phase(f"Round {r} bidding, turn {state.turns + 1}", (state.turn,), sealed=False)
+        if state.stage == "oneshot":
+            return Phase(f"Round {r} {TRACKS[state.track]} auction: 2 virtual purple dice?", (state.turn,),
+                         sealed=False, timer="decision")  # fmt: skip
+        if state.stage == "acquire":
+            seat, tile = state.won[0]
+            return Phase(f"Round {r} acquisition: {tile_text(tile)}", (seat,), sealed=False, timer="decision")
+        return None
+
+    def legal_moves(self, state: BluffState, seat: int) -> list[Move]:
+        phase = self.phase(state)
+        if phase is None or seat not in phase.movers:
+            return []
+        if state.stage == "tools":
+            dice = len(state.dice[seat])
+            return [("reroll", combo) for n in range(dice + 1) for combo in itertools.combinations(range(1, dice + 1), n)]
+        if state.stage == "bidding":
+            return _bidding_moves(state, seat)
+        if state.stage == "oneshot":
+            return [("use",), ("keep",)]
+        return _acquisitions(state, seat, state.won[0][1])
+
+    def parse_move(self, state: BluffState, seat: int, text: str) -> Move:
+        words = _WORD.findall(text.lower())
+        legal = self.legal_moves(state, seat)
+        if not words:
+            raise MoveError(self._forms(state))
+        verb = words[0]
+        if state.stage == "tools":
+            move = _read_reroll(words, len(state.dice[seat]))
+        elif state.stage == "oneshot":
+            move = (verb,) if verb in ("use", "keep") and len(words) == 1 else None
+        elif state.stage == "acquire":
+            move = _read_acquisition(state, seat, words)
+        else:
+            move = _read_bid(state, seat, words)
+        if move is None:
+            raise MoveError(self._forms(state))
+        if move not in legal:
+            raise MoveError(_why_not(state, seat, move) or f"'{self.move_text(move)}' is not a move you can make now.")
+        return move
+
+    def _forms(self, state: BluffState) -> str:
+        if state.stage == "tools":
+            return "Say which of your dice to roll again, by number: 'reroll 1 3', 'reroll all' or 'keep'."
+        if state.stage == "oneshot":
+            return "Say 'use' to count your 2 virtual purple dice on this auction (the tile is discarded), or 'keep'."
+        if state.stage == "acquire":
+            return ("Say 'place' (into your museum), 'exhibit' and the tiles of a set (for example "
+                    "'exhibit red ancient tool, red modern art, red medieval weapon'), or 'discard' and a tile.")  # fmt: skip
+        return "A move is 'bid red 3' (a token from your hand), 'move blue to red 4' (an overbid token) or 'pass'."
+
+    def move_text(self, move: Move) -> str:
+        verb = move[0]
+        if verb == "reroll":
+            return "reroll " + " ".join(map(str, move[1])) if move[1] else "keep"
+        if verb == "bid":
+            return f"bid {TRACKS[move[1]]} {move[2]}"
+        if verb == "move":
+            return f"move {TRACKS[move[1]]} to {TRACKS[move[2]]} {move[3]}"
+        if verb == "exhibit":
+            return "exhibit " + ", ".join(tile_text(t) for t in move[1])
+        if verb == "discard":
+            return f"discard {tile_text(move[1])}"
+        return verb
+
+    # -- resolving --------------------------------------------------------------
+
+    def resolve(self, state: BluffState, moves: Mapping[int, Move], rng: Rng
+                ) -> tuple[BluffState, list[dict[str, Any]]]:  # fmt: skip
+        if state.stage == "tools":
+            state, events = _rerolls(state, moves, rng)
+            return _play_on(state, events, rng)
+        seat = state.turn if state.stage != "acquire" else state.won[0][0]
+        move = moves[seat]
+        if state.stage == "bidding":
+            state, events = _bid(state, seat, move)
+        elif state.stage == "oneshot":
+            state, events = _oneshot(state, seat, move)
+        else:
+            state, events = _acquire(state, seat, move)
+        return _play_on(state, events, rng)
+
+    def random_move(self, state: BluffState, seat: int, rng: Rng) -> Move:
+        """F15: a timeout or a bot's move that is not absurd.  Tools: keep.
+        Bidding: pass when allowed, else a token from hand at the lowest bid
+        that beats a track, the track uniformly among those it can bid on.
+        One-shot: use (it is offered only when it wins the tile).  A tile won:
+        place it, else the largest set it can exhibit, else discard it."""
+        legal = self.legal_moves(state, seat)
+        if state.stage == "tools":
+            return ("reroll", ())
+        if state.stage == "oneshot":
+            return ("use",)
+        if state.stage == "acquire":
+            if ("place",) in legal:
+                return ("place",)
+            exhibits = [m for m in legal if m[0] == "exhibit"]
+            if exhibits:
+                return max(exhibits, key=lambda m: len(m[1]))
+            return ("discard", state.won[0][1])
+        if ("pass",) in legal:
+            return ("pass",)
+        lowest: dict[int, Move] = {}
+        for move in legal:
+            if move[0] == "bid" and (move[1] not in lowest or move[2] < lowest[move[1]][2]):
+                lowest[move[1]] = move
+        return rng.choice([lowest[t] for t in sorted(lowest)]) if lowest else legal[0]
+
+    # -- what players see -------------------------------------------------------
+
+    def view(self, state: BluffState, seat: int | None) -> dict[str, Any]:
+        public = {
+            "over": state.stage == "over", "round": state.round, "rounds": ROUNDS, "stage": state.stage,
+            "start": state.start, "turn": state.turn, "passes": state.passes,
+            "offer": {t: (tile_text(tile) if tile is not None else None) for t, tile in zip(TRACKS, state.offer)},
+            "bids": {t: [{"seat": b[0], "value": b[1], "tied": b[3]} for b in sorted(bids, key=lambda b: (b[1], b[2]))]
+                     for t, bids in zip(TRACKS, state.bids)},
+            "tokens": list(state.tokens), "dice_counts": [len(d) for d in state.dice],
+            "community": list(state.community),
+            "shown": {face: [d.count(face) for d in state.dice] for face in FACES if face in state.shown},
+            "museum": [[tile_text(t) for t in m] for m in state.museum],
+            "held": [sorted(SPECIAL_NAMES[s] for s in h) for h in state.held],
+            "exhibits": [[len(s) for s in e] for e in state.exhibits], "points": list(state.points),
+            "capacity": [state.capacity(s) for s in range(state.seats)], "spaces": spaces(state.seats),
+            "scores": [standing(state, s)["total"] for s in range(state.seats)],
+            "stacks": [len(s) for s in state.stacks],
+        }  # fmt: skip
+        if seat is None:
+            return public
+        private = {**public, "seat": seat, "dice": list(state.dice[seat]),
+                   "my_dice": [f"{n} {face}" for n, face in enumerate(state.dice[seat], 1)]}  # fmt: skip
+        phase = self.phase(state)
+        if phase is not None and seat in phase.movers:
+            legal = self.legal_moves(state, seat)
+            shown = legal[:3] + legal[-2:] if len(legal) > 5 else legal
+            private.update(legal_count=len(legal), examples=[self.move_text(m) for m in shown])
+        return private
+
+    def private_news(self, before: BluffState | None, after: BluffState,
+                     seat: int) -> dict[str, Any] | None:  # fmt: skip
+        """F13: a seat's dice, when a round's roll or a tool reroll gave it new ones."""
+        if before is not None and before.dice[seat] == after.dice[seat] and before.round == after.round:
+            return None
+        if after.stage == "over" or not after.dice[seat]:
+            return None
+        return {"round": after.round, "dice": list(after.dice[seat])}
+
+    def result(self, state: BluffState) -> Result | None:
+        if state.stage != "over":
+            return None
+        totals = [standing(state, s)["total"] for s in range(state.seats)]
+        people = [s for s in range(state.seats) if s not in state.bots]  # F17: a bot never wins
+        if not people:
+            return Result(scores=tuple(totals), winner=None)
+        rank = {s: (totals[s], -len(state.exhibits[s])) for s in people}  # fewest exhibit spaces filled
+        best = max(rank.values())
+        leaders = [s for s in people if rank[s] == best]
+        return Result(scores=tuple(totals), winner=leaders[0] if len(leaders) == 1 else None)
+
+
+# -- rounds ------------------------------------------------------------------------------
+
+
+def _new_round(state: BluffState, start: int, rng: Rng) -> tuple[BluffState, list[dict[str, Any]]]:
+    """F6: the top tile of each colour's stack (drawn uniformly from it) in
+    colour order, then the special tile (uniformly from its stage), then each
+    seat's dice in seat order, then the community dice; tokens back to hand."""
+    stacks, offer = list(state.stacks), []
+    for i, stack in enumerate(stacks):
+        tile = rng.choice(stack)
+        offer.append(tile)
+        stacks[i] = tuple(t for t in stack if t != tile)
+    specials = list(state.specials)
+    stage = next(i for i, group in enumerate(specials) if group)
+    special = rng.choice(specials[stage])
+    specials[stage] = tuple(s for s in specials[stage] if s != special)
+    base_tokens, base_dice, community = START[state.seats]
+    dice = []
+    for seat in range(state.seats):
+        count = base_dice + state.exhibit_dice * len(state.exhibits[seat]) + 2 * ("twodice" in state.held[seat])
+        dice.append(tuple(FACES[rng.randbelow(6)] for _ in range(count)))
+    common = tuple(FACES[rng.randbelow(6)] for _ in range(community))
+    tokens = tuple(base_tokens + ("token" in state.held[s]) for s in range(state.seats))
+    state = replace(
+        state, stacks=tuple(stacks), specials=tuple(specials), offer=(special, *offer), dice=tuple(dice),
+        community=common, tokens=tokens, bids=((),) * 6, placed=0, turns=0, passes=0, turn=None, start=start,
+        round=state.round + 1, stage="tools", tool_step=1, track=0, shown=frozenset(), won=(),
+        used_oneshot=None,
+    )  # fmt: skip
+    event = {"type": "round", "round": state.round, "start": start,
+             "offer": {t: tile_text(tile) for t, tile in zip(TRACKS, state.offer)},
+             "dice": [len(d) for d in state.dice], "community": list(common)}  # fmt: skip
+    return state, [event]
+
+
+def _tools(state: BluffState, seat: int) -> int:
+    return sum(1 for t in state.museum[seat] if isinstance(t, tuple) and t[2] == "tool")
+
+
+def _tool_movers(state: BluffState, step: int) -> tuple[int, ...]:
+    """F7: one reroll per Tool in the museum, each in its own phase."""
+    return tuple(s for s in range(state.seats) if _tools(state, s) >= step and state.dice[s])
+
+
+def _rerolls(state: BluffState, moves: Mapping[int, Move], rng: Rng) -> tuple[BluffState, list[dict[str, Any]]]:
+    """Seat by seat, die by die (F7); the event says only how many."""
+    dice = list(state.dice)
+    rerolled = {}
+    for seat in sorted(moves):
+        which = moves[seat][1]
+        faces = list(dice[seat])
+        for number in which:
+            faces[number - 1] = FACES[rng.randbelow(6)]
+        dice[seat] = tuple(faces)
+        rerolled[seat] = len(which)
+    state = replace(state, dice=tuple(dice), tool_step=state.tool_step + 1)
+    return state, [{"type": "rerolled", "counts": {str(s): n for s, n in rerolled.items()}}]
+
+
+def _play_on(state: BluffState, events: list[dict[str, Any]], rng: Rng
+             ) -> tuple[BluffState, list[dict[str, Any]]]:  # fmt: skip
+    """Everything that follows without a decision: tools phases nobody has,
+    the start of bidding, resolving the auctions, the next round, the end."""
+    while True:
+        if state.stage == "tools":
+            if _tool_movers(state, state.tool_step):
+                break
+            state = replace(state, stage="bidding", passes=0)
+            state, more = _next_bidder(state, state.start, include=True)
+            events += more
+        elif state.stage == "bidding":
+            if state.turn is not None:
+                break
+            state = replace(state, stage="resolve", track=0)
+        elif state.stage == "resolve":
+            if state.track == len(TRACKS):
+                state = replace(state, stage="acquire")
+                continue
+            state, more, asked = _resolve_track(state)
+            events += more
+            if asked:
+                break
+        elif state.stage == "acquire":
+            state, more = _skip_settled(state)
+            events += more
+            if state.won:
+                break
+            if state.round == ROUNDS:
+                state = replace(state, stage="over", turn=None)
+                events.append({"type": "over", "standings": [standing(state, s) for s in range(state.seats)]})
+                break
+            state, more = _new_round(state, (state.start + 1) % state.seats, rng)  # F11: it moves on
+            events += more
+        else:
+            break
+    if events:
+        events[-1]["scores"] = [standing(state, s)["total"] for s in range(state.seats)]
+    return state, events
+
+
+# -- bidding ----------------------------------------------------------------------------
+
+
+def _virtual(state: BluffState, seat: int, track: int) -> int:
+    """A bidder's own virtual dice on a track (F10): Weapons of its colour,
+    the Virtual Purple Die, and the one-shot tile when used on it."""
+    colour = TRACKS[track]
+    weapons = sum(1 for t in state.museum[seat] if isinstance(t, tuple) and t[2] == "weapon" and t[0] == colour)
+    return weapons + ("vpurple" in state.held[seat]) + (2 if state.used_oneshot == seat else 0)
+
+
+def _cap(state: BluffState, seat: int, track: int) -> int:
+    """The highest bid worth making: every die rolled, plus the bidder's
+    virtual dice (most of them, the one-shot's included) (F8)."""
+    colour = TRACKS[track]
+    weapons = sum(1 for t in state.museum[seat] if isinstance(t, tuple) and t[2] == "weapon" and t[0] == colour)
+    return state.rolled() + weapons + ("vpurple" in state.held[seat]) + 2 * ("oneshot" in state.held[seat])
+
+
+def _has_tie(state: BluffState, seat: int) -> bool:
+    return any(b[0] == seat and b[3] for bids in state.bids for b in bids)
+
+
+def _lowest_bid(state: BluffState, seat: int, track: int) -> tuple[int, bool] | None:
+    """The lowest value ``seat`` may bid on ``track`` and whether it ties;
+    None when it may not bid there (its own high bid: "you cannot directly
+    overbid yourself")."""
+    high = state.high(track)
+    if high is None:
+        return 1, False
+    if high[0] == seat:
+        return None
+    raise_by = 2 if "outbid2" in state.held[high[0]] else 1  # F12
+    if "tie" in state.held[seat] and not _has_tie(state, seat):
+        raise_by -= 1  # F12: with both, +1
+    return max(1, high[1] + raise_by), raise_by == 0
+
+
+def _overbid(state: BluffState, seat: int) -> list[int]:
+    """Tracks where ``seat`` has a token that another bid has overbid: the
+    tokens it may move ("high bids ... cannot be moved")."""
+    return [t for t in range(6) if any(b[0] == seat and b != state.high(t) for b in state.bids[t])]
+
+
+def _bidding_moves(state: BluffState, seat: int) -> list[Move]:
+    moves: list[Move] = []
+    sources = ([None] if state.tokens[seat] else []) + _overbid(state, seat)
+    for source in sources:
+        for track in range(6):
+            lowest = _lowest_bid(state, seat, track)
+            if lowest is None:
+                continue
+            for value in range(lowest[0], _cap(state, seat, track) + 1):
+                moves.append(("bid", track, value) if source is None else ("move", source, track, value))
+    if not state.tokens[seat] or not moves:  # F14: no pass with tokens in hand, unless nothing else is legal
+        moves.append(("pass",))
+    return moves
+
+
+def _bid(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list[dict[str, Any]]]:
+    state = replace(state, turns=state.turns + 1)
+    if move[0] == "pass":
+        state = replace(state, passes=state.passes + 1)
+        event = {"type": "pass", "seat": seat, "forced": False}
+    else:
+        bids = [list(b) for b in state.bids]
+        tokens = list(state.tokens)
+        if move[0] == "bid":
+            track, value = move[1], move[2]
+            tokens[seat] -= 1
+            event = {"type": "bid", "seat": seat, "track": TRACKS[track], "value": value}
+        else:
+            source, track, value = move[1], move[2], move[3]
+            high = state.high(source)
+            mine = min((b for b in bids[source] if b[0] == seat and b != high), key=lambda b: (b[1], b[2]))
+            bids[source].remove(mine)
+            event = {"type": "move", "seat": seat, "from": TRACKS[source], "track": TRACKS[track], "value": value}
+        tied = (high := state.high(track)) is not None and value == high[1]
+        bids[track].append((seat, value, state.placed + 1, tied))
+        event["tied"] = tied
+        state = replace(state, bids=tuple(tuple(b) for b in bids), tokens=tuple(tokens),
+                        placed=state.placed + 1, passes=0)  # fmt: skip
+    state, more = _next_bidder(state, seat, include=False)
+    return state, [event, *more]
+
+
+def _next_bidder(state: BluffState, after: int, include: bool) -> tuple[BluffState, list[dict[str, Any]]]:
+    """The next seat clockwise; one whose only move is pass passes at once
+    (F14: "you MUST pass if all of your bids are the highest").  Bidding
+    ends when every seat has passed in succession."""
+    events = []
+    seat = after if include else (after + 1) % state.seats
+    while state.passes < state.seats:
+        if _bidding_moves(state, seat) != [("pass",)]:
+            return replace(state, turn=seat), events
+        state = replace(state, passes=state.passes + 1)
+        events.append({"type": "pass", "seat": seat, "forced": True})
+        seat = (seat + 1) % state.seats
+    return replace(state, turn=None), events
+
+
+# -- resolution ---------------------------------------------------------------------------
+
+
+def _value(state: BluffState, seat: int, track: int) -> int:
+    """What a bid of ``seat`` on ``track`` is measured against: the dice of
+    the track's colour, plus purple (wild), plus its own virtual dice."""
+    colour = TRACKS[track]
+    every = [face for dice in (*state.dice, state.community) for face in dice]
+    return every.count(PURPLE) + (every.count(colour) if colour != PURPLE else 0) + _virtual(state, seat, track)
+
+
+def _winner(state: BluffState, track: int) -> Bid | None:
+    """The highest bid not over its bidder's value; a later tie ranks above
+    the bid it tied (F12)."""
+    for bid in sorted(state.bids[track], key=lambda b: (b[1], b[2]), reverse=True):
+        if bid[1] <= _value(state, bid[0], track):
+            return bid
+    return None
+
+
+def _oneshot_changes(state: BluffState, track: int) -> int | None:
+    """The seat whose one-shot tile would win this auction for it (F10), if any."""
+    holders = [s for s in range(state.seats) if "oneshot" in state.held[s]]
+    if not holders or state.used_oneshot is not None:
+        return None
+    (holder,) = holders
+    if not any(b[0] == holder for b in state.bids[track]):
+        return None
+    without = _winner(state, track)
+    with_it = _winner(replace(state, used_oneshot=holder), track)
+    return holder if with_it and with_it[0] == holder and (without is None or without[0] != holder) else None
+
+
+def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, list[dict[str, Any]], bool]:
+    """Show the track's dice (purple's first, F9); offer the one-shot tile
+    where it changes the winner (unless ``asked`` already); else give the
+    tile to the winner, or out of the game."""
+    track = state.track
+    colour = TRACKS[track]
+    events = []
+    if colour not in state.shown:
+        events.append({"type": "dice", "colour": colour, "counts": [d.count(colour) for d in state.dice],
+                       "community": state.community.count(colour)})  # fmt: skip
+        state = replace(state, shown=state.shown | {colour})
+    if not asked:
+        holder = _oneshot_changes(state, track)
+        if holder is not None:
+            return replace(state, stage="oneshot", turn=holder), events, True
+    bid = _winner(state, track)
+    tile = state.offer[track]
+    offer = list(state.offer)
+    offer[track] = None
+    event = {"type": "auction", "track": colour, "tile": tile_text(tile), "winner": bid[0] if bid else None,
+             "value": bid[1] if bid else None, "bids": len(state.bids[track]),
+             "values": {str(b[0]): _value(state, b[0], track) for b in state.bids[track]}}  # fmt: skip
+    won = (*state.won, (bid[0], tile)) if bid else state.won
+    gone = state.gone if bid else (*state.gone, tile)
+    held = list(state.held)
+    if state.used_oneshot is not None:
+        held[state.used_oneshot] = held[state.used_oneshot] - {"oneshot"}  # discarded once used
+        gone = (*gone, "oneshot")
+    state = replace(state, offer=tuple(offer), won=won, gone=gone, held=tuple(held), used_oneshot=None,
+                    stage="resolve", turn=None, track=track + 1)  # fmt: skip
+    return state, [*events, event], False
+
+
+def _oneshot(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list[dict[str, Any]]]:
+    used = move[0] == "use"
+    state = replace(state, used_oneshot=seat if used else None)
+    state, events, _ = _resolve_track(state, asked=True)
+    return state, [{"type": "oneshot", "seat": seat, "used": used}, *events]
+
+
+# -- acquiring ----------------------------------------------------------------------------
+
+
+def _attributes(tile: Tile) -> set[str]:
+    return set(tile) if isinstance(tile, tuple) else set()
+
+
+def is_set(tiles: Iterable[Tile]) -> bool:
+    """3 or more tiles sharing a colour, an era or a type; Wild Attribute
+    shares any (F5)."""
+    tiles = list(tiles)
+    if len(tiles) < 3:
+        return False
+    real = [t for t in tiles if t != "wild"]
+    if not real:
+        return False
+    return bool(set.intersection(*(_attributes(t) for t in real)))
+
+
+def _acquisitions(state: BluffState, seat: int, tile: Tile) -> list[Move]:
+    """F16: place the tile (when the museum has room), exhibit a set from the
+    museum and the tile (while an exhibit space is free), or, with the
+    museum full, discard a tile (the new one or one of the museum's)."""
+    museum = state.museum[seat]
+    moves: list[Move] = []
+    if len(museum) < state.capacity(seat):
+        moves.append(("place",))
+    if len(state.exhibits[seat]) < spaces(state.seats):
+        pool = _sorted((*museum, tile))
+        found = set()
+        for n in range(3, len(pool) + 1):
+            for combo in itertools.combinations(range(len(pool)), n):
+                tiles = tuple(pool[i] for i in combo)
+                if is_set(tiles) and tiles not in found:
+                    found.add(tiles)
+                    moves.append(("exhibit", tiles))
+    if len(museum) >= state.capacity(seat):
+        moves += [("discard", t) for t in _sorted({*museum, tile})]
+    return moves
+
+
+def _skip_settled(state: BluffState) -> tuple[BluffState, list[dict[str, Any]]]:
+    """Special tiles other than Wild Attribute go beside the museum at once
+    (F5); a tile whose only move is to be placed is placed (no question)."""
+    events = []
+    while state.won:
+        seat, tile = state.won[0]
+        if isinstance(tile, str) and tile != "wild":
+            held = list(state.held)
+            held[seat] = held[seat] | {tile}
+            state = replace(state, held=tuple(held), won=state.won[1:])
+            events.append({"type": "special", "seat": seat, "tile": tile_text(tile)})
+            continue
+        if _acquisitions(state, seat, tile) == [("place",)]:
+            state, more = _acquire(state, seat, ("place",), settle=False)
+            events += more
+            continue
+        break
+    return state, events
+
+
+def _acquire(state: BluffState, seat: int, move: Move, settle: bool = True) -> tuple[BluffState, list[dict[str, Any]]]:
+    tile = state.won[0][1]
+    museum = list(state.museum[seat])
+    event: dict[str, Any] = {"type": move[0], "seat": seat, "tile": tile_text(tile)}
+    points = list(state.points)
+    exhibits = list(state.exhibits)
+    gone = state.gone
+    if move[0] == "place":
+        museum.append(tile)
+    elif move[0] == "discard":
+        dropped = move[1]
+        if dropped != tile:
+            museum.remove(dropped)
+            museum.append(tile)
+        gone = (*gone, dropped)
+        event["discarded"] = tile_text(dropped)
+    else:
+        tiles = list(move[1])
+        for t in tiles:
+            if t in museum:
+                museum.remove(t)
+        if tile not in tiles:
+            museum.append(tile)
+        exhibits[seat] = (*exhibits[seat], tuple(tiles))
+        points[seat] += set_points(len(tiles))
+        event.update(set=[tile_text(t) for t in tiles], points=set_points(len(tiles)))
+    museums = list(state.museum)
+    museums[seat] = _sorted(museum)
+    state = replace(state, museum=tuple(museums), points=tuple(points), exhibits=tuple(exhibits), gone=gone,
+                    won=state.won[1:])  # fmt: skip
+    return state, [event]
+
+
+# -- the end ---------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4096)
+def best_partition(tiles: tuple[Tile, ...]) -> tuple[int, tuple[tuple[Tile, ...], ...]]:
+    """F18: the museum scored as sets at the end: the split of its tiles into
+    groups, each a lone tile, two tiles or a set sharing an attribute, that
+    scores the most (1/3/6/10...).  A museum holds at most eight tiles, so
+    every split is tried."""
+    tiles = _sorted(tiles)
+    best: tuple[int, tuple] = (0, ())
+
+    def shares(group: tuple[Tile, ...]) -> bool:
+        return len(group) < 3 or is_set(group)
+
+    def search(rest: tuple[Tile, ...], groups: list, score: int) -> None:
+        nonlocal best
+        if not rest:
+            if score > best[0] or not best[1]:
+                best = (score, tuple(groups))
+            return
+        first, others = rest[0], rest[1:]
+        for n in range(len(others) + 1):
+            for combo in itertools.combinations(range(len(others)), n):
+                group = (first, *(others[i] for i in combo))
+                if shares(group):
+                    left = tuple(t for i, t in enumerate(others) if i not in combo)
+                    search(left, [*groups, group], score + set_points(len(group)))
+
+    search(tiles, [], 0)
+    return best
+
+
+def standing(state: BluffState, seat: int) -> dict[str, Any]:
+    """A seat's points if the game ended now: exhibits, the museum's best
+    split, the stars of its Art (one each: F19), and 4 Points."""
+    museum = state.museum[seat]
+    museum_points, groups = best_partition(museum)
+    stars = sum(1 for t in museum if isinstance(t, tuple) and t[2] == "art")
+    four = 4 if "four" in state.held[seat] else 0
+    total = state.points[seat] + museum_points + set_points(stars) + four
+    return {"exhibited": state.points[seat], "museum": museum_points, "stars": set_points(stars), "four": four,
+            "total": total, "groups": [[tile_text(t) for t in g] for g in groups]}  # fmt: skip
+
+
+# -- reading moves ------------------------------------------------------------------------
+
+
+def _read_reroll(words: list[str], dice: int) -> Move | None:
+    if words in (["keep"], ["reroll", "none"], ["reroll"]):
+        return ("reroll", ())
+    if words[0] != "reroll":
+        return None
+    if words[1:] == ["all"]:
+        return ("reroll", tuple(range(1, dice + 1)))
+    numbers = [int(w) for w in words[1:] if w.isdigit()]
+    if len(numbers) != len(words) - 1 or len(set(numbers)) != len(numbers):
+        raise MoveError("Name your dice by their numbers, each once: 'reroll 1 3'.")
+    if any(not 1 <= n <= dice for n in numbers):
+        raise MoveError(f"Your dice are numbered 1 to {dice}.")
+    return ("reroll", tuple(sorted(numbers)))
+
+
+def _track(word: str) -> int:
+    if word in TRACKS:
+        return TRACKS.index(word)
+    raise MoveError(f"I do not know the track '{word[:20]}'; the tracks are {', '.join(TRACKS)}.")
+
+
+def _read_bid(state: BluffState, seat: int, words: list[str]) -> Move | None:
+    words = [w for w in words if w not in ("on", "to", "at", "from", "of", "token", "my")]
+    verb = words[0]
+    if verb == "pass" and len(words) == 1:
+        return ("pass",)
+    numbers = [int(w) for w in words[1:] if w.isdigit()]
+    names = [w for w in words[1:] if not w.isdigit()]
+    if verb == "bid" and len(numbers) == 1 and len(names) == 1:
+        return ("bid", _track(names[0]), numbers[0])
+    if verb == "move" and len(numbers) == 1 and len(names) == 2:
+        return ("move", _track(names[0]), _track(names[1]), numbers[0])
+    return None
+
+
+def _read_tile(words: list[str]) -> Tile:
+    colours = [w for w in words if w in COLOURS]
+    eras = [w for w in words if w in ERAS]
+    types = [w for w in words if w in TYPES]
+    if len(colours) == len(eras) == len(types) == 1 and len(words) == 3:
+        return (colours[0], eras[0], types[0])
+    raise MoveError(f"I do not know the tile '{' '.join(words)[:60]}': write an artifact as its colour, era "
+                    "and type, as in 'red ancient tool'.")  # fmt: skip
+
+
+def _read_tiles(words: list[str]) -> list[Tile]:
+    """Tiles written one after another: an artifact is three words (its
+    colour, era and type, in any order); "wild" (or "wild attribute") the
+    Wild Attribute."""
+    tiles: list[Tile] = []
+    current: list[str] = []
+    rest = [w for w in words if w not in ("and", "the", "a", "tile", "tiles")]
+    for index, word in enumerate(rest):
+        if word == "attribute" and index and rest[index - 1] == "wild":
+            continue
+        if word == "wild" and not current:
+            tiles.append("wild")
+            continue
+        current.append(word)
+        if len(current) == 3:
+            tiles.append(_read_tile(current))
+            current = []
+    if current:
+        raise MoveError(f"I could not read '{' '.join(current)[:60]}' as a tile: an artifact is its colour, "
+                        "era and type, as in 'red ancient tool'.")  # fmt: skip
+    return tiles
+
+
+def _read_acquisition(state: BluffState, seat: int, words: list[str]) -> Move | None:
+    verb = words[0]
+    if verb == "place" and len(words) == 1:
+        return ("place",)
+    if verb == "discard" and len(words) > 1:
+        tiles = _read_tiles(words[1:])
+        if len(tiles) != 1:
+            raise MoveError("Discard one tile, as in 'discard red ancient tool'.")
+        return ("discard", tiles[0])
+    if verb == "exhibit" and len(words) > 1:
+        return ("exhibit", _sorted(_read_tiles(words[1:])))
+    return None
+
+
+def _why_not(state: BluffState, seat: int, move: Move) -> str | None:
+    """Why a well-formed move is not legal now, for the player."""
+    if state.stage == "bidding":
+        if move[0] == "pass":
+            return "You cannot pass while you hold bid tokens you have not placed."
+        track = move[1] if move[0] == "bid" else move[2]
+        if move[0] == "bid" and not state.tokens[seat]:
+            return "You have no bid token in hand; you may move one of your overbid tokens ('move blue to red 4')."
+        if move[0] == "move" and move[1] not in _overbid(state, seat):
+            return f"You have no overbid token on {TRACKS[move[1]]} to move (high bids are locked in)."
+        lowest = _lowest_bid(state, seat, track)
+        if lowest is None:
+            return f"The high bid on {TRACKS[track]} is yours: you cannot overbid yourself."
+        value = move[-1]
+        cap = _cap(state, seat, track)
+        if value < lowest[0]:
+            return f"On {TRACKS[track]} you must bid at least {lowest[0]}."
+        if value > cap:
+            return f"A bid on {TRACKS[track]} above {cap} cannot win: only {state.rolled()} dice were rolled."
+    if state.stage == "acquire":
+        if move[0] == "exhibit":
+            if len(state.exhibits[seat]) >= spaces(state.seats):
+                return "Your exhibit spaces are all full: you can no longer exhibit."
+            return ("An exhibit is 3 or more tiles from your museum and the new tile that share a colour, "
+                    "an era or a type.")  # fmt: skip
+        if move[0] == "place":
+            return "Your museum is full: exhibit a set or discard a tile."
+        if move[0] == "discard":
+            return "You may discard only when your museum is full, and only its tiles or the new one."
+    return None
