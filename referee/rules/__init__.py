@@ -2,12 +2,13 @@
 
 from referee.rules.api import Game, MoveError, OptionError, Phase, Result
 from referee.rules.bid import Bid
+from referee.rules.bluff import BluffAuction
 from referee.rules.ice import IceIceBaby
 from referee.rules.priority import PriorityAuction
 from referee.rules.pure_skill import PureSkill
 from referee.rules.rng import Rng
 
-GAMES: dict[str, Game] = {game.kind: game for game in (PureSkill(), Bid(), IceIceBaby(), PriorityAuction())}
+GAMES: dict[str, Game] = {game.kind: game for game in (PureSkill(), Bid(), IceIceBaby(), PriorityAuction(), BluffAuction())}
 
 
 def get_game(kind: str) -> Game:

@@ -311,8 +311,7 @@ class BluffAuction(Game[BluffState, Move]):
         phase = self.phase(state)
         if phase is not None and seat in phase.movers:
             legal = self.legal_moves(state, seat)
-            shown = legal[:3] + legal[-2:] if len(legal) > 5 else legal
-            private.update(legal_count=len(legal), examples=[self.move_text(m) for m in shown])
+            private.update(legal_count=len(legal), examples=[self.move_text(m) for m in _examples(state, legal)])
         return private
 
     def private_news(self, before: BluffState | None, after: BluffState,
@@ -335,6 +334,20 @@ class BluffAuction(Game[BluffState, Move]):
         best = max(rank.values())
         leaders = [s for s in people if rank[s] == best]
         return Result(scores=tuple(totals), winner=leaders[0] if len(leaders) == 1 else None)
+
+
+def _examples(state: BluffState, legal: list[Move]) -> list[Move]:
+    """A few of the legal moves for a prompt: in bidding, the lowest bid on
+    each of a few tracks, a move of a token, and pass where they are legal."""
+    if state.stage != "bidding":
+        return legal[:3] + legal[-2:] if len(legal) > 5 else legal
+    lowest: dict[tuple, Move] = {}
+    for move in legal:
+        key = (move[0], move[-2]) if move[0] != "pass" else ("pass",)
+        lowest.setdefault(key, move)
+    picks = [m for k, m in lowest.items() if k[0] == "bid"][:4]
+    picks += [m for k, m in lowest.items() if k[0] == "move"][:1] + [m for k, m in lowest.items() if k[0] == "pass"]
+    return picks
 
 
 # -- rounds ------------------------------------------------------------------------------
@@ -592,7 +605,8 @@ def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, 
     offer[track] = None
     event = {"type": "auction", "track": colour, "tile": tile_text(tile), "winner": bid[0] if bid else None,
              "value": bid[1] if bid else None, "bids": len(state.bids[track]),
-             "values": {str(b[0]): _value(state, b[0], track) for b in state.bids[track]}}  # fmt: skip
+             "worth": {str(b[0]): _value(state, b[0], track) for b in state.bids[track]},
+             "dice": [d.count(colour) for d in state.dice], "community": state.community.count(colour)}  # fmt: skip
     won = (*state.won, (bid[0], tile)) if bid else state.won
     gone = state.gone if bid else (*state.gone, tile)
     held = list(state.held)
@@ -665,14 +679,14 @@ def _skip_settled(state: BluffState) -> tuple[BluffState, list[dict[str, Any]]]:
             events.append({"type": "special", "seat": seat, "tile": tile_text(tile)})
             continue
         if _acquisitions(state, seat, tile) == [("place",)]:
-            state, more = _acquire(state, seat, ("place",), settle=False)
-            events += more
+            state, more = _acquire(state, seat, ("place",))
+            events += [{**event, "auto": True} for event in more]  # no one was asked
             continue
         break
     return state, events
 
 
-def _acquire(state: BluffState, seat: int, move: Move, settle: bool = True) -> tuple[BluffState, list[dict[str, Any]]]:
+def _acquire(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list[dict[str, Any]]]:
     tile = state.won[0][1]
     museum = list(state.museum[seat])
     event: dict[str, Any] = {"type": move[0], "seat": seat, "tile": tile_text(tile)}

@@ -188,7 +188,7 @@ def test_resolve_purple_is_wild_and_the_highest_bid_not_over_wins():
     state = bidding(dice=dice, community=("yellow",), bids=bids, placed=3)
     after, events = resolve_now(state)
     red = next(e for e in events if e["type"] == "auction" and e["track"] == "red")
-    assert red["values"] == {"0": 3, "1": 3, "2": 3}  # two red and one purple
+    assert red["worth"] == {"0": 3, "1": 3, "2": 3}  # two red and one purple
     assert red["winner"] == B and red["value"] == 3  # A's 4 is over
     assert (B, state.offer[t("red")]) in after.won or any(x == state.offer[t("red")] for x in after.museum[B])
 
@@ -210,7 +210,7 @@ def test_resolve_weapons_and_the_virtual_purple_die_count_for_their_owner_only()
                     held=(frozenset({"vpurple"}), frozenset(), frozenset()))  # fmt: skip
     after, events = resolve_now(state)
     red = next(e for e in events if e["type"] == "auction" and e["track"] == "red")
-    assert red["values"] == {"0": 2, "1": 0} and red["winner"] == A
+    assert red["worth"] == {"0": 2, "1": 0} and red["winner"] == A
 
 
 def test_resolve_the_one_shot_tile_is_offered_only_when_it_wins_the_auction():
