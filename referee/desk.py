@@ -265,6 +265,8 @@ class Desk:
         try:
             move = table.rules.parse_move(table.state, sender.seat, command.line)
         except MoveError as error:
+            if table.open_phase is not None:  # out of turn, what was wrong with it matters less
+                self.phases.check_mover(table, table.open_phase, sender.seat)
             if not table.rules.looks_like_move(command.line):
                 raise Refusal(f"\"{command.line[:40]}\" is neither a command nor a move; "
                               "HELP lists the commands.", legal=True) from None  # fmt: skip

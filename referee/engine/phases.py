@@ -230,6 +230,11 @@ class Phases:
                 f"Your mail reached the server at {iso(received)}, after {phase['label']} "
                 f"closed ({phase['closes_at']}, when its settle time after the last move ran out)."
             )
+        self.check_mover(table, phase, seat)
+
+    @staticmethod
+    def check_mover(table: Table, phase: Row, seat: int) -> None:
+        """Refuse a seat that does not move in ``phase``, naming who does."""
         if seat not in phase["movers"]:
             waiting = ", ".join(table.label(s) for s in table.waiting_for(phase))
             raise Refusal(f"It is not your move; {phase['label']} waits for {waiting}.")

@@ -45,7 +45,7 @@ Move = tuple  # ("play", card, colour), ("move", from_colour, to_colour), ("pass
 _NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
 _FILLER = {"on", "onto", "to", "from", "card", "my", "a", "the", "priority", "colour", "color",
            "space", "of", "it", "into", "in", "at", "for", "rest", "round", "this", "remainder",
-           "i", "please", "then"}  # fmt: skip
+           "i", "ll", "will", "please", "then", "now", "turn", "ok", "okay", "thanks", "thank", "you"}  # fmt: skip
 _PLAY_VERBS = {"play", "put", "place", "lay"}
 _WORD = re.compile(r"[a-z]+|[0-9]+")
 
@@ -117,8 +117,9 @@ class PriorityAuction(Game[PriorityState, Move]):
         return options
 
     def looks_like_move(self, line: str) -> bool:
-        words = _WORD.findall(line.lower())
-        return bool(words) and (words[0] in self.move_words or words[0].isdigit() or words[0] in _NUMBERS)
+        words = [w for w in _WORD.findall(line.lower()) if w not in ("i", "ll", "ok", "okay")]
+        return bool(words) and (words[0] in self.move_words or words[0] in COLOURS or words[0].isdigit()
+                                or words[0] in _NUMBERS)  # fmt: skip
 
     # -- setting up --------------------------------------------------------------
 
@@ -156,17 +157,19 @@ class PriorityAuction(Game[PriorityState, Move]):
         words = [w for w in _WORD.findall(text.lower()) if w not in _FILLER]
         if not words:
             raise MoveError(self._forms(state, seat))
+        if "and" in words:
+            raise MoveError("One move a turn: play a card, move a card, or pass.")
         verb = words[0]
         if verb == "pass" and len(words) == 1:
             return ("pass",)
         if state.taken[seat] >= state.turn_limit:
-            raise MoveError(f"You have made {state.turn_limit} plays and moves this round, the most a "
-                            "round allows (ruling P7): 'pass' is all that is left.")  # fmt: skip
+            raise MoveError(f"You have made all {state.turn_limit} of your plays and moves this round, the "
+                            "most a round allows (ruling P7): you pass when your turn comes.")  # fmt: skip
         if verb == "move":
             return self._parse_shift(state, seat, words[1:])
         if verb in _PLAY_VERBS:
             return self._parse_play(state, seat, words[1:])
-        if _number(verb) is not None:  # "3 red"
+        if _number(verb) is not None or verb in state.in_play:  # "3 red", "red 3"
             return self._parse_play(state, seat, words)
         raise MoveError(self._forms(state, seat))
 

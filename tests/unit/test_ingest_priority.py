@@ -269,4 +269,18 @@ def test_until_the_tally_another_card_changes_nothing_anyone_else_sees(tmp_path,
             shown += len(named)
     assert shown  # the prompts do name the colours their reader knows
     page = (tmp_path / "site-a" / f"games/{game}/index.html").read_text()
-    assert page.count("<td>secret</td>") == 4  # the site names no colour before a reveal
+    assert page.count("(secret)") == 4  # the site names no colour before a reveal
+
+
+def test_a_move_out_of_turn_is_told_whose_turn_it_is_whatever_was_wrong_with_it(tmp_path):
+    clock = FakeClock()
+    engine = make_engine(tmp_path, clock)
+    game = engine.new_game("priority", FOUR, turn_deadline=TURN)
+    box = Mailbox(engine)
+    mover = engine.status(game)["phase"]["waiting_for"][0]
+    other = next(p for p in FOUR if p != mover)
+    start = next(m for m in box.to(other) if "begins" in m["subject"])
+    for text in ("play 9 on red", "play 1 on red"):
+        assert answer(engine, clock, start, text).code == "refused"
+        reply = [m for m in box.to(other) if m["subject"].startswith("Re:")][-1]
+        assert f"It is not your move; Round 1 of 6, turn 1 waits for {mover}." in " ".join(reply["body"].split())
