@@ -22,7 +22,7 @@ from referee.engine import Engine
 SEED = int(os.environ.get("FUZZ_SEED", "12"))
 COUNT = 3000
 CPU_BOUND = 5.0  # seconds for one message: a hang guard, far above any real mail's cost
-KINDS = ("pure-skill", "bid", "ice", "priority")
+KINDS = ("pure-skill", "bid", "ice", "priority", "bluff")
 
 
 def queued_after(engine: Engine, last: int) -> list[dict[str, Any]]:

@@ -39,7 +39,7 @@ def secret_templates(root: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("kind", ["pure-skill", "bid", "ice", "priority"])
+@pytest.mark.parametrize("kind", ["pure-skill", "bid", "ice", "priority", "bluff"])
 def test_each_seats_news_reaches_only_that_seat_once(tmp_path, monkeypatch, caplog, kind):
     serial = itertools.count()
     given: dict[str, int] = {}  # secret -> seat

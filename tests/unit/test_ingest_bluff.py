@@ -1,0 +1,167 @@
+"""Bluff Auction by mail, through ``ingest``: a whole game with a silent
+player, each player's dice reaching only them, and ``verify`` of the
+finished game (and of a tampered one)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from conftest import PLAYERS, FakeClock, Mailbox, answer
+from referee.config import Config
+from referee.engine import Engine
+from referee.record import verify
+from referee.rules import get_game
+from referee.site.public import game_record
+from referee.site.render import Site
+from referee.store import Store
+
+RULES = get_game("bluff")
+TURN, DECISION = timedelta(hours=6), timedelta(hours=2)
+ALICE, BOB, CAROL = PLAYERS  # carol never answers
+_PROMPT = re.compile(r"^(?P<label>Round \d+ .+) of game \d+: it is your turn\.", re.M)
+_DICE = re.compile(r"^Your dice \(only you see them\): (.+)\.$", re.M)
+_NEWS = re.compile(r"^  Your dice for round (\d+): (.+)\.$", re.M)
+
+
+def examples(body: str) -> list[str]:
+    part = re.split(r"for example:", body, flags=re.I)[1].split("\nDeadline:")[0]
+    return re.findall(r"^    (\S.*)$", part, re.M)
+
+
+def prompt_label(mail: dict) -> str | None:
+    match = _PROMPT.search(mail["body"])
+    return match["label"] if match and not mail["subject"].startswith("Re:") else None
+
+
+class Played:
+    """A whole 3-player game by mail: alice and bob answer each prompt with
+    one of the moves it suggests; carol never answers.  The log at INFO is kept."""
+
+    def __init__(self, root: Path):
+        config = Config(address="referee@example.org", database=root / "games.db", reminder=None,
+                        outage_gap=None)  # fmt: skip
+        self.clock = FakeClock()
+        self.engine = Engine(Store(config.database), config, self.clock)
+        self.box = Mailbox(self.engine)
+        self.dice_seen: list[tuple[str, int, str]] = []  # (to, round, dice as mailed)
+        self.records_mid: list[dict] = []
+        lines: list[str] = []
+        handler = logging.Handler(logging.INFO)
+        handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+        logger = logging.getLogger("referee")
+        level = logger.level
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        try:
+            self.game = self.engine.new_game("bluff", PLAYERS, turn_deadline=TURN, decision_deadline=DECISION)
+            self.play(random.Random(3))
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+        self.log = "\n".join(lines)
+        self.box.new()  # the last mails too
+        self.site = root / "site"
+        Site(self.engine, self.site).render()
+
+    def play(self, choose: random.Random) -> None:
+        engine, clock = self.engine, self.clock
+        for _ in range(800):
+            status = engine.status(self.game)
+            if status["state"] != "running":
+                return
+            phase = status["phase"]
+            movers = [p for p in phase["waiting_for"] if p != CAROL]
+            if not movers:  # carol's turn (or a phase only she owes): its deadline passes
+                clock.advance(seconds=TURN.total_seconds() + 1)
+                engine.tick()
+                continue
+            for mover in movers:
+                pending = [m for m in self.box.to(mover) if prompt_label(m) == phase["label"]]
+                assert len(pending) == 1, (phase["label"], mover)
+                offered = examples(pending[0]["body"])
+                assert offered, pending[0]["body"]
+                clock.advance(minutes=choose.randint(1, 30))
+                outcome = answer(engine, clock, pending[0], choose.choice(offered))
+                assert outcome.code == "move", (phase["label"], outcome)
+            if "carol" in " ".join(phase["waiting_for"]) and engine.status(self.game)["phase"] == phase:
+                clock.advance(seconds=TURN.total_seconds() + 1)  # a sealed phase carol owes too
+                engine.tick()
+            if len(self.records_mid) < 5 and choose.random() < 0.05:
+                self.records_mid.append(game_record(engine.table(self.game)))
+        raise AssertionError("the game did not end")
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory: pytest.TempPathFactory) -> Played:
+    with pytest.MonkeyPatch.context() as patch:  # one seed, so the game is the same at every run
+        patch.setattr("referee.engine.seating.secrets.token_bytes", lambda n=32: b"b" * n)
+        return Played(tmp_path_factory.mktemp("bluff"))
+
+
+def test_a_whole_game_by_mail_ends_after_nine_rounds(played: Played):
+    status = played.engine.status(played.game)
+    assert status["state"] == "finished"
+    state = played.engine.table(played.game).state
+    assert state.round == 9 and state.stage == "over"
+    finals = [m for m in played.box.all if "Game over" in m["subject"]]
+    assert sorted(m["to"] for m in finals) == sorted(PLAYERS)
+    moves = played.engine.store.moves(played.game)
+    assert {m["source"] for m in moves if m["seat"] == 2} <= {"random", "forced"}
+    assert {m["source"] for m in moves if m["seat"] in (0, 1)} <= {"mail", "forced"}
+    assert any(m["source"] == "random" for m in moves if m["seat"] == 2)
+
+
+def test_each_player_gets_their_own_dice_and_no_one_elses(played: Played):
+    table = played.engine.table(played.game)
+    replayed = {}
+    for step in [None, *table.replay.steps]:  # the dice each seat held after each phase
+        state = step.before if step else None
+        if state is not None:
+            replayed.setdefault(state.round, [set() for _ in PLAYERS])
+            for seat in range(3):
+                replayed[state.round][seat].add(", ".join(state.dice[seat]))
+    news_rounds = {p: set() for p in PLAYERS}
+    for mail in played.box.all:
+        for number, dice in _NEWS.findall(mail["body"]):
+            seat = PLAYERS.index(mail["to"])
+            faces = ", ".join(d.split(" ", 1)[1] for d in dice.split(", "))
+            assert faces in replayed.get(int(number), [set()] * 3)[seat] or int(number) not in replayed, (mail["to"], number)
+            news_rounds[mail["to"]].add(int(number))
+        for dice in _DICE.findall(mail["body"]):
+            assert mail["subject"].startswith("Re:") or prompt_label(mail), mail["subject"]
+    for player in PLAYERS:
+        assert news_rounds[player] == set(range(1, 10)), player  # every round's dice, privately
+    assert not re.search(r"Your dice", played.log)
+
+
+def test_the_running_record_log_and_status_show_no_die_before_it_is_shown(played: Played):
+    assert played.records_mid
+    for record in played.records_mid:
+        assert all(m["move"] is None for phase in record["phases"] for m in phase["moves"])
+        for phase in record["phases"]:
+            for event in phase["events"]:
+                if event["type"] in ("bid", "move", "pass", "rerolled"):
+                    assert not {"dice", "faces"} & set(event)
+    assert "dice" not in json.dumps(played.engine.status(played.game))
+
+
+def test_the_site_shows_every_auction_and_the_record_verifies(played: Played):
+    page = (played.site / f"games/{played.game}/index.html").read_text()
+    assert page.count("shown at its auction") == 9
+    record = json.loads((played.site / f"games/{played.game}/record.json").read_text())
+    verdict = verify(record)
+    assert verdict.ok, verdict.message
+    tampered = json.loads(json.dumps(record))
+    entry, move = next((e, m) for e in tampered["phases"] for m in e["moves"]
+                       if m["source"] == "random" and m["move"].startswith("bid"))  # fmt: skip
+    parts = move["move"].split()
+    move["move"] = f"bid {parts[1]} {int(parts[2]) + 1}"
+    verdict = verify(tampered)
+    assert (verdict.ok, verdict.phase) == (False, entry["number"]), verdict
