@@ -165,3 +165,39 @@ def test_the_site_shows_every_auction_and_the_record_verifies(played: Played):
     move["move"] = f"bid {parts[1]} {int(parts[2]) + 1}"
     verdict = verify(tampered)
     assert (verdict.ok, verdict.phase) == (False, entry["number"]), verdict
+
+
+def test_the_site_while_bidding_does_not_depend_on_the_dice_not_yet_shown(tmp_path):
+    """The site of a game in the middle of its bidding, rendered again with
+    every player's dice changed for others: the same bytes."""
+    from dataclasses import replace as changed
+
+    from referee.record import Replay
+
+    clock = FakeClock()
+    config = Config(address="referee@example.org", database=tmp_path / "games.db", reminder=None, outage_gap=None)
+    engine = Engine(Store(config.database), config, clock)
+    game = engine.new_game("bluff", PLAYERS, turn_deadline=TURN)
+    for _ in range(4):  # a few turns by deadline, so bids are on the board
+        clock.advance(seconds=TURN.total_seconds() + 1)
+        engine.tick()
+    table = engine.table(game)
+    assert table.state.stage == "bidding" and any(table.state.bids)
+
+    class Twin:  # what the site reads, with other dice
+        store, config = engine.store, engine.config
+        clock = engine.clock
+
+        class tables:  # noqa: N801 - stands in for Tables
+            @staticmethod
+            def table(game_id):
+                real = engine.table(game_id)
+                faces = ("black", "red", "yellow", "blue", "green", "purple")
+                dice = tuple(tuple(faces[(faces.index(f) + 1) % 6] for f in d) for d in real.state.dice)
+                return changed(real, replay=Replay(changed(real.state, dice=dice), real.replay.steps))
+
+    Site(engine, tmp_path / "real").render()
+    Site(Twin, tmp_path / "twin").render()
+    real = {p.name: p.read_bytes() for p in (tmp_path / "real" / f"games/{game}").iterdir()}
+    twin = {p.name: p.read_bytes() for p in (tmp_path / "twin" / f"games/{game}").iterdir()}
+    assert real == twin
