@@ -178,7 +178,7 @@ class BluffAuction(Game[BluffState, Move]):
         if state.stage == "bidding":
             return Phase(f"Round {r} bidding, turn {state.turns + 1}", (state.turn,), sealed=False)
         if state.stage == "oneshot":
-            return Phase(f"Round {r} {TRACKS[state.track]} auction: 2 virtual purple dice?", (state.turn,),
+            return Phase(f"Round {r} {TRACKS[state.track]} auction: the 1-shot tile", (state.turn,),
                          sealed=False, timer="decision")  # fmt: skip
         if state.stage == "acquire":
             seat, tile = state.won[0]

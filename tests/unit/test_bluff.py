@@ -220,7 +220,7 @@ def test_resolve_the_one_shot_tile_is_offered_only_when_it_wins_the_auction():
     state = bidding(dice=dice, community=("red",), bids=bids, placed=2, held=held)
     after, events = resolve_now(state)
     assert after.stage == "oneshot" and after.turn == A
-    assert GAME.phase(after).label == f"Round {after.round} red auction: 2 virtual purple dice?"
+    assert GAME.phase(after).label == f"Round {after.round} red auction: the 1-shot tile"
     used, events = GAME.resolve(after, {A: ("use",)}, resolve_rng(SEED, 2))
     red = next(e for e in events if e["type"] == "auction" and e["track"] == "red")
     assert red["winner"] == A and "oneshot" not in used.held[A] and "oneshot" in used.gone
