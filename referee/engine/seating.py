@@ -64,7 +64,7 @@ class Seating:
             raise EngineError(str(error).strip("'\"")) from None
         addresses = [address.strip().lower() for address in players]
         self._check_seats(rules, addresses, bots)
-        deadlines = self._deadlines(deadline, turn_deadline, decision_deadline)
+        deadlines = self._deadlines(rules, deadline, turn_deadline, decision_deadline)
         settle = settle if settle is not None else self.config.settle
         with self.store.transaction():
             game_id = self._create(kind, options, deadlines, settle, name, "running")
@@ -86,13 +86,15 @@ class Seating:
                 f"{rules.title} needs {rules.seat_range} seats (players + bots), not {seats}"
             )
 
-    def _deadlines(self, deadline: timedelta | None = None, turn: timedelta | None = None,
+    def _deadlines(self, rules: Game, deadline: timedelta | None = None, turn: timedelta | None = None,
                    decision: timedelta | None = None) -> dict[str, timedelta]:  # fmt: skip
         """A new game's deadline per kind of phase (see Phase.timer), from the
-        keeper's choices, else the config's defaults."""
+        keeper's choices, else the config's defaults, else the game's own
+        (Game.deadlines: Bluff's turns are many and short)."""
+        own = rules.deadlines
         round_ = deadline if deadline is not None else self.config.deadline
-        turn = turn or self.config.turn_deadline or round_  # unset or zero: the one before
-        decision = decision or self.config.decision_deadline or turn
+        turn = turn or self.config.turn_deadline or own.get("turn") or round_  # unset or zero: the one before
+        decision = decision or self.config.decision_deadline or own.get("decision") or turn
         deadlines = {"round": round_, "turn": turn, "decision": decision}
         for kind, length in deadlines.items():
             if length < timedelta(seconds=1):  # times are stored to the second
@@ -137,7 +139,7 @@ class Seating:
         game = self.open_game(kind)
         if game is None:
             rules = get_game(kind)
-            game_id = self._create(kind, rules.check_options({}), self._deadlines(),
+            game_id = self._create(kind, rules.check_options({}), self._deadlines(rules),
                                    self.config.settle, None, "open", rules.max_seats)  # fmt: skip
             game = self.store.game(game_id)
         signed = [s["address"] for s in self.store.signups(game["id"])]

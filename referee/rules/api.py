@@ -27,6 +27,7 @@ import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from referee.rules.rng import Rng
@@ -92,6 +93,10 @@ class Game(ABC, Generic[State, Move]):
     # Auction's played cards).  Its events are always public.  ``revealed``
     # decides phase by phase; this is its default.
     moves_public: bool = True
+    # The game's own turn and decision deadlines, for when neither the keeper
+    # nor the config sets them ({"turn": timedelta(hours=12)}); empty: the
+    # round deadline serves.
+    deadlines: Mapping[str, timedelta] = {}
 
     def looks_like_move(self, line: str) -> bool:
         """Whether a line starts like one of this game's moves (so its

@@ -20,6 +20,7 @@ import itertools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any
 
 from referee.rules.api import Game, MoveError, OptionError, Phase, Result
@@ -63,6 +64,12 @@ Move = tuple  # see move_text
 Bid = tuple[int, int, int, bool]  # (seat, value, order placed, tied)
 
 _WORD = re.compile(r"[a-z0-9]+")
+_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+            "ten": 10, "eleven": 11, "twelve": 12}  # fmt: skip
+# Words a move may carry that change nothing ("bid 3 on the red track, please").
+_FILLER = {"on", "to", "at", "from", "of", "token", "tokens", "my", "the", "track", "please", "i", "ll", "will",
+           "it", "them", "dice", "die", "and", "a", "an", "thanks", "thank", "you", "ok", "okay", "for", "now",
+           "numbers", "number"}  # fmt: skip
 
 
 def tile_text(tile: Tile) -> str:
@@ -135,6 +142,7 @@ class BluffAuction(Game[BluffState, Move]):
     move_words = ("bid", "move", "pass", "reroll", "keep", "use", "place", "exhibit", "discard")
     example = "bid red 3"
     options = {"exhibit_dice": 1}
+    deadlines = {"turn": timedelta(hours=12), "decision": timedelta(hours=6)}  # a few hundred turns a game
     moves_public = False  # F13: a tools phase's reroll names dice, which are secret
 
     def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -199,7 +207,7 @@ class BluffAuction(Game[BluffState, Move]):
         return _acquisitions(state, seat, state.won[0][1])
 
     def parse_move(self, state: BluffState, seat: int, text: str) -> Move:
-        words = _WORD.findall(text.lower())
+        words = _words(text)
         legal = self.legal_moves(state, seat)
         if not words:
             raise MoveError(self._forms(state))
@@ -208,6 +216,7 @@ class BluffAuction(Game[BluffState, Move]):
             move = _read_reroll(words, len(state.dice[seat]))
         elif state.stage == "oneshot":
             move = (verb,) if verb in ("use", "keep") and len(words) == 1 else None
+            move = ("use",) if words == ["yes"] else ("keep",) if words == ["no"] else move
         elif state.stage == "acquire":
             move = _read_acquisition(state, seat, words)
         else:
@@ -316,8 +325,10 @@ class BluffAuction(Game[BluffState, Move]):
 
     def private_news(self, before: BluffState | None, after: BluffState,
                      seat: int) -> dict[str, Any] | None:  # fmt: skip
-        """F13: a seat's dice, when a round's roll or a tool reroll gave it new ones."""
-        if before is not None and before.dice[seat] == after.dice[seat] and before.round == after.round:
+        """F13: a seat's dice, when a round's roll gave it new ones, and after
+        each of its rerolls (even one that rolled the same faces again)."""
+        rerolled = before is not None and before.stage == "tools" and seat in _tool_movers(before, before.tool_step)
+        if before is not None and not rerolled and before.dice[seat] == after.dice[seat] and before.round == after.round:
             return None
         if after.stage == "over" or not after.dice[seat]:
             return None
@@ -369,7 +380,7 @@ def _new_round(state: BluffState, start: int, rng: Rng) -> tuple[BluffState, lis
     base_tokens, base_dice, community = START[state.seats]
     dice = []
     for seat in range(state.seats):
-        count = base_dice + state.exhibit_dice * len(state.exhibits[seat]) + 2 * ("twodice" in state.held[seat])
+        count = base_dice + _exhibit_dice(state, seat) + 2 * ("twodice" in state.held[seat])
         dice.append(tuple(FACES[rng.randbelow(6)] for _ in range(count)))
     common = tuple(FACES[rng.randbelow(6)] for _ in range(community))
     tokens = tuple(base_tokens + ("token" in state.held[s]) for s in range(state.seats))
@@ -383,6 +394,14 @@ def _new_round(state: BluffState, start: int, rng: Rng) -> tuple[BluffState, lis
              "offer": {t: tile_text(tile) for t, tile in zip(TRACKS, state.offer)},
              "dice": [len(d) for d in state.dice], "community": list(common)}  # fmt: skip
     return state, [event]
+
+
+def _exhibit_dice(state: BluffState, seat: int) -> int:
+    """F6: a die for each exhibit; with exhibit_dice=2, two dice for each of
+    the first three (the designer's "2 dice when a set is Exhibited (3 times
+    max)")."""
+    exhibits = len(state.exhibits[seat])
+    return exhibits if state.exhibit_dice == 1 else 2 * min(exhibits, 3)
 
 
 def _tools(state: BluffState, seat: int) -> int:
@@ -469,11 +488,18 @@ def _cap(state: BluffState, seat: int, track: int) -> int:
     return state.rolled() + weapons + ("vpurple" in state.held[seat]) + 2 * ("oneshot" in state.held[seat])
 
 
-def _has_tie(state: BluffState, seat: int) -> bool:
-    return any(b[0] == seat and b[3] for bids in state.bids for b in bids)
+def _has_tie(state: BluffState, seat: int, moving: Bid | None = None) -> bool:
+    """Whether ``seat`` has a tied bid on the board (not counting the token it is moving)."""
+    return any(b[0] == seat and b[3] and b != moving for bids in state.bids for b in bids)
 
 
-def _lowest_bid(state: BluffState, seat: int, track: int) -> tuple[int, bool] | None:
+def _moving(state: BluffState, seat: int, source: int) -> Bid:
+    """The token a move from ``source`` takes: the seat's lowest there that is not the high bid."""
+    high = state.high(source)
+    return min((b for b in state.bids[source] if b[0] == seat and b != high), key=lambda b: (b[1], b[2]))
+
+
+def _lowest_bid(state: BluffState, seat: int, track: int, moving: Bid | None = None) -> tuple[int, bool] | None:
     """The lowest value ``seat`` may bid on ``track`` and whether it ties;
     None when it may not bid there (its own high bid: "you cannot directly
     overbid yourself")."""
@@ -483,7 +509,7 @@ def _lowest_bid(state: BluffState, seat: int, track: int) -> tuple[int, bool] | 
     if high[0] == seat:
         return None
     raise_by = 2 if "outbid2" in state.held[high[0]] else 1  # F12
-    if "tie" in state.held[seat] and not _has_tie(state, seat):
+    if "tie" in state.held[seat] and not _has_tie(state, seat, moving):
         raise_by -= 1  # F12: with both, +1
     return max(1, high[1] + raise_by), raise_by == 0
 
@@ -495,15 +521,21 @@ def _overbid(state: BluffState, seat: int) -> list[int]:
 
 
 def _bidding_moves(state: BluffState, seat: int) -> list[Move]:
+    """Bids from hand, then moves of each overbid token, each by value then
+    track (so the first few, which a reply lists, cover every track), then pass."""
     moves: list[Move] = []
     sources = ([None] if state.tokens[seat] else []) + _overbid(state, seat)
     for source in sources:
+        moving = _moving(state, seat, source) if source is not None else None
+        ranges = {}
         for track in range(6):
-            lowest = _lowest_bid(state, seat, track)
-            if lowest is None:
-                continue
-            for value in range(lowest[0], _cap(state, seat, track) + 1):
-                moves.append(("bid", track, value) if source is None else ("move", source, track, value))
+            lowest = _lowest_bid(state, seat, track, moving)
+            if lowest is not None:
+                ranges[track] = range(lowest[0], _cap(state, seat, track) + 1)
+        for value in range(1, max((r.stop for r in ranges.values()), default=1)):
+            for track, allowed in ranges.items():
+                if value in allowed:
+                    moves.append(("bid", track, value) if source is None else ("move", source, track, value))
     if not state.tokens[seat] or not moves:  # F14: no pass with tokens in hand, unless nothing else is legal
         moves.append(("pass",))
     return moves
@@ -523,9 +555,7 @@ def _bid(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list[dic
             event = {"type": "bid", "seat": seat, "track": TRACKS[track], "value": value}
         else:
             source, track, value = move[1], move[2], move[3]
-            high = state.high(source)
-            mine = min((b for b in bids[source] if b[0] == seat and b != high), key=lambda b: (b[1], b[2]))
-            bids[source].remove(mine)
+            bids[source].remove(_moving(state, seat, source))
             event = {"type": "move", "seat": seat, "from": TRACKS[source], "track": TRACKS[track], "value": value}
         tied = (high := state.high(track)) is not None and value == high[1]
         bids[track].append((seat, value, state.placed + 1, tied))
@@ -767,10 +797,17 @@ def standing(state: BluffState, seat: int) -> dict[str, Any]:
 # -- reading moves ------------------------------------------------------------------------
 
 
+def _words(text: str) -> list[str]:
+    """A move's words, lower case, without fillers; "re-roll" is "reroll", "three" is "3"."""
+    words = _WORD.findall(text.lower())
+    joined = " ".join(words).replace("re roll", "reroll")
+    return [str(_NUMBERS.get(w, w)) for w in joined.split() if w not in _FILLER]
+
+
 def _read_reroll(words: list[str], dice: int) -> Move | None:
-    if words in (["keep"], ["reroll", "none"], ["reroll"]):
+    if words in (["keep"], ["keep", "all"], ["reroll", "none"], ["reroll"], ["pass"], ["no"], ["none"]):
         return ("reroll", ())
-    if words[0] != "reroll":
+    if words[0] not in ("reroll", "roll"):
         return None
     if words[1:] == ["all"]:
         return ("reroll", tuple(range(1, dice + 1)))
@@ -789,7 +826,6 @@ def _track(word: str) -> int:
 
 
 def _read_bid(state: BluffState, seat: int, words: list[str]) -> Move | None:
-    words = [w for w in words if w not in ("on", "to", "at", "from", "of", "token", "my")]
     verb = words[0]
     if verb == "pass" and len(words) == 1:
         return ("pass",)
@@ -797,8 +833,17 @@ def _read_bid(state: BluffState, seat: int, words: list[str]) -> Move | None:
     names = [w for w in words[1:] if not w.isdigit()]
     if verb == "bid" and len(numbers) == 1 and len(names) == 1:
         return ("bid", _track(names[0]), numbers[0])
-    if verb == "move" and len(numbers) == 1 and len(names) == 2:
-        return ("move", _track(names[0]), _track(names[1]), numbers[0])
+    if verb == "move" and len(names) == 2:
+        source, target = _track(names[0]), _track(names[1])
+        if not numbers:
+            raise MoveError(f"Say the bid the token makes on {TRACKS[target]}, as in "
+                            f"'move {TRACKS[source]} to {TRACKS[target]} 5'.")  # fmt: skip
+        if len(numbers) == 2:  # "move black 1 to red 5": the token's value, then the new bid
+            if numbers[0] not in [b[1] for b in state.bids[source] if b[0] == seat]:
+                raise MoveError(f"You have no token of {numbers[0]} on {TRACKS[source]}.")
+            numbers = numbers[1:]
+        if len(numbers) == 1:
+            return ("move", source, target, numbers[0])
     return None
 
 
@@ -837,8 +882,10 @@ def _read_tiles(words: list[str]) -> list[Tile]:
 
 def _read_acquisition(state: BluffState, seat: int, words: list[str]) -> Move | None:
     verb = words[0]
-    if verb == "place" and len(words) == 1:
+    if verb in ("place", "keep") and len(words) == 1:
         return ("place",)
+    if verb == "discard" and words[1:] in ([], ["new"], ["new", "tile"], ["new", "one"]):
+        return ("discard", state.won[0][1])  # the tile just won
     if verb == "discard" and len(words) > 1:
         tiles = _read_tiles(words[1:])
         if len(tiles) != 1:

@@ -451,3 +451,55 @@ def test_property_the_public_view_and_events_hold_no_unshown_die(seed, seats, ch
                 assert set(event) <= {"type", "seat", "forced", "counts", "scores"}
 
     random_game(seed, seats, chooser, check)
+
+
+@pytest.mark.parametrize("text, move", [
+    ("bid red three", ("bid", 2, 3)), ("Bid 3 on the red track, please", ("bid", 2, 3)), ("bid red, 3", ("bid", 2, 3)),
+])  # fmt: skip
+def test_parse_what_people_write_for_a_bid(text, move):
+    assert GAME.parse_move(bidding(), A, text) == move
+
+
+def test_parse_what_people_write_for_a_move_a_reroll_and_a_tile():
+    bids = ((), ((A, 1, 1, False), (B, 2, 2, False)), (), (), (), ())
+    state = bidding(bids=bids, placed=2, tokens=(0, 3, 3))
+    assert GAME.parse_move(state, A, "move black 1 to red 5") == ("move", 1, 2, 5)
+    assert GAME.parse_move(state, A, "I pass") == ("pass",)
+    with pytest.raises(MoveError, match="Say the bid the token makes on red"):
+        GAME.parse_move(state, A, "move black to red")
+    tools = replace(start(3), stage="tools", tool_step=1, museum=((art("red ancient tool"),), (), ()))
+    assert GAME.parse_move(tools, A, "reroll dice 1 and 3") == ("reroll", (1, 3))
+    assert GAME.parse_move(tools, A, "re-roll 2") == ("reroll", (2,))
+    assert GAME.parse_move(tools, A, "keep all") == GAME.parse_move(tools, A, "pass") == ("reroll", ())
+    full = tuple(art(f"{c} ancient tool") for c in COLOURS) + (art("red medieval art"),)
+    won = acquiring(full, art("blue modern weapon"))
+    assert GAME.parse_move(won, A, "discard the new tile") == ("discard", art("blue modern weapon"))
+    assert GAME.parse_move(acquiring((), art("blue modern weapon")), A, "place it") == ("place",)
+
+
+def test_bid_the_token_a_tie_holder_moves_does_not_count_as_its_standing_tie():
+    held = (frozenset({"tie"}), frozenset(), frozenset())
+    bids = ((), ((A, 2, 1, True), (B, 3, 2, False)), ((C, 2, 3, False),), (), (), ())
+    state = bidding(bids=bids, placed=3, tokens=(0, 3, 3), held=held)
+    assert ("move", t("black"), t("red"), 2) in GAME.legal_moves(state, A)  # a tie, once the old one moves
+
+
+def test_bid_a_refusal_lists_every_track_first():
+    first = GAME.legal_moves(bidding(), A)[:6]
+    assert [m[1] for m in first] == list(range(6)) and {m[2] for m in first} == {1}
+
+
+def test_setup_exhibit_dice_two_each_for_at_most_three_exhibits():
+    sets = tuple((art("red ancient tool"),) * 3 for _ in range(4))
+    state = replace(start(3, exhibit_dice=2), exhibits=(sets, (), ()))
+    state = replace(state, stage="acquire", won=(), round=1)
+    after, _ = GAME.resolve(replace(state, stage="bidding", turn=A, tokens=(0, 0, 0), passes=2),
+                            {A: ("pass",)}, resolve_rng(SEED, 1))  # fmt: skip
+    assert len(after.dice[A]) == 3 + 2 * 3 and len(after.dice[B]) == 3
+
+
+def test_secret_a_reroll_that_lands_on_the_same_faces_still_tells_its_owner_their_dice():
+    state = replace(start(3), stage="tools", tool_step=1, museum=((art("red ancient tool"),), (), ()))
+    after = replace(state, tool_step=2, stage="bidding")  # as if the reroll rolled the same faces
+    assert GAME.private_news(state, after, A) == {"round": state.round, "dice": list(state.dice[A])}
+    assert GAME.private_news(state, after, B) is None

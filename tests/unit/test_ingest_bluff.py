@@ -201,3 +201,21 @@ def test_the_site_while_bidding_does_not_depend_on_the_dice_not_yet_shown(tmp_pa
     real = {p.name: p.read_bytes() for p in (tmp_path / "real" / f"games/{game}").iterdir()}
     twin = {p.name: p.read_bytes() for p in (tmp_path / "twin" / f"games/{game}").iterdir()}
     assert real == twin
+
+
+def test_a_bluff_game_gets_its_own_short_deadlines_unless_the_keeper_or_config_says_otherwise(tmp_path):
+    from dataclasses import replace as changed
+
+    clock = FakeClock()
+    config = Config(address="referee@example.org", database=tmp_path / "games.db", reminder=None, outage_gap=None)
+    engine = Engine(Store(config.database), config, clock)
+    game = engine.new_game("bluff", PLAYERS)
+    assert engine.deadlines(engine.store.game(game)) == {"round": config.deadline, "turn": timedelta(hours=12),
+                                                         "decision": timedelta(hours=6)}  # fmt: skip
+    game = engine.new_game("bluff", PLAYERS, turn_deadline=timedelta(days=1))
+    assert engine.deadlines(engine.store.game(game))["turn"] == timedelta(days=1)
+    other = Engine(Store(tmp_path / "other.db"), changed(config, turn_deadline=timedelta(hours=3)), clock)
+    game = other.new_game("bluff", PLAYERS)
+    assert other.deadlines(other.store.game(game))["turn"] == timedelta(hours=3)
+    game = engine.new_game("ice", PLAYERS)  # a game without its own keeps the round deadline
+    assert engine.deadlines(engine.store.game(game))["turn"] == config.deadline
