@@ -150,20 +150,14 @@ def main() -> None:
         played = time.perf_counter() - start
         print(f"bids ingested (whole games by mail): {messages / played:8.1f} msg/s "
               f"({played / messages * 1000:.2f} ms each, {messages} messages)")
-        start = time.perf_counter()
-        ice_games = max(1, args.games // 10)
-        moves, slowest = play_ice_by_mail(engine, clock, ice_games)
-        played = time.perf_counter() - start
-        print(f"Ice Ice Baby turns ingested (4 players, whole games): {moves / played:8.1f} msg/s "
-              f"({played / moves * 1000:.2f} ms each, slowest {slowest * 1000:.0f} ms, "
-              f"{moves / ice_games:.0f} turns a game)")
-        start = time.perf_counter()
-        priority_games = max(1, args.games // 10)
-        moves, slowest = play_priority_by_mail(engine, clock, priority_games)
-        played = time.perf_counter() - start
-        print(f"Auction turns ingested (8 players, whole games): {moves / played:8.1f} msg/s "
-              f"({played / moves * 1000:.2f} ms each, slowest {slowest * 1000:.0f} ms, "
-              f"{moves / priority_games:.0f} turns a game)")
+        turn_games = max(1, args.games // 10)
+        for name, play in (("Ice Ice Baby turns ingested (4 players", play_ice_by_mail),
+                           ("Auction turns ingested (8 players", play_priority_by_mail)):  # fmt: skip
+            start = time.perf_counter()
+            moves, slowest = play(engine, clock, turn_games)
+            played = time.perf_counter() - start
+            print(f"{name}, whole games): {moves / played:8.1f} msg/s ({played / moves * 1000:.2f} ms each, "
+                  f"slowest {slowest * 1000:.0f} ms, {moves / turn_games:.0f} turns a game)")
         for name, raw in hostile().items():
             start = time.perf_counter()
             outcome = engine.ingest(raw)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import email
+import logging
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from email import policy
 from email.utils import format_datetime, make_msgid
@@ -90,10 +93,34 @@ def assert_clean_headers(raw: bytes) -> None:
         assert len(line.encode()) <= 998, f"header line of {len(line.encode())} octets (RFC 5322: 998)"
 
 
+def examples(body: str) -> list[str]:
+    """The example moves a prompt shows (indented lines after "for example:")."""
+    part = re.split(r"for example:", body, flags=re.I)[1].split("\nDeadline:")[0]
+    return re.findall(r"^    (\S.*)$", part, re.M)
+
+
 def body_of(raw: bytes) -> str:
     """The decoded text of a mail the referee queued (queued as CRLF for SMTP)."""
     text = email.message_from_bytes(raw, policy=policy.default).get_content()
     return text.replace("\r\n", "\n")
+
+
+@contextmanager
+def info_log() -> Iterator[list[str]]:
+    """The referee's log lines at INFO and above while the block runs (for
+    tests that play a whole game once, outside a test's own caplog)."""
+    lines: list[str] = []
+    handler = logging.Handler(logging.INFO)
+    handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("referee")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ finished game (and of a tampered one)."""
 from __future__ import annotations
 
 import json
-import logging
 import random
 import re
 from datetime import timedelta
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PLAYERS, FakeClock, Mailbox, answer
+from conftest import PLAYERS, FakeClock, Mailbox, answer, examples, info_log
 from referee.config import Config
 from referee.engine import Engine
 from referee.record import verify
@@ -28,11 +27,6 @@ ALICE, BOB, CAROL = PLAYERS  # carol never answers
 _PROMPT = re.compile(r"^(?P<label>Round \d+ .+) of game \d+: it is your turn\.", re.M)
 _DICE = re.compile(r"^Your dice \(only you see them\): (.+)\.$", re.M)
 _NEWS = re.compile(r"^  Your dice for round (\d+): (.+)\.$", re.M)
-
-
-def examples(body: str) -> list[str]:
-    part = re.split(r"for example:", body, flags=re.I)[1].split("\nDeadline:")[0]
-    return re.findall(r"^    (\S.*)$", part, re.M)
 
 
 def prompt_label(mail: dict) -> str | None:
@@ -52,19 +46,9 @@ class Played:
         self.box = Mailbox(self.engine)
         self.dice_seen: list[tuple[str, int, str]] = []  # (to, round, dice as mailed)
         self.records_mid: list[dict] = []
-        lines: list[str] = []
-        handler = logging.Handler(logging.INFO)
-        handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
-        logger = logging.getLogger("referee")
-        level = logger.level
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        try:
+        with info_log() as lines:
             self.game = self.engine.new_game("bluff", PLAYERS, turn_deadline=TURN, decision_deadline=DECISION)
             self.play(random.Random(3))
-        finally:
-            logger.removeHandler(handler)
-            logger.setLevel(level)
         self.log = "\n".join(lines)
         self.box.new()  # the last mails too
         self.site = root / "site"

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PLAYERS, FakeClock, Mailbox, answer, reply
+from conftest import PLAYERS, FakeClock, Mailbox, answer, examples, reply
 from referee import config as config_module
 from referee.cli import main
 from referee.config import Config
@@ -73,12 +73,6 @@ def round_label(mail: dict) -> str | None:
 
 def is_reminder(mail: dict) -> bool:
     return ": reminder, " in mail["subject"] and not mail["subject"].startswith("Re:")
-
-
-def examples(body: str) -> list[str]:
-    """The example moves a prompt shows (indented lines after "for example:")."""
-    part = re.split(r"for example:", body, flags=re.I)[1].split("\nDeadline:")[0]
-    return re.findall(r"^    (\S.*)$", part, re.M)
 
 
 def send(engine: Engine, clock: FakeClock, sender: str, text: str, game: int = 1):

@@ -6,7 +6,6 @@ and in the log, and ``verify`` of the finished game (and of a tampered one).
 from __future__ import annotations
 
 import json
-import logging
 import random
 import re
 from datetime import timedelta
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PLAYERS, FakeClock, Mailbox, answer, body_of
+from conftest import PLAYERS, FakeClock, Mailbox, answer, body_of, examples, info_log
 from referee.config import Config
 from referee.engine import Engine
 from referee.record import verify
@@ -28,11 +27,6 @@ TURN = timedelta(hours=6)
 ALICE, BOB, CAROL = PLAYERS  # carol never answers
 FOUR = [*PLAYERS, "dave@example.org"]
 _PROMPT = re.compile(r"^(?P<label>Round \d+ of \d+, turn \d+) of game \d+: it is your turn\.", re.M)
-
-
-def examples(body: str) -> list[str]:
-    part = re.split(r"for example:", body, flags=re.I)[1].split("\nDeadline:")[0]
-    return re.findall(r"^    (\S.*)$", part, re.M)
 
 
 def prompt_label(mail: dict) -> str | None:
@@ -56,19 +50,9 @@ class Played:
         self.box = Mailbox(self.engine)
         self.randoms: list[str] = []  # labels of carol's phases
         self.records_mid: list[dict] = []  # record.json as it would be published while the game ran
-        lines: list[str] = []
-        handler = logging.Handler(logging.INFO)
-        handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
-        logger = logging.getLogger("referee")
-        level = logger.level
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        try:
+        with info_log() as lines:
             self.game = self.engine.new_game("priority", PLAYERS, turn_deadline=TURN)
             self.play(random.Random(5))
-        finally:
-            logger.removeHandler(handler)
-            logger.setLevel(level)
         self.log = "\n".join(lines)
         self.site = root / "site"
         Site(self.engine, self.site).render()
