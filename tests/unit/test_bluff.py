@@ -503,3 +503,20 @@ def test_secret_a_reroll_that_lands_on_the_same_faces_still_tells_its_owner_thei
     after = replace(state, tool_step=2, stage="bidding")  # as if the reroll rolled the same faces
     assert GAME.private_news(state, after, A) == {"round": state.round, "dice": list(state.dice[A])}
     assert GAME.private_news(state, after, B) is None
+
+
+def test_powers_2_dice_extra_bid_token_and_extra_museum_room_apply_from_the_next_round():
+    held = (frozenset({"twodice", "token", "room"}), frozenset(), frozenset())
+    state = replace(bidding(tokens=(0, 0, 0), passes=2, turn=A), held=held)
+    after, _ = GAME.resolve(state, {A: ("pass",)}, resolve_rng(SEED, 1))  # the round ends; the next begins
+    assert after.round == 2
+    assert len(after.dice[A]) == 3 + 2 and len(after.dice[B]) == 3
+    assert after.tokens == (3 + 1, 3, 3)
+    assert after.capacity(A) == 8 and after.capacity(B) == 6
+
+
+def test_acquire_a_set_matching_more_than_one_attribute_is_nothing_special():
+    tools = (art("red ancient tool"), art("blue ancient tool"))
+    state = acquiring(tools, art("green ancient tool"))
+    after, events = GAME.resolve(state, {A: ("exhibit", (*tools, art("green ancient tool")))}, resolve_rng(SEED, 1))
+    assert after.points[A] == 6  # three tiles: 6, though they share era and type
