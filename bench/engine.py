@@ -129,6 +129,33 @@ def play_priority_by_mail(engine: Engine, clock: Clock, games: int) -> tuple[int
     return count, slowest
 
 
+def play_bluff_by_mail(engine: Engine, clock: Clock, games: int) -> tuple[int, float]:
+    """Play `games` four-player games of Bluff Auction, every move by mail,
+    each player moving as a timed-out player would (ruling F15), which bids
+    low and often wins.  Returns the messages ingested and the slowest."""
+    from referee.record import random_move_rng
+
+    players = [f"player{n}@example.org" for n in range(4)]
+    count, slowest = 0, 0.0
+    for _ in range(games):
+        game_id = engine.new_game("bluff", players)
+        while engine.table(game_id).row["state"] == "running":
+            table = engine.table(game_id)
+            phase = table.open_phase
+            for seat in [s for s in phase["movers"] if s in table.waiting_for(phase)]:
+                move = table.rules.random_move(table.state, seat, random_move_rng(b"bench", phase["number"], seat))
+                clock.now += timedelta(seconds=1)
+                start = time.perf_counter()
+                raw = mail(players[seat], table.seats[seat]["token"], game_id, table.rules.move_text(move), clock.now)
+                outcome = engine.ingest(raw)
+                slowest = max(slowest, time.perf_counter() - start)
+                assert outcome.code == "move", outcome
+                count += 1
+            clock.now += timedelta(hours=2)  # past any settle time
+            engine.tick()
+    return count, slowest
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--games", type=int, default=20)
@@ -152,7 +179,8 @@ def main() -> None:
               f"({played / messages * 1000:.2f} ms each, {messages} messages)")
         turn_games = max(1, args.games // 10)
         for name, play in (("Ice Ice Baby turns ingested (4 players", play_ice_by_mail),
-                           ("Auction turns ingested (8 players", play_priority_by_mail)):  # fmt: skip
+                           ("Auction turns ingested (8 players", play_priority_by_mail),
+                           ("Bluff Auction moves ingested (4 players", play_bluff_by_mail)):  # fmt: skip
             start = time.perf_counter()
             moves, slowest = play(engine, clock, turn_games)
             played = time.perf_counter() - start
@@ -166,7 +194,7 @@ def main() -> None:
         print(f"peak resident memory of this process: {peak / 1024:8.1f} MiB")
 
         fresh = Engine(Store(config.database), config, clock)  # nothing cached: every replay from the seed
-        for kind in ("pure-skill", "ice", "priority"):
+        for kind in ("pure-skill", "ice", "priority", "bluff"):
             finished = [row["id"] for row in fresh.store.games("finished") if row["kind"] == kind]
             start = time.perf_counter()
             for game_id in finished:
