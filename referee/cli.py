@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="play a whole game by real mail on a throwaway local setup")
     demo.add_argument("--dir", type=Path, help="where to keep it all (default: a new temporary folder)")
     demo.add_argument("--deadline", type=_duration, default=timedelta(seconds=2), metavar="DURATION",
-                      help="how long each round waits for the silent player (default 2s)")
+                      help="how long each phase waits for the silent player (default 2s)")
     demo.add_argument("--game", default="pure-skill", help="the kind of game (default pure-skill)",
                       choices=[kind for kind, game in GAMES.items() if game.min_seats <= 3 <= game.max_seats])
 

@@ -125,6 +125,16 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+def demo_config(folder: Path, deadline: timedelta, maildir: Path, port: int) -> Config:
+    """The demo referee's config: every phase of any game waits ``deadline``
+    (a game's own longer turn deadlines too), no reminders."""
+    return Config(
+        address=REFEREE, name="Demo Referee", database=folder / "games.db",
+        deadline=deadline, turn_deadline=deadline, decision_deadline=deadline, reminder=None,
+        maildir=MaildirSettings(maildir), smtp=Server(host="127.0.0.1", port=port, security="none"),
+    )  # fmt: skip
+
+
 async def run_demo(folder: Path, deadline: timedelta, say=print, kind: str = "pure-skill",
                    options: dict | None = None) -> int:  # fmt: skip
     """Play one game of ``kind`` to its end in ``folder``; returns the game's id."""
@@ -135,12 +145,7 @@ async def run_demo(folder: Path, deadline: timedelta, say=print, kind: str = "pu
     controller = Controller(mail, hostname="127.0.0.1", port=port, server_hostname="demo-mx")
     controller.start()
     try:
-        config = Config(
-            address=REFEREE, name="Demo Referee", database=folder / "games.db",
-            deadline=deadline, reminder=None,
-            maildir=MaildirSettings(mail.referee_box),
-            smtp=Server(host="127.0.0.1", port=port, security="none"),
-        )  # fmt: skip
+        config = demo_config(folder, deadline, mail.referee_box, port)
         engine = Engine(Store(config.database), config)
         runner = Runner.from_config(config, engine)
         runner.poll_interval = 0.1

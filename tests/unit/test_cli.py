@@ -397,3 +397,16 @@ def test_a_failed_ingest_exits_non_zero_and_keeps_the_mail(run, cfg, clock, tmp_
     path.write_bytes(player_reply(cfg, clock, ALICE, "bid 7"))
     status, out, err = run("ingest", str(path))
     assert status == 1 and out.startswith("failed")
+
+
+@pytest.mark.parametrize("kind", sorted(k for k, g in GAMES.items() if g.min_seats <= 3 <= g.max_seats))
+def test_the_demo_gives_every_phase_of_every_game_its_deadline(tmp_path, kind):
+    """`referee demo --deadline 2s`: no game's own longer turns (Bluff's 12
+    hours) keep the demo waiting for its silent player."""
+    from referee.demo import PLAYERS as DEMO_PLAYERS
+    from referee.demo import demo_config
+
+    config = demo_config(tmp_path, timedelta(seconds=2), tmp_path / "box", 2525)
+    engine = Engine(Store(config.database), config)
+    game = engine.new_game(kind, DEMO_PLAYERS)
+    assert set(engine.deadlines(engine.store.game(game)).values()) == {timedelta(seconds=2)}
