@@ -104,6 +104,16 @@ def play_ice_by_mail(engine: Engine, clock: Clock, games: int) -> tuple[int, flo
     return count, slowest
 
 
+def send_move(engine: Engine, clock: Clock, table, address: str, seat: int, move) -> float:
+    """Mail ``seat``'s move to the referee a second later; returns how long ingest took."""
+    clock.now += timedelta(seconds=1)
+    start = time.perf_counter()
+    raw = mail(address, table.seats[seat]["token"], table.id, table.rules.move_text(move), clock.now)
+    outcome = engine.ingest(raw)
+    assert outcome.code == "move", outcome
+    return time.perf_counter() - start
+
+
 def play_priority_by_mail(engine: Engine, clock: Clock, games: int) -> tuple[int, float]:
     """Play `games` eight-player games of Auction (priority cards), every
     turn by mail: each player passes one turn in three, else makes a random
@@ -119,12 +129,7 @@ def play_priority_by_mail(engine: Engine, clock: Clock, games: int) -> tuple[int
             seat = table.open_phase["movers"][0]
             legal = table.rules.legal_moves(table.state, seat)
             move = legal[-1] if chooser.random() < 1 / 3 else chooser.choice(legal)
-            clock.now += timedelta(seconds=1)
-            start = time.perf_counter()
-            raw = mail(players[seat], table.seats[seat]["token"], game_id, table.rules.move_text(move), clock.now)
-            outcome = engine.ingest(raw)
-            slowest = max(slowest, time.perf_counter() - start)
-            assert outcome.code == "move", outcome
+            slowest = max(slowest, send_move(engine, clock, table, players[seat], seat, move))
             count += 1
     return count, slowest
 
@@ -144,12 +149,7 @@ def play_bluff_by_mail(engine: Engine, clock: Clock, games: int) -> tuple[int, f
             phase = table.open_phase
             for seat in [s for s in phase["movers"] if s in table.waiting_for(phase)]:
                 move = table.rules.random_move(table.state, seat, random_move_rng(b"bench", phase["number"], seat))
-                clock.now += timedelta(seconds=1)
-                start = time.perf_counter()
-                raw = mail(players[seat], table.seats[seat]["token"], game_id, table.rules.move_text(move), clock.now)
-                outcome = engine.ingest(raw)
-                slowest = max(slowest, time.perf_counter() - start)
-                assert outcome.code == "move", outcome
+                slowest = max(slowest, send_move(engine, clock, table, players[seat], seat, move))
                 count += 1
             clock.now += timedelta(hours=2)  # past any settle time
             engine.tick()
