@@ -108,7 +108,7 @@ class BluffState:
     gone: tuple[Tile, ...]  # out of the game: unsold, discarded, or a 1-shot used
     points: tuple[int, ...]  # points scored so far (exhibits)
     round: int
-    stage: str  # "tools", "bidding", "oneshot", "acquire" or "over"
+    stage: str  # "tools", "bidding", "resolve" (passing through), "oneshot", "acquire" or "over"
     tool_step: int  # the tools phase: seats with at least this many Tools reroll
     track: int  # resolution: the track being resolved (index into TRACKS)
     shown: frozenset[str]  # faces revealed so far this round (F13)
