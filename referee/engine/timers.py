@@ -33,16 +33,27 @@ class Timers:
         due reminders; returns what it did, one line each."""
         now = self.clock()
         done = self.guard_outage()
+        # Only games with something due are read (a read replays the game):
+        # the cost of a tick follows the work it does, not the games running.
         for phase in self.store.open_phases():
-            with self.store.transaction():
-                resolved = self.phases.advance(phase["game_id"], deadlines=True)
-                done += [f"resolved {line}" for line in resolved]
+            if self._due(phase, now):
+                with self.store.transaction():
+                    resolved = self.phases.advance(phase["game_id"], deadlines=True)
+                    done += [f"resolved {line}" for line in resolved]
         for phase in self.store.open_phases():
-            with self.store.transaction():
-                done += self._remind(self.tables.table(phase["game_id"]), phase, now)
+            remind = self._reminder_time(phase)
+            if remind is not None and remind <= now < from_iso(phase["deadline"]):
+                with self.store.transaction():
+                    done += self._remind(self.tables.table(phase["game_id"]), phase, now)
         with self.store.transaction():
             self.store.set_meta("last_tick", iso(now))
         return done
+
+    @staticmethod
+    def _due(phase: Row, now: datetime) -> bool:
+        """Whether a phase's deadline or settle time has come (Phases decides the rest)."""
+        closes = phase["closes_at"]
+        return now >= from_iso(phase["deadline"]) or (closes is not None and now >= from_iso(closes))
 
     def next_due(self) -> list[datetime]:
         """When tick() next has work: every open phase's deadline, settle end
@@ -66,12 +77,17 @@ class Timers:
         last_run = self.store.get_meta("last_tick")
         if not last_run:
             return []
-        now, done = self.clock(), []
+        now, done, last = self.clock(), [], from_iso(last_run)
+        gap = self.config.outage_gap
+        if gap is None or now - last <= gap:
+            return []
         for phase in self.store.open_phases():
+            if not last < from_iso(phase["deadline"]) <= now:
+                continue  # no deadline slept through: nothing to read
             with self.store.transaction():
                 table = self.tables.table(phase["game_id"])
-                if self._missed_in_outage(table, phase, from_iso(last_run), now):
-                    done.append(self._extend_after_outage(table, phase, from_iso(last_run), now))
+                if self._missed_in_outage(table, phase, last, now):
+                    done.append(self._extend_after_outage(table, phase, last, now))
         return done
 
     def _missed_in_outage(self, table: Table, phase: Row, last_run: datetime,

@@ -107,3 +107,24 @@ def test_status_of_all_games_names_an_extended_deadline(timed, clock, capsys, tm
     config_file.write_text(f'[referee]\naddress = "referee@example.org"\ndatabase = "{timed.config.database}"\n')
     assert cli.main(["--config", str(config_file), "status"], clock=clock) == 0
     assert "deadline of phase 1 moved to" in capsys.readouterr().out
+
+
+def test_a_tick_reads_only_the_games_with_something_due(timed, clock, monkeypatch):
+    """A tick's cost follows its work, not the number of games running: with
+    nothing due it replays no game at all; with one deadline passed, one."""
+    for _ in range(5):
+        timed.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    timed.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=1))
+    timed.tick()
+    reads = []
+    real = timed.tables.table
+    monkeypatch.setattr(timed.tables, "table", lambda game_id: reads.append(game_id) or real(game_id))
+    clock.advance(minutes=30)
+    assert timed.tick() == [] and reads == []
+    clock.advance(minutes=31)
+    done = timed.tick()
+    assert done == ["resolved game 6 Round 1 of 13"] and set(reads) == {6}
+    clock.advance(hours=30)  # the referee slept past no other deadline: still nothing else read
+    reads.clear()
+    timed.tick()
+    assert set(reads) <= {6}
