@@ -86,28 +86,44 @@ class Runner:
         return cls(engine, source_for(config, engine), sender, site)
 
     async def once(self) -> Report:
-        """One pass: guard against an outage, receive, tick, send, and write
-        the site (when there is a site_dir) for what changed.  If the
-        mail source cannot be reached, deadlines are still enforced and mail
-        still sent; then the SourceError is raised (or SmtpUnreachable)."""
+        """One pass: guard against an outage, receive, send what the messages
+        caused (so a receipt waits on no deadline work), tick, send again,
+        and write the site (when there is a site_dir) for what changed.  If
+        the mail source or the SMTP server cannot be reached, deadlines are
+        still enforced and the site written; then the SourceError (or
+        SmtpUnreachable) is raised."""
         report = Report(done=self.engine.guard_outage())
-        unreachable = None
+        unreachable: SourceError | SmtpUnreachable | None = None
         if self.source:
             try:
                 report.received = await self.receive()
             except SourceError as error:
                 unreachable = error
+        undelivered = await self._send(report)
         report.done += self.engine.tick()
-        if self.sender:
-            report.mail = await self.sender.drain()
+        if undelivered is None:
+            undelivered = await self._send(report)
         if self.site:
             try:
                 self.site.render()  # only the games that changed: cheap when nothing did
             except Exception:  # noqa: BLE001 - a page that fails must not stop the games
                 log.exception("the site could not be written; the games go on")
-        if unreachable:
-            raise unreachable
+        if unreachable or undelivered:
+            raise unreachable or undelivered
         return report
+
+    async def _send(self, report: Report) -> SmtpUnreachable | None:
+        """Send what is queued, adding to the report; the error if the server
+        cannot be reached (the mail stays queued)."""
+        if not self.sender:
+            return None
+        try:
+            drained = await self.sender.drain()
+        except SmtpUnreachable as error:
+            return error
+        report.mail = Drained(report.mail.sent + drained.sent, report.mail.deferred + drained.deferred,
+                              report.mail.failed + drained.failed)  # fmt: skip
+        return None
 
     async def receive(self) -> int:
         """Ingest every new message, each in its own transaction, then file it

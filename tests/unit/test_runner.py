@@ -111,3 +111,50 @@ def test_without_a_site_dir_no_site_is_written(config, clock, maildir, tmp_path)
     engine.new_game("pure-skill", PLAYERS)
     asyncio.run(runner.once())
     assert runner.site is None and not (tmp_path / "site").exists()
+
+
+class RecordingSender:
+    """Stands in for the SMTP sender: records what each drain found queued."""
+
+    def __init__(self, engine, fail=False):
+        self.engine, self.fail, self.drains = engine, fail, []
+
+    async def drain(self):
+        from referee.mail.smtp import Drained, SmtpUnreachable
+
+        queued = self.engine.store.outbox("queued")
+        if self.fail:
+            raise SmtpUnreachable("no server")
+        self.drains.append([m["subject"] for m in queued])
+        for mail in queued:
+            self.engine.store.mark_sent(mail["id"], "2026-11-21T12:00:00Z")
+        return Drained(sent=len(queued))
+
+
+def test_a_receipt_goes_out_before_the_pass_works_on_deadlines(config, clock, maildir):
+    """A bid's receipt is sent before the tick resolves other games' deadlines."""
+    engine, runner = make_runner(config, clock, maildir)
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=1))
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    runner.sender = RecordingSender(engine)
+    asyncio.run(runner.once())
+    clock.advance(hours=2)  # game 1's deadline passed; alice bids in game 2
+    deliver(maildir, reply(engine, ALICE, "bid 7", game=2), clock())
+    report = asyncio.run(runner.once())
+    receipts, results = runner.sender.drains[-2:]
+    assert any(s.startswith("Re: [pure-skill-2") for s in receipts)
+    assert not any("[pure-skill-1" in s for s in receipts)  # game 1's round comes after
+    assert any("[pure-skill-1" in s for s in results)
+    assert report.mail.sent == len(receipts) + len(results)
+
+
+def test_without_smtp_deadlines_are_still_enforced_and_the_error_raised(config, clock, maildir):
+    from referee.mail.smtp import SmtpUnreachable
+
+    engine, runner = make_runner(config, clock, maildir)
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=1))
+    runner.sender = RecordingSender(engine, fail=True)
+    clock.advance(hours=2)
+    with pytest.raises(SmtpUnreachable):
+        asyncio.run(runner.once())
+    assert engine.status(1)["phase"]["number"] == 2
