@@ -27,13 +27,17 @@ from mailstack import Dovecot, MailStack  # noqa: E402 (the test suite's real se
 
 from referee.config import Config, Server  # noqa: E402
 from referee.engine import Engine  # noqa: E402
+from referee.mail.tokens import token_address  # noqa: E402
 from referee.runner import Runner  # noqa: E402
 from referee.store import Store  # noqa: E402
 
 
-def bid(player: str, referee: str, game_id: int, card: str) -> bytes:
+def bid(player: str, referee: str, token: str, game_id: int, card: str) -> bytes:
+    """A player's reply to the referee's mail: to their seat's reply address
+    (its token authenticates it), so the referee accepts it as a move."""
     return (
-        f"From: {player}\r\nTo: {referee}\r\nSubject: Re: [pure-skill-{game_id}] Round 1 of 13\r\n"
+        f"From: {player}\r\nTo: {token_address(referee, token)}\r\n"
+        f"Subject: Re: [pure-skill-{game_id} {token}] Round 1 of 13\r\n"
         f"Message-ID: {make_msgid(domain='bench.invalid')}\r\n\r\nbid {card}\r\n"
     ).encode()
 
@@ -69,8 +73,9 @@ async def bench(games: int) -> None:
 
             start = time.perf_counter()
             for game_id, players in seats.items():
-                for card, player in zip(("7", "9", "K"), players, strict=True):
-                    dovecot.append("referee@example.org", bid(player, config.address, game_id, card))
+                tokens = [seat["token"] for seat in engine.table(game_id).seats]
+                for card, player, token in zip(("7", "9", "K"), players, tokens, strict=True):
+                    dovecot.append("referee@example.org", bid(player, config.address, token, game_id, card))
             appended = 3 * games
             timed("seed the inbox (IMAP APPEND, the test's client)", appended, time.perf_counter() - start)
 
@@ -78,6 +83,8 @@ async def bench(games: int) -> None:
             received = await runner.receive()
             took = time.perf_counter() - start
             timed("receive: FETCH, ingest, resolve, MOVE (IMAP)", received, took)
+            accepted = sum(m["outcome"].startswith("move") for m in engine.store.messages())
+            print(f"{'moves accepted (authenticated replies)':52} {accepted:6}")
             resolved = sum(len(engine.table(g).replay.steps) for g in seats)
             print(f"{'rounds resolved':52} {resolved:6}")
 
