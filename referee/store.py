@@ -98,6 +98,7 @@ class Store:
         db["outbox"].create_index(["answer_to", "budget", "created_at"], if_not_exists=True)
         db["outbox"].create_index(["budget", "created_at"], if_not_exists=True)
         db["seats"].create_index(["address"], if_not_exists=True)
+        db["outbox"].create_index(["state", "sent_at"], if_not_exists=True)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -321,6 +322,18 @@ class Store:
         row = self.db["outbox"].get(mail_id)
         self.db["outbox"].update(mail_id, {"state": "failed", "attempts": row["attempts"] + 1,
                                            "last_error": error})  # fmt: skip
+
+    def forget_sent_bodies(self, before: str) -> int:
+        """Keep only the headers of mail sent before ``before``: the outbox
+        stops growing by whole mails, and a bounce still finds the mail it
+        quotes.  Returns how many mails were trimmed."""
+        cursor = self.db.execute(
+            "update outbox set raw = substr(raw, 1, instr(raw, X'0D0A0D0A') + 3) "
+            "where state = 'sent' and sent_at < ? and instr(raw, X'0D0A0D0A') > 0 "
+            "and length(raw) > instr(raw, X'0D0A0D0A') + 3",
+            [before],
+        )
+        return cursor.rowcount
 
     def sent_by_id(self, message_id: str) -> Row | None:
         """A mail the referee queued, by its Message-ID (a bounce quotes it)."""

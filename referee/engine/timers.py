@@ -46,6 +46,8 @@ class Timers:
                 with self.store.transaction():
                     done += self._remind(self.tables.table(phase["game_id"]), phase, now)
         with self.store.transaction():
+            if self.config.keep_sent_mail is not None:
+                self.store.forget_sent_bodies(iso(now - self.config.keep_sent_mail))
             self.store.set_meta("last_tick", iso(now))
         return done
 

@@ -67,6 +67,12 @@ def test_defaults_are_the_documented_ones(write):
     assert config.deadline == timedelta(days=3) and config.reminder == timedelta(days=1)
     assert config.outage_gap == timedelta(hours=6) and config.outage_grace == timedelta(hours=24)
     assert config.imap is None and config.smtp is None and config.maildir is None
+    assert config.keep_sent_mail == timedelta(days=90)
+
+
+def test_sent_mail_kept_for_a_while_or_for_ever(write):
+    assert load(write('[referee]\nkeep_sent_mail = "30d"\n')).keep_sent_mail == timedelta(days=30)
+    assert load(write('[referee]\nkeep_sent_mail = "0s"\n')).keep_sent_mail is None
 
 
 def test_zero_turns_reminders_and_the_guard_off(write):

@@ -211,3 +211,21 @@ def test_an_oversized_mail_gets_one_notice_and_changes_nothing(engine, clock, co
     auto = reply(engine, PLAYERS[0], "x" * 5000, headers={"Auto-Submitted": "auto-replied"})
     assert engine.ingest(auto).code == "ignored"  # and automatic mail still gets silence
     assert len(engine.store.outbox()) == sent + 1
+
+
+def test_sent_mail_keeps_only_its_headers_after_the_retention(engine, clock):
+    """games.db does not grow by whole mails for ever: after keep_sent_mail
+    (90 days by default) a sent mail keeps its headers, which is all a
+    bounce needs to be matched to it; queued mail is never trimmed."""
+    engine.new_game("pure-skill", PLAYERS)
+    first = engine.store.outbox()[0]
+    engine.store.mark_sent(first["id"], iso(clock()))
+    clock.advance(days=89)
+    engine.tick()
+    assert engine.store.outbox(None)[0]["raw"] == first["raw"]
+    clock.advance(days=2)
+    engine.tick()
+    trimmed = engine.store.outbox(None)[0]["raw"]
+    assert trimmed == first["raw"].split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n"
+    assert engine.store.sent_by_id(first["message_id"])["recipients"] == first["recipients"]
+    assert all(m["raw"].split(b"\r\n\r\n", 1)[1].strip() for m in engine.store.outbox())  # queued: whole
