@@ -100,6 +100,19 @@ class Store:
         db["seats"].create_index(["address"], if_not_exists=True)
         db["outbox"].create_index(["state", "sent_at"], if_not_exists=True)
 
+    def _rows(self, table: str, where: str | None = None, args: list[Any] | None = None,
+              order_by: str | None = None) -> Iterator[Row]:  # fmt: skip
+        """Rows of a table, by plain SQL: sqlite-utils' rows_where would first
+        look the table up in sqlite_master and its query wraps each statement
+        in a savepoint, on every call (most of the statements a message cost)."""
+        sql = f"select * from [{table}]" + (f" where {where}" if where else "") + (f" order by {order_by}" if order_by else "")
+        cursor = self.db.execute(sql, list(args or []))
+        columns = [d[0] for d in cursor.description]
+        return (dict(zip(columns, row, strict=True)) for row in cursor)
+
+    def _count(self, table: str, where: str, args: list[Any]) -> int:
+        return self.db.execute(f"select count(*) from [{table}] where {where}", args).fetchone()[0]
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """All or nothing: what one message (or one deadline) changes.
@@ -129,12 +142,12 @@ class Store:
     def game(self, game_id: int) -> Row | None:
         if not 0 < game_id < 2**63:  # beyond SQLite's integers: no such game
             return None
-        rows = list(self.db["games"].rows_where("id = ?", [game_id]))
+        rows = list(self._rows("games", "id = ?", [game_id]))
         return _decode_game(rows[0]) if rows else None
 
     def games(self, state: str | None = None) -> list[Row]:
         where, args = ("state = ?", [state]) if state else (None, None)
-        return [_decode_game(r) for r in self.db["games"].rows_where(where, args, order_by="id")]
+        return [_decode_game(r) for r in self._rows("games", where, args, order_by="id")]
 
     def finish_game(self, game_id: int, at: str) -> None:
         self.db["games"].update(game_id, {"state": "finished", "finished_at": at})
@@ -147,12 +160,12 @@ class Store:
         )  # fmt: skip
 
     def seat_by_token(self, token: str) -> Row | None:
-        rows = list(self.db["seats"].rows_where("token = ?", [token]))
+        rows = list(self._rows("seats", "token = ?", [token]))
         return rows[0] if rows else None
 
     def seats_without_token(self) -> list[Row]:
         """Seats of a games.db older than reply tokens."""
-        return list(self.db["seats"].rows_where("token is null"))
+        return list(self._rows("seats", "token is null"))
 
     def set_token(self, game_id: int, seat: int, token: str) -> None:
         self.db["seats"].update((game_id, seat), {"token": token})
@@ -179,7 +192,7 @@ class Store:
 
     def signups(self, game_id: int) -> list[Row]:
         """Who signed up for an open game, first come first."""
-        return list(self.db["signups"].rows_where("game_id = ?", [game_id],
+        return list(self._rows("signups", "game_id = ?", [game_id],
                                                   order_by="joined_at, rowid"))  # fmt: skip
 
     def add_signup(self, game_id: int, address: str, at: str) -> None:
@@ -189,7 +202,7 @@ class Store:
         self.db["signups"].delete((game_id, address))
 
     def timezone(self, address: str) -> str | None:
-        rows = list(self.db["players"].rows_where("address = ?", [address.lower()]))
+        rows = list(self._rows("players", "address = ?", [address.lower()]))
         return rows[0]["timezone"] if rows else None
 
     def set_timezone(self, address: str, zone: str | None) -> None:
@@ -199,10 +212,10 @@ class Store:
         self.db["bounces"].insert(row)
 
     def bounces(self, address: str) -> list[Row]:
-        return list(self.db["bounces"].rows_where("address = ?", [address.lower()], order_by="id"))
+        return list(self._rows("bounces", "address = ?", [address.lower()], order_by="id"))
 
     def seats(self, game_id: int) -> list[Row]:
-        return list(self.db["seats"].rows_where("game_id = ?", [game_id], order_by="seat"))
+        return list(self._rows("seats", "game_id = ?", [game_id], order_by="seat"))
 
     def make_bot(self, game_id: int, seat: int, phase: int, at: str) -> None:
         self.db["seats"].update(
@@ -228,15 +241,15 @@ class Store:
         return self.phase(game_id, number)
 
     def phase(self, game_id: int, number: int) -> Row | None:
-        rows = list(self.db["phases"].rows_where("game_id = ? and number = ?", [game_id, number]))
+        rows = list(self._rows("phases", "game_id = ? and number = ?", [game_id, number]))
         return _decode_phase(rows[0]) if rows else None
 
     def phases(self, game_id: int) -> list[Row]:
-        rows = self.db["phases"].rows_where("game_id = ?", [game_id], order_by="number")
+        rows = self._rows("phases", "game_id = ?", [game_id], order_by="number")
         return [_decode_phase(r) for r in rows]
 
     def open_phases(self) -> list[Row]:
-        rows = self.db["phases"].rows_where("resolved_at is null", order_by="deadline")
+        rows = self._rows("phases", "resolved_at is null", order_by="deadline")
         return [_decode_phase(r) for r in rows]
 
     def update_phase(self, game_id: int, number: int, **changes: Any) -> None:
@@ -250,7 +263,7 @@ class Store:
         where, args = "game_id = ?", [game_id]
         if phase is not None:
             where, args = where + " and phase = ?", args + [phase]
-        return list(self.db["moves"].rows_where(where, args, order_by="received_at, id"))
+        return list(self._rows("moves", where, args, order_by="received_at, id"))
 
     def final_moves(self, game_id: int, phase: int) -> dict[int, Row]:
         """Per seat, the move that counts: the last one received."""
@@ -265,7 +278,7 @@ class Store:
         self.update_phase(game_id, number, deadline=new)
 
     def deadline_changes(self, game_id: int) -> list[Row]:
-        return list(self.db["deadline_changes"].rows_where("game_id = ?", [game_id], order_by="id"))
+        return list(self._rows("deadline_changes", "game_id = ?", [game_id], order_by="id"))
 
     # -- messages --------------------------------------------------------
 
@@ -275,19 +288,19 @@ class Store:
         afresh.  So a mailing list's copy of a bid, ignored, never makes the
         player's own copy, with the same Message-ID, a duplicate."""
         where = "key = ? and outcome not like 'failed%' and outcome not like 'ignored%'"
-        return self.db["messages"].count_where(where, [key]) > 0
+        return self._count("messages", where, [key]) > 0
 
     def record_message(self, **row: Any) -> None:
         self.db["messages"].insert(row, replace=True)  # replaces a failed attempt
 
     def messages(self) -> list[Row]:
-        return list(self.db["messages"].rows_where(order_by="handled_at"))
+        return list(self._rows("messages", order_by="handled_at"))
 
     # -- mailboxes and bookkeeping ------------------------------------------
 
     def mailbox(self, name: str) -> Row | None:
         """What the IMAP source last saw of a mailbox: UIDVALIDITY and last UID."""
-        rows = list(self.db["mailboxes"].rows_where("name = ?", [name]))
+        rows = list(self._rows("mailboxes", "name = ?", [name]))
         return rows[0] if rows else None
 
     def set_mailbox(self, name: str, uidvalidity: int, last_uid: int) -> None:
@@ -296,7 +309,7 @@ class Store:
         )
 
     def get_meta(self, key: str) -> str | None:
-        rows = list(self.db["meta"].rows_where("key = ?", [key]))
+        rows = list(self._rows("meta", "key = ?", [key]))
         return rows[0]["value"] if rows else None
 
     def set_meta(self, key: str, value: str) -> None:
@@ -337,7 +350,7 @@ class Store:
 
     def sent_by_id(self, message_id: str) -> Row | None:
         """A mail the referee queued, by its Message-ID (a bounce quotes it)."""
-        rows = list(self.db["outbox"].rows_where("message_id = ?", [message_id]))
+        rows = list(self._rows("outbox", "message_id = ?", [message_id]))
         return {**rows[0], "recipients": json.loads(rows[0]["recipients"])} if rows else None
 
     def answers_since(self, since: str, budgets: tuple[str, ...], address: str | None = None) -> int:
@@ -347,7 +360,7 @@ class Store:
         values: list[Any] = [*budgets, since]
         if address is not None:
             where, values = where + " and answer_to = ?", values + [address]
-        return self.db["outbox"].count_where(where, values)
+        return self._count("outbox", where, values)
 
     def first_answer_since(self, since: str, budget: str, address: str) -> str | None:
         """When the first answer of ``budget`` to ``address`` since then was queued."""
@@ -370,7 +383,7 @@ class Store:
             clauses.append("game_id = ?")
             args.append(game_id)
         where = " and ".join(clauses) or None
-        rows = self.db["outbox"].rows_where(where, args or None, order_by="id")
+        rows = self._rows("outbox", where, args or None, order_by="id")
         return [{**r, "recipients": json.loads(r["recipients"])} for r in rows]
 
 
