@@ -126,12 +126,15 @@ class Runner:
         return None
 
     async def receive(self) -> int:
-        """Ingest every new message, each in its own transaction, then file it
-        (quarantine if it could not be handled)."""
+        """Ingest every new message, each in its own transaction, then file
+        them all (quarantine those that could not be handled).  A crash
+        before the filing leaves them in place: the next pass sees each as a
+        duplicate, and files it."""
         messages = await self.source.fetch()
-        for message in messages:
-            outcome = self.engine.ingest(message.raw, received_at=message.received_at)
-            await self.source.done(message, quarantine=outcome.code == "failed")
+        failed = {m.ref for m in messages
+                  if self.engine.ingest(m.raw, received_at=m.received_at).code == "failed"}  # fmt: skip
+        await self.source.done([m for m in messages if m.ref not in failed])
+        await self.source.done([m for m in messages if m.ref in failed], quarantine=True)
         return len(messages)
 
     async def close(self) -> None:

@@ -20,6 +20,7 @@ import asyncio
 import logging
 import re
 import ssl
+from collections.abc import Sequence
 from contextlib import suppress
 from datetime import datetime, timezone
 
@@ -69,18 +70,24 @@ class ImapSource:
             messages += _fetched(reply.lines)
         return sorted(messages, key=lambda m: int(m.ref))
 
-    async def done(self, message: Received, quarantine: bool = False) -> None:
+    async def done(self, messages: Sequence[Received], quarantine: bool = False) -> None:
+        """File messages whose effects are committed, BATCH UIDs a command
+        (one STORE and one MOVE for a whole backlog, not one of each per message)."""
+        if not messages:
+            return
         client = await self._connected()
         folder = self.server.quarantine if quarantine else self.server.processed
-        uid = message.ref
-        await self._command(client.uid("store", uid, "+FLAGS.SILENT", r"(\Seen)"), "STORE")
-        if client.has_capability("MOVE"):
-            await self._command(client.uid("move", uid, folder), "MOVE")
-        else:
-            await self._command(client.uid("copy", uid, folder), "COPY")
-            await self._command(client.uid("store", uid, "+FLAGS.SILENT", r"(\Deleted)"), "STORE")
-            await self._command(client.uid("expunge", uid), "EXPUNGE")
-        self.store.set_mailbox(self.name, self.uidvalidity, max(self._last_uid(), int(uid)))
+        refs = [message.ref for message in messages]
+        for start in range(0, len(refs), BATCH):
+            uids = ",".join(refs[start : start + BATCH])
+            await self._command(client.uid("store", uids, "+FLAGS.SILENT", r"(\Seen)"), "STORE")
+            if client.has_capability("MOVE"):
+                await self._command(client.uid("move", uids, folder), "MOVE")
+            else:
+                await self._command(client.uid("copy", uids, folder), "COPY")
+                await self._command(client.uid("store", uids, "+FLAGS.SILENT", r"(\Deleted)"), "STORE")
+                await self._command(client.uid("expunge", uids), "EXPUNGE")
+        self.store.set_mailbox(self.name, self.uidvalidity, max(self._last_uid(), *map(int, refs)))
 
     async def close(self) -> None:
         client, self.client = self.client, None

@@ -17,6 +17,7 @@ has it), else the file's mtime - never the sender's ``Date``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import asyncio
 import logging
 import os
@@ -85,9 +86,10 @@ class MaildirSource:
         self._seen = {f.key: f.path for f in found}
         return [Received(ref=f.key, raw=f.raw, received_at=f.received_at) for f in found]
 
-    async def done(self, message: Received, quarantine: bool = False) -> None:
+    async def done(self, messages: Sequence[Received], quarantine: bool = False) -> None:
         folder = self.quarantine if quarantine else self.processed
-        await asyncio.to_thread(self._file, message.ref, folder)
+        for message in messages:
+            await asyncio.to_thread(self._file, message.ref, folder)
 
     async def close(self) -> None:
         """Nothing is held open between calls."""

@@ -1,15 +1,17 @@
 """Where received mail comes from: an IMAP mailbox or a local Maildir.
 
 A source hands over new messages oldest first, each with the receiving
-server's own time.  The runner ingests a message (one transaction), and only
-after that commit tells the source it is ``done``: the source then files it
-away (processed folder, or quarantine for mail that could not be handled).
+server's own time.  The runner ingests each message (one transaction each),
+and only after those commits tells the source they are ``done``: the source
+then files them away, many at once (processed folder, or quarantine for
+mail that could not be handled).
 A crash between the two leaves the message in place; the next run fetches
 it again and the store recognises it as a duplicate, so it is filed then.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -30,8 +32,8 @@ class Source(Protocol):
     async def fetch(self) -> list[Received]:
         """New messages, oldest first.  Raises SourceError if unreachable."""
 
-    async def done(self, message: Received, quarantine: bool = False) -> None:
-        """File a message whose effects are committed: to the processed
+    async def done(self, messages: Sequence[Received], quarantine: bool = False) -> None:
+        """File messages whose effects are committed: to the processed
         folder, or to quarantine.  Never deletes anything unfiled."""
 
     async def close(self) -> None:

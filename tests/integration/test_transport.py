@@ -406,7 +406,7 @@ def run_pieces(referee: Referee, file: bool, between=None) -> int:
                 await asyncio.to_thread(between)
             if file:
                 for message in messages:
-                    await runner.source.done(message)
+                    await runner.source.done([message])
             return len(messages)
         finally:
             await runner.close()
@@ -495,7 +495,7 @@ def test_mail_arriving_while_the_daemon_files_wakes_it(referee: Referee, mailsta
             mailstack.send(alice, mailstack.referee, "one", "bid 1\n")
             [first] = await source.fetch()
             mailstack.send(bob, mailstack.referee, "two", "bid 2\n")  # lands while the first is filed
-            await source.done(first)  # as Runner.receive does, before serve() waits
+            await source.done([first])  # as Runner.receive does, before serve() waits
             started = time.monotonic()
             woke = await source.wait_for_mail(3)  # as Runner._wait does
             return woke, time.monotonic() - started

@@ -34,7 +34,7 @@ def fetch(source: MaildirSource) -> list[Received]:
 
 
 def done(source: MaildirSource, message: Received, quarantine: bool = False) -> None:
-    asyncio.run(source.done(message, quarantine=quarantine))
+    asyncio.run(source.done([message], quarantine=quarantine))
 
 
 def utc(seconds: int, microsecond: int = 0) -> datetime:
