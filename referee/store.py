@@ -113,6 +113,25 @@ class Store:
     def _count(self, table: str, where: str, args: list[Any]) -> int:
         return self.db.execute(f"select count(*) from [{table}] where {where}", args).fetchone()[0]
 
+    def _write(self, sql: str, args: list[Any]) -> int:
+        """One write by plain SQL (sqlite-utils' insert and update look the
+        table up first); committed at once unless a transaction is open.
+        Returns the new row's id, for an insert."""
+        if self.db.conn.in_transaction:
+            return self.db.execute(sql, args).lastrowid
+        with self.db.conn:  # commits
+            return self.db.execute(sql, args).lastrowid
+
+    def _insert(self, table: str, row: Row, replace: bool = False) -> int:
+        columns = list(row)
+        verb = "insert or replace" if replace else "insert"
+        return self._write(f"{verb} into [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
+                           f"values ({', '.join('?' * len(columns))})", [row[c] for c in columns])  # fmt: skip
+
+    def _update(self, table: str, where: str, args: list[Any], changes: Row) -> None:
+        sets = ", ".join(f"[{column}] = ?" for column in changes)
+        self._write(f"update [{table}] set {sets} where {where}", [*changes.values(), *args])
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """All or nothing: what one message (or one deadline) changes.
@@ -253,10 +272,10 @@ class Store:
         return [_decode_phase(r) for r in rows]
 
     def update_phase(self, game_id: int, number: int, **changes: Any) -> None:
-        self.db["phases"].update((game_id, number), changes)
+        self._update("phases", "game_id = ? and number = ?", [game_id, number], changes)
 
     def add_move(self, **row: Any) -> None:
-        self.db["moves"].insert(row)
+        self._insert("moves", row)
 
     def moves(self, game_id: int, phase: int | None = None) -> list[Row]:
         """Every move received, in the order it counts: by receipt time, then arrival."""
@@ -291,7 +310,7 @@ class Store:
         return self._count("messages", where, [key]) > 0
 
     def record_message(self, **row: Any) -> None:
-        self.db["messages"].insert(row, replace=True)  # replaces a failed attempt
+        self._insert("messages", row, replace=True)  # replaces a failed attempt
 
     def messages(self) -> list[Row]:
         return list(self._rows("messages", order_by="handled_at"))
@@ -319,10 +338,10 @@ class Store:
 
     def queue_mail(self, **row: Any) -> None:
         row["recipients"] = json.dumps(row["recipients"])
-        self.db["outbox"].insert({"state": "queued", "attempts": 0, **row})
+        self._insert("outbox", {"state": "queued", "attempts": 0, **row})
 
     def mark_sent(self, mail_id: int, at: str) -> None:
-        self.db["outbox"].update(mail_id, {"state": "sent", "sent_at": at})
+        self._update("outbox", "id = ?", [mail_id], {"state": "sent", "sent_at": at})
 
     def defer_mail(self, mail_id: int, error: str, next_try_at: str) -> None:
         """A temporary failure: the mail stays queued and is tried again later."""
