@@ -134,7 +134,9 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
             return 0
         config = config_module.load(args.config)
         engine = Engine(_open_store(config.database), config, clock)
-        return COMMANDS[args.command](engine, args)
+        status = COMMANDS[args.command](engine, args)
+        engine.store.sync()  # what the command did survives a power cut before it says so
+        return status
     except (UsageError, config_module.ConfigError, EngineError, Busy) as error:
         print(f"referee: {error}", file=sys.stderr)
         return 2

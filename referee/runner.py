@@ -108,6 +108,7 @@ class Runner:
                 self.site.render()  # only the games that changed: cheap when nothing did
             except Exception:  # noqa: BLE001 - a page that fails must not stop the games
                 log.exception("the site could not be written; the games go on")
+        self.engine.store.sync()  # the sent marks, and what the tick did
         if unreachable or undelivered:
             raise unreachable or undelivered
         return report
@@ -133,6 +134,7 @@ class Runner:
         messages = await self.source.fetch()
         failed = {m.ref for m in messages
                   if self.engine.ingest(m.raw, received_at=m.received_at).code == "failed"}  # fmt: skip
+        self.engine.store.sync()  # on disk before the server lets go of them
         await self.source.done([m for m in messages if m.ref not in failed])
         await self.source.done([m for m in messages if m.ref in failed], quarantine=True)
         return len(messages)

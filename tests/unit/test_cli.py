@@ -127,6 +127,15 @@ def test_status_without_json_is_readable(run):
     assert status == 0 and "pure-skill" in out
 
 
+def test_a_command_flushes_what_it_wrote_and_a_reading_one_writes_nothing(run, cfg):
+    game = new_game(run)
+    store = Store(cfg.parent / "games.db")
+    syncs = store.get_meta("syncs")
+    assert syncs is not None  # `new` flushed its game to disk before printing its number
+    assert run("status", str(game))[0] == 0 and run("status")[0] == 0
+    assert store.get_meta("syncs") == syncs  # status took no write lock
+
+
 @pytest.mark.parametrize("kind", sorted(GAMES))
 def test_status_of_a_game_of_every_kind_just_started_is_readable(run, kind):
     """Before any phase resolved: the history is the seats, nothing else yet."""

@@ -158,3 +158,27 @@ def test_without_smtp_deadlines_are_still_enforced_and_the_error_raised(config, 
     with pytest.raises(SmtpUnreachable):
         asyncio.run(runner.once())
     assert engine.status(1)["phase"]["number"] == 2
+
+
+def test_messages_are_filed_away_only_once_their_effects_are_flushed_to_disk(config, clock, maildir):
+    """Commits skip the fsync (synchronous=NORMAL); the runner flushes the
+    journal once before the mail source lets go of what it ingested, so a
+    power cut cannot lose a move whose mail is gone from the inbox."""
+    engine, runner = make_runner(config, clock, maildir)
+    engine.new_game("pure-skill", PLAYERS)
+    asyncio.run(runner.once())
+    assert not engine.store.unsynced  # the pass ends flushed
+    deliver(maildir, reply(engine, ALICE, "bid 7"), clock())
+    deliver(maildir, reply(engine, BOB, "bid 3"), clock())
+    filed_unsynced = []
+    done = runner.source.done
+
+    async def watching_done(messages, quarantine=False):
+        filed_unsynced.append(engine.store.unsynced)
+        await done(messages, quarantine)
+
+    runner.source.done = watching_done
+    report = asyncio.run(runner.once())
+    assert report.received == 2 and engine.status(1)["phase"]["waiting_for"] == [CAROL]
+    assert filed_unsynced and not any(filed_unsynced)
+    assert engine.store.db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL between syncs
