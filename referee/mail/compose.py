@@ -11,6 +11,7 @@ import re
 from datetime import datetime
 from email import charset, policy
 from email.header import Header
+from email.message import Message
 from email.mime.text import MIMEText
 from email.utils import format_datetime, formataddr, make_msgid
 from typing import Any
@@ -53,6 +54,26 @@ def header_safe(text: str) -> str:
 def _encodable(text: str) -> str:
     """``text`` with any lone surrogate (what a bad charset decodes to) as U+FFFD."""
     return _SURROGATE.sub("\ufffd", text)
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def as_bytes(mail: Message) -> bytes:
+    """``mail.as_bytes(policy=_SMTP)``, byte for byte, at a fraction of the
+    cost: a header whose line is short, printable ASCII is written as it is
+    (what compat32's folding would give it, through about thirty calls), and
+    only the others are folded by the library.  For a single-part mail."""
+    lines = [f"{name}: {value}\r\n".encode() if _plain(name, value) else _SMTP.fold_binary(name, value)
+             for name, value in mail.raw_items()]  # fmt: skip
+    lines.append(b"\r\n")
+    lines.append(_LINE_END.sub("\r\n", mail.get_payload()).encode("ascii"))
+    return b"".join(lines)
+
+
+def _plain(name: str, value: Any) -> bool:
+    return (isinstance(value, str) and value.isascii() and value.isprintable() and len(name) + len(value) <= 74
+            and value == value.strip() and "  " not in value)  # fmt: skip
 
 
 class TemplateError(ValueError):
@@ -130,4 +151,4 @@ class Composer:
         if thread:
             mail["References"] = " ".join(thread)
         mail["Auto-Submitted"] = "auto-replied" if in_reply_to else "auto-generated"
-        return message_id, mail.as_bytes(policy=_SMTP)
+        return message_id, as_bytes(mail)

@@ -1,0 +1,38 @@
+"""Composing a mail: the quick serialiser writes what the email library would."""
+
+from email import message_from_bytes, policy
+from email.header import Header
+from email.mime.text import MIMEText
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from referee.mail.compose import _SMTP, _UTF8_QP, as_bytes, header_safe
+
+header_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=120)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=st.text(st.characters(blacklist_categories=("Cs",)), max_size=400), subject=header_text, name=header_text,
+       to=st.lists(st.emails(), min_size=1, max_size=4), references=st.lists(st.emails(), max_size=10))  # fmt: skip
+def test_the_quick_serialiser_writes_exactly_what_the_email_library_would(body, subject, name, to, references):
+    mail = MIMEText(body, "plain", _UTF8_QP)
+    subject = header_safe(subject)
+    mail["From"] = f"{name} <referee@example.org>" if name.isascii() else Header(name, "utf-8")
+    mail["To"] = ", ".join(to)
+    mail["Subject"] = subject if subject.isascii() else Header(subject, "utf-8")
+    mail["X-Raw"] = name  # unsanitised: control characters, runs of blanks, long lines
+    if references:
+        mail["References"] = " ".join(f"<{r}>" for r in references)
+    assert as_bytes(mail) == mail.as_bytes(policy=_SMTP)
+
+
+def test_a_composed_mail_reads_back_as_written(engine):
+    subject = "Re: [pure-skill-1] Round 3 of 13 — ünïcode and a rather long subject line " * 2
+    message_id, raw = engine.post.composer.message(
+        to=["alice@example.org"], subject=subject, body="Bid 7.\n-- \nthe referee\n", now=engine.clock(),
+        in_reply_to="<a@b>", references="<x@y> <a@b>")  # fmt: skip
+    mail = message_from_bytes(raw, policy=policy.default)
+    assert mail["Subject"] == header_safe(subject) and mail["Message-ID"] == message_id
+    assert mail.get_content().replace("\r\n", "\n") == "Bid 7.\n-- \nthe referee\n"
+    assert all(len(line) <= 998 for line in raw.split(b"\r\n")) and b"\n" not in raw.replace(b"\r\n", b"")
