@@ -31,6 +31,35 @@ class Store:
         self.db.execute("PRAGMA synchronous = NORMAL")
         self._create_tables()
         self._synced = self.db.conn.total_changes  # rows changed by this connection, at the last sync
+        self._watch_records()
+
+    # -- knowing when a game's record changed ------------------------------
+
+    _RECORD = (("games", "id"), ("seats", "game_id"), ("phases", "game_id"), ("moves", "game_id"))
+
+    def _watch_records(self) -> None:
+        """Count the writes to each game's record (its rows in games, seats,
+        phases and moves) as SQLite makes them: temporary triggers, private
+        to this connection, call back for every row written, whichever code
+        wrote it.  A rollback counts as a change of every game."""
+        self._rollbacks = 0
+        self._record_writes: dict[int, int] = {}
+
+        def changed(game_id: int) -> None:
+            self._record_writes[game_id] = self._record_writes.get(game_id, 0) + 1
+
+        self.db.conn.create_function("referee_record_changed", 1, changed)
+        for table, column in self._RECORD:
+            for event, row in (("insert", "new"), ("update", "new"), ("delete", "old")):
+                self.db.execute(f"create temp trigger if not exists [record_{table}_{event}] after {event} "
+                                f"on main.[{table}] begin select referee_record_changed({row}.[{column}]); end")  # fmt: skip
+
+    def record_stamp(self, game_id: int) -> tuple[int, int, int]:
+        """A value that changes whenever game ``game_id``'s record may have:
+        a write to it by this connection, a rollback here, or a commit by
+        another process (the keeper's command, say: SQLite's data_version)."""
+        other = self.db.execute("PRAGMA data_version").fetchone()[0]
+        return (self._rollbacks, other, self._record_writes.get(game_id, 0))
 
     def _create_tables(self) -> None:
         db = self.db
@@ -143,18 +172,22 @@ class Store:
         It takes SQLite's write lock at once (BEGIN IMMEDIATE), so two
         processes (the daemon and a keeper's `referee resign`, say) never both
         read the same state and then both act on it; the later one waits."""
-        if self.db.conn.in_transaction:
-            with self.db.atomic():  # a savepoint inside the open transaction
-                yield
-            return
-        self.db.conn.execute("BEGIN IMMEDIATE")
         try:
-            with self.db.atomic():
-                yield
+            if self.db.conn.in_transaction:
+                with self.db.atomic():  # a savepoint inside the open transaction
+                    yield
+                return
+            self.db.conn.execute("BEGIN IMMEDIATE")
+            try:
+                with self.db.atomic():
+                    yield
+            except BaseException:
+                self.db.conn.rollback()
+                raise
+            self.db.conn.commit()
         except BaseException:
-            self.db.conn.rollback()
+            self._rollbacks += 1  # what was read inside may have been undone
             raise
-        self.db.conn.commit()
 
     def sync(self) -> None:
         """Make every committed change durable, even against a power cut.

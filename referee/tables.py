@@ -94,8 +94,25 @@ class Tables:
     def __init__(self, store: Store):
         self.store = store
         self._replays: dict[int, tuple[Any, list[PhaseRecord], Replay]] = {}  # game id -> cache, oldest first
+        self._tables: dict[int, tuple[Any, Table]] = {}  # game id -> (record stamp, the Table read then)
 
     def table(self, game_id: int) -> Table:
+        """The game as its record says now.  One message reads its game
+        several times; while the record is unchanged since the last read
+        (Store.record_stamp), that Table is the answer, and nobody changes a
+        Table they were given."""
+        stamp = self.store.record_stamp(game_id)
+        cached = self._tables.pop(game_id, None)
+        if cached and cached[0] == stamp:
+            table = cached[1]
+        else:
+            table = self._read(game_id)
+        self._tables[game_id] = (stamp, table)
+        while len(self._tables) > _REPLAYS_KEPT:
+            del self._tables[next(iter(self._tables))]  # the least recently used
+        return table
+
+    def _read(self, game_id: int) -> Table:
         row = self.store.game(game_id)
         if row is None:
             raise EngineError(f"there is no game {game_id}")

@@ -229,3 +229,26 @@ def test_sent_mail_keeps_only_its_headers_after_the_retention(engine, clock):
     assert trimmed == first["raw"].split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n"
     assert engine.store.sent_by_id(first["message_id"])["recipients"] == first["recipients"]
     assert all(m["raw"].split(b"\r\n\r\n", 1)[1].strip() for m in engine.store.outbox())  # queued: whole
+
+
+def test_a_game_read_again_shows_what_another_process_changed(engine, clock, config):
+    """Reads of a game are reused while its record is unchanged; a keeper's
+    command in another process (another connection) is seen at once."""
+    engine.new_game("pure-skill", PLAYERS)
+    assert engine.table(1).human(1)
+    keeper = Engine(Store(config.database), config, clock)
+    keeper.resign(1, BOB)
+    assert not engine.table(1).human(1)
+    assert engine.ingest(reply(engine, ALICE, "bid 7")).code == "move"
+    assert engine.table(1).waiting_for(engine.table(1).open_phase) == [2]  # bob's seat is a bot's now
+
+
+def test_a_game_read_inside_a_transaction_that_failed_is_read_afresh(engine):
+    engine.new_game("pure-skill", PLAYERS)
+    phase = engine.table(1).open_phase["number"]
+    with pytest.raises(Boom), engine.store.transaction():
+        engine.store.add_move(game_id=1, phase=phase, seat=0, move="bid 7", source="mail", message_key=None,
+                              received_at=None, recorded_at=None)  # fmt: skip
+        assert engine.table(1).waiting_for(engine.table(1).open_phase) == [1, 2]
+        raise Boom("undone")
+    assert engine.table(1).waiting_for(engine.table(1).open_phase) == [0, 1, 2]
