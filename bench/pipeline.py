@@ -13,10 +13,15 @@ the same servers:
 
 It prints moves/s, mails/s, SQL statements per message, and the ratio
 raw time / referee time, where raw time = N_in / fetch rate + N_out / send
-rate; the median of three repetitions, with the load average.  Asserts nothing.
+rate; the median of three repetitions, with the load average.
 
-Not yet measured here (issue 16, item 1): receipt latency in ``serve`` and the
-idle daemon's CPU and RSS.
+Then, with 10 and with 1,000 running games: ``serve`` running, a player's
+bid is delivered to the referee's INBOX (LMTP) 30 times, and each time the
+bench clocks when the receipt was delivered to her own mailbox (the SMTP
+sink relays to Dovecot), beside the floor: Dovecot's IDLE push of a mail to
+a waiting client, measured the same way.  Last, ``referee serve`` as a
+process, idle with 1,000 running games: its CPU over 20 s and its RSS.
+Asserts nothing.
 
 Run from the top of the checkout (needs dovecot-imapd and dovecot-lmtpd):
     python3 bench/pipeline.py [--games 500] [--bids 5000] [--runs 3]
@@ -29,9 +34,11 @@ import asyncio
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from email.utils import make_msgid
 from pathlib import Path
 
@@ -51,10 +58,30 @@ KINDS = ("pure-skill", "bid", "ice", "priority", "bluff")
 REFEREE, PASSWORD = "referee@example.org", "secret"
 
 
-def reply(player: str, token: str, tag: str, text: str) -> bytes:
+def reply(player: str, token: str, tag: str, text: str, message_id: str | None = None) -> bytes:
     """A player's reply to the referee's mail, to their seat's reply address."""
+    message_id = message_id or make_msgid(domain="bench.invalid")
     return (f"From: {player}\r\nTo: {token_address(REFEREE, token)}\r\nSubject: Re: [{tag} {token}] Your move\r\n"
-            f"Message-ID: {make_msgid(domain='bench.invalid')}\r\n\r\n{text}\r\n").encode()  # fmt: skip
+            f"Message-ID: {message_id}\r\n\r\n{text}\r\n").encode()  # fmt: skip
+
+
+def bench_config(dovecot: Dovecot, stack: MailStack, folder: Path) -> Config:
+    return Config(
+        address=REFEREE, database=folder / "games.db", site_dir=folder / "site", reminder=None,
+        imap=Server(host="127.0.0.1", port=dovecot.imap_port, security="none", username=REFEREE,
+                    password=PASSWORD),
+        smtp=Server(host="127.0.0.1", port=stack.smtp_port, security="none"),
+    )  # fmt: skip
+
+
+def start_servers() -> tuple[Dovecot, MailStack]:
+    dovecot = Dovecot()
+    dovecot.add_user(REFEREE, PASSWORD, wait=False)
+    dovecot.add_user("raw@example.org", "raw", wait=False)
+    dovecot.start()
+    stack = MailStack(dovecot)  # its three players are Dovecot users: mail to them is delivered
+    stack.start()
+    return dovecot, stack
 
 
 async def raw_fetch(dovecot: Dovecot, user: str, password: str, count: int) -> float:
@@ -113,12 +140,7 @@ def backlog(engine: Engine, games: list[int], target: int, chooser: random.Rando
 
 
 async def referee_run(dovecot: Dovecot, stack: MailStack, games: int, target: int, folder: Path) -> dict:
-    config = Config(
-        address=REFEREE, database=folder / "games.db", site_dir=folder / "site", reminder=None,
-        imap=Server(host="127.0.0.1", port=dovecot.imap_port, security="none", username=REFEREE,
-                    password=PASSWORD),
-        smtp=Server(host="127.0.0.1", port=stack.smtp_port, security="none"),
-    )  # fmt: skip
+    config = bench_config(dovecot, stack, folder)
     engine = Engine(Store(config.database), config)
     runner = Runner.from_config(config, engine)
     ids = [engine.new_game(KINDS[g % len(KINDS)], [f"{p}{g}@bench.invalid" for p in ("alice", "bob", "carol")])
@@ -143,12 +165,7 @@ async def referee_run(dovecot: Dovecot, stack: MailStack, games: int, target: in
 
 
 async def one_run(games: int, target: int, run: int) -> dict:
-    dovecot = Dovecot()
-    dovecot.add_user(REFEREE, PASSWORD, wait=False)
-    dovecot.add_user("raw@example.org", "raw", wait=False)
-    dovecot.start()
-    stack = MailStack(dovecot)
-    stack.start()
+    dovecot, stack = start_servers()
     try:
         with tempfile.TemporaryDirectory() as folder:
             result = await referee_run(dovecot, stack, games, target, Path(folder))
@@ -165,11 +182,127 @@ async def one_run(games: int, target: int, run: int) -> dict:
     return result
 
 
+class Delivered(list):
+    """The SMTP sink's record of mail it took (after relaying it into the
+    recipient's mailbox), each with the moment it did."""
+
+    def append(self, mail) -> None:
+        super().append((time.perf_counter(), mail))
+
+
+async def idle_floor(dovecot: Dovecot, user: str, password: str, samples: int) -> list[float]:
+    """Seconds from a mail's LMTP delivery to Dovecot's IDLE push of it to a waiting client."""
+    client = aioimaplib.IMAP4(host="127.0.0.1", port=dovecot.imap_port, timeout=30)
+    await client.wait_hello_from_server()
+    await client.login(user, password)
+    await client.select("INBOX")
+    times = []
+    for _ in range(samples):
+        idle = await client.idle_start(timeout=60)
+        await asyncio.sleep(0.3)
+        await asyncio.to_thread(dovecot.append, user, b"From: x@bench.invalid\r\nSubject: floor\r\n\r\nhi\r\n")
+        delivered = time.perf_counter()
+        while not any(b"EXISTS" in bytes(line) for line in _lines(await client.wait_server_push(timeout=10))):
+            pass
+        times.append(time.perf_counter() - delivered)
+        client.idle_done()
+        await idle
+    await client.logout()
+    return times
+
+
+def _lines(pushed) -> list:
+    return pushed if isinstance(pushed, list) else [pushed]
+
+
+async def receipt_latency(running: int, samples: int) -> tuple[list[float], list[float]]:
+    """``serve`` with ``running`` games: seconds from a bid's delivery to the
+    referee's INBOX to its receipt's delivery to the player's mailbox; and
+    the IDLE floor, on the same servers."""
+    dovecot, stack = start_servers()
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            config = replace(bench_config(dovecot, stack, Path(folder)), replies_per_hour=10_000)
+            engine = Engine(Store(config.database), config)
+            runner = Runner.from_config(config, engine)
+            for g in range(running - 1):
+                engine.new_game(KINDS[g % len(KINDS)], [f"{p}{g}@bench.invalid" for p in ("alice", "bob", "carol")])
+            game = engine.new_game("pure-skill", stack.players)
+            await runner.sender.drain()
+            runner.site.render()
+            stack.sent = Delivered()
+            stop = asyncio.Event()
+            serving = asyncio.ensure_future(runner.serve(stop))
+            await asyncio.sleep(2)  # the daemon is waiting in IDLE
+            table, times = engine.table(game), []
+            legal = table.rules.legal_moves(table.state, 0)
+            for n in range(samples):
+                message_id = make_msgid(domain="bench.invalid")
+                raw = reply(stack.players[0], table.seats[0]["token"], table.tag(), table.rules.move_text(legal[n % len(legal)]),
+                            message_id)  # fmt: skip
+                await asyncio.to_thread(dovecot.append, REFEREE, raw)
+                delivered = time.perf_counter()
+                while not (receipt := [at for at, mail in stack.sent if mail.message["In-Reply-To"] == message_id]):
+                    await asyncio.sleep(0.002)
+                times.append(receipt[0] - delivered)
+                await asyncio.sleep(0.5)
+            stop.set()
+            await serving
+            floor = await idle_floor(dovecot, stack.players[1], stack.passwords[stack.players[1]], samples)
+            if running >= 1000:
+                idle_daemon(config, dovecot, stack)
+        return times, floor
+    finally:
+        stack.stop()
+        dovecot.close()
+
+
+def idle_daemon(config: Config, dovecot: Dovecot, stack: MailStack, seconds: float = 20.0) -> None:
+    """``referee serve`` as a process on this games.db, idle: its CPU and RSS."""
+    toml = config.database.parent / "referee.toml"
+    toml.write_text(f'''[referee]\naddress = "{REFEREE}"\ndatabase = "{config.database}"\nsite_dir = "{config.site_dir}"
+[defaults]\nreminder = "0s"\n[imap]\nhost = "127.0.0.1"\nport = {dovecot.imap_port}\nsecurity = "none"
+username = "{REFEREE}"\npassword = "{PASSWORD}"\n[smtp]\nhost = "127.0.0.1"\nport = {stack.smtp_port}\nsecurity = "none"\n''')
+    daemon = subprocess.Popen([sys.executable, "-m", "referee", "--config", str(toml), "serve"],
+                              stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        time.sleep(5)  # started, first pass done, waiting in IDLE
+        before = _cpu_seconds(daemon.pid)
+        time.sleep(seconds)
+        cpu = _cpu_seconds(daemon.pid) - before
+        rss = _rss_mib(daemon.pid)
+        if daemon.poll() is not None:
+            raise RuntimeError(f"referee serve exited with status {daemon.returncode}")
+    finally:
+        daemon.terminate()
+        daemon.wait(30)
+    print(f"  idle `referee serve` with 1,000 running games: CPU {cpu / seconds * 100:.2f}% over {seconds:.0f} s, "
+          f"RSS {rss:.1f} MiB", flush=True)  # fmt: skip
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--games", type=int, default=500)
     parser.add_argument("--bids", type=int, default=5000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--samples", type=int, default=30, help="receipts timed in serve")
     args = parser.parse_args()
     results = [asyncio.run(one_run(args.games, args.bids, run + 1)) for run in range(args.runs)]
 
@@ -182,6 +315,12 @@ def main() -> None:
     print(f"  SQL statements per message {median('statements'):8.1f}")
     print(f"  raw ceiling: FETCH {median('fetch_rate'):.0f} msg/s, SMTP send {median('send_rate'):.0f} msg/s")
     print(f"  ratio raw time / referee time {median('ratio'):8.2f}  (target 0.70)")
+    print("receipt latency in serve: bid delivered to the referee -> receipt delivered to the player", flush=True)
+    for running in (10, 1000):
+        times, floor = asyncio.run(receipt_latency(running, args.samples))
+        print(f"  {running:5} running games: p50 {percentile(times, 0.5):.3f} s, p95 {percentile(times, 0.95):.3f} s"
+              f"  (IDLE floor p50 {percentile(floor, 0.5):.3f} s, p95 {percentile(floor, 0.95):.3f} s; target p50 <= 0.70 s)",
+              flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
