@@ -2,8 +2,12 @@
 
 Builds N games of Pure Skill played to the end (players who never answer, so
 every bid is random at the deadline), then times a full render, a render
-with nothing changed, and a render after one move.  Prints its figures;
-asserts nothing.  Run: python3 bench/site.py [--games 200]
+with nothing changed, and a render after one move.  Then the same for N
+finished games of each other kind (played by bots), with the phases a game
+has, since a page's cost follows its game's length.  Prints its figures;
+asserts nothing.  Targets (issue 16): 200 Pure Skill games in under a
+second, the others in proportion, one changed game under 50 ms.
+Run: python3 bench/site.py [--games 200]
 """
 
 from __future__ import annotations
@@ -69,6 +73,31 @@ def main() -> None:
               f"{report.games_rendered} game(s), {len(report.written)} files written")  # fmt: skip
         size = sum(p.stat().st_size for p in (Path(folder) / "site").rglob("*") if p.is_file())
         print(f"site size: {size / 2**20:.1f} MiB")
+    for kind in ("bid", "ice", "priority", "bluff"):
+        other_kind(kind, args.games)
+
+
+def other_kind(kind: str, games: int) -> None:
+    """A site of ``games`` finished bot games of ``kind``: a full render, and one changed game."""
+    with tempfile.TemporaryDirectory() as folder:
+        config = Config(address="referee@example.org", database=Path(folder) / "games.db",
+                        reminder=None, outage_gap=None)  # fmt: skip
+        clock = Clock()
+        engine = Engine(Store(config.database), config, clock)
+        for _ in range(games):
+            engine.new_game(kind, [], bots=4)
+        phases = engine.store.db.execute("select count(*) from phases").fetchone()[0] / games
+        site = Site(engine, Path(folder) / "site")
+        start = time.perf_counter()
+        report = site.render()
+        full = time.perf_counter() - start
+        engine.new_game(kind, [], bots=4)
+        start = time.perf_counter()
+        site.render()
+        one = time.perf_counter() - start
+        print(f"{kind}: full render {full:.3f} s for {report.games_rendered} games of {phases:.0f} phases "
+              f"({full / report.games_rendered * 1000:.2f} ms a game, {full / report.games_rendered / phases * 1e6:.0f} "
+              f"us a phase); one game more {one * 1000:.0f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":

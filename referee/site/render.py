@@ -37,6 +37,7 @@ from referee.tables import Tables
 from referee.timeutil import Clock, from_iso, iso, show, show_duration
 
 _STATE_FILE = ".render-state.json"
+_FEED_ENTRIES = 100  # the site's feed: the newest entries of all games
 _LAYOUT = "2"  # bump when the pages' layout changes: every page is then written again
 
 
@@ -95,8 +96,14 @@ class Site:
             state[str(row["id"])] = {"fingerprint": fingerprint, "entries": entries}
             report.games_rendered += 1
         if report.games_rendered or force or not (self.folder / "index.html").exists():
-            entries = [e for game in state.values() for e in game["entries"]]
+            entries = _newest([e for game in state.values() for e in game["entries"]])
             self._render_index(summaries, entries, now, report)
+            # An entry out of the newest now never comes back (every new entry
+            # is newer), so the state keeps only those: it stays small however
+            # many games and rounds the site has.
+            kept = {entry["id"] for entry in entries}
+            for game in state.values():
+                game["entries"] = [entry for entry in game["entries"] if entry["id"] in kept]
         if state != known:
             self._write(_STATE_FILE, json.dumps(state, sort_keys=True))
         return report
@@ -173,7 +180,6 @@ class Site:
         games = sorted(summaries, key=lambda g: (order.get(g["state"], 3), -g["id"]))
         self._write("index.html", self.env.get_template("site/index.html.j2").render(
             games=games, now=iso(now), referee=self.records.config.address), report)  # fmt: skip
-        entries = sorted(entries, key=lambda e: e["updated"], reverse=True)[:100]
         self._write("feed.atom", self.env.get_template("site/feed.atom.j2").render(
             title=f"Games refereed by {self.records.config.address}", entries=entries,
             updated=entries[0]["updated"] if entries else iso(now), feed_id=self._urn(),
@@ -204,6 +210,10 @@ class Site:
             raise
         if report is not None:
             report.written.append(name)
+
+
+def _newest(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(entries, key=lambda e: e["updated"], reverse=True)[:_FEED_ENTRIES]
 
 
 # Stored times are already "2026-11-24T12:00:00Z"; these filters only reshape

@@ -523,6 +523,27 @@ def test_atom_feeds_are_valid_and_the_sites_has_every_game(played, site):
     assert one[0].startswith("Game 1, Round 2 of 13: ") and "Round 3" not in " ".join(one)
 
 
+def test_the_sites_feed_keeps_the_newest_100_entries_and_its_memory_of_them_stays_small(config, clock, tmp_path):
+    """Ten finished games have 150 entries: the site's feed shows the newest
+    100, a render after one more game shows the very feed a full render
+    writes, and the render state keeps no entry that cannot come back."""
+    engine = Engine(Store(config.database), config, clock)
+    for _ in range(10):
+        clock.advance(minutes=1)
+        engine.new_game("pure-skill", [], bots=3)
+    site = Site(engine, tmp_path / "site")
+    site.render()
+    clock.advance(minutes=1)
+    engine.new_game("pure-skill", [], bots=3)
+    site.render()
+    entries = [e.findtext(f"{ATOM}id") for e in atom(tmp_path / "site", "feed.atom").findall(f"{ATOM}entry")]
+    assert len(entries) == 100 and any(":game:11:end" in e for e in entries)
+    state = json.loads((tmp_path / "site" / ".render-state.json").read_text())
+    assert sum(len(game["entries"]) for game in state.values()) == 100
+    Site(engine, tmp_path / "full").render(force=True)
+    assert (tmp_path / "site" / "feed.atom").read_bytes() == (tmp_path / "full" / "feed.atom").read_bytes()
+
+
 def resolve_links(site: Path, name: str) -> list[tuple[str, str]]:
     """(rel, the site path each link of a feed leads to), as a reader resolves it."""
     url = f"https://games.example/{name}"
