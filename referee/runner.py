@@ -24,7 +24,7 @@ from referee.config import Config
 from referee.engine import Engine
 from referee.mail.imap import ImapSource
 from referee.mail.maildir import MaildirSource
-from referee.mail.smtp import Drained, SmtpSender, SmtpUnreachable
+from referee.mail.smtp import Drained, Feed, SmtpSender, SmtpUnreachable
 from referee.mail.source import Source, SourceError
 from referee.site.render import Site
 from referee.timeutil import from_iso
@@ -86,20 +86,25 @@ class Runner:
         return cls(engine, source_for(config, engine), sender, site)
 
     async def once(self) -> Report:
-        """One pass: guard against an outage, receive, send what the messages
-        caused (so a receipt waits on no deadline work), tick, send again,
-        and write the site (when there is a site_dir) for what changed.  If
-        the mail source or the SMTP server cannot be reached, deadlines are
-        still enforced and the site written; then the SourceError (or
-        SmtpUnreachable) is raised."""
+        """One pass: guard against an outage, receive, tick, and write the
+        site (when there is a site_dir) for what changed.  What a message
+        causes is sent while the next messages are read, and all of it
+        before the tick, so a receipt waits on no deadline work; what the
+        tick causes is sent after it.  If the mail source or the SMTP server
+        cannot be reached, deadlines are still enforced and the site written;
+        then the SourceError (or SmtpUnreachable) is raised."""
         report = Report(done=self.engine.guard_outage())
         unreachable: SourceError | SmtpUnreachable | None = None
-        if self.source:
-            try:
-                report.received = await self.receive()
-            except SourceError as error:
-                unreachable = error
-        undelivered = await self._send(report)
+        feed = Feed()
+        sending = asyncio.ensure_future(self._send(report, feed))
+        try:
+            if self.source:
+                report.received = await self.receive(feed)
+        except SourceError as error:
+            unreachable = error
+        finally:
+            feed.close()
+            undelivered = await sending
         report.done += self.engine.tick()
         if undelivered is None:
             undelivered = await self._send(report)
@@ -113,27 +118,35 @@ class Runner:
             raise unreachable or undelivered
         return report
 
-    async def _send(self, report: Report) -> SmtpUnreachable | None:
-        """Send what is queued, adding to the report; the error if the server
-        cannot be reached (the mail stays queued)."""
+    async def _send(self, report: Report, feed: Feed | None = None) -> SmtpUnreachable | None:
+        """Send what is queued (and, with ``feed``, what is queued meanwhile),
+        adding to the report; the error if the server cannot be reached (the
+        mail stays queued)."""
         if not self.sender:
             return None
         try:
-            drained = await self.sender.drain()
+            drained = await self.sender.drain(feed)
         except SmtpUnreachable as error:
             return error
         report.mail = Drained(report.mail.sent + drained.sent, report.mail.deferred + drained.deferred,
                               report.mail.failed + drained.failed)  # fmt: skip
         return None
 
-    async def receive(self) -> int:
+    async def receive(self, feed: Feed | None = None) -> int:
         """Ingest every new message, each in its own transaction, then file
-        them all (quarantine those that could not be handled).  A crash
-        before the filing leaves them in place: the next pass sees each as a
-        duplicate, and files it."""
+        them all (quarantine those that could not be handled).  With ``feed``,
+        the sender sends what each message queued while the next is read.
+        A crash before the filing leaves them in place: the next pass sees
+        each as a duplicate, and files it."""
         messages = await self.source.fetch()
-        failed = {m.ref for m in messages
-                  if self.engine.ingest(m.raw, received_at=m.received_at).code == "failed"}  # fmt: skip
+        failed = set()
+        for message in messages:
+            if self.engine.ingest(message.raw, received_at=message.received_at).code == "failed":
+                failed.add(message.ref)
+            if feed:
+                feed.added()
+                for _ in range(4):  # the sender's turn: a reply it waited for is read, its next command sent
+                    await asyncio.sleep(0)
         self.engine.store.sync()  # on disk before the server lets go of them
         await self.source.done([m for m in messages if m.ref not in failed])
         await self.source.done([m for m in messages if m.ref in failed], quarantine=True)

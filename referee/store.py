@@ -453,13 +453,15 @@ class Store:
         return rows[0][0] if rows else None
 
     def outbox(self, state: str | None = "queued", due: str | None = None,
-               game_id: int | None = None) -> list[Row]:  # fmt: skip
+               game_id: int | None = None, after: int = 0) -> list[Row]:  # fmt: skip
         """Mail in ``state`` (queued, sent, or failed: refused for good; all
         with None), oldest first; with ``due``, only mail whose next try is not
-        later than that time; with ``game_id``, only that game's."""
-        clauses, args = [], []
+        later than that time; with ``game_id``, only that game's; with
+        ``after``, only mail queued after the one with that id."""
+        clauses, args = (["id > ?"], [after]) if after else ([], [])
         if state:
-            clauses, args = ["state = ?"], [state]
+            clauses.append("state = ?")
+            args.append(state)
         if due:
             clauses.append("(next_try_at is null or next_try_at <= ?)")
             args.append(due)

@@ -10,8 +10,9 @@ recorded against the mail and reported by ``referee status``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 import aiosmtplib
@@ -37,6 +38,25 @@ class Drained:
     failed: int = 0
 
 
+@dataclass
+class Feed:
+    """How the runner keeps a drain going while it reads mail: each message
+    read may queue mail (``added``), and ``close`` says no more will come.
+    The runner yields between messages, so the sender sends its next
+    command while the server works on the last (the loop runs one thread:
+    the sender never touches the store while a message is being read)."""
+
+    more: asyncio.Event = field(default_factory=asyncio.Event)
+    closed: bool = False
+
+    def added(self) -> None:
+        self.more.set()
+
+    def close(self) -> None:
+        self.closed = True
+        self.more.set()
+
+
 def retry_delay(attempts: int) -> timedelta:
     """1, 2, 4 ... minutes after the 1st, 2nd, 3rd ... failure, at most an hour."""
     return min(FIRST_RETRY * 2 ** max(attempts - 1, 0), LAST_RETRY)
@@ -58,14 +78,35 @@ class SmtpSender:
             timeout=self.timeout,
         )
 
-    async def drain(self) -> Drained:
-        """Send every queued mail that is due.  Raises SmtpUnreachable (after
+    async def drain(self, feed: Feed | None = None) -> Drained:
+        """Send every queued mail that is due; with ``feed``, go on sending
+        what is queued meanwhile until the feed is closed, so the mail a
+        message caused goes out while the next messages are read (the SMTP
+        server's work overlaps the referee's).  Raises SmtpUnreachable (after
         recording it against the mail it was sending) if the server cannot be
         reached or goes away; whatever is unsent stays queued."""
-        due = self.store.outbox("queued", due=iso(self.clock()))
-        report = Drained()
-        if not due:
-            return report
+        report, client, last = Drained(), None, 0
+        try:
+            while True:
+                due = self.store.outbox("queued", due=iso(self.clock()), after=last)
+                if not due:
+                    if feed is None or feed.closed:
+                        return report
+                    feed.more.clear()
+                    await feed.more.wait()
+                    continue
+                client = client or await self._connect(due)
+                for mail in due:
+                    await self._send(client, mail, report)
+                    last = mail["id"]
+        finally:
+            if client is not None:
+                try:
+                    await client.quit()
+                except (aiosmtplib.SMTPException, OSError):
+                    client.close()
+
+    async def _connect(self, due: list[dict]) -> aiosmtplib.SMTP:
         client = self._client()
         try:
             await client.connect()
@@ -75,15 +116,7 @@ class SmtpSender:
             for mail in due:  # the whole queue backs off, not just its first mail
                 self._defer(mail, f"cannot connect: {error}")
             raise self._unreachable(error) from None
-        try:
-            for mail in due:
-                await self._send(client, mail, report)
-        finally:
-            try:
-                await client.quit()
-            except (aiosmtplib.SMTPException, OSError):
-                client.close()
-        return report
+        return client
 
     async def _send(self, client: aiosmtplib.SMTP, mail: dict, report: Drained) -> None:
         try:

@@ -114,21 +114,29 @@ def test_without_a_site_dir_no_site_is_written(config, clock, maildir, tmp_path)
 
 
 class RecordingSender:
-    """Stands in for the SMTP sender: records what each drain found queued."""
+    """Stands in for the SMTP sender: records, for each drain, what it found
+    queued (and, fed, went on finding until the feed closed)."""
 
     def __init__(self, engine, fail=False):
         self.engine, self.fail, self.drains = engine, fail, []
 
-    async def drain(self):
+    async def drain(self, feed=None):
         from referee.mail.smtp import Drained, SmtpUnreachable
 
-        queued = self.engine.store.outbox("queued")
         if self.fail:
             raise SmtpUnreachable("no server")
-        self.drains.append([m["subject"] for m in queued])
-        for mail in queued:
-            self.engine.store.mark_sent(mail["id"], "2026-11-21T12:00:00Z")
-        return Drained(sent=len(queued))
+        subjects = []
+        self.drains.append(subjects)
+        while True:
+            queued = self.engine.store.outbox("queued")
+            for mail in queued:
+                subjects.append(mail["subject"])
+                self.engine.store.mark_sent(mail["id"], "2026-11-21T12:00:00Z")
+            if not queued and (feed is None or feed.closed):
+                return Drained(sent=len(subjects))
+            if not queued:
+                feed.more.clear()
+                await feed.more.wait()
 
 
 def test_a_receipt_goes_out_before_the_pass_works_on_deadlines(config, clock, maildir):
@@ -182,3 +190,31 @@ def test_messages_are_filed_away_only_once_their_effects_are_flushed_to_disk(con
     assert report.received == 2 and engine.status(1)["phase"]["waiting_for"] == [CAROL]
     assert filed_unsynced and not any(filed_unsynced)
     assert engine.store.db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL between syncs
+
+
+def test_a_messages_receipt_goes_out_while_the_next_messages_are_read(config, clock, maildir):
+    """The sender works while the runner reads on: the receipt of the first
+    of three bids is sent before the third bid is read (the SMTP server's
+    work overlaps the referee's), and every receipt is sent by the pass."""
+    engine, runner = make_runner(config, clock, maildir)
+    for _ in range(3):
+        engine.new_game("pure-skill", PLAYERS)
+    runner.sender = RecordingSender(engine)
+    asyncio.run(runner.once())
+    for game in (1, 2, 3):
+        deliver(maildir, reply(engine, ALICE, "bid 7", game=game), clock())
+    events = []
+    ingest, mark_sent = engine.ingest, engine.store.mark_sent
+
+    def logged_ingest(raw, **kwargs):
+        events.append("read")
+        return ingest(raw, **kwargs)
+
+    def logged_mark(mail_id, at):
+        events.append("sent")
+        mark_sent(mail_id, at)
+
+    engine.ingest, engine.store.mark_sent = logged_ingest, logged_mark
+    report = asyncio.run(runner.once())
+    assert report.received == 3 and report.mail.sent == 3
+    assert events.index("sent") < len(events) - 1 - events[::-1].index("read")  # a receipt before the last read
