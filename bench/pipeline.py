@@ -5,7 +5,9 @@ loopback itself, as the integration tests do.  Each repetition measures, on
 the same servers:
 
 - the raw ceiling: a batched aioimaplib FETCH of N messages, and aiosmtplib
-  sending M mails (bytes) to the sink;
+  sending M mails (bytes) to the sink, which delivers each into a player's
+  Dovecot mailbox over LMTP (as a real server delivers; ``--no-delivery``
+  makes it drop them, a sink faster than any real server, in this process);
 - the referee: a backlog of bid mails across games of every kind (authenticated
   replies, so each is a move), handled by one ``Runner.once()``: FETCH, parse,
   authenticate, apply, resolve, file on the server, send receipts and
@@ -24,15 +26,18 @@ process, idle with 1,000 running games: its CPU over 20 s and its RSS.
 Asserts nothing.
 
 Run from the top of the checkout (needs dovecot-imapd and dovecot-lmtpd):
-    python3 bench/pipeline.py [--games 500] [--bids 5000] [--runs 3]
+    python3 bench/pipeline.py [--games 500] [--bids 5000] [--runs 3] [--no-delivery]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
+import multiprocessing.connection
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -74,14 +79,56 @@ def bench_config(dovecot: Dovecot, stack: MailStack, folder: Path) -> Config:
     )  # fmt: skip
 
 
-def start_servers() -> tuple[Dovecot, MailStack]:
+def players(game: int, deliver: bool) -> list[str]:
+    """A game's three players: Dovecot users, so that mail to them is
+    delivered into their mailboxes, or (``deliver`` false) addresses the SMTP
+    sink takes and drops."""
+    domain = "example.org" if deliver else "bench.invalid"
+    return [f"{name}{game}@{domain}" for name in ("alice", "bob", "carol")]
+
+
+def start_servers(games: int = 0, own_process: bool = False) -> tuple[Dovecot, MailStack]:
+    """Dovecot, and the SMTP sink: in this process (its record of mail taken
+    is at hand), or in its own (``own_process``), as a real mail server is,
+    so that its work is not done under this process's GIL."""
     dovecot = Dovecot()
     dovecot.add_user(REFEREE, PASSWORD, wait=False)
     dovecot.add_user("raw@example.org", "raw", wait=False)
+    dovecot.add_users({player: "secret" for g in range(games) for player in players(g, True)}, wait=False)
     dovecot.start()
     stack = MailStack(dovecot)  # its three players are Dovecot users: mail to them is delivered
-    stack.start()
+    if own_process:
+        stack.process = SinkProcess(stack)
+        stack.smtp_port, stack.stop = stack.process.smtp_port, stack.process.stop
+    else:
+        stack.start()
     return dovecot, stack
+
+
+class _Forgetting(list):
+    def append(self, mail) -> None:  # the sink's record of what it took: not needed here
+        pass
+
+
+def _serve_sink(stack: MailStack, port: multiprocessing.connection.Connection) -> None:
+    stack.sent = _Forgetting()
+    stack.start()
+    port.send(stack.smtp_port)
+    signal.pause()  # until terminated
+
+
+class SinkProcess:
+    """The test suite's SMTP sink (relaying to Dovecot over LMTP) in a child process."""
+
+    def __init__(self, stack: MailStack):
+        parent, child = multiprocessing.Pipe()
+        self.process = multiprocessing.get_context("fork").Process(target=_serve_sink, args=(stack, child), daemon=True)
+        self.process.start()
+        self.smtp_port = parent.recv()
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.join()
 
 
 async def raw_fetch(dovecot: Dovecot, user: str, password: str, count: int) -> float:
@@ -101,14 +148,17 @@ async def raw_fetch(dovecot: Dovecot, user: str, password: str, count: int) -> f
     return count / took
 
 
-async def raw_send(port: int, count: int) -> float:
-    """Mails per second that aiosmtplib sends to the sink over one connection."""
-    mail = b"From: referee@example.org\r\nTo: x@bench.invalid\r\nSubject: raw\r\n\r\n" + b"a line\r\n" * 40
+async def raw_send(port: int, count: int, recipients: list[str]) -> float:
+    """Mails per second that aiosmtplib sends to the sink over one connection,
+    to each of ``recipients`` in turn."""
+    mails = [(to, f"From: referee@example.org\r\nTo: {to}\r\nSubject: raw\r\n\r\n".encode() + b"a line\r\n" * 40)
+             for to in recipients]  # fmt: skip
     client = aiosmtplib.SMTP(hostname="127.0.0.1", port=port)
     await client.connect()
     start = time.perf_counter()
-    for _ in range(count):
-        await client.sendmail(REFEREE, ["x@bench.invalid"], mail)
+    for n in range(count):
+        to, mail = mails[n % len(mails)]
+        await client.sendmail(REFEREE, [to], mail)
     took = time.perf_counter() - start
     await client.quit()
     return count / took
@@ -139,12 +189,12 @@ def backlog(engine: Engine, games: list[int], target: int, chooser: random.Rando
     return mails
 
 
-async def referee_run(dovecot: Dovecot, stack: MailStack, games: int, target: int, folder: Path) -> dict:
+async def referee_run(dovecot: Dovecot, stack: MailStack, games: int, target: int, folder: Path,
+                      deliver: bool) -> dict:  # fmt: skip
     config = bench_config(dovecot, stack, folder)
     engine = Engine(Store(config.database), config)
     runner = Runner.from_config(config, engine)
-    ids = [engine.new_game(KINDS[g % len(KINDS)], [f"{p}{g}@bench.invalid" for p in ("alice", "bob", "carol")])
-           for g in range(games)]  # fmt: skip
+    ids = [engine.new_game(KINDS[g % len(KINDS)], players(g, deliver)) for g in range(games)]
     await runner.sender.drain()  # the start mails and prompts: not part of the backlog
     runner.site.render()
     mails = backlog(engine, ids, target, random.Random(1))
@@ -164,13 +214,14 @@ async def referee_run(dovecot: Dovecot, stack: MailStack, games: int, target: in
             "statements": len(statements) / max(report.received, 1)}  # fmt: skip
 
 
-async def one_run(games: int, target: int, run: int) -> dict:
-    dovecot, stack = start_servers()
+async def one_run(games: int, target: int, run: int, deliver: bool) -> dict:
+    dovecot, stack = start_servers(games if deliver else 0, own_process=True)
     try:
         with tempfile.TemporaryDirectory() as folder:
-            result = await referee_run(dovecot, stack, games, target, Path(folder))
+            result = await referee_run(dovecot, stack, games, target, Path(folder), deliver)
         fetch_rate = await raw_fetch(dovecot, "raw@example.org", "raw", result["received"])
-        send_rate = await raw_send(stack.smtp_port, result["sent"])
+        recipients = [player for g in range(games) for player in players(g, deliver)]
+        send_rate = await raw_send(stack.smtp_port, result["sent"], recipients)
     finally:
         stack.stop()
         dovecot.close()
@@ -226,7 +277,7 @@ async def receipt_latency(running: int, samples: int) -> tuple[list[float], list
             engine = Engine(Store(config.database), config)
             runner = Runner.from_config(config, engine)
             for g in range(running - 1):
-                engine.new_game(KINDS[g % len(KINDS)], [f"{p}{g}@bench.invalid" for p in ("alice", "bob", "carol")])
+                engine.new_game(KINDS[g % len(KINDS)], players(g, False))
             game = engine.new_game("pure-skill", stack.players)
             await runner.sender.drain()
             runner.site.render()
@@ -303,8 +354,13 @@ def main() -> None:
     parser.add_argument("--bids", type=int, default=5000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--samples", type=int, default=30, help="receipts timed in serve")
+    parser.add_argument("--no-delivery", action="store_true",
+                        help="players the SMTP sink drops, not Dovecot users it delivers to")  # fmt: skip
     args = parser.parse_args()
-    results = [asyncio.run(one_run(args.games, args.bids, run + 1)) for run in range(args.runs)]
+    deliver = not args.no_delivery
+    print("mail out is " + ("delivered into each player's Dovecot mailbox (LMTP), as by a real mail server"
+                            if deliver else "taken by the SMTP sink and dropped"), flush=True)  # fmt: skip
+    results = [asyncio.run(one_run(args.games, args.bids, run + 1, deliver)) for run in range(args.runs)]
 
     def median(key: str) -> float:
         return statistics.median(r[key] for r in results)
