@@ -12,7 +12,6 @@ import signal
 import sqlite3
 import sys
 import tempfile
-import urllib.request
 from datetime import timedelta
 from pathlib import Path
 
@@ -332,6 +331,8 @@ def _verify(args) -> int:
     """Exit 0 with "verified", 1 with the first phase where record and replay differ."""
     try:
         if args.record.startswith(("http://", "https://")):
+            import urllib.request  # here, not at start-up: only this command fetches anything
+
             with urllib.request.urlopen(args.record, timeout=30) as response:  # noqa: S310 - the user's URL
                 text = response.read().decode("utf-8")
         else:

@@ -160,9 +160,12 @@ def parse_headers(raw: bytes) -> EmailMessage:
 # with a comment after it.  No control character, nothing an address could
 # hide in.
 # An internationalised address (RFC 6532) is an address: any printable
-# non-ASCII character may stand where a letter may.
-_ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~\u00a1-\U0010ffff-]+"
-_LABEL = r"[A-Za-z0-9\u00a1-\U0010ffff-]+"
+# non-ASCII character may stand where a letter may.  The classes are written
+# as what they leave out: the very sets of [A-Za-z0-9!#$%&'*+/=?^_`{|}~-] and
+# [A-Za-z0-9-], each with U+00A1-U+10FFFF (checked over every code point),
+# which compile in a twentieth of the time (start-up: issue 16).
+_ATOM = r'[^\x00-\x20"(),.:;<>@\[\\\]\x7f-\xa0]+'
+_LABEL = r"[^\x00-\x2c./:-@\[-`{-\xa0]+"
 _ADDRESS = rf"{_ATOM}(?:\.{_ATOM})*@{_LABEL}(?:\.{_LABEL})+"
 _COMMENT = r"\([^()<>\\]*\)"
 _DISPLAY_NAME = rf'(?:"(?:[^"\\]|\\.)*"|{_COMMENT}|[^"<>()\[\]@,;:\\])*'
