@@ -494,3 +494,20 @@ def test_a_mail_whose_headers_hold_many_boundaries_still_has_its_headers():
     incoming = parse(raw, NOW)
     assert incoming.sender == ALICE
     assert incoming.headers.get_content_type() == "text/plain"
+
+
+_ATEXT = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+/=?^_`{|}~-")
+
+
+@settings(max_examples=500)
+@given(char=st.characters(), where=st.sampled_from(["local", "domain"]))
+def test_an_address_may_hold_any_letter_of_its_part_and_any_non_ascii_character(char, where):
+    """RFC 5322 atext (a local part) or letter, digit and hyphen (a domain
+    label), and, for RFC 6532, any printable character from U+00A1 up; a
+    dot between two of them."""
+    address = f"a{char}b@example.org" if where == "local" else f"alice@ex{char}ample.org"
+    allowed = (_ATEXT if where == "local" else set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")) | {"."}
+    readable = char in allowed or (ord(char) >= 0xA1 and char.isprintable())
+    raw = f"From: Alice <{address}>\r\nSubject: x\r\n\r\nbid 5\r\n".encode("utf-8", "surrogatepass")
+    sender = parse(raw, START).sender
+    assert (sender == address.lower()) == readable, (repr(char), sender)
