@@ -4,10 +4,12 @@ One command; it starts a real Dovecot (IMAP) and an aiosmtpd SMTP sink on
 loopback itself, as the integration tests do.  Each repetition measures, on
 the same servers:
 
-- the raw ceiling: a batched aioimaplib FETCH of N messages, and aiosmtplib
-  sending M mails (bytes) to the sink, which delivers each into a player's
-  Dovecot mailbox over LMTP (as a real server delivers; ``--no-delivery``
-  makes it drop them, a sink faster than any real server, in this process);
+- the raw ceiling, with the very messages the referee moved: a batched
+  aioimaplib FETCH of its backlog, and aiosmtplib sending the mails it sent
+  (their bytes, to their recipients) to the SMTP sink.  The sink runs in its
+  own process, as a real mail server does, and delivers each mail into the
+  player's Dovecot mailbox over LMTP (``--no-delivery``: it drops them, a
+  server faster than any real one);
 - the referee: a backlog of bid mails across games of every kind (authenticated
   replies, so each is a move), handled by one ``Runner.once()``: FETCH, parse,
   authenticate, apply, resolve, file on the server, send receipts and
@@ -131,10 +133,10 @@ class SinkProcess:
         self.process.join()
 
 
-async def raw_fetch(dovecot: Dovecot, user: str, password: str, count: int) -> float:
-    """Messages per second of a batched FETCH of ``count`` messages (APPENDed first, untimed)."""
-    mail = b"From: someone@bench.invalid\r\nSubject: raw\r\n\r\n" + b"bid 7\r\n" * 5
-    for _ in range(count):
+async def raw_fetch(dovecot: Dovecot, user: str, password: str, mails: list[bytes]) -> float:
+    """Messages per second of a batched FETCH of ``mails`` (delivered first, untimed)."""
+    count = len(mails)
+    for mail in mails:
         dovecot.append(user, mail)
     client = aioimaplib.IMAP4(host="127.0.0.1", port=dovecot.imap_port, timeout=60)
     await client.wait_hello_from_server()
@@ -148,20 +150,17 @@ async def raw_fetch(dovecot: Dovecot, user: str, password: str, count: int) -> f
     return count / took
 
 
-async def raw_send(port: int, count: int, recipients: list[str]) -> float:
-    """Mails per second that aiosmtplib sends to the sink over one connection,
-    to each of ``recipients`` in turn."""
-    mails = [(to, f"From: referee@example.org\r\nTo: {to}\r\nSubject: raw\r\n\r\n".encode() + b"a line\r\n" * 40)
-             for to in recipients]  # fmt: skip
+async def raw_send(port: int, mails: list[tuple[list[str], bytes]]) -> float:
+    """Mails per second that aiosmtplib sends to the sink over one connection:
+    ``mails``, (recipients, bytes) each."""
     client = aiosmtplib.SMTP(hostname="127.0.0.1", port=port)
     await client.connect()
     start = time.perf_counter()
-    for n in range(count):
-        to, mail = mails[n % len(mails)]
-        await client.sendmail(REFEREE, [to], mail)
+    for recipients, mail in mails:
+        await client.sendmail(REFEREE, recipients, mail)
     took = time.perf_counter() - start
     await client.quit()
-    return count / took
+    return len(mails) / took
 
 
 def backlog(engine: Engine, games: list[int], target: int, chooser: random.Random) -> list[bytes]:
@@ -200,7 +199,7 @@ async def referee_run(dovecot: Dovecot, stack: MailStack, games: int, target: in
     mails = backlog(engine, ids, target, random.Random(1))
     for raw in mails:
         dovecot.append(REFEREE, raw)
-    before_out = len(engine.store.outbox(None))
+    before_out = engine.store.db.execute("select coalesce(max(id), 0) from outbox").fetchone()[0]
     statements = []
     engine.store.db.conn.set_trace_callback(statements.append)
     start = time.perf_counter()
@@ -209,9 +208,9 @@ async def referee_run(dovecot: Dovecot, stack: MailStack, games: int, target: in
     engine.store.db.conn.set_trace_callback(None)
     await runner.close()
     moves = sum(m["outcome"].split(":")[0] in ("move", "replaced", "superseded") for m in engine.store.messages())
-    return {"received": report.received, "moves": moves, "sent": report.mail.sent,
-            "queued": len(engine.store.outbox(None)) - before_out, "seconds": took,
-            "statements": len(statements) / max(report.received, 1)}  # fmt: skip
+    sent = [(m["recipients"], m["raw"]) for m in engine.store.outbox("sent", after=before_out)]
+    return {"received": report.received, "moves": moves, "sent": report.mail.sent, "seconds": took,
+            "statements": len(statements) / max(report.received, 1), "mails_in": mails, "mails_out": sent}  # fmt: skip
 
 
 async def one_run(games: int, target: int, run: int, deliver: bool) -> dict:
@@ -219,9 +218,9 @@ async def one_run(games: int, target: int, run: int, deliver: bool) -> dict:
     try:
         with tempfile.TemporaryDirectory() as folder:
             result = await referee_run(dovecot, stack, games, target, Path(folder), deliver)
-        fetch_rate = await raw_fetch(dovecot, "raw@example.org", "raw", result["received"])
-        recipients = [player for g in range(games) for player in players(g, deliver)]
-        send_rate = await raw_send(stack.smtp_port, result["sent"], recipients)
+        # The very messages the referee moved, moved raw: its backlog, and its mail out.
+        fetch_rate = await raw_fetch(dovecot, "raw@example.org", "raw", result.pop("mails_in"))
+        send_rate = await raw_send(stack.smtp_port, result.pop("mails_out"))
     finally:
         stack.stop()
         dovecot.close()
