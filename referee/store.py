@@ -328,8 +328,9 @@ class Store:
         rows = list(self._rows("phases", "game_id = ? and number = ?", [game_id, number]))
         return _decode_phase(rows[0]) if rows else None
 
-    def phases(self, game_id: int) -> list[Row]:
-        rows = self._rows("phases", "game_id = ?", [game_id], order_by="number")
+    def phases(self, game_id: int, since: int = 1) -> list[Row]:
+        """A game's phases, from number ``since`` on."""
+        rows = self._rows("phases", "game_id = ? and number >= ?", [game_id, since], order_by="number")
         return [_decode_phase(r) for r in rows]
 
     def open_phases(self) -> list[Row]:
@@ -342,9 +343,10 @@ class Store:
     def add_move(self, **row: Any) -> None:
         self._insert("moves", row)
 
-    def moves(self, game_id: int, phase: int | None = None) -> list[Row]:
-        """Every move received, in the order it counts: by receipt time, then arrival."""
-        where, args = "game_id = ?", [game_id]
+    def moves(self, game_id: int, phase: int | None = None, since: int = 1) -> list[Row]:
+        """Every move received (in ``phase``, or in phases from ``since`` on),
+        in the order it counts: by receipt time, then arrival."""
+        where, args = "game_id = ? and phase >= ?", [game_id, since]
         if phase is not None:
             where, args = where + " and phase = ?", args + [phase]
         return list(self._rows("moves", where, args, order_by="received_at, id"))

@@ -94,44 +94,57 @@ class Tables:
     def __init__(self, store: Store):
         self.store = store
         self._replays: dict[int, tuple[Any, list[PhaseRecord], Replay]] = {}  # game id -> cache, oldest first
-        self._tables: dict[int, tuple[Any, Table]] = {}  # game id -> (record stamp, the Table read then)
+        self._tables: dict[int, tuple[Any, Table, list[PhaseRecord]]] = {}  # game id -> the last read, its stamp
 
     def table(self, game_id: int) -> Table:
         """The game as its record says now.  One message reads its game
         several times; while the record is unchanged since the last read
         (Store.record_stamp), that Table is the answer, and nobody changes a
-        Table they were given."""
+        Table they were given.  When only this connection wrote to it since,
+        the phases that were resolved then are as they were (a resolved phase
+        never changes), so only the rest is read: the cost of a read does not
+        grow with the length of the game."""
         stamp = self.store.record_stamp(game_id)
         cached = self._tables.pop(game_id, None)
         if cached and cached[0] == stamp:
-            table = cached[1]
+            table, records = cached[1], cached[2]
         else:
-            table = self._read(game_id)
-        self._tables[game_id] = (stamp, table)
+            only_ours = cached is not None and cached[0][:2] == stamp[:2]  # no rollback, no other process
+            table, records = self._read(game_id, cached[1:] if only_ours else None)
+        self._tables[game_id] = (stamp, table, records)
         while len(self._tables) > _REPLAYS_KEPT:
             del self._tables[next(iter(self._tables))]  # the least recently used
         return table
 
-    def _read(self, game_id: int) -> Table:
+    def _read(self, game_id: int, since: tuple[Table, list[PhaseRecord]] | None) -> tuple[Table, list[PhaseRecord]]:
+        """Read a game; with ``since`` (an earlier read), only its phases from
+        the first that was still open then."""
         row = self.store.game(game_id)
         if row is None:
             raise EngineError(f"there is no game {game_id}")
         rules = get_game(row["kind"])
         seats = self.store.seats(game_id)
-        phases = self.store.phases(game_id)
-        counted: dict[int, dict[int, Row]] = {}  # phase -> seat -> the move that counts
-        for move in self.store.moves(game_id):
+        kept = 0
+        phases, counted, records = [], {}, []
+        if since:
+            earlier, earlier_records = since
+            kept = len(earlier.phases) - (earlier.open_phase is not None)
+            phases, records = earlier.phases[:kept], earlier_records[:kept]
+            counted = {number: earlier.counted[number] for number in range(1, kept + 1) if number in earlier.counted}
+        phases = phases + self.store.phases(game_id, since=kept + 1)
+        for move in self.store.moves(game_id, since=kept + 1):
             counted.setdefault(move["phase"], {})[move["seat"]] = move
-        records = [
+        records = records + [
             PhaseRecord(
                 number=phase["number"],
                 moves=None if phase["resolved_at"] is None
                 else {seat: move["move"] for seat, move in counted[phase["number"]].items()},
                 new_bots=tuple(s["seat"] for s in seats if s["bot_since_phase"] == phase["number"]),
             )
-            for phase in phases
+            for phase in phases[kept:]
         ]  # fmt: skip
-        return Table(row, rules, seats, phases, self._replay(row, rules, seats, records), counted)
+        table = Table(row, rules, seats, phases, self._replay(row, rules, seats, records), counted)
+        return table, records
 
     def running(self, game_id: int) -> Table:
         """A game the keeper may still act on."""
