@@ -67,14 +67,18 @@ class Site:
         folders.append(str(shipped("templates")))
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(folders),
-            autoescape=True,  # every page, feed and calendar escapes what it shows
+            # Pages, feeds and charts escape what they show as HTML and XML;
+            # plain text (a feed entry's title, escaped once where it is
+            # used) and iCalendar (which escapes its own way: ics_text) not.
+            autoescape=jinja2.select_autoescape(disabled_extensions=("txt.j2", "ics.j2"), default=True),
             undefined=jinja2.StrictUndefined,
             trim_blocks=True,
             lstrip_blocks=True,
             auto_reload=False,  # templates do not change while the referee runs: no stat per render
             keep_trailing_newline=True,  # iCalendar's last line ends in CRLF too
         )
-        self.env.filters.update(when=show, iso=iso_text, ics_time=_ics_time, duration=show_duration)
+        self.env.filters.update(when=show, iso=iso_text, ics_time=_ics_time, ics_text=_ics_text,
+                                duration=show_duration)  # fmt: skip
         for game in GAMES.values():
             self.env.filters.update(game.filters)
 
@@ -222,6 +226,13 @@ def _newest(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def iso_text(text: str) -> str:
     return text if text.endswith("Z") else iso(from_iso(text))
+
+
+def _ics_text(text: object) -> str:
+    """A TEXT value of iCalendar (RFC 5545, 3.3.11): backslash, semicolon
+    and comma escaped, a line break as ``\\n``."""
+    text = str(text).replace("\\", "\\\\").replace(";", "\\;").replace(",", "\\,")
+    return "\\n".join(text.splitlines())
 
 
 def _ics_time(text: str) -> str:

@@ -597,6 +597,34 @@ def test_the_deadline_calendar_is_icalendar_with_crlf(played, site):
     assert not any("closes" in line for line in (site / "games/3/deadlines.ics").read_bytes().decode().split("\r\n"))
 
 
+def test_a_feed_title_is_escaped_once_and_a_calendar_text_as_icalendar_escapes(engine, clock, tmp_path):
+    """A player named o'brien&co reads as o'brien&co in a feed reader (the
+    title was once escaped twice, as o&#39;brien&amp;co); a calendar's text
+    escapes commas and semicolons as RFC 5545 says, not as HTML; a resolved
+    phase is dated when it was resolved, not at its deadline."""
+    odd = "o'brien&co@example.org"
+    engine.new_game("pure-skill", [odd, BOB, CAROL], deadline=timedelta(days=3))
+    bid(engine, odd, max(hand(engine, 1, 0)))
+    for player in (BOB, CAROL):
+        bid(engine, player, lowest(engine, player))
+    clock.advance(hours=1)
+    engine.tick()  # round 1 resolved an hour after it opened, two days and more before its deadline
+    Site(engine, tmp_path / "site").render()
+    for name in ("feed.atom", "games/1/feed.atom"):
+        titles = [e.findtext(f"{ATOM}title") for e in atom(tmp_path / "site", name).findall(f"{ATOM}entry")]
+        assert any(title.startswith("Game 1, Round 1 of 13: o'brien&co takes the ") for title in titles), titles
+        assert not any("&#39;" in title or "&amp;" in title for title in titles)
+    lines = (tmp_path / "site" / "games/1/deadlines.ics").read_bytes().decode().split("\r\n")
+    resolved = lines.index("SUMMARY:Game 1: Round 1 of 13 resolved")
+    dtstart = next(line for line in reversed(lines[:resolved]) if line.startswith("DTSTART:"))
+    phase = engine.table(1).phases[0]
+    assert dtstart == "DTSTART:" + from_iso(phase["resolved_at"]).strftime("%Y%m%dT%H%M%SZ")
+    assert phase["resolved_at"] < phase["deadline"]
+    from referee.site.render import _ics_text
+
+    assert _ics_text("a, b; c\\d\ne") == "a\\, b\\; c\\\\d\\ne"
+
+
 def test_the_calendars_last_line_ends_with_crlf(site):
     data = (site / "games/1/deadlines.ics").read_bytes()
     assert data.endswith(b"END:VCALENDAR\r\n")
