@@ -555,13 +555,18 @@ def resolve_links(site: Path, name: str) -> list[tuple[str, str]]:
 
 def test_a_games_feed_links_lead_to_its_page(site):
     for game in (1, 2, 3):
-        for rel, target in resolve_links(site, f"games/{game}/feed.atom"):
-            assert rel == "alternate" and target == f"games/{game}/", target
-            assert (site / target / "index.html").is_file()
+        links = resolve_links(site, f"games/{game}/feed.atom")
+        assert ("self", f"games/{game}/feed.atom") in links  # the feed itself
+        for rel, target in links:
+            if rel != "self":
+                assert rel == "alternate" and target == f"games/{game}/", target
+                assert (site / target / "index.html").is_file()
 
 
 def test_the_sites_feed_entries_lead_to_the_game_pages(site):
-    entries = resolve_links(site, "feed.atom")[1:]
+    links = resolve_links(site, "feed.atom")
+    assert links[1] == ("self", "feed.atom")
+    entries = links[2:]
     assert entries and all(re.fullmatch(r"games/[123]/", target) for _, target in entries)
 
 
@@ -623,6 +628,30 @@ def test_a_feed_title_is_escaped_once_and_a_calendar_text_as_icalendar_escapes(e
     from referee.site.render import _ics_text
 
     assert _ics_text("a, b; c\\d\ne") == "a\\, b\\; c\\\\d\\ne"
+
+
+def test_feeds_and_calendars_read_right_in_real_parsers(played, site):
+    """What a feed reader (feedparser) and a calendar (icalendar) make of
+    them: well formed, every entry titled and linked, each feed pointing at
+    itself, and the calendar's events as written."""
+    import feedparser
+    import icalendar
+
+    for name in ("feed.atom", "games/1/feed.atom", "games/3/feed.atom"):
+        served = {"content-location": f"https://x.test/{name}", "content-type": "application/atom+xml"}
+        feed = feedparser.parse((site / name).read_bytes(), response_headers=served)
+        assert not feed.bozo, (name, feed.get("bozo_exception"))
+        assert feed.entries and all(entry.title and entry.link for entry in feed.entries)
+        assert [link.href for link in feed.feed.links if link.rel == "self"] == [f"https://x.test/{name}"]
+    for game in (1, 3):
+        calendar = icalendar.Calendar.from_ical((site / f"games/{game}/deadlines.ics").read_bytes())
+        events = list(calendar.walk("VEVENT"))
+        table = played.table(game)
+        assert len(events) == len(table.phases)
+        for event, phase in zip(events, table.phases, strict=True):
+            assert phase["label"] in str(event["SUMMARY"])
+            moment = phase["resolved_at"] or phase["deadline"]
+            assert event.decoded("DTSTART") == from_iso(moment)
 
 
 def test_the_calendars_last_line_ends_with_crlf(site):
