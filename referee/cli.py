@@ -135,6 +135,8 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
         engine = Engine(_open_store(config.database), config, clock)
         status = COMMANDS[args.command](engine, args)
         engine.store.sync()  # what the command did survives a power cut before it says so
+        if args.command in _CHANGING and config.site_dir:
+            _refresh_site(engine)  # (run and serve write it on every pass)
         return status
     except (UsageError, config_module.ConfigError, EngineError, Busy) as error:
         print(f"referee: {error}", file=sys.stderr)
@@ -142,6 +144,18 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
     except BrokenPipeError:  # `referee status 1 | head`: the reader left, not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+_CHANGING = {"new", "ingest", "tick", "resign"}  # commands that may change a game's pages
+
+
+def _refresh_site(engine: Engine) -> None:
+    """Write the pages of the games that changed; a page that fails is
+    logged, and the command's work stands."""
+    try:
+        Site(engine, engine.config.site_dir, engine.config.templates).render()
+    except Exception:  # noqa: BLE001 - the games matter more than their pages
+        logging.getLogger("referee").exception("the site could not be written")
 
 
 def _open_store(path: Path) -> Store:

@@ -129,7 +129,7 @@ def demo_config(folder: Path, deadline: timedelta, maildir: Path, port: int) -> 
     """The demo referee's config: every phase of any game waits ``deadline``
     (a game's own longer turn deadlines too), no reminders."""
     return Config(
-        address=REFEREE, name="Demo Referee", database=folder / "games.db",
+        address=REFEREE, name="Demo Referee", database=folder / "games.db", site_dir=folder / "site",
         deadline=deadline, turn_deadline=deadline, decision_deadline=deadline, reminder=None,
         maildir=MaildirSettings(maildir), smtp=Server(host="127.0.0.1", port=port, security="none"),
     )  # fmt: skip
@@ -183,6 +183,7 @@ def demo(folder: Path, deadline: timedelta, kind: str = "pure-skill") -> int:
     print(f"Mail the players received:       {folder / 'players'}/<address>/*.eml")
     print(f"Mail the referee received:       {folder / 'referee-maildir' / '.processed'}")
     print(f"The record (sqlite, games.db):   {folder / 'games.db'}")
+    print(f"The history site:                {(folder / 'site' / 'index.html').resolve().as_uri()}")
     print(f"Look again any time with:        cd {folder} && referee status {game_id}")
     return game_id
 

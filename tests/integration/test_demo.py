@@ -1,9 +1,11 @@
 """`referee demo`: a whole game by real mail on a throwaway loopback setup."""
 
 import asyncio
+import json
 from datetime import timedelta
 
 from referee.demo import PLAYERS, run_demo
+from referee.record import verify
 from referee.store import Store
 
 
@@ -20,6 +22,9 @@ def test_the_demo_plays_a_whole_game_by_mail_with_a_silent_player(tmp_path):
         assert len(list((tmp_path / "players" / player).glob("*.eml"))) >= 15
     assert store.outbox("queued") == []  # everything was sent
     assert list((tmp_path / "referee-maildir" / "new").iterdir()) == []  # everything was read
+    record = json.loads((tmp_path / "site" / f"games/{game_id}/record.json").read_text())  # the site, built
+    assert record["game"]["state"] == "finished" and verify(record).ok
+    assert f'href="games/{game_id}/"' in (tmp_path / "site" / "index.html").read_text()
 
 
 def test_the_demo_plays_auction_by_mail_too(tmp_path):

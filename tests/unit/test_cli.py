@@ -157,6 +157,28 @@ def test_kinds_lists_pure_skill(run):
     assert any(line.split()[0] == "pure-skill" for line in out.splitlines())
 
 
+def test_every_command_that_changes_a_game_refreshes_its_pages(run, cfg, clock, tmp_path):
+    """With site_dir set, new, ingest, resign and tick each leave the site
+    showing what they did, without a render; reading commands write nothing."""
+    cfg.write_text(cfg.read_text() + 'site_dir = "site"\n')
+    site = tmp_path / "site"
+    game = new_game(run)
+    page = site / f"games/{game}/index.html"
+    assert "Round 1 of 13" in page.read_text()
+    mail = tmp_path / "alice.eml"
+    mail.write_bytes(player_reply(cfg, clock, ALICE, "bid 5", received=clock()))
+    for command in (["ingest", str(mail)], ["resign", str(game), BOB], ["tick"]):
+        before = page.read_text()
+        if command == ["tick"]:
+            clock.advance(days=4)
+        assert run(*command)[0] == 0
+        assert page.read_text() != before, command
+    assert "Round 2 of 13" in page.read_text()
+    written = {path: path.stat().st_mtime_ns for path in site.rglob("*")}
+    assert run("status", str(game))[0] == 0
+    assert {path: path.stat().st_mtime_ns for path in site.rglob("*")} == written
+
+
 def test_ingest_a_file_and_from_stdin(run, cfg, clock, tmp_path, monkeypatch):
     game = new_game(run)
     mail = tmp_path / "alice.eml"
