@@ -37,7 +37,7 @@ from referee.tables import Tables
 from referee.timeutil import Clock, from_iso, iso, show, show_duration
 
 _STATE_FILE = ".render-state.json"
-_FEED_ENTRIES = 100  # the site's feed: the newest entries of all games
+_FEED_ENTRIES = 100  # the site's feed: every game's end, and the newest of the other entries
 _LAYOUT = "2"  # bump when the pages' layout changes: every page is then written again
 
 
@@ -103,8 +103,8 @@ class Site:
             entries = _newest([e for game in state.values() for e in game["entries"]])
             self._render_index(summaries, entries, now, report)
             # An entry out of the newest now never comes back (every new entry
-            # is newer), so the state keeps only those: it stays small however
-            # many games and rounds the site has.
+            # is newer), so the state keeps only those and the games' ends:
+            # it stays small however many rounds the site has.
             kept = {entry["id"] for entry in entries}
             for game in state.values():
                 game["entries"] = [entry for entry in game["entries"] if entry["id"] in kept]
@@ -217,7 +217,12 @@ class Site:
 
 
 def _newest(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted(entries, key=lambda e: e["updated"], reverse=True)[:_FEED_ENTRIES]
+    """The site feed's entries, newest first: every game's end (a game
+    whose last rounds were crowded out by busier games still says who won),
+    and the newest ``_FEED_ENTRIES`` of the others."""
+    ends = [e for e in entries if e["id"].endswith(":end")]
+    others = sorted((e for e in entries if not e["id"].endswith(":end")), key=lambda e: e["updated"], reverse=True)
+    return sorted(ends + others[:_FEED_ENTRIES], key=lambda e: e["updated"], reverse=True)
 
 
 # Stored times are already "2026-11-24T12:00:00Z"; these filters only reshape
