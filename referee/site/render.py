@@ -128,8 +128,8 @@ class Site:
             title=f"{table.rules.title}, game {game_id}", entries=context["entries"],
             updated=context["entries"][0]["updated"] if context["entries"] else table.row["created_at"],
             feed_id=f"{self._urn()}:game:{game_id}", link=f"{base}/", base="../../"), report)  # fmt: skip
-        self._write(f"{base}/deadlines.ics", self.env.get_template("site/deadlines.ics.j2").render(
-            **context, uid=f"{game_id}.{self.records.config.domain}"), report)  # fmt: skip
+        self._write(f"{base}/deadlines.ics", _fold_ics(self.env.get_template("site/deadlines.ics.j2").render(
+            **context, uid=f"{game_id}.{self.records.config.domain}")), report)  # fmt: skip
         return context["entries"]
 
     def _entries(self, context: dict[str, Any], kind: str) -> list[dict[str, Any]]:
@@ -238,6 +238,22 @@ def _ics_text(text: object) -> str:
     and comma escaped, a line break as ``\\n``."""
     text = str(text).replace("\\", "\\\\").replace(";", "\\;").replace(",", "\\,")
     return "\\n".join(text.splitlines())
+
+
+def _fold_ics(text: str) -> str:
+    """iCalendar's lines folded at 75 octets (RFC 5545, 3.1): a line goes on
+    after CRLF and a space, never inside a UTF-8 character."""
+    lines = []
+    for line in text.split("\r\n"):
+        data, chunks, limit = line.encode(), [], 75
+        while len(data) > limit:
+            cut = limit
+            while data[cut] & 0xC0 == 0x80:  # a continuation byte: cut before its character
+                cut -= 1
+            chunks.append(data[:cut])
+            data, limit = data[cut:], 74  # the space that starts the next line counts
+        lines.append(b"\r\n ".join([*chunks, data]).decode())
+    return "\r\n".join(lines)
 
 
 def _ics_time(text: str) -> str:

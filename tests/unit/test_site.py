@@ -1034,3 +1034,13 @@ def test_the_chart_tells_eight_players_apart_and_keeps_its_labels_and_numbers_re
     assert len(chart["xticks"]) <= 9 and chart["rounds"] == 14
     quiet = score_chart(names, [[{"type": "play"}], *events[:3]])  # a phase without scores adds no point
     assert quiet["rounds"] == 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=300))
+def test_a_long_calendar_line_is_folded_at_75_octets_and_unfolds_to_itself(text):
+    from referee.site.render import _fold_ics
+
+    folded = _fold_ics(f"SUMMARY:{text}\r\nEND:VEVENT\r\n")
+    assert all(len(line.encode()) <= 75 for line in folded.split("\r\n"))
+    assert folded.replace("\r\n ", "") == f"SUMMARY:{text}\r\nEND:VEVENT\r\n"
