@@ -38,7 +38,7 @@ from referee.timeutil import Clock, from_iso, iso, show, show_duration
 
 _STATE_FILE = ".render-state.json"
 _FEED_ENTRIES = 100  # the site's feed: every game's end, and the newest of the other entries
-_LAYOUT = "2"  # bump when the pages' layout changes: every page is then written again
+_LAYOUT = "3"  # bump when the pages' layout changes: every page is then written again
 
 
 class Records(Protocol):
