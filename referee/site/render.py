@@ -96,11 +96,13 @@ class Site:
                 report.games_unchanged += 1
                 state[str(row["id"])] = before
                 continue
-            entries = self._render_game(row["id"], now, report) if row["state"] != "open" else []
-            state[str(row["id"])] = {"fingerprint": fingerprint, "entries": entries}
+            entries, facts = self._render_game(row["id"], now, report) if row["state"] != "open" else ([], {})
+            state[str(row["id"])] = {"fingerprint": fingerprint, "entries": entries, "facts": facts}
             report.games_rendered += 1
         if report.games_rendered or force or not (self.folder / "index.html").exists():
             entries = _newest([e for game in state.values() for e in game["entries"]])
+            for summary in summaries:  # what the index tells of a game, from its last render
+                summary.update(state[str(summary["id"])].get("facts", {}))
             self._render_index(summaries, entries, now, report)
             # An entry out of the newest now never comes back (every new entry
             # is newer), so the state keeps only those and the games' ends:
@@ -114,8 +116,9 @@ class Site:
 
     # -- one game ------------------------------------------------------------
 
-    def _render_game(self, game_id: int, now: datetime, report: Report) -> list[dict[str, Any]]:
-        """Write a game's files; returns its feed entries."""
+    def _render_game(self, game_id: int, now: datetime, report: Report) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """Write a game's files; returns its feed entries, and what the index
+        tells of it (who is awaited, who won: both change only with the game)."""
         table = self.records.tables.table(game_id)
         context = {**page_context(table, now), "now": iso(now),
                    "referee": self.records.config.address}  # fmt: skip
@@ -130,7 +133,9 @@ class Site:
             feed_id=f"{self._urn()}:game:{game_id}", link=f"{base}/", base="../../"), report)  # fmt: skip
         self._write(f"{base}/deadlines.ics", _fold_ics(self.env.get_template("site/deadlines.ics.j2").render(
             **context, uid=f"{game_id}.{self.records.config.domain}")), report)  # fmt: skip
-        return context["entries"]
+        facts = {"waiting": context["phase"]["waiting"] if context["phase"] else [],
+                 "winner": context["record"]["winner"]}  # fmt: skip
+        return context["entries"], facts
 
     def _entries(self, context: dict[str, Any], kind: str) -> list[dict[str, Any]]:
         """Atom entries of a game, newest first: its start, each round, its end."""

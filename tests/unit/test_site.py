@@ -286,6 +286,18 @@ def test_the_index_lists_running_open_and_finished_games_with_links(site):
     assert three.startswith("Game 3,") and "ended 2026-11-21 12:00 UTC" in three and "deadline" not in three
     assert four.startswith("Game 4,") and "1 of 3 seats taken" in four and "ivan" not in four
     assert not (site / "games" / "4").exists()  # nothing to show of a game not started
+    assert one.endswith("waiting for alice, carol")  # bob has bid in round 3
+    assert two.endswith("waiting for dave, erin")
+    winner = json.loads((site / "games/3/record.json").read_text())["winner"]
+    assert three.endswith(f": {winner} won" if winner else ": no winner")
+
+
+def test_a_games_page_title_carries_its_name(site):
+    def title(name: str) -> str:
+        return re.search(r"<title>(.*?)</title>", (site / name).read_text()).group(1)
+
+    assert title("games/1/index.html") == "Game 1: Game of Pure Skill, “The first”"
+    assert title("games/2/index.html") == "Game 2: Game of Pure Skill"
 
 
 def test_players_are_named_by_the_local_part_of_their_address(site):
