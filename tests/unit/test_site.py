@@ -292,6 +292,17 @@ def test_the_index_lists_running_open_and_finished_games_with_links(site):
     assert three.endswith(f": {winner} won" if winner else ": no winner")
 
 
+def test_a_running_pure_skill_page_shows_the_prize_on_offer_and_what_is_left(played, site):
+    from referee.rules.pure_skill import card_long, card_name
+
+    state = played.table(1).state
+    text = re.sub(r"\s+", " ", page(site, "games/1/index.html").text)
+    assert f"Round 3 of 13: the prize is the {card_long(state.prize)}." in text
+    assert "Spades still to come: " + ", ".join(card_name(c) for c in sorted(state.spades)) + "." in text
+    assert "Cards each player still holds: alice 11, bob 11, carol 11." in text  # two played; bob's third is secret
+    assert "On offer" not in page(site, "games/3/index.html").text  # finished
+
+
 def test_a_games_page_title_carries_its_name(site):
     def title(name: str) -> str:
         return re.search(r"<title>(.*?)</title>", (site / name).read_text()).group(1)
