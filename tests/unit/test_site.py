@@ -303,6 +303,21 @@ def test_a_running_pure_skill_page_shows_the_prize_on_offer_and_what_is_left(pla
     assert "On offer" not in page(site, "games/3/index.html").text  # finished
 
 
+def test_a_running_bid_page_shows_the_dice_and_everyones_tiles_coins_and_pawns(engine, tmp_path):
+    from referee.rules.bid import tile_name
+
+    engine.new_game("bid", PLAYERS)
+    Site(engine, tmp_path / "site").render()
+    view = engine.table(1).rules.view(engine.table(1).state, None)
+    text = re.sub(r"\s+", " ", page(tmp_path / "site", "games/1/index.html").text)
+    assert f"Auction 1: the dice show suns " in text and f"The winner takes {view['points']} point" in text
+    rows = page(tmp_path / "site", "games/1/index.html").table("Tiles")["rows"][1:]
+    for seat, row in enumerate(rows):
+        cells = [cell["text"] for cell in row["cells"]]
+        assert cells[1] == " ".join(tile_name(t) for t in view["hands"][seat])
+        assert cells[2] == str(view["coins"][seat]) and cells[3] == "to play"
+
+
 def test_a_games_page_title_carries_its_name(site):
     def title(name: str) -> str:
         return re.search(r"<title>(.*?)</title>", (site / name).read_text()).group(1)
