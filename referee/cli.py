@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
         status = COMMANDS[args.command](engine, args)
         engine.store.sync()  # what the command did survives a power cut before it says so
         if args.command in _CHANGING and config.site_dir:
-            _refresh_site(engine)  # (run and serve write it on every pass)
+            Site(engine, config.site_dir, config.templates).refresh()  # (run and serve do, every pass)
         return status
     except (UsageError, config_module.ConfigError, EngineError, Busy) as error:
         print(f"referee: {error}", file=sys.stderr)
@@ -147,15 +147,6 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
 
 
 _CHANGING = {"new", "ingest", "tick", "resign"}  # commands that may change a game's pages
-
-
-def _refresh_site(engine: Engine) -> None:
-    """Write the pages of the games that changed; a page that fails is
-    logged, and the command's work stands."""
-    try:
-        Site(engine, engine.config.site_dir, engine.config.templates).render()
-    except Exception:  # noqa: BLE001 - the games matter more than their pages
-        logging.getLogger("referee").exception("the site could not be written")
 
 
 def _open_store(path: Path) -> Store:

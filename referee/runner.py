@@ -109,10 +109,7 @@ class Runner:
         if undelivered is None:
             undelivered = await self._send(report)
         if self.site:
-            try:
-                self.site.render()  # only the games that changed: cheap when nothing did
-            except Exception:  # noqa: BLE001 - a page that fails must not stop the games
-                log.exception("the site could not be written; the games go on")
+            self.site.refresh()  # only the games that changed: cheap when nothing did
         self.engine.store.sync()  # the sent marks, and what the tick did
         if unreachable or undelivered:
             raise unreachable or undelivered

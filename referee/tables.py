@@ -111,9 +111,7 @@ class Tables:
         else:
             only_ours = cached is not None and cached[0][:2] == stamp[:2]  # no rollback, no other process
             table, records = self._read(game_id, cached[1:] if only_ours else None)
-        self._tables[game_id] = (stamp, table, records)
-        while len(self._tables) > _REPLAYS_KEPT:
-            del self._tables[next(iter(self._tables))]  # the least recently used
+        _remember(self._tables, game_id, (stamp, table, records))
         return table
 
     def _read(self, game_id: int, since: tuple[Table, list[PhaseRecord]] | None) -> tuple[Table, list[PhaseRecord]]:
@@ -165,9 +163,15 @@ class Tables:
         if cached and cached[0] == key and resolved[: len(cached[1])] == cached[1]:
             start = cached[2]
         done = replay(rules, seed, len(seats), row["options"], initial_bots, resolved, start)
-        self._replays[row["id"]] = (key, resolved, done)
-        while len(self._replays) > _REPLAYS_KEPT:
-            del self._replays[next(iter(self._replays))]  # the least recently used
+        _remember(self._replays, row["id"], (key, resolved, done))
         if len(resolved) == len(records):
             return done
         return replay(rules, seed, len(seats), row["options"], initial_bots, records, done)
+
+
+def _remember(cache: dict[int, Any], game_id: int, value: Any) -> None:
+    """Keep ``value`` as the newest of ``cache`` (the caller popped any older
+    one), forgetting the least recently used beyond _REPLAYS_KEPT games."""
+    cache[game_id] = value
+    while len(cache) > _REPLAYS_KEPT:
+        del cache[next(iter(cache))]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -35,6 +36,8 @@ from referee.site.public import page_context
 from referee.store import Store
 from referee.tables import Tables
 from referee.timeutil import Clock, from_iso, iso, show, show_duration
+
+log = logging.getLogger("referee.site")
 
 _STATE_FILE = ".render-state.json"
 _FEED_ENTRIES = 100  # the site's feed: every game's end, and the newest of the other entries
@@ -81,6 +84,14 @@ class Site:
                                 duration=show_duration)  # fmt: skip
         for game in GAMES.values():
             self.env.filters.update(game.filters)
+
+    def refresh(self) -> None:
+        """Write the pages of the games that changed, as the referee's work
+        goes on: a page that fails is logged, and never stops the games."""
+        try:
+            self.render()
+        except Exception:  # noqa: BLE001 - the games matter more than their pages
+            log.exception("the site could not be written; the games go on")
 
     def render(self, force: bool = False) -> Report:
         """Write what changed since the last render (everything with ``force``)."""
