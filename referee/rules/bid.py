@@ -79,6 +79,12 @@ class BidState:
         return self.factor * sum(face for face in self.dice if face >= 2)
 
     @property
+    def null_coins(self) -> int:
+        """The coins the winner gains from the bank for the null dice, doubled
+        under the Ace of Suns (as many as the bank holds)."""
+        return min(self.factor * sum(1 for face in self.dice if face == 0), self.bank)
+
+    @property
     def tiles_per_bid(self) -> int:
         return 2 if self.ace("suns") else 1
 
@@ -285,8 +291,7 @@ class Bid(Game[BidState, Move]):
         null_coins = moons_coins = 0
         if winner is not None:
             scores[winner] += state.points
-            nulls = state.factor * sum(1 for face in state.dice if face == 0)
-            null_coins = min(nulls, bank)  # "gains a coin from the bank (if any are available)"
+            null_coins = state.null_coins  # "gains a coin from the bank (if any are available)"
             coins[winner] += null_coins
             bank -= null_coins
         for seat in crowned:
@@ -337,7 +342,7 @@ class Bid(Game[BidState, Move]):
             "auction": state.auction, "rolls": state.rolls, "stage": state.stage,
             "over": state.stage == "over",
             "dice": [{"die": DICE[i], "face": face, "name": die_name(i, face)} for i, face in enumerate(state.dice)],
-            "points": state.points, "tiles_per_bid": state.tiles_per_bid,
+            "points": state.points, "null_coins": state.null_coins, "tiles_per_bid": state.tiles_per_bid,
             "aces": [die for die in DICE if state.ace(die)],
             "hands": [list(hand) for hand in state.hands], "coins": list(state.coins),
             "bank": state.bank, "pawns": sorted(state.pawns), "scores": list(state.scores),
