@@ -5,13 +5,21 @@ The record (games, seats, phases, moves) is the truth; a game's state is
 always recomputed from it by replay (referee.record).  Every change a message
 causes is written inside one ``transaction()``, together with the outbox rows
 it queues and the row that marks the message handled.
+
+A games.db says which schema it has (``PRAGMA user_version``); opening one
+checks it is intact and not from a newer referee, then brings an older one
+up to date, all in one transaction (``MIGRATIONS``).  When games.db or the
+disk under it fails (full, locked, read-only, damaged) the error becomes a
+``StorageFault``: one line naming the file and what to do.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +27,121 @@ import sqlite_utils
 
 Row = dict[str, Any]
 
+BUSY_TIMEOUT_MS = 10_000  # how long a write waits for another process's write lock
+SCHEMA_VERSION = 1  # the user_version of a games.db this code writes; see MIGRATIONS
+
+
+class StorageFault(RuntimeError):
+    """games.db, or the disk under it, failed the referee: not the fault of
+    any message.  The run stops; mail not yet handled stays on the mail
+    server for the next run.  The message is one line: the file, what went
+    wrong, what to do."""
+
+
+def is_storage_fault(error: BaseException) -> bool:
+    """Whether an error is the machine's (SQLite's I/O, locks and limits, a
+    damaged file, the file system) rather than a bug met by one message.  A
+    ConnectionError is a server's, not the disk's."""
+    if isinstance(error, StorageFault):
+        return True
+    if isinstance(error, ConnectionError):
+        return False
+    return isinstance(error, (sqlite3.OperationalError, OSError)) or type(error) is sqlite3.DatabaseError
+
+
+_RESTORE = "stop the referee and restore the newest backup (`referee restore FILE`, docs/operations.md)"
+_ADVICE = (  # (words in SQLite's or the OS's message, what the keeper should do)
+    (("full", "no space"), "the disk is full: free some space; mail not yet handled waits on the mail server"),
+    (("locked", "busy"), "another program holds its write lock (a sqlite3 session left open?): end it; "
+                         "mail not yet handled waits on the mail server"),
+    (("readonly", "read-only"), "it cannot be written: give the referee's user write access to it, to "
+                                "its -wal and -shm files and to its folder"),
+    (("malformed", "not a database", "corrupt"), f"it is damaged: {_RESTORE}"),
+    (("unable to open",), "it cannot be opened: check the path, and that its folder exists and is writable"),
+    (("i/o error",), "the disk failed a read or write: check the disk (dmesg), then run again"),
+)  # fmt: skip
+
+
+def storage_fault(path: Path | str, error: BaseException) -> StorageFault:
+    """The one line a keeper reads for ``error``, met on ``path``."""
+    if isinstance(error, StorageFault):
+        return error
+    text = str(error) or type(error).__name__
+    where = getattr(error, "filename", None) or path
+    for words, advice in _ADVICE:
+        if any(word in text.lower() for word in words):
+            return StorageFault(f"{where}: {text}: {advice}")
+    return StorageFault(f"{where}: {text}: the referee stopped; mail not yet handled waits on the mail server")
+
 
 class Store:
     def __init__(self, path: Path | str):
-        self.db = sqlite_utils.Database(path)
-        self.db.execute("PRAGMA busy_timeout = 10000")
-        if str(path) != ":memory:":
-            self.db.enable_wal()
-        # A commit survives the process being killed, with no fsync; sync()
-        # makes it survive a power cut too, before anything irreversible.
-        self.db.execute("PRAGMA synchronous = NORMAL")
-        self._create_tables()
-        self._synced = self.db.conn.total_changes  # rows changed by this connection, at the last sync
-        self._watch_records()
+        self.path = path
+        self._rollbacks = 0
+        try:
+            self.db = sqlite_utils.Database(path)
+            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            on_disk = str(path) != ":memory:"
+            version = self._intact_version() if on_disk else 0
+            if on_disk:
+                self.db.enable_wal()
+            # A commit survives the process being killed, with no fsync; sync()
+            # makes it survive a power cut too, before anything irreversible.
+            self.db.execute("PRAGMA synchronous = NORMAL")
+            self._migrate(version)
+            self._synced = self.db.conn.total_changes  # rows changed by this connection, at the last sync
+            self._watch_records()
+        except (sqlite3.Error, OSError) as error:
+            raise storage_fault(path, error) from None
+
+    # -- opening: intact, and of a schema this code knows -----------------
+
+    def _intact_version(self) -> int:
+        """games.db's schema version, after SQLite's quick check of every
+        page (tens of milliseconds for tens of megabytes): a damaged file is
+        refused before anything is read from it, never half-read."""
+        problems = [row[0] for row in self.db.execute("PRAGMA quick_check").fetchall()]
+        if problems != ["ok"]:
+            raise StorageFault(f"{self.path}: it is damaged ({'; '.join(problems[:3])}): {_RESTORE}")
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StorageFault(
+                f"{self.path}: its schema is version {version}, from a newer referee (this one knows "
+                f"up to {SCHEMA_VERSION}): upgrade referee, or restore a backup made before the upgrade "
+                "(`referee restore FILE`, docs/operations.md)"
+            )
+        return version
+
+    def _migrate(self, version: int) -> None:
+        """Bring the schema from ``version`` to SCHEMA_VERSION, one step at a
+        time, all in one transaction: a failed migration leaves games.db as
+        it was."""
+        if version == SCHEMA_VERSION:
+            return
+        with self.transaction():
+            for step in MIGRATIONS[version:]:
+                step(self.db)
+            self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    # -- backups -----------------------------------------------------------
+
+    def backup(self, target: Path) -> None:
+        """Copy games.db to ``target`` with SQLite's online backup: a
+        consistent copy even while the daemon writes.  The copy is one
+        self-contained file (no -wal), checked, and appears under its name
+        only when whole."""
+        partial = target.with_name(f".{target.name}.partial")
+        partial.unlink(missing_ok=True)
+        try:
+            with closing(sqlite3.connect(partial)) as copy:
+                self.db.conn.backup(copy)
+                copy.execute("PRAGMA journal_mode = DELETE")
+                problems = [row[0] for row in copy.execute("PRAGMA quick_check").fetchall()]
+                if problems != ["ok"]:
+                    raise StorageFault(f"{target}: the copy failed its check ({'; '.join(problems[:3])})")
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
 
     # -- knowing when a game's record changed ------------------------------
 
@@ -60,78 +170,6 @@ class Store:
         another process (the keeper's command, say: SQLite's data_version)."""
         other = self.db.execute("PRAGMA data_version").fetchone()[0]
         return (self._rollbacks, other, self._record_writes.get(game_id, 0))
-
-    def _create_tables(self) -> None:
-        db = self.db
-        db["games"].create(
-            {
-                "id": int, "kind": str, "name": str, "options": str, "seed": str,
-                "seed_commitment": str, "state": str, "deadline_seconds": int,
-                "settle_seconds": int, "created_at": str, "finished_at": str,
-            },
-            pk="id", not_null={"kind", "seed", "state"}, if_not_exists=True,
-        )  # fmt: skip
-        db["seats"].create(
-            {"game_id": int, "seat": int, "address": str, "bot": int,
-             "bot_since_phase": int, "resigned_at": str},
-            pk=("game_id", "seat"), foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
-        )  # fmt: skip
-        db["phases"].create(
-            {"game_id": int, "number": int, "label": str, "movers": str, "sealed": int,
-             "opened_at": str, "deadline": str, "closes_at": str, "resolved_at": str},
-            pk=("game_id", "number"), foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
-        )  # fmt: skip
-        db["moves"].create(
-            {"id": int, "game_id": int, "phase": int, "seat": int, "move": str, "source": str,
-             "message_key": str, "received_at": str, "recorded_at": str},
-            pk="id", foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
-        )  # fmt: skip
-        db["messages"].create(
-            {"key": str, "message_id": str, "sender": str, "subject": str, "received_at": str,
-             "handled_at": str, "game_id": int, "outcome": str, "raw": bytes},
-            pk="key", if_not_exists=True,
-        )  # fmt: skip
-        db["outbox"].create(
-            {"id": int, "message_id": str, "game_id": int, "recipients": str, "subject": str,
-             "raw": bytes, "created_at": str, "state": str, "attempts": int,
-             "next_try_at": str, "last_error": str, "sent_at": str},
-            pk="id", if_not_exists=True,
-        )  # fmt: skip
-        db["mailboxes"].create(
-            {"name": str, "uidvalidity": int, "last_uid": int}, pk="name", if_not_exists=True
-        )
-        db["meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
-        db["deadline_changes"].create(
-            {"id": int, "game_id": int, "phase": int, "old": str, "new": str, "reason": str,
-             "at": str},
-            pk="id", foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
-        )  # fmt: skip
-        db["signups"].create(
-            {"game_id": int, "address": str, "joined_at": str},
-            pk=("game_id", "address"), foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
-        )  # fmt: skip
-        db["players"].create({"address": str, "timezone": str}, pk="address", if_not_exists=True)
-        db["bounces"].create(
-            {"id": int, "address": str, "game_id": int, "message_id": str, "status": str,
-             "diagnostic": str, "at": str},
-            pk="id", if_not_exists=True,
-        )  # fmt: skip
-        # Columns added after the first release: an older games.db gains them.
-        for table, column, kind in (("phases", "reminded_at", str), ("seats", "token", str),
-                                    ("games", "seats_wanted", int), ("outbox", "answers", str),
-                                    ("outbox", "budget", str), ("outbox", "answer_to", str),
-                                    ("games", "turn_seconds", int),
-                                    ("games", "decision_seconds", int)):  # fmt: skip
-            if column not in db[table].columns_dict:
-                db[table].add_column(column, kind)
-        db["seats"].create_index(["token"], if_not_exists=True)
-        db["outbox"].create_index(["message_id"], if_not_exists=True)
-        db["moves"].create_index(["game_id", "phase", "seat"], if_not_exists=True)
-        db["outbox"].create_index(["state"], if_not_exists=True)
-        db["outbox"].create_index(["answer_to", "budget", "created_at"], if_not_exists=True)
-        db["outbox"].create_index(["budget", "created_at"], if_not_exists=True)
-        db["seats"].create_index(["address"], if_not_exists=True)
-        db["outbox"].create_index(["state", "sent_at"], if_not_exists=True)
 
     def _rows(self, table: str, where: str | None = None, args: list[Any] | None = None,
               order_by: str | None = None) -> Iterator[Row]:  # fmt: skip
@@ -188,6 +226,16 @@ class Store:
         except BaseException:
             self._rollbacks += 1  # what was read inside may have been undone
             raise
+
+    @contextmanager
+    def impatient(self) -> Iterator[None]:
+        """Writes that fail at once, rather than wait for another process's
+        write lock (for a note made while reporting a fault)."""
+        self.db.execute("PRAGMA busy_timeout = 0")
+        try:
+            yield
+        finally:
+            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     def sync(self) -> None:
         """Make every committed change durable, even against a power cut.
@@ -379,6 +427,13 @@ class Store:
     def record_message(self, **row: Any) -> None:
         self._insert("messages", row, replace=True)  # replaces a failed attempt
 
+    def failed_messages(self) -> list[Row]:
+        """Messages that met a bug (kept here, quarantined on the mail
+        server, and tried afresh if delivered again), newest first."""
+        return [dict(zip(("key", "sender", "subject", "handled_at", "outcome"), row, strict=True))
+                for row in self.db.execute("select key, sender, subject, handled_at, outcome from messages "
+                                           "where outcome like 'failed%' order by handled_at desc")]  # fmt: skip
+
     def messages(self) -> list[Row]:
         return list(self._rows("messages", order_by="handled_at"))
 
@@ -473,6 +528,95 @@ class Store:
         where = " and ".join(clauses) or None
         rows = self._rows("outbox", where, args or None, order_by="id")
         return [{**r, "recipients": json.loads(r["recipients"])} for r in rows]
+
+
+# -- the schema, and how an older games.db is brought up to date ------------
+
+
+def _schema_1(db: sqlite_utils.Database) -> None:
+    """Schema 1, reached from nothing or from any games.db older than schema
+    versions (user_version 0): its tables, the columns added to them before
+    versions were kept, and their indexes; each step is skipped where done."""
+    db["games"].create(
+        {
+            "id": int, "kind": str, "name": str, "options": str, "seed": str,
+            "seed_commitment": str, "state": str, "deadline_seconds": int,
+            "settle_seconds": int, "created_at": str, "finished_at": str,
+        },
+        pk="id", not_null={"kind", "seed", "state"}, if_not_exists=True,
+    )  # fmt: skip
+    db["seats"].create(
+        {"game_id": int, "seat": int, "address": str, "bot": int,
+         "bot_since_phase": int, "resigned_at": str},
+        pk=("game_id", "seat"), foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
+    )  # fmt: skip
+    db["phases"].create(
+        {"game_id": int, "number": int, "label": str, "movers": str, "sealed": int,
+         "opened_at": str, "deadline": str, "closes_at": str, "resolved_at": str},
+        pk=("game_id", "number"), foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
+    )  # fmt: skip
+    db["moves"].create(
+        {"id": int, "game_id": int, "phase": int, "seat": int, "move": str, "source": str,
+         "message_key": str, "received_at": str, "recorded_at": str},
+        pk="id", foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
+    )  # fmt: skip
+    db["messages"].create(
+        {"key": str, "message_id": str, "sender": str, "subject": str, "received_at": str,
+         "handled_at": str, "game_id": int, "outcome": str, "raw": bytes},
+        pk="key", if_not_exists=True,
+    )  # fmt: skip
+    db["outbox"].create(
+        {"id": int, "message_id": str, "game_id": int, "recipients": str, "subject": str,
+         "raw": bytes, "created_at": str, "state": str, "attempts": int,
+         "next_try_at": str, "last_error": str, "sent_at": str},
+        pk="id", if_not_exists=True,
+    )  # fmt: skip
+    db["mailboxes"].create(
+        {"name": str, "uidvalidity": int, "last_uid": int}, pk="name", if_not_exists=True
+    )
+    db["meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
+    db["deadline_changes"].create(
+        {"id": int, "game_id": int, "phase": int, "old": str, "new": str, "reason": str,
+         "at": str},
+        pk="id", foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
+    )  # fmt: skip
+    db["signups"].create(
+        {"game_id": int, "address": str, "joined_at": str},
+        pk=("game_id", "address"), foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
+    )  # fmt: skip
+    db["players"].create({"address": str, "timezone": str}, pk="address", if_not_exists=True)
+    db["bounces"].create(
+        {"id": int, "address": str, "game_id": int, "message_id": str, "status": str,
+         "diagnostic": str, "at": str},
+        pk="id", if_not_exists=True,
+    )  # fmt: skip
+    # Columns added after the first release: an older games.db gains them.
+    for table, column, kind in (("phases", "reminded_at", str), ("seats", "token", str),
+                                ("games", "seats_wanted", int), ("outbox", "answers", str),
+                                ("outbox", "budget", str), ("outbox", "answer_to", str),
+                                ("games", "turn_seconds", int),
+                                ("games", "decision_seconds", int)):  # fmt: skip
+        if column not in db[table].columns_dict:
+            db[table].add_column(column, kind)
+    # What versions before 1 made and later dropped (an early notice flag and
+    # its index), so every older games.db ends the same as a new one.
+    db.execute("drop index if exists idx_outbox_recipients_created_at")
+    if "notice" in db["outbox"].columns_dict:
+        db.execute("alter table outbox drop column notice")
+    db["seats"].create_index(["token"], if_not_exists=True)
+    db["outbox"].create_index(["message_id"], if_not_exists=True)
+    db["moves"].create_index(["game_id", "phase", "seat"], if_not_exists=True)
+    db["outbox"].create_index(["state"], if_not_exists=True)
+    db["outbox"].create_index(["answer_to", "budget", "created_at"], if_not_exists=True)
+    db["outbox"].create_index(["budget", "created_at"], if_not_exists=True)
+    db["seats"].create_index(["address"], if_not_exists=True)
+    db["outbox"].create_index(["state", "sent_at"], if_not_exists=True)
+
+
+# MIGRATIONS[n] takes a games.db from schema n to n + 1.  To change the
+# schema: append a step, raise SCHEMA_VERSION, and add a fixture of the
+# schema it starts from to tests/fixtures/schemas (see test_migrations).
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_schema_1]
 
 
 def _decode_game(row: Row) -> Row:

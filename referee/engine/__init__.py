@@ -25,7 +25,7 @@ from referee.desk import Desk, Outcome
 from referee.engine.rooms import Rooms
 from referee.errors import EngineError
 from referee.mail.parse import Incoming, parse, unreadable
-from referee.store import Row
+from referee.store import Row, is_storage_fault, storage_fault
 from referee.tables import Table, deadlines
 from referee.timeutil import iso
 
@@ -39,32 +39,51 @@ class Engine(Rooms):
 
     def ingest(self, raw: bytes, received_at: datetime | None = None) -> Outcome:
         """Handle one received message, exactly once.  ``received_at`` is the
-        server's receipt time when the mail source knows it."""
+        server's receipt time when the mail source knows it.
+
+        A message that meets a bug is kept, unanswered, as ``failed`` (the
+        runner quarantines it).  A storage fault (games.db full, locked,
+        read-only or damaged; see referee.store) is no fault of the message:
+        it raises StorageFault and records nothing, so the message stays on
+        the mail server for the next run."""
         now = self.clock()
         try:
-            message = parse(raw, now, received_at, max_size=self.config.max_message_size)
-        except Exception:  # noqa: BLE001 - a parser bug must not stop the daemon on this mail
-            log.exception("a message of %d bytes could not be parsed", len(raw))
-            message = unreadable(raw, now, received_at)
-            outcome = Outcome("failed", "the message could not be parsed; it is kept in the store")
-            with self.store.transaction():
-                if not self.store.seen(message.key):
-                    self._record(message, now, outcome)
-            return outcome
+            try:
+                message = parse(raw, now, received_at, max_size=self.config.max_message_size)
+            except Exception as error:  # noqa: BLE001 - a parser bug must not stop the daemon on this mail
+                if is_storage_fault(error):
+                    raise
+                log.exception("a message of %d bytes could not be parsed", len(raw))
+                message = unreadable(raw, now, received_at)
+                outcome = Outcome("failed", "the message could not be parsed; it is kept in the store")
+                with self.store.transaction():
+                    if not self.store.seen(message.key):
+                        self._record(message, now, outcome)
+                return outcome
+            outcome = self._handle(message, now)
+        except Exception as error:
+            if is_storage_fault(error):
+                raise storage_fault(self.store.path, error) from None
+            raise
+        log.info("message %s from %s: %s", message.key, message.sender, outcome.code)
+        return outcome
+
+    def _handle(self, message: Incoming, now: datetime) -> Outcome:
         try:
             with self.store.transaction():
                 if self.store.seen(message.key):
                     return Outcome("duplicate", f"{message.key} was handled before")
                 outcome = Desk(self, message).handle()
                 self._record(message, now, outcome)
-        except Exception:
+        except Exception as error:
+            if is_storage_fault(error):
+                raise
             # A bug must neither lose the message nor fail on it at every
             # redelivery: keep it, unanswered, for the keeper to look at.
             log.exception("message %s from %s could not be handled", message.key, message.sender)
             outcome = Outcome("failed", "an internal error; the message is kept in the store")
             with self.store.transaction():
                 self._record(message, now, outcome)
-        log.info("message %s from %s: %s", message.key, message.sender, outcome.code)
         return outcome
 
     def _record(self, message: Incoming, now: datetime, outcome: Outcome) -> None:

@@ -47,6 +47,9 @@ class Rooms:
 
 def _stored_key(store: Store) -> bytes:
     """Without a configured secret key, one made at first use and kept in games.db."""
+    key = store.get_meta("secret_key")  # read first: most commands then write nothing
+    if key is not None:
+        return key.encode()
     with store.transaction():
         key = store.get_meta("secret_key")
         if key is None:

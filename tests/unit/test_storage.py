@@ -1,0 +1,273 @@
+"""games.db as a keeper meets it on a bad day: full, locked, damaged, from a
+newer referee, or from an older one; backed up and restored.  The faults are
+SQLite's own (its page limit gives the very error a full disk does; a second
+connection holds the real write lock); the integration tests fill a real
+file system and take write access away."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from conftest import PLAYERS, reply
+from referee import store as store_module
+from referee.cli import main
+from referee.config import MaildirSettings
+from referee.engine import Engine
+from referee.record import verify
+from referee.runner import Runner, run_lock
+from referee.site.public import game_record
+from referee.store import SCHEMA_VERSION, StorageFault, Store
+
+ALICE, BOB, CAROL = PLAYERS
+SCHEMAS = sorted((Path(__file__).parents[1] / "fixtures" / "schemas").glob("schema-*.sql"))
+
+
+def fill_up(store: Store) -> None:
+    """From now on games.db cannot grow: SQLite's "database or disk is full"."""
+    pages = store.db.execute("PRAGMA page_count").fetchone()[0]
+    store.db.execute(f"PRAGMA max_page_count = {pages}")
+
+
+def free_space(store: Store) -> None:
+    store.db.execute("PRAGMA max_page_count = 1073741823")
+
+
+def bids(engine: Engine, count: int) -> list[bytes]:
+    """``count`` bids with long bodies (each needs new pages), alternating players."""
+    padding = "\n\n" + "A word of explanation for my bid, at length. " * 60
+    return [reply(engine, PLAYERS[i % 3], f"bid {i // 3 + 1}{padding}", message_id=f"<b{i}@example.org>")
+            for i in range(count)]  # fmt: skip
+
+
+# -- a storage fault is no fault of the message ---------------------------------------
+
+
+def test_a_full_disk_stops_the_message_and_records_nothing(engine):
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    raws = bids(engine, 30)
+    fill_up(engine.store)
+    with pytest.raises(StorageFault, match="full.*free some space"):
+        for raw in raws:
+            engine.ingest(raw)
+    handled = engine.store.messages()
+    assert all(m["outcome"].startswith("move") for m in handled)  # none kept as failed
+    free_space(engine.store)
+    outcomes = [engine.ingest(raw).code for raw in raws]
+    assert outcomes.count("duplicate") == len(handled)  # the ones before the fault, once
+    assert all(m["outcome"].startswith("move") for m in engine.store.messages())
+    assert len(engine.store.moves(1)) == len(raws)
+
+
+def test_a_write_lock_held_too_long_is_a_storage_fault(config, clock, monkeypatch):
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 50)
+    engine = Engine(Store(config.database), config, clock)
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    raw = reply(engine, ALICE, "bid 5")
+    keeper = sqlite3.connect(config.database, isolation_level=None)  # a keeper's sqlite3 session
+    keeper.execute("BEGIN IMMEDIATE")
+    with pytest.raises(StorageFault, match="locked.*write lock"):
+        engine.ingest(raw)
+    keeper.execute("ROLLBACK")
+    assert engine.store.messages() == []
+    assert engine.ingest(raw).code == "move"
+
+
+def maildir_runner(config, clock, box: Path) -> tuple[Engine, Runner]:
+    for sub in ("new", "cur", "tmp"):
+        (box / sub).mkdir(parents=True, exist_ok=True)
+    config = replace(config, maildir=MaildirSettings(box))
+    engine = Engine(Store(config.database), config, clock)
+    return engine, Runner.from_config(config, engine)
+
+
+def test_a_pass_that_meets_a_full_disk_quarantines_nothing_and_the_next_takes_every_bid(
+        config, clock, tmp_path):  # fmt: skip
+    box = tmp_path / "Maildir"
+    engine, runner = maildir_runner(config, clock, box)
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    asyncio.run(runner.once())  # the start mails go nowhere: no [smtp]
+    for i, raw in enumerate(bids(engine, 24)):
+        (box / "new" / f"{int(clock().timestamp())}.M{i}.test").write_bytes(raw)  # delivered now
+    fill_up(engine.store)
+    with pytest.raises(StorageFault, match="full"):
+        asyncio.run(runner.once())
+    assert not [p for p in box.rglob("*") if p.is_file() and "quarantine" in str(p)]
+    assert len(list((box / "new").iterdir())) == 24  # every bid still waiting
+    free_space(engine.store)
+    report = asyncio.run(runner.once())
+    assert report.received == 24 and len(engine.store.moves(1)) == 24
+    assert not any(m["outcome"].startswith("failed") for m in engine.store.messages())
+
+
+def test_the_command_line_says_a_storage_fault_in_one_line_with_status_3(config, tmp_path, capsys):
+    cfg = tmp_path / "referee.toml"
+    cfg.write_text(f'[referee]\naddress = "referee@example.org"\ndatabase = "{config.database}"\n')
+    assert main(["--config", str(cfg), "new", "pure-skill", "--bots", "3"]) == 0
+    with sqlite3.connect(config.database) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    capsys.readouterr()
+    assert main(["--config", str(cfg), "status"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "newer referee" in err and "referee restore" in err
+
+
+# -- opening: damaged, too new, or older ---------------------------------------------
+
+
+def test_a_games_db_from_a_newer_referee_is_refused_and_left_alone(config):
+    Store(config.database).db.conn.close()
+    with sqlite3.connect(config.database) as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    before = config.database.read_bytes()
+    with pytest.raises(StorageFault, match=f"version {SCHEMA_VERSION + 1}.*upgrade referee"):
+        Store(config.database)
+    assert config.database.read_bytes() == before
+
+
+@pytest.mark.parametrize("where", ["header", "a table page"])
+def test_a_damaged_games_db_is_refused_with_how_to_restore(engine, config, where):
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    engine.store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    engine.store.db.conn.close()
+    data = bytearray(config.database.read_bytes())
+    page = 4096
+    start = 0 if where == "header" else page * 2  # the first page of a table's b-tree, past the schema
+    data[start:start + 100] = b"\x99" * 100
+    config.database.write_bytes(bytes(data))
+    with pytest.raises(StorageFault, match="restore the newest backup"):
+        Store(config.database)
+
+
+def schema_of(path: Path) -> dict:
+    with sqlite3.connect(path) as db:
+        tables = [r[0] for r in db.execute("select name from sqlite_master where type = 'table'")]
+        return {
+            "columns": {t: sorted((c[1], c[2]) for c in db.execute(f"PRAGMA table_info([{t}])")) for t in tables},
+            "indexes": sorted(r[0] for r in db.execute("select sql from sqlite_master where type = 'index' "
+                                                       "and sql is not null")),
+            "version": db.execute("PRAGMA user_version").fetchone()[0],
+        }  # fmt: skip
+
+
+@pytest.mark.parametrize("dump", SCHEMAS, ids=[p.stem for p in SCHEMAS])
+def test_every_earlier_schema_is_brought_up_to_date_and_its_games_go_on(dump, config, clock, tmp_path):
+    fresh = tmp_path / "fresh.db"
+    Store(fresh).db.conn.close()
+    with sqlite3.connect(config.database) as db:
+        db.executescript(dump.read_text())
+    games_before = sqlite3.connect(config.database).execute("select id, state, seed from games").fetchall()
+    engine = Engine(Store(config.database), config, clock)
+    assert schema_of(config.database) == schema_of(fresh)  # as if made today, version included
+    assert [(g["id"], g["state"], g["seed"]) for g in engine.store.games()] == games_before
+    finished = [g["id"] for g in engine.store.games("finished")]
+    assert finished and all(verify(game_record(engine.table(g))).ok for g in finished)
+    running = engine.store.games("running")[0]["id"]
+    clock.advance(days=3650)  # past the fixtures' deadlines, dated 2026
+    for _ in range(13):
+        engine.tick()
+        clock.advance(days=4)
+    assert engine.store.game(running)["state"] == "finished"
+    assert verify(game_record(engine.table(running))).ok
+    Store(config.database)  # and opening it again changes nothing
+    assert schema_of(config.database)["version"] == SCHEMA_VERSION
+
+
+def test_a_migration_that_fails_leaves_games_db_as_it_was(config, monkeypatch):
+    with sqlite3.connect(config.database) as db:
+        db.executescript(SCHEMAS[0].read_text())
+    before = schema_of(config.database)
+
+    def half_done(db):
+        store_module._schema_1(db)
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(store_module, "MIGRATIONS", [half_done])
+    with pytest.raises(StorageFault, match="disk"):
+        Store(config.database)
+    assert schema_of(config.database) == before
+
+
+# -- backups -------------------------------------------------------------------------------
+
+
+def cli(tmp_path: Path, database: Path, *args: str) -> int:
+    cfg = tmp_path / "referee.toml"
+    cfg.write_text(f'[referee]\naddress = "referee@example.org"\ndatabase = "{database}"\n')
+    return main(["--config", str(cfg), *args])
+
+
+def test_a_backup_taken_while_another_process_writes_is_whole_and_restores(
+        engine, config, clock, tmp_path, capsys):  # fmt: skip
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    engine.ingest(reply(engine, ALICE, "bid 5"))
+    writer = sqlite3.connect(config.database, isolation_level=None)  # the daemon, mid-transaction
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("insert into meta (key, value) values ('uncommitted', 'x')")
+    backup = tmp_path / "backups" / "games-1.db"
+    backup.parent.mkdir()
+    assert cli(tmp_path, config.database, "backup", str(backup)) == 0
+    writer.execute("COMMIT")
+    engine.ingest(reply(engine, BOB, "bid 6"))  # handled after the backup
+    copy = sqlite3.connect(backup)
+    assert copy.execute("PRAGMA journal_mode").fetchone()[0] == "delete"  # one self-contained file
+    assert copy.execute("select count(*) from moves").fetchone()[0] == 1
+    assert copy.execute("select count(*) from meta where key = 'uncommitted'").fetchone()[0] == 0
+    copy.close()
+
+    with run_lock(config.database):  # the daemon runs: no restore under it
+        assert cli(tmp_path, config.database, "restore", str(backup)) == 2
+    assert "holds" in capsys.readouterr().err
+    engine.store.db.conn.close()
+    capsys.readouterr()
+    assert cli(tmp_path, config.database, "restore", str(backup)) == 0
+    out = capsys.readouterr().out
+    assert "processed folder" in out and ".replaced-" in out
+    restored = Store(config.database)
+    assert len(restored.moves(1)) == 1
+    kept = [p for p in tmp_path.iterdir() if ".replaced-" in p.name and not p.name.endswith(("-wal", "-shm"))]
+    assert len(Store(kept[0]).moves(1)) == 2  # the replaced games.db, whole, beside it
+
+
+def test_only_a_whole_backup_is_restored(engine, config, tmp_path, capsys):
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    junk = tmp_path / "notes.db"
+    junk.write_text("not a database at all, just words " * 200)
+    before = config.database.read_bytes()
+    assert cli(tmp_path, config.database, "restore", str(junk)) == 2
+    assert "not a backup" in capsys.readouterr().err
+    assert config.database.read_bytes() == before
+
+
+# -- health ---------------------------------------------------------------------------------
+
+
+def test_status_shows_trouble_at_a_glance(config, clock, tmp_path, capsys):
+    box = tmp_path / "Maildir"
+    engine, runner = maildir_runner(config, clock, box)
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    asyncio.run(runner.once())
+    cfg = tmp_path / "referee.toml"
+    cfg.write_text(f'[referee]\naddress = "referee@example.org"\ndatabase = "{config.database}"\n')
+    capsys.readouterr()
+    main(["--config", str(cfg), "status"])
+    out = capsys.readouterr().out
+    assert "health: 3 mail(s) waiting" not in out and "last pass: 20" in out
+    box.rename(tmp_path / "gone")  # the Maildir vanished: the next pass fails
+    clock.advance(hours=2)
+    with pytest.raises(Exception, match="Maildir"):
+        asyncio.run(runner.once())
+    main(["--config", str(cfg), "status"])
+    out = capsys.readouterr().out
+    first = out.splitlines()[0]
+    assert first.startswith("health: the last pass failed:") and "Maildir" in first
+    assert "waiting over an hour" in first  # the start mails, queued with no [smtp] to send them
+    main(["--config", str(cfg), "status", "--json"])
+    health = json.loads(capsys.readouterr().out)["health"]
+    assert health["last_fault"]["at"] > health["last_pass"]["at"] and health["outbox"]["queued"] > 0
