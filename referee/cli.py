@@ -1,4 +1,10 @@
-"""The ``referee`` command: a thin shell around the engine."""
+"""The ``referee`` command: a thin shell around the engine.
+
+Exit status: 0 done; 1 a pass cut short (a mail server unreachable, or a
+stop signal: nothing lost, the next run goes on); 2 a bad command line,
+config or request; 3 a storage fault (games.db full, locked, read-only,
+damaged or too new: the line says what to do).
+"""
 
 from __future__ import annotations
 
@@ -12,20 +18,24 @@ import signal
 import sqlite3
 import sys
 import tempfile
+from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
 
 from referee import config as config_module
+from referee import launch
 from referee.engine import Engine, EngineError
 from referee.mail.smtp import SmtpUnreachable
 from referee.mail.source import SourceError
 from referee.record import verify
 from referee.resources import shipped
 from referee.rules import GAMES
-from referee.runner import Busy, Report, Runner, run_lock
+from referee.runner import Busy, Report, Runner, RunLock, run_lock, until_stopped
 from referee.site.render import Site
-from referee.store import Store
-from referee.timeutil import Clock, iso, parse_duration, utc_now
+from referee.store import SCHEMA_VERSION, Store, is_storage_fault, storage_fault
+from referee.timeutil import Clock, from_iso, iso, parse_duration, utc_now
+
+STORAGE_FAULT = 3  # the exit status of a storage fault (see the module's doc)
 
 
 class UsageError(Exception):
@@ -96,6 +106,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--game", default="pure-skill", help="the kind of game (default pure-skill)",
                       choices=[kind for kind, game in GAMES.items() if game.min_seats <= 3 <= game.max_seats])
 
+    backup = commands.add_parser("backup", help="copy games.db safely, even while the referee runs")
+    backup.add_argument("file", type=Path, help="where the copy goes (an existing file is replaced)")
+    restore = commands.add_parser("restore", help="put a backup in place of games.db (the referee stopped)")
+    restore.add_argument("file", type=Path, help="a copy made by `referee backup`")
+
     render = commands.add_parser("render", help="write the public history site (only what changed)")
     render.add_argument("--dir", type=Path, help="where (default: [referee] site_dir)")
     render.add_argument("--force", action="store_true", help="write every page again")
@@ -108,8 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
+    database = None
     try:
         args = build_parser().parse_args(argv)
+        if args.command not in ("run", "serve"):
+            launch.default_signals()  # only a run stops cleanly on a signal; the rest just stop
         # The daemon logs every move accepted, phase resolved and mail sent
         # (INFO); the other commands only what goes wrong, unless -v.
         levels = (logging.WARNING, logging.INFO, logging.DEBUG)
@@ -132,7 +150,10 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
                 print(f"{game.kind:18} {game.title} ({game.seat_range} seats)")
             return 0
         config = config_module.load(args.config)
-        engine = Engine(_open_store(config.database), config, clock)
+        database = config.database
+        if args.command in ("backup", "restore"):
+            return (_backup if args.command == "backup" else _restore)(config, args)
+        engine = Engine(Store(config.database), config, clock)
         status = COMMANDS[args.command](engine, args)
         engine.store.sync()  # what the command did survives a power cut before it says so
         if args.command in _CHANGING and config.site_dir:
@@ -144,16 +165,14 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
     except BrokenPipeError:  # `referee status 1 | head`: the reader left, not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as error:
+        if database is None or not is_storage_fault(error):
+            raise
+        print(f"referee: {storage_fault(database, error)}", file=sys.stderr)
+        return STORAGE_FAULT
 
 
 _CHANGING = {"new", "ingest", "tick", "resign"}  # commands that may change a game's pages
-
-
-def _open_store(path: Path) -> Store:
-    try:
-        return Store(path)
-    except sqlite3.Error as error:  # a missing folder, a file that is not a database
-        raise UsageError(f"cannot open the database {path}: {error}") from None
 
 
 def _init(args) -> int:
@@ -184,19 +203,15 @@ def _status(engine: Engine, args) -> int:
     if args.game is None:
         games = [engine.status(row["id"]) for row in engine.store.games()]
         if args.json:
-            print(json.dumps(games, indent=2))
+            print(json.dumps({"health": health(engine), "games": games}, indent=2))
             return 0
+        for line in _health_lines(health(engine)):
+            print(line)
         for game in games:
             phase = game["phase"]["label"] if game["phase"] else {"open": "sign-up"}.get(game["state"], "over")
             print(f"{game['id']:5}  {game['kind']:18} {game['state']:9} {phase}  {game['name'] or ''}")
             for change in game["deadline_changes"] if game["state"] == "running" else []:
                 print(f"       deadline of phase {change['phase']} moved to {change['new']}: {change['reason']}")
-        undelivered = engine.store.outbox("failed")
-        last = engine.store.get_meta("last_tick")
-        print(f"outbox: {len(engine.store.outbox())} queued, {len(undelivered)} refused for good; "
-              f"deadlines last enforced: {last or 'never'}")  # fmt: skip
-        for mail in undelivered:
-            print(f"  undelivered to {', '.join(mail['recipients'])}: {mail['subject']} ({mail['last_error']})")
         return 0
     status = engine.status(args.game)
     if args.json:
@@ -226,6 +241,56 @@ def _status(engine: Engine, args) -> int:
     print()
     print(engine.history(args.game), end="")
     return 0
+
+
+def health(engine: Engine) -> dict:
+    """What a keeper checks at a glance: the last pass that went through,
+    the last fault, mail waiting or refused, messages quarantined, and the
+    problems among those, in words."""
+    store = engine.store
+    last_pass, last_fault = (json.loads(store.get_meta(key) or "null") for key in ("last_pass", "last_fault"))
+    queued, refused = store.outbox("queued"), store.outbox("failed")
+    quarantined = store.failed_messages()
+    problems = []
+    if last_fault and (not last_pass or last_fault["at"] > last_pass["at"]):
+        problems.append("the last pass failed: " + last_fault["error"])
+    late = [m for m in queued if engine.clock() - from_iso(m["created_at"]) > _LATE_MAIL]
+    if late:
+        problems.append(f"{len(late)} mail(s) waiting over an hour to be sent")
+    if refused:
+        problems.append(f"{len(refused)} mail(s) refused for good")
+    if quarantined:
+        problems.append(f"{len(quarantined)} message(s) quarantined")
+    return {
+        "problems": problems, "last_pass": last_pass, "last_fault": last_fault,
+        "deadlines_enforced": store.get_meta("last_tick"),
+        "outbox": {"queued": len(queued), "oldest": queued[0]["created_at"] if queued else None,
+                   "last_error": next((m["last_error"] for m in queued if m["last_error"]), None),
+                   "refused": [{"to": m["recipients"], "subject": m["subject"], "error": m["last_error"]}
+                               for m in refused]},
+        "quarantined": quarantined,
+    }  # fmt: skip
+
+
+_LATE_MAIL = timedelta(hours=1)
+
+
+def _health_lines(health: dict) -> list[str]:
+    problems, last_pass, fault, outbox = (health[k] for k in ("problems", "last_pass", "last_fault", "outbox"))
+    lines = [f"health: {'ok' if not problems else '; '.join(problems)}"]
+    lines.append(f"last pass: {last_pass['at']} (received {last_pass['received']}, sent {last_pass['sent']})"
+                 if last_pass else "last pass: never")  # fmt: skip
+    lines.append(f"last fault: {fault['at']}: {fault['error']}" if fault else "last fault: none")
+    lines.append(f"outbox: {outbox['queued']} queued"
+                 + (f" (oldest {outbox['oldest']}; last error: {outbox['last_error'] or 'none'})"
+                    if outbox["queued"] else "")
+                 + f", {len(outbox['refused'])} refused for good")  # fmt: skip
+    lines += [f"  undelivered to {', '.join(m['to'])}: {m['subject']} ({m['error']})" for m in outbox["refused"]]
+    lines.append(f"quarantined: {len(health['quarantined'])} message(s)")
+    lines += [f"  {m['handled_at']} from {m['sender']}: {m['subject']!r}: {m['outcome']}"
+              for m in health["quarantined"][:5]]
+    lines.append(f"deadlines last enforced: {health['deadlines_enforced'] or 'never'}")
+    return lines
 
 
 def _ingest(engine: Engine, args) -> int:
@@ -273,53 +338,131 @@ def _write_out(engine: Engine, mails: list, folder: Path, mark_sent: bool) -> No
 
 
 def _run(engine: Engine, args) -> int:
-    """`run --once` and `serve`.  A server that cannot be reached is one line
-    on stderr and exit status 1; queued mail is kept for the next run."""
-    config, once = engine.config, args.command == "run"
+    """`run --once` and `serve`.  A server that cannot be reached, or a stop
+    signal mid-pass, is one line on stderr and exit status 1; queued mail is
+    kept for the next run.  A storage fault goes up to main (status 3)."""
+    config = engine.config
     if not (config.imap or config.maildir or config.smtp):
         raise UsageError("nothing to run: the config has no [imap] or [maildir] and no [smtp]")
     runner = Runner.from_config(config, engine)
+    if args.command == "serve":
+        asyncio.run(_serve(runner, config.database))  # it waits for the run lock
+        return 0
     try:
         with run_lock(config.database):
-            if once:
-                report = asyncio.run(_once(runner))
-                for line in report.done:
-                    print(line)
-                mail = report.mail
-                print(f"received {report.received}, sent {mail.sent}, "
-                      f"deferred {mail.deferred}, failed {mail.failed}")  # fmt: skip
-            else:
-                asyncio.run(_serve(runner))
+            report = asyncio.run(_once(runner))
     except Busy as busy:
         print(f"referee: {busy}; nothing done", file=sys.stderr)
         return 0
     except (SourceError, SmtpUnreachable) as error:
         print(f"referee: {error}", file=sys.stderr)
         return 1
+    if report is None:
+        print("referee: stopped by a signal before the pass ended; the rest waits for the next run",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    for line in report.done:
+        print(line)
+    mail = report.mail
+    print(f"received {report.received}, sent {mail.sent}, deferred {mail.deferred}, failed {mail.failed}")
     return 0
 
 
-async def _once(runner: Runner) -> Report:
+def _stop_on_signals() -> asyncio.Event:
+    """An event SIGTERM or SIGINT sets; set already if one came while the
+    command was starting (see referee.launch)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, _stopping, stop, signal.Signals(signum).name)
+    if launch.stopped_by:
+        _stopping(stop, f"{signal.Signals(launch.stopped_by[0]).name} while starting")
+    return stop
+
+
+def _stopping(stop: asyncio.Event, why: str) -> None:
+    logging.getLogger("referee").info("%s: stopping", why)
+    stop.set()
+
+
+async def _once(runner: Runner) -> Report | None:
+    """One pass; None if a signal stopped it."""
+    stop = _stop_on_signals()
     try:
-        return await runner.once()
+        return await until_stopped(runner.once(), stop)
     finally:
         await runner.close()
 
 
-async def _serve(runner: Runner) -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    logging.getLogger("referee").info("serving; stop with SIGTERM or Ctrl-C")
-    await runner.serve(stop)
-    logging.getLogger("referee").info("stopped")
+async def _serve(runner: Runner, database: Path) -> None:
+    log = logging.getLogger("referee")
+    stop = _stop_on_signals()
+    lock = RunLock(database)
+    if not await lock.wait(stop):
+        await runner.close()
+        log.info("stopped before serving began")
+        return
+    try:
+        log.info("serving; stop with SIGTERM or Ctrl-C")
+        await runner.serve(stop)
+        log.info("stopped")
+    finally:
+        lock.release()
 
 
 def _resign(engine: Engine, args) -> int:
     engine.resign(args.game, args.address)
     print(f"{args.address} left game {args.game}; a random bot plays the seat now")
     return 0
+
+
+def _backup(config: config_module.Config, args) -> int:
+    """A copy made with no write to games.db, so no wait on the daemon."""
+    store = Store(config.database)
+    try:
+        store.backup(args.file)
+    except (OSError, sqlite3.Error) as error:
+        raise UsageError(f"cannot write the backup {args.file}: {error}") from None
+    print(f"copied {config.database} to {args.file}")
+    return 0
+
+
+def _restore(config: config_module.Config, args) -> int:
+    """Put a backup in place of games.db.  The run lock keeps the daemon and
+    cron runs out; the games.db replaced (with its -wal and -shm) is moved
+    aside, not deleted; the backup is checked first and opened after."""
+    database, backup = Path(config.database), args.file
+    _check_backup(backup)
+    with run_lock(database):
+        aside = database.with_name(f"{database.name}.replaced-{utc_now():%Y%m%dT%H%M%S}")
+        for suffix in ("", "-wal", "-shm"):
+            if Path(f"{database}{suffix}").exists():
+                os.replace(f"{database}{suffix}", f"{aside}{suffix}")
+        partial = database.with_name(f".{database.name}.restoring")
+        with closing(sqlite3.connect(backup)) as source, closing(sqlite3.connect(partial)) as target:
+            source.backup(target)
+        os.replace(partial, database)
+        Store(database).sync()  # opens it as a run would: brought up to this schema, or refused
+    kept = f"; the database it replaced is kept as {aside}" if Path(aside).exists() else ""
+    print(f"restored {database} from {backup}{kept}.")
+    print("Mail handled after the backup was made is in the mail server's processed folder: move it "
+          "back to the inbox and the next run handles it again.")  # fmt: skip
+    return 0
+
+
+def _check_backup(path: Path) -> None:
+    """A backup fit to restore: a whole SQLite file of a schema this referee knows."""
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            problems = [row[0] for row in db.execute("PRAGMA quick_check")]
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            tables = {row[0] for row in db.execute("select name from sqlite_master where type = 'table'")}
+    except sqlite3.Error as error:
+        raise UsageError(f"{path} is not a backup of games.db: {error}") from None
+    if problems != ["ok"] or not {"games", "messages", "outbox"} <= tables:
+        raise UsageError(f"{path} is not a whole backup of games.db ({'; '.join(problems[:3])})")
+    if version > SCHEMA_VERSION:
+        raise UsageError(f"{path} has schema version {version}, from a newer referee than this one")
 
 
 def _render(engine: Engine, args) -> int:

@@ -3,22 +3,31 @@ deadlines, send the outbox.
 
 ``once`` is cron mode (``referee run --once``); ``serve`` is the daemon
 (``referee serve``): it waits on IMAP IDLE (or polls), wakes for the next
-deadline, settle window, reminder or mail retry, and stops cleanly on
-SIGTERM or SIGINT.  Both hold a lock on the database, so two runs never
-handle the same mail at once, and both are safe to kill at any moment: a
-message is filed away on the server only after its effects are committed.
+deadline, settle window, reminder or mail retry, and stops on SIGTERM or
+SIGINT at once, mid-pass if need be (``until_stopped``).  Both hold a lock
+on the database, so two runs never handle the same mail at once, and both
+are safe to kill at any moment: a message is filed away on the server only
+after its effects are committed.
+
+A pass that meets a fault stops and raises it: SourceError (the mail
+server), SmtpUnreachable (the SMTP server) or StorageFault (games.db or the
+disk).  The daemon waits and tries again; ``run --once`` exits non-zero.
+games.db keeps when the last pass went through and the last fault, for
+``referee status``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import fcntl
+import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import IO, TypeVar
 
 from referee.config import Config
 from referee.engine import Engine
@@ -27,32 +36,102 @@ from referee.mail.maildir import MaildirSource
 from referee.mail.smtp import Drained, Feed, SmtpSender, SmtpUnreachable
 from referee.mail.source import Source, SourceError
 from referee.site.render import Site
-from referee.timeutil import from_iso
+from referee.store import StorageFault, is_storage_fault, storage_fault
+from referee.timeutil import from_iso, iso
 
 log = logging.getLogger("referee.runner")
 
 HEARTBEAT = timedelta(minutes=20)  # the daemon ticks at least this often (outage guard)
 MAILDIR_POLL = 5.0  # seconds between looks at a Maildir, which cannot push
-LONGEST_BACKOFF = 300.0
+LONGEST_BACKOFF = 60.0  # the daemon tries a failed server (or disk) again at least once a minute
+LOCK_POLL = 1.0  # seconds between the waiting daemon's looks at the run lock
+
+T = TypeVar("T")
+Fault = SourceError | SmtpUnreachable | StorageFault  # what stops a pass (see the module's doc)
 
 
 class Busy(RuntimeError):
     """Another referee run holds the lock."""
 
 
-@contextmanager
-def run_lock(database: Path) -> Iterator[None]:
-    """An exclusive lock beside the database, held for the whole run."""
-    path = Path(f"{database}.lock")
-    with open(path, "a") as handle:
+class RunLock:
+    """An exclusive lock beside the database (``games.db.lock``), held for
+    a whole run: two runs never handle the same mail at once."""
+
+    def __init__(self, database: Path):
+        self.path = Path(f"{database}.lock")
+        self._handle: IO[str] | None = None
+
+    def acquire(self) -> bool:
+        """Take the lock if it is free; whether it is now ours."""
+        handle = open(self.path, "a")  # noqa: SIM115 - held open for the run, closed by release()
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise Busy(f"another referee run holds {path}") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
+            return False
+        self._handle = handle
+        return True
+
+    async def wait(self, stop: asyncio.Event) -> bool:
+        """Take the lock, waiting while another run holds it (the daemon
+        started while a cron run or a keeper's command works); False if
+        ``stop`` is set first."""
+        if self.acquire():
+            return True
+        log.warning("waiting for %s: another referee run holds it", self.path)
+        while not stop.is_set():
+            await _sleep(LOCK_POLL, stop)
+            if not stop.is_set() and self.acquire():
+                log.info("took %s; starting", self.path)
+                return True
+        return False
+
+    def release(self) -> None:
+        if self._handle is not None:
+            fcntl.flock(self._handle, fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None
+
+
+@contextmanager
+def run_lock(database: Path) -> Iterator[None]:
+    """The run lock for a run that does not wait: Busy if another holds it."""
+    lock = RunLock(database)
+    if not lock.acquire():
+        raise Busy(f"another referee run holds {lock.path}")
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+async def until_stopped(work: Awaitable[T], stop: asyncio.Event) -> T | None:
+    """Await ``work`` unless ``stop`` is set first: then cancel it and
+    return None.  Cancelling a pass is safe wherever it waits: each message
+    is handled in one transaction between two waits, and what is not filed
+    or marked sent yet is recognised by the next pass."""
+    working = asyncio.ensure_future(work)
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({working, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+        if not working.done():
+            await _cancel(working)
+    return None if working.cancelled() else working.result()
+
+
+async def _cancel(task: asyncio.Future) -> None:
+    """Cancel a task and wait until it has stopped; its own error, if it had
+    one meanwhile, is dropped (the caller is already failing or stopping).
+    Cancelled again until it ends: asyncio.wait_for in Python 3.11, which
+    the mail libraries use, can swallow a cancellation that meets a reply."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=0.1)
+    if not task.cancelled():
+        task.exception()  # retrieved, so asyncio does not log it as lost
 
 
 @dataclass
@@ -92,7 +171,35 @@ class Runner:
         before the tick, so a receipt waits on no deadline work; what the
         tick causes is sent after it.  If the mail source or the SMTP server
         cannot be reached, deadlines are still enforced and the site written;
-        then the SourceError (or SmtpUnreachable) is raised."""
+        then the SourceError (or SmtpUnreachable) is raised.  A storage
+        fault stops the pass where it falls (StorageFault)."""
+        try:
+            return await self._pass()
+        except (SourceError, SmtpUnreachable) as error:
+            self._note_fault(error)
+            raise
+        except Exception as error:
+            if not is_storage_fault(error):
+                raise
+            fault = storage_fault(self.engine.store.path, error)
+            self._note_fault(fault)
+            raise fault from None
+
+    def _note_fault(self, fault: Fault) -> None:
+        """Keep the fault for ``referee status`` (the last pass that went
+        through is noted at its end), if games.db takes it at once: it may
+        be the very thing that failed."""
+        store = self.engine.store
+        try:
+            with store.impatient():
+                store.set_meta("last_fault", json.dumps({"at": iso(self.engine.clock()), "error": str(fault)}))
+                store.sync()
+        except Exception as error:  # noqa: BLE001 - the fault itself is what the caller reports
+            if not is_storage_fault(error):
+                raise
+            log.debug("could not note the fault in games.db: %s", error)
+
+    async def _pass(self) -> Report:
         report = Report(done=self.engine.guard_outage())
         unreachable: SourceError | SmtpUnreachable | None = None
         feed = Feed()
@@ -102,15 +209,21 @@ class Runner:
                 report.received = await self.receive(feed)
         except SourceError as error:
             unreachable = error
-        finally:
+        except BaseException:  # stopped, or a storage fault: the sending stops too
             feed.close()
-            undelivered = await sending
+            await _cancel(sending)
+            raise
+        feed.close()
+        undelivered = await sending
         report.done += self.engine.tick()
         if undelivered is None:
             undelivered = await self._send(report)
         if self.site:
             self.site.refresh()  # only the games that changed: cheap when nothing did
-        self.engine.store.sync()  # the sent marks, and what the tick did
+        if not (unreachable or undelivered):
+            self.engine.store.set_meta("last_pass", json.dumps(
+                {"at": iso(self.engine.clock()), "received": report.received, "sent": report.mail.sent}))
+        self.engine.store.sync()  # the sent marks, what the tick did, and the note
         if unreachable or undelivered:
             raise unreachable or undelivered
         return report
@@ -137,6 +250,8 @@ class Runner:
         each as a duplicate, and files it."""
         messages = await self.source.fetch()
         failed = set()
+        # A StorageFault from ingest stops the loop and files nothing: the
+        # messages handled so far are committed, and the next pass knows them.
         for message in messages:
             if self.engine.ingest(message.raw, received_at=message.received_at).code == "failed":
                 failed.add(message.ref)
@@ -154,19 +269,24 @@ class Runner:
             await self.source.close()
 
     async def serve(self, stop: asyncio.Event) -> None:
-        """Run until ``stop`` is set.  Server outages are waited out with backoff."""
+        """Run until ``stop`` is set, which stops a pass at once (see
+        until_stopped).  A fault is one line in the log, and is waited out:
+        1, 2, 4 ... seconds, at most LONGEST_BACKOFF."""
         backoff = 1.0
-        while not stop.is_set():
-            try:
-                await self.once()
-                backoff = 1.0
-            except (SourceError, SmtpUnreachable) as error:
-                log.warning("%s; trying again in %.0f s", error, backoff)
-                await _sleep(backoff, stop)
-                backoff = min(backoff * 2, LONGEST_BACKOFF)
-                continue
-            await self._wait(self.seconds_to_next_work(), stop)
-        await self.close()
+        try:
+            while not stop.is_set():
+                try:
+                    await until_stopped(self.once(), stop)
+                    backoff = 1.0
+                except (SourceError, SmtpUnreachable, StorageFault) as error:
+                    level = logging.ERROR if isinstance(error, StorageFault) else logging.WARNING
+                    log.log(level, "%s; trying again in %.0f s", error, backoff)
+                    await _sleep(backoff, stop)
+                    backoff = min(backoff * 2, LONGEST_BACKOFF)
+                    continue
+                await self._wait(self.seconds_to_next_work(), stop)
+        finally:
+            await self.close()
 
     def seconds_to_next_work(self) -> float:
         """Until the next deadline, settle window, reminder or mail retry, or

@@ -9,9 +9,12 @@ or to quarantine.  If UIDVALIDITY changes, every message still in the
 mailbox is fetched again; the store knows the ones it handled (by Message-ID,
 or a hash of the bytes), so none is lost or handled twice.
 
-aioimaplib quirks handled here (see shared/mailstack.md): every command is
-wrapped in a timeout, because commands pending when the connection drops
-never fail; fetches go in batches; IDLE is left before any other command.
+aioimaplib quirks handled here (see shared/mailstack.md): commands pending
+when the connection drops never fail, so every command fails as soon as the
+connection is lost (or after a timeout, if the server just goes quiet);
+fetches go in batches; IDLE is left before any other command.  A command
+cancelled (the daemon stopping mid-pass) drops the connection: its state
+is unknown.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ log = logging.getLogger("referee.imap")
 BATCH = 200  # UIDs per FETCH: aioimaplib's parser recurses once per line
 IDLE_LIMIT = 25 * 60  # re-issue IDLE well before the 29-minute rule of RFC 2177
 POLL = 30.0  # seconds between looks at a server without IDLE
+LOGOUT_WAIT = 3.0  # seconds a closing source waits for the server's goodbye
 _UIDVALIDITY = re.compile(rb"\[UIDVALIDITY (\d+)\]", re.I)
 _UID = re.compile(rb"\bUID (\d+)")
 _INTERNALDATE = re.compile(rb'INTERNALDATE "([^"]+)"')
@@ -52,7 +56,8 @@ class ImapSource:
         self.server, self.store, self.timeout = server, store, timeout
         self.ssl_context = ssl_context or ssl.create_default_context()
         self.client: aioimaplib.IMAP4 | None = None
-        self.lost = asyncio.Event()  # set when the connection drops: wakes a waiting IDLE
+        self._connecting: aioimaplib.IMAP4 | None = None  # the connection being set up
+        self.lost = asyncio.Event()  # set when the connection drops: fails its commands, wakes IDLE
         self.uidvalidity = 0
         self.name = f"imap:{server.username}@{server.host}:{server.port}/{server.mailbox}"
 
@@ -92,10 +97,10 @@ class ImapSource:
     async def close(self) -> None:
         client, self.client = self.client, None
         if client is not None:
-            try:
-                await asyncio.wait_for(client.logout(), self.timeout)
+            try:  # a polite LOGOUT, but no long wait for it: the daemon may be stopping
+                await asyncio.wait_for(client.logout(), min(self.timeout, LOGOUT_WAIT))
             except (asyncio.TimeoutError, OSError, aioimaplib.Abort, aioimaplib.CommandTimeout):
-                pass
+                _drop(client)
 
     # -- waiting for mail (the daemon) ------------------------------------------
 
@@ -149,6 +154,7 @@ class ImapSource:
             return self.client
         server = self.server
         where = f"IMAP server {server.host}:{server.port}"
+        self.lost.clear()
         try:
             # Plain IMAP4 with an ssl_context is implicit TLS; IMAP4_SSL would
             # drop conn_lost_cb, which reconnecting depends on.
@@ -158,19 +164,23 @@ class ImapSource:
                                       conn_lost_cb=lambda error: self._lost(made, error),
                                       ssl_context=implicit_tls)  # fmt: skip
             made.append(client)
+            self._connecting = client
             await client.wait_hello_from_server()
             if server.security == "starttls":
                 await self._starttls(client)
         except (OSError, asyncio.TimeoutError, ssl.SSLError, aioimaplib.Abort) as error:
-            raise SourceError(f"{where}: cannot connect ({error or type(error).__name__})") from None
+            self._connecting = None
+            raise SourceError(f"{where}: cannot connect ({_reason(error)})") from None
         try:
             await self._command(client.login(server.username, server.password), "LOGIN")
             selected = await self._command(client.select(server.mailbox), f"SELECT {server.mailbox}")
             for folder in (server.processed, server.quarantine):  # NO if it exists: fine
                 await self._bounded(client.create(folder), f"CREATE {folder}")
-        except SourceError:
+        except BaseException:
             _drop(client)  # not yet self.client, so not forgotten by the failed command
             raise
+        finally:
+            self._connecting = None
         self.uidvalidity = _uidvalidity(selected.lines)
         seen = self.store.mailbox(self.name)
         if seen is None or seen["uidvalidity"] != self.uidvalidity:
@@ -196,21 +206,34 @@ class ImapSource:
         await asyncio.wait_for(protocol.capability(), self.timeout)
 
     def _lost(self, made: list, error: Exception | None) -> None:
-        if made and made[0] is not self.client:
+        if not made or made[0] not in (self.client, self._connecting):
             return  # an old connection, already replaced
         log.info("%s: connection lost (%s)", self.name, error)
         self.client = None
         self.lost.set()
 
     async def _bounded(self, call, what: str):
-        """Await one IMAP step with a timeout.  A timeout, a dropped connection
-        or an abort is a SourceError and forgets the connection: the next call
-        starts afresh."""
+        """Await one IMAP step until it ends, the connection is lost (the
+        server restarted, say) or the timeout passes.  A timeout, a lost
+        connection or an abort is a SourceError and forgets the connection:
+        the next call starts afresh.  So does being cancelled."""
+        step, lost = asyncio.ensure_future(call), asyncio.ensure_future(self.lost.wait())
         try:
-            return await asyncio.wait_for(call, self.timeout)
+            await asyncio.wait({step, lost}, timeout=self.timeout, return_when=asyncio.FIRST_COMPLETED)
+            if step.done():
+                return step.result()
+            reason = "the connection was lost" if lost.done() else f"no answer in {self.timeout:.0f} s"
         except (asyncio.TimeoutError, OSError, aioimaplib.Abort, aioimaplib.CommandTimeout) as error:
+            reason = _reason(error)
+        except asyncio.CancelledError:
             self._forget()
-            raise SourceError(f"{self.name}: {what} failed ({error or type(error).__name__})") from None
+            raise
+        finally:
+            lost.cancel()
+            if not step.done():
+                step.cancel()
+        self._forget()
+        raise SourceError(f"{self.name}: {what} failed ({reason})")
 
     async def _command(self, call, what: str):
         """One IMAP command, bounded; any reply but OK is a SourceError too."""
@@ -237,6 +260,11 @@ class ImapSource:
     def _last_uid(self) -> int:
         seen = self.store.mailbox(self.name)
         return seen["last_uid"] if seen and seen["uidvalidity"] == self.uidvalidity else 0
+
+
+def _reason(error: BaseException) -> str:
+    """An error's text, or its kind when it has none (a bare TimeoutError)."""
+    return str(error) or type(error).__name__
 
 
 def _drop(client: aioimaplib.IMAP4) -> None:

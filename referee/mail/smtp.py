@@ -2,10 +2,14 @@
 
 A mail is marked sent only after the server accepted it, so a crash in
 between sends it again, with the Message-ID it was given when it was queued:
-a resend is recognisably the same mail.  A temporary failure (a 4xx reply, a
-refused or dropped connection, a timeout) leaves the mail queued and tries it
-again later, waiting twice as long each time; a permanent one (5xx) is
-recorded against the mail and reported by ``referee status``.
+a resend is recognisably the same mail.  A temporary failure of one mail (a
+4xx reply, or the connection dropped or timed out while it was being sent)
+leaves it queued and tries it again later, waiting twice as long each time;
+a permanent one (5xx) is recorded against the mail and reported by
+``referee status``.  A server that cannot be reached at all is no failure of
+any mail: the queue stays due, and the first connection that works sends it
+(the runner decides how often to try: every cron run, or the daemon's
+backoff).
 """
 
 from __future__ import annotations
@@ -99,6 +103,11 @@ class SmtpSender:
                 for mail in due:
                     await self._send(client, mail, report)
                     last = mail["id"]
+        except asyncio.CancelledError:  # stopping: no polite QUIT that may wait on the server
+            if client is not None:
+                client.close()
+                client = None
+            raise
         finally:
             if client is not None:
                 try:
@@ -113,8 +122,6 @@ class SmtpSender:
             if self.server.username:
                 await client.login(self.server.username, self.server.password or "")
         except (aiosmtplib.SMTPException, OSError) as error:
-            for mail in due:  # the whole queue backs off, not just its first mail
-                self._defer(mail, f"cannot connect: {error}")
             raise self._unreachable(error) from None
         return client
 

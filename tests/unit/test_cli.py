@@ -61,9 +61,9 @@ def player_reply(cfg: Path, clock, player: str, body: str, **kwargs) -> bytes:
     return reply(Engine(Store(config.database), config, clock), player, body, **kwargs)
 
 
-def one_line_error(result) -> str:
+def one_line_error(result, expected_status: int = 2) -> str:
     status, out, err = result
-    assert status == 2
+    assert status == expected_status
     assert "Traceback" not in err
     assert err.endswith("\n") and err.count("\n") == 1, err
     assert err.strip()
@@ -381,7 +381,8 @@ def test_init_into_a_missing_folder_is_one_line(run, tmp_path):
 def test_a_database_in_a_missing_folder_is_one_line(run, tmp_path):
     path = tmp_path / "elsewhere.toml"
     path.write_text('[referee]\naddress = "referee@example.org"\ndatabase = "no/such/games.db"\n')
-    one_line_error(run("status", config=path))
+    err = one_line_error(run("status", config=path), expected_status=3)  # a storage fault
+    assert "no/such/games.db" in err and "folder" in err
 
 
 # -- found in review ---------------------------------------------------------------------------

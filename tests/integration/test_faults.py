@@ -1,0 +1,293 @@
+"""A keeper's bad day, against the real Dovecot and SMTP server: games.db on
+a disk that fills, locked by a keeper's sqlite3 session, or read-only; the
+daemon started while a cron run works, stopped mid-backlog or while its
+IMAP server is down; Dovecot restarting under a command; an SMTP outage.
+
+In each, a move the player sent in time is never quarantined nor lost: the
+run stops with one line and a non-zero status, the mail stays in the INBOX,
+and the next run takes it.
+
+The full disk is a real one, a 2 MB tmpfs mounted for the test (the suite
+runs as root in CI); where mounting is not allowed, SQLite's own page limit
+(``PRAGMA max_page_count``, the same "database or disk is full") stands in,
+in-process.  Read-only is real too: mode 444, and for root a process
+without the capabilities that let root write anyway (setpriv)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from email.message import EmailMessage
+from pathlib import Path
+
+import pytest
+from mailstack import MailStack, wait_for
+from referee_helpers import PROMPT, Referee, mails, reply, subject
+
+from referee import store as store_module
+from referee.mail.imap import ImapSource
+from referee.mail.source import SourceError
+from referee.runner import run_lock
+from referee.store import Store
+
+
+@pytest.fixture
+def referee(mailstack: MailStack, tmp_path) -> Referee:
+    return Referee(mailstack, tmp_path)
+
+
+def prompt(stack: MailStack, player: str, number: int = 1) -> EmailMessage:
+    return next(m for m in mails(stack, player, PROMPT) if int(PROMPT.match(subject(m))[2]) == number)
+
+
+def start_and_bid(referee: Referee, stack: MailStack) -> int:
+    """A game whose three players have bid in round 1, the bids in the INBOX."""
+    game_id = referee.new_game("--deadline", "1h")
+    referee.run_once()
+    for card, player in zip(("7", "8", "9"), stack.players, strict=True):
+        reply(stack, player, prompt(stack, player), f"bid {card}\n")
+    return game_id
+
+
+def waiting_in_inbox(stack: MailStack) -> int:
+    assert stack.messages(stack.referee, "quarantine") == []  # never quarantined
+    return len(stack.messages(stack.referee))
+
+
+def one_line(text: str) -> str:
+    assert "Traceback" not in text and text.count("\n") == 1, text
+    return text.strip()
+
+
+def all_bids_taken(referee: Referee, stack: MailStack, game_id: int) -> None:
+    bids = sorted((m["seat"], m["move"]) for m in referee.moves(game_id) if m["phase"] == 1)
+    assert [seat for seat, _ in bids] == [0, 1, 2], bids  # each once
+    assert waiting_in_inbox(stack) == 0
+    assert referee.status(game_id)["phase"]["number"] == 2
+
+
+# -- games.db full, locked, read-only -------------------------------------------------------
+
+
+def mount_small_disk(path: Path) -> bool:
+    path.mkdir()
+    if os.geteuid() != 0:
+        return False
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(path)],
+                          capture_output=True)  # fmt: skip
+    return done.returncode == 0
+
+
+def fill(folder: Path) -> Path:
+    """Write a file until the disk under ``folder`` has no room left."""
+    filler = folder / "filler"
+    with open(filler, "wb") as out:
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def test_a_full_disk_stops_the_run_and_every_bid_waits_in_the_inbox(mailstack: MailStack, tmp_path,
+                                                                     monkeypatch) -> None:  # fmt: skip
+    disk = tmp_path / "small"
+    mounted = mount_small_disk(disk)
+    try:
+        referee = Referee(mailstack, disk)
+        game_id = start_and_bid(referee, mailstack)
+        store = referee.store()
+        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the next write must grow a file
+        if mounted:
+            filler = fill(disk)
+            result = subprocess.run(referee.command("run", "--once"), cwd=disk, capture_output=True, text=True)
+            status, err = result.returncode, result.stderr
+        else:  # no mount here: SQLite's page limit, in-process
+            pages = store.db.execute("PRAGMA page_count").fetchone()[0]
+            monkeypatch.setattr(store_module.Store, "_migrate", _limited(pages))
+            failed = referee.run_once(expect=None)
+            status, err = failed.status, failed.err
+        assert status == 3, err
+        assert "full" in one_line(err) and "free some space" in err
+        assert waiting_in_inbox(mailstack) == 3
+        if mounted:
+            filler.unlink()
+        else:
+            monkeypatch.undo()
+        referee.run_once()
+        all_bids_taken(referee, mailstack, game_id)
+        assert "health: ok" in referee.cli("status").out
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def _limited(pages: int):
+    usual = store_module.Store._migrate
+
+    def migrate(self, version):
+        usual(self, version)
+        self.db.execute(f"PRAGMA max_page_count = {pages}")
+
+    return migrate
+
+
+def test_a_keepers_sqlite3_session_holding_the_lock_stops_the_run(referee: Referee, mailstack: MailStack,
+                                                                  monkeypatch) -> None:  # fmt: skip
+    game_id = start_and_bid(referee, mailstack)
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 200)  # not 10 s: the same fault, sooner
+    keeper = sqlite3.connect(referee.db, isolation_level=None)
+    keeper.execute("BEGIN IMMEDIATE")
+    try:
+        result = referee.run_once(expect=3)
+    finally:
+        keeper.execute("ROLLBACK")
+    assert "locked" in one_line(result.err) and "sqlite3 session" in result.err
+    assert waiting_in_inbox(mailstack) == 3
+    referee.run_once()
+    all_bids_taken(referee, mailstack, game_id)
+
+
+def without_root_powers(argv: list[str]) -> list[str]:
+    """As root, a process that file modes bind (no CAP_DAC_OVERRIDE)."""
+    if os.geteuid() != 0:
+        return argv
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", "--", *argv]
+
+
+def test_a_read_only_games_db_is_one_line_saying_what_to_do(referee: Referee, mailstack: MailStack) -> None:
+    game_id = start_and_bid(referee, mailstack)
+    Store(referee.db).db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    files = [p for p in (referee.db, Path(f"{referee.db}-wal"), Path(f"{referee.db}-shm")) if p.exists()]
+    for path in files:
+        path.chmod(0o444)
+    try:
+        result = subprocess.run(without_root_powers(referee.command("run", "--once")), cwd=referee.home,
+                                capture_output=True, text=True)  # fmt: skip
+    finally:
+        for path in files:
+            path.chmod(0o644)
+    assert result.returncode == 3, result.stderr
+    line = one_line(result.stderr)
+    assert str(referee.db) in line and "readonly" in line and "write access" in line
+    assert waiting_in_inbox(mailstack) == 3
+    referee.run_once()
+    all_bids_taken(referee, mailstack, game_id)
+
+
+# -- the daemon: waiting for the lock, stopping promptly ------------------------------------
+
+
+def test_serve_started_during_a_cron_run_waits_for_it_then_serves(referee: Referee, mailstack: MailStack) -> None:
+    game_id = start_and_bid(referee, mailstack)
+    with run_lock(referee.db):  # a cron run at work
+        daemon = referee.popen("serve")
+        wait_for(lambda: "waiting for" in daemon.err, timeout=10)
+        assert daemon.alive() and waiting_in_inbox(mailstack) == 3
+    try:
+        wait_for(lambda: waiting_in_inbox(mailstack) == 0, timeout=15)
+    finally:
+        assert daemon.stop() == 0
+    all_bids_taken(referee, mailstack, game_id)
+    assert daemon.err.rstrip().endswith("stopped")
+
+
+def test_sigterm_while_starting_is_a_clean_stop(referee: Referee, mailstack: MailStack) -> None:
+    daemon = referee.popen("serve")
+    time.sleep(0.05)  # inside the interpreter's start-up and imports (about 0.2 s)
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert daemon.wait(10) == 0
+    assert "SIGTERM while starting: stopping" in daemon.err and "Traceback" not in daemon.err
+
+
+def test_sigterm_in_a_backlog_stops_within_a_second(referee: Referee, mailstack: MailStack) -> None:
+    referee.new_game("--deadline", "1h")
+    referee.run_once()
+    for n in range(150):  # a backlog of mail that each needs an answer
+        mailstack.send(mailstack.players[n % 3], mailstack.referee, f"question {n}", "status\n")
+    daemon = referee.popen("-v", "serve")
+    wait_for(lambda: "message " in daemon.err, timeout=20)  # the backlog is being read
+    asked = time.monotonic()
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert daemon.wait(10) == 0
+    took = time.monotonic() - asked
+    assert took < 1.5, f"{took:.2f} s to stop"
+    assert "SIGTERM: stopping" in daemon.err and daemon.err.rstrip().endswith("stopped")
+    referee.run_once()  # the rest, once each
+    handled = referee.store().messages()
+    assert len(handled) == 150 and waiting_in_inbox(mailstack) == 0
+
+
+def test_sigterm_while_dovecot_is_down_stops_at_once(referee: Referee, mailstack: MailStack) -> None:
+    referee.new_game("--deadline", "1h")
+    referee.run_once()
+    mailstack.dovecot.stop()
+    try:
+        daemon = referee.popen("serve")
+        wait_for(lambda: "cannot connect" in daemon.err, timeout=20)
+        asked = time.monotonic()
+        daemon.proc.send_signal(signal.SIGTERM)
+        assert daemon.wait(10) == 0
+        assert time.monotonic() - asked < 1.5
+    finally:
+        mailstack.dovecot.start()
+
+
+# -- Dovecot restarting, SMTP away --------------------------------------------------------------
+
+
+async def _pending_while_dovecot_restarts(referee: Referee, stack: MailStack) -> tuple[float, str]:
+    """How long a command the server never answers takes to fail when the
+    connection drops (Dovecot restarts), and its reason.  The command is a
+    future nobody completes: as aioimaplib leaves a command that was pending
+    when its connection was lost."""
+    source = ImapSource(referee.config.imap, referee.store(), timeout=30)
+    try:
+        await source.fetch()  # connected, the bids fetched but not filed
+        never = asyncio.get_running_loop().create_future()
+        pending = asyncio.ensure_future(source._bounded(never, "STORE"))
+        started = time.monotonic()
+        await asyncio.to_thread(stack.dovecot.restart)
+        with pytest.raises(SourceError) as error:
+            await pending
+        return time.monotonic() - started, str(error.value)
+    finally:
+        await source.close()
+
+
+def test_a_dovecot_restart_under_a_command_fails_it_at_once_with_a_reason(referee: Referee,
+                                                                          mailstack: MailStack) -> None:  # fmt: skip
+    game_id = start_and_bid(referee, mailstack)
+    took, error = asyncio.run(_pending_while_dovecot_restarts(referee, mailstack))
+    assert took < 10, f"{took:.1f} s: the 30 s timeout, not the lost connection, ended it"
+    assert error.endswith("STORE failed (the connection was lost)"), error  # a reason, not "()"
+    referee.run_once()  # the bids fetched then were not filed: taken now, once
+    all_bids_taken(referee, mailstack, game_id)
+
+
+def test_after_an_smtp_outage_the_first_connection_sends_the_whole_queue(referee: Referee,
+                                                                         mailstack: MailStack) -> None:  # fmt: skip
+    referee.write_config(smtp_port=_free_port())  # nothing listens there: the SMTP server is down
+    game_id = referee.new_game("--deadline", "1h")
+    for _ in range(3):  # three cron runs in the outage
+        assert one_line(referee.run_once(expect=1).err).startswith("referee: SMTP server 127.0.0.1:")
+    queued = referee.outbox()
+    assert queued and all(m["next_try_at"] is None for m in queued)  # no mail was refused: none waits
+    referee.write_config()  # the server is back
+    result = referee.run_once()
+    assert result.counts["sent"] == len(queued) and referee.outbox() == []
+    assert referee.status(game_id)["phase"]["number"] == 1
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
