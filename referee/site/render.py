@@ -33,7 +33,7 @@ from referee.config import Config
 from referee.resources import shipped
 from referee.rules import GAMES, get_game
 from referee.site.public import page_context
-from referee.store import Store
+from referee.store import Store, is_storage_fault
 from referee.tables import Tables
 from referee.timeutil import Clock, from_iso, iso, show, show_duration
 
@@ -90,8 +90,11 @@ class Site:
         goes on: a page that fails is logged, and never stops the games."""
         try:
             self.render()
-        except Exception:  # noqa: BLE001 - the games matter more than their pages
-            log.exception("the site could not be written; the games go on")
+        except Exception as error:  # noqa: BLE001 - the games matter more than their pages
+            if is_storage_fault(error):  # a full disk, a folder it may not write: one line
+                log.error("the site could not be written (%s); the games go on", error)
+            else:
+                log.exception("the site could not be written; the games go on")
 
     def render(self, force: bool = False) -> Report:
         """Write what changed since the last render (everything with ``force``)."""

@@ -23,6 +23,7 @@ from referee.engine import Engine
 from referee.record import verify
 from referee.runner import Runner, run_lock
 from referee.site.public import game_record
+from referee.site.render import Site
 from referee.store import SCHEMA_VERSION, StorageFault, Store
 
 ALICE, BOB, CAROL = PLAYERS
@@ -271,3 +272,13 @@ def test_status_shows_trouble_at_a_glance(config, clock, tmp_path, capsys):
     main(["--config", str(cfg), "status", "--json"])
     health = json.loads(capsys.readouterr().out)["health"]
     assert health["last_fault"]["at"] > health["last_pass"]["at"] and health["outbox"]["queued"] > 0
+
+
+def test_a_site_folder_that_cannot_be_written_is_one_line_in_the_log(engine, config, tmp_path, caplog):
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    blocker = tmp_path / "site"
+    blocker.write_text("a file where the site's folder should be")
+    Site(engine, blocker, config.templates).refresh()
+    [record] = [r for r in caplog.records if "site" in r.getMessage()]
+    assert "could not be written" in record.getMessage() and record.exc_info is None  # no traceback
+    assert engine.status(1)["state"] == "running"
