@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sqlite3
 from dataclasses import replace
 from datetime import timedelta
@@ -282,3 +283,27 @@ def test_a_site_folder_that_cannot_be_written_is_one_line_in_the_log(engine, con
     [record] = [r for r in caplog.records if "site" in r.getMessage()]
     assert "could not be written" in record.getMessage() and record.exc_info is None  # no traceback
     assert engine.status(1)["state"] == "running"
+
+
+def test_serve_logs_a_storage_fault_as_one_line_and_goes_on(config, clock, tmp_path, caplog):
+    box = tmp_path / "Maildir"
+    engine, runner = maildir_runner(config, clock, box)
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    asyncio.run(runner.once())
+    (box / "new" / f"{int(clock().timestamp())}.M1.test").write_bytes(bids(engine, 1)[0])
+    fill_up(engine.store)
+
+    async def serve_until_the_fault_is_logged() -> None:
+        stop = asyncio.Event()
+        handler = logging.Handler(logging.ERROR)
+        handler.emit = lambda record: stop.set()  # type: ignore[method-assign]
+        logging.getLogger("referee").addHandler(handler)
+        try:
+            await asyncio.wait_for(runner.serve(stop), 10)
+        finally:
+            logging.getLogger("referee").removeHandler(handler)
+
+    asyncio.run(serve_until_the_fault_is_logged())
+    [line] = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert "full" in line.getMessage() and "trying again in 1 s" in line.getMessage()
+    assert line.exc_info is None and len(list((box / "new").iterdir())) == 1
