@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -41,7 +42,7 @@ log = logging.getLogger("referee.site")
 
 _STATE_FILE = ".render-state.json"
 _FEED_ENTRIES = 100  # the site's feed: every game's end, and the newest of the other entries
-_LAYOUT = "3"  # bump when the pages' layout changes: every page is then written again
+_LAYOUT = "4"  # bump when the pages' layout changes: every page is then written again
 
 
 class Records(Protocol):
@@ -141,35 +142,73 @@ class Site:
         base = f"games/{game_id}"
         self._write(f"{base}/index.html", self.env.get_template("site/game.html.j2").render(**context), report)
         self._write(f"{base}/record.json", json.dumps(context["record"], sort_keys=True, ensure_ascii=False), report)
+        own = [entry for entry in context["entries"] if entry["feeds"] != "site"]
         self._write(f"{base}/feed.atom", self.env.get_template("site/feed.atom.j2").render(
-            title=f"{table.rules.title}, game {game_id}", entries=context["entries"],
-            updated=context["entries"][0]["updated"] if context["entries"] else table.row["created_at"],
+            title=f"{table.rules.title}, game {game_id}", entries=own,
+            updated=own[0]["updated"] if own else table.row["created_at"],
             feed_id=f"{self._urn()}:game:{game_id}", link=f"{base}/", base="../../"), report)  # fmt: skip
         self._write(f"{base}/deadlines.ics", _fold_ics(self.env.get_template("site/deadlines.ics.j2").render(
             **context, uid=f"{game_id}.{self.records.config.domain}")), report)  # fmt: skip
         facts = {"waiting": context["phase"]["waiting"] if context["phase"] else [],
                  "winner": context["record"]["winner"]}  # fmt: skip
-        return context["entries"], facts
+        return [entry for entry in context["entries"] if entry["feeds"] != "game"], facts
 
     def _entries(self, context: dict[str, Any], kind: str) -> list[dict[str, Any]]:
-        """Atom entries of a game, newest first: its start, each round, its end."""
-        game = context["game"]
+        """Atom entries of a game, newest first, each with a line of content
+        (the scores, the players), and the ``feeds`` it is in: the game's
+        feed has its start, each phase and its end; the site's feed has its
+        start, each round or auction (one entry for an Ice Ice Baby
+        auction's many turns), and its end."""
+        game, names = context["game"], context["names"]
+        players = ", ".join(p["name"] + (" (a random bot)" if p["bot"] else "") for p in context["record"]["players"])
         entries = [{"id": f"{self._urn()}:game:{game['id']}:start", "updated": game["created_at"],
-                    "title": f"Game {game['id']} begins", "link": f"games/{game['id']}/"}]  # fmt: skip
+                    "title": f"Game {game['id']} begins", "link": f"games/{game['id']}/",
+                    "content": f"{context['record']['game']['title']}. Players, in seating order: {players}.",
+                    "feeds": "both"}]  # fmt: skip
         # One line per round, in one render: a template per line costs more than the line.
         titles = self.env.get_template(f"site/{kind}/summary.txt.j2").render(
-            rounds=context["rounds"], names=context["names"]).split("\n")  # fmt: skip
+            rounds=context["rounds"], names=names).split("\n")  # fmt: skip
         titles = [title.strip() for title in titles if title.strip()]
-        for entry, title in zip(context["rounds"], titles, strict=True):
-            entries.append({"id": f"{self._urn()}:game:{game['id']}:phase:{entry['number']}",
-                            "updated": entry["resolved_at"], "title": f"Game {game['id']}, {title}",
-                            "link": f"games/{game['id']}/#phase-{entry['number']}"})  # fmt: skip
+        rounds = context["rounds"]
+        groups = [_group(entry["label"]) for entry in rounds]
+        groups.append(_group(context["phase"]["label"]) if context["phase"] else None)  # the next one's
+        scores, group = [0] * len(names), []
+        for i, (entry, title) in enumerate(zip(rounds, titles, strict=True)):
+            scores = next((e["scores"] for e in reversed(entry["events"]) if "scores" in e), scores)
+            standing = ", ".join(f"{names[seat]} {score}" for seat, score in enumerate(scores))
+            phase = {"id": f"{self._urn()}:game:{game['id']}:phase:{entry['number']}",
+                     "updated": entry["resolved_at"], "title": f"Game {game['id']}, {title}",
+                     "link": f"games/{game['id']}/#phase-{entry['number']}",
+                     "content": f"{title}. Scores: {standing}.", "feeds": "game"}  # fmt: skip
+            entries.append(phase)
+            group.append(title)
+            if groups[i] != groups[i + 1] or (game["state"] == "finished" and i == len(rounds) - 1):
+                if len(group) == 1:
+                    phase["feeds"] = "both"
+                else:
+                    entries.append(self._headline(game["id"], groups[i], group, phase, standing))
+                group = []
         if game["state"] == "finished":
             winner = context["record"]["winner"]
+            final = ", ".join(f"{p['name']} {p['score']}" for p in context["players"])
             entries.append({"id": f"{self._urn()}:game:{game['id']}:end", "updated": game["finished_at"],
                             "title": f"Game {game['id']} is over: {winner + ' wins' if winner else 'no winner'}",
-                            "link": f"games/{game['id']}/#end"})  # fmt: skip
+                            "link": f"games/{game['id']}/#end",
+                            "content": f"Final scores: {final}. The seed is published: anyone can replay "
+                                       "the game from its record with `referee verify`.",
+                            "feeds": "both"})  # fmt: skip
         return entries[::-1]
+
+    def _headline(self, game_id: int, name: str, titles: list[str], last: dict[str, Any],
+                  standing: str) -> dict[str, Any]:  # fmt: skip
+        """The site feed's one entry for a round or auction of several phases:
+        what they decided (the parts of their lines after the move: "alice
+        wins the auction"), at its last phase."""
+        outcomes = [part for title in titles for part in title.split("; ")[1:]]
+        return {**last, "id": f"{self._urn()}:game:{game_id}:{name.lower().replace(' ', '-')}",
+                "title": f"Game {game_id}, {name}: {'; '.join(outcomes) or titles[-1]}",
+                "content": f"{'. '.join(titles)}. Scores: {standing}.",
+                "feeds": "site"}  # fmt: skip
 
     def _urn(self) -> str:
         return f"urn:referee:{self.records.config.domain}"
@@ -233,6 +272,16 @@ class Site:
             raise
         if report is not None:
             report.written.append(name)
+
+
+def _group(label: str) -> str:
+    """The round or auction a phase belongs to, from its label: "Auction 8,
+    turn 3" and "Auction 8 scoring, offer 1" are "Auction 8"."""
+    match = _GROUP.match(label)
+    return match[0] if match else label
+
+
+_GROUP = re.compile(r"(Round|Auction) \d+")
 
 
 def _newest(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

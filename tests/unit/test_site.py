@@ -1081,3 +1081,30 @@ def test_a_long_calendar_line_is_folded_at_75_octets_and_unfolds_to_itself(text)
     folded = _fold_ics(f"SUMMARY:{text}\r\nEND:VEVENT\r\n")
     assert all(len(line.encode()) <= 75 for line in folded.split("\r\n"))
     assert folded.replace("\r\n ", "") == f"SUMMARY:{text}\r\nEND:VEVENT\r\n"
+
+
+def test_the_sites_feed_tells_each_auction_once_and_a_games_feed_every_turn(config, clock, tmp_path):
+    """An Ice Ice Baby game of bots plays dozens of turns: its own feed has
+    an entry for each, the site's one for each auction (the auction's last
+    turn, which says who won it), with the start and the end; every entry
+    has content a feed reader shows (the scores, the players)."""
+    import feedparser
+
+    engine = Engine(Store(config.database), config, clock)
+    game = engine.new_game("ice", [], bots=3)
+    Site(engine, tmp_path / "site").render()
+    site = tmp_path / "site"
+    own = feedparser.parse((site / f"games/{game}/feed.atom").read_bytes()).entries
+    shared = feedparser.parse((site / "feed.atom").read_bytes()).entries
+    table = engine.table(game)
+    auctions = {re.match(r"Auction \d+", p["label"])[0] for p in table.phases}
+    assert len(own) == len(table.phases) + 2  # every turn, the start and the end
+    assert len(shared) == len(auctions) + 2 < len(own)
+    middle = [e for e in shared if ", Auction " in e.title]
+    assert all("wins the auction" in e.title for e in middle[1:]), [e.title for e in middle]
+    for entry in own + shared:
+        assert entry.content[0].value.strip(), entry.title
+    [end] = [e for e in own if "is over" in e.title]
+    assert end.content[0].value.startswith("Final scores: ")
+    turn = next(e for e in own if ", turn " in e.title)
+    assert "Scores: " in turn.content[0].value
