@@ -1,4 +1,5 @@
-"""Files shipped beside the code: the templates and the example config.
+"""Files shipped beside the code: the templates, the example config, and
+the games' rule texts and rulings (docs/rules, docs/games) the site publishes.
 
 In a source checkout they sit at the top of the repository; a built wheel
 carries them inside the package (see pyproject.toml).

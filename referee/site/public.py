@@ -91,10 +91,17 @@ def page_context(table: Table, now: datetime) -> dict[str, Any]:
                    "moved": [names[s] for s in phase["movers"] if s not in waiting],
                    "sealed": bool(phase["sealed"]),
                    "waiting": [names[s] for s in waiting]}  # fmt: skip
+    labels = {entry["number"]: entry["label"] for entry in record["phases"]}
+    if phase is not None:
+        labels[phase["number"]] = phase["label"]
+    players = [{**p, "score": view["scores"][p["seat"]],
+                "bot_from": labels.get(p["bot_from_phase"], f"phase {p['bot_from_phase']}")}
+               for p in record["players"]]  # fmt: skip
     return {
         "record": record,
         "game": record["game"],
-        "players": [{**p, "score": view["scores"][p["seat"]]} for p in record["players"]],
+        "players": players,
+        "bots_ahead": _bots_ahead(players, record["winner"]),
         "names": names,
         "phase": current,
         "rounds": [{**entry, "how": {m["seat"]: m["source"] for m in entry["moves"]}}
@@ -102,6 +109,23 @@ def page_context(table: Table, now: datetime) -> dict[str, Any]:
         "chart": score_chart(names, [entry["events"] for entry in record["phases"]]),
         "view": view,
     }  # fmt: skip
+
+
+def _bots_ahead(players: list[dict[str, Any]], winner: str | None) -> list[str]:
+    """The bots' seats that scored more than the person who won: the page
+    says why they did not win (a bot never wins, in every game here)."""
+    best = next((p["score"] for p in players if p["name"] == winner), None)
+    if best is None:
+        return []
+    return [f"{p['name']} ({p['score']})" for p in players
+            if p["bot_from_phase"] is not None and _beyond(p["score"], best)]  # fmt: skip
+
+
+def _beyond(score: Any, best: Any) -> bool:
+    try:
+        return score > best
+    except TypeError:  # a score that is not a number: nothing to explain
+        return False
 
 
 # Dash patterns and marker shapes tell the lines apart without colour.

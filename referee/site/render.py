@@ -119,6 +119,7 @@ class Site:
             for summary in summaries:  # what the index tells of a game, from its last render
                 summary.update(state[str(summary["id"])].get("facts", {}))
             self._render_index(summaries, entries, now, report)
+            self._render_rules(report)
             # An entry out of the newest now never comes back (every new entry
             # is newer), so the state keeps only those and the games' ends:
             # it stays small however many rounds the site has.
@@ -247,6 +248,18 @@ class Site:
             updated=entries[0]["updated"] if entries else iso(now), feed_id=self._urn(),
             link="./", base=""), report)  # fmt: skip
 
+    def _render_rules(self, report: Report) -> None:
+        """Each kind's rule text and rulings, at rules/<kind>.html, written
+        only when they changed (they change with the referee, not the games)."""
+        for kind, (rules, rulings) in _RULES.items():
+            page = self.env.get_template("site/rules.html.j2").render(
+                title=get_game(kind).title, now=None, referee=self.records.config.address,
+                rules=shipped(f"docs/rules/{rules}").read_text(encoding="utf-8"),
+                rulings=shipped(f"docs/games/{rulings}").read_text(encoding="utf-8"))  # fmt: skip
+            path = self.folder / "rules" / f"{kind}.html"
+            if not path.exists() or path.read_text(encoding="utf-8") != page:
+                self._write(f"rules/{kind}.html", page, report)
+
     # -- files -------------------------------------------------------------
 
     def _read_state(self) -> dict[str, str]:
@@ -272,6 +285,13 @@ class Site:
             raise
         if report is not None:
             report.written.append(name)
+
+
+# Each kind's rule text (docs/rules, as its authors wrote it) and rulings (docs/games).
+_RULES = {"pure-skill": ("pure-skill.txt", "pure-skill.md"), "bid": ("bid-piecepack.txt", "bid.md"),
+          "ice": ("ice-ice-baby.txt", "ice-ice-baby.md"),
+          "priority": ("priority-auction.txt", "priority-auction.md"),
+          "bluff": ("bluff-auction.txt", "bluff-auction.md")}  # fmt: skip
 
 
 def _group(label: str) -> str:

@@ -226,7 +226,11 @@ def site_files(folder: Path) -> dict[str, bytes]:
 
 
 def public_text(folder: Path) -> dict[str, str]:
-    return {name: data.decode("utf-8") for name, data in site_files(folder).items()}
+    """What the site publishes of its games (the rules pages are the same
+    on every referee's site: text shipped with it, whose examples look like
+    moves)."""
+    return {name: data.decode("utf-8") for name, data in site_files(folder).items()
+            if not name.startswith("rules/")}  # fmt: skip
 
 
 def stats(folder: Path) -> dict[str, tuple[int, int]]:
@@ -471,7 +475,8 @@ def contrast(colour: str, background: str = "#ffffff") -> float:
 
 def test_every_page_is_well_formed_and_accessible(site):
     pages = [name for name in site_files(site) if name.endswith(".html")]
-    assert set(pages) == {"index.html", "games/1/index.html", "games/2/index.html", "games/3/index.html"}
+    rules = {f"rules/{kind}.html" for kind in ("pure-skill", "bid", "ice", "priority", "bluff")}
+    assert set(pages) == {"index.html", "games/1/index.html", "games/2/index.html", "games/3/index.html", *rules}
     for name in pages:
         text = (site / name).read_text(encoding="utf-8")
         assert text.startswith("<!DOCTYPE html>"), name
@@ -1004,7 +1009,7 @@ def test_render_writes_the_site_to_dir_or_site_dir(cfg, clock, capsys, tmp_path)
     folder = tmp_path / "public"
     assert main(["--config", str(cfg), "render", "--dir", str(folder)], clock=clock) == 0
     out = capsys.readouterr().out
-    assert out == f"{folder}: 1 game(s) written, 0 unchanged, 6 file(s)\n"
+    assert out == f"{folder}: 1 game(s) written, 0 unchanged, 11 file(s)\n"  # 5 of them the rules pages
     assert (folder / "index.html").is_file() and (folder / "games/1/record.json").is_file()
     assert main(["--config", str(cfg), "render", "--dir", str(folder)], clock=clock) == 0
     assert capsys.readouterr().out == f"{folder}: 0 game(s) written, 1 unchanged, 0 file(s)\n"
@@ -1108,3 +1113,53 @@ def test_the_sites_feed_tells_each_auction_once_and_a_games_feed_every_turn(conf
     assert end.content[0].value.startswith("Final scores: ")
     turn = next(e for e in own if ", turn " in e.title)
     assert "Scores: " in turn.content[0].value
+
+
+def test_a_page_says_why_a_bot_with_more_points_did_not_win(config, clock, tmp_path):
+    """alice plays two random bots (her own bids random too, at each
+    deadline): she wins every game, being its only person, and a page that
+    shows a bot ahead of her says why; one that shows none says nothing."""
+    engine = Engine(Store(config.database), config, clock)
+    noted = []
+    for game in range(1, 13):
+        engine.new_game("pure-skill", [ALICE], bots=2, deadline=timedelta(days=1))
+        while engine.table(game).open_phase is not None:
+            clock.advance(days=2)
+            engine.tick()
+        Site(engine, tmp_path / "site").render()
+        text = page(tmp_path / "site", f"games/{game}/index.html").text
+        scores = engine.table(game).rules.view(engine.table(game).state, None)["scores"]
+        ahead = [f"bot {seat + 1} ({score})" for seat, score in enumerate(scores) if seat and score > scores[0]]
+        assert "alice wins." in text
+        assert ("scored more, but a seat a random bot plays" in text) == bool(ahead)
+        if ahead:
+            assert f"{', '.join(ahead)} scored more" in text
+            noted.append(game)
+    assert noted  # two bots outscore alice's random bids in most games
+
+
+def test_a_player_who_left_is_a_bot_from_a_phase_named_as_the_mails_name_it(engine, clock, tmp_path):
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    for player in PLAYERS:
+        bid(engine, player, lowest(engine, player))
+    engine.resign(1, BOB)
+    Site(engine, tmp_path / "site").render()
+    text = page(tmp_path / "site", "games/1/index.html").text
+    assert "bob (left; a random bot from Round 2 of 13)" in text
+
+
+def test_every_game_page_links_to_its_rules_and_rulings(played, site):
+    docs = Path(__file__).parents[2] / "docs"
+    for kind, rules, rulings in (("pure-skill", "pure-skill.txt", "pure-skill.md"), ("bid", "bid-piecepack.txt", "bid.md"),
+                                 ("ice", "ice-ice-baby.txt", "ice-ice-baby.md"),
+                                 ("priority", "priority-auction.txt", "priority-auction.md"),
+                                 ("bluff", "bluff-auction.txt", "bluff-auction.md")):  # fmt: skip
+        text = page(site, f"rules/{kind}.html").text
+        first_rule = next(line for line in (docs / "rules" / rules).read_text().splitlines() if line.strip())
+        heading = (docs / "games" / rulings).read_text().splitlines()[0].lstrip("# ")
+        assert first_rule.strip() in text and heading in text, kind
+    assert 'href="../../rules/pure-skill.html"' in (site / "games/1/index.html").read_text()
+    rules = (site / "rules/bid.html").read_text()
+    assert "B8" in rules  # a ruling of Bid!'s
+    again = Site(played, site).render()
+    assert not [name for name in again.written if name.startswith("rules/")]  # written once
