@@ -418,6 +418,8 @@ def _resign(engine: Engine, args) -> int:
 
 def _backup(config: config_module.Config, args) -> int:
     """A copy made with no write to games.db, so no wait on the daemon."""
+    if args.file.resolve() == Path(config.database).resolve():
+        raise UsageError(f"{args.file} is games.db itself: name another file for the copy")
     store = Store(config.database)
     try:
         store.backup(args.file)
