@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from referee.record import RECORD_FORMAT
+from referee.site.chart import score_chart
 from referee.tables import Table
 from referee.timeutil import from_iso, show_duration
 
@@ -76,8 +77,9 @@ def game_record(table: Table) -> dict[str, Any]:
 
 
 def page_context(table: Table, now: datetime) -> dict[str, Any]:
-    """What a game's page shows: the record, the scores round by round, and
-    the open phase (who has moved, never what)."""
+    """What a game's page shows: the record, the scores round by round (or
+    auction by auction: only of those that ended), and the open phase (who
+    has moved, never what)."""
     record = game_record(table)
     names = public_names(table)
     view = table.rules.view(table.state, None)
@@ -106,7 +108,7 @@ def page_context(table: Table, now: datetime) -> dict[str, Any]:
         "phase": current,
         "rounds": [{**entry, "how": {m["seat"]: m["source"] for m in entry["moves"]}}
                    for entry in record["phases"]],
-        "chart": score_chart(names, [entry["events"] for entry in record["phases"]]),
+        "chart": score_chart(names, record["phases"], phase["label"] if phase is not None else None),
         "view": view,
     }  # fmt: skip
 
@@ -126,50 +128,3 @@ def _beyond(score: Any, best: Any) -> bool:
         return score > best
     except TypeError:  # a score that is not a number: nothing to explain
         return False
-
-
-# Dash patterns and marker shapes tell the lines apart without colour.
-_DASHES = ["", "6 4", "2 3", "10 3 2 3"]
-_MARKERS = ["circle", "square", "triangle", "diamond"]
-
-
-def score_chart(names: list[str], events: list[list[dict[str, Any]]]) -> dict[str, Any]:
-    """An SVG line chart of each player's score after each phase whose events
-    carry scores (every phase, in most games; a round's tally in Auction),
-    laid out here so the template only draws: 0 to the top score up the y axis."""
-    series = [[0] * len(names)]
-    for phase_events in events:
-        scores = next((e["scores"] for e in reversed(phase_events) if "scores" in e), None)
-        if scores is not None:
-            series.append(list(scores))
-    # A small canvas, so its 15-unit text stays readable when a phone shrinks it.
-    width, height, left, bottom, top, right = 440, 260, 34, 30, 16, 110
-    rounds = len(series) - 1
-    peak = max(max(row) for row in series) or 1
-    def x(i: int) -> float:
-        return left + (width - left - right) * (i / rounds if rounds else 0)
-    def y(v: float) -> float:
-        return height - bottom - (height - bottom - top) * v / peak
-    lines = []
-    for seat, name in enumerate(names):
-        points = [(round(x(i), 1), round(y(row[seat]), 1)) for i, row in enumerate(series)]
-        # Eight players get eight different pairs of dash pattern and marker.
-        lines.append({"name": name, "points": points, "dash": _DASHES[seat % 4],
-                      "marker": _MARKERS[(seat + seat // 4) % 4], "final": series[-1][seat]})  # fmt: skip
-    # Labels at the lines' ends, pushed apart where final scores are close
-    # (down from the top, then up from the bottom, so none leaves the canvas).
-    order = sorted(range(len(lines)), key=lambda i: lines[i]["points"][-1][1])
-    floor, gap = -100.0, 17
-    for i in order:
-        floor = max(lines[i]["points"][-1][1] + 5, floor + gap)
-        lines[i]["label_y"] = floor
-    ceiling = height - 4.0
-    for i in reversed(order):
-        lines[i]["label_y"] = round(min(lines[i]["label_y"], ceiling), 1)
-        ceiling = lines[i]["label_y"] - gap
-    ticks = sorted({0, peak // 2, peak})
-    return {"width": width, "height": height, "left": left, "bottom": bottom, "top": top,
-            "right": right, "lines": lines, "rounds": rounds,
-            # At most nine numbers across, so they never run together on a phone.
-            "xticks": [(i, round(x(i), 1)) for i in range(0, rounds + 1, -(-rounds // 8) or 1)],
-            "yticks": [(v, round(y(v), 1)) for v in ticks]}  # fmt: skip

@@ -170,7 +170,7 @@ def test_a_game_page_renders_its_rounds_and_chart_on_a_phone(engine, clock, tmp_
     assert shown == [expected_row(phase, names) for phase in record["phases"]]
     assert shown[3][4].endswith("*") and shown[2][-2] == "tie: discarded"  # what the game above played
 
-    # The chart: drawn, within the phone's width, each line labelled with its final score.
+    # The chart: drawn, within the phone's width, its key naming each line with its final score.
     chart = browser.find_element(By.CSS_SELECTOR, "figure svg[role=img]")
     assert chart.accessible_name.startswith("Scores after each round")  # its <title>, then its <desc>
     box = browser.execute_script("const r = arguments[0].getBoundingClientRect();"
@@ -179,8 +179,8 @@ def test_a_game_page_renders_its_rounds_and_chart_on_a_phone(engine, clock, tmp_
     assert box["width"] > 0 and box["height"] > 0, box
     assert 0 <= box["left"] and box["right"] <= WIDTH, box
     finals = record["phases"][-1]["events"][-1]["scores"]
-    labels = [label.text for label in chart.find_elements(By.CSS_SELECTOR, "g.series text")]
-    assert labels == [f"{name} {score}" for name, score in zip(names, finals, strict=True)]
+    labels = [label.text for label in chart.find_elements(By.CSS_SELECTOR, "g.key text")]
+    assert labels == [f"{name}: {score}" for name, score in zip(names, finals, strict=True)]
     players = browser.find_element(By.XPATH, "//h2[normalize-space()='Players']/following-sibling::div[1]/table")
     scores = [cell.text for cell in players.find_elements(By.CSS_SELECTOR, "tbody td:last-child")]
     assert scores == [str(score) for score in finals]  # the players table agrees with the chart
