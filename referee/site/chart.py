@@ -43,7 +43,7 @@ DASHES = ("", "7 3", "2 3", "10 3 2 3")
 MARKERS = ("circle", "square", "triangle", "diamond", "ring", "box", "nabla", "cross")
 HOLLOW = {"ring", "box"}  # drawn white inside; "cross" is strokes only
 
-_UNIT = re.compile(r"(Round|Auction)\s+(\d+)\b")
+UNIT = re.compile(r"(Round|Auction)\s+(\d+)\b")
 
 
 def char_width(char: str) -> float:
@@ -76,7 +76,7 @@ def score_chart(names: Sequence[str], phases: Sequence[Mapping[str, Any]],
 
 
 def _key(phase: Mapping[str, Any]) -> tuple[str, int] | None:
-    match = _UNIT.match(phase.get("label") or "")
+    match = UNIT.match(phase.get("label") or "")
     return (match[1], int(match[2])) if match else None
 
 

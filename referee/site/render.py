@@ -22,7 +22,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -33,6 +32,7 @@ import jinja2
 from referee.config import Config
 from referee.resources import shipped
 from referee.rules import GAMES, get_game
+from referee.site.chart import UNIT
 from referee.site.public import page_context
 from referee.store import Store, is_storage_fault
 from referee.tables import Tables
@@ -297,11 +297,8 @@ _RULES = {"pure-skill": ("pure-skill.txt", "pure-skill.md"), "bid": ("bid-piecep
 def _group(label: str) -> str:
     """The round or auction a phase belongs to, from its label: "Auction 8,
     turn 3" and "Auction 8 scoring, offer 1" are "Auction 8"."""
-    match = _GROUP.match(label)
-    return match[0] if match else label
-
-
-_GROUP = re.compile(r"(Round|Auction) \d+")
+    match = UNIT.match(label)  # the chart's points are these groups too
+    return f"{match[1]} {match[2]}" if match else label
 
 
 def _newest(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
