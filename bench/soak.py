@@ -7,7 +7,7 @@ by point and program, how many landed, duplicates delivered, violations and
 wall time.  Exit status 1 if there was a violation.
 
 Run from the top of the checkout (needs dovecot-imapd and dovecot-lmtpd):
-    python3 bench/soak.py [--seed 1] [--games 40] [--mails 4000] [--kills 60] [--keep DIR]
+    python3 bench/soak.py [--seed 1] [--games 40] [--mails 5000] [--kills 60] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--games", type=int, default=40, help="Games of Pure Skill, 3 players each")
-    parser.add_argument("--mails", type=int, default=4000, help="players' mails in all (at least 36 a game)")
+    parser.add_argument("--mails", type=int, default=5000, help="players' mails in all (at least 36 a game)")
     parser.add_argument("--kills", type=int, default=60, help="SIGKILLs that land (a third at crash points)")
     parser.add_argument("--keep", type=Path, help="keep the referee's home (games.db, logs, site) here")
     args = parser.parse_args()

@@ -37,7 +37,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from email.message import EmailMessage
-from itertools import count
+from itertools import count, zip_longest
 from pathlib import Path
 
 from crashpoint import FIRED, POINTS
@@ -220,20 +220,19 @@ class Report:
         tried = Counter(kill.kind for kill in self.tried)
         landed = Counter(kill.kind for kill in self.kills)
         programs = Counter(kill.program for kill in self.kills)
-        lines = [
+        return "\n".join([
             f"kill soak, seed {self.seed}: {self.games} games of {ROUNDS} rounds in {self.seconds:.1f} s",
-            f"players' mail: {mails['delivered']} delivered, {mails['distinct']} distinct ({mails['change']} "
-            f"changes of mind, {mails['late']} late), {mails['duplicate']} delivered twice; "
-            f"largest backlog {mails['backlog']}",
+            f"players' mail: {mails['delivered']} delivered, {mails['distinct']} distinct "
+            + f"({mails['change']} changes of mind, {mails['late']} late), {mails['duplicate']} delivered "
+            + f"twice; largest backlog {mails['backlog']}",
             f"kills: {len(self.kills)} of {len(self.tried)} tried ({programs['once']} run --once, "
-            f"{programs['serve']} serve); {self.runs} referee processes in all",
+            + f"{programs['serve']} serve); {self.runs} referee processes in all",
             *(f"  {kind}: {landed[kind]} of {tried[kind]}" for kind in sorted(tried)),
             f"referee mail: {out['queued']} queued, {out['taken']} taken by the SMTP server, "
-            f"{out['copies']} of them again under the same Message-ID",
+            + f"{out['copies']} of them again under the same Message-ID",
             f"violations: {len(self.violations)}",
             *(f"  {violation}" for violation in self.violations[:40]),
-        ]
-        return "\n".join(lines)
+        ])  # fmt: skip
 
 
 class Soak:
@@ -253,7 +252,6 @@ class Soak:
         self.kills_planned = max(kills, len(POINTS))
         self.pending = plan_kills(kills, self.rng)
         self.round = 0
-        self.runs = 0
         self.running: subprocess.Popen | None = None
         self.players = Players(stack, self._start_games(games), self.rng, seed)
 
@@ -335,7 +333,7 @@ class Soak:
             kill.n = self.reachable(kill.point)
         else:
             kill.delay = self.rng.uniform(0.4, 2.5) if program == "serve" else \
-                self.rng.uniform(0.15, 0.3 + 0.005 * self.inbox_count())  # fmt: skip
+                self.rng.uniform(0.15, 0.3 + self.unhandled() / 500)  # about the time the run takes  # fmt: skip
         kill.landed = self.finish(self.launch(program, kill), kill, delivery)
         if not kill.landed:
             self.pending.insert(0, Kill(kill.point))
@@ -347,7 +345,7 @@ class Soak:
             return 1  # a pass files its messages once
         if point == "in-resolution":
             return self.rng.randint(1, max(1, self.open_rounds() // 2))
-        return self.rng.randint(1, max(1, self.inbox_count() // 2))
+        return self.rng.randint(1, max(1, self.unhandled() // 2))
 
     def launch(self, program: str, kill: Kill | None = None) -> subprocess.Popen:
         # -v: `run --once` logs each move and mail as the daemon does, for the logs/ of a failed soak
@@ -356,9 +354,8 @@ class Soak:
             argv = [sys.executable, str(HERE / "crashpoint.py"), kill.point, str(kill.n), "--", *args]
         else:
             argv = [sys.executable, "-m", "referee", *args]
-        self.runs += 1
         self.report.runs += 1
-        name = f"{self.runs:03d}-{program}" + (f"-{kill.point}" if kill and kill.point else "")
+        name = f"{self.report.runs:03d}-{program}" + (f"-{kill.point}" if kill and kill.point else "")
         path = os.pathsep.join(filter(None, [str(CODE), os.environ.get("PYTHONPATH")]))
         env = {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
         with open(self.home / "logs" / f"{name}.out", "wb") as out, \
@@ -386,7 +383,7 @@ class Soak:
         self.running = None
         err = (self.home / "logs" / f"{process.name}.err").read_text(errors="replace")
         if "Traceback" in err:
-            self.report.violations.append(f"{process.name} logged a traceback: {err[-1500:]}")
+            self.report.violations.append(f"{process.name} logged a traceback: {err[-600:]}")
         landed = status == -signal.SIGKILL
         if landed and kill and kill.point and self.fired_count() == fired_before:
             self.report.violations.append(f"{process.name} died of SIGKILL without reaching {kill.point}")
@@ -450,6 +447,11 @@ class Soak:
             sql = "select count(*) from phases where number = ? and resolved_at is null"
             return db.execute(sql, [self.round]).fetchone()[0]
 
+    def unhandled(self) -> int:
+        """Mails delivered that the referee has not yet handled (or not committed)."""
+        with self.db() as db:
+            return len(self.players.sent) - db.execute("select count(*) from messages").fetchone()[0]
+
     def quiet(self) -> bool:
         return self.queued() == 0 and self.inbox_count() == 0
 
@@ -487,8 +489,14 @@ class Soak:
                           "order by game_id, phase, received_at, id")  # fmt: skip
         for game, number, *move in rows:
             got[game, number].append(tuple(move))
-        return [f"game {game} round {number}: moves by mail {got[game, number]}, bids sent {sent[game, number]}"
-                for game, number in sorted(set(sent) | set(got)) if sent[game, number] != got[game, number]]  # fmt: skip
+        problems = []
+        for game, number in sorted(set(sent) | set(got)):
+            moves, bids = got[game, number], sent[game, number]
+            if moves != bids:
+                at = next(i for i, pair in enumerate(zip_longest(moves, bids)) if pair[0] != pair[1])
+                problems.append(f"game {game} round {number}: {len(moves)} moves by mail for {len(bids)} bids; "
+                                f"move {at + 1} is {_at(moves, at)}, bid {at + 1} was {_at(bids, at)}")  # fmt: skip
+        return problems
 
     def check_rounds(self) -> list[str]:
         """Every game finished, each round as the rules say (recomputed from
@@ -572,3 +580,7 @@ class Soak:
         problems += [f"{bid.message_id} answered {len(answers[bid.message_id])} times" for bid in self.players.sent
                      if len(answers[bid.message_id]) != 1]  # fmt: skip
         return problems
+
+
+def _at(items: list, index: int):
+    return items[index] if index < len(items) else "missing"
