@@ -51,7 +51,7 @@ CODE = Path(referee.__file__).resolve().parents[1]  # the referee the subprocess
 CARDS = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")  # worth 1 to 13
 ROUNDS = 13  # the last one plays itself: one card left
 PLAYERS = "players.example.net"  # no Dovecot users: the SMTP sink keeps their mail, relays none
-FIRST_WAVE = 0.6  # of the mails beyond one bid a seat and round, round 1's share
+FIRST_WAVE_SHARE = 0.6  # of the mails beyond one bid a seat and round, round 1's share
 EXTRAS = {"change": 70, "duplicate": 15, "late": 15}  # what those mails are, by weight
 LIVE_ROUNDS = range(2, ROUNDS, 2)  # rounds played with `serve` running while the mail comes in
 
@@ -115,15 +115,20 @@ class Players:
     """Every game's three players.  They know their hands (13 cards less the
     bids that counted) and write each round's mail in answer to its prompt."""
 
-    def __init__(self, stack: MailStack, games: dict[int, list[str]], rng: random.Random, seed: int):
-        self.stack, self.games, self.rng, self.seed = stack, games, rng, seed
-        self.hands = {(game, seat): set(CARDS) for game in games for seat in range(3)}
+    def __init__(self, stack: MailStack, rng: random.Random, seed: int):
+        self.stack, self.rng, self.seed = stack, rng, seed
+        self.games: dict[int, list[str]] = {}  # each game's players, by seat
+        self.hands: dict[tuple[int, int], set[str]] = {}  # (game, seat) -> cards
         self.counted: dict[tuple[int, int], list[str]] = {}  # (game, round) -> the card of each seat
         self.sent: list[Bid] = []  # every mail, in the order first delivered
         self.problems: list[str] = []
         self._serial = count()
         self._prompts: dict[tuple[int, int, str], dict[str, EmailMessage]] = defaultdict(dict)
         self._read = 0
+
+    def join(self, game: int, players: list[str]) -> None:
+        self.games[game] = players
+        self.hands.update({(game, seat): set(CARDS) for seat in range(3)})
 
     def round_mail(self, number: int, extras: int) -> list[Bid]:
         """Round ``number``'s mail of every game, games interleaved, each in
@@ -251,20 +256,18 @@ class Soak:
         self.planned_mail = 3 * (ROUNDS - 1) * games + sum(self.extras.values())
         self.kills_planned = max(kills, len(POINTS))
         self.pending = plan_kills(kills, self.rng)
-        self.round = 0
+        self.games, self.round = games, 0
         self.running: subprocess.Popen | None = None
-        self.players = Players(stack, self._start_games(games), self.rng, seed)
+        self.players = Players(stack, self.rng, seed)
 
-    def _start_games(self, games: int) -> dict[int, list[str]]:
-        started = {}
-        for number in range(1, games + 1):
+    def start_games(self) -> None:
+        for number in range(1, self.games + 1):
             players = [f"p{number}-{seat}@{PLAYERS}" for seat in range(3)]
-            started[self.referee.new_game(players=players)] = players
-        return started
+            self.players.join(self.referee.new_game(players=players), players)
 
     def _spread(self, extras: int) -> dict[int, int]:
         """The extra mails of each round: round 1 its share, the rest evenly."""
-        first = round(extras * FIRST_WAVE)
+        first = round(extras * FIRST_WAVE_SHARE)
         later, left = divmod(extras - first, ROUNDS - 2)
         return {1: first, **{n: later + (n - 2 < left) for n in range(2, ROUNDS)}}
 
@@ -272,12 +275,13 @@ class Soak:
 
     def run(self) -> Report:
         started = time.monotonic()
+        self.start_games()
         try:
             self.settle()  # the games' first prompts go out
             for number in range(1, ROUNDS):
                 self.wave(number)
             self.players.last_round()
-        except (SoakError, AssertionError) as error:
+        except (SoakError, AssertionError, subprocess.TimeoutExpired) as error:
             self.report.violations.append(f"the soak stopped in round {self.round}: {error}")
         finally:
             self._stop_running()
