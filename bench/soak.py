@@ -30,11 +30,11 @@ def main() -> int:
     parser.add_argument("--games", type=int, default=40, help="Games of Pure Skill, 3 players each")
     parser.add_argument("--mails", type=int, default=5000, help="players' mails in all (at least 36 a game)")
     parser.add_argument("--kills", type=int, default=60, help="SIGKILLs that land (a third at crash points)")
-    parser.add_argument("--keep", type=Path, help="keep the referee's home (games.db, logs, site) here")
+    parser.add_argument("--keep", type=Path, help="keep the referee's home (games.db, logs, site, Dovecot) here")
     args = parser.parse_args()
     home = args.keep or Path(tempfile.mkdtemp(prefix="referee-soak-"))
     home.mkdir(parents=True, exist_ok=True)
-    dovecot = Dovecot()
+    dovecot = Dovecot(root=args.keep / "dovecot" if args.keep else None)  # kept: its mail and log too
     MailStack.provision(dovecot, 1)  # before start: no wait
     dovecot.start()
     stack = MailStack(dovecot)

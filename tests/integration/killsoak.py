@@ -4,10 +4,10 @@ against what the players sent.
 
 Simulated players play Games of Pure Skill to the end by real mail.  Each
 round they read their prompts from the mail the SMTP sink took (the reply
-address, the Message-ID to answer, the hand it shows) and mail their bids
-into the referee's Dovecot INBOX over LMTP, with changes of mind, late bids
-(after the round closed: refused) and second deliveries of a mail (the same
-bytes, so the same Message-ID: ignored).  One round of every game is a wave;
+address, the Message-ID to answer, their hand) and mail their bids into the
+referee's Dovecot INBOX over LMTP, with changes of mind, late bids (after
+the round closed: refused) and second deliveries of a mail (the same bytes,
+so the same Message-ID: ignored).  One round of every game is a wave;
 the first carries most of the changes of mind: a backlog of hundreds of
 mails.  The referee works through a wave as `run --once` (the wave delivered
 first) or as `serve` (the mail trickling in meanwhile), a subprocess killed
@@ -19,6 +19,15 @@ the rules say (recomputed here from the bids, and `referee verify` on each
 game's record); the INBOX empty; every queued mail delivered, copies only
 under one Message-ID; every player's mail answered once; and no run that
 ended by itself failed.
+
+What the referee should have made of the mail is reckoned from the mail
+server's view of it, as the referee sees it (docs/games/pure-skill.md, R7
+and R8): it reads mail in UID order, so a round closes with the third
+seat's first bid in UID order, and the mail after it is late; of a seat's
+moves the last by INTERNALDATE (whole seconds), then UID, counts.  That is
+not always the order sent: Dovecot (Maildir) gives mails that arrive while
+an IMAP session syncs the mailbox UIDs out of delivery order now and then.
+The report counts the rounds where that made a difference.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ import threading
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from email.message import EmailMessage
 from itertools import count, zip_longest
 from pathlib import Path
@@ -75,14 +85,22 @@ class Bid:
     raw: bytes
 
 
-def counted(mail: list[Bid]) -> dict[int, Bid]:
-    """Per seat, the bid that counts: the last one sent in time (a second
-    delivery of a mail is no new bid)."""
-    last = {}
-    for bid in dict.fromkeys(mail):  # first deliveries, in order
-        if not bid.late:
-            last[bid.seat] = bid
-    return last
+def round_moves(bids: list[Bid]) -> list[Bid]:
+    """A round's moves: its mails in the order read until every seat has
+    bid (that bid closes the round); those after it are late."""
+    moves, seats = [], set()
+    for bid in bids:
+        if len(seats) == 3:
+            break
+        moves.append(bid)
+        seats.add(bid.seat)
+    return moves
+
+
+def last_cards(moves: list[Bid]) -> list[str]:
+    """Each seat's card in a round: its last move."""
+    last = {bid.seat: bid.card for bid in moves}
+    return [last.get(seat, "none") for seat in range(3)]
 
 
 @dataclass(eq=False)
@@ -112,15 +130,14 @@ def plan_kills(kills: int, rng: random.Random) -> list[Kill]:
 
 
 class Players:
-    """Every game's three players.  They know their hands (13 cards less the
-    bids that counted) and write each round's mail in answer to its prompt."""
+    """Every game's three players.  Each round they read their prompts and
+    write their mail in answer."""
 
     def __init__(self, stack: MailStack, rng: random.Random, seed: int):
         self.stack, self.rng, self.seed = stack, rng, seed
         self.games: dict[int, list[str]] = {}  # each game's players, by seat
-        self.hands: dict[tuple[int, int], set[str]] = {}  # (game, seat) -> cards
-        self.counted: dict[tuple[int, int], list[str]] = {}  # (game, round) -> the card of each seat
         self.sent: list[Bid] = []  # every mail, in the order first delivered
+        self.hands: dict[tuple[int, int], list[list[str]]] = {}  # (game, round) -> each seat's, as prompted
         self.problems: list[str] = []
         self._serial = count()
         self._prompts: dict[tuple[int, int, str], dict[str, EmailMessage]] = defaultdict(dict)
@@ -128,7 +145,6 @@ class Players:
 
     def join(self, game: int, players: list[str]) -> None:
         self.games[game] = players
-        self.hands.update({(game, seat): set(CARDS) for seat in range(3)})
 
     def round_mail(self, number: int, extras: int) -> list[Bid]:
         """Round ``number``'s mail of every game, games interleaved, each in
@@ -140,15 +156,11 @@ class Players:
             stream.append(self.rng.choice(queues).pop(0))
         return stream
 
-    def last_round(self) -> None:
-        """Round 13: the referee bids each seat's last card."""
-        for game in self.games:
-            self.counted[game, ROUNDS] = [self.hands[game, seat].pop() for seat in range(3)]
-
     def _game_round(self, game: int, number: int, extras: int) -> list[Bid]:
         """Two seats bid, changing their minds, then the third, which closes
         the round; then the late bids.  A second delivery follows its first."""
         prompts = [self.prompt(game, number, seat) for seat in range(3)]
+        self.hands[game, number] = [hand(prompt) for prompt in prompts]
         first, second, closing = self.rng.sample(range(3), 3)
         kinds = self.rng.choices(list(EXTRAS), weights=list(EXTRAS.values()), k=extras)
         early = [first, second] + [self.rng.choice((first, second)) for kind in kinds if kind == "change"]
@@ -159,14 +171,10 @@ class Players:
         for _ in range(kinds.count("duplicate")):
             at = self.rng.randrange(len(mail))
             mail.insert(self.rng.randint(at + 1, len(mail)), mail[at])
-        bids = counted(mail)
-        self.counted[game, number] = [bids[seat].card for seat in range(3)]
-        for seat in range(3):
-            self.hands[game, seat].remove(bids[seat].card)
         return mail
 
     def _bid(self, prompt: EmailMessage, game: int, number: int, seat: int, late: bool = False) -> Bid:
-        card = self.rng.choice(sorted(self.hands[game, seat], key=CARDS.index))
+        card = self.rng.choice(self.hands[game, number][seat])
         sender, to = self.games[game][seat], str(prompt["Reply-To"])
         message_id = f"<g{game}.r{number}.{next(self._serial)}.{self.seed}@{PLAYERS}>"
         answered = str(prompt["Message-ID"])
@@ -176,8 +184,7 @@ class Players:
         return Bid(game, number, seat, card, late, message_id, sender, to, raw)
 
     def prompt(self, game: int, number: int, seat: int) -> EmailMessage:
-        """The seat's prompt for the round, as the SMTP sink took it; its hand
-        must be the one the player knows."""
+        """The seat's prompt for the round, as the SMTP sink took it."""
         self._read_new_mail()
         player = self.games[game][seat]
         found = self._prompts[game, number, player]
@@ -185,11 +192,7 @@ class Players:
             raise SoakError(f"game {game} round {number}: no prompt to {player}")
         if len(found) > 1:
             self.problems.append(f"game {game} round {number}: prompts to {player} under {len(found)} Message-IDs")
-        prompt = next(iter(found.values()))
-        known = sorted(self.hands[game, seat], key=CARDS.index)
-        if hand(prompt) != known:
-            self.problems.append(f"game {game} round {number}: {player}'s prompt shows {hand(prompt)}, not {known}")
-        return prompt
+        return next(iter(found.values()))
 
     def _read_new_mail(self) -> None:
         sent = self.stack.sent[self._read :]  # the sink appends in its own thread
@@ -205,7 +208,7 @@ class Players:
 class Report:
     seed: int
     games: int
-    mails: Counter = field(default_factory=Counter)  # delivered, distinct, change, late, duplicate
+    mails: Counter = field(default_factory=Counter)  # delivered, distinct, change, late, duplicate, reordered ...
     tried: list[Kill] = field(default_factory=list)
     referee_mail: Counter = field(default_factory=Counter)  # queued, taken, copies
     violations: list[str] = field(default_factory=list)
@@ -230,6 +233,8 @@ class Report:
             f"players' mail: {mails['delivered']} delivered, {mails['distinct']} distinct "
             + f"({mails['change']} changes of mind, {mails['late']} late), {mails['duplicate']} delivered "
             + f"twice; largest backlog {mails['backlog']}",
+            f"the mail server's UIDs put {mails['reordered']} rounds' moves in another order than sent, "
+            + f"and so another bid counted in {mails['recounted']}",
             f"kills: {len(self.kills)} of {len(self.tried)} tried ({programs['once']} run --once, "
             + f"{programs['serve']} serve); {self.runs} referee processes in all",
             *(f"  {kind}: {landed[kind]} of {tried[kind]}" for kind in sorted(tried)),
@@ -280,7 +285,6 @@ class Soak:
             self.settle()  # the games' first prompts go out
             for number in range(1, ROUNDS):
                 self.wave(number)
-            self.players.last_round()
         except (SoakError, AssertionError, subprocess.TimeoutExpired) as error:
             self.report.violations.append(f"the soak stopped in round {self.round}: {error}")
         finally:
@@ -469,42 +473,63 @@ class Soak:
     # -- the checks ----------------------------------------------------------------
 
     def check(self) -> None:
-        sent = self.players.sent
-        rounds = len({(bid.game, bid.round) for bid in sent})
-        self.report.mails.update(distinct=len(sent), late=sum(bid.late for bid in sent),
-                                 duplicate=self.report.mails["delivered"] - len(sent),
-                                 change=sum(not bid.late for bid in sent) - 3 * rounds)  # fmt: skip
-        problems = [*self.players.problems]
+        processed = self.stack.messages(self.stack.referee, "processed")
+        moves = self.expected_moves(processed)
+        self.count_mail(moves)
+        problems = [*self.players.problems, *self.check_mailbox(processed)]
         with self.db() as db:
-            problems += self.check_moves(db)
+            problems += self.check_moves(db, moves)
             problems += self.check_mail_out(db)
-        problems += self.check_rounds()
-        problems += self.check_mailbox()
+        problems += self.check_rounds(moves)
         self.report.violations += problems
 
-    def check_moves(self, db: sqlite3.Connection) -> list[str]:
+    def expected_moves(self, processed: list) -> dict[tuple[int, int], list[Bid]]:
+        """Each round's moves, in the order they count, from the mail server's
+        view: read in UID order, counted by INTERNALDATE, then UID (MOVE
+        keeps the INBOX's UID order in processed)."""
+        place = {}
+        for message in processed:  # in UID order: of two copies, the first is the one the referee read
+            message_id = re.search(rb"^Message-ID: *(<[^>]*>)", message.raw, re.IGNORECASE | re.MULTILINE)[1]
+            place.setdefault(message_id.decode(), (message.internaldate, message.uid))
+        never = (datetime.max.replace(tzinfo=UTC), 0)  # not filed: check_mailbox says so
+        rounds = defaultdict(list)
+        for bid in sorted(self.players.sent, key=lambda bid: place.get(bid.message_id, never)[1]):
+            rounds[bid.game, bid.round].append(bid)
+        return {key: sorted(round_moves(bids), key=lambda bid: place.get(bid.message_id, never))
+                for key, bids in rounds.items()}  # fmt: skip
+
+    def count_mail(self, moves: dict[tuple[int, int], list[Bid]]) -> None:
+        sent, mails = self.players.sent, self.report.mails
+        mails.update(distinct=len(sent), late=sum(bid.late for bid in sent),
+                     duplicate=mails["delivered"] - len(sent),
+                     change=sum(not bid.late for bid in sent) - 3 * len(moves))  # fmt: skip
+        for key, counting in moves.items():
+            as_sent = round_moves([bid for bid in sent if (bid.game, bid.round) == key])
+            mails["reordered"] += counting != as_sent
+            mails["recounted"] += last_cards(counting) != last_cards(as_sent)
+
+    def check_moves(self, db: sqlite3.Connection, moves: dict[tuple[int, int], list[Bid]]) -> list[str]:
         """Every bid counted exactly once: each round's moves by mail, in the
-        order they count, are its bids in the order sent, late ones left out."""
-        sent, got = defaultdict(list), defaultdict(list)
-        for bid in self.players.sent:
-            if not bid.late:
-                sent[bid.game, bid.round].append((bid.seat, f"bid {bid.card}", bid.message_id))
+        order they count, are the moves expected, none twice, none late."""
+        want = {key: [(bid.seat, f"bid {bid.card}", bid.message_id) for bid in bids] for key, bids in moves.items()}
+        got = defaultdict(list)
         rows = db.execute("select game_id, phase, seat, move, message_key from moves where source = 'mail' "
                           "order by game_id, phase, received_at, id")  # fmt: skip
         for game, number, *move in rows:
             got[game, number].append(tuple(move))
         problems = []
-        for game, number in sorted(set(sent) | set(got)):
-            moves, bids = got[game, number], sent[game, number]
-            if moves != bids:
-                at = next(i for i, pair in enumerate(zip_longest(moves, bids)) if pair[0] != pair[1])
-                problems.append(f"game {game} round {number}: {len(moves)} moves by mail for {len(bids)} bids; "
-                                f"move {at + 1} is {_at(moves, at)}, bid {at + 1} was {_at(bids, at)}")  # fmt: skip
+        for game, number in sorted(set(want) | set(got)):
+            made, bids = got[game, number], want.get((game, number), [])
+            if made != bids:
+                at = next(i for i, pair in enumerate(zip_longest(made, bids)) if pair[0] != pair[1])
+                problems.append(f"game {game} round {number}: {len(made)} moves by mail for {len(bids)} bids; "
+                                f"move {at + 1} is {_at(made, at)}, bid {at + 1} was {_at(bids, at)}")  # fmt: skip
         return problems
 
-    def check_rounds(self) -> list[str]:
+    def check_rounds(self, moves: dict[tuple[int, int], list[Bid]]) -> list[str]:
         """Every game finished, each round as the rules say (recomputed from
-        the bids that count), and its record verifies."""
+        the bids that count), each prompt showing the hand that was left,
+        and its record verifies."""
         site = self.home / "site"
         result = self.referee.cli("render", "--dir", str(site), "--force")
         if result.status != 0:
@@ -516,22 +541,30 @@ class Soak:
             if verdict.status != 0:
                 problems.append(f"game {game}: referee verify says {verdict.out.strip()} {verdict.err.strip()}")
                 continue
-            problems += self.check_record(game, json.loads(path.read_text()))
+            cards, held = [], [list(CARDS)] * 3
+            for number in range(1, ROUNDS):
+                if self.players.hands.get((game, number)) != held:
+                    problems.append(f"game {game} round {number}: prompted {self.players.hands.get((game, number))}, "
+                                    f"held {held}")  # fmt: skip
+                cards.append(last_cards(moves.get((game, number), [])))
+                held = [[card for card in left if card != bid] for left, bid in zip(held, cards[-1], strict=True)]
+            cards.append([left[0] if len(left) == 1 else "none" for left in held])  # round 13: the last card
+            problems += self.check_record(game, json.loads(path.read_text()), cards)
         return problems
 
-    def check_record(self, game: int, record: dict) -> list[str]:
+    def check_record(self, game: int, record: dict, cards: list[list[str]]) -> list[str]:
+        """The record's rounds against the cards that count, round by round."""
         if record["game"]["state"] != "finished" or len(record["phases"]) != ROUNDS:
             return [f"game {game}: {record['game']['state']} after {len(record['phases'])} rounds"]
         problems, scores = [], [0, 0, 0]
-        for phase in record["phases"]:
+        for phase, played in zip(record["phases"], cards, strict=True):
             number = phase["number"]
-            cards = self.players.counted.get((game, number))
             source = "mail" if number < ROUNDS else "forced"
             made = [(move["move"], move["source"]) for move in sorted(phase["moves"], key=lambda m: m["seat"])]
-            if cards is None or made != [(f"bid {card}", source) for card in cards]:
-                problems.append(f"game {game} round {number}: the record's bids {made}, the players' {cards}")
+            if made != [(f"bid {card}", source) for card in played]:
+                problems.append(f"game {game} round {number}: the record's bids {made}, the players' {played}")
                 continue
-            bids = [CARDS.index(card) + 1 for card in cards]
+            bids = [CARDS.index(card) + 1 for card in played]
             leaders = [seat for seat in range(3) if bids[seat] == max(bids)]
             winner = leaders[0] if len(leaders) == 1 else None  # 4f: a tie discards the prize
             event = phase["events"][0]
@@ -546,21 +579,16 @@ class Soak:
             problems.append(f"game {game}: the record's winner {record['winner']}, by the scores {winner}")
         return problems
 
-    def check_mailbox(self) -> list[str]:
-        """The INBOX empty, every delivery filed in processed, read, none in quarantine."""
+    def check_mailbox(self, processed: list) -> list[str]:
+        """The INBOX empty, every delivery filed in processed and read, none in quarantine."""
         problems = []
-        conn = self.stack.dovecot.imap(self.stack.referee)
-        try:
-            for mailbox, search, want in (("INBOX", "ALL", 0), ("processed", "UNSEEN", 0),
-                                          ("processed", "ALL", self.report.mails["delivered"])):  # fmt: skip
-                conn.select(mailbox, readonly=True)
-                found = len(conn.search(None, search)[1][0].split())
-                if found != want:
-                    problems.append(f"{mailbox} holds {found} messages matching {search}, not {want}")
-        finally:
-            conn.logout()
-        if self.inbox_count("quarantine"):
-            problems.append(f"quarantine holds {self.inbox_count('quarantine')} messages")
+        for mailbox in ("INBOX", "quarantine"):
+            if left := self.stack.messages(self.stack.referee, mailbox):
+                problems.append(f"{mailbox} holds {len(left)} messages")
+        if len(processed) != self.report.mails["delivered"]:
+            problems.append(f"processed holds {len(processed)} messages, not {self.report.mails['delivered']}")
+        if unseen := [message.uid for message in processed if "\\Seen" not in message.flags]:
+            problems.append(f"processed messages not marked \\Seen: UIDs {unseen[:10]}")
         return problems
 
     def check_mail_out(self, db: sqlite3.Connection) -> list[str]:
