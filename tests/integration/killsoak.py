@@ -206,6 +206,8 @@ class Players:
 
 @dataclass
 class Report:
+    """What a soak did and found; ``summary()`` says it in a few lines."""
+
     seed: int
     games: int
     mails: Counter = field(default_factory=Counter)  # delivered, distinct, change, late, duplicate, reordered ...
