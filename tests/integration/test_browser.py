@@ -1,21 +1,25 @@
-"""A game's public page in a real browser: Debian's headless Chromium, driven
-by Selenium through Debian's ChromeDriver (never a downloaded browser or
-driver), at a phone's width.
+"""The game pages in a real browser: Debian's headless Chromium, driven by
+Selenium through Debian's ChromeDriver (never a downloaded browser or
+driver), at a phone's width (360 px) and a laptop's (1,280 px).
 
-Without Chromium, ChromeDriver or Selenium the test is skipped, or fails
+Without Chromium, ChromeDriver or Selenium the tests are skipped, or fail
 when CI is set, as the Dovecot tests do (tests/integration/conftest.py).
+Screenshots of every page are kept in test-output/ for a person to look at.
 """
 
 from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import http.server
+import itertools
 import json
 import os
-import shutil
+import random
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +35,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 PACKAGES = "the Debian packages chromium and chromium-driver, and the test extra's selenium"
 WIDTH, HEIGHT = 360, 800  # a phone's screen, in CSS pixels
+WIDE = 1280  # a laptop's
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output"  # kept after the run, for a look
 ALICE, BOB, CAROL = PLAYERS
 
@@ -70,9 +75,10 @@ def serve() -> Iterator[Any]:
 # -- the browser ---------------------------------------------------------------
 
 
-@pytest.fixture
-def browser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """Headless Chromium with a phone's WIDTH x HEIGHT viewport and a fresh profile."""
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Headless Chromium with a fresh profile, one for the module's tests
+    (a start costs seconds); ``viewport`` sets its screen before a page."""
     for path in (CHROMIUM, CHROMEDRIVER):
         if not os.access(path, os.X_OK):
             unavailable(f"{path} is not installed")
@@ -82,30 +88,44 @@ def browser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         from selenium.webdriver.chrome.service import Service
     except ImportError as exc:
         unavailable(f"Selenium is not installed: {exc}")
-    # Both paths are given, so Selenium Manager never runs; were it to, offline.
-    monkeypatch.setenv("SE_OFFLINE", "true")
+    folder = tmp_path_factory.mktemp("chromium")
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1",
-                 f"--user-data-dir={tmp_path / 'chromium-profile'}"):  # fmt: skip
+                 f"--window-size={WIDE},{HEIGHT}", f"--user-data-dir={folder / 'profile'}"):  # fmt: skip
         options.add_argument(flag)
-    # A phone's viewport (headless windows are at least 500 pixels wide): the
-    # page is laid out as on a phone, its <meta name="viewport"> included.
-    options.add_experimental_option("mobileEmulation", {
-        "deviceMetrics": {"width": WIDTH, "height": HEIGHT, "pixelRatio": 1.0, "mobile": True, "touch": True}})
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = Service(executable_path=str(CHROMEDRIVER), log_output=str(tmp_path / "chromedriver.log"))
-    try:
-        driver = webdriver.Chrome(service=service, options=options)
-    except WebDriverException as exc:
-        unavailable(f"Chromium cannot start: {exc.msg}")
+    service = Service(executable_path=str(CHROMEDRIVER), log_output=str(folder / "chromedriver.log"))
+    # Both paths are given, so Selenium Manager never runs; were it to, offline.
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SE_OFFLINE", "true")
+        try:
+            driver = webdriver.Chrome(service=service, options=options)
+        except WebDriverException as exc:
+            unavailable(f"Chromium cannot start: {exc.msg}")
     try:
         driver.set_page_load_timeout(30)
         yield driver
     finally:
         driver.quit()
+
+
+def viewport(driver: Any, width: int) -> None:
+    """Lay pages out on a screen ``width`` CSS pixels wide: below 500 as a
+    phone (its <meta name="viewport"> obeyed), else as a laptop."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": width, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": width < 500})  # fmt: skip
+
+
+def screenshot(driver: Any, name: str) -> Path:
+    """The whole page, top to bottom, as OUTPUT/name.png (kept after the run)."""
+    png = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
+    OUTPUT.mkdir(exist_ok=True)
+    kept = OUTPUT / f"{name}.png"
+    kept.write_bytes(base64.b64decode(png["data"]))
+    return kept
 
 
 # -- a game ------------------------------------------------------------------------
@@ -155,6 +175,8 @@ def test_a_game_page_renders_its_rounds_and_chart_on_a_phone(engine, clock, tmp_
     assert names == ["alice", "bob", "carol"]
     assert [p["number"] for p in record["phases"]] == [1, 2, 3, 4]
 
+    viewport(browser, WIDTH)
+    browser.get_log("browser")  # only this page's messages below
     browser.get(serve(site) + "games/1/")
     assert browser.execute_script("return window.innerWidth") == WIDTH
 
@@ -162,8 +184,9 @@ def test_a_game_page_renders_its_rounds_and_chart_on_a_phone(engine, clock, tmp_
 
     # The rounds table: a row per resolved round, each cell as the record says.
     heading = browser.find_element(By.XPATH, "//h2[normalize-space()='Rounds']")
-    table = heading.find_element(By.XPATH, "following-sibling::div[@class='scroll'][1]/table")
-    header = [cell.text for cell in table.find_elements(By.CSS_SELECTOR, "thead th")]
+    table = heading.find_element(By.XPATH, "following-sibling::div[contains(@class, 'scroll')][1]/table")
+    # On a phone each round is a card, its column headings read by screen readers only.
+    header = [cell.get_attribute("textContent") for cell in table.find_elements(By.CSS_SELECTOR, "thead th")]
     assert header == ["Round", "Prize", *names, "Result", f"Totals ({' · '.join(names)})"]
     rows = table.find_elements(By.CSS_SELECTOR, "tbody tr")
     shown = [[cell.text for cell in row.find_elements(By.CSS_SELECTOR, "th, td")] for row in rows]
@@ -194,11 +217,125 @@ def test_a_game_page_renders_its_rounds_and_chart_on_a_phone(engine, clock, tmp_
     errors = [entry for entry in log if entry["level"] == "SEVERE" and "favicon.ico" not in entry["message"]]
     assert errors == [], errors
 
-    # A screenshot of the whole page, top to bottom, for a person to look at.
-    png = browser.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
-    shot = tmp_path / f"game-page-{WIDTH}.png"
-    shot.write_bytes(base64.b64decode(png["data"]))
-    OUTPUT.mkdir(exist_ok=True)
-    kept = OUTPUT / shot.name
-    shutil.copyfile(shot, kept)
-    print(f"screenshot: {kept} (and {shot})")
+    print(f"screenshot: {screenshot(browser, f'game-page-{WIDTH}')}")
+
+
+# -- every kind of game, finished and running, on a phone and a laptop -------------
+
+
+LONG = "carol.with.a.long.address@example.org"  # a name with no space to break at
+QUOTED = "o'brien@example.org"  # a name HTML must escape
+OTHERS = ["alice@example.org", "bob@example.org", "dave@example.org"]
+SEATS = {"pure-skill": 3, "bid": 4, "ice": 4, "priority": 6, "bluff": 5}
+# Where a running game stops: in the first phase whose label has this in it
+# (with the seeds below: a Bid! coin tie-break, an Ice Ice Baby scoring
+# round, an Auction round after a tally, Bluff's second round of bidding
+# with a few bids on the tracks).
+RUNNING = {"pure-skill": "Round 6", "bid": "coin", "ice": "scoring", "priority": "Round 2",
+           "bluff": "Round 2 bidding, turn 5"}  # fmt: skip
+
+
+def every_kind(engine: Engine, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> dict[tuple[str, str], int]:
+    """A finished and a running game of each kind -> its id.  Finished: the
+    long name and o'brien with bots; o'brien resigns, the long name misses
+    every deadline (random moves).  Running: o'brien, the long name, others
+    and a bot; two rounds of deadlines missed, one player resigns, then the
+    people mail random legal moves until the phase in RUNNING.  The seeds
+    are fixed, so every run plays the same games."""
+    serial = itertools.count()
+    monkeypatch.setattr("referee.engine.seating.secrets.token_bytes",
+                        lambda n=32: hashlib.sha256(b"browser %d" % next(serial)).digest()[:n])  # fmt: skip
+    hour = {"deadline": timedelta(hours=1), "turn_deadline": timedelta(hours=1),
+            "decision_deadline": timedelta(hours=1)}  # fmt: skip
+    games = {}
+    for kind, seats in SEATS.items():
+        game = engine.new_game(kind, [LONG, QUOTED], bots=seats - 2, name="A “long” name, <b>not</b> bold", **hour)
+        for n in range(500):
+            if engine.table(game).row["state"] == "finished":
+                break
+            clock.advance(hours=1)
+            engine.tick()
+            if n == 1:
+                engine.resign(game, QUOTED)
+        assert engine.table(game).row["state"] == "finished", kind
+        games[(kind, "finished")] = game
+    for kind, seats in SEATS.items():
+        games[(kind, "running")] = engine.new_game(kind, [QUOTED, LONG, *OTHERS[: seats - 3]], bots=1, **hour)
+    for _ in range(2):  # every running game's people miss two deadlines
+        clock.advance(hours=1)
+        engine.tick()
+    pick = random.Random(18)
+    for kind, seats in SEATS.items():
+        game = games[(kind, "running")]
+        engine.resign(game, OTHERS[0] if seats > 3 else LONG)
+        for _ in range(300):  # no tick: no other game's deadline passes meanwhile
+            table = engine.table(game)
+            if table.open_phase is None or RUNNING[kind] in table.open_phase["label"]:
+                break
+            for seat in table.waiting_for(table.open_phase):
+                move = pick.choice(table.rules.legal_moves(table.state, seat))
+                clock.advance(minutes=1)
+                mail = reply(engine, table.seats[seat]["address"], table.rules.move_text(move), game=game,
+                             received=clock())  # fmt: skip
+                assert engine.ingest(mail).code == "move"
+        assert engine.table(game).open_phase is not None, f"the running game of {kind} ended"
+    return games
+
+
+# Every cell of every table, and every table's scroll box, measured in the
+# page: a cell must lie inside the screen and inside its table's box (a
+# table that has to scroll sideways fails: at these two widths none may),
+# and its content must fit in it.  The column headings a phone hides for
+# screen readers (a 1 px box) are left out of the last check only.
+MEASURE = """
+const screen = window.innerWidth, found = [];
+const where = (e) => { const t = e.closest('table'), c = t && t.querySelector('caption');
+  let h = (e.closest('.scroll') || t || e).previousElementSibling;
+  while (h && !/^H[1-6]$/.test(h.tagName)) h = h.previousElementSibling;
+  return ((h ? h.textContent : '') + ' / ' + (c ? c.textContent : '')).trim().slice(0, 70); };
+for (const box of document.querySelectorAll('.scroll')) {
+  if (box.scrollWidth > box.clientWidth + 1)
+    found.push(`${where(box)}: the table is ${box.scrollWidth} px wide in a box of ${box.clientWidth}`);
+}
+for (const cell of document.querySelectorAll('th, td')) {
+  const r = cell.getBoundingClientRect(), box = cell.closest('.scroll');
+  const within = box ? box.getBoundingClientRect() : {left: 0, right: screen};
+  const text = JSON.stringify(cell.textContent.trim().slice(0, 40));
+  if (r.width === 0 && r.height === 0) continue;  // not shown (an empty cell in a card)
+  if (r.left < -0.5 || r.right > screen + 0.5 || r.left < within.left - 0.5 || r.right > within.right + 0.5)
+    found.push(`${where(cell)}: cell ${text} spans ${Math.round(r.left)} to ${Math.round(r.right)} px`);
+  const head = cell.closest('thead');
+  if ((!head || head.getBoundingClientRect().width > 1) && cell.scrollWidth > cell.clientWidth + 1)
+    found.push(`${where(cell)}: cell ${text} holds ${cell.scrollWidth} px in ${cell.clientWidth}`);
+}
+return {page: document.documentElement.scrollWidth, screen: screen, found: found,
+        tables: document.querySelectorAll('table').length, title: document.querySelector('h1').textContent,
+        text: document.body.innerText};
+"""
+
+
+def test_every_kinds_pages_fit_a_phone_and_a_laptop(engine, clock, tmp_path, serve, browser, monkeypatch):
+    """A finished and a running game of each kind, at 360 and 1,280 px: the
+    page never scrolls sideways and every cell of every table (players,
+    board, rounds, final scoring) is on the screen, whole; a screenshot of
+    each page goes to test-output/."""
+    games = every_kind(engine, clock, monkeypatch)
+    site = tmp_path / "site"
+    Site(engine, site).render()
+    base = serve(site)
+    problems, shots = [], []
+    for width in (WIDTH, WIDE):
+        viewport(browser, width)
+        for (kind, state), game in games.items():
+            browser.get(f"{base}games/{game}/")
+            seen = browser.execute_script(MEASURE)
+            page = f"{kind}, {state}, at {width} px"
+            assert seen["screen"] == width and seen["tables"] >= 2, (page, seen["screen"], seen["tables"])
+            assert "o'brien" in seen["text"] and "carol.with.a.long.address" in seen["text"]
+            assert state == "running" or seen["title"].endswith("“A “long” name, <b>not</b> bold”")  # as text
+            if seen["page"] > width:
+                problems.append(f"{page}: the page is {seen['page']} px wide, it scrolls sideways")
+            problems += [f"{page}: {found}" for found in seen["found"]]
+            shots.append(screenshot(browser, f"{kind}-{state}-{width}"))
+    assert problems == [], "\n".join(problems)
+    print(f"screenshots: {len(shots)} in {OUTPUT}")
