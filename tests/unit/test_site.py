@@ -315,6 +315,7 @@ def test_a_running_bid_page_shows_the_dice_and_everyones_tiles_coins_and_pawns(e
     view = engine.table(1).rules.view(engine.table(1).state, None)
     text = re.sub(r"\s+", " ", page(tmp_path / "site", "games/1/index.html").text)
     assert f"Auction 1: the dice show suns " in text and f"The winner takes {view['points']} point" in text
+    assert "The first to 100 points ends the game." in text
     names = [name.partition("@")[0] for name in PLAYERS]
     for seat, name in enumerate(names):
         tiles = " ".join(tile_name(t) for t in view["hands"][seat])
