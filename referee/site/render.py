@@ -208,7 +208,7 @@ class Site:
         outcomes = [part for title in titles for part in title.split("; ")[1:]]
         return {**last, "id": f"{self._urn()}:game:{game_id}:{name.lower().replace(' ', '-')}",
                 "title": f"Game {game_id}, {name}: {'; '.join(outcomes) or titles[-1]}",
-                "content": f"{'. '.join(titles)}. Scores: {standing}.",
+                "content": f"After {len(titles)} moves, scores: {standing}.",  # the moves: the game's feed
                 "feeds": "site"}  # fmt: skip
 
     def _urn(self) -> str:
