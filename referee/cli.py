@@ -32,7 +32,7 @@ from referee.resources import shipped
 from referee.rules import GAMES
 from referee.runner import Busy, Report, Runner, RunLock, run_lock, until_stopped
 from referee.site.render import Site
-from referee.store import SCHEMA_VERSION, Store, is_storage_fault, storage_fault
+from referee.store import SCHEMA_VERSION, Store, copy_database, damage, is_storage_fault, storage_fault
 from referee.timeutil import Clock, from_iso, iso, parse_duration, utc_now
 
 STORAGE_FAULT = 3  # the exit status of a storage fault (see the module's doc)
@@ -440,10 +440,8 @@ def _restore(config: config_module.Config, args) -> int:
         for suffix in ("", "-wal", "-shm"):
             if Path(f"{database}{suffix}").exists():
                 os.replace(f"{database}{suffix}", f"{aside}{suffix}")
-        partial = database.with_name(f".{database.name}.restoring")
-        with closing(sqlite3.connect(backup)) as source, closing(sqlite3.connect(partial)) as target:
-            source.backup(target)
-        os.replace(partial, database)
+        with closing(_read_only(backup)) as source:
+            copy_database(source, database)
         Store(database).sync()  # opens it as a run would: brought up to this schema, or refused
     kept = f"; the database it replaced is kept as {aside}" if Path(aside).exists() else ""
     print(f"restored {database} from {backup}{kept}.")
@@ -455,16 +453,20 @@ def _restore(config: config_module.Config, args) -> int:
 def _check_backup(path: Path) -> None:
     """A backup fit to restore: a whole SQLite file of a schema this referee knows."""
     try:
-        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
-            problems = [row[0] for row in db.execute("PRAGMA quick_check")]
+        with closing(_read_only(path)) as db:
+            problems = damage(db)
             version = db.execute("PRAGMA user_version").fetchone()[0]
             tables = {row[0] for row in db.execute("select name from sqlite_master where type = 'table'")}
     except sqlite3.Error as error:
         raise UsageError(f"{path} is not a backup of games.db: {error}") from None
-    if problems != ["ok"] or not {"games", "messages", "outbox"} <= tables:
-        raise UsageError(f"{path} is not a whole backup of games.db ({'; '.join(problems[:3])})")
+    if problems or not {"games", "messages", "outbox"} <= tables:
+        raise UsageError(f"{path} is not a whole backup of games.db ({problems})")
     if version > SCHEMA_VERSION:
         raise UsageError(f"{path} has schema version {version}, from a newer referee than this one")
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
 
 
 def _render(engine: Engine, args) -> int:

@@ -74,6 +74,29 @@ def storage_fault(path: Path | str, error: BaseException) -> StorageFault:
     return StorageFault(f"{where}: {text}: the referee stopped; mail not yet handled waits on the mail server")
 
 
+def damage(db: sqlite3.Connection) -> str:
+    """What SQLite's quick check of every page finds wrong with a database
+    (its first three findings), or "" when it is whole."""
+    found = [row[0] for row in db.execute("PRAGMA quick_check")]
+    return "" if found == ["ok"] else "; ".join(found[:3])
+
+
+def copy_database(source: sqlite3.Connection, target: Path) -> None:
+    """Copy a database with SQLite's online backup: one self-contained file
+    (no -wal), checked, that appears under its name only when whole."""
+    partial = target.with_name(f".{target.name}.partial")
+    partial.unlink(missing_ok=True)
+    try:
+        with closing(sqlite3.connect(partial)) as copy:
+            source.backup(copy)
+            copy.execute("PRAGMA journal_mode = DELETE")
+            if problems := damage(copy):
+                raise StorageFault(f"{target}: the copy failed its check ({problems})")
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
 class Store:
     def __init__(self, path: Path | str):
         self.path = path
@@ -100,9 +123,8 @@ class Store:
         """games.db's schema version, after SQLite's quick check of every
         page (tens of milliseconds for tens of megabytes): a damaged file is
         refused before anything is read from it, never half-read."""
-        problems = [row[0] for row in self.db.execute("PRAGMA quick_check").fetchall()]
-        if problems != ["ok"]:
-            raise StorageFault(f"{self.path}: it is damaged ({'; '.join(problems[:3])}): {_RESTORE}")
+        if problems := damage(self.db.conn):
+            raise StorageFault(f"{self.path}: it is damaged ({problems}): {_RESTORE}")
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise StorageFault(
@@ -126,22 +148,9 @@ class Store:
     # -- backups -----------------------------------------------------------
 
     def backup(self, target: Path) -> None:
-        """Copy games.db to ``target`` with SQLite's online backup: a
-        consistent copy even while the daemon writes.  The copy is one
-        self-contained file (no -wal), checked, and appears under its name
-        only when whole."""
-        partial = target.with_name(f".{target.name}.partial")
-        partial.unlink(missing_ok=True)
-        try:
-            with closing(sqlite3.connect(partial)) as copy:
-                self.db.conn.backup(copy)
-                copy.execute("PRAGMA journal_mode = DELETE")
-                problems = [row[0] for row in copy.execute("PRAGMA quick_check").fetchall()]
-                if problems != ["ok"]:
-                    raise StorageFault(f"{target}: the copy failed its check ({'; '.join(problems[:3])})")
-            os.replace(partial, target)
-        finally:
-            partial.unlink(missing_ok=True)
+        """Copy games.db to ``target`` (see copy_database): a consistent copy
+        even while the daemon writes."""
+        copy_database(self.db.conn, target)
 
     # -- knowing when a game's record changed ------------------------------
 
