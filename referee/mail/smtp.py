@@ -99,7 +99,7 @@ class SmtpSender:
                     feed.more.clear()
                     await feed.more.wait()
                     continue
-                client = client or await self._connect(due)
+                client = client or await self._connect()
                 for mail in due:
                     await self._send(client, mail, report)
                     last = mail["id"]
@@ -115,7 +115,7 @@ class SmtpSender:
                 except (aiosmtplib.SMTPException, OSError):
                     client.close()
 
-    async def _connect(self, due: list[dict]) -> aiosmtplib.SMTP:
+    async def _connect(self) -> aiosmtplib.SMTP:
         client = self._client()
         try:
             await client.connect()
