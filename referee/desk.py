@@ -9,7 +9,8 @@ A pipeline in Mailman's manner, each step one small method:
 4. the sender is identified by reply token and From (``referee.mail.tokens``);
    a seat's From without its token, or its token with another From, changes
    nothing, and the seat's real address is told;
-5. each line is one command (or one move), carried out in order;
+5. each line is one command (or one move), carried out in order; two
+   different moves in one mail are ambiguous, and neither is made;
 6. one reply says, line by line, what was done, within the sender's budget
    of answers (``referee.limits``: a player's own, which unproven mail
    cannot spend; to unproven mail, no word of the sender's is quoted).
@@ -31,9 +32,9 @@ from referee.mail.bounces import delivery_failures
 from referee.mail.classify import never_answer
 from referee.mail.commands import MAX_LINES, Command, command_lines, without_tags
 from referee.mail.dkim import dkim_passed
-from referee.mail.parse import Incoming, one_line
+from referee.mail.parse import Incoming, header_text, message_ids, one_line, parse
 from referee.mail.tokens import signup_token, tagged, token_address, tokens_named
-from referee.rules import GAMES, MoveError
+from referee.rules import GAMES, MoveError, kind_named
 from referee.timeutil import iso
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ class Desk:
         why = never_answer(message, self.config.address)
         if why:
             return Outcome("ignored", why)
-        lines = command_lines(message)  # of an oversized mail, its subject: its body is unread
+        lines = command_lines(message, self._answered(message))  # of an oversized mail, its subject
         sender = self._identify(message, lines)
         if isinstance(sender, Outcome):
             return sender
@@ -141,6 +142,19 @@ class Desk:
             return None
         failure, game_id = recorded[0]
         return Outcome("bounce", f"mail to {failure.address} failed ({failure.status})", game_id)
+
+    def _answered(self, message: Incoming) -> list[str]:
+        """The lines of the referee's mail the message replies to, when it
+        indents lines (a quote, perhaps, that only its words give away) and
+        the mail is still on record; else none."""
+        if not any(line[:1] == "\t" or line[:2] == "  " for line in message.text.splitlines()):
+            return []
+        thread = message_ids(header_text(message.headers, "In-Reply-To"))[-1:]
+        for message_id in thread + message_ids(header_text(message.headers, "References"))[::-1]:
+            sent = self.store.sent_by_id(message_id)
+            if sent is not None:
+                return parse(sent["raw"], message.received_at).text.splitlines()
+        return []
 
     # -- 4. who is it? -------------------------------------------------------
 
@@ -205,12 +219,22 @@ class Desk:
 
     def _run_all(self, sender: Sender, lines: list[str]) -> list[Answer]:
         answers: list[Answer] = []
-        for line in lines[:MAX_LINES]:
+        moves = self._moves_in(sender, lines[:MAX_LINES])
+        made: dict[str, int] = {}  # a move's text -> the line that made it
+        for number, line in enumerate(lines[:MAX_LINES], 1):
             command = Command.read(line)
             if command.word in ("quit", "end"):
                 answers.append(Answer(line, "stop", {}, "done"))
                 return answers
-            answers.append(self._run(sender, command))
+            move = moves.get(number)
+            if move is not None and len(set(moves.values())) > 1:
+                answers.append(self._ambiguous(line, moves, lines))
+            elif move is not None and move in made:
+                answers.append(Answer(line, "repeat", {"move": move, "number": made[move]}, "done"))
+            else:
+                answers.append(self._run(sender, command))
+                if move is not None:
+                    made[move] = number
             if sum(a.code == "refused" for a in answers) >= _MAX_NOT_UNDERSTOOD:
                 answers.append(Answer("...", "stop", {"errors": True}, "refused"))
                 return answers
@@ -220,21 +244,50 @@ class Desk:
             answers.append(self._error("", "I found no command in your mail.", sender))
         return answers
 
+    def _moves_in(self, sender: Sender, lines: list[str]) -> dict[int, str]:
+        """The moves the lines ask for (line number -> the move's text), read
+        before any is made: a seat's, in the phase open to it."""
+        table = self.tables.table(sender.game_id) if sender.game_id is not None else None
+        phase = table.open_phase if table is not None and table.row["state"] == "running" else None
+        if phase is None or sender.seat not in phase["movers"] or not table.human(sender.seat):
+            return {}
+        moves = {}
+        for number, line in enumerate(lines, 1):
+            word = Command.read(line).word
+            if word in ("quit", "end"):
+                break  # nothing below is read
+            if word:
+                continue
+            try:
+                moves[number] = table.rules.move_text(table.rules.read_move(table.state, sender.seat, line))
+            except MoveError:
+                continue
+        return moves
+
+    def _ambiguous(self, line: str, moves: dict[int, str], lines: list[str]) -> Answer:
+        """Two different moves in one mail: neither is made, both are quoted."""
+        asked = "; ".join(f'line {number}, "{lines[number - 1][:60]}", asks for {move}'
+                          for number, move in moves.items())  # fmt: skip
+        return self._error(line, f"Your mail asks for more than one move ({asked}), and I cannot tell "
+                                 "which you mean, so I made none of them. Reply with the one move you "
+                                 "mean, alone.")  # fmt: skip
+
     def _run(self, sender: Sender, command: Command) -> Answer:
         handler = getattr(self, f"_do_{command.word or 'move'}")
         try:
             return handler(sender, command)
         except Refusal as refusal:
             return self._error(command.line, refusal.reason, sender if refusal.legal else None,
-                               refusal.attempt)  # fmt: skip
+                               refusal.attempt, refusal.suggestion)  # fmt: skip
 
     def _error(self, line: str, reason: str, sender: Sender | None = None,
-               attempt: bool = True) -> Answer:  # fmt: skip
+               attempt: bool = True, suggestion: str | None = None) -> Answer:  # fmt: skip
         """An answer that quotes the line, says why, and lists what is legal
         now (for a line that is no attempt at a move, such as "Hi,", only
-        when the mail made no move, and once)."""
+        when the mail made no move, and once), or the move it most likely
+        meant."""
         context: dict[str, Any] = {"reason": reason, "legal": [], "more_legal": False,
-                                   "attempt": attempt}  # fmt: skip
+                                   "attempt": attempt, "suggestion": suggestion}  # fmt: skip
         if sender is not None and sender.game_id is not None:
             table = self.tables.table(sender.game_id)
             phase = table.open_phase
@@ -262,15 +315,17 @@ class Desk:
 
     def _do_move(self, sender: Sender, command: Command) -> Answer:
         table = self._seat(sender, command)
+        rules = table.rules
         try:
-            move = table.rules.parse_move(table.state, sender.seat, command.line)
+            move = rules.read_move(table.state, sender.seat, command.line)
         except MoveError as error:
             if table.open_phase is not None:  # out of turn, what was wrong with it matters less
                 self.phases.check_mover(table, table.open_phase, sender.seat)
-            if not table.rules.looks_like_move(command.line):
-                raise Refusal(f"\"{command.line[:40]}\" is neither a command nor a move; "
-                              "HELP lists the commands.", legal=True) from None  # fmt: skip
-            raise Refusal(str(error), legal=True, attempt=True) from None
+            suggestion = rules.suggest(table.state, sender.seat, command.line)
+            if rules.looks_like_move(command.line):
+                raise Refusal(str(error), legal=True, attempt=True, suggestion=suggestion) from None
+            raise Refusal(f"\"{command.line[:60]}\" is neither a command nor a move. {error} HELP lists "
+                          "the commands.", legal=suggestion is None, suggestion=suggestion) from None  # fmt: skip
         code, context = self.phases.take_move(table, sender.seat, move, self.message)
         return Answer(command.line, "move", context, code)
 
@@ -304,7 +359,9 @@ class Desk:
         return Answer(command.line, "list", self.reports.listing(), "done")
 
     def _do_join(self, sender: Sender, command: Command) -> Answer:
-        kind = command.argument.lower() or (next(iter(sender.signed)) if len(sender.signed) == 1 else "")
+        named = command.argument
+        kind = (kind_named(named) or named.lower()) if named else (
+            next(iter(sender.signed)) if len(sender.signed) == 1 else "")  # fmt: skip
         if kind not in GAMES:
             known = ", ".join(GAMES)
             raise Refusal(f"JOIN needs the kind of game, one of: {known}; for example, JOIN {next(iter(GAMES))}."

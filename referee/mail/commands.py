@@ -1,43 +1,76 @@
 """Which lines of a message are a player's commands.
 
 One command per line, in any case, read in order: every line the player
-wrote themselves.  Quoted lines, the "On ... wrote:" line above a quote,
-and everything from a signature (``-- ``), a phone's "Sent from my ..." or
-an unquoted original message (Outlook) onward are not theirs.  A mail with
-no such line is read from its subject instead, so a move typed as the
-subject counts too.
+wrote themselves.  Not theirs are:
+
+- quoted lines, however their client marks them: ``>``, ``|``, ``:``,
+  supercite's ``name>``, or an indent (a TAB or a run of spaces, as mailx,
+  s-nail and Emacs' mail-mode quote) where an attribution line introduces
+  it, where it runs over several lines, or where it repeats the referee's
+  mail it answers;
+- the attribution above a quote ("On ... wrote:", "Referee writes:",
+  "Quoting ...:", "* Referee [date]:", in the languages players write in),
+  and an original a client pasted unquoted below one;
+- everything from a signature (``-- ``, ``__``), a phone's "Sent from my
+  ..." (in many languages) or an unquoted original message (Outlook) onward.
+
+A mail with no such line is read from its subject instead, so a move typed
+as the subject counts too.  How a line is read is ``referee.rules.reading``'s
+job: one grammar for commands and moves.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from referee.mail.parse import Incoming
+from referee.rules.reading import phrase
 
 MAX_LINES = 25  # a mail is read no further: a move is a line, not an essay
 MAX_LINE = 200  # characters of a line kept (and quoted back): no command is longer
 
 # The words of the command language; anything else may be a game's move.
 WORDS = ("help", "status", "hand", "resign", "list", "join", "leave", "timezone", "quit", "end")
+_WORDS = {word: word for word in WORDS}
 
 _TAG = re.compile(r"\[(?P<kind>[a-z][a-z-]*)-(?P<id>\d+)(\s+[a-z2-7]+)?\]", re.I)
 _ANY_TAG = re.compile(r"\[[a-z][a-z0-9-]*(\s+[a-z2-7]+)?\]", re.I)
 _REPLY_PREFIX = re.compile(r"^\s*((re|fwd?|aw|sv|antw)\s*(\[\d+\])?\s*:\s*)+", re.I)
+
+# A quote marked line by line: ">", "|", ": " (mutt's indent_string), supercite's "bob> "
+_MARKED = re.compile(r"^\s*(>|\||:(\s|$)|[a-z][\w.-]{0,11}>)", re.I)
+_INDENT = re.compile(r"^(\t|  )")  # mailx and s-nail quote with a TAB, Emacs' mail-mode with spaces
+_LONG_INDENT = 4  # indented lines in a run that make it a quote with no attribution: nobody indents a letter
+_ECHOED = 2  # lines of the referee's own mail that make an indented run a quote of it
+_WROTE = (r"wrote|writes|schrieb|schreibt|a écrit|écrit|escribió|escribio|ha scritto|scrive|schreef"
+          r"|skrev|escreveu|kirjoitti|napsal\(a\)|napsal|napisał\(a\)|napisał|pisze|napisala|написал\(а\)"
+          r"|написал|написала|пишет|yazdı|έγραψε")  # fmt: skip
 # "On <date>, <name> wrote:" above a quote, in the languages players write in
 _ATTRIBUTION = re.compile(
-    r"^(on|am|le|el|il|op|den|em)\b.*\b(wrote|schrieb|a écrit|escribió|ha scritto|schreef|skrev"
-    r"|escreveu)\b[^:]*:$", re.I)  # fmt: skip
+    r"^(on|am|le|el|il|op|den|em|w dniu|dne)\b.*\b(wrote|schrieb|a écrit|escribió|ha scritto|schreef|skrev"
+    r"|escreveu|pisze|napisał|napsal)\b[^:]*:$", re.I)  # fmt: skip
+# Any other client's: "<name> writes:", "Quoting <name>:", "* <name> [<date>]:", "In message <id>, <name> writes:"
+_OTHER_ATTRIBUTION = re.compile(
+    rf"^(.*\b({_WROTE})(\s+\S+){{0,3}}|(quoting|zitat von|citando|citazione di|citation de)\b.*"
+    r"|\*\s.*\[[^\]]*\d[^\]]*\])\s?:$", re.I)  # fmt: skip
+# Gmail in languages whose attribution has no verb: "2026年11月21日(土) 12:00 Referee <r@example.org>:"
+_ADDRESS_ATTRIBUTION = re.compile(r"^.*\d.*<[^<>\s]+@[^<>\s]+>\)?\s?:$")
 _CUT = re.compile(r"^\[\s*(\.\.\.|…|snip|snipped|cut)\s*\]$", re.I)  # "[...]" where a quote was trimmed
 _OPENER = re.compile(r"^(on|am|le|el|il|op|den|em)\s", re.I)  # an attribution wrapped over lines
 # Outlook and webmail put the original below an unquoted header block
 _ORIGINAL = re.compile(
-    r"^(-{3,}\s*(original message|ursprüngliche nachricht|message d'origine|mensaje original)"
-    r"\s*-{3,}|_{10,}$|(from|von|de|van|da)\s?:\s)", re.I)  # fmt: skip
+    r"^(-{3,}\s*(original message|ursprüngliche nachricht|message d'origine|mensaje original|messaggio originale"
+    r"|oorspronkelijk bericht|ursprungligt meddelande|mensagem original|forwarded message|weitergeleitete nachricht)"
+    r"\s*-{3,}|_{10,}$|(from|von|de|van|da|från|od|от)\s?:\s)", re.I)  # fmt: skip
+_SIGNATURE = re.compile(r"^(--|_{2,})\s*$")  # "-- " (RFC 3676), "--", and "__"; flush left, never quoted
 # What phones and webmail sign with, unasked
 _DEVICE_SIGNATURE = re.compile(
-    r"^(sent from (my )?\w|get outlook for|von meinem \w+ gesendet|envoyé de mon|enviado desde mi"
-    r"|inviato da|verzonden vanaf)", re.I)  # fmt: skip
+    r"^(sent from (my )?\w|sent with \w|sent via \w|sent using \w|get outlook for|von meinem \w+ gesendet"
+    r"|gesendet von meinem|gesendet mit|envoyé de mon|envoyé depuis|enviado desde mi|enviado do meu|enviado de meu"
+    r"|inviato da|inviato dal|verzonden vanaf|verstuurd vanaf|skickat från|sendt fra|lähetetty|wysłane z"
+    r"|odesláno z|отправлено с|\S*から送信|发自我的|從我的)", re.I)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -50,9 +83,8 @@ class Command:
 
     @classmethod
     def read(cls, line: str) -> Command:
-        first, _, rest = line.strip().partition(" ")
-        word = first.lower().rstrip(".:!,")
-        return cls(word if word in WORDS else "", rest.strip(), line.strip())
+        word, argument = phrase(line, _WORDS) or ("", "")
+        return cls(word, argument, line.strip())
 
 
 def tag(kind: str, game_id: int) -> str:
@@ -65,36 +97,35 @@ def without_tags(subject: str) -> str:
     return " ".join(_ANY_TAG.sub(" ", _REPLY_PREFIX.sub("", subject)).split())
 
 
-def command_lines(message: Incoming) -> list[str]:
+def command_lines(message: Incoming, answered: Collection[str] = ()) -> list[str]:
     """The lines to read as commands, at most MAX_LINES + 1 (so a caller can
-    tell the mail was longer): the player's own lines, else the subject."""
-    lines = own_lines(message.text, MAX_LINES + 1)
+    tell the mail was longer): the player's own lines, else the subject.
+    ``answered`` is the text of the referee's mail it replies to, if known."""
+    lines = own_lines(message.text, MAX_LINES + 1, answered)
     if not lines and (subject := without_tags(message.subject)):
         lines = [subject]
     return [line if len(line) <= MAX_LINE else line[:MAX_LINE] + "…" for line in lines]
 
 
-def own_lines(text: str, limit: int | None = None) -> list[str]:
+def own_lines(text: str, limit: int | None = None, answered: Collection[str] = ()) -> list[str]:
     """The non-blank lines the player wrote, stripped, up to ``limit``.
 
-    Quoted lines and the "On ... wrote:" line above them are skipped (so
-    top-posted, bottom-posted and inline replies all count); a signature
-    or Outlook's unquoted original message ends the text."""
+    Quoted lines and the attribution above them are skipped (so top-posted,
+    bottom-posted and inline replies all count); a signature or an
+    unquoted original ends the text."""
     lines = text.splitlines()
+    quoted = _quoted(lines, {_plain(line) for line in answered})
     own: list[str] = []
     for index, line in enumerate(lines):
         stripped = line.strip()
-        if not stripped or stripped.startswith(">") or _ATTRIBUTION.match(stripped) or _CUT.match(stripped):
+        if not stripped or quoted[index] or _CUT.match(stripped):
             continue
-        following = lines[index + 1].strip() if index + 1 < len(lines) else ""
-        if _OPENER.match(stripped) and _ATTRIBUTION.match(f"{stripped} {following}"):
-            continue  # Gmail wraps a long "On ... wrote:" over two lines
-        if line.rstrip("\r") == "-- " or stripped == "--" or _ORIGINAL.match(stripped) \
-                or _DEVICE_SIGNATURE.match(stripped):  # fmt: skip
+        if _SIGNATURE.match(line) or _ORIGINAL.match(stripped) or _DEVICE_SIGNATURE.match(stripped):
             break
-        if index and _ATTRIBUTION.match(f"{lines[index - 1].strip()} {stripped}") \
-                and _OPENER.match(lines[index - 1].strip()):  # fmt: skip
-            continue  # the second half of such a wrapped line
+        if _attribution(lines, index):
+            if _unquoted_below(lines, quoted, index):
+                break  # a client that pasted the original below its attribution, unmarked
+            continue
         own.append(stripped)
         if limit is not None and len(own) >= limit:
             break
@@ -105,3 +136,65 @@ def first_own_line(text: str) -> str | None:
     """The first line the player wrote, if any."""
     lines = own_lines(text, 1)
     return lines[0] if lines else None
+
+
+def _quoted(lines: list[str], answered: set[str]) -> list[bool]:
+    """Which lines are quoted: marked ones, and runs of indented lines that
+    an attribution introduces, that are long, or that repeat the mail answered."""
+    quoted = [bool(_MARKED.match(line)) for line in lines]
+    index = 0
+    while index < len(lines):
+        if not _INDENT.match(lines[index]) or not lines[index].strip() or quoted[index]:
+            index += 1
+            continue
+        run = _indented_run(lines, index)
+        text = [lines[i] for i in run if lines[i].strip()]
+        before = next((i for i in range(index - 1, -1, -1) if lines[i].strip()), None)
+        introduced = before is not None and _attribution(lines, before)
+        echoed = sum(_plain(line) in answered for line in text)
+        if introduced or len(text) >= _LONG_INDENT or echoed >= _ECHOED:
+            for i in run:
+                quoted[i] = True
+        index = run[-1] + 1
+    return quoted
+
+
+def _indented_run(lines: list[str], start: int) -> list[int]:
+    """The indices of the indented lines from ``start`` on, with the blank
+    lines between them (a quoted paragraph break)."""
+    run, index = [start], start + 1
+    while index < len(lines):
+        if _INDENT.match(lines[index]) and lines[index].strip():
+            run.append(index)
+        elif lines[index].strip():
+            break
+        index += 1
+    return run
+
+
+def _attribution(lines: list[str], index: int) -> bool:
+    """Whether the line introduces a quote, alone or with the line before or
+    after it (Gmail wraps a long "On ... wrote:" over two lines)."""
+    line = lines[index].strip()
+    if _ATTRIBUTION.match(line) or _OTHER_ATTRIBUTION.match(line) or _ADDRESS_ATTRIBUTION.match(line):
+        return True
+    following = lines[index + 1].strip() if index + 1 < len(lines) else ""
+    if _OPENER.match(line) and _ATTRIBUTION.match(f"{line} {following}"):
+        return True
+    previous = lines[index - 1].strip() if index else ""
+    return bool(_OPENER.match(previous) and _ATTRIBUTION.match(f"{previous} {line}"))
+
+
+def _unquoted_below(lines: list[str], quoted: list[bool], index: int) -> bool:
+    """Whether the first line below an attribution is neither quoted nor
+    the second half of the attribution: the original, pasted unmarked."""
+    for below in range(index + 1, len(lines)):
+        if not lines[below].strip():
+            continue
+        return not quoted[below] and not _attribution(lines, below)
+    return False
+
+
+def _plain(line: str) -> str:
+    """A line compared with the referee's mail: its words, in lower case."""
+    return " ".join(line.split()).lower()

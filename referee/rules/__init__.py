@@ -19,4 +19,19 @@ def get_game(kind: str) -> Game:
         raise KeyError(f"unknown game kind {kind!r} (known: {', '.join(sorted(GAMES))})") from None
 
 
-__all__ = ["GAMES", "Game", "MoveError", "OptionError", "Phase", "Result", "Rng", "get_game"]
+def kind_named(text: str) -> str | None:
+    """The kind a person named, by its short name or its title, in any case
+    and spacing: "pure-skill", "Pure Skill", "Game of Pure Skill", "BID!"."""
+    wanted = _squeezed(text)
+    for kind, game in GAMES.items():
+        title = _squeezed(game.title)
+        if wanted and wanted in (_squeezed(kind), title, title.removeprefix("gameof"), title.removeprefix("agameof")):
+            return kind
+    return None
+
+
+def _squeezed(text: str) -> str:
+    return "".join(c for c in text.lower() if c.isalnum())
+
+
+__all__ = ["GAMES", "Game", "MoveError", "OptionError", "Phase", "Result", "Rng", "get_game", "kind_named"]

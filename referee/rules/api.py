@@ -5,8 +5,10 @@ A game is a pure state machine, in the spirit of OpenSpiel:
 - ``setup`` deals the starting state from the game's own random stream;
 - ``phase`` says who owes a move now (one seat for a turn, several at once for
   a sealed round), or ``None`` once the game is over;
-- ``parse_move`` turns a player's line of text into a move, or raises
-  ``MoveError`` with a sentence written for that player;
+- ``parse_move`` turns a line in the game's own form ("bid K") into a move,
+  or raises ``MoveError`` with a sentence written for that player;
+  ``read_move`` first brings what a person typed ("*I bid the King.*") to
+  that form by the grammar every game shares (``referee.rules.reading``);
 - ``resolve`` applies the phase's moves (plus any chance events, drawn from the
   stream it is given) and returns the next state and the public events;
 - ``revealed`` says whose moves a resolution made public (the site shows
@@ -24,16 +26,21 @@ States are immutable values, so replaying a record is just folding
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
+from referee.rules import reading
 from referee.rules.rng import Rng
 
 State = TypeVar("State")
 Move = TypeVar("Move")
+
+
+_MOST_SUGGESTED = 2000  # legal moves compared with a line that is none of them (Bid! has hundreds)
 
 
 class MoveError(ValueError):
@@ -86,6 +93,7 @@ class Game(ABC, Generic[State, Move]):
     move_word: str  # the verb players use, for help texts ("bid", "play", ...)
     example: str = ""  # a move as HELP shows it; default: the move word and 7
     move_words: tuple[str, ...] = ()  # every word a move may start with, when more than move_word
+    synonyms: Mapping[str, str] = {}  # other words people use for a move word: {"play": "bid"}
     options: Mapping[str, Any] = {}  # option name -> default value
     filters: Mapping[str, Callable[..., str]] = {}  # name -> formatter, for this game's templates
     # Whether a resolved phase's moves may be published while the game runs
@@ -98,11 +106,49 @@ class Game(ABC, Generic[State, Move]):
     # round deadline serves.
     deadlines: Mapping[str, timedelta] = {}
 
+    @property
+    def verbs(self) -> dict[str, str]:
+        """Every word a move may start with -> the move word it stands for."""
+        return {**{word: word for word in self.move_words or (self.move_word,)}, **self.synonyms}
+
+    def read_move(self, state: State, seat: int, line: str) -> Move:
+        """The move a line a person typed asks for: the shared grammar brings
+        it to the game's own form, which ``parse_move`` reads."""
+        return self.parse_move(state, seat, reading.move_line(line, self.verbs))
+
     def looks_like_move(self, line: str) -> bool:
         """Whether a line starts like one of this game's moves (so its
         MoveError, not "not a command", is the right answer to it)."""
-        text = line.strip().lower()
-        return any(text.startswith(word) for word in self.move_words or (self.move_word,))
+        text = reading.move_line(line, self.verbs).lower()
+        return any(text.startswith(word) for word in self.verbs)
+
+    def suggest(self, state: State, seat: int, line: str) -> str | None:
+        """The one legal move a line that is no move most likely meant, as
+        its text ("bid K" for "King", "bdi 7", "bid a 7"); None when no move
+        or more than one comes close.  A suggestion is never played."""
+        text = reading.move_line(line, self.verbs)
+        first, _, rest = text.partition(" ")
+        verbs = list(dict.fromkeys(self.verbs.values()))
+        readings = [f"{verb} {text}" for verb in verbs]  # the verb left out: "King"
+        readings += [f"{self.verbs[word]} {rest}" for word in difflib.get_close_matches(first.lower(), self.verbs, 2, 0.6)]
+        words = rest.split()
+        if first.lower() in self.verbs and 1 < len(words) <= 8:  # a word too many: "bid a 7"
+            readings += [" ".join([first, *words[:at], *words[at + 1 :]]) for at in range(len(words))]
+        found = {self.move_text(move) for move in self._readings(state, seat, readings)}
+        if not found:
+            legal = [self.move_text(move) for move in self.legal_moves(state, seat)[:_MOST_SUGGESTED]]
+            found = set(difflib.get_close_matches(text.lower(), [m.lower() for m in legal], 1, 0.75))
+            found = {move for move in legal if move.lower() in found}
+        return found.pop() if len(found) == 1 else None
+
+    def _readings(self, state: State, seat: int, texts: list[str]) -> list[Move]:
+        moves = []
+        for text in texts:
+            try:
+                moves.append(self.read_move(state, seat, text))
+            except MoveError:
+                continue
+        return moves
 
     @property
     def seat_range(self) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from referee.rules import reading
 from referee.rules.api import Game, MoveError, OptionError, Phase, Result
 from referee.rules.rng import Rng
 
@@ -117,7 +118,7 @@ class PriorityAuction(Game[PriorityState, Move]):
         return options
 
     def looks_like_move(self, line: str) -> bool:
-        words = [w for w in _WORD.findall(line.lower()) if w not in ("i", "ll", "ok", "okay")]
+        words = [w for w in _WORD.findall(reading.clean(line).lower()) if w not in ("i", "ll", "ok", "okay")]
         return bool(words) and (words[0] in self.move_words or words[0] in COLOURS or words[0].isdigit()
                                 or words[0] in _NUMBERS)  # fmt: skip
 

@@ -73,6 +73,7 @@ class PureSkill(Game[PureSkillState, int]):
     title = "Game of Pure Skill"
     min_seats = max_seats = 3  # rule 2
     move_word = "bid"
+    synonyms = {"play": "bid"}  # "play the king"
     options = {"ties": "discard"}
     filters = {"card": card_name, "card_long": card_long}
 

@@ -183,19 +183,37 @@ def game(engine: Engine) -> int:
 
 def test_commands_run_in_order_and_one_reply_quotes_each_line(engine, clock, game):
     before = last_id(engine)
-    outcome = play(engine, clock, ALICE, "Bid 5\nSTATUS\nhand\nBID queen\nstatus")
-    assert outcome.code == "replaced"
+    outcome = play(engine, clock, ALICE, "STATUS\nBid 5\nhand\nbid five.\nstatus")
+    assert outcome.code == "move"
     sent = only_mail(engine, ALICE, before)
     pairs = answers_in(sent["body"])
-    assert [line for line, _ in pairs] == ["Bid 5", "STATUS", "hand", "BID queen", "status"]
-    assert pairs[0][1].startswith("Your bid for Round 1 of 13 is in: bid 5.")
-    assert "Moved: alice@example.org." in pairs[1][1]  # the status after bid 5, before bid Q
+    assert [line for line, _ in pairs] == ["STATUS", "Bid 5", "hand", "bid five.", "status"]
+    assert "Still to move: alice@example.org" in pairs[0][1]  # the status before the bid
+    assert pairs[1][1].startswith("Your bid for Round 1 of 13 is in: bid 5.")
     assert pairs[2][1] == hand_line(range(1, 14))
-    assert "bid Q" in pairs[3][1] and "replaces your earlier move (bid 5)" in pairs[3][1]
+    assert pairs[3][1] == "The same move as line 2 (bid 5), which counts once."
     assert "Moved: alice@example.org." in pairs[4][1]
-    # in order: the bid that counts is the later one
+    assert bids(engine) == {0: "bid 5"}
+    assert [m["move"] for m in engine.store.moves(game)] == ["bid 5"]
+
+
+def test_two_different_moves_in_one_mail_make_neither_and_the_reply_quotes_both(engine, clock, game):
+    """Ambiguity is an error, never a guess: not the first, not the last."""
+    before = last_id(engine)
+    outcome = play(engine, clock, ALICE, "Hi,\nbid 5\nSTATUS\n*I bid the Queen.*")
+    assert outcome.code == "done"  # STATUS was done; no move was
+    assert engine.store.moves(game) == []
+    pairs = answers_in(only_mail(engine, ALICE, before)["body"])
+    assert [line for line, _ in pairs] == ["Hi,", "bid 5", "STATUS", "*I bid the Queen.*"]
+    for answer in (pairs[1][1], pairs[3][1]):
+        assert answer.startswith("Not done: Your mail asks for more than one move")
+        assert 'line 2, "bid 5", asks for bid 5' in " ".join(answer.split())
+        assert 'line 4, "*I bid the Queen.*", asks for bid Q' in " ".join(answer.split())
+        assert "Nothing was changed by this line." in answer
+    assert "Still to move: alice@example.org" in pairs[2][1]
+    # the same mail again, with one move: it counts
+    assert play(engine, clock, ALICE, "Hi,\n*I bid the Queen.*").code == "move"
     assert bids(engine) == {0: "bid Q"}
-    assert [m["move"] for m in engine.store.moves(game)] == ["bid 5", "bid Q"]
 
 
 def test_the_reply_goes_to_the_player_and_never_to_a_reply_to_header(engine, clock, game):

@@ -651,7 +651,9 @@ def test_out_of_turn_and_illegal_bids_are_refused_and_change_nothing(engine, clo
     assert engine.status(1)["phase"]["waiting_for"] == [third]
 
 
-def test_a_turn_is_final_even_within_one_mail(engine, clock, monkeypatch):
+def test_a_bid_and_a_pass_in_one_mail_make_neither(engine, clock, monkeypatch):
+    """A move in turn is final, so two in one mail cannot both count, and the
+    referee does not pick one: the turn stays open and the reply says why."""
     fixed_seed(monkeypatch, bytes([7]) * 32)
     engine.new_game("ice", PLAYERS, deadline=ROUND, turn_deadline=TURN, decision_deadline=DECISION)
     mover = PLAYERS[engine.table(1).state.turn]
@@ -660,10 +662,10 @@ def test_a_turn_is_final_even_within_one_mail(engine, clock, monkeypatch):
     clock.advance(hours=1)
     send(engine, clock, mover, "bid L\npass")
     receipt = next(m for m in box.new() if m["to"] == mover and m["subject"].startswith("Re: "))
-    assert "Moves in turn are final" in receipt["body"]
-    # the bid is in, and final: the "pass" below it must not replace it
-    assert engine.store.final_moves(1, 1)[PLAYERS.index(mover)]["move"].startswith("bid L-")
-    assert "It replaces your earlier move" not in receipt["body"]
+    assert "Your mail asks for more than one move" in receipt["body"]
+    assert engine.store.moves(1) == []
+    assert engine.status(1)["phase"]["waiting_for"] == [mover]
+    assert send(engine, clock, mover, "pass").code == "move"
 
 
 # -- reminders ---------------------------------------------------------------------

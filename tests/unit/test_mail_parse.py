@@ -270,8 +270,15 @@ def test_without_tags_drops_reply_prefixes_and_game_tags():
     ("join Pure-Skill", "join", "Pure-Skill"),
     ("TIMEZONE   Europe/Berlin", "timezone", "Europe/Berlin"),
     ("Quit.", "quit", ""),
-    ("bid 5", "", "5"),
+    ("*STATUS*", "status", ""),
+    ("- help", "help", ""),
+    ("\uff28\uff25\uff2c\uff30", "help", ""),  # full-width
+    ("Timezone: America/Port_of_Spain.", "timezone", "America/Port_of_Spain"),
+    ("JOIN: pure-skill!", "join", "pure-skill"),
+    ("I resign.", "resign", ""),
+    ("bid 5", "", ""),  # a move, not a command
     ("Hi,", "", ""),
+    ("Thanks for the game", "", ""),
 ])  # fmt: skip
 def test_a_line_is_read_as_a_command_word_and_its_argument(line, word, argument):
     command = Command.read(line)

@@ -1,0 +1,148 @@
+"""How a line a person typed becomes a verb and what follows it.
+
+One grammar for every game and for the referee's commands: each names only
+its own words (``Game.verbs``, ``referee.mail.commands.WORDS``).  A line is
+first made plain (``clean``): Unicode compatibility forms folded (full-width
+digits and letters, non-breaking spaces), invisible characters dropped,
+typographic quotes and dashes made ASCII, emphasis (``*bid K*``), list
+markers (``- ``, ``1.``, ``a)``), quotes and brackets around words, and the
+punctuation that ends a sentence taken off.  Then ``phrase`` finds the verb
+behind what people put before it: "ok,", "I bid", "I'd like to play",
+"my bid is", "Move: ", and reads past a colon or dash after it and an
+article ("play the king").
+
+What this grammar cannot place it leaves alone: the game reads the plain
+line and says what it expected.  It never guesses between two readings.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+
+# Typographic marks a phone or word processor puts where ASCII was typed
+_PLAIN = str.maketrans({
+    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
+    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"', "\u00ab": '"', "\u00bb": '"',
+    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-", "\u2212": "-",
+})  # fmt: skip
+_EMPHASIS = re.compile(r"\*+|(?<!\w)[_~]+|[_~]+(?!\w)")  # *bold*, **bold**, _italic_, ~struck~
+# A bullet or a list number before a line: "- ", "• ", "1. ", "2) ", "(3) ", "a) "
+_LIST_MARKER = re.compile(r"^(?:[-+•·◦‣⁃▪▫■□●○►▸▹→⇒➤✓✔]+|\(?\d{1,2}[.)]|\(?[a-z]\))\s+", re.I)
+_WRAPPERS = re.compile(r"(?<![\w'])['\"`(\[{<]+|[)\]}>\"`]+(?!\w)|(?<=\w)'(?!\w)")  # around words, not in them
+_END = re.compile(r"[\s.!?;,:…]+$")  # the end of a sentence
+_TOKEN = re.compile(r"[^\s:=]+|[:=]")  # words, with ":" and "=" apart: "bid:K" is "bid", ":", "K"
+
+_COURTESIES = {"ok", "okay", "please", "pls", "so", "well", "alright", "right", "then", "now",
+               "and", "also", "hi", "hello", "hey"}  # fmt: skip
+_LEAD_INS = sorted((tuple(lead.split()) for lead in (
+    "i", "i'll", "i'd", "i will", "i shall", "i would", "i want to", "i wish to", "i would like to",
+    "i'd like to", "i choose to", "i'll just", "i just", "we", "we'll", "we will", "let me", "let's",
+)), key=len, reverse=True)  # fmt: skip
+_LINKS = (("is",), ("will", "be"), ("would", "be"), ("shall", "be"), (":",), ("=",), ("-",))
+_NOUNS = {"move", "bid", "choice", "answer", "play", "pick", "card", "turn", "command"}
+_SEPARATORS = {":", "=", "-", "--", "->", "=>", "is"}
+_ARTICLES = {"the", "my"}
+_TRAILERS = (("thank", "you"), ("thanks",), ("thx",), ("ty",), ("cheers",), ("please",), ("pls",), ("plz",))
+
+
+def clean(text: str) -> str:
+    """The line as the games read it (see the module's docstring)."""
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")  # zero-width, BOM, bidi marks
+    text = " ".join(text.translate(_PLAIN).split())
+    text = _EMPHASIS.sub("", text)
+    while (unmarked := _LIST_MARKER.sub("", text, count=1)) != text:
+        text = unmarked
+    text = " ".join(_WRAPPERS.sub(" ", text).split())
+    return _END.sub("", text)
+
+
+def phrase(text: str, verbs: Mapping[str, str]) -> tuple[str, str] | None:
+    """(verb, the rest) when the line asks for one of ``verbs`` (a word -> the
+    verb it stands for: {"play": "bid"}), else None."""
+    tokens = _TOKEN.findall(clean(text))
+    low = [token.lower().rstrip(",") for token in tokens]  # "pass, please": a comma ends no word
+    at = 0
+    while at < len(low) and low[at] in _COURTESIES and at + 1 < len(low):
+        at += 1
+    at = _past_label(low, at, verbs)
+    noun = _noun_phrase(low, at, verbs)
+    if noun is not None:
+        verb, at = noun
+        if verb is not None:
+            return verb, " ".join(_without_trailers(tokens[at:], low[at:]))
+    else:
+        for lead in _LEAD_INS:
+            if tuple(low[at : at + len(lead)]) == lead and at + len(lead) < len(low) and low[at + len(lead)] in verbs:
+                at += len(lead)
+                break
+    if at >= len(low) or low[at] not in verbs:
+        return None
+    verb = verbs[low[at]]
+    at += 1
+    while at < len(low) and low[at] in _SEPARATORS:
+        at += 1
+    while at + 1 < len(low) and low[at] in _ARTICLES:
+        at += 1
+    return verb, " ".join(_without_trailers(tokens[at:], low[at:]))
+
+
+def move_line(text: str, verbs: Mapping[str, str]) -> str:
+    """The line in a game's own form: "<verb> <rest>" when the grammar finds
+    one of the game's verbs, else the plain line (``clean``)."""
+    found = phrase(text, verbs)
+    if found is None:
+        return clean(text)
+    return " ".join(part for part in found if part)
+
+
+def _past_label(low: list[str], at: int, verbs: Mapping[str, str]) -> int:
+    """Past a short label and its colon ("Move: pass", "Round 1: bid 7")
+    when a verb follows it; "bid: 7" is the verb itself."""
+    for colon in range(at + 1, min(at + 4, len(low) - 1)):
+        if low[colon] == ":":
+            label = low[at:colon]
+            if low[colon + 1] in verbs and not (len(label) == 1 and label[0] in verbs) and "my" not in label:
+                return colon + 1
+            break
+    return at
+
+
+def _noun_phrase(low: list[str], at: int, verbs: Mapping[str, str]) -> tuple[str | None, int] | None:
+    """"my bid is K", "my move: pass", "my choice is to play the king": the
+    verb (None: read on from the index, a verb comes next) and where its
+    argument starts; None when the line does not start so."""
+    if low[at : at + 1] != ["my"] or at + 2 >= len(low) or low[at + 1] not in _NOUNS:
+        return None
+    noun, after = low[at + 1], at + 2
+    for link in _LINKS:
+        if tuple(low[after : after + len(link)]) == link:
+            after += len(link)
+            break
+    else:
+        return None
+    if after < len(low) and low[after] == "to":
+        after += 1  # "my choice is to pass"
+    if after < len(low) and low[after] in verbs:
+        return None, after
+    while after + 1 < len(low) and low[after] in _ARTICLES:
+        after += 1
+    return (verbs[noun], after) if noun in verbs else (None, len(low))
+
+
+def _without_trailers(tokens: list[str], low: list[str]) -> list[str]:
+    """The words without a "please" or "thanks" after them."""
+    end = len(tokens)
+    trimmed = True
+    while trimmed:
+        trimmed = False
+        for trailer in _TRAILERS:
+            if end >= len(trailer) and tuple(low[end - len(trailer) : end]) == trailer:
+                end -= len(trailer)
+                trimmed = True
+    words = tokens[:end]
+    if words:
+        words[-1] = words[-1].rstrip(",")
+    return words
