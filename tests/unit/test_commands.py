@@ -753,3 +753,63 @@ def _game_mail(engine: Engine, player: str) -> list[dict]:
     """Mail to ``player`` that answers nothing: start, prompts, results."""
     return [m for m in mails(engine, to=player) if m["message"]["In-Reply-To"] is None
             and "not accepted" not in m["subject"]]  # fmt: skip
+
+
+# -- lines as people write them, quotes as clients write them --------------------
+
+
+def test_a_short_indented_quote_is_known_by_the_referees_own_words(engine, clock, game):
+    """mailx quotes with a TAB and no attribution; a player who kept only the
+    prompt's example, two lines of it, must not bid its example, the King.
+    Only the mail answered tells such a quote from a player's own indented
+    lines, so the desk compares the two."""
+    prompt = next(m for m in mails(engine, ALICE) if m["subject"].split("] ")[1].startswith("Round 1"))
+    kept = ["To bid, reply to this mail with one line, for example:", "", "    bid K"]
+    body = "bid 3\n\n" + "\n".join(f"\t{line}" for line in kept) + "\n"
+    headers = {"In-Reply-To": prompt["message_id"], "References": prompt["message_id"]}
+    assert play(engine, clock, ALICE, body, headers=headers).code == "move"
+    assert bids(engine) == {0: "bid 3"}
+    # the same lines in a reply to no mail of the referee's are the player's own: two moves, neither made
+    assert play(engine, clock, ALICE, body.replace("bid 3", "bid 4")).code == "refused"
+    assert bids(engine) == {0: "bid 3"}
+
+
+def test_a_line_that_is_no_move_is_answered_with_what_was_expected_and_the_move_it_likely_meant(
+        engine, clock, game):  # fmt: skip
+    before = last_id(engine)
+    assert play(engine, clock, ALICE, "Queen of hearts").code == "refused"
+    ((line, answer),) = answers_in(only_mail(engine, ALICE, before)["body"])
+    answer = " ".join(answer.split())
+    assert line == "Queen of hearts"
+    assert '"Queen of hearts" is neither a command nor a move.' in answer
+    assert "A bid is the word 'bid' and one of your cards" in answer  # what it expected
+    assert "Did you mean `bid Q`? Reply with that line to play it." in answer
+    assert "Nothing was changed by this line." in answer
+    assert engine.store.moves(game) == []
+    assert play(engine, clock, ALICE, "bid Q").code == "move"
+
+
+@pytest.mark.parametrize(("body", "move"), [
+    ("*bid 7*", "bid 7"), ("Bid: King.", "bid K"), ("- bid ten!", "bid 10"), ("I'll play the jack, thanks", "bid J"),
+    ("\uff42\uff49\uff44\u3000\uff17", "bid 7"), ("my bid is\u00a0Queen", "bid Q"), ("\u2022 BID \u201cA\u201d", "bid A"),
+])  # fmt: skip
+def test_a_decorated_bid_counts(engine, clock, game, body, move):
+    assert play(engine, clock, ALICE, body).code == "move"
+    assert bids(engine) == {0: move}
+
+
+@pytest.mark.parametrize(("body", "word"), [
+    ("*STATUS*", "Still to move"), ("Status?", "Still to move"), ("- hand", "Your hand (hearts)"),
+    ("HELP!", "STATUS"),
+])  # fmt: skip
+def test_a_decorated_command_is_carried_out(engine, clock, game, body, word):
+    before = last_id(engine)
+    assert play(engine, clock, ALICE, body).code == "done"
+    assert word in only_mail(engine, ALICE, before)["body"]
+
+
+def test_join_takes_a_games_title(engine, clock):
+    before = last_id(engine)
+    assert write(engine, clock, "dave@example.org", "Join: Ice Ice Baby!").code == "done"
+    confirm, _reply = mails(engine, "dave@example.org", before)
+    assert confirm["subject"].startswith("[ice ") and confirm["subject"].endswith("] JOIN ice")
