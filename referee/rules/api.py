@@ -40,9 +40,6 @@ State = TypeVar("State")
 Move = TypeVar("Move")
 
 
-_MOST_SUGGESTED = 2000  # legal moves compared with a line that is none of them (Bid! has hundreds)
-
-
 class MoveError(ValueError):
     """A move that cannot be made now.  The message is addressed to the player."""
 
@@ -124,24 +121,26 @@ class Game(ABC, Generic[State, Move]):
 
     def suggest(self, state: State, seat: int, line: str) -> str | None:
         """The one legal move a line that is no move most likely meant, as
-        its text ("bid K" for "King", "bdi 7", "bid a 7"); None when no move
-        or more than one comes close.  A suggestion is never played."""
+        its text: the verb left out ("King" -> "bid K"), the verb misspelt
+        ("bdi 7"), a word too many ("bid card 7").  None when no move or
+        more than one comes so close: it is offered, never played, and never
+        a guess at a different card or pile ("bid K" when the King is gone)."""
         text = reading.move_line(line, self.verbs)
         first, _, rest = text.partition(" ")
         verbs = list(dict.fromkeys(self.verbs.values()))
-        readings = [f"{verb} {text}" for verb in verbs]  # the verb left out: "King"
-        readings += [f"{self.verbs[word]} {rest}" for word in difflib.get_close_matches(first.lower(), self.verbs, 2, 0.6)]
+        alone = set(self._readings(state, seat, verbs))  # "pass": what a verb reads as without the line
+        found = [move for move in self._readings(state, seat, [f"{verb} {text}" for verb in verbs])
+                 if move not in alone]  # fmt: skip
+        misspelt = difflib.get_close_matches(first.lower(), self.verbs, 2, 0.6)
+        readings = [f"{self.verbs[word]} {rest}" for word in misspelt if word != first.lower()]
         words = rest.split()
-        if first.lower() in self.verbs and 1 < len(words) <= 8:  # a word too many: "bid a 7"
+        if first.lower() in self.verbs and 1 < len(words) <= 8:
             readings += [" ".join([first, *words[:at], *words[at + 1 :]]) for at in range(len(words))]
-        found = {self.move_text(move) for move in self._readings(state, seat, readings)}
-        if not found:
-            legal = [self.move_text(move) for move in self.legal_moves(state, seat)[:_MOST_SUGGESTED]]
-            found = set(difflib.get_close_matches(text.lower(), [m.lower() for m in legal], 1, 0.75))
-            found = {move for move in legal if move.lower() in found}
-        return found.pop() if len(found) == 1 else None
+        moves = {self.move_text(move) for move in found + self._readings(state, seat, readings)}
+        return moves.pop() if len(moves) == 1 else None
 
     def _readings(self, state: State, seat: int, texts: list[str]) -> list[Move]:
+        """The moves of those texts that read as one."""
         moves = []
         for text in texts:
             try:

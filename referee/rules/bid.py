@@ -162,6 +162,8 @@ class Bid(Game[BidState, Move]):
         if state.stage == "coins":
             return self._parse_coins(state, seat, verb, words)
         if verb == "pawn":
+            if words:
+                raise MoveError("'pawn' is a move by itself: nothing after it.")
             if state.reroll != "pawn":
                 raise MoveError("This game plays the variant without pawns: 'reroll <die>' costs a coin a die.")
             if seat not in state.pawns:

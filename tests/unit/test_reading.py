@@ -235,7 +235,7 @@ def test_what_is_not_plainly_one_bid_is_no_bid(line):
 
 @pytest.mark.parametrize(("kind", "line", "move"), [
     ("bid", "Bid: 4!", "bid 4"), ("bid", "- bid ace", "bid 1"), ("bid", "my bid is 2", "bid 2"),
-    ("bid", "*PAWN*", "pawn"), ("bid", "I play my pawn.", None), ("bid", "bid null.", "bid 0"),
+    ("bid", "*PAWN*", "pawn"), ("bid", "I play my pawn.", None), ("bid", "bid null.", "bid 0"), ("bid", "pawn 3", None),
     ("pure-skill", "I'll play the Queen of Hearts.", "bid Q"),
 ])  # fmt: skip
 def test_other_games_moves_as_people_write_them(kind, line, move):
@@ -282,3 +282,18 @@ def test_every_games_verbs_are_words_the_grammar_keeps():
         for verb in game.verbs:
             assert clean(verb) == verb and unicodedata.is_normalized("NFKC", verb)
             assert move_line(f"*{verb.upper()}*", game.verbs) == game.verbs[verb]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("line", ["Thanks!", "Hi,", "ok", "yes please", "See you next round", "Alice",
+                                  "Auction 1: 9 points, Ace of Moons", "I am away next week"])  # fmt: skip
+def test_a_line_with_no_move_in_it_gets_no_suggestion(kind, line):
+    """A greeting is not a pass: a verb that takes nothing (pass, pawn) must
+    not swallow the line it was put before."""
+    game = GAMES[kind]
+    for seed in range(3):
+        for steps in (0, 7, 19):
+            state = reached(kind, seed, steps)
+            phase = game.phase(state)
+            if phase is not None:
+                assert game.suggest(state, phase.movers[0], line) is None, (seed, steps)
