@@ -785,3 +785,20 @@ def test_cli_new_ice_with_a_zero_turn_deadline_uses_the_deadline(cli, capsys):
     (phase,) = engine.store.phases(game)
     assert span(phase) == timedelta(days=2)
     assert engine.deadlines(engine.store.game(game))["decision"] == DECISION
+
+
+def test_the_receipt_of_a_turn_never_offers_a_change_even_when_the_server_clock_runs_ahead(engine, clock,
+                                                                                           monkeypatch):  # fmt: skip
+    """The turn closes at the move's receipt time; a mail server a minute
+    ahead of the referee's clock leaves it closing "in the future", which is
+    no reason to tell a player that a final move may still change."""
+    fixed_seed(monkeypatch, bytes([7]) * 32)
+    engine.new_game("ice", PLAYERS, deadline=ROUND, turn_deadline=TURN, decision_deadline=DECISION)
+    mover = PLAYERS[engine.table(1).state.turn]
+    box = Mailbox(engine)
+    box.new()
+    clock.advance(hours=1)
+    assert engine.ingest(reply(engine, mover, "pass", received=clock() + timedelta(minutes=1))).code == "move"
+    receipt = next(m for m in box.new() if m["to"] == mover and m["subject"].startswith("Re: "))
+    assert "Moves in turn are final" in receipt["body"]
+    assert "change your move" not in receipt["body"]
