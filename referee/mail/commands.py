@@ -61,9 +61,10 @@ _CUT = re.compile(r"^\[\s*(\.\.\.|…|snip|snipped|cut)\s*\]$", re.I)  # "[...]"
 _OPENER = re.compile(r"^(on|am|le|el|il|op|den|em)\s", re.I)  # an attribution wrapped over lines
 # Outlook and webmail put the original below an unquoted header block
 _ORIGINAL = re.compile(
-    r"^(-{3,}\s*(original message|ursprüngliche nachricht|message d'origine|mensaje original|messaggio originale"
-    r"|oorspronkelijk bericht|ursprungligt meddelande|mensagem original|forwarded message|weitergeleitete nachricht)"
-    r"\s*-{3,}|_{10,}$|(from|von|de|van|da|från|od|от)\s?:\s)", re.I)  # fmt: skip
+    r"^(-{2,}\s*(original message|ursprüngliche nachricht|message d'origine|mensaje original|messaggio originale"
+    r"|oorspronkelijk bericht|ursprungligt meddelande|mensagem original|forwarded message|weitergeleitete nachricht"
+    r"|message transféré|mensaje reenviado)\b|begin forwarded message:|_{10,}$|(from|von|de|van|da|från|od|от)\s?:\s)",
+    re.I)  # fmt: skip
 _SIGNATURE = re.compile(r"^(--|_{2,})\s*$")  # "-- " (RFC 3676), "--", and "__"; flush left, never quoted
 # What phones and webmail sign with, unasked
 _DEVICE_SIGNATURE = re.compile(
