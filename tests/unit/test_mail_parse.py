@@ -226,6 +226,16 @@ def test_outlook_s_unquoted_original_ends_the_own_text():
     assert first_own_line("-----Original Message-----\nbid 3\n") is None
 
 
+@pytest.mark.parametrize("marker", [
+    "----- Forwarded message from Referee <referee@example.org> -----",  # mutt
+    "---------- Forwarded message ---------",  # Gmail
+    "Begin forwarded message:",  # Apple Mail
+    "-------- Message transféré --------",  # Thunderbird, fr
+])  # fmt: skip
+def test_a_forwarded_original_ends_the_own_text(marker):
+    assert own_lines(f"FYI\n\n{marker}\nDate: Sat\n\n    bid K\n") == ["FYI"]
+
+
 def test_a_quoted_attribution_line_is_only_a_quote():
     assert first_own_line("> On Friday Bob wrote:\nbid 6\n") == "bid 6"
 
