@@ -42,6 +42,7 @@ _LEAD_INS = sorted((tuple(lead.split()) for lead in (
 )), key=len, reverse=True)  # fmt: skip
 _LINKS = (("is",), ("will", "be"), ("would", "be"), ("shall", "be"), (":",), ("=",), ("-",))
 _NOUNS = {"move", "bid", "choice", "answer", "play", "pick", "card", "turn", "command"}
+_LABELS = {"move", "answer", "reply", "command", "choice", "action", "round", "auction", "turn"}
 _SEPARATORS = {":", "=", "-", "--", "->", "=>", "is"}
 _ARTICLES = {"the", "my"}
 _TRAILERS = (("thank", "you"), ("thanks",), ("thx",), ("ty",), ("cheers",), ("please",), ("pls",), ("plz",))
@@ -99,12 +100,12 @@ def move_line(text: str, verbs: Mapping[str, str]) -> str:
 
 
 def _past_label(low: list[str], at: int, verbs: Mapping[str, str]) -> int:
-    """Past a short label and its colon ("Move: pass", "Round 1: bid 7")
-    when a verb follows it; "bid: 7" is the verb itself."""
+    """Past a label and its colon ("Move: pass", "Round 1: bid 7") when a
+    verb follows it; "bid: 7" is the verb itself.  Only labels of a move:
+    "Note: resign if ..." is a sentence, not a command."""
     for colon in range(at + 1, min(at + 4, len(low) - 1)):
         if low[colon] == ":":
-            label = low[at:colon]
-            if low[colon + 1] in verbs and not (len(label) == 1 and label[0] in verbs) and "my" not in label:
+            if low[at] in _LABELS and low[colon + 1] in verbs:
                 return colon + 1
             break
     return at

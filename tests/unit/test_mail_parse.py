@@ -289,6 +289,8 @@ def test_without_tags_drops_reply_prefixes_and_game_tags():
     ("bid 5", "", ""),  # a move, not a command
     ("Hi,", "", ""),
     ("Thanks for the game", "", ""),
+    ("Note: resign if you must", "", ""),  # a sentence, not RESIGN
+    ("Command: status", "status", ""),
 ])  # fmt: skip
 def test_a_line_is_read_as_a_command_word_and_its_argument(line, word, argument):
     command = Command.read(line)
