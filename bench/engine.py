@@ -49,6 +49,7 @@ def hostile() -> dict[str, bytes]:
         "1 MB To header": head + b"To: " + b"x@example.net, " * 70000 + b"\r\n\r\nbid 5\r\n",
         "1 MB Subject": b"From: alice@example.org\r\nSubject: " + b"y " * 500000 + b"\r\n\r\nbid 5\r\n",
         "4 MB one-line body": head + b"\r\n" + b"A" * 4_000_000 + b"\r\n",
+        "a 200 KB line a quote's patterns backtrack on": head + b"\r\n" + b"1<" * 100_000 + b"\r\n",
     }
 
 

@@ -57,6 +57,7 @@ _OTHER_ATTRIBUTION = re.compile(
     r"|\*\s.*\[[^\]]*\d[^\]]*\])\s?:$", re.I)  # fmt: skip
 # Gmail in languages whose attribution has no verb: "2026年11月21日(土) 12:00 Referee <r@example.org>:"
 _ADDRESS_ATTRIBUTION = re.compile(r"^.*\d.*<[^<>\s]+@[^<>\s]+>\)?\s?:$")
+_LONGEST_ATTRIBUTION = 300  # characters; a real one is under 150, even with a long name and address
 _CUT = re.compile(r"^\[\s*(\.\.\.|…|snip|snipped|cut)\s*\]$", re.I)  # "[...]" where a quote was trimmed
 _OPENER = re.compile(r"^(on|am|le|el|il|op|den|em)\s", re.I)  # an attribution wrapped over lines
 # Outlook and webmail put the original below an unquoted header block
@@ -177,12 +178,14 @@ def _attribution(lines: list[str], index: int) -> bool:
     """Whether the line introduces a quote, alone or with the line before or
     after it (Gmail wraps a long "On ... wrote:" over two lines)."""
     line = lines[index].strip()
+    if len(line) > _LONGEST_ATTRIBUTION:
+        return False  # and the patterns, which backtrack, never see a hostile megabyte of one line
     if _ATTRIBUTION.match(line) or _OTHER_ATTRIBUTION.match(line) or _ADDRESS_ATTRIBUTION.match(line):
         return True
-    following = lines[index + 1].strip() if index + 1 < len(lines) else ""
+    following = lines[index + 1].strip()[:_LONGEST_ATTRIBUTION] if index + 1 < len(lines) else ""
     if _OPENER.match(line) and _ATTRIBUTION.match(f"{line} {following}"):
         return True
-    previous = lines[index - 1].strip() if index else ""
+    previous = lines[index - 1].strip()[:_LONGEST_ATTRIBUTION] if index else ""
     return bool(_OPENER.match(previous) and _ATTRIBUTION.match(f"{previous} {line}"))
 
 

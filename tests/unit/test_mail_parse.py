@@ -530,3 +530,11 @@ def test_an_address_may_hold_any_letter_of_its_part_and_any_non_ascii_character(
     raw = f"From: Alice <{address}>\r\nSubject: x\r\n\r\nbid 5\r\n".encode("utf-8", "surrogatepass")
     sender = parse(raw, START).sender
     assert (sender == address.lower()) == readable, (repr(char), sender)
+
+
+@pytest.mark.parametrize("line", ["1<" * 100_000, "  1<" * 50_000, "On 1 " + "1<" * 100_000 + " wrote:"])
+def test_a_hostile_line_is_read_in_linear_time(line):
+    """Lines a quote's patterns would backtrack over quadratically (96 s for
+    the first before they were kept to attribution-sized lines); bench/engine.py
+    times them.  Not one of them is an attribution."""
+    assert own_lines(f"{line}\nbid 7\n", 2) == [line.strip(), "bid 7"]
