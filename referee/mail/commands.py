@@ -26,7 +26,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from referee.mail.parse import Incoming
-from referee.rules.reading import phrase
+from referee.rules.reading import is_question, phrase, words
 
 MAX_LINES = 25  # a mail is read no further: a move is a line, not an essay
 MAX_LINE = 200  # characters of a line kept (and quoted back): no command is longer
@@ -34,16 +34,19 @@ MAX_LINE = 200  # characters of a line kept (and quoted back): no command is lon
 # The words of the command language; anything else may be a game's move.
 WORDS = ("help", "status", "hand", "resign", "list", "join", "leave", "timezone", "quit", "end")
 _WORDS = {word: word for word in WORDS}
+# What cannot be taken back (RESIGN, LEAVE) or stops the reading (END, QUIT) counts only said
+# alone ("Resign.", "I quit"), never in a sentence ("I'll resign if I lose", "I'll end up bidding K")
+_ALONE = {"resign", "leave", "end", "quit"}
 
 _TAG = re.compile(r"\[(?P<kind>[a-z][a-z-]*)-(?P<id>\d+)(\s+[a-z2-7]+)?\]", re.I)
 _ANY_TAG = re.compile(r"\[[a-z][a-z0-9-]*(\s+[a-z2-7]+)?\]", re.I)
 _REPLY_PREFIX = re.compile(r"^\s*((re|fwd?|aw|sv|antw)\s*(\[\d+\])?\s*:\s*)+", re.I)
 
 # A quote marked line by line: ">", "|", ": " (mutt's indent_string), supercite's "bob> "
-_MARKED = re.compile(r"^\s*(>|\||:(\s|$)|[a-z][\w.-]{0,11}>)", re.I)
+_MARKED = re.compile(r"^\s*(>|\||:(\s|$)|[a-z][\w.]{0,11}>(\s|$))", re.I)
 _INDENT = re.compile(r"^(\t|  )")  # mailx and s-nail quote with a TAB, Emacs' mail-mode with spaces
 _LONG_INDENT = 4  # indented lines in a run that make it a quote with no attribution: nobody indents a letter
-_ECHOED = 2  # lines of the referee's own mail that make an indented run a quote of it
+_ECHOED = 2  # lines of the referee's own mail that make a run of lines a quote of it
 _WROTE = (r"wrote|writes|schrieb|schreibt|a écrit|écrit|escribió|escribio|ha scritto|scrive|schreef"
           r"|skrev|escreveu|kirjoitti|napsal\(a\)|napsal|napisał\(a\)|napisał|pisze|napisala|написал\(а\)"
           r"|написал|написала|пишет|yazdı|έγραψε")  # fmt: skip
@@ -62,10 +65,13 @@ _CUT = re.compile(r"^\[\s*(\.\.\.|…|snip|snipped|cut)\s*\]$", re.I)  # "[...]"
 _OPENER = re.compile(r"^(on|am|le|el|il|op|den|em)\s", re.I)  # an attribution wrapped over lines
 # Outlook and webmail put the original below an unquoted header block
 _ORIGINAL = re.compile(
-    r"^(-{2,}\s*(original message|ursprüngliche nachricht|message d'origine|mensaje original|messaggio originale"
-    r"|oorspronkelijk bericht|ursprungligt meddelande|mensagem original|forwarded message|weitergeleitete nachricht"
-    r"|message transféré|mensaje reenviado)\b|begin forwarded message:|_{10,}$|(from|von|de|van|da|från|od|от)\s?:\s)",
-    re.I)  # fmt: skip
+    r"^(-{2,}\s*(original message|ursprüngliche nachricht|originalnachricht|message d'origine|message original"
+    r"|mensaje original|messaggio originale|oorspronkelijk bericht|ursprungligt meddelande|mensagem original"
+    r"|oprindelig meddelelse|opprinnelig melding|alkuperäinen viesti|oryginalna wiadomość|původní zpráva"
+    r"|исходное сообщение|eredeti üzenet|forwarded message|weitergeleitete nachricht|message transféré"
+    r"|mensaje reenviado)\b|begin forwarded message:|_{10,}$"
+    r"|\*?(from|von|de|van|da|från|fra|od|от|від|kimden|feladó|από|de la|dari|nuo|šalje|từ|差出人|发件人|寄件者"
+    r"|보낸 사람)\s?:\*?\s)", re.I)  # fmt: skip
 _SIGNATURE = re.compile(r"^(--|_{2,})\s*$")  # "-- " (RFC 3676), "--", and "__"; flush left, never quoted
 # What phones and webmail sign with, unasked
 _DEVICE_SIGNATURE = re.compile(
@@ -86,6 +92,8 @@ class Command:
     @classmethod
     def read(cls, line: str) -> Command:
         word, argument = phrase(line, _WORDS) or ("", "")
+        if word in _ALONE and (words(line) not in ([word], ["i", word]) or is_question(line)):
+            word, argument = "", ""
         return cls(word, argument, line.strip())
 
 
@@ -116,7 +124,7 @@ def own_lines(text: str, limit: int | None = None, answered: Collection[str] = (
     bottom-posted and inline replies all count); a signature or an
     unquoted original ends the text."""
     lines = text.splitlines()
-    quoted = _quoted(lines, {_plain(line) for line in answered})
+    quoted = _quoted(lines, _Answered(answered))
     own: list[str] = []
     for index, line in enumerate(lines):
         stripped = line.strip()
@@ -140,9 +148,31 @@ def first_own_line(text: str) -> str | None:
     return lines[0] if lines else None
 
 
-def _quoted(lines: list[str], answered: set[str]) -> list[bool]:
-    """Which lines are quoted: marked ones, and runs of indented lines that
-    an attribution introduces, that are long, or that repeat the mail answered."""
+class _Answered:
+    """The referee's mail a message answers, line by line, as a quote of it
+    is recognised: by its words, or by the very line, indent and all."""
+
+    def __init__(self, lines: Collection[str]):
+        self.words = {_plain(line) for line in lines if line.strip()}
+        self.lines = {line.rstrip() for line in lines if line.strip()}
+
+    def echoes(self, line: str) -> bool:
+        """The line is one of the mail's, word for word."""
+        return _plain(line) in self.words
+
+    def repeats(self, line: str) -> bool:
+        """The line is one of the mail's as it stood, or indented further
+        (a client's indent before the mail's own: TAB + "    bid K")."""
+        line = line.rstrip()
+        return line in self.lines or any(line.endswith(own) and not line[: -len(own)].strip()
+                                         for own in self.lines if own[:1] in " \t")  # fmt: skip
+
+
+def _quoted(lines: list[str], answered: _Answered) -> list[bool]:
+    """Which lines are quoted: marked ones; runs of indented lines that an
+    attribution introduces, that are long, or that repeat the mail answered;
+    and unmarked runs that copy the mail answered line for line (an original
+    pasted without a mark, under a header the reader did not know)."""
     quoted = [bool(_MARKED.match(line)) for line in lines]
     index = 0
     while index < len(lines):
@@ -153,12 +183,23 @@ def _quoted(lines: list[str], answered: set[str]) -> list[bool]:
         text = [lines[i] for i in run if lines[i].strip()]
         before = next((i for i in range(index - 1, -1, -1) if lines[i].strip()), None)
         introduced = before is not None and _attribution(lines, before)
-        echoed = sum(_plain(line) in answered for line in text)
-        if introduced or len(text) >= _LONG_INDENT or echoed >= _ECHOED:
+        echoed = sum(answered.echoes(line) for line in text)
+        deeper = any(answered.repeats(line) and line.rstrip() not in answered.lines for line in text)
+        if introduced or len(text) >= _LONG_INDENT or echoed >= _ECHOED or deeper:
             for i in run:
                 quoted[i] = True
         index = run[-1] + 1
+    _copies(lines, quoted, answered)
     return quoted
+
+
+def _copies(lines: list[str], quoted: list[bool], answered: _Answered) -> None:
+    """Mark each line that is the answered mail's own, indent and all, next
+    (past blank lines) to another such line."""
+    copied = [i for i, line in enumerate(lines) if line.strip() and not quoted[i] and answered.repeats(line)]
+    for before, after in zip(copied, copied[1:]):
+        if all(not lines[i].strip() for i in range(before + 1, after)):
+            quoted[before] = quoted[after] = True
 
 
 def _indented_run(lines: list[str], start: int) -> list[int]:
@@ -190,13 +231,16 @@ def _attribution(lines: list[str], index: int) -> bool:
 
 
 def _unquoted_below(lines: list[str], quoted: list[bool], index: int) -> bool:
-    """Whether the first line below an attribution is neither quoted nor
-    the second half of the attribution: the original, pasted unmarked."""
-    for below in range(index + 1, len(lines)):
-        if not lines[below].strip():
-            continue
-        return not quoted[below] and not _attribution(lines, below)
-    return False
+    """Whether an original was pasted unmarked below an attribution: the
+    lines below it, up to a quoted one, run too long to be a reply typed
+    under an attribution left standing ("On ... wrote:" + "bid K")."""
+    below = []
+    for line, mark in zip(lines[index + 1 :], quoted[index + 1 :]):
+        if mark:
+            break
+        if line.strip() and not _attribution([line], 0):
+            below.append(line)
+    return len(below) >= _LONG_INDENT
 
 
 def _plain(line: str) -> str:

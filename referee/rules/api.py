@@ -40,6 +40,11 @@ State = TypeVar("State")
 Move = TypeVar("Move")
 
 
+# Words that say nothing in any game's move: "bid card 7", "bid a 7", "reroll my dice 1 3"
+_NOISE = {"a", "an", "card", "cards", "tile", "tiles", "pyramid", "pyramids", "token", "my", "the", "of", "with",
+          "me", "please", "now", "just", "then", "this", "round", "turn", "time", "for", "again"}  # fmt: skip
+
+
 class MoveError(ValueError):
     """A move that cannot be made now.  The message is addressed to the player."""
 
@@ -110,8 +115,13 @@ class Game(ABC, Generic[State, Move]):
 
     def read_move(self, state: State, seat: int, line: str) -> Move:
         """The move a line a person typed asks for: the shared grammar brings
-        it to the game's own form, which ``parse_move`` reads."""
-        return self.parse_move(state, seat, reading.move_line(line, self.verbs))
+        it to the game's own form, which ``parse_move`` reads.  A question
+        ("bid 7?") is no move, even when it names one."""
+        move = self.parse_move(state, seat, reading.move_line(line, self.verbs))
+        if reading.is_question(line):
+            raise MoveError(f"That is a question, so nothing was played. To play {self.move_text(move)}, "
+                            "reply with it alone, without the question mark.")  # fmt: skip
+        return move
 
     def looks_like_move(self, line: str) -> bool:
         """Whether a line starts like one of this game's moves (so its
@@ -121,22 +131,23 @@ class Game(ABC, Generic[State, Move]):
 
     def suggest(self, state: State, seat: int, line: str) -> str | None:
         """The one legal move a line that is no move most likely meant, as
-        its text: the verb left out ("King" -> "bid K"), the verb misspelt
-        ("bdi 7"), a word too many ("bid card 7").  None when no move or
-        more than one comes so close: it is offered, never played, and never
-        a guess at a different card or pile ("bid K" when the King is gone)."""
+        its text: asked as a question ("bid 7?"), the verb left out ("King"
+        -> "bid K"), the verb misspelt ("bdi 7"), words that say nothing in
+        a move ("bid card 7").  None when no move or more than one comes so
+        close: it is offered, never played, and never a move that drops a
+        word that meant something ("bid K - A." is not "bid A") or that the
+        verb alone would make ("Thanks!" is not "pass", "Cass" not "pass")."""
         text = reading.move_line(line, self.verbs)
         first, _, rest = text.partition(" ")
         verbs = list(dict.fromkeys(self.verbs.values()))
-        alone = set(self._readings(state, seat, verbs))  # "pass": what a verb reads as without the line
-        found = [move for move in self._readings(state, seat, [f"{verb} {text}" for verb in verbs])
-                 if move not in alone]  # fmt: skip
+        readings = [text] if reading.is_question(line) else []
+        readings += [f"{verb} {text}" for verb in verbs]  # the verb left out: "King"
         misspelt = difflib.get_close_matches(first.lower(), self.verbs, 2, 0.6)
-        readings = [f"{self.verbs[word]} {rest}" for word in misspelt if word != first.lower()]
-        words = rest.split()
-        if first.lower() in self.verbs and 1 < len(words) <= 8:
-            readings += [" ".join([first, *words[:at], *words[at + 1 :]]) for at in range(len(words))]
-        moves = {self.move_text(move) for move in found + self._readings(state, seat, readings)}
+        readings += [f"{self.verbs[word]} {rest}" for word in misspelt if word != first.lower()]
+        if first.lower() in self.verbs:  # "bid card 7", "bid a 7"
+            readings.append(" ".join([first, *(w for w in rest.split() if w.lower() not in _NOISE)]))
+        alone = set(self._readings(state, seat, verbs))  # "pass": what a verb reads as without the line
+        moves = {self.move_text(move) for move in self._readings(state, seat, readings) if move not in alone}
         return moves.pop() if len(moves) == 1 else None
 
     def _readings(self, state: State, seat: int, texts: list[str]) -> list[Move]:

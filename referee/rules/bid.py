@@ -24,6 +24,7 @@ GOAL = 100
 BANK_PER_SEAT = 4  # 6 coins each in the box, 2 dealt to each player (B3)
 
 _TILE_NAMES = {0: "null", 1: "ace"}
+_COUNTS = {"no": 0, "zero": 0, "none": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _TILE_WORDS = {"null": 0, "n": 0, "blank": 0, "zero": 0, "ace": 1, "a": 1, "one": 1, "two": 2,
                "three": 3, "four": 4, "five": 5}  # fmt: skip
 _MOVE = re.compile(r"^\s*(?P<verb>[a-z]+)\b(?P<rest>.*?)\s*\.?\s*$", re.I)
@@ -160,7 +161,9 @@ class Bid(Game[BidState, Move]):
         verb = match["verb"].lower() if match else ""
         words = match["rest"].replace(",", " ").split() if match else []
         if state.stage == "coins":
-            return self._parse_coins(state, seat, verb, words)
+            return self._parse_coins(state, seat, text)
+        if verb in ("bid", "use", "play") and [w.lower() for w in words if w.lower() not in ("my", "the")] == ["pawn"]:
+            verb, words = "pawn", []  # "use my pawn", "bid pawn"
         if verb == "pawn":
             if words:
                 raise MoveError("'pawn' is a move by itself: nothing after it.")
@@ -194,7 +197,11 @@ class Bid(Game[BidState, Move]):
             " or 'reroll moons' (a coin a die)"  # fmt: skip
         return f"A move is '{example}'{extra}."
 
-    def _parse_coins(self, state: BidState, seat: int, verb: str, words: list[str]) -> Move:
+    def _parse_coins(self, state: BidState, seat: int, text: str) -> Move:
+        spoken = text.lower().split()
+        if len(spoken) == 2 and spoken[1] in ("coin", "coins") and (spoken[0] in _COUNTS or spoken[0].isdigit()):
+            spoken = ["coins", str(_COUNTS.get(spoken[0], spoken[0]))]  # "1 coin", "no coins"
+        verb, words = (spoken[0], spoken[1:]) if spoken else ("", [])
         if verb not in ("coins", "coin", "bid") or len(words) != 1 or not (words[0].isascii() and words[0].isdigit()):
             raise MoveError("The tie-break is bid in coins: 'coins 2' (or 'coins 0').")
         count = int(words[0])

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
+from referee.rules import reading
 from referee.rules.api import Game, MoveError, OptionError, Phase, Result
 from referee.rules.rng import Rng
 
@@ -221,6 +222,8 @@ class BluffAuction(Game[BluffState, Move]):
             move = _read_acquisition(state, seat, words)
         else:
             move = _read_bid(state, seat, words)
+        if move == ("pass",) and not reading.bare_move(text, "pass"):  # "pass it on"
+            raise MoveError("'pass' is a move by itself: nothing after it.")
         if move is None:
             raise MoveError(self._forms(state))
         if move not in legal:

@@ -162,6 +162,8 @@ class PriorityAuction(Game[PriorityState, Move]):
             raise MoveError("One move a turn: play a card, move a card, or pass.")
         verb = words[0]
         if verb == "pass" and len(words) == 1:
+            if not reading.bare_move(text, "pass"):  # "pass it on"
+                raise MoveError("'pass' is a move by itself: nothing after it.")
             return ("pass",)
         if state.taken[seat] >= state.turn_limit:
             raise MoveError(f"You have made all {state.turn_limit} of your plays and moves this round, the "

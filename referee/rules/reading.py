@@ -27,45 +27,84 @@ _PLAIN = str.maketrans({
     "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"', "\u00ab": '"', "\u00bb": '"',
     "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-", "\u2212": "-",
 })  # fmt: skip
-_EMPHASIS = re.compile(r"\*+|(?<!\w)[_~]+|[_~]+(?!\w)")  # *bold*, **bold**, _italic_, ~struck~
+_STRUCK = re.compile(r"~~.*?~~")  # struck through: taken back, not typed
+_SUITS = {"♥": "hearts", "♡": "hearts", "♦": "diamonds", "♢": "diamonds", "♣": "clubs", "♧": "clubs",
+          "♠": "spades", "♤": "spades"}  # fmt: skip
+_SUIT_BEFORE = re.compile(r"(?<!\w)([♥♡♦♢♣♧♠♤])(\w+)")  # "♥K"
+_SUIT_AFTER = re.compile(r"(?<=\w)\s?([♥♡♦♢♣♧♠♤])")  # "K♥", "K ♥"
+_EMOTICON = re.compile(r"(?<!\S)[:;=]-?[)(\]\[DPpO/\\|]+(?!\S)|(?<!\S)<3(?!\S)")  # :-) ;) :D =P <3
+_EMPHASIS = re.compile(r"\*+|(?<!\w)[_~]+|[_~]+(?!\w)")  # *bold*, **bold**, _italic_
 # A bullet or a list number before a line: "- ", "• ", "1. ", "2) ", "(3) ", "a) "
 _LIST_MARKER = re.compile(r"^(?:[-+•·◦‣⁃▪▫■□●○►▸▹→⇒➤✓✔]+|\(?\d{1,2}[.)]|\(?[a-z]\))\s+", re.I)
 _WRAPPERS = re.compile(r"(?<![\w'])['\"`(\[{<]+|[)\]}>\"`]+(?!\w)|(?<=\w)'(?!\w)")  # around words, not in them
 _END = re.compile(r"[\s.!?;,:…]+$")  # the end of a sentence
+_QUESTION = re.compile(r"\?[\s.!?…]*$")
 _TOKEN = re.compile(r"[^\s:=]+|[:=]")  # words, with ":" and "=" apart: "bid:K" is "bid", ":", "K"
 
-_COURTESIES = {"ok", "okay", "please", "pls", "so", "well", "alright", "right", "then", "now",
-               "and", "also", "hi", "hello", "hey"}  # fmt: skip
+_COURTESIES = {"ok", "okay", "please", "pls", "so", "well", "alright", "right", "then", "now", "and", "also",
+               "hi", "hello", "hey"}  # fmt: skip
+# Words that open a line before a comma, "!" or a dash, and then the move: "Hi Bob, bid K", "Actually, bid 8"
+_OPENERS = {"hi", "hello", "hey", "dear", "thanks", "thank", "yes", "yeah", "sure", "ok", "okay", "right", "alright",
+            "well", "so", "good", "morning", "evening", "cheers", "actually", "sorry", "oops", "wait", "correction",
+            "edit", "update", "ps", "p.s", "p.s."}  # fmt: skip
 _LEAD_INS = sorted((tuple(lead.split()) for lead in (
     "i", "i'll", "i'd", "i will", "i shall", "i would", "i want to", "i wish to", "i would like to",
     "i'd like to", "i choose to", "i'll just", "i just", "we", "we'll", "we will", "let me", "let's",
+    "i meant", "i mean", "i meant to", "i'm", "im", "i am", "i'm going to", "im going to", "i am going to",
+    "going to", "i've decided to", "i decided to", "no wait", "no wait i", "i'll be", "i will be",
 )), key=len, reverse=True)  # fmt: skip
 _LINKS = (("is",), ("will", "be"), ("would", "be"), ("shall", "be"), (":",), ("=",), ("-",))
 _NOUNS = {"move", "bid", "choice", "answer", "play", "pick", "card", "turn", "command"}
-_LABELS = {"move", "answer", "reply", "command", "choice", "action", "round", "auction", "turn"}
+_NOUN_FILLER = {"for", "this", "that", "the", "round", "turn", "auction", "time", "now", "today", "here"}
+_LABELS = {"move", "answer", "reply", "command", "choice", "action", "round", "auction", "turn", "correction",
+           "edit", "update", "ps", "p.s", "p.s."}  # fmt: skip
 _SEPARATORS = {":", "=", "-", "--", "->", "=>", "is"}
 _ARTICLES = {"the", "my"}
 _TRAILERS = (("thank", "you"), ("thanks",), ("thx",), ("ty",), ("cheers",), ("please",), ("pls",), ("plz",))
+
+
+# Words that may stand around a move that takes nothing ("I'll pass for the rest of this round, thanks"):
+# a game whose fillers are wider checks a bare "pass" against these, so "Pass it on" is no pass
+AROUND_A_BARE_MOVE = {"i", "ll", "will", "please", "now", "for", "the", "rest", "of", "this", "round", "remainder",
+                      "turn", "ok", "okay", "thanks", "thank", "you", "my", "again", "then", "time"}  # fmt: skip
+
+
+def bare_move(text: str, verb: str) -> bool:
+    """Whether the line says the verb and nothing that could mean more."""
+    return set(re.findall(r"[a-z]+", clean(text).lower())) <= AROUND_A_BARE_MOVE | {verb}
 
 
 def clean(text: str) -> str:
     """The line as the games read it (see the module's docstring)."""
     text = unicodedata.normalize("NFKC", text)
     text = "".join(c for c in text if unicodedata.category(c) != "Cf")  # zero-width, BOM, bidi marks
-    text = " ".join(text.translate(_PLAIN).split())
+    text = _STRUCK.sub(" ", " ".join(text.translate(_PLAIN).split()))
+    text = _SUIT_AFTER.sub(lambda m: f" of {_SUITS[m[1]]}", _SUIT_BEFORE.sub(lambda m: f"{m[2]} of {_SUITS[m[1]]}", text))
+    text = "".join(" " if unicodedata.category(c) == "So" else c for c in _EMOTICON.sub(" ", text))  # emoji
     text = _EMPHASIS.sub("", text)
-    while (unmarked := _LIST_MARKER.sub("", text, count=1)) != text:
+    while (unmarked := _LIST_MARKER.sub("", text.strip(), count=1)) != text.strip():
         text = unmarked
     text = " ".join(_WRAPPERS.sub(" ", text).split())
     return _END.sub("", text)
 
 
+def is_question(text: str) -> bool:
+    """Whether the line asks rather than says ("bid 7?"): no move, no command that cannot be undone."""
+    return bool(_QUESTION.search(_EMOTICON.sub("", unicodedata.normalize("NFKC", text)).rstrip()))
+
+
+def words(text: str) -> list[str]:
+    """The line's words in lower case, without a "please" or "thanks" after them."""
+    tokens = _TOKEN.findall(clean(text))
+    return [token.lower() for token in _without_trailers(tokens, [t.lower().rstrip(",.!;") for t in tokens])]
+
+
 def phrase(text: str, verbs: Mapping[str, str]) -> tuple[str, str] | None:
     """(verb, the rest) when the line asks for one of ``verbs`` (a word -> the
     verb it stands for: {"play": "bid"}), else None."""
-    tokens = _TOKEN.findall(clean(text))
-    low = [token.lower().rstrip(",") for token in tokens]  # "pass, please": a comma ends no word
-    at = 0
+    tokens = _TOKEN.findall(clean(text).replace("->", " -> ").replace("=>", " => "))
+    low = [token.lower().rstrip(",.!;") for token in tokens]  # "pass, please", "Pass. Thanks!"
+    at = _past_opener(tokens, low, 0, verbs)
     while at < len(low) and low[at] in _COURTESIES and at + 1 < len(low):
         at += 1
     at = _past_label(low, at, verbs)
@@ -73,21 +112,18 @@ def phrase(text: str, verbs: Mapping[str, str]) -> tuple[str, str] | None:
     if noun is not None:
         verb, at = noun
         if verb is not None:
-            return verb, " ".join(_without_trailers(tokens[at:], low[at:]))
+            return verb, " ".join(_argument(tokens[at:], low[at:]))
     else:
-        for lead in _LEAD_INS:
-            if tuple(low[at : at + len(lead)]) == lead and at + len(lead) < len(low) and low[at + len(lead)] in verbs:
-                at += len(lead)
-                break
-    if at >= len(low) or low[at] not in verbs:
+        at = _past_lead_in(low, at, verbs)
+    verb = _verb(low[at], verbs) if at < len(low) else None
+    if verb is None:
         return None
-    verb = verbs[low[at]]
     at += 1
     while at < len(low) and low[at] in _SEPARATORS:
         at += 1
     while at + 1 < len(low) and low[at] in _ARTICLES:
         at += 1
-    return verb, " ".join(_without_trailers(tokens[at:], low[at:]))
+    return verb, " ".join(_argument(tokens[at:], low[at:]))
 
 
 def move_line(text: str, verbs: Mapping[str, str]) -> str:
@@ -111,6 +147,39 @@ def _past_label(low: list[str], at: int, verbs: Mapping[str, str]) -> int:
     return at
 
 
+def _past_opener(tokens: list[str], low: list[str], at: int, verbs: Mapping[str, str]) -> int:
+    """Past "Hi referee," "Thanks!" "Actually," "OK -" before a move."""
+    if at >= len(low) or low[at] not in _OPENERS:
+        return at
+    for end in range(at + 1, min(at + 4, len(low))):
+        past = end + 1 if low[end] in ("-", ":") else end
+        if (tokens[end - 1][-1:] in (",", "!", ".") or past > end) and past < len(low):
+            if _verb(low[past], verbs) or _past_lead_in(low, past, verbs) != past or low[past] == "my":
+                return past
+    return at
+
+
+def _past_lead_in(low: list[str], at: int, verbs: Mapping[str, str]) -> int:
+    """Past "I", "I'd like to", "I'm going to", "I meant" when a verb follows."""
+    for lead in _LEAD_INS:
+        after = at + len(lead)
+        if tuple(low[at:after]) == lead and after < len(low) and _verb(low[after], verbs):
+            return after
+    return at
+
+
+def _verb(word: str, verbs: Mapping[str, str]) -> str | None:
+    """The verb a word is, also as "bidding", "passing", "playing"."""
+    if word in verbs:
+        return verbs[word]
+    if word.endswith("ing") and len(word) > 5:
+        stem = word[:-3]
+        for candidate in (stem, stem + "e", stem[:-1]):
+            if candidate in verbs:
+                return verbs[candidate]
+    return None
+
+
 def _noun_phrase(low: list[str], at: int, verbs: Mapping[str, str]) -> tuple[str | None, int] | None:
     """"my bid is K", "my move: pass", "my choice is to play the king": the
     verb (None: read on from the index, a verb comes next) and where its
@@ -118,6 +187,8 @@ def _noun_phrase(low: list[str], at: int, verbs: Mapping[str, str]) -> tuple[str
     if low[at : at + 1] != ["my"] or at + 2 >= len(low) or low[at + 1] not in _NOUNS:
         return None
     noun, after = low[at + 1], at + 2
+    while after < len(low) and (low[after] in _NOUN_FILLER or low[after].isdigit()):
+        after += 1  # "my bid for this round is K"
     for link in _LINKS:
         if tuple(low[after : after + len(link)]) == link:
             after += len(link)
@@ -126,11 +197,21 @@ def _noun_phrase(low: list[str], at: int, verbs: Mapping[str, str]) -> tuple[str
         return None
     if after < len(low) and low[after] == "to":
         after += 1  # "my choice is to pass"
-    if after < len(low) and low[after] in verbs:
+    if after < len(low) and _verb(low[after], verbs):
         return None, after
     while after + 1 < len(low) and low[after] in _ARTICLES:
         after += 1
     return (verbs[noun], after) if noun in verbs else (None, len(low))
+
+
+def _argument(tokens: list[str], low: list[str]) -> list[str]:
+    """What follows the verb, up to a dash that starts something else ("bid K -
+    good luck", "bid K -- Alice"), without a "please" or "thanks"."""
+    for at in range(1, len(low)):
+        if low[at] in ("-", "--", "---"):
+            tokens, low = tokens[:at], low[:at]
+            break
+    return _without_trailers(tokens, low)
 
 
 def _without_trailers(tokens: list[str], low: list[str]) -> list[str]:
@@ -143,7 +224,7 @@ def _without_trailers(tokens: list[str], low: list[str]) -> list[str]:
             if end >= len(trailer) and tuple(low[end - len(trailer) : end]) == trailer:
                 end -= len(trailer)
                 trimmed = True
-    words = tokens[:end]
-    if words:
-        words[-1] = words[-1].rstrip(",")
-    return words
+    kept = tokens[:end]
+    if kept:
+        kept[-1] = kept[-1].rstrip(",")
+    return kept

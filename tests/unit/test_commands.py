@@ -813,3 +813,23 @@ def test_join_takes_a_games_title(engine, clock):
     assert write(engine, clock, "dave@example.org", "Join: Ice Ice Baby!").code == "done"
     confirm, _reply = mails(engine, "dave@example.org", before)
     assert confirm["subject"].startswith("[ice ") and confirm["subject"].endswith("] JOIN ice")
+
+
+def test_a_sentence_with_resign_in_it_resigns_nobody(engine, clock, game):
+    assert play(engine, clock, ALICE, "I'll resign if I lose this round.\nbid K").code == "move"
+    assert engine.table(game).human(0)
+    assert bids(engine) == {0: "bid K"}
+
+
+def test_a_move_asked_as_a_question_is_not_made_but_offered(engine, clock, game):
+    before = last_id(engine)
+    assert play(engine, clock, ALICE, "bid 7?").code == "refused"
+    assert engine.store.moves(game) == []
+    ((_, answer),) = answers_in(only_mail(engine, ALICE, before)["body"])
+    assert "That is a question, so nothing was played." in " ".join(answer.split())
+    assert "Did you mean `bid 7`?" in answer
+
+
+def test_a_correction_below_a_move_makes_the_mail_ambiguous_not_the_first_move(engine, clock, game):
+    assert play(engine, clock, ALICE, "bid 7\nActually, bid 8").code == "refused"
+    assert engine.store.moves(game) == []

@@ -290,6 +290,14 @@ def test_without_tags_drops_reply_prefixes_and_game_tags():
     ("Hi,", "", ""),
     ("Thanks for the game", "", ""),
     ("Note: resign if you must", "", ""),  # a sentence, not RESIGN
+    ("Resign.", "resign", ""),
+    ("I resign", "resign", ""),
+    ("I'll resign if I lose this round.", "", ""),  # what cannot be undone counts only said alone
+    ("Resign?", "", ""),
+    ("Hi, resign", "", ""),
+    ("I'll end up bidding K", "", ""),  # END and QUIT stop the reading: never in a sentence
+    ("I quit smoking", "", ""),
+    ("I'll leave it to you", "", ""),
     ("Command: status", "status", ""),
 ])  # fmt: skip
 def test_a_line_is_read_as_a_command_word_and_its_argument(line, word, argument):
@@ -538,3 +546,41 @@ def test_a_hostile_line_is_read_in_linear_time(line):
     the first before they were kept to attribution-sized lines); bench/engine.py
     times them.  Not one of them is an attribution."""
     assert own_lines(f"{line}\nbid 7\n", 2) == [line.strip(), "bid 7"]
+
+
+PROMPT = ["Round 1 of 13 of game 1 is open.", "", "To bid, reply to this mail with one line, for example:", "",
+          "    bid K", "", "Cards may be written A (or ace, 1), 2 to 10, J (jack), Q (queen), K (king),",
+          "in any case."]  # fmt: skip
+
+
+def test_a_lone_quoted_example_indented_further_than_the_referee_wrote_it_is_a_quote():
+    assert own_lines("OK\n\n\t    bid K\n\nthanks\n", answered=PROMPT) == ["OK", "thanks"]
+    assert own_lines("  bid K\n", answered=PROMPT) == ["bid K"]  # her own, indented less
+
+
+def test_an_unmarked_copy_of_the_referees_mail_is_a_quote_whoever_heads_it():
+    """Outlook in Danish: a header the reader does not know, the original unmarked below it."""
+    original = "\n".join(PROMPT)
+    body = f"bid Q\n\nFra: Referee <referee@example.org>\nSendt: 21. november 2026\n\n{original}\n"
+    assert own_lines(body, answered=PROMPT) == ["bid Q"]
+    body = f"bid Q\n\nAfsender ukendt\n\n{original}\n"
+    assert "bid K" not in own_lines(body, answered=PROMPT)
+
+
+def test_an_attribution_left_standing_above_a_reply_does_not_hide_it():
+    assert own_lines("On Sat, 21 Nov 2026 at 12:00, Referee <referee@example.org> wrote:\n\nbid 7\n") == ["bid 7"]
+    assert own_lines("Referee <referee@example.org> writes:\n\nbid 7\n") == ["bid 7"]
+    # an original pasted unmarked below it is not hers
+    pasted = "On Sat, 21 Nov 2026 at 12:00, Referee <referee@example.org> wrote:\n" + "\n".join(PROMPT)
+    assert own_lines(f"bid 7\n\n{pasted}\n") == ["bid 7"]
+
+
+@pytest.mark.parametrize("line", ["bid->K", "bid-> K", "play->queen"])
+def test_an_arrow_is_no_supercite_quote(line):
+    assert own_lines(f"{line}\n") == [line]
+
+
+@pytest.mark.parametrize("header", ["Fra: Referee", "Kimden: Referee", "差出人: Referee", "*From:* Referee",
+                                    "-----Oprindelig meddelelse-----", "-------- Message original --------"])
+def test_outlooks_original_in_other_languages_ends_the_own_text(header):
+    assert own_lines(f"bid Q\n\n{header}\n\n    bid K\n") == ["bid Q"]

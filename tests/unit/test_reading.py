@@ -214,6 +214,12 @@ def pure_skill_state():
     ("Move: bid 5", "5"), ("bid:K", "K"), ("bid \u201cK\u201d", "K"), ("my choice is to play the king", "K"),
     ("I'll play my Ace", "A"), ("bid A", "A"), ("• bid 9", "9"), ("bid=7", "7"), ("bid -> K", "K"),
     ("_bid 7_", "7"), ("bid 7 thank you", "7"), ("Bid ten of Hearts!", "10"), ("bid \U0001d7d5", "7"),
+    ("Hi referee, bid K", "K"), ("Thanks! bid 9", "9"), ("OK - bid 4", "4"), ("Dear referee, play the 5", "5"),
+    ("bid K - A.", "K"), ("bid K -- Alice", "K"), ("bid 3 - good luck!", "3"), ("bid K \U0001f44d", "K"),
+    ("bid 8 :-)", "8"), ("I'm going to bid 6", "6"), ("I am bidding the king", "K"), ("bidding: 2", "2"),
+    ("My bid for this round is 7", "7"), ("bid K\u2665", "K"), ("bid \u26657", "7"), ("bid->Q", "Q"),
+    ("Actually, bid 8", "8"), ("Sorry, I meant bid 8", "8"), ("No wait, bid 8", "8"), ("Correction: bid 8", "8"),
+    ("PS: bid 8", "8"), ("~~bid 7~~ bid 8", "8"),
 ])  # fmt: skip
 def test_a_pure_skill_bid_as_people_write_it(line, card):
     game = GAMES["pure-skill"]
@@ -227,6 +233,10 @@ def test_a_pure_skill_bid_as_people_write_it(line, card):
     "bid 7 and then bid 8",
     "I think bid 7",
     "bid K of spades",  # not her suit
+    "bid K\u2660",  # the same, as a symbol
+    "bid 7?",  # a question
+    "~~bid 7~~",  # taken back
+    "If I lose, bid K",  # a sentence
 ])  # fmt: skip
 def test_what_is_not_plainly_one_bid_is_no_bid(line):
     with pytest.raises(MoveError):
@@ -236,8 +246,9 @@ def test_what_is_not_plainly_one_bid_is_no_bid(line):
 @pytest.mark.parametrize(("kind", "line", "move"), [
     ("bid", "Bid: 4!", "bid 4"), ("bid", "- bid ace", "bid 1"), ("bid", "my bid is 2", "bid 2"),
     ("bid", "*PAWN*", "pawn"), ("bid", "I play my pawn.", None), ("bid", "bid null.", "bid 0"), ("bid", "pawn 3", None),
-    ("pure-skill", "I'll play the Queen of Hearts.", "bid Q"),
+    ("pure-skill", "I'll play the Queen of Hearts.", "bid Q"), ("bid", "use my pawn", "pawn"), ("bid", "bid pawn", "pawn"),
 ])  # fmt: skip
+
 def test_other_games_moves_as_people_write_them(kind, line, move):
     game = GAMES[kind]
     state = reached(kind, 0, 0)
@@ -247,9 +258,29 @@ def test_other_games_moves_as_people_write_them(kind, line, move):
         return
     assert game.move_text(game.read_move(state, 0, line)).replace("ace", "1").replace("null", "0") == move
 
+def test_a_tie_breaks_coins_as_people_say_them():
+    game = GAMES["bid"]
+    state = next(s for seed in range(40) for steps in range(20) if (s := reached("bid", seed, steps)).stage == "coins")
+    seat = game.phase(state).movers[0]
+    assert state.coins[seat] >= 1
+    for line, count in (("1 coin", 1), ("one coin", 1), ("no coins", 0), ("zero coins", 0), ("coins 1", 1)):
+        assert game.read_move(state, seat, line) == ("coins", (count,)), line
+
+
+@pytest.mark.parametrize("kind", ["priority", "bluff"])
+def test_pass_it_on_is_no_pass(kind):
+    game = GAMES[kind]
+    state = next(s for steps in range(40) if (s := reached(kind, 0, steps)) and game.phase(s)
+                 and ("pass",) in game.legal_moves(s, game.phase(s).movers[0]))  # fmt: skip
+    seat = game.phase(state).movers[0]
+    assert game.read_move(state, seat, "Pass.") == ("pass",)
+    for line in ("Pass it on", "pass on my thanks to the others"):
+        with pytest.raises(MoveError):
+            game.read_move(state, seat, line)
+
 
 @pytest.mark.parametrize(("line", "suggestion"), [
-    ("King", "bid K"), ("Queen of hearts", "bid Q"), ("bdi 7", "bid 7"), ("bid card 7", "bid 7"), ("bid a 7", None),  # "a": the Ace, or an article?
+    ("King", "bid K"), ("Queen of hearts", "bid Q"), ("bdi 7", "bid 7"), ("bid card 7", "bid 7"), ("bid a 7", "bid 7"), ("bid 7?", "bid 7"),
     ("bid K or Q", None), ("Hi,", None), ("7 please", "bid 7"),
 ])  # fmt: skip
 def test_a_line_that_is_no_move_gets_the_one_legal_move_it_likely_meant(line, suggestion):
