@@ -117,7 +117,14 @@ class Game(ABC, Generic[State, Move]):
         """The move a line a person typed asks for: the shared grammar brings
         it to the game's own form, which ``parse_move`` reads.  A question
         ("bid 7?") is no move, even when it names one."""
-        move = self.parse_move(state, seat, reading.move_line(line, self.verbs))
+        first, *others = reading.move_lines(line, self.verbs)
+        try:
+            move = self.parse_move(state, seat, first)
+        except MoveError:
+            moves = self._readings(state, seat, others, parsed=True)
+            if not moves:
+                raise
+            move = moves[0]
         if reading.is_question(line):
             raise MoveError(f"That is a question, so nothing was played. To play {self.move_text(move)}, "
                             "reply with it alone, without the question mark.")  # fmt: skip
@@ -150,12 +157,12 @@ class Game(ABC, Generic[State, Move]):
         moves = {self.move_text(move) for move in self._readings(state, seat, readings) if move not in alone}
         return moves.pop() if len(moves) == 1 else None
 
-    def _readings(self, state: State, seat: int, texts: list[str]) -> list[Move]:
-        """The moves of those texts that read as one."""
+    def _readings(self, state: State, seat: int, texts: list[str], parsed: bool = False) -> list[Move]:
+        """The moves of those texts (``parsed``: in the game's own form) that read as one."""
         moves = []
         for text in texts:
             try:
-                moves.append(self.read_move(state, seat, text))
+                moves.append(self.parse_move(state, seat, text) if parsed else self.read_move(state, seat, text))
             except MoveError:
                 continue
         return moves

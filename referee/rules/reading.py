@@ -102,6 +102,12 @@ def words(text: str) -> list[str]:
 def phrase(text: str, verbs: Mapping[str, str]) -> tuple[str, str] | None:
     """(verb, the rest) when the line asks for one of ``verbs`` (a word -> the
     verb it stands for: {"play": "bid"}), else None."""
+    found = _read(text, verbs)
+    return found[:2] if found else None
+
+
+def _read(text: str, verbs: Mapping[str, str]) -> tuple[str, str, bool] | None:
+    """phrase's (verb, the rest), and whether a dash stood between them."""
     tokens = _TOKEN.findall(clean(text).replace("->", " -> ").replace("=>", " => "))
     low = [token.lower().rstrip(",.!;") for token in tokens]  # "pass, please", "Pass. Thanks!"
     at = _past_opener(tokens, low, 0, verbs)
@@ -112,27 +118,36 @@ def phrase(text: str, verbs: Mapping[str, str]) -> tuple[str, str] | None:
     if noun is not None:
         verb, at = noun
         if verb is not None:
-            return verb, " ".join(_argument(tokens[at:], low[at:]))
+            return verb, " ".join(_argument(tokens[at:], low[at:])), False
     else:
         at = _past_lead_in(low, at, verbs)
     verb = _verb(low[at], verbs) if at < len(low) else None
     if verb is None:
         return None
     at += 1
+    dashed = at < len(low) and low[at] in ("-", "--")
     while at < len(low) and low[at] in _SEPARATORS:
         at += 1
     while at + 1 < len(low) and low[at] in _ARTICLES:
         at += 1
-    return verb, " ".join(_argument(tokens[at:], low[at:]))
+    return verb, " ".join(_argument(tokens[at:], low[at:])), dashed
 
 
 def move_line(text: str, verbs: Mapping[str, str]) -> str:
     """The line in a game's own form: "<verb> <rest>" when the grammar finds
     one of the game's verbs, else the plain line (``clean``)."""
-    found = phrase(text, verbs)
+    return move_lines(text, verbs)[0]
+
+
+def move_lines(text: str, verbs: Mapping[str, str]) -> list[str]:
+    """The line's readings in a game's own form, the likeliest first: a dash
+    after the verb introduces its argument ("bid - K") or ends the move
+    ("pawn - good luck!"), and only the game can tell which."""
+    found = _read(text, verbs)
     if found is None:
-        return clean(text)
-    return " ".join(part for part in found if part)
+        return [clean(text)]
+    verb, rest, dashed = found
+    return [f"{verb} {rest}".strip(), *([verb] if rest and dashed else [])]
 
 
 def _past_label(low: list[str], at: int, verbs: Mapping[str, str]) -> int:

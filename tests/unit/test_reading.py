@@ -75,9 +75,11 @@ SPACING = {"plain": str, "nbsp": lambda t: t.replace(" ", "\u00a0"), "zero-width
 VERB_MARKS = {"none": "{verb} {rest}", "colon": "{verb}: {rest}", "tight colon": "{verb}:{rest}",
               "dash": "{verb} - {rest}", "arrow": "{verb} -> {rest}", "quoted argument": '{verb} "{rest}"',
               "bold verb": "*{verb}* {rest}"}  # fmt: skip
-LEAD_INS = ["", "I ", "I'll ", "I'd like to ", "ok, ", "Please ", "so "]
+LEAD_INS = ["", "I ", "I'll ", "I'd like to ", "ok, ", "Please ", "so ", "Hi referee, ", "Thanks! ", "OK - ",
+            "I'm going to "]  # fmt: skip
 WRAPS = ["{}", "*{}*", "**{}**", "_{}_", '"{}"', "'{}'", "\u201c{}\u201d", "({})", "[{}]", "`{}`", "- {}",
-         "* {}", "\u2022 {}", "1. {}", "2) {}", "{}.", "{}!", "{} !!", "{}...", "{}, please", "{} thanks"]  # fmt: skip
+         "* {}", "\u2022 {}", "1. {}", "2) {}", "{}.", "{}!", "{} !!", "{}...", "{}, please", "{} thanks",
+         "{} - good luck!", "{} -- Alice", "{} :-)", "{} \U0001f44d", "~~bid 1~~ {}"]  # fmt: skip
 
 
 @st.composite
