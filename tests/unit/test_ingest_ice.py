@@ -651,15 +651,20 @@ def test_out_of_turn_and_illegal_bids_are_refused_and_change_nothing(engine, clo
     assert engine.status(1)["phase"]["waiting_for"] == [third]
 
 
-def test_a_bid_and_a_pass_in_one_mail_make_neither(engine, clock, monkeypatch):
-    """A move in turn is final, so two in one mail cannot both count, and the
-    referee does not pick one: the turn stays open and the reply says why."""
+def first_turn(engine: Engine, clock: FakeClock, monkeypatch) -> tuple[str, Mailbox]:
+    """A game's first turn an hour after it opened: its mover, and a mailbox read up to now."""
     fixed_seed(monkeypatch, bytes([7]) * 32)
     engine.new_game("ice", PLAYERS, deadline=ROUND, turn_deadline=TURN, decision_deadline=DECISION)
-    mover = PLAYERS[engine.table(1).state.turn]
     box = Mailbox(engine)
     box.new()
     clock.advance(hours=1)
+    return PLAYERS[engine.table(1).state.turn], box
+
+
+def test_a_bid_and_a_pass_in_one_mail_make_neither(engine, clock, monkeypatch):
+    """A move in turn is final, so two in one mail cannot both count, and the
+    referee does not pick one: the turn stays open and the reply says why."""
+    mover, box = first_turn(engine, clock, monkeypatch)
     send(engine, clock, mover, "bid L\npass")
     receipt = next(m for m in box.new() if m["to"] == mover and m["subject"].startswith("Re: "))
     assert "Your mail asks for more than one move" in receipt["body"]
@@ -792,12 +797,7 @@ def test_the_receipt_of_a_turn_never_offers_a_change_even_when_the_server_clock_
     """The turn closes at the move's receipt time; a mail server a minute
     ahead of the referee's clock leaves it closing "in the future", which is
     no reason to tell a player that a final move may still change."""
-    fixed_seed(monkeypatch, bytes([7]) * 32)
-    engine.new_game("ice", PLAYERS, deadline=ROUND, turn_deadline=TURN, decision_deadline=DECISION)
-    mover = PLAYERS[engine.table(1).state.turn]
-    box = Mailbox(engine)
-    box.new()
-    clock.advance(hours=1)
+    mover, box = first_turn(engine, clock, monkeypatch)
     assert engine.ingest(reply(engine, mover, "pass", received=clock() + timedelta(minutes=1))).code == "move"
     receipt = next(m for m in box.new() if m["to"] == mover and m["subject"].startswith("Re: "))
     assert "Moves in turn are final" in receipt["body"]
