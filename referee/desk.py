@@ -145,9 +145,10 @@ class Desk:
 
     def _answered(self, message: Incoming) -> list[str]:
         """The lines of the referee's mail the message replies to, when it
-        indents lines (a quote, perhaps, that only its words give away) and
-        the mail is still on record; else none."""
-        if not any(line[:1] == "\t" or line[:2] == "  " for line in message.text.splitlines()):
+        indents lines or has one like an attribution (a quote, perhaps, that
+        only its words give away) and the mail is still on record; else none."""
+        if not any(line[:1] == "\t" or line[:2] == "  " or line.rstrip().endswith(":")
+                   for line in message.text.splitlines()):  # fmt: skip
             return []
         thread = message_ids(header_text(message.headers, "In-Reply-To"))[-1:]
         for message_id in thread + message_ids(header_text(message.headers, "References"))[::-1]:
@@ -235,7 +236,7 @@ class Desk:
                 answers.append(self._run(sender, command))
                 if move is not None:
                     made[move] = number
-            if sum(a.code == "refused" for a in answers) >= _MAX_NOT_UNDERSTOOD:
+            if sum(a.code == "refused" for a in answers) >= _MAX_NOT_UNDERSTOOD and max(moves, default=0) <= number:
                 answers.append(Answer("...", "stop", {"errors": True}, "refused"))
                 return answers
         if len(lines) > MAX_LINES:

@@ -26,6 +26,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from referee.mail.parse import Incoming
+from referee.rules import kind_named
 from referee.rules.reading import is_question, phrase, words
 
 MAX_LINES = 25  # a mail is read no further: a move is a line, not an essay
@@ -94,6 +95,8 @@ class Command:
         word, argument = phrase(line, _WORDS) or ("", "")
         if word in _ALONE and (words(line) not in ([word], ["i", word]) or is_question(line)):
             word, argument = "", ""
+        elif word and argument and words(line)[0] != word and not kind_named(argument):
+            word, argument = "", ""  # "I'll join you for a beer", "Let me list my reasons": sentences
         return cls(word, argument, line.strip())
 
 
@@ -124,7 +127,8 @@ def own_lines(text: str, limit: int | None = None, answered: Collection[str] = (
     bottom-posted and inline replies all count); a signature or an
     unquoted original ends the text."""
     lines = text.splitlines()
-    quoted = _quoted(lines, _Answered(answered))
+    mail = _Answered(answered)
+    quoted = _quoted(lines, mail)
     own: list[str] = []
     for index, line in enumerate(lines):
         stripped = line.strip()
@@ -133,7 +137,7 @@ def own_lines(text: str, limit: int | None = None, answered: Collection[str] = (
         if _SIGNATURE.match(line) or _ORIGINAL.match(stripped) or _DEVICE_SIGNATURE.match(stripped):
             break
         if _attribution(lines, index):
-            if _unquoted_below(lines, quoted, index):
+            if _unquoted_below(lines, quoted, index, mail):
                 break  # a client that pasted the original below its attribution, unmarked
             continue
         own.append(stripped)
@@ -155,10 +159,20 @@ class _Answered:
     def __init__(self, lines: Collection[str]):
         self.words = {_plain(line) for line in lines if line.strip()}
         self.lines = {line.rstrip() for line in lines if line.strip()}
+        own = [line.rstrip() for line in lines if line.strip()]
+        self.pairs = set(zip(own, own[1:]))  # lines that follow each other, past blank ones
 
     def echoes(self, line: str) -> bool:
         """The line is one of the mail's, word for word."""
         return _plain(line) in self.words
+
+    def follows(self, first: str, second: str) -> bool:
+        """The two lines stand one after the other in the mail (a client's indent aside)."""
+        return any((a, b) in self.pairs for a in self._own(first) for b in self._own(second))
+
+    def _own(self, line: str) -> list[str]:
+        line = line.rstrip()
+        return [own for own in self.lines if line == own or (line.endswith(own) and not line[: -len(own)].strip())]
 
     def repeats(self, line: str) -> bool:
         """The line is one of the mail's as it stood, or indented further
@@ -195,10 +209,11 @@ def _quoted(lines: list[str], answered: _Answered) -> list[bool]:
 
 def _copies(lines: list[str], quoted: list[bool], answered: _Answered) -> None:
     """Mark each line that is the answered mail's own, indent and all, next
-    (past blank lines) to another such line."""
-    copied = [i for i, line in enumerate(lines) if line.strip() and not quoted[i] and answered.repeats(line)]
+    (past blank lines) to another that is its neighbour there too."""
+    copied = [i for i, line in enumerate(lines)
+              if line.strip() and not quoted[i] and not _SIGNATURE.match(line) and answered.repeats(line)]  # fmt: skip
     for before, after in zip(copied, copied[1:]):
-        if all(not lines[i].strip() for i in range(before + 1, after)):
+        if all(not lines[i].strip() for i in range(before + 1, after)) and answered.follows(lines[before], lines[after]):
             quoted[before] = quoted[after] = True
 
 
@@ -230,16 +245,21 @@ def _attribution(lines: list[str], index: int) -> bool:
     return bool(_OPENER.match(previous) and _ATTRIBUTION.match(f"{previous} {line}"))
 
 
-def _unquoted_below(lines: list[str], quoted: list[bool], index: int) -> bool:
-    """Whether an original was pasted unmarked below an attribution: the
-    lines below it, up to a quoted one, run too long to be a reply typed
-    under an attribution left standing ("On ... wrote:" + "bid K")."""
+def _unquoted_below(lines: list[str], quoted: list[bool], index: int, answered: _Answered) -> bool:
+    """Whether the referee's mail was pasted unmarked below an attribution:
+    two of the lines below it, up to a quoted one, are its lines.  A reply
+    typed under an attribution left standing ("On ... wrote:" + "bid K")
+    is the player's own, however long.  When the mail answered is not on
+    record, four lines or more are taken for a pasted original: better a
+    reply not read (and said so) than a quoted example played."""
     below = []
     for line, mark in zip(lines[index + 1 :], quoted[index + 1 :]):
         if mark:
             break
-        if line.strip() and not _attribution([line], 0):
+        if line.strip():
             below.append(line)
+    if answered.words:
+        return sum(answered.echoes(line) for line in below) >= _ECHOED
     return len(below) >= _LONG_INDENT
 
 

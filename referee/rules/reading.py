@@ -60,6 +60,11 @@ _LABELS = {"move", "answer", "reply", "command", "choice", "action", "round", "a
            "edit", "update", "ps", "p.s", "p.s."}  # fmt: skip
 _SEPARATORS = {":", "=", "-", "--", "->", "=>", "is"}
 _ARTICLES = {"the", "my"}
+_TAKING_BACK = {"no", "not", "nope", "wait", "actually", "sorry", "meant", "rather", "instead", "kidding", "scratch",
+                "or", "but", "except", "change", "make", "it", "that", "oops", "correction", "edit", "ignore"}  # fmt: skip
+_SIGN_OFFS = {"good", "luck", "gl", "hf", "have", "fun", "thanks", "thank", "you", "thx", "ty", "cheers", "bye", "see",
+              "ya", "later", "regards", "best", "all", "everyone", "folks", "ciao", "love", "xx", "x", "xo", "again",
+              "and", "to", "a", "great", "game", "nice", "well", "played", "wp", "gg"}  # fmt: skip
 _TRAILERS = (("thank", "you"), ("thanks",), ("thx",), ("ty",), ("cheers",), ("please",), ("pls",), ("plz",))
 
 
@@ -125,7 +130,7 @@ def _read(text: str, verbs: Mapping[str, str]) -> tuple[str, str, bool] | None:
     if verb is None:
         return None
     at += 1
-    dashed = at < len(low) and low[at] in ("-", "--")
+    dashed = at < len(low) and low[at] in ("-", "--") and _sign_off(tokens[at + 1 :], low[at] == "--")
     while at < len(low) and low[at] in _SEPARATORS:
         at += 1
     while at + 1 < len(low) and low[at] in _ARTICLES:
@@ -220,13 +225,28 @@ def _noun_phrase(low: list[str], at: int, verbs: Mapping[str, str]) -> tuple[str
 
 
 def _argument(tokens: list[str], low: list[str]) -> list[str]:
-    """What follows the verb, up to a dash that starts something else ("bid K -
-    good luck", "bid K -- Alice"), without a "please" or "thanks"."""
+    """What follows the verb, up to a dash before a sign-off ("bid K - good
+    luck", "bid K -- Alice"), without a "please" or "thanks".  Anything else
+    after a dash ("bid K - no, Q") stays, for the game to refuse."""
     for at in range(1, len(low)):
-        if low[at] in ("-", "--", "---"):
+        if low[at] in ("-", "--", "---") and _sign_off(tokens[at + 1 :], low[at] != "-"):
             tokens, low = tokens[:at], low[:at]
             break
     return _without_trailers(tokens, low)
+
+
+def _sign_off(tokens: list[str], double_dash: bool) -> bool:
+    """Whether the words after a dash only sign off: "good luck!", "thanks",
+    an initial ("A."), or after "--" a name ("-- Alice"); never a digit, a
+    "no" or a "wait" (_TAKING_BACK)."""
+    words = [t.strip(".,!;") for t in tokens]
+    if not words or any(c.isdigit() for w in words for c in w):
+        return False
+    if len(words) <= 5 and all(w.lower() in _SIGN_OFFS for w in words):
+        return True
+    if len(words) == 1 and re.fullmatch(r"(?:[A-Z]\.?){1,3}", words[0]):
+        return True
+    return double_dash and len(words) <= 3 and all(w.isalpha() and w.lower() not in _TAKING_BACK for w in words)
 
 
 def _without_trailers(tokens: list[str], low: list[str]) -> list[str]:

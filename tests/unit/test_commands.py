@@ -355,8 +355,9 @@ def test_end_and_quit_stop_reading(engine, clock, game, stop):
 
 
 def test_five_lines_not_understood_stop_the_reading(engine, clock, game):
+    """Unless a move is below them: see test_chat_before_a_move_does_not_stop_the_reading_before_it."""
     before = last_id(engine)
-    play(engine, clock, ALICE, "Hi,\nwhat\nis\nthis\ngame\nbid 5")
+    play(engine, clock, ALICE, "Hi,\nwhat\nis\nthis\ngame\nbid\nbid 5 or 6")
     pairs = answers_in(only_mail(engine, ALICE, before)["body"])
     assert [line for line, _ in pairs] == ["Hi,", "what", "is", "this", "game", "..."]
     assert pairs[-1][1] == "Too many lines I could not use: I stopped reading here."
@@ -833,3 +834,17 @@ def test_a_move_asked_as_a_question_is_not_made_but_offered(engine, clock, game)
 def test_a_correction_below_a_move_makes_the_mail_ambiguous_not_the_first_move(engine, clock, game):
     assert play(engine, clock, ALICE, "bid 7\nActually, bid 8").code == "refused"
     assert engine.store.moves(game) == []
+
+
+def test_chat_before_a_move_does_not_stop_the_reading_before_it(engine, clock, game):
+    body = "Hi referee,\nHope all is well.\nSorry for the late reply,\nit was a busy week.\nAnyway, here it is:\nbid K\nAlice"
+    assert play(engine, clock, ALICE, body).code == "move"
+    assert bids(engine) == {0: "bid K"}
+
+
+@pytest.mark.parametrize("body", ["Pawn - not yet, bid 5", "bid 5 - no, Q", "pawn - just kidding"])
+def test_what_follows_a_dash_is_dropped_only_when_it_signs_off(engine, clock, body):
+    engine.new_game("bid", PLAYERS)
+    assert play(engine, clock, ALICE, body).code == "refused"
+    assert engine.store.moves(1) == []
+    assert play(engine, clock, ALICE, "pawn - good luck!").code == "move"

@@ -298,6 +298,9 @@ def test_without_tags_drops_reply_prefixes_and_game_tags():
     ("I'll end up bidding K", "", ""),  # END and QUIT stop the reading: never in a sentence
     ("I quit smoking", "", ""),
     ("I'll leave it to you", "", ""),
+    ("I'll join you for a beer", "", ""),  # after a lead-in, an argument must name a game
+    ("Let me list my reasons", "", ""),
+    ("I'd like to join Ice Ice Baby", "join", "Ice Ice Baby"),
     ("Command: status", "status", ""),
 ])  # fmt: skip
 def test_a_line_is_read_as_a_command_word_and_its_argument(line, word, argument):
@@ -570,9 +573,17 @@ def test_an_unmarked_copy_of_the_referees_mail_is_a_quote_whoever_heads_it():
 def test_an_attribution_left_standing_above_a_reply_does_not_hide_it():
     assert own_lines("On Sat, 21 Nov 2026 at 12:00, Referee <referee@example.org> wrote:\n\nbid 7\n") == ["bid 7"]
     assert own_lines("Referee <referee@example.org> writes:\n\nbid 7\n") == ["bid 7"]
+    long = "On Sat, 21 Nov 2026 at 12:00, Referee <referee@example.org> wrote:\n\nHi referee,\n\nbid K\n\nThanks,\nAlice"
+    assert own_lines(long, answered=PROMPT) == ["Hi referee,", "bid K", "Thanks,", "Alice"]
     # an original pasted unmarked below it is not hers
     pasted = "On Sat, 21 Nov 2026 at 12:00, Referee <referee@example.org> wrote:\n" + "\n".join(PROMPT)
-    assert own_lines(f"bid 7\n\n{pasted}\n") == ["bid 7"]
+    assert own_lines(f"bid 7\n\n{pasted}\n", answered=PROMPT) == ["bid 7"]
+
+
+def test_a_copied_example_above_a_signature_is_the_players_own():
+    """Her "-- " is the referee's footer line too; the two are no neighbours there."""
+    prompt = [*PROMPT, "", "-- ", "Game 1, refereed by mail."]
+    assert own_lines("    bid K\n\n-- \nAlice\n", answered=prompt) == ["bid K"]
 
 
 @pytest.mark.parametrize("line", ["bid->K", "bid-> K", "play->queen"])

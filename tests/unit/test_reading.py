@@ -239,6 +239,8 @@ def test_a_pure_skill_bid_as_people_write_it(line, card):
     "bid 7?",  # a question
     "~~bid 7~~",  # taken back
     "If I lose, bid K",  # a sentence
+    "bid K - no, Q",  # what follows a dash is dropped only when it signs off
+    "bid K - no wait, bid Q",
 ])  # fmt: skip
 def test_what_is_not_plainly_one_bid_is_no_bid(line):
     with pytest.raises(MoveError):
