@@ -4,15 +4,19 @@ One grammar for every game and for the referee's commands: each names only
 its own words (``Game.verbs``, ``referee.mail.commands.WORDS``).  A line is
 first made plain (``clean``): Unicode compatibility forms folded (full-width
 digits and letters, non-breaking spaces), invisible characters dropped,
-typographic quotes and dashes made ASCII, emphasis (``*bid K*``), list
-markers (``- ``, ``1.``, ``a)``), quotes and brackets around words, and the
-punctuation that ends a sentence taken off.  Then ``phrase`` finds the verb
-behind what people put before it: "ok,", "I bid", "I'd like to play",
-"my bid is", "Move: ", and reads past a colon or dash after it and an
-article ("play the king").
+typographic quotes and dashes made ASCII, struck text (``~~bid 7~~``)
+taken back, suit symbols spelled, emoji, emoticons, emphasis (``*bid K*``),
+list markers (``- ``, ``1.``, ``a)``), quotes and brackets around words,
+and the punctuation that ends a sentence taken off.  Then ``phrase`` finds
+the verb behind what people put before it ("Hi referee,", "ok,", "I bid",
+"I'm going to", "my bid is", "Move:", "Correction:", "bidding"), reads
+past a colon or dash after it and an article ("play the king"), and drops
+a sign-off after a dash ("- good luck!") and a "please" or "thanks".
 
 What this grammar cannot place it leaves alone: the game reads the plain
-line and says what it expected.  It never guesses between two readings.
+line and says what it expected.  Where a line has two readings
+(``move_lines``) the game keeps the one it can read; the grammar never
+picks between two moves.
 """
 
 from __future__ import annotations
