@@ -70,7 +70,7 @@ _NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "sev
 # Words a move may carry that change nothing ("bid 3 on the red track, please").
 _FILLER = {"on", "to", "at", "from", "of", "token", "tokens", "my", "the", "track", "please", "i", "ll", "will",
            "it", "them", "dice", "die", "and", "a", "an", "thanks", "thank", "you", "ok", "okay", "for", "now",
-           "numbers", "number"}  # fmt: skip
+           "numbers", "number", "this", "time"}  # fmt: skip
 
 
 def tile_text(tile: Tile) -> str:
@@ -808,7 +808,8 @@ def _words(text: str) -> list[str]:
 
 
 def _read_reroll(words: list[str], dice: int) -> Move | None:
-    if words in (["keep"], ["keep", "all"], ["reroll", "none"], ["reroll"], ["pass"], ["no"], ["none"]):
+    if words in (["keep"], ["keep", "all"], ["reroll", "none"], ["reroll"], ["pass"], ["no"], ["none"],
+                 ["no", "reroll"], ["don", "t", "reroll"], ["reroll", "nothing"], ["keep", "everything"]):
         return ("reroll", ())
     if words[0] not in ("reroll", "roll"):
         return None
@@ -885,8 +886,8 @@ def _read_tiles(words: list[str]) -> list[Tile]:
 
 def _read_acquisition(state: BluffState, seat: int, words: list[str]) -> Move | None:
     verb = words[0]
-    if verb in ("place", "keep") and len(words) == 1:
-        return ("place",)
+    if verb in ("place", "keep", "put") and set(words[1:]) <= {"in", "into", "museum"}:
+        return ("place",)  # "place it in my museum"
     if verb == "discard" and words[1:] in ([], ["new"], ["new", "tile"], ["new", "one"]):
         return ("discard", state.won[0][1])  # the tile just won
     if verb == "discard" and len(words) > 1:

@@ -332,3 +332,35 @@ def test_a_line_with_no_move_in_it_gets_no_suggestion(kind, line):
             phase = game.phase(state)
             if phase is not None:
                 assert game.suggest(state, phase.movers[0], line) is None, (seed, steps)
+
+
+def bluff_stage(stage: str, want=lambda state, moves: True):
+    """A Bluff Auction state at ``stage`` (and ``want``), its mover and legal moves."""
+    game = GAMES["bluff"]
+    for seed in range(30):
+        for steps in range(60):
+            state = reached("bluff", seed, steps)
+            phase = game.phase(state)
+            if phase is not None and state.stage == stage:
+                seat = phase.movers[0]
+                moves = game.legal_moves(state, seat)
+                if want(state, moves):
+                    return state, seat
+    raise AssertionError(f"no {stage} stage reached")
+
+
+@pytest.mark.parametrize("line", ["no reroll", "Don't reroll.", "reroll nothing", "keep everything", "Keep them all."])
+def test_bluff_no_reroll_as_people_say_it(line):
+    state, seat = bluff_stage("tools")
+    assert GAMES["bluff"].read_move(state, seat, line) == ("reroll", ())
+
+
+@pytest.mark.parametrize("line", ["place it in my museum", "Put it in my museum, please", "place", "keep it"])
+def test_bluff_placing_a_tile_as_people_say_it(line):
+    state, seat = bluff_stage("acquire", lambda state, moves: ("place",) in moves)
+    assert GAMES["bluff"].read_move(state, seat, line) == ("place",)
+
+
+def test_bluff_pass_this_time():
+    state, seat = bluff_stage("bidding", lambda state, moves: ("pass",) in moves)
+    assert GAMES["bluff"].read_move(state, seat, "I'll pass this time.") == ("pass",)
