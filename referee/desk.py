@@ -46,6 +46,7 @@ log = logging.getLogger("referee")
 _PUBLIC = {"help", "list", "join", "quit", "end"}  # need no reply token
 _MOVE_CODES = ("move", "replaced", "superseded")
 _MAX_NOT_UNDERSTOOD = 5  # then the rest of the mail is not read
+_RECENT_MAILS = 3  # compared with a quote in a mail whose thread names none of the referee's
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,8 @@ class Desk:
     def _answered(self, message: Incoming) -> list[str]:
         """The lines of the referee's mail the message replies to, when it
         indents lines or has one like an attribution (a quote, perhaps, that
-        only its words give away) and the mail is still on record; else none."""
+        only its words give away): the mail its thread names, else the last
+        few sent to its From; none when those are no longer on record."""
         if not any(line[:1] == "\t" or line[:2] == "  " or line.rstrip().endswith(":")
                    for line in message.text.splitlines()):  # fmt: skip
             return []
@@ -155,7 +157,8 @@ class Desk:
             sent = self.store.sent_by_id(message_id)
             if sent is not None:
                 return parse(sent["raw"], message.received_at).text.splitlines()
-        return []
+        recent = self.store.last_sent_to(message.sender, _RECENT_MAILS) if message.sender else []
+        return [line for sent in recent for line in parse(sent["raw"], message.received_at).text.splitlines()]
 
     # -- 4. who is it? -------------------------------------------------------
 

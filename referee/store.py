@@ -503,6 +503,14 @@ class Store:
         rows = list(self._rows("outbox", "message_id = ?", [message_id]))
         return {**rows[0], "recipients": json.loads(rows[0]["recipients"])} if rows else None
 
+    def last_sent_to(self, address: str, count: int) -> list[Row]:
+        """The newest ``count`` mails queued to ``address`` alone, newest first
+        (walked from the end of the outbox, so it stops at the first few)."""
+        rows = self.db.execute("select * from outbox where recipients = ? order by id desc limit ?",
+                               [json.dumps([address]), count]).fetchall()  # fmt: skip
+        columns = [c.name for c in self.db["outbox"].columns]
+        return [{**dict(zip(columns, row)), "recipients": [address]} for row in rows]
+
     def answers_since(self, since: str, budgets: tuple[str, ...], address: str | None = None) -> int:
         """How many answers of those ``budgets`` (see referee.limits) were
         queued since then: to the (normalised) ``address``, or to anyone."""

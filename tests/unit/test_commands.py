@@ -770,9 +770,9 @@ def test_a_short_indented_quote_is_known_by_the_referees_own_words(engine, clock
     headers = {"In-Reply-To": prompt["message_id"], "References": prompt["message_id"]}
     assert play(engine, clock, ALICE, body, headers=headers).code == "move"
     assert bids(engine) == {0: "bid 3"}
-    # the same lines in a reply to no mail of the referee's are the player's own: two moves, neither made
-    assert play(engine, clock, ALICE, body.replace("bid 3", "bid 4")).code == "refused"
-    assert bids(engine) == {0: "bid 3"}
+    # a mail that names no thread is compared with the last mails sent to her
+    assert play(engine, clock, ALICE, body.replace("bid 3", "bid 4")).code == "replaced"
+    assert bids(engine) == {0: "bid 4"}
 
 
 def test_a_line_that_is_no_move_is_answered_with_what_was_expected_and_the_move_it_likely_meant(
@@ -848,3 +848,13 @@ def test_what_follows_a_dash_is_dropped_only_when_it_signs_off(engine, clock, bo
     assert play(engine, clock, ALICE, body).code == "refused"
     assert engine.store.moves(1) == []
     assert play(engine, clock, ALICE, "pawn - good luck!").code == "move"
+
+
+def test_a_short_indented_quote_in_a_mail_that_names_no_thread_is_known_by_the_last_mails_sent(
+        engine, clock, game):  # fmt: skip
+    """A client that drops In-Reply-To and References: the desk compares the
+    newest mails sent to the player instead, so the example is no move."""
+    kept = ["To bid, reply to this mail with one line, for example:", "", "    bid K"]
+    body = "Thanks\n\n" + "\n".join(f"\t{line}" for line in kept) + "\n"
+    assert play(engine, clock, ALICE, body).code == "refused"
+    assert engine.store.moves(game) == []
