@@ -46,6 +46,7 @@ _REPLY_PREFIX = re.compile(r"^\s*((re|fwd?|aw|sv|antw)\s*(\[\d+\])?\s*:\s*)+", r
 # A quote marked line by line: ">", "|", ": " (mutt's indent_string), supercite's "bob> "
 _MARKED = re.compile(r"^\s*(>|\||:(\s|$)|[a-z][\w.]{0,11}>(\s|$))", re.I)
 _INDENT = re.compile(r"^(\t|  )")  # mailx and s-nail quote with a TAB, Emacs' mail-mode with spaces
+_MOST_LINES = 5000  # of a mail's text are looked at: a reply quoting a long mail has a few hundred
 _LONG_INDENT = 4  # indented lines in a run that make it a quote with no attribution: nobody indents a letter
 _ECHOED = 2  # lines of the referee's own mail that make a run of lines a quote of it
 _WROTE = (r"wrote|writes|schrieb|schreibt|a écrit|écrit|escribió|escribio|ha scritto|scrive|schreef"
@@ -126,9 +127,9 @@ def own_lines(text: str, limit: int | None = None, answered: Collection[str] = (
     Quoted lines and the attribution above them are skipped (so top-posted,
     bottom-posted and inline replies all count); a signature or an
     unquoted original ends the text."""
-    lines = text.splitlines()
+    lines = text.splitlines()[:_MOST_LINES]
     mail = _Answered(answered)
-    quoted = _quoted(lines, mail)
+    quoted, marked = _quoted(lines, mail)
     own: list[str] = []
     for index, line in enumerate(lines):
         stripped = line.strip()
@@ -137,7 +138,7 @@ def own_lines(text: str, limit: int | None = None, answered: Collection[str] = (
         if _SIGNATURE.match(line) or _ORIGINAL.match(stripped) or _DEVICE_SIGNATURE.match(stripped):
             break
         if _attribution(lines, index):
-            if _unquoted_below(lines, quoted, index, mail):
+            if _unquoted_below(lines, marked, index, mail):
                 break  # a client that pasted the original below its attribution, unmarked
             continue
         own.append(stripped)
@@ -157,14 +158,22 @@ class _Answered:
     is recognised: by its words, or by the very line, indent and all."""
 
     def __init__(self, lines: Collection[str]):
-        self.words = {_plain(line) for line in lines if line.strip()}
-        self.lines = {line.rstrip() for line in lines if line.strip()}
         own = [line.rstrip() for line in lines if line.strip()]
+        self.words = {_plain(line) for line in own}
+        self.lines = set(own)
+        self.by_text: dict[str, set[str]] = {}  # a line without its indent -> the mail's lines so
+        for line in own:
+            self.by_text.setdefault(line.strip(), set()).add(line)
         self.pairs = set(zip(own, own[1:]))  # lines that follow each other, past blank ones
 
     def echoes(self, line: str) -> bool:
         """The line is one of the mail's, word for word."""
         return _plain(line) in self.words
+
+    def repeats(self, line: str) -> bool:
+        """The line is one of the mail's as it stood, or indented further
+        (a client's indent before the mail's own: TAB + "    bid K")."""
+        return bool(self._own(line))
 
     def follows(self, first: str, second: str) -> bool:
         """The two lines stand one after the other in the mail (a client's indent aside)."""
@@ -172,21 +181,16 @@ class _Answered:
 
     def _own(self, line: str) -> list[str]:
         line = line.rstrip()
-        return [own for own in self.lines if line == own or (line.endswith(own) and not line[: -len(own)].strip())]
-
-    def repeats(self, line: str) -> bool:
-        """The line is one of the mail's as it stood, or indented further
-        (a client's indent before the mail's own: TAB + "    bid K")."""
-        line = line.rstrip()
-        return line in self.lines or any(line.endswith(own) and not line[: -len(own)].strip()
-                                         for own in self.lines if own[:1] in " \t")  # fmt: skip
+        return [own for own in self.by_text.get(line.strip(), ()) if line.endswith(own)]
 
 
-def _quoted(lines: list[str], answered: _Answered) -> list[bool]:
-    """Which lines are quoted: marked ones; runs of indented lines that an
-    attribution introduces, that are long, or that repeat the mail answered;
-    and unmarked runs that copy the mail answered line for line (an original
-    pasted without a mark, under a header the reader did not know)."""
+def _quoted(lines: list[str], answered: _Answered) -> tuple[list[bool], list[bool]]:
+    """Which lines are quoted, and which of them by a mark or an indent:
+    marked lines; runs of indented lines that an attribution introduces,
+    that are long, or that repeat the mail answered (even one line, indented
+    further than the mail had it); and unmarked runs that copy the mail
+    answered line for line (an original pasted without a mark, under a
+    header the reader did not know), with what stands between its lines."""
     quoted = [bool(_MARKED.match(line)) for line in lines]
     index = 0
     while index < len(lines):
@@ -203,18 +207,24 @@ def _quoted(lines: list[str], answered: _Answered) -> list[bool]:
             for i in run:
                 quoted[i] = True
         index = run[-1] + 1
+    marked = list(quoted)
     _copies(lines, quoted, answered)
-    return quoted
+    return quoted, marked
 
 
 def _copies(lines: list[str], quoted: list[bool], answered: _Answered) -> None:
     """Mark each line that is the answered mail's own, indent and all, next
-    (past blank lines) to another that is its neighbour there too."""
+    (past blank lines) to another that is its neighbour there too; then a
+    line of the mail's words between two such lines (its indent lost)."""
     copied = [i for i, line in enumerate(lines)
               if line.strip() and not quoted[i] and not _SIGNATURE.match(line) and answered.repeats(line)]  # fmt: skip
     for before, after in zip(copied, copied[1:]):
         if all(not lines[i].strip() for i in range(before + 1, after)) and answered.follows(lines[before], lines[after]):
             quoted[before] = quoted[after] = True
+    text = [i for i, line in enumerate(lines) if line.strip()]
+    for before, at, after in zip(text, text[1:], text[2:]):
+        if quoted[before] and quoted[after] and not quoted[at] and answered.echoes(lines[at]):
+            quoted[at] = True
 
 
 def _indented_run(lines: list[str], start: int) -> list[int]:
@@ -247,7 +257,8 @@ def _attribution(lines: list[str], index: int) -> bool:
 
 def _unquoted_below(lines: list[str], quoted: list[bool], index: int, answered: _Answered) -> bool:
     """Whether the referee's mail was pasted unmarked below an attribution:
-    two of the lines below it, up to a quoted one, are its lines.  A reply
+    two of the lines below it, up to one quoted by a mark or an indent, are
+    its lines.  A reply
     typed under an attribution left standing ("On ... wrote:" + "bid K")
     is the player's own, however long.  When the mail answered is not on
     record, four lines or more are taken for a pasted original: better a

@@ -595,3 +595,18 @@ def test_an_arrow_is_no_supercite_quote(line):
                                     "-----Oprindelig meddelelse-----", "-------- Message original --------"])
 def test_outlooks_original_in_other_languages_ends_the_own_text(header):
     assert own_lines(f"bid Q\n\n{header}\n\n    bid K\n") == ["bid Q"]
+
+
+def test_an_original_pasted_with_its_indent_lost_is_a_quote_with_or_without_an_attribution():
+    """An HTML reply whose quote is no blockquote, or a client that strips
+    leading spaces: the example "bid K" stands flush left among the copy."""
+    flat = "\n".join(line.strip() for line in PROMPT)
+    attribution = "On Saturday, November 21, 2026, 12:00:00 PM GMT, Referee <referee@example.org> wrote:"
+    assert own_lines(f"Hi\n{attribution}\n{flat}\n", answered=PROMPT) == ["Hi"]
+    assert "bid K" not in own_lines(f"Hi\n\n{flat}\n", answered=PROMPT)
+
+
+def test_one_line_of_the_referees_indented_by_the_client_is_a_quote():
+    """s-nail quoting one flush-left line of a Bluff prompt with a TAB."""
+    prompt = ["Reply with the dice to roll again, or:", "", "keep them all."]
+    assert own_lines("\tkeep them all.\n\nreroll 1\n", answered=prompt) == ["reroll 1"]
