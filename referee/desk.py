@@ -46,6 +46,7 @@ log = logging.getLogger("referee")
 _PUBLIC = {"help", "list", "join", "quit", "end"}  # need no reply token
 _MOVE_CODES = ("move", "replaced", "superseded")
 _MAX_NOT_UNDERSTOOD = 5  # then the rest of the mail is not read
+_LEFT_ALONE = "not a command or a move, so I left it alone."
 _RECENT_MAILS = 3  # compared with a quote in a mail whose thread names none of the referee's
 
 
@@ -103,7 +104,8 @@ class Desk:
         why = never_answer(message, self.config.address)
         if why:
             return Outcome("ignored", why)
-        lines = command_lines(message, self._answered(message))  # of an oversized mail, its subject
+        # of an oversized mail, its subject
+        lines = command_lines(message, self._answered(message), lambda: self._answered_subject(message))
         sender = self._identify(message, lines)
         if isinstance(sender, Outcome):
             return sender
@@ -143,6 +145,14 @@ class Desk:
             return None
         failure, game_id = recorded[0]
         return Outcome("bounce", f"mail to {failure.address} failed ({failure.status})", game_id)
+
+    def _answered_subject(self, message: Incoming) -> str:
+        """The subject of the referee's mail the message's thread names, if any."""
+        for message_id in message_ids(header_text(message.headers, "In-Reply-To"))[-1:]:
+            sent = self.store.sent_by_id(message_id)
+            if sent is not None:
+                return sent["subject"]
+        return ""
 
     def _answered(self, message: Incoming) -> list[str]:
         """The lines of the referee's mail the message replies to, when it
@@ -245,7 +255,8 @@ class Desk:
         if len(lines) > MAX_LINES:
             answers.append(Answer("...", "stop", {"lines": MAX_LINES}, "refused"))
         if not answers:
-            answers.append(self._error("", "I found no command in your mail.", sender))
+            answers.append(self._error("", "I found no command in your mail: quoted lines are not read. Write "
+                                           "your move on a line of its own, above or below the quote.", sender))
         return answers
 
     def _moves_in(self, sender: Sender, lines: list[str]) -> dict[int, str]:
@@ -444,13 +455,16 @@ class Desk:
     @staticmethod
     def _trim_legal(answers: list[Answer]) -> list[Answer]:
         """List the legal moves under a line that tried a move, and under the
-        first other line not understood when the mail made no move: a "Hi,"
-        above a good move needs no list of moves."""
+        first other line not understood when the mail made no move.  When it
+        made one, a "Hi," or "Thanks" around it is only said to be left alone."""
         moved = any(a.code in _MOVE_CODES for a in answers)
         trimmed, shown = [], False
         for answer in answers:
             context = answer.context
-            if answer.part == "error" and context["legal"] and not context["attempt"]:
+            if (answer.part == "error" and not context["attempt"] and moved and not context["suggestion"]
+                    and answer.line and not Command.read(answer.line).word):  # fmt: skip
+                answer = Answer(answer.line, "error", {**context, "legal": [], "reason": _LEFT_ALONE}, answer.code)
+            elif answer.part == "error" and context["legal"] and not context["attempt"]:
                 if moved or shown:
                     answer = Answer(answer.line, "error", {**context, "legal": []}, answer.code)
                 shown = True

@@ -22,7 +22,7 @@ job: one grammar for commands and moves.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from referee.mail.parse import Incoming
@@ -111,12 +111,15 @@ def without_tags(subject: str) -> str:
     return " ".join(_ANY_TAG.sub(" ", _REPLY_PREFIX.sub("", subject)).split())
 
 
-def command_lines(message: Incoming, answered: Collection[str] = ()) -> list[str]:
+def command_lines(message: Incoming, answered: Collection[str] = (),
+                  answered_subject: Callable[[], str] = str) -> list[str]:  # fmt: skip
     """The lines to read as commands, at most MAX_LINES + 1 (so a caller can
-    tell the mail was longer): the player's own lines, else the subject.
-    ``answered`` is the text of the referee's mail it replies to, if known."""
+    tell the mail was longer): the player's own lines, else the subject,
+    unless it is only the subject of the referee's mail answered (a reply
+    that quotes and says nothing).  ``answered`` is the text of that mail,
+    if known; ``answered_subject`` looks up its subject."""
     lines = own_lines(message.text, MAX_LINES + 1, answered)
-    if not lines and (subject := without_tags(message.subject)):
+    if not lines and (subject := without_tags(message.subject)) and subject != without_tags(answered_subject()):
         lines = [subject]
     return [line if len(line) <= MAX_LINE else line[:MAX_LINE] + "…" for line in lines]
 

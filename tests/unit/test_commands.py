@@ -300,8 +300,8 @@ def test_a_bad_line_between_good_ones_is_quoted_and_changes_nothing(engine, cloc
     play(engine, clock, ALICE, "bid 4\nfrobnicate the dice\nstatus")
     pairs = answers_in(only_mail(engine, ALICE, before)["body"])
     assert [line for line, _ in pairs] == ["bid 4", "frobnicate the dice", "status"]
-    assert pairs[1][1].startswith("Not done: \"frobnicate the dice\" is neither a command nor a move")
-    assert pairs[1][1].endswith("Nothing was changed by this line.")
+    # beside a move that was made, a line that is nothing is only said to be left alone
+    assert pairs[1][1] == "Not done: not a command or a move, so I left it alone.\nNothing was changed by this line."
     assert "Moved: alice@example.org." in pairs[2][1]
     # the game is as if the bad line were not there
     assert [(m["seat"], m["move"]) for m in engine.store.moves(game)] == [(0, "bid 4")]
@@ -858,3 +858,16 @@ def test_a_short_indented_quote_in_a_mail_that_names_no_thread_is_known_by_the_l
     body = "Thanks\n\n" + "\n".join(f"\t{line}" for line in kept) + "\n"
     assert play(engine, clock, ALICE, body).code == "refused"
     assert engine.store.moves(game) == []
+
+
+def test_a_reply_that_only_quotes_is_not_read_from_the_subject_it_kept(engine, clock, game):
+    """Its subject is the prompt's own, not something the player wrote."""
+    prompt = next(m for m in mails(engine, ALICE) if "Round 1" in m["subject"])
+    before = last_id(engine)
+    quote = "\n".join(f"> {line}" for line in prompt["body"].splitlines())
+    headers = {"In-Reply-To": prompt["message_id"]}
+    subject = "Re: " + prompt["subject"]
+    assert play(engine, clock, ALICE, f"\n{quote}\n", subject=subject, headers=headers).code == "refused"
+    text = only_mail(engine, ALICE, before)["body"]
+    assert "I found no command in your mail: quoted lines are not read." in " ".join(text.split())
+    assert "neither a command nor a move" not in text

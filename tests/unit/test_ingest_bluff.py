@@ -203,3 +203,11 @@ def test_a_bluff_game_gets_its_own_short_deadlines_unless_the_keeper_or_config_s
     assert other.deadlines(other.store.game(game))["turn"] == timedelta(hours=3)
     game = engine.new_game("ice", PLAYERS)  # a game without its own keeps the round deadline
     assert engine.deadlines(engine.store.game(game))["turn"] == config.deadline
+
+
+def test_a_receipt_calls_a_move_that_is_no_bid_a_move(played: Played):
+    """"Your bid for Round 2 tools is in: keep." said a sealed reroll's receipt."""
+    receipts = [m["body"] for m in played.box.all if m["subject"].startswith("Re: ")]
+    kept = [body for body in receipts if re.search(r"is in: (keep|reroll)", body)]
+    assert kept, "no receipt of a reroll phase"
+    assert all("Your move for" in body and "Your bid for" not in body for body in kept)
