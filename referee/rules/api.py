@@ -148,7 +148,9 @@ class Game(ABC, Generic[State, Move]):
         first, _, rest = text.partition(" ")
         verbs = list(dict.fromkeys(self.verbs.values()))
         readings = [text] if reading.is_question(line) else []
-        readings += [f"{verb} {text}" for verb in verbs]  # the verb left out: "King"
+        greeted = reading.past_greeting(line)  # "Hi referee, 2 on red please"
+        readings += [f"{verb} {said}" for said in (text, greeted) if said for verb in verbs]  # the verb left out
+        readings += [greeted] if greeted else []
         misspelt = difflib.get_close_matches(first.lower(), self.verbs, 2, 0.6)
         readings += [f"{self.verbs[word]} {rest}" for word in misspelt if word != first.lower()]
         if first.lower() in self.verbs:  # "bid card 7", "bid a 7"

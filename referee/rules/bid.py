@@ -199,12 +199,15 @@ class Bid(Game[BidState, Move]):
 
     def _parse_coins(self, state: BidState, seat: int, text: str) -> Move:
         spoken = text.lower().split()
-        if len(spoken) == 2 and spoken[1] in ("coin", "coins") and (spoken[0] in _COUNTS or spoken[0].isdigit()):
-            spoken = ["coins", str(_COUNTS.get(spoken[0], spoken[0]))]  # "1 coin", "no coins"
-        verb, words = (spoken[0], spoken[1:]) if spoken else ("", [])
-        if verb not in ("coins", "coin", "bid") or len(words) != 1 or not (words[0].isascii() and words[0].isdigit()):
-            raise MoveError("The tie-break is bid in coins: 'coins 2' (or 'coins 0').")
-        count = int(words[0])
+        if spoken[:1] in (["bid"], ["coins"], ["coin"]) and spoken[2:] in ([], ["coin"], ["coins"]):
+            spoken = spoken[1:2]  # "bid 1", "bid 1 coin", "coins 2"
+        elif spoken[1:] in (["coin"], ["coins"]):
+            spoken = spoken[:1]  # "1 coin", "no coins"
+        count = str(_COUNTS.get(spoken[0], spoken[0])) if len(spoken) == 1 else ""
+        if not (count.isascii() and count.isdigit()):
+            raise MoveError(f"The tie-break is bid in coins: reply with a number of coins from 0 to "
+                            f"{state.coins[seat]}, as in 'coins {min(1, state.coins[seat])}'.")  # fmt: skip
+        count = int(count)
         if count > state.coins[seat]:
             raise MoveError(f"You have {state.coins[seat]} coin(s); bid 0 to {state.coins[seat]}.")
         return ("coins", (count,))

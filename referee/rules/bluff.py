@@ -73,6 +73,10 @@ _FILLER = {"on", "to", "at", "from", "of", "token", "tokens", "my", "the", "trac
            "numbers", "number", "this", "time"}  # fmt: skip
 
 
+# What a one-shot answer may say beside "use" or "keep"
+_ONESHOT_WORDS = {"later", "1", "shot", "one", "tile", "virtual", "purple", "dice", "2", "two", "special"}
+
+
 def tile_text(tile: Tile) -> str:
     """``red ancient tool``, or a special tile's name: ``Wild Attribute``."""
     return " ".join(tile) if isinstance(tile, tuple) else SPECIAL_NAMES[tile]
@@ -216,8 +220,10 @@ class BluffAuction(Game[BluffState, Move]):
         if state.stage == "tools":
             move = _read_reroll(words, len(state.dice[seat]))
         elif state.stage == "oneshot":
-            move = (verb,) if verb in ("use", "keep") and len(words) == 1 else None
-            move = ("use",) if words == ["yes"] else ("keep",) if words == ["no"] else move
+            said = [w for w in words if w not in _ONESHOT_WORDS]  # "No, keep it for later", "use the 1-shot"
+            said = said[1:] if said[:1] in (["yes"], ["no"]) and said[1:] in (["use"], ["keep"]) else said
+            move = (said[0],) if said in (["use"], ["keep"]) else None
+            move = ("use",) if said == ["yes"] else ("keep",) if said == ["no"] else move
         elif state.stage == "acquire":
             move = _read_acquisition(state, seat, words)
         else:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from referee.rules import reading
 from referee.rules.api import Game, MoveError, OptionError, Phase, Result
 from referee.rules.rng import Rng
 
@@ -234,7 +235,7 @@ class IceIceBaby(Game[IceState, Move]):
         rest = match["rest"] if match else ""
         if state.stage == "scoring":
             return self._parse_offer(state, seat, verb, rest)
-        if verb == "pass" and not rest.strip():
+        if verb == "pass" and (not rest.strip() or reading.bare_move(text, "pass")):  # "pass for now"
             if _must_bid(state):
                 raise MoveError("Everyone else has passed without bidding, so you must bid one "
                                 "pyramid (and you win the auction with it).")  # fmt: skip

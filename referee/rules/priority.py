@@ -46,7 +46,7 @@ Move = tuple  # ("play", card, colour), ("move", from_colour, to_colour), ("pass
 _NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
 _FILLER = {"on", "onto", "to", "from", "card", "my", "a", "the", "priority", "colour", "color",
            "space", "of", "it", "into", "in", "at", "for", "rest", "round", "this", "remainder",
-           "i", "ll", "will", "please", "then", "now", "turn", "ok", "okay", "thanks", "thank", "you"}  # fmt: skip
+           "i", "ll", "will", "please", "then", "now", "turn", "ok", "okay", "thanks", "thank", "you", "time"}  # fmt: skip
 _PLAY_VERBS = {"play", "put", "place", "lay"}
 _WORD = re.compile(r"[a-z]+|[0-9]+")
 

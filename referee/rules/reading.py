@@ -97,6 +97,15 @@ def clean(text: str) -> str:
     return _END.sub("", text)
 
 
+def past_greeting(text: str) -> str | None:
+    """What follows a greeting and its comma, "!" or dash ("Hi referee, 2 on
+    red" -> "2 on red"), or None when the line opens otherwise."""
+    plain = clean(text)
+    first = plain.split(" ", 1)[0].lower().rstrip(",.!:")
+    match = re.search(r"[,!:]\s+|\s+-+\s+", plain)
+    return plain[match.end() :] if first in _OPENERS and match and match.start() < 40 else None
+
+
 def is_question(text: str) -> bool:
     """Whether the line asks rather than says ("bid 7?"): no move, no command that cannot be undone."""
     return bool(_QUESTION.search(_EMOTICON.sub("", unicodedata.normalize("NFKC", text)).rstrip()))

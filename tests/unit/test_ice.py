@@ -829,7 +829,7 @@ def test_parse_counts_with_a_colour():
 
 
 @pytest.mark.parametrize("text", ["bid L-purple", "bid potato", "bid 2", "bid L-blue please", "offer L-blue",
-                                  "bid blue", "hello", "pass now", "bid 0L", "decline"])  # fmt: skip
+                                  "bid blue", "hello", "pass L-blue", "bid 0L", "decline"])  # fmt: skip
 def test_parse_unknown_words_and_incomplete_pyramids_are_refused(text):
     with pytest.raises(MoveError):
         GAME.parse_move(auction_for_b("L-blue L-green M-blue"), B, text)

@@ -364,3 +364,35 @@ def test_bluff_placing_a_tile_as_people_say_it(line):
 def test_bluff_pass_this_time():
     state, seat = bluff_stage("bidding", lambda state, moves: ("pass",) in moves)
     assert GAMES["bluff"].read_move(state, seat, "I'll pass this time.") == ("pass",)
+
+
+@pytest.mark.parametrize("line", ["I bid 1 coin", "bid 1 coin", "I'll bid one coin", "1", "Coins: 1."])
+def test_a_tie_break_bid_of_one_coin_however_it_is_put(line):
+    game = GAMES["bid"]
+    state = next(s for seed in range(40) for steps in range(20) if (s := reached("bid", seed, steps)).stage == "coins")
+    assert game.read_move(state, game.phase(state).movers[0], line) == ("coins", (1,))
+
+
+@pytest.mark.parametrize("kind", ["ice", "priority", "bluff"])
+@pytest.mark.parametrize("line", ["pass for now", "I'll pass this time", "Pass."])
+def test_pass_with_words_that_say_nothing_more_is_a_pass_in_every_game(kind, line):
+    game = GAMES[kind]
+    state = next(s for seed in range(5) for steps in range(40) if (s := reached(kind, seed, steps)) and game.phase(s)
+                 and ("pass",) in game.legal_moves(s, game.phase(s).movers[0]))  # fmt: skip
+    assert game.read_move(state, game.phase(state).movers[0], line) == ("pass",)
+
+
+@pytest.mark.parametrize(("line", "move"), [("Keep it for later", ("keep",)), ("No, keep it.", ("keep",)),
+                                            ("Use the 1-shot", ("use",)), ("use my virtual dice", ("use",)),
+                                            ("Yes, use it", ("use",))])  # fmt: skip
+def test_bluff_one_shot_answers_as_people_give_them(line, move):
+    state, seat = bluff_stage("oneshot")
+    assert GAMES["bluff"].read_move(state, seat, line) == move
+
+
+def test_a_greeting_before_a_move_without_its_verb_still_gets_the_suggestion():
+    game = GAMES["priority"]
+    state = reached("priority", 0, 0)
+    seat = game.phase(state).movers[0]
+    colour = state.in_play[0]
+    assert game.suggest(state, seat, f"Hi referee, 1 on {colour} please") == f"play 1 on {colour}"
