@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -32,7 +33,7 @@ from referee.mail.bounces import delivery_failures
 from referee.mail.classify import never_answer
 from referee.mail.commands import MAX_LINES, Command, command_lines, without_tags
 from referee.mail.dkim import dkim_passed
-from referee.mail.parse import Incoming, header_text, message_ids, one_line, parse
+from referee.mail.parse import Incoming, one_line, parse, thread_ids
 from referee.mail.tokens import signup_token, tagged, token_address, tokens_named
 from referee.rules import GAMES, MoveError, kind_named
 from referee.timeutil import iso
@@ -105,7 +106,7 @@ class Desk:
         if why:
             return Outcome("ignored", why)
         # of an oversized mail, its subject
-        lines = command_lines(message, self._answered(message), lambda: self._answered_subject(message))
+        lines = command_lines(message, self._answered(message), self._answered_subject)
         sender = self._identify(message, lines)
         if isinstance(sender, Outcome):
             return sender
@@ -146,13 +147,14 @@ class Desk:
         failure, game_id = recorded[0]
         return Outcome("bounce", f"mail to {failure.address} failed ({failure.status})", game_id)
 
-    def _answered_subject(self, message: Incoming) -> str:
-        """The subject of the referee's mail the message's thread names, if any."""
-        for message_id in message_ids(header_text(message.headers, "In-Reply-To"))[-1:]:
-            sent = self.store.sent_by_id(message_id)
-            if sent is not None:
-                return sent["subject"]
-        return ""
+    @cached_property
+    def _answered_mail(self) -> dict[str, Any] | None:
+        """The referee's mail the message's thread names, if still on record."""
+        return next(filter(None, map(self.store.sent_by_id, thread_ids(self.message.headers))), None)
+
+    def _answered_subject(self) -> str:
+        """The subject of the referee's mail the message answers, if known."""
+        return self._answered_mail["subject"] if self._answered_mail else ""
 
     def _answered(self, message: Incoming) -> list[str]:
         """The lines of the referee's mail the message replies to, when it
@@ -162,13 +164,9 @@ class Desk:
         if not any(line[:1] == "\t" or line[:2] == "  " or line.rstrip().endswith(":")
                    for line in message.text.splitlines()):  # fmt: skip
             return []
-        thread = message_ids(header_text(message.headers, "In-Reply-To"))[-1:]
-        for message_id in thread + message_ids(header_text(message.headers, "References"))[::-1]:
-            sent = self.store.sent_by_id(message_id)
-            if sent is not None:
-                return parse(sent["raw"], message.received_at).text.splitlines()
-        recent = self.store.last_sent_to(message.sender, _RECENT_MAILS) if message.sender else []
-        return [line for sent in recent for line in parse(sent["raw"], message.received_at).text.splitlines()]
+        sent = self._answered_mail
+        recent = [sent] if sent else self.store.last_sent_to(message.sender, _RECENT_MAILS) if message.sender else []
+        return [line for mail in recent for line in parse(mail["raw"], message.received_at).text.splitlines()]
 
     # -- 4. who is it? -------------------------------------------------------
 
@@ -233,10 +231,10 @@ class Desk:
 
     def _run_all(self, sender: Sender, lines: list[str]) -> list[Answer]:
         answers: list[Answer] = []
-        moves = self._moves_in(sender, lines[:MAX_LINES])
+        commands = [Command.read(line) for line in lines[:MAX_LINES]]
+        moves = self._moves_in(sender, commands)
         made: dict[str, int] = {}  # a move's text -> the line that made it
-        for number, line in enumerate(lines[:MAX_LINES], 1):
-            command = Command.read(line)
+        for number, (line, command) in enumerate(zip(lines, commands), 1):
             if command.word in ("quit", "end"):
                 answers.append(Answer(line, "stop", {}, "done"))
                 return answers
@@ -259,7 +257,7 @@ class Desk:
                                            "your move on a line of its own, above or below the quote.", sender))
         return answers
 
-    def _moves_in(self, sender: Sender, lines: list[str]) -> dict[int, str]:
+    def _moves_in(self, sender: Sender, commands: list[Command]) -> dict[int, str]:
         """The moves the lines ask for (line number -> the move's text), read
         before any is made: a seat's, in the phase open to it."""
         table = self.tables.table(sender.game_id) if sender.game_id is not None else None
@@ -267,14 +265,13 @@ class Desk:
         if phase is None or sender.seat not in phase["movers"] or not table.human(sender.seat):
             return {}
         moves = {}
-        for number, line in enumerate(lines, 1):
-            word = Command.read(line).word
-            if word in ("quit", "end"):
+        for number, command in enumerate(commands, 1):
+            if command.word in ("quit", "end"):
                 break  # nothing below is read
-            if word:
+            if command.word:
                 continue
             try:
-                moves[number] = table.rules.move_text(table.rules.read_move(table.state, sender.seat, line))
+                moves[number] = table.rules.move_text(table.rules.read_move(table.state, sender.seat, command.line))
             except MoveError:
                 continue
         return moves

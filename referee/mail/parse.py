@@ -247,6 +247,12 @@ def message_ids(text: str) -> list[str]:
     return _MESSAGE_ID.findall(text)
 
 
+def thread_ids(message: EmailMessage) -> list[str]:
+    """The Message-IDs a reply names, the mail it answers first: its
+    In-Reply-To, then its References, newest first."""
+    return message_ids(header_text(message, "In-Reply-To"))[-1:] + message_ids(header_text(message, "References"))[::-1]
+
+
 def _addresses(message: EmailMessage) -> list[str]:
     values = []
     for name in _ADDRESS_FIELDS:  # the first few fields of each name, parsed: never all of them

@@ -25,7 +25,7 @@ import hashlib
 import hmac
 import re
 
-from referee.mail.parse import Incoming, header_text, message_ids
+from referee.mail.parse import Incoming, thread_ids
 
 TOKEN_LENGTH = 16
 _TOKEN = rf"[a-z2-7]{{{TOKEN_LENGTH}}}"
@@ -83,9 +83,7 @@ def phase_answered(message: Incoming, own_domain: str, game_id: int) -> int | No
     mail it replies to (In-Reply-To, else the newest of References that is
     ours); None when the thread does not say."""
     tagged_id = re.compile(rf"\.g(\d+)p(\d+)@{re.escape(own_domain)}>", re.I)
-    ids = (message_ids(header_text(message.headers, "In-Reply-To"))[-1:]
-           + message_ids(header_text(message.headers, "References"))[::-1])  # fmt: skip
-    for message_id in ids:
+    for message_id in thread_ids(message.headers):
         if (match := tagged_id.search(message_id)) and int(match[1]) == game_id:
             return int(match[2]) or None
     return None
