@@ -100,10 +100,9 @@ def clean(text: str) -> str:
 def past_greeting(text: str) -> str | None:
     """What follows a greeting and its comma, "!" or dash ("Hi referee, 2 on
     red" -> "2 on red"), or None when the line opens otherwise."""
-    plain = clean(text)
-    first = plain.split(" ", 1)[0].lower().rstrip(",.!:")
-    match = re.search(r"[,!:]\s+|\s+-+\s+", plain)
-    return plain[match.end() :] if first in _OPENERS and match and match.start() < 40 else None
+    tokens, low = _tokens(text)
+    past = _past_opener(tokens, low, 0, None)
+    return " ".join(tokens[past:]) if past else None
 
 
 def is_question(text: str) -> bool:
@@ -113,8 +112,8 @@ def is_question(text: str) -> bool:
 
 def words(text: str) -> list[str]:
     """The line's words in lower case, without a "please" or "thanks" after them."""
-    tokens = _TOKEN.findall(clean(text))
-    return [token.lower() for token in _without_trailers(tokens, [t.lower().rstrip(",.!;") for t in tokens])]
+    tokens, low = _tokens(text)
+    return [token.lower() for token in _without_trailers(tokens, low)]
 
 
 def phrase(text: str, verbs: Mapping[str, str]) -> tuple[str, str] | None:
@@ -126,8 +125,7 @@ def phrase(text: str, verbs: Mapping[str, str]) -> tuple[str, str] | None:
 
 def _read(text: str, verbs: Mapping[str, str]) -> tuple[str, str, bool] | None:
     """phrase's (verb, the rest), and whether a dash stood between them."""
-    tokens = _TOKEN.findall(clean(text).replace("->", " -> ").replace("=>", " => "))
-    low = [token.lower().rstrip(",.!;") for token in tokens]  # "pass, please", "Pass. Thanks!"
+    tokens, low = _tokens(text)
     at = _past_opener(tokens, low, 0, verbs)
     while at < len(low) and low[at] in _COURTESIES and at + 1 < len(low):
         at += 1
@@ -149,6 +147,13 @@ def _read(text: str, verbs: Mapping[str, str]) -> tuple[str, str, bool] | None:
     while at + 1 < len(low) and low[at] in _ARTICLES:
         at += 1
     return verb, " ".join(_argument(tokens[at:], low[at:])), dashed
+
+
+def _tokens(text: str) -> tuple[list[str], list[str]]:
+    """The plain line's words as typed, and as matched: in lower case, without
+    the comma or stop that ends them ("pass, please", "Pass. Thanks!")."""
+    tokens = _TOKEN.findall(clean(text).replace("->", " -> ").replace("=>", " => "))
+    return tokens, [token.lower().rstrip(",.!;") for token in tokens]
 
 
 def move_line(text: str, verbs: Mapping[str, str]) -> str:
@@ -180,14 +185,15 @@ def _past_label(low: list[str], at: int, verbs: Mapping[str, str]) -> int:
     return at
 
 
-def _past_opener(tokens: list[str], low: list[str], at: int, verbs: Mapping[str, str]) -> int:
-    """Past "Hi referee," "Thanks!" "Actually," "OK -" before a move."""
+def _past_opener(tokens: list[str], low: list[str], at: int, verbs: Mapping[str, str] | None) -> int:
+    """Past "Hi referee," "Thanks!" "Actually," "OK -" before a move (with
+    ``verbs`` None: before anything)."""
     if at >= len(low) or low[at] not in _OPENERS:
         return at
     for end in range(at + 1, min(at + 4, len(low))):
         past = end + 1 if low[end] in ("-", ":") else end
         if (tokens[end - 1][-1:] in (",", "!", ".") or past > end) and past < len(low):
-            if _verb(low[past], verbs) or _past_lead_in(low, past, verbs) != past or low[past] == "my":
+            if verbs is None or _verb(low[past], verbs) or _past_lead_in(low, past, verbs) != past or low[past] == "my":
                 return past
     return at
 
