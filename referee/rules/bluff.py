@@ -65,8 +65,7 @@ Move = tuple  # see move_text
 Bid = tuple[int, int, int, bool]  # (seat, value, order placed, tied)
 
 _WORD = re.compile(r"[a-z0-9]+")
-_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-            "ten": 10, "eleven": 11, "twelve": 12}  # fmt: skip
+_NUMBERS = reading.NUMBER_WORDS
 # Words a move may carry that change nothing ("bid 3 on the red track, please").
 _FILLER = {"on", "to", "at", "from", "of", "token", "tokens", "my", "the", "track", "please", "i", "ll", "will",
            "it", "them", "dice", "die", "and", "a", "an", "thanks", "thank", "you", "ok", "okay", "for", "now",

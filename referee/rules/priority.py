@@ -43,7 +43,7 @@ EMPTY = 0  # a colour space without a card (cards are 1..n)
 
 Move = tuple  # ("play", card, colour), ("move", from_colour, to_colour), ("pass",)
 
-_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
+_NUMBERS = {word: n for word, n in reading.NUMBER_WORDS.items() if n <= 8}  # the cards of 8 players at most
 _FILLER = {"on", "onto", "to", "from", "card", "my", "a", "the", "priority", "colour", "color",
            "space", "of", "it", "into", "in", "at", "for", "rest", "round", "this", "remainder",
            "i", "ll", "will", "please", "then", "now", "turn", "ok", "okay", "thanks", "thank", "you", "time"}  # fmt: skip

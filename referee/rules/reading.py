@@ -72,6 +72,10 @@ _SIGN_OFFS = {"good", "luck", "gl", "hf", "have", "fun", "thanks", "thank", "you
 _TRAILERS = (("thank", "you"), ("thanks",), ("thx",), ("ty",), ("cheers",), ("please",), ("pls",), ("plz",))
 
 
+# Numbers as words, for the games whose moves count ("reroll one three", "play two on red")
+NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+                "ten": 10, "eleven": 11, "twelve": 12}  # fmt: skip
+
 # Words that may stand around a move that takes nothing ("I'll pass for the rest of this round, thanks"):
 # a game whose fillers are wider checks a bare "pass" against these, so "Pass it on" is no pass
 AROUND_A_BARE_MOVE = {"i", "ll", "will", "please", "now", "for", "the", "rest", "of", "this", "round", "remainder",
