@@ -59,6 +59,10 @@ class BidState:
     dice: tuple[int, ...]  # the faces of the Suns, Moons, Crowns and Arms dice (1 = ace)
     auction: int  # 1, 2, ...: auctions completed + 1
     rolls: int  # how often this auction's dice were rolled (a pawn or reroll adds one)
+    # 0 until a roll of this auction shows the Ace of Arms, then what it paid each seat of 16 or
+    # more (5, or 10 under the Ace of Suns): once an auction (B10).  A pawn's roll opens a new
+    # auction (0 again); a coin reroll does not (B15).
+    arms_paid: int
     stage: str  # "bids", "coins" (the tie-break), or "over"
     bids: tuple[tuple[int, ...], ...]  # the bids revealed, while the tie-break runs
     tied: tuple[int, ...]  # the seats tied for the highest bid, while the tie-break runs
@@ -123,7 +127,7 @@ class Bid(Game[BidState, Move]):
             coins=(2,) * seats,  # "a pawn and two coins to each player"
             bank=BANK_PER_SEAT * seats,
             pawns=frozenset(range(seats)) if options["reroll"] == "pawn" else frozenset(),
-            scores=(0,) * seats, dice=(0, 0, 0, 0), auction=1, rolls=0, stage="bids",
+            scores=(0,) * seats, dice=(0, 0, 0, 0), auction=1, rolls=0, arms_paid=0, stage="bids",
             bids=(), tied=(), winner=None, bots=frozenset(),
             reroll=options["reroll"], max_auctions=options["max_auctions"],
         )  # fmt: skip
@@ -274,19 +278,24 @@ class Bid(Game[BidState, Move]):
 
     def _cancel(self, state: BidState, cancelling: Mapping[int, Move], rng: Rng
                 ) -> tuple[BidState, list[dict[str, Any]]]:  # fmt: skip
-        """A pawn (or, in the variant, a paid reroll) cancels the auction: the
-        bids go back unrevealed, the dice are rolled again (B4)."""
+        """A pawn (or, in the variant, a paid reroll) cancels the bids: they go
+        back unrevealed, the dice are rolled again (B4, B15).  The roll after
+        a pawn opens a new auction, whose Ace of Arms pays again; after a coin
+        reroll the auction goes on, and its Ace of Arms pays only if no
+        earlier roll of it showed the Ace (B10)."""
         pawns, coins, bank, dice = set(state.pawns), list(state.coins), state.bank, set()
+        arms_paid = state.arms_paid
         for seat, (verb, args) in sorted(cancelling.items()):
             if verb == "pawn":
                 pawns.discard(seat)
                 dice.update(range(len(DICE)))
+                arms_paid = 0  # "cancel that auction": the roll after it begins a new one
             else:
                 coins[seat] -= len(args)
                 bank += len(args)
                 dice.update(DICE.index(die) for die in args)
         before = state.dice
-        state = replace(state, pawns=frozenset(pawns), coins=tuple(coins), bank=bank)
+        state = replace(state, pawns=frozenset(pawns), coins=tuple(coins), bank=bank, arms_paid=arms_paid)
         state, bonus = _roll(state, rng, sorted(dice))
         event = {"type": "cancelled", "auction": state.auction, "by": sorted(cancelling),
                  "how": {str(seat): self.move_text(move) for seat, move in sorted(cancelling.items())},
@@ -331,7 +340,7 @@ class Bid(Game[BidState, Move]):
             over = _end_if_won(over, final=True)
             event.update(next_dice=None, arms_bonus=[])
             return over, [event]
-        following = replace(finished, auction=state.auction + 1, rolls=0)
+        following = replace(finished, auction=state.auction + 1, rolls=0, arms_paid=0)
         following, bonus = _roll(following, rng, range(len(DICE)))
         event.update(next_dice=list(following.dice), arms_bonus=bonus,
                      scores=list(following.scores))  # fmt: skip
@@ -351,7 +360,7 @@ class Bid(Game[BidState, Move]):
         """B8: everything is public but the sealed moves not yet revealed: the
         hands too, since every bid and every swap is announced."""
         public = {
-            "auction": state.auction, "rolls": state.rolls, "stage": state.stage,
+            "auction": state.auction, "rolls": state.rolls, "arms_paid": state.arms_paid, "stage": state.stage,
             "over": state.stage == "over",
             "dice": [{"die": DICE[i], "face": face, "name": die_name(i, face)} for i, face in enumerate(state.dice)],
             "points": state.points, "null_coins": state.null_coins, "tiles_per_bid": state.tiles_per_bid,
@@ -382,18 +391,21 @@ def _die_order(name: str) -> int:
 def _roll(state: BidState, rng: Rng, dice: Any) -> tuple[BidState, list[int]]:
     """Roll the given dice (by index, in DICE order: B2), then the Ace of
     Arms' bonus: every seat whose six tiles total 16 or more gets 5 points,
-    doubled under the Ace of Suns (B10: on every roll that shows the Ace)."""
+    doubled under the Ace of Suns, on the first roll of the auction that
+    shows the Ace, and never again in that auction (B10, B15).  Returns the
+    seats paid: none when the bonus was not paid on this roll."""
     faces = list(state.dice)
     for index in dice:
         faces[index] = rng.randbelow(6)
     state = replace(state, dice=tuple(faces), rolls=state.rolls + 1)
     bonus = []
-    if state.ace("arms"):
+    if state.ace("arms") and not state.arms_paid:
+        each = 5 * state.factor
         bonus = [seat for seat, hand in enumerate(state.hands) if sum(hand) >= 16]
         scores = list(state.scores)
         for seat in bonus:
-            scores[seat] += 5 * state.factor
-        state = replace(state, scores=tuple(scores))
+            scores[seat] += each
+        state = replace(state, scores=tuple(scores), arms_paid=each)
     return state, bonus
 
 

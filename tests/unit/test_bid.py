@@ -435,6 +435,112 @@ def test_arms_at_setup_gives_nobody_a_bonus_every_suit_totals_15():
     assert after.scores == (0, 0, 0)
 
 
+# The Ace of Arms pays once an auction (B10, B15): a pawn's roll opens a new auction, a coin
+# reroll does not.  An auction is played to its end first, so the one under test starts on a
+# real roll, with Bob (18) the only seat of 16 or more.
+
+
+def next_auction(first_roll, reroll="coin"):
+    """Auction 2 of a game with the given ``reroll`` option, its first roll ``first_roll``:
+    auction 1 (14 points) is won by Andy, and its swaps leave the hands at 12, 18 and 15."""
+    before = make(options={"reroll": reroll}, hands=ARMS_HANDS, coins=(6, 2, 2), bank=8)  # Andy's for rerolls
+    state, (event,) = play(before, "bid 5", "bid 3", "bid 2", next_dice=first_roll)
+    assert [sum(hand) for hand in state.hands] == [12, 18, 15]
+    assert state.auction == 2 and state.dice == tuple(first_roll) and state.scores[ANDY] == 14
+    return state, event
+
+
+def reroll(state, text, faces):
+    """Andy sends ``text`` (a reroll, or a pawn); the others bid; the dice rerolled draw ``faces``."""
+    others = {seat: GAME.move_text([move for move in GAME.legal_moves(state, seat) if move[0] == "bid"][-1])
+              for seat in (BOB, CINDY)}  # fmt: skip
+    return play(state, {ANDY: text, **others}, label=label_drawing(tuple(faces)))
+
+
+@pytest.mark.parametrize(("text", "faces", "dice"), [
+    ("reroll moons", (4,), (2, 4, 2, 1)),
+    ("reroll suns", (1,), (1, 2, 2, 1)),  # the Ace of Suns now: the bonus is not paid again, doubled or not
+    ("reroll suns moons", (3, 0), (3, 0, 2, 1)),
+])  # fmt: skip
+def test_arms_a_coin_reroll_of_other_dice_while_the_ace_shows_pays_nothing(text, faces, dice):
+    state, event = next_auction((2, 2, 2, 1))
+    assert event["arms_bonus"] == [BOB] and state.scores == (14, 5, 0)  # the auction's first roll pays
+    after, (event,) = reroll(state, text, faces)
+    assert event["type"] == "cancelled" and after.dice == dice and after.ace("arms")
+    assert event["arms_bonus"] == []
+    assert after.scores == (14, 5, 0)
+    assert event["scores"] == [14, 5, 0]
+    assert GAME.phase(after).label == "Auction 2 (roll 2)"
+
+
+def test_arms_a_coin_reroll_of_arms_from_its_ace_to_its_ace_pays_nothing():
+    state, _ = next_auction((2, 2, 2, 1))
+    for roll in (2, 3, 4):  # and again, and again: still the same auction
+        state, (event,) = reroll(state, "reroll arms", (1,))
+        assert state.dice == (2, 2, 2, 1) and GAME.phase(state).label == f"Auction 2 (roll {roll})"
+        assert event["arms_bonus"] == [] and state.scores == (14, 5, 0)
+
+
+@pytest.mark.parametrize(("first_roll", "paid"), [((2, 2, 2, 3), 5), ((1, 2, 2, 0), 10)])
+def test_arms_a_coin_reroll_that_brings_up_the_ace_pays_once_as_much_as_it_is_worth_then(first_roll, paid):
+    state, event = next_auction(first_roll)
+    assert event["arms_bonus"] == [] and state.scores == (14, 0, 0)
+    state, (event,) = reroll(state, "reroll arms", (1,))
+    assert event["arms_bonus"] == [BOB]
+    assert state.scores == (14, paid, 0)
+    assert GAME.view(state, None)["arms_paid"] == paid
+    # Later rolls of the same auction pay nothing more: off the Ace and back, or the Suns changed.
+    for text, faces in (("reroll arms", (4,)), ("reroll arms", (1,)), ("reroll suns", (2,)), ("reroll suns", (1,))):
+        state, (event,) = reroll(state, text, faces)
+        assert event["arms_bonus"] == [] and state.scores == (14, paid, 0), (text, faces)
+    assert state.ace("arms") and state.ace("suns")
+
+
+def test_arms_the_next_auction_pays_again_after_a_coin_reroll_paid_in_this_one():
+    state, _ = next_auction((2, 2, 2, 3))
+    state, (event,) = reroll(state, "reroll arms", (1,))
+    assert event["arms_bonus"] == [BOB] and state.scores == (14, 5, 0)
+    bids = {seat: GAME.move_text(GAME.legal_moves(state, seat)[0]) for seat in (ANDY, BOB, CINDY)}  # the lowest
+    before = state
+    state, (event,) = play(state, {**bids, BOB: "bid 5"}, next_dice=(2, 2, 2, 1))  # Bob wins 6 points
+    assert event["type"] == "auction" and state.auction == 3
+    rich = [seat for seat, hand in enumerate(state.hands) if sum(hand) >= 16]
+    assert rich and event["arms_bonus"] == rich
+    assert all(state.scores[seat] == before.scores[seat] + (6 if seat == BOB else 0) + 5 * (seat in rich)
+               for seat in (ANDY, BOB, CINDY))  # fmt: skip
+
+
+def test_arms_a_pawns_new_roll_showing_the_ace_pays_again_it_is_a_new_auction():
+    state, event = next_auction((2, 2, 2, 1), reroll="pawn")
+    assert event["arms_bonus"] == [BOB] and state.scores == (14, 5, 0)
+    state, (event,) = reroll(state, "pawn", (2, 3, 2, 1))
+    assert event["type"] == "cancelled" and state.dice == (2, 3, 2, 1)
+    assert event["arms_bonus"] == [BOB]
+    assert state.scores == (14, 10, 0)
+    state, (event,) = play(state, "bid 4", "pawn", "bid 4", next_dice=(1, 3, 2, 1))  # Bob's pawn: doubled
+    assert event["arms_bonus"] == [BOB]
+    assert state.scores == (14, 20, 0)
+
+
+def test_arms_the_prompt_says_what_the_ace_paid_in_this_auction(config):
+    from referee.mail.compose import Composer
+
+    state, _ = next_auction((2, 2, 2, 1))
+    state, _ = reroll(state, "reroll suns", (1,))  # the Ace of Suns came up after the bonus was paid
+    players = [{"seat": seat, "label": name, "bot": False} for seat, name in enumerate(("andy", "bob", "cindy"))]
+    text = Composer(config).env.get_template("mail/bid/_view.txt.j2").render(
+        view=GAME.view(state, ANDY), players=players)  # fmt: skip
+    assert "has scored 5 points already (once an auction)" in text
+    assert "10 points" not in text
+    event_mail = Composer(config).env.get_template("mail/bid/_event.txt.j2")
+    for move, says in (("reroll suns", "the bids go back unseen and the dice named are rolled again, in the same"),
+                       ("pawn", "the auction is cancelled")):  # fmt: skip
+        event = {"type": "cancelled", "how": {"0": move}, "next_dice": [1, 2, 2, 1], "arms_bonus": []}
+        text = event_mail.render(event=event, round={"how": {}}, players=players)
+        assert f'andy played "{move}": {says}' in text
+        assert "bonus" not in text  # nobody was paid: nothing is said to have been
+
+
 # --- the end of the game --------------------------------------------------------------------
 
 
@@ -778,6 +884,39 @@ def test_variant_no_pawns_with_coin_rerolls_and_no_rerolls_with_pawns():
 def test_variant_a_reroll_must_name_dice(text):
     with pytest.raises(MoveError, match="suns, moons, crowns, arms"):
         GAME.parse_move(make(options={"reroll": "coin"}), ANDY, text)
+
+
+def test_variant_property_no_seat_gets_the_arms_bonus_twice_in_one_auction():
+    """Many whole coin-variant games with random legal moves (rerolls often): the Ace
+    of Arms pays at most once an auction (B10, B15), and a cancel's announcement names
+    exactly the seats whose scores rose, by the bonus."""
+    seen = Counter()
+    for game in range(80):
+        chooser = random.Random(game)
+        seed = f"arms once {game}".encode()
+        options = {"reroll": "coin", "max_auctions": 300}
+        states, _, moves, events = random_game(seed, chooser.choice([3, 4]), options, chooser)
+        paid: dict[int, list[int]] = {}  # auction -> the seats its Ace of Arms paid
+        for before, after, made, phase_events in zip(states[:-1], states[1:], moves, events, strict=True):
+            (event,) = phase_events
+            if event["type"] == "tie":
+                continue
+            # an auction's announcement pays for the next auction's first roll; a cancel for its own
+            auction = event["auction"] + (event["type"] == "auction")
+            seats = paid.setdefault(auction, [])
+            assert not set(seats) & set(event["arms_bonus"]), (game, auction, seats, event)
+            seats += event["arms_bonus"]
+            if event["type"] == "cancelled":
+                showed = before.ace("arms")
+                seen["reroll", showed, after.ace("arms"), bool(event["arms_bonus"])] += 1
+                if showed:
+                    assert event["arms_bonus"] == [] and after.scores == before.scores
+                rise = [after.scores[s] - before.scores[s] for s in range(len(after.scores))]
+                assert rise == [5 * after.factor if s in event["arms_bonus"] else 0 for s in range(len(rise))]
+            assert all(move[0] != "pawn" for move in made.values())
+    # the games did what the test is about: rerolls under the Ace of Arms, and one bringing it up that paid
+    assert seen["reroll", True, True, False] > 10
+    assert seen["reroll", False, True, True] > 0
 
 
 # --- properties over whole games ------------------------------------------------------------------
