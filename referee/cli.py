@@ -27,7 +27,6 @@ from referee import launch
 from referee.engine import Engine, EngineError
 from referee.mail.smtp import SmtpUnreachable
 from referee.mail.source import SourceError
-from referee.record import verify
 from referee.resources import shipped
 from referee.rules import GAMES
 from referee.runner import Busy, Report, Runner, RunLock, run_lock, until_stopped
@@ -116,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--force", action="store_true", help="write every page again")
     verify = commands.add_parser("verify", help="replay a finished game from its published record")
     verify.add_argument("record", help="a record.json file, or its http(s) address")
+    verify.add_argument("--mail", action="append", default=[], metavar="FILE.eml",
+                        help="a saved mail of the game: does the record agree with the digest it carried? "
+                             "(again for more mails)")
+    verify.add_argument("--json", action="store_true", help="print everything checked, as JSON")
     resign = commands.add_parser("resign", help="a player left: a random bot takes the seat")
     resign.add_argument("game", type=int)
     resign.add_argument("address")
@@ -480,24 +483,11 @@ def _render(engine: Engine, args) -> int:
 
 
 def _verify(args) -> int:
-    """Exit 0 with "verified", 1 with the first phase where record and replay differ."""
-    try:
-        if args.record.startswith(("http://", "https://")):
-            import urllib.request  # here, not at start-up: only this command fetches anything
+    """0 verified (and every --mail agrees), 1 NOT verified (or a mail
+    disagrees), 2 a record or mail that cannot be read (referee.check)."""
+    from referee import check  # here, not at start-up: only this command fetches anything
 
-            with urllib.request.urlopen(args.record, timeout=30) as response:  # noqa: S310 - the user's URL
-                text = response.read().decode("utf-8")
-        else:
-            text = Path(args.record).read_text(encoding="utf-8")
-        record = json.loads(text)
-    except (OSError, ValueError) as error:
-        raise UsageError(f"cannot read {args.record}: {error}") from None
-    verdict = verify(record)
-    if verdict.ok:
-        print(verdict.message)
-        return 0
-    print(f"NOT verified: {verdict.message}")  # the message names the phase as the mails do
-    return 1
+    return check.run(args.record, args.mail, args.json)
 
 
 COMMANDS = {

@@ -8,12 +8,15 @@ Pure: no store, no clock.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from referee.rules import Game, MoveError, Phase, Rng, get_game
+from referee.rules import GAMES, Game, MoveError, OptionError, Phase, Rng, get_game
 
 
 def commitment(seed: bytes) -> str:
@@ -112,11 +115,38 @@ def replay(
 
 # -- the published record, and checking it -----------------------------------
 
-RECORD_FORMAT = "referee-record/1"
+RECORD_FORMAT = "referee-record/2"
 
 # How a move was made, as the engine records it: by mail; at random for a
 # missed deadline; by a bot; the only legal move, made for the seat at once.
 SOURCES = ("mail", "random", "bot", "forced")
+
+# Every field of a record, at each level: anything else is refused, so that
+# nothing a replay might read goes unchecked.
+_RECORD_KEYS = {"format", "game", "players", "seed_commitment", "seed", "phases", "winner"}
+_GAME_KEYS = {"id", "kind", "title", "name", "options", "state", "created_at", "finished_at", "deadlines"}
+_DEADLINE_KEYS = {"round", "turn", "decision", "settle"}
+_PLAYER_KEYS = {"seat", "name", "bot", "bot_from_phase", "left_at"}
+_PHASE_KEYS = {"number", "label", "opened_at", "deadline", "resolved_at", "moves", "events"}
+_MOVE_KEYS = {"seat", "move", "source", "received_at"}
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")  # the one form the referee writes (timeutil.iso)
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_BOT_NAME = re.compile(r"bot \d+")
+
+
+class RecordError(ValueError):
+    """The record is not one the referee writes: a field missing, unknown,
+    of the wrong type, or contradicting another field."""
+
+
+@dataclass(frozen=True)
+class Digest:
+    """The record's running digest after a phase (number 0: at the start),
+    as the mail announcing it carried it."""
+
+    number: int
+    label: str  # the phase's label, as the mails call it; "the start" for number 0
+    digest: str  # "3f2a-91bc-07de-55a1"
 
 
 @dataclass(frozen=True)
@@ -126,53 +156,62 @@ class Verdict:
     ok: bool
     message: str  # names the phase as the mails do: "Round 3 of 13: ..."
     phase: int | None = None  # where the record and the replay first disagree
+    # The record's digests, once its seed is known to be the committed one:
+    # what the mails announcing each phase should have carried.
+    digests: tuple[Digest, ...] = ()
 
 
-def verify(record: Mapping[str, Any]) -> Verdict:
-    """Replay a finished game from its published record alone: the seed must
-    match its commitment, every random or bot move must be the one its seeded
-    stream gives, a forced move the seat's only legal move, every move legal,
-    and every phase's public events (prize, bids, winner, scores) what the
-    rules make of them."""
+def verify(record: Any) -> Verdict:
+    """Replay a finished game from its published record alone: every field
+    is one the referee writes and agrees with the others, the seed matches
+    its commitment, every random or bot move is the one its seeded stream
+    gives and was made when it fell due, a forced move the seat's only
+    legal move, every move legal, and every phase's public events (prize,
+    bids, winner, scores) what the rules make of them."""
+    digests: tuple[Digest, ...] = ()
     try:
-        return _verify(record)
+        _check_fields(record)
+        if commitment(bytes.fromhex(record["seed"])) != record["seed_commitment"]:
+            return Verdict(False, "the seed does not match the commitment announced at the start", 0)
+        digests = record_digests(record)
+        return replace(_verify(record), digests=digests)
     except ReplayError as error:
-        return Verdict(False, str(error), error.number)
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
-        return Verdict(False, f"the record is not a complete {RECORD_FORMAT} record ({error!r})")
+        return Verdict(False, str(error), error.number, digests)
+    except RecordError as error:
+        return Verdict(False, str(error))
+    except Exception as error:  # noqa: BLE001 - the rules meeting what no genuine record holds
+        return Verdict(False, f"the record cannot be replayed: {type(error).__name__} in the rules", None, digests)
 
 
 def _verify(record: Mapping[str, Any]) -> Verdict:
-    if record.get("format") != RECORD_FORMAT:
-        return Verdict(False, f"not a {RECORD_FORMAT} record")
-    if not record.get("seed"):
-        return Verdict(False, "the game has not ended: its seed is still secret")
     seed = bytes.fromhex(record["seed"])
-    if commitment(seed) != record["seed_commitment"]:
-        return Verdict(False, "the seed does not match the commitment announced at the start", 0)
     game = get_game(record["game"]["kind"])
     players = record["players"]
     state = game.setup(len(players), setup_rng(seed), record["game"]["options"])
     for player in players:
-        if player["bot_from_phase"] == 0:
+        if player["bot"]:
             state = game.replace_by_bot(state, player["seat"])
+    previous = _when(record["game"]["created_at"])
     for entry in record["phases"]:
-        state = _check_phase(game, seed, state, players, entry)
+        state = _check_phase(game, seed, state, record, entry, previous)
+        previous = _when(entry["resolved_at"])
     phases = len(record["phases"])
     missing = game.phase(state)
     if missing is not None:
         raise ReplayError(phases + 1, "the record ends before the game does", missing.label)
+    last = f"after {record['phases'][-1]['label']}" if phases else "at the start"  # labels checked by then
+    if _when(record["game"]["finished_at"]) < previous:
+        raise ReplayError(phases, "the record says the game finished before its last phase was resolved", last)
     result = game.result(state)
     winner = None if result is None or result.winner is None else players[result.winner]["name"]
-    if winner != record.get("winner"):
-        last = f"after {record['phases'][-1]['label']}" if phases else "at the start"  # labels checked above
+    if winner != record["winner"]:
         raise ReplayError(phases, f"the replay's winner is {winner or 'nobody'}, the record says "
-                          f"{record.get('winner') or 'nobody'}", last)  # fmt: skip
+                          f"{record['winner'] or 'nobody'}", last)  # fmt: skip
     return Verdict(True, f"verified: {phases} phases replay exactly; winner: {winner or 'nobody'}")
 
 
-def _check_phase(game: Game, seed: bytes, state: Any, players: list[Mapping[str, Any]],
-                 entry: Mapping[str, Any]) -> Any:  # fmt: skip
+def _check_phase(game: Game, seed: bytes, state: Any, record: Mapping[str, Any], entry: Mapping[str, Any],
+                 previous: datetime) -> Any:  # fmt: skip
     """One phase of the record against the rules; the state after it.  Errors
     name the phase by the rules' label, whatever label the record gives it."""
     number = entry["number"]
@@ -183,12 +222,15 @@ def _check_phase(game: Game, seed: bytes, state: Any, players: list[Mapping[str,
     where = phase.label
     if phase.label != entry["label"]:
         raise ReplayError(number, f"the record calls this phase {entry['label']!r}", where)
+    _check_times(record, entry, phase, previous, where)
+    players = record["players"]
     for player in players:
         if player["bot_from_phase"] == number:
             state = game.replace_by_bot(state, player["seat"])
     recorded = {move["seat"]: move for move in entry["moves"]}
-    if set(recorded) != set(phase.movers) or len(recorded) != len(entry["moves"]):
-        raise ReplayError(number, "the moves recorded are not one from each seat that owed one", where)
+    if list(recorded) != sorted(phase.movers) or len(recorded) != len(entry["moves"]):
+        raise ReplayError(number, "the moves recorded are not one from each seat that owed one, in seat order",
+                          where)  # fmt: skip
     moves = {}
     for seat in phase.movers:
         move = recorded[seat]
@@ -205,11 +247,39 @@ def _check_phase(game: Game, seed: bytes, state: Any, players: list[Mapping[str,
     return state
 
 
+def _check_times(record: Mapping[str, Any], entry: Mapping[str, Any], phase: Phase, previous: datetime,
+                 where: str) -> None:  # fmt: skip
+    """A phase opens after the one before it was resolved (the first after
+    the game was made), lasts at least the game's deadline for its kind of
+    phase (an outage may have extended it, never shortened it), and anyone
+    who left the game in it left while it was open."""
+    number = entry["number"]
+    opened, deadline, resolved = (_when(entry[key]) for key in ("opened_at", "deadline", "resolved_at"))
+    if opened < previous:
+        raise ReplayError(number, f"the record says it opened at {entry['opened_at']}, before "
+                          f"{'the phase before it was resolved' if number > 1 else 'the game was made'}",
+                          where)  # fmt: skip
+    if resolved < opened:
+        raise ReplayError(number, f"the record says it was resolved at {entry['resolved_at']}, before it "
+                          "opened", where)  # fmt: skip
+    length = timedelta(seconds=record["game"]["deadlines"][phase.deadline_kind])
+    if deadline < opened + length:
+        raise ReplayError(number, f"its deadline {entry['deadline']} is less than the game's {phase.deadline_kind} "
+                          f"deadline ({length}) after it opened", where)  # fmt: skip
+    for player in record["players"]:
+        if player["bot_from_phase"] == number and not opened <= _when(player["left_at"]) <= resolved:
+            raise ReplayError(number, f"seat {player['seat'] + 1}'s player left at {player['left_at']}, "
+                              "while the phase was not open", where)  # fmt: skip
+
+
 def _check_source(number: int, where: str, seat: int, move: Mapping[str, Any], player: Mapping[str, Any],
                   entry: Mapping[str, Any]) -> None:  # fmt: skip
-    """A move's "how" must be one the engine writes and fit the seat: a bot's
-    seat moves as a bot (random, so the seed decides it), a person's never
-    does; a move by mail was received while the phase was open."""
+    """A move's "how" must be one the engine writes, fit the seat, and have
+    been made when it could be: a bot's seat moves as a bot (random, so the
+    seed decides it), a person's never does; a move by mail was received
+    while the phase was open; a random move for a missed deadline is made
+    at the deadline, not before; a bot's or a forced move once the phase
+    (or the bot) was there."""
     source = move["source"]
     if source not in SOURCES:
         raise ReplayError(number, f"seat {seat + 1}'s move is marked {source!r}, which is not how a "
@@ -219,9 +289,21 @@ def _check_source(number: int, where: str, seat: int, move: Mapping[str, Any], p
         raise ReplayError(number, f"seat {seat + 1} is a bot by then, but its move is marked {source!r}", where)
     if (left is None or left > number) and source == "bot":
         raise ReplayError(number, f"seat {seat + 1} is a person's, but its move is marked as a bot's", where)
-    if source == "mail" and not entry["opened_at"] <= move["received_at"] <= entry["deadline"]:
+    if left == number and source == "random":  # a bot took the seat before the deadline, and moved at once
+        raise ReplayError(number, f"seat {seat + 1}'s player left in this phase, but its move is marked "
+                          "random (for a missed deadline)", where)  # fmt: skip
+    received, opened = _when(move["received_at"]), _when(entry["opened_at"])
+    deadline, resolved = _when(entry["deadline"]), _when(entry["resolved_at"])
+    if source == "mail" and not opened <= received <= deadline:
         raise ReplayError(number, f"seat {seat + 1}'s move by mail was received at {move['received_at']}, "
                           f"outside the phase ({entry['opened_at']} to {entry['deadline']})", where)  # fmt: skip
+    due = {"random": deadline, "bot": opened, "forced": opened}.get(source, opened)
+    if source == "bot" and left == number:
+        due = max(due, _when(player["left_at"]))
+    if source != "mail" and not due <= received <= resolved:
+        raise ReplayError(number, f"seat {seat + 1}'s {source} move is dated {move['received_at']}, but it fell "
+                          f"due at {_iso(due)} and the phase was resolved at {entry['resolved_at']}",
+                          where)  # fmt: skip
 
 
 def _check_made(game: Game, seed: bytes, state: Any, number: int, where: str, seat: int,
@@ -245,3 +327,227 @@ def _check_made(game: Game, seed: bytes, state: Any, number: int, where: str, se
 def _plain(value: Any) -> Any:
     """As JSON would have it (tuples as lists, keys as strings), for comparing."""
     return json.loads(json.dumps(value, sort_keys=True))
+
+
+# -- every field the replay reads, checked before it reads them ------------------------
+
+
+def _check_fields(record: Any) -> None:
+    """The record's shape: every field there, none unknown, each of its type,
+    and those that must agree with each other agreeing (a phase's number is
+    its place, a player's seat is theirs, a bot is named and flagged as one
+    from the start).  What the fields say is checked by the replay."""
+    if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
+        found = record.get("format") if isinstance(record, dict) else None
+        raise RecordError(f"not a {RECORD_FORMAT} record" + (
+            f" (it is {found}: publish it again with this referee, `referee render --force`)"
+            if found == "referee-record/1" else ""))  # fmt: skip
+    _keys(record, "the record", _RECORD_KEYS)
+    game = _keys(record["game"], "the game", _GAME_KEYS)
+    if game["state"] != "finished" or record["seed"] is None:
+        raise RecordError("the game has not ended: its seed is still secret")
+    _int(game["id"], "the game's id", low=1)
+    rules = _rules(game)
+    _optional(game["name"], "the game's name", str)
+    _when(game["created_at"], "the game's created_at")
+    _when(game["finished_at"], "the game's finished_at")
+    times = _keys(game["deadlines"], "the game's deadlines", _DEADLINE_KEYS)
+    for kind in sorted(_DEADLINE_KEYS):
+        _int(times[kind], f"the {kind} deadline", low=0 if kind == "settle" else 1)
+    for key in ("seed", "seed_commitment"):
+        if not isinstance(record[key], str) or not _HEX64.fullmatch(record[key]):
+            raise RecordError(f"the {key.replace('_', ' ')} is not 64 lower-case hex digits")
+    phases = _list(record["phases"], "the phases")
+    players = _list(record["players"], "the players")
+    if not rules.min_seats <= len(players) <= rules.max_seats:
+        raise RecordError(f"{rules.title} is played by {rules.seat_range} seats, not {len(players)}")
+    for index, player in enumerate(players):
+        _check_player(player, index, len(phases))
+    names = [player["name"] for player in players]
+    if len(set(names)) != len(names):
+        raise RecordError("two seats have the same name")
+    for index, entry in enumerate(phases):
+        _check_entry(entry, index + 1, len(players))
+    _optional(record["winner"], "the winner", str)
+
+
+def _rules(game: Mapping[str, Any]) -> Game:
+    """The game's rules, from a kind they know; its options exactly a set
+    they would make (every option there, of its type, none unknown)."""
+    kind = game["kind"]
+    if not isinstance(kind, str) or kind not in GAMES:
+        raise RecordError(f"there is no game of kind {kind!r}")
+    rules = get_game(kind)
+    if game["title"] != rules.title:
+        raise RecordError(f"a game of kind {kind} is called {rules.title!r}, not {game['title']!r}")
+    options = game["options"]
+    try:
+        made = rules.check_options(options if isinstance(options, dict) else {})
+    except OptionError as error:
+        raise RecordError(f"the game's options: {error}") from None
+    if not isinstance(options, dict) or made != options or any(
+            type(options[name]) is not type(default) for name, default in rules.options.items()):
+        raise RecordError(f"the game's options are not a set {rules.title} takes")
+    return rules
+
+
+def _check_player(player: Any, index: int, phases: int) -> None:
+    where = f"seat {index + 1}"
+    _keys(player, where, _PLAYER_KEYS)
+    if _int(player["seat"], f"{where}'s seat") != index:
+        raise RecordError(f"{where} says it is seat {player['seat'] + 1}: players are listed in seat order")
+    name = player["name"]
+    if not isinstance(name, str) or not name.strip():
+        raise RecordError(f"{where} has no name")
+    if not isinstance(player["bot"], bool):
+        raise RecordError(f"{where}'s bot flag is not true or false")
+    left = _optional(player["bot_from_phase"], f"{where}'s bot_from_phase", int)
+    if left is not None and not 0 <= left <= phases:
+        raise RecordError(f"{where} became a bot in phase {left}, which the record does not have")
+    if player["bot"] != (left == 0):
+        raise RecordError(f"{where} is flagged {'a bot' if player['bot'] else 'a person'}, but its "
+                          f"bot_from_phase is {left}")  # fmt: skip
+    if player["bot"] != (name == f"bot {index + 1}") or (not player["bot"] and _BOT_NAME.fullmatch(name)):
+        raise RecordError(f"{where} is named {name!r}: a bot from the start is named 'bot {index + 1}', "
+                          "and only it")  # fmt: skip
+    if (player["left_at"] is None) != (left in (None, 0)):
+        raise RecordError(f"{where}'s left_at must say when its player left, and only if they did")
+    _optional(player["left_at"], f"{where}'s left_at", "time")
+
+
+def _check_entry(entry: Any, number: int, seats: int) -> None:
+    where = f"phase {number} of the record"
+    _keys(entry, where, _PHASE_KEYS)
+    if _int(entry["number"], f"{where}'s number") != number:
+        raise RecordError(f"{where} is numbered {entry['number']}: phase k is number k")
+    if not isinstance(entry["label"], str):
+        raise RecordError(f"{where}'s label is not text")
+    for key in ("opened_at", "deadline", "resolved_at"):
+        _when(entry[key], f"{where}'s {key}")
+    _list(entry["events"], f"{where}'s events")
+    for move in _list(entry["moves"], f"{where}'s moves"):
+        _keys(move, f"a move of {where}", _MOVE_KEYS)
+        _int(move["seat"], f"a seat in {where}", low=0, high=seats - 1)
+        for key in ("move", "source"):
+            if not isinstance(move[key], str):
+                raise RecordError(f"a move's {key} in {where} is not text")
+        _when(move["received_at"], f"a move's received_at in {where}")
+
+
+def _keys(value: Any, where: str, keys: set[str]) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise RecordError(f"{where} is not an object")
+    missing, unknown = keys - value.keys(), value.keys() - keys
+    if missing:
+        raise RecordError(f"{where} has no {', '.join(sorted(missing))}")
+    if unknown:
+        raise RecordError(f"{where} has {', '.join(sorted(map(str, unknown)))}, which no record has")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise RecordError(f"{where} are not a list")
+    return value
+
+
+def _int(value: Any, where: str, low: int | None = None, high: int | None = None) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise RecordError(f"{where} is not a whole number")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise RecordError(f"{where} is out of range ({value})")
+    return value
+
+
+def _optional(value: Any, where: str, kind: type | str) -> Any:
+    if value is None:
+        return None
+    if kind == "time":
+        return _when(value, where)
+    if kind is int:
+        return _int(value, where)
+    if not isinstance(value, kind):  # type: ignore[arg-type]
+        raise RecordError(f"{where} is not {'text' if kind is str else kind}")
+    return value
+
+
+def _when(value: Any, where: str = "a time") -> datetime:
+    """A time as the referee writes it, ``2026-11-21T06:14:26Z``, and no other way."""
+    if not isinstance(value, str) or not _TIME.fullmatch(value):
+        raise RecordError(f"{where} is not a time written as 2026-11-21T06:14:26Z")
+    try:
+        return datetime.fromisoformat(value[:-1]).replace(tzinfo=UTC)
+    except ValueError:
+        raise RecordError(f"{where} is no date ({value})") from None
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# -- the running digest players hold -----------------------------------------------------
+
+# The parts of the record that the start's digest covers: what the start mail
+# told everyone (never what changes as the game goes on: its state, a
+# player's leaving, which the phase they left in covers).
+_START_GAME = ("id", "kind", "name", "options", "created_at", "deadlines")
+DIGEST_LINE = re.compile(r"Record digest (?:at the start|after (?P<label>.+)): "
+                         r"(?P<digest>[0-9a-f]{4}(?:-[0-9a-f]{4}){3})")  # fmt: skip
+
+
+def chain_digest(seed: bytes, head: Mapping[str, Any], entry: Mapping[str, Any] | None,
+                 previous: bytes | None) -> bytes:  # fmt: skip
+    """The record's running digest: with no ``entry``, the start's (the game,
+    its options and deadlines, the players and the commitment); else the
+    digest after phase ``entry`` (its times, and each move with its source
+    and receipt time, and who left in it), chained on the one before.  Each
+    is an HMAC keyed from the secret seed, so until the seed is published a
+    digest tells nothing of a move it covers (not even of one the rules keep
+    hidden); once it is, anyone recomputes every digest from the record."""
+    if entry is None:
+        covered: dict[str, Any] = {
+            "format": head["format"], "game": {key: head["game"][key] for key in _START_GAME},
+            "players": [{key: p[key] for key in ("seat", "name", "bot")} for p in head["players"]],
+            "seed_commitment": head["seed_commitment"],
+        }  # fmt: skip
+        label = "digest start"
+    else:
+        assert previous is not None
+        number = entry["number"]
+        covered = {
+            "previous": previous.hex(),
+            "phase": {key: entry[key] for key in sorted(_PHASE_KEYS - {"events"})},
+            "left": [[p["seat"], p["left_at"]] for p in head["players"] if p["bot_from_phase"] == number],
+        }
+        label = f"digest phase {number}"
+    key = hmac.new(seed, label.encode(), hashlib.sha256).digest()
+    text = json.dumps(covered, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hmac.new(key, text.encode(), hashlib.sha256).digest()
+
+
+def short_digest(digest: bytes) -> str:
+    """The digest as mails show it: 64 bits, ``3f2a-91bc-07de-55a1``."""
+    text = digest[:8].hex()
+    return "-".join(text[i : i + 4] for i in range(0, 16, 4))
+
+
+def digest_line(label: str | None, digest: bytes) -> str:
+    """The line a mail carries (``label`` None: the start mail's)."""
+    where = "at the start" if label is None else f"after {label}"
+    return f"Record digest {where}: {short_digest(digest)}"
+
+
+def record_digests(record: Mapping[str, Any]) -> tuple[Digest, ...]:
+    """Every digest of a finished record, as the mails carried them."""
+    seed = bytes.fromhex(record["seed"])
+    digest = chain_digest(seed, record, None, None)
+    found = [Digest(0, "the start", short_digest(digest))]
+    for entry in record["phases"]:
+        digest = chain_digest(seed, record, entry, digest)
+        found.append(Digest(entry["number"], entry["label"], short_digest(digest)))
+    return tuple(found)
+
+
+def mail_digests(text: str) -> list[tuple[str, str]]:
+    """The digests a mail's text carries: (label, digest), "the start" for the start's."""
+    return [(match["label"] or "the start", match["digest"]) for match in DIGEST_LINE.finditer(text)]

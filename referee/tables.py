@@ -5,14 +5,15 @@ replay.  The engine, the desk and the public site all read games through
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import cached_property
 from typing import Any
 
 from referee.errors import EngineError
 from referee.mail.commands import tag
 from referee.mail.tokens import tagged
-from referee.record import PhaseRecord, Replay, replay
+from referee.record import RECORD_FORMAT, PhaseRecord, Replay, chain_digest, replay
 from referee.rules import Game, get_game
 from referee.store import Row, Store
 
@@ -39,6 +40,10 @@ class Table:
     phases: list[Row]
     replay: Replay
     counted: dict[int, dict[int, Row]]  # phase -> seat -> the move that counts (its row)
+    # The record's running digest: the start's, then each resolved phase's
+    # (record.chain_digest), as far as it was asked for; a later read of the
+    # same record goes on from it (a resolved phase never changes).
+    chain: list[bytes] = field(default_factory=list)
 
     @property
     def id(self) -> int:
@@ -75,6 +80,71 @@ class Table:
         plain = tag(self.row["kind"], self.id)
         token = self.seats[seat]["token"] if seat is not None else None
         return tagged(plain, token) if token else plain
+
+    @cached_property
+    def names(self) -> list[str]:
+        """A public name per seat: the address's local part (with its domain
+        when two players share a local part), or "bot N".  The site and the
+        record name players so, never by their address."""
+        locals_ = [(s["address"] or "").partition("@")[0] for s in self.seats]
+        names = []
+        for seat in self.seats:
+            address = seat["address"]
+            if address is None:
+                names.append(f"bot {seat['seat'] + 1}")
+            else:
+                local, _, domain = address.partition("@")
+                names.append(local if locals_.count(local) == 1 else f"{local} ({domain})")
+        return names
+
+    # -- the record, whole: what `referee verify` checks and the digests cover --
+
+    def record_head(self) -> dict[str, Any]:
+        """The record's game, players and commitment, with the seed: SECRET
+        while the game runs (site.public.game_record publishes it, without the
+        seed until the end)."""
+        row = self.row
+        times = deadlines(row)
+        return {
+            "format": RECORD_FORMAT,
+            "game": {"id": self.id, "kind": row["kind"], "title": self.rules.title, "name": row["name"],
+                     "options": row["options"], "state": row["state"], "created_at": row["created_at"],
+                     "finished_at": row["finished_at"],
+                     "deadlines": {**{kind: int(length.total_seconds()) for kind, length in times.items()},
+                                   "settle": row["settle_seconds"]}},
+            "players": [{"seat": s["seat"], "name": self.names[s["seat"]], "bot": s["bot_since_phase"] == 0,
+                         "bot_from_phase": s["bot_since_phase"], "left_at": _left_at(s)} for s in self.seats],
+            "seed_commitment": row["seed_commitment"],
+            "seed": row["seed"],
+        }  # fmt: skip
+
+    def record_phase(self, number: int) -> dict[str, Any]:
+        """A resolved phase as the record has it, every move shown: SECRET
+        while the game runs (the site shows only the moves the rules revealed)."""
+        phase = self.phases[number - 1]
+        step = self.replay.steps[number - 1]
+        moves = self.counted[number]
+        return {
+            "number": number, "label": phase["label"], "opened_at": phase["opened_at"],
+            "deadline": phase["deadline"], "resolved_at": phase["resolved_at"],
+            "moves": [{"seat": seat, "move": moves[seat]["move"], "source": moves[seat]["source"],
+                       "received_at": moves[seat]["received_at"]} for seat in sorted(step.moves)],
+            "events": step.events,
+        }  # fmt: skip
+
+    def digest(self, number: int | None = None) -> bytes:
+        """The record's running digest after resolved phase ``number`` (by
+        default the last; 0: at the start): what the mail announcing it carries."""
+        head = None
+        number = len(self.replay.steps) if number is None else number
+        if not self.chain:
+            head = self.record_head()
+            self.chain.append(chain_digest(self.seed, head, None, None))
+        while len(self.chain) <= number:
+            head = head or self.record_head()
+            entry = self.record_phase(len(self.chain))
+            self.chain.append(chain_digest(self.seed, head, entry, self.chain[-1]))
+        return self.chain[number]
 
     def seat_of(self, address: str) -> int | None:
         for row in self.seats:
@@ -123,12 +193,13 @@ class Tables:
         rules = get_game(row["kind"])
         seats = self.store.seats(game_id)
         kept = 0
-        phases, counted, records = [], {}, []
+        phases, counted, records, chain = [], {}, [], []
         if since:
             earlier, earlier_records = since
             kept = len(earlier.phases) - (earlier.open_phase is not None)
             phases, records = earlier.phases[:kept], earlier_records[:kept]
             counted = {number: earlier.counted[number] for number in range(1, kept + 1) if number in earlier.counted}
+            chain = earlier.chain[: kept + 1]
         phases = phases + self.store.phases(game_id, since=kept + 1)
         for move in self.store.moves(game_id, since=kept + 1):
             counted.setdefault(move["phase"], {})[move["seat"]] = move
@@ -141,7 +212,7 @@ class Tables:
             )
             for phase in phases[kept:]
         ]  # fmt: skip
-        table = Table(row, rules, seats, phases, self._replay(row, rules, seats, records), counted)
+        table = Table(row, rules, seats, phases, self._replay(row, rules, seats, records), counted, chain)
         return table, records
 
     def running(self, game_id: int) -> Table:
@@ -167,6 +238,12 @@ class Tables:
         if len(resolved) == len(records):
             return done
         return replay(rules, seed, len(seats), row["options"], initial_bots, records, done)
+
+
+def _left_at(seat: Row) -> str | None:
+    """When a player left the game (a bot took the seat): None for a bot
+    from the start, or a player still playing."""
+    return seat["resigned_at"] if seat["bot_since_phase"] else None
 
 
 def _remember(cache: dict[int, Any], game_id: int, value: Any) -> None:

@@ -15,7 +15,7 @@ from referee.engine.post import Post
 from referee.errors import Refusal
 from referee.mail.parse import Incoming
 from referee.mail.tokens import phase_answered
-from referee.record import random_move_rng
+from referee.record import digest_line, random_move_rng
 from referee.store import Row, Store
 from referee.tables import Table, Tables, deadlines
 from referee.timeutil import Clock, ceil_second, from_iso, iso
@@ -136,7 +136,8 @@ class Phases:
         table = self.tables.table(table.id)
         after = self._insert(table)
         table = self.tables.table(table.id)
-        context = {**self.post.context(table), "round": self.post.round_context(table, phase["number"])}
+        context = {**self.post.context(table), "round": self.post.round_context(table, phase["number"]),
+                   "digest": digest_line(phase["label"], table.digest())}  # fmt: skip
         self.post.announce(table, f"{table.row['kind']}/round", context, news_since=before)
         log.info("game %d %s resolved", table.id, phase["label"])
         if after is None:
@@ -147,7 +148,10 @@ class Phases:
     def _finish(self, table: Table) -> None:
         self.store.finish_game(table.id, iso(self.clock()))
         table = self.tables.table(table.id)
-        self.post.announce(table, f"{table.row['kind']}/final", self.post.context(table, history=True))
+        last = table.phases[-1]["label"] if table.phases else None
+        context = {**self.post.context(table, history=True), "digest": digest_line(last, table.digest()),
+                   "digest_help": True}  # fmt: skip
+        self.post.announce(table, f"{table.row['kind']}/final", context)
         log.info("game %d finished", table.id)
 
     # -- a move by mail (the Desk reads the message and calls this) -----------

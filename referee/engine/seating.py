@@ -16,7 +16,7 @@ from referee.engine.post import Post
 from referee.errors import EngineError, Refusal
 from referee.mail.parse import is_address
 from referee.mail.tokens import seat_token
-from referee.record import commitment
+from referee.record import commitment, digest_line
 from referee.rules import Game, OptionError, get_game
 from referee.store import Row, Store
 from referee.tables import Table, Tables
@@ -122,7 +122,8 @@ class Seating:
             self.store.add_seat(game_id, seat, None, bot=True, token=self.token(game_id, seat))
         self.store.start_game(game_id)
         table = self.tables.table(game_id)
-        self.post.announce(table, f"{table.row['kind']}/start", self.post.context(table), news_since=None)
+        context = {**self.post.context(table), "digest": digest_line(None, table.digest()), "digest_help": True}
+        self.post.announce(table, f"{table.row['kind']}/start", context, news_since=None)
         self.phases.advance(game_id)
 
     # -- sign-up games (JOIN and LEAVE by mail) ----------------------------

@@ -14,7 +14,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from referee.record import RECORD_FORMAT
 from referee.site.chart import score_chart
 from referee.tables import Table
 from referee.timeutil import from_iso, show_duration
@@ -23,16 +22,7 @@ from referee.timeutil import from_iso, show_duration
 def public_names(table: Table) -> list[str]:
     """A name per seat: the address's local part (with its domain when two
     players share a local part), or "bot N"."""
-    locals_ = [(s["address"] or "").partition("@")[0] for s in table.seats]
-    names = []
-    for seat in table.seats:
-        address = seat["address"]
-        if address is None:
-            names.append(f"bot {seat['seat'] + 1}")
-        else:
-            local, _, domain = address.partition("@")
-            names.append(local if locals_.count(local) == 1 else f"{local} ({domain})")
-    return names
+    return table.names
 
 
 def game_record(table: Table) -> dict[str, Any]:
@@ -41,39 +31,23 @@ def game_record(table: Table) -> dict[str, Any]:
     (how each was made and when the server received it; what each was, once
     the rules revealed it) and the events the rules announced; after the
     end, the seed, the winner and every move."""
-    names = public_names(table)
     finished = table.row["state"] == "finished"
-    steps = {step.number: step for step in table.replay.steps}
+    record = table.record_head()
     phases = []
-    for phase in table.phases:
-        step = steps.get(phase["number"])
-        if step is None:
-            continue  # still open: nothing of it is public yet
-        moves = table.counted[phase["number"]]
-        shown = step.moves.keys() if finished else table.rules.revealed(step.before, step.moves, step.events)
-        phases.append({
-            "number": phase["number"], "label": phase["label"],
-            "opened_at": phase["opened_at"], "deadline": phase["deadline"],
-            "resolved_at": phase["resolved_at"],
-            "moves": [{"seat": seat, "move": moves[seat]["move"] if seat in shown else None,
-                       "source": moves[seat]["source"], "received_at": moves[seat]["received_at"]}
-                      for seat in sorted(step.moves)],
-            "events": step.events,
-        })  # fmt: skip
+    for step in table.replay.steps:
+        entry = table.record_phase(step.number)
+        if not finished:
+            shown = table.rules.revealed(step.before, step.moves, step.events)
+            entry["moves"] = [{**move, "move": move["move"] if move["seat"] in shown else None}
+                              for move in entry["moves"]]  # fmt: skip
+        phases.append(entry)
     result = table.rules.result(table.state)
     return {
-        "format": RECORD_FORMAT,
-        "game": {"id": table.id, "kind": table.row["kind"], "title": table.rules.title,
-                 "name": table.row["name"], "options": table.row["options"],
-                 "state": table.row["state"], "created_at": table.row["created_at"],
-                 "finished_at": table.row["finished_at"]},
-        "players": [{"seat": s["seat"], "name": names[s["seat"]], "bot": s["address"] is None,
-                     "bot_from_phase": s["bot_since_phase"]} for s in table.seats],
-        "seed_commitment": table.row["seed_commitment"],
-        "seed": table.row["seed"] if finished else None,
+        **record,
+        "seed": record["seed"] if finished else None,
         "phases": phases,
-        "winner": names[result.winner] if finished and result and result.winner is not None else None,
-    }  # fmt: skip
+        "winner": table.names[result.winner] if finished and result and result.winner is not None else None,
+    }
 
 
 def page_context(table: Table, now: datetime) -> dict[str, Any]:

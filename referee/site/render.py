@@ -31,6 +31,7 @@ import jinja2
 
 from referee.config import Config
 from referee.resources import shipped
+from referee.record import RECORD_FORMAT
 from referee.rules import GAMES, get_game
 from referee.site.chart import UNIT
 from referee.site.public import page_context
@@ -234,7 +235,8 @@ class Site:
     def _fingerprint(self, game_id: int, summary: dict[str, Any]) -> str:
         """Changes whenever what the game's pages show changes: its record, or
         the "in 2 days 3 hours" before its deadline."""
-        facts = [_LAYOUT, self.records.store.game_version(game_id), json.dumps(summary, sort_keys=True)]
+        facts = [_LAYOUT, RECORD_FORMAT, self.records.store.game_version(game_id),
+                 json.dumps(summary, sort_keys=True)]  # a new record format rewrites every record.json
         return hashlib.sha256("\n".join(facts).encode()).hexdigest()[:24]
 
     def _render_index(self, summaries: list[dict[str, Any]], entries: list[dict[str, Any]],

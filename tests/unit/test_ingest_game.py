@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from conftest import PLAYERS, FakeClock, body_of, make_mail, reply
 from referee.config import Config
 from referee.engine import Engine
-from referee.record import PhaseRecord, replay
+from referee.record import PhaseRecord, digest_line, replay
 from referee.rules.pure_skill import card_name, card_value
 from referee.store import Store
 from referee.timeutil import from_iso
@@ -172,7 +172,8 @@ def _rendered(engine: Engine, game: int) -> dict[int, dict[int, tuple[str, str]]
     kind = table.row["kind"]
     rendered: dict[int, dict[int, tuple[str, str]]] = {}
     for step in table.replay.steps:
-        context = {**engine.context(table), "round": engine.post.round_context(table, step.number)}
+        context = {**engine.context(table), "round": engine.post.round_context(table, step.number),
+                   "digest": digest_line(step.phase.label, table.digest(step.number))}  # fmt: skip
         rendered[step.number] = {
             seat: engine.composer.render(
                 f"{kind}/round", **{**context, "game": {**context["game"], "tag": table.tag(seat)}}

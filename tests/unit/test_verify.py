@@ -17,17 +17,18 @@ import re
 import threading
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import pytest
+from conftest import PLAYERS, FakeClock, body_of, reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import PLAYERS, FakeClock, reply
 from referee.cli import main
 from referee.config import Config
 from referee.engine import Engine
-from referee.record import commitment, resolve_rng, setup_rng, verify
+from referee.record import commitment, mail_digests, resolve_rng, setup_rng, verify
 from referee.rules import get_game
 from referee.rules.pure_skill import card_name
 from referee.site.public import game_record
@@ -132,11 +133,12 @@ def run_verify(tmp_path, capsys):
     """``run_verify(record)`` -> (exit status, stdout, stderr) of `referee verify FILE`."""
 
     def run(data: dict, *extra: str) -> tuple[int, str, str]:
+        """The verdict is the last line; what it checked comes before it."""
         path = tmp_path / f"record-{next(_SERIAL)}.json"
         path.write_text(json.dumps(data, indent=1), encoding="utf-8")
         status = main([*extra, "verify", str(path)])
         out, err = capsys.readouterr()
-        return status, out, err
+        return status, out.splitlines()[-1] + "\n" if out else "", err
 
     return run
 
@@ -253,8 +255,11 @@ def remove_last_phase(record: dict) -> tuple[int, str, str]:
 
 
 def remove_a_middle_phase(record: dict) -> tuple[int, str, str]:
-    del record["phases"][4]  # phase 5: phase 6 is then where the rules expect round 5
-    return 6, "Round 5 of 13", "the record calls this phase 'Round 6 of 13'"
+    """Phase 6 then stands where the rules expect round 5, and its number gives it away."""
+    del record["phases"][4]
+    for entry in record["phases"][4:]:
+        entry["number"] -= 1  # renumbered to hide the gap: the rules' labels still tell
+    return 5, "Round 5 of 13", "the record calls this phase 'Round 6 of 13'"
 
 
 def relabel_a_phase(record: dict) -> tuple[int, str, str]:
@@ -442,7 +447,7 @@ def test_a_mail_bid_relabelled_forced_fails_at_its_round(record):
     assert verdict.message.startswith("Round 2 of 13: ") and "marked forced" in verdict.message
 
 
-@pytest.mark.parametrize("source", ["timeout", "referee", "Random", "", None])
+@pytest.mark.parametrize("source", ["timeout", "referee", "Random", ""])
 def test_a_move_marked_any_other_way_is_refused(record, source):
     """Only the ways the engine makes a move are known; any other label
     would let a move escape its check (here: carol's random bid of round 4)."""
@@ -451,6 +456,14 @@ def test_a_move_marked_any_other_way_is_refused(record, source):
     verdict = verify(record)
     assert (verdict.ok, verdict.phase) == (False, number), verdict
     assert verdict.message.startswith(f"Round {number} of 13: seat {move['seat'] + 1}'s move is marked {source!r}")
+
+
+@pytest.mark.parametrize("source", [None, 1, ["random"]])
+def test_a_move_marked_by_no_text_is_refused_as_no_record(record, source):
+    _, move = moves_of(record, "random")[0]
+    move["source"] = source
+    verdict = verify(record)
+    assert not verdict.ok and verdict.message == "a move's source in phase 4 of the record is not text"
 
 
 def test_a_persons_random_bid_relabelled_as_a_bots_before_she_left_fails(record):
@@ -492,7 +505,7 @@ def test_the_record_the_site_publishes_verifies(tmp_path, capsys):
     assert engine.table(game).row["state"] == "finished"
     Site(engine, tmp_path / "site").render()
     assert main(["verify", str(tmp_path / "site" / "games" / str(game) / "record.json")]) == 0
-    assert capsys.readouterr().out == "verified: 13 phases replay exactly; winner: nobody\n"
+    assert capsys.readouterr().out.splitlines()[-1] == "verified: 13 phases replay exactly; winner: nobody"
 
 
 def test_a_record_of_a_running_game_is_refused(run_verify):
@@ -544,11 +557,11 @@ def test_verify_reads_a_record_from_an_http_url(record, web_folder, capsys):
     (folder / "games" / "1").mkdir(parents=True)
     (folder / "games" / "1" / "record.json").write_text(json.dumps(record), encoding="utf-8")
     assert main(["verify", f"{base}/games/1/record.json"]) == 0
-    assert capsys.readouterr().out.startswith("verified: 13 phases replay exactly; winner: alice")
+    assert capsys.readouterr().out.splitlines()[-1] == "verified: 13 phases replay exactly; winner: alice"
     alter_prize(record)
     (folder / "games" / "1" / "record.json").write_text(json.dumps(record), encoding="utf-8")
     assert main(["verify", f"{base}/games/1/record.json"]) == 1
-    assert capsys.readouterr().out.startswith("NOT verified: Round 7 of 13: ")
+    assert capsys.readouterr().out.splitlines()[-1].startswith("NOT verified: Round 7 of 13: ")
 
 
 def test_verify_of_a_missing_url_is_a_usage_error(web_folder, capsys):
@@ -666,3 +679,192 @@ def test_a_relabelled_bid_tie_break_is_named_by_the_rules_label():
     verdict = verify(record)
     assert (verdict.ok, verdict.phase) == (False, entry["number"]), verdict
     assert verdict.message == f"{rules_label}: the record calls this phase {entry['label']!r}"
+
+
+# -- what a player can compare: the start mail's facts, and the digests every result mail carried ----
+
+
+@pytest.fixture(scope="module")
+def kept() -> tuple[dict, list[dict]]:
+    """The finished game of ``play``, its record, and every mail the referee
+    sent (rows of the outbox, with their raw bytes): what the players kept."""
+    clock = FakeClock()
+    engine = fresh_engine(clock)
+    game = play(engine, clock)
+    record = json.loads(json.dumps(game_record(engine.table(game))))
+    return record, engine.store.outbox(None)
+
+
+def saved(mails: list[dict], folder: Path, *, to: str = ALICE, subject: str = "") -> list[Path]:
+    """The mails ``to`` got whose subject holds ``subject``, saved as .eml files, in order."""
+    paths = []
+    for index, mail in enumerate(m for m in mails if m["recipients"] == [to] and subject in m["subject"]):
+        path = folder / f"{index:03d}.eml"
+        path.write_bytes(mail["raw"])
+        paths.append(path)
+    return paths
+
+
+def test_every_announcement_carries_the_records_digest_at_that_point(kept):
+    """The start mail, each round's result and the final result: one digest
+    line each, the one `verify` recomputes for that point from the finished
+    record; prompts and receipts carry none."""
+    record, mails = kept
+    digests = {d.label: d.digest for d in verify(record).digests}
+    assert len(digests) == 14
+    carried: dict[str, set[str]] = {}
+    for mail in mails:
+        body = body_of(mail["raw"])
+        found = mail_digests(body)
+        if "begins" in mail["subject"] or "Game over" in mail["subject"] or " of game 1 is resolved." in body:
+            assert len(found) == 1, mail["subject"]
+        else:
+            assert found == [], mail["subject"]
+        for label, digest in found:
+            carried.setdefault(label, set()).add(digest)
+    assert carried == {label: {digest} for label, digest in digests.items()}  # every copy the same, all there
+
+
+def test_kept_mails_agree_with_the_genuine_record(kept, tmp_path, capsys):
+    record, mails = kept
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    alice = [p for p in saved(mails, tmp_path, subject="Round") if mail_digests(p.read_text())]
+    assert main(["verify", str(path), *[f"--mail={p}" for p in alice]]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("verified")
+    assert sum(": agrees (after Round" in line for line in lines) == 13  # alice's results of rounds 1-13
+    start = saved(mails, tmp_path / "", subject="begins")
+    assert main(["verify", str(path), "--mail", str(start[0])]) == 0
+    assert f"{start[0]}: agrees (at the start: " in capsys.readouterr().out
+
+
+def relabel_random_as_mail(record: dict) -> int:
+    """Carol's random bid of round 4, marked as hers by mail: the move, its
+    time (the deadline) and every result stay as they were."""
+    number, move = moves_of(record, "random")[0]
+    move["source"] = "mail"
+    return number
+
+
+def move_a_receipt_time(record: dict) -> int:
+    number, move = moves_of(record, "mail")[3]
+    entry = phase_entry(record, number)
+    move["received_at"] = entry["opened_at"]  # still inside the phase
+    return number
+
+
+def renumber_nothing_but_a_name(record: dict) -> int:
+    record["players"][1]["name"] = "robert"
+    return 0
+
+
+@pytest.mark.parametrize("rewrite", [relabel_random_as_mail, move_a_receipt_time, renumber_nothing_but_a_name],
+                         ids=lambda f: f.__name__)  # fmt: skip
+def test_a_record_rewritten_after_the_fact_verifies_alone_but_not_against_a_kept_mail(kept, tmp_path, capsys,
+                                                                                      rewrite):  # fmt: skip
+    """What the replay cannot see (the record is consistent) a kept mail
+    does: the final result's digest covers every phase before it."""
+    record = copy.deepcopy(kept[0])
+    changed = rewrite(record)
+    assert verify(record).ok  # consistent in itself
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    final = saved(kept[1], tmp_path, to=ALICE, subject="Game over")
+    assert main(["verify", str(path), "--mail", str(final[0])]) == 1
+    out = capsys.readouterr().out
+    assert f"{final[0]}: DISAGREES: it says after Round 13 of 13: " in out
+    assert out.splitlines()[-1].startswith("verified")  # the replay holds; the mail says otherwise
+    digests = {d.number: d.digest for d in verify(record).digests}
+    genuine = {d.number: d.digest for d in verify(kept[0]).digests}
+    assert [n for n in genuine if digests[n] != genuine[n]] == list(range(changed, 14))  # from the change on
+
+
+def test_a_mail_of_another_game_or_without_a_digest_is_said_so(kept, tmp_path, capsys):
+    record, mails = kept
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    other = bots_record("pure-skill")
+    other_path = tmp_path / "other.json"
+    other_path.write_text(json.dumps(other), encoding="utf-8")
+    final = saved(mails, tmp_path, subject="Game over")[0]
+    assert main(["verify", str(other_path), "--mail", str(final)]) == 1
+    assert "DISAGREES" in capsys.readouterr().out
+    prompt = next(m for m in mails if m["recipients"] == [ALICE] and not mail_digests(body_of(m["raw"])))
+    (tmp_path / "prompt.eml").write_bytes(prompt["raw"])
+    assert main(["verify", str(path), "--mail", str(tmp_path / "prompt.eml")]) == 2
+    assert "carries no record digest" in capsys.readouterr().err
+    assert main(["verify", str(path), "--mail", str(tmp_path / "missing.eml")]) == 2
+    assert "missing.eml" in capsys.readouterr().err
+
+
+def test_verify_prints_what_the_start_mail_announced(kept, tmp_path, capsys):
+    """The commitment, the players in seat order, the options and the
+    deadlines' rule, as the start mail gave them, then every digest."""
+    record, mails = kept
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    assert main(["verify", str(path)]) == 0
+    out = capsys.readouterr().out
+    start = body_of(next(m for m in mails if "begins" in m["subject"])["raw"])
+    assert f"commitment: {record['seed_commitment']}" in out and record["seed_commitment"] in start
+    assert "  1. alice\n  2. bob\n  3. carol (left in Round 6 of 13; a bot from then on)\n" in out
+    assert "options: ties=discard" in out
+    assert "deadlines: each phase lasts 1 day or until every move owed is in" in out
+    assert re.search(r"after Round 13 of 13 +[0-9a-f]{4}-", out)
+    assert "@" not in out
+
+
+def test_verify_json_says_everything_it_checked(kept, tmp_path, capsys):
+    record, _ = kept
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    assert main(["verify", "--json", str(path)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verified"] is True
+    assert report["seed_commitment"] == record["seed_commitment"]
+    assert [p["name"] for p in report["players"]] == ["alice", "bob", "carol"]
+    assert report["options"] == {"ties": "discard"} and report["deadlines"]["round"] == 86400
+    assert [d["label"] for d in report["digests"]] == ["the start"] + [round_label(n) for n in range(1, 14)]
+    assert len(report["checks"]) >= 10
+    relabel_random_as_mail(record)
+    record["winner"] = "bob"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    assert main(["verify", "--json", str(path)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["verified"] is False and report["phase"] == 13
+
+
+# -- no input gives a traceback ----------------------------------------------------------------
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                   max_size=4),
+                     max_leaves=20)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(path=st.lists(st.integers(0, 30), min_size=1, max_size=6), value=_JSON)
+def test_any_value_anywhere_gives_a_verdict_never_an_exception(played, path, value):
+    """Whatever replaces whatever part of a genuine record, verify answers."""
+    record = copy.deepcopy(played[0])
+    record["seed"] = SEED.hex()  # (played is the finished game: already so)
+    node: Any = record
+    for step in path[:-1]:
+        children = list(node.values()) if isinstance(node, dict) else node if isinstance(node, list) else []
+        if not children or not isinstance(children[step % len(children)], dict | list):
+            break
+        node = children[step % len(children)]
+    if isinstance(node, dict) and node:
+        node[sorted(node)[path[-1] % len(node)]] = value
+    elif isinstance(node, list) and node:
+        node[path[-1] % len(node)] = value
+    verdict = verify(record)
+    assert isinstance(verdict.ok, bool) and verdict.message
+
+
+@settings(max_examples=100, deadline=None)
+@given(value=_JSON)
+def test_any_json_at_all_gives_a_verdict(value):
+    verdict = verify(value)
+    assert not verdict.ok and verdict.message

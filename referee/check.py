@@ -1,0 +1,173 @@
+"""`referee verify`: what a player who kept their mail can check of a
+finished game, from its published record alone.
+
+It reads the record within fixed limits (``referee.fetch``), replays it
+(``referee.record.verify``), prints what the start mail announced (the
+commitment, the players in seat order, the options, the deadlines) and the
+record's running digests, and compares any saved mails' digests with them.
+Exit status: 0 verified (and every mail agrees), 1 NOT verified (or a mail
+disagrees), 2 a record or mail that cannot be read at all.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from referee.fetch import Unreadable, load_record
+from referee.mail.parse import parse
+from referee.record import Digest, Verdict, mail_digests, verify
+from referee.timeutil import utc_now
+
+MAX_MAIL_BYTES = 10 * 1024 * 1024  # a result mail is a few KB; a saved .eml with attachments, more
+
+# What `verify` checks, in the order it does: the --json output lists them.
+CHECKS = (
+    "every field is one a record has, of its type, and none is unknown",
+    "phase k is numbered k; player i sits in seat i; a bot from the start is flagged and named so",
+    "the game's options are a set its rules take",
+    "sha256(seed) is the commitment announced at the start",
+    "each phase opens after the one before it was resolved and lasts at least its deadline",
+    "each phase is the one the rules ask for, with the rules' label",
+    "each seat that owed a move made exactly one, in seat order",
+    "a move by mail was received while its phase was open",
+    "a random move is what the seed draws for the seat, made at the deadline it missed",
+    "a bot's move is what the seed draws, by a seat whose player had left, once it was due",
+    "a forced move was the seat's only legal move",
+    "every move is legal, and each phase's result is what the rules make of its moves and the seed",
+    "the game ends with the record's last phase, with the record's winner",
+    "the record's running digests, as the mails announcing each phase carried them",
+)
+
+
+class UnreadableMail(Exception):
+    """A saved mail that cannot be read, or carries no record digest."""
+
+
+def run(source: str, mails: list[str], as_json: bool) -> int:
+    """The `verify` command: print what was checked; the exit status."""
+    try:
+        record: Any = load_record(source)
+    except Unreadable as error:
+        print(f"cannot read {source}: {error}", file=sys.stderr)
+        return 2
+    verdict = verify(record)
+    try:
+        compared = [compare(Path(path), verdict.digests) for path in mails]
+    except UnreadableMail as error:
+        print(f"cannot check the mail: {error}", file=sys.stderr)
+        return 2
+    agreed = all(found["agrees"] for found in compared)
+    if as_json:
+        print(json.dumps(report(record, verdict, compared), indent=1, ensure_ascii=False))
+    else:
+        if verdict.digests:  # the record's own fields held: what it says is worth showing
+            print("\n".join(describe(record, verdict.digests)))
+        for found in compared:
+            print(f"{found['file']}: {found['says']}")
+        print(verdict.message if verdict.ok else f"NOT verified: {verdict.message}")
+    return 0 if verdict.ok and agreed else 1
+
+
+def describe(record: dict[str, Any], digests: tuple[Digest, ...]) -> list[str]:
+    """What the start mail announced and each result mail carried, to compare."""
+    game = record["game"]
+    labels = {entry["number"]: entry["label"] for entry in record["phases"]}
+    name = f' "{game["name"]}"' if game["name"] else ""
+    lines = [f"game {game['id']}{name}: {game['title']} ({game['kind']}), made {game['created_at']}",
+             f"commitment: {record['seed_commitment']}",
+             "players, in seat order:"]  # fmt: skip
+    for player in record["players"]:
+        left = player["bot_from_phase"]
+        how = (" (a bot from the start)" if left == 0 else f" (left in {labels[left]}; a bot from then on)"
+               if left else "")  # fmt: skip
+        lines.append(f"  {player['seat'] + 1}. {player['name']}{how}")
+    options = game["options"]
+    lines.append("options: " + (", ".join(f"{k}={v}" for k, v in sorted(options.items())) or "none"))
+    lines.append(f"deadlines: {deadline_rule(record)}")
+    lines.append("record digests (the mail announcing each carried it):")
+    width = max(len(d.label) for d in digests) + 6
+    lines += [f"  {('at ' if d.number == 0 else 'after ') + d.label:{width}} {d.digest}" for d in digests]
+    return lines
+
+
+def deadline_rule(record: dict[str, Any]) -> str:
+    """The deadlines' rule, as the start mail states it."""
+    seconds = record["game"]["deadlines"]
+    if seconds["round"] == seconds["turn"] == seconds["decision"]:
+        parts = f"each phase lasts {_duration(seconds['round'])}"
+    else:
+        parts = (f"a sealed round lasts {_duration(seconds['round'])}, a turn {_duration(seconds['turn'])}, "
+                 f"a decision {_duration(seconds['decision'])}")  # fmt: skip
+    settle = seconds["settle"]
+    return (parts + " or until every move owed is in"
+            + (f" (then {_duration(settle)} more for a change of mind)" if settle else "")
+            + "; a move missing at its deadline is drawn from the seed")  # fmt: skip
+
+
+def _duration(seconds: int) -> str:
+    return str(timedelta(seconds=seconds)).replace(", 0:00:00", "")
+
+
+def compare(path: Path, digests: tuple[Digest, ...]) -> dict[str, Any]:
+    """Whether a saved mail's record digests are the record's."""
+    text = mail_text(path)
+    found = mail_digests(text)
+    if not found:
+        raise UnreadableMail(f"{path} carries no record digest (a start, result or final mail of the game does)")
+    if not digests:
+        return {"file": str(path), "agrees": False, "says": "not compared: the record itself does not hold",
+                "digests": [{"label": label, "digest": digest} for label, digest in found]}  # fmt: skip
+    known = {(d.label, d.digest) for d in digests}
+    labels = {d.label: d.digest for d in digests}
+    agrees, says = True, []
+    for label, digest in found:
+        where = "at the start" if label == "the start" else f"after {label}"
+        if (label, digest) in known:
+            says.append(f"agrees ({where}: {digest})")
+        elif label in labels:
+            agrees = False
+            says.append(f"DISAGREES: it says {where}: {digest}, the record gives {labels[label]}")
+        else:
+            agrees = False
+            says.append(f"DISAGREES: it carries a digest {where}, a phase this record does not have "
+                        "(a mail of another game?)")  # fmt: skip
+    return {"file": str(path), "agrees": agrees, "says": "; ".join(says),
+            "digests": [{"label": label, "digest": digest} for label, digest in found]}  # fmt: skip
+
+
+def mail_text(path: Path) -> str:
+    """The plain text of a saved mail (.eml), decoded."""
+    try:
+        with path.open("rb") as file:
+            raw = file.read(MAX_MAIL_BYTES + 1)
+    except OSError as error:
+        raise UnreadableMail(f"{path}: {error.strerror or error}") from None
+    if len(raw) > MAX_MAIL_BYTES:
+        raise UnreadableMail(f"{path} is larger than {MAX_MAIL_BYTES // 2**20} MB, more than a mail of a game")
+    # The referee's own reader: bounded time and memory whatever the file
+    # holds, and it never fails; a mail it cannot read gives its raw text.
+    return parse(raw, utc_now()).text or raw.decode("utf-8", "replace")
+
+
+def report(record: Any, verdict: Verdict, compared: list[dict[str, Any]]) -> dict[str, Any]:
+    """Everything checked, for programs (`verify --json`)."""
+    facts: dict[str, Any] = {}
+    if verdict.digests:
+        game = record["game"]
+        facts = {"game": {key: game[key] for key in ("id", "kind", "title", "name", "created_at", "finished_at")},
+                 "seed_commitment": record["seed_commitment"], "seed": record["seed"],
+                 "players": [{key: p[key] for key in ("seat", "name", "bot", "bot_from_phase", "left_at")}
+                             for p in record["players"]],
+                 "options": game["options"], "deadlines": game["deadlines"],
+                 "deadline_rule": deadline_rule(record), "phases": len(record["phases"]),
+                 "winner": record["winner"]}  # fmt: skip
+    return {
+        "verified": verdict.ok, "message": verdict.message, "phase": verdict.phase, **facts,
+        "checks": list(CHECKS),
+        "digests": [{"number": d.number, "label": d.label, "digest": d.digest} for d in verdict.digests],
+        "mails": compared,
+    }  # fmt: skip
