@@ -330,6 +330,7 @@ def _outbox(engine: Engine, args) -> int:
 
 
 def _write_out(engine: Engine, mails: list, folder: Path, mark_sent: bool) -> None:
+    engine.store.sync(always=True)  # durable before anyone can send them (see SmtpSender.drain)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for mail in mails:

@@ -246,7 +246,7 @@ class Store:
         finally:
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
-    def sync(self) -> None:
+    def sync(self, always: bool = False) -> None:
         """Make every committed change durable, even against a power cut.
 
         Commits run with ``synchronous = NORMAL``: in WAL mode a commit is
@@ -256,10 +256,12 @@ class Store:
         Before the referee does what cannot be undone outside games.db (files
         messages away on the mail server, ends a pass or a command), it calls
         this: one small write committed with ``synchronous = FULL``, whose
-        flush of the journal covers every commit before it.  It writes only
-        when something was written since the last sync, so a reading command
-        never takes the write lock."""
-        if not self.unsynced:
+        flush of the journal covers every commit before it, whoever made it.
+        It writes only when this connection wrote since the last sync, so a
+        reading command never takes the write lock; ``always`` covers the
+        commits of another process too (one killed before its own sync),
+        before their mail is sent."""
+        if not (self.unsynced or always):
             return
         self.db.execute("PRAGMA synchronous = FULL")
         try:

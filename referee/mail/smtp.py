@@ -1,6 +1,8 @@
 """Mail out: drain the outbox over one SMTP connection (aiosmtplib).
 
-A mail is marked sent only after the server accepted it, so a crash in
+No mail goes out before every row that led to it is durable (Store.sync):
+what a player has seen survives a power cut.  A mail is marked sent only
+after the server accepted it, so a crash in
 between sends it again, with the Message-ID it was given when it was queued:
 a resend is recognisably the same mail.  A temporary failure of one mail (a
 4xx reply, or the connection dropped or timed out while it was being sent)
@@ -99,6 +101,13 @@ class SmtpSender:
                     feed.more.clear()
                     await feed.more.wait()
                     continue
+                # Durable before sent: a mail a player holds must never be
+                # unknown to games.db after a power cut, nor the moves and
+                # phases that made it.  One flush covers every message read
+                # since the last (while the server took the last batch, the
+                # runner read on: the flushes group themselves); the first
+                # covers what a run killed before its own flush committed.
+                self.store.sync(always=client is None)
                 client = client or await self._connect()
                 for mail in due:
                     await self._send(client, mail, report)

@@ -50,6 +50,7 @@ from email.message import EmailMessage
 from itertools import count, zip_longest
 from pathlib import Path
 
+import powercut
 from crashpoint import FIRED, POINTS
 from mailstack import MailStack, wait_for
 from referee_helpers import PROMPT, Referee, hand, subject
@@ -216,6 +217,7 @@ class Report:
     violations: list[str] = field(default_factory=list)
     runs: int = 0  # referee processes started
     seconds: float = 0.0
+    cuts: Counter = field(default_factory=Counter)  # power cuts: files kept, reverted, removed
 
     @property
     def kills(self) -> list[Kill]:
@@ -240,6 +242,9 @@ class Report:
             f"kills: {len(self.kills)} of {len(self.tried)} tried ({programs['once']} run --once, "
             + f"{programs['serve']} serve); {self.runs} referee processes in all",
             *(f"  {kind}: {landed[kind]} of {tried[kind]}" for kind in sorted(tried)),
+            *([(f"power cuts: {self.cuts['cuts']} (games.db files reverted to their last flush "
+                f"{self.cuts['reverted']} times, removed {self.cuts['removed']}, kept whole {self.cuts['kept']})")]
+              if self.cuts else []),
             f"referee mail: {out['queued']} queued, {out['taken']} taken by the SMTP server, "
             + f"{out['copies']} of them again under the same Message-ID",
             f"violations: {len(self.violations)}",
@@ -251,8 +256,12 @@ class Soak:
     """One soak over a MailStack: ``Soak(stack, home, ...).run()`` gives a Report."""
 
     def __init__(self, stack: MailStack, home: Path, *, seed: int = 1, games: int = 8, mails: int = 600,
-                 kills: int = 14):  # fmt: skip
+                 kills: int = 14, power_cut: Path | None = None):  # fmt: skip
+        """With ``power_cut`` (the shim, powercut.build()), every kill that
+        lands is a power cut: what the referee wrote to games.db and never
+        flushed is lost before the next run."""
         self.stack, self.home = stack, home
+        self.power_cut = power_cut
         self.rng = random.Random(seed)
         self.report = Report(seed, games)
         self.referee = Referee(stack, home)
@@ -270,7 +279,38 @@ class Soak:
     def start_games(self) -> None:
         for number in range(1, self.games + 1):
             players = [f"p{number}-{seat}@{PLAYERS}" for seat in range(3)]
-            self.players.join(self.referee.new_game(players=players), players)
+            self.players.join(self.new_game(players), players)
+
+    def reboot(self) -> None:
+        """After a power cut, the keeper's first look: `referee status`, under
+        the shim.  It is also the first to open games.db, which has SQLite
+        rebuild its journal's index; the soak's own read-only connections
+        could not (they read "file is not a database"), and a connection of
+        the soak's that could write would flush and checkpoint unseen by the
+        shim."""
+        status = self.shimmed("status")
+        if status.returncode != 0:
+            self.report.violations.append(f"after power cut {self.report.cuts['cuts']}: `referee status` "
+                                          f"exited {status.returncode}: {status.stderr[-400:]}")  # fmt: skip
+
+    def shimmed(self, *args: str) -> subprocess.CompletedProcess:
+        """`referee ARGS` as a process under the power-cut shim."""
+        assert self.power_cut is not None
+        path = os.pathsep.join(filter(None, [str(CODE), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, "PYTHONPATH": path, **powercut.environment(self.power_cut, self.referee.db)}
+        return subprocess.run(self.referee.command(*args), cwd=self.home, env=env, capture_output=True, text=True,
+                              timeout=60, check=False)  # fmt: skip
+
+    def new_game(self, players: list[str]) -> int:
+        """`referee new`; under a power cut's shim, as a process of its own
+        (no connection of this process may see games.db across a cut: SQLite
+        shares what it knows of a file between a process's connections)."""
+        if not self.power_cut:
+            return self.referee.new_game(players=players)
+        done = self.shimmed("new", "pure-skill", *[x for p in players for x in ("--player", p)])
+        if done.returncode != 0:
+            raise SoakError(f"referee new failed: {done.stderr[-400:]}")
+        return int(done.stdout.splitlines()[-1])
 
     def _spread(self, extras: int) -> dict[int, int]:
         """The extra mails of each round: round 1 its share, the rest evenly."""
@@ -367,7 +407,8 @@ class Soak:
         self.report.runs += 1
         name = f"{self.report.runs:03d}-{program}" + (f"-{kill.point}" if kill and kill.point else "")
         path = os.pathsep.join(filter(None, [str(CODE), os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1",
+               **(powercut.environment(self.power_cut, self.referee.db) if self.power_cut else {})}
         with open(self.home / "logs" / f"{name}.out", "wb") as out, \
                 open(self.home / "logs" / f"{name}.err", "wb") as err:  # fmt: skip
             self.running = subprocess.Popen(argv, cwd=self.home, stdout=out, stderr=err, env=env)
@@ -395,6 +436,10 @@ class Soak:
         if "Traceback" in err:
             self.report.violations.append(f"{process.name} logged a traceback: {err[-600:]}")
         landed = status == -signal.SIGKILL
+        if landed and self.power_cut:
+            self.report.cuts.update(powercut.cut(self.referee.db).values())
+            self.report.cuts["cuts"] += 1
+            self.reboot()
         if landed and kill and kill.point and self.fired_count() == fired_before:
             self.report.violations.append(f"{process.name} died of SIGKILL without reaching {kill.point}")
         if not landed and status != 0:
