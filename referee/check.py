@@ -17,7 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from referee.fetch import Unreadable, load_record
+from referee.fetch import Unreadable, load_record, printable
 from referee.mail.parse import parse
 from referee.record import Digest, Verdict, mail_digests, verify
 from referee.timeutil import utc_now
@@ -30,7 +30,8 @@ CHECKS = (
     "phase k is numbered k; player i sits in seat i; a bot from the start is flagged and named so",
     "the game's options are a set its rules take",
     "sha256(seed) is the commitment announced at the start",
-    "each phase opens after the one before it was resolved and lasts at least its deadline",
+    ("each phase opens after the one before it was resolved and lasts at least its deadline "
+     "(the referee's own times in order within 10 minutes: its clock may step back)"),
     "each phase is the one the rules ask for, with the rules' label",
     "each seat that owed a move made exactly one, in seat order",
     "a move by mail was received while its phase was open",
@@ -39,7 +40,7 @@ CHECKS = (
     "a forced move was the seat's only legal move",
     "every move is legal, and each phase's result is what the rules make of its moves and the seed",
     "the game ends with the record's last phase, with the record's winner",
-    "the record's running digests, as the mails announcing each phase carried them",
+    "the record's running digests (the start's, each phase's, the end's), as the mails carried them",
 )
 
 
@@ -76,22 +77,28 @@ def describe(record: dict[str, Any], digests: tuple[Digest, ...]) -> list[str]:
     """What the start mail announced and each result mail carried, to compare."""
     game = record["game"]
     labels = {entry["number"]: entry["label"] for entry in record["phases"]}
-    name = f' "{game["name"]}"' if game["name"] else ""
+    name = f' "{printable(game["name"])}"' if game["name"] else ""
     lines = [f"game {game['id']}{name}: {game['title']} ({game['kind']}), made {game['created_at']}",
              f"commitment: {record['seed_commitment']}",
              "players, in seat order:"]  # fmt: skip
     for player in record["players"]:
         left = player["bot_from_phase"]
-        how = (" (a bot from the start)" if left == 0 else f" (left in {labels[left]}; a bot from then on)"
+        how = (" (a bot from the start)" if left == 0 else f" (left in {printable(labels[left])}; a bot from then on)"
                if left else "")  # fmt: skip
         lines.append(f"  {player['seat'] + 1}. {player['name']}{how}")
     options = game["options"]
-    lines.append("options: " + (", ".join(f"{k}={v}" for k, v in sorted(options.items())) or "none"))
+    lines.append("options: " + (", ".join(printable(f"{k}={v}") for k, v in sorted(options.items())) or "none"))
     lines.append(f"deadlines: {deadline_rule(record)}")
     lines.append("record digests (the mail announcing each carried it):")
-    width = max(len(d.label) for d in digests) + 6
-    lines += [f"  {('at ' if d.number == 0 else 'after ') + d.label:{width}} {d.digest}" for d in digests]
+    shown = [_where(d.label) for d in digests]
+    width = max(map(len, shown))
+    lines += [f"  {where:{width}} {d.digest}" for where, d in zip(shown, digests, strict=True)]
     return lines
+
+
+def _where(label: str) -> str:
+    """Where a digest stands, as the mail's line says it: "at the start", "after Round 3 of 13"."""
+    return f"at {label}" if label in ("the start", "the end") else f"after {printable(label)}"
 
 
 def deadline_rule(record: dict[str, Any]) -> str:
@@ -125,7 +132,7 @@ def compare(path: Path, digests: tuple[Digest, ...]) -> dict[str, Any]:
     labels = {d.label: d.digest for d in digests}
     agrees, says = True, []
     for label, digest in found:
-        where = "at the start" if label == "the start" else f"after {label}"
+        where = _where(label)
         if (label, digest) in known:
             says.append(f"agrees ({where}: {digest})")
         elif label in labels:
@@ -142,6 +149,8 @@ def compare(path: Path, digests: tuple[Digest, ...]) -> dict[str, Any]:
 def mail_text(path: Path) -> str:
     """The plain text of a saved mail (.eml), decoded."""
     try:
+        if not path.is_file():  # a pipe with no writer would keep it waiting for ever
+            raise UnreadableMail(f"{path}: no such file (a saved mail is a file)")
         with path.open("rb") as file:
             raw = file.read(MAX_MAIL_BYTES + 1)
     except OSError as error:

@@ -91,7 +91,7 @@ class Unreadable(Exception):
     """A record that cannot be read, and why, in one line: ``source: reason``."""
 
     def __init__(self, source: str, reason: str):
-        self.source = _printable(source, 200)
+        self.source = printable(source, 200)
         self.reason = reason
         super().__init__(f"{self.source}: {reason}")
 
@@ -130,6 +130,8 @@ def is_url(source: str) -> bool:
 
 def _read_file(source: str, max_bytes: int) -> bytearray:
     try:
+        if stat.S_ISFIFO(os.stat(source).st_mode):  # opening one with no writer would wait for ever
+            raise Unreadable(source, "is a pipe, not a record file")
         with open(source, "rb", buffering=0) as file:
             info = os.fstat(file.fileno())
             if stat.S_ISDIR(info.st_mode):
@@ -145,7 +147,7 @@ def _read_file(source: str, max_bytes: int) -> bytearray:
         raise Unreadable(source, "not allowed to read it (permission denied)") from None
     except (OSError, ValueError) as error:  # ValueError: a path with a NUL in it
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        raise Unreadable(source, f"cannot read it ({_printable(reason)})") from None
+        raise Unreadable(source, f"cannot read it ({printable(reason)})") from None
     if data is None:  # a special file that grew past the limit while read (/dev/zero)
         raise _too_large(source, max_bytes, "the file")
     return data
@@ -208,7 +210,7 @@ def _parse(source: str, data: bytearray, max_depth: int, max_containers: int) ->
     except _NotARecord as error:
         raise Unreadable(source, f"not a record: {error}") from None
     except ValueError as error:  # a number of more digits than Python converts (4,300)
-        raise Unreadable(source, f"not a record: {_printable(str(error).split(';')[0])}") from None
+        raise Unreadable(source, f"not a record: {printable(str(error).split(';')[0])}") from None
     finally:
         if collecting:
             gc.enable()
@@ -284,7 +286,7 @@ def _constant(name: str) -> float:
 def _float(text: str) -> float:
     value = float(text)
     if math.isinf(value):
-        raise _NotARecord(f"the number {_printable(text, 40)} is too large")
+        raise _NotARecord(f"the number {printable(text, 40)} is too large")
     return value
 
 
@@ -397,7 +399,7 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
                          headers: Any, newurl: str) -> urllib.request.Request | None:  # fmt: skip
         fp.close()  # urllib then reads b"" from it
         if not is_url(newurl):
-            raise _Refused(f"the server redirected to {_printable(newurl, 80)}, which is not an http(s) URL")
+            raise _Refused(f"the server redirected to {printable(newurl, 80)}, which is not an http(s) URL")
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
@@ -483,7 +485,7 @@ def _explain(source: str, error: BaseException, timeout: float, watch: _Watch) -
         return Unreadable(source, "too large to hold in memory")
     if isinstance(error, urllib.error.HTTPError):
         error.close()
-        answered = f"the server answered {error.code} {_printable(str(error.msg or ''), 60)}".rstrip()
+        answered = f"the server answered {error.code} {printable(str(error.msg or ''), 60)}".rstrip()
         if not 300 <= error.code < 400:
             return Unreadable(source, answered)
         headers = error.headers
@@ -491,26 +493,26 @@ def _explain(source: str, error: BaseException, timeout: float, watch: _Watch) -
         if not location:
             return Unreadable(source, f"{answered}, a redirect without saying where to")
         if not is_url(urllib.parse.urljoin(error.url or source, location)):
-            return Unreadable(source, f"the server redirected to {_printable(location, 80)}, which is not an "
+            return Unreadable(source, f"the server redirected to {printable(location, 80)}, which is not an "
                                       "http(s) URL")  # fmt: skip
         return Unreadable(source, f"the server's redirects go round in a loop, or past {_REDIRECTS}")
     if isinstance(error, urllib.error.URLError):
         if isinstance(error.reason, BaseException):
             return _explain(source, error.reason, timeout, watch)
-        return Unreadable(source, f"cannot fetch it ({_printable(str(error.reason))})")
+        return Unreadable(source, f"cannot fetch it ({printable(str(error.reason))})")
     if isinstance(error, http.client.IncompleteRead):
         return Unreadable(source, "the connection closed before the whole answer came")
     if isinstance(error, http.client.RemoteDisconnected):
         return Unreadable(source, "the server closed the connection without answering")
     if isinstance(error, http.client.BadStatusLine):
-        began = _printable(str(error.args[0] if error.args else "").strip(), 40)
+        began = printable(str(error.args[0] if error.args else "").strip(), 40)
         return Unreadable(source, f"the server's answer is not HTTP (it began {began!r})")
     if isinstance(error, http.client.LineTooLong):
         return Unreadable(source, "the server's answer has a line too long for HTTP")
     if isinstance(error, http.client.InvalidURL):
-        return Unreadable(source, f"not a URL it can fetch ({_printable(str(error))})")
+        return Unreadable(source, f"not a URL it can fetch ({printable(str(error))})")
     if isinstance(error, http.client.HTTPException):
-        detail = _printable(str(error)) or type(error).__name__
+        detail = printable(str(error)) or type(error).__name__
         return Unreadable(source, f"the server's answer is not valid HTTP ({detail})")
     if isinstance(error, TimeoutError):
         return late
@@ -518,30 +520,30 @@ def _explain(source: str, error: BaseException, timeout: float, watch: _Watch) -
         return Unreadable(source, "the connection was refused: is the address right, and the server up?")
     if isinstance(error, socket.gaierror):
         host = urllib.parse.urlsplit(source).hostname or source
-        return Unreadable(source, f"cannot find the host {_printable(host, 80)} ({_printable(str(error.strerror))})")
+        return Unreadable(source, f"cannot find the host {printable(host, 80)} ({printable(str(error.strerror))})")
     if isinstance(error, ssl.SSLCertVerificationError):
-        return Unreadable(source, f"the server's certificate is not valid ({_printable(str(error.verify_message))})")
+        return Unreadable(source, f"the server's certificate is not valid ({printable(str(error.verify_message))})")
     if isinstance(error, ssl.SSLError):
-        return Unreadable(source, f"the secure connection failed ({_printable(str(error.reason or error))})")
+        return Unreadable(source, f"the secure connection failed ({printable(str(error.reason or error))})")
     if isinstance(error, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
         return Unreadable(source, "the server closed the connection before the whole answer came")
     if isinstance(error, OSError):
-        return Unreadable(source, f"cannot fetch it ({_printable(error.strerror or str(error))})")
+        return Unreadable(source, f"cannot fetch it ({printable(error.strerror or str(error))})")
     if isinstance(error, (ValueError, UnicodeError)):  # a URL urllib cannot take apart ("http://[::1")
-        return Unreadable(source, f"not a URL it can fetch ({_printable(str(error))})")
+        return Unreadable(source, f"not a URL it can fetch ({printable(str(error))})")
     if isinstance(error, Exception):
-        return Unreadable(source, f"cannot fetch it ({type(error).__name__}: {_printable(str(error))})")
+        return Unreadable(source, f"cannot fetch it ({type(error).__name__}: {printable(str(error))})")
     raise error  # KeyboardInterrupt, SystemExit: not a reading failure
 
 
 # -- words -----------------------------------------------------------------------------------
 
 
-def _printable(text: str, limit: int = 120) -> str:
+def printable(text: str, limit: int = 120) -> str:
     """``text`` on one line, without control characters, at most ``limit`` long."""
     text = _UNPRINTABLE.sub("?", text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _quoted(key: str) -> str:
-    return '"' + _printable(key, 40) + '"'
+    return '"' + printable(key, 40) + '"'

@@ -132,6 +132,14 @@ _MOVE_KEYS = {"seat", "move", "source", "received_at"}
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")  # the one form the referee writes (timeutil.iso)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _BOT_NAME = re.compile(r"bot \d+")
+_LONGEST = 366 * 86400  # seconds: no deadline or settle time is longer (timeutil.MAX_DURATION)
+# A public name is an address's local part (perhaps with its domain): no
+# control or layout character, nothing a terminal would act on.
+_NAME = re.compile(r"[^\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]{1,320}")
+# The referee's own clock may step back a little (an NTP correction): the
+# order of the times it wrote itself is checked with this much slack.  A
+# random move's time is the deadline itself, and is checked exactly.
+CLOCK_SLACK = timedelta(minutes=10)
 
 
 class RecordError(ValueError):
@@ -200,7 +208,7 @@ def _verify(record: Mapping[str, Any]) -> Verdict:
     if missing is not None:
         raise ReplayError(phases + 1, "the record ends before the game does", missing.label)
     last = f"after {record['phases'][-1]['label']}" if phases else "at the start"  # labels checked by then
-    if _when(record["game"]["finished_at"]) < previous:
+    if _when(record["game"]["finished_at"]) < previous - CLOCK_SLACK:
         raise ReplayError(phases, "the record says the game finished before its last phase was resolved", last)
     result = game.result(state)
     winner = None if result is None or result.winner is None else players[result.winner]["name"]
@@ -217,11 +225,11 @@ def _check_phase(game: Game, seed: bytes, state: Any, record: Mapping[str, Any],
     number = entry["number"]
     phase = game.phase(state)
     if phase is None:
-        raise ReplayError(number, f"the record goes on with a phase it calls {entry['label']!r}",
+        raise ReplayError(number, f"the record goes on with a phase it calls {_shown(entry['label'])}",
                           "after the game's end")  # fmt: skip
     where = phase.label
     if phase.label != entry["label"]:
-        raise ReplayError(number, f"the record calls this phase {entry['label']!r}", where)
+        raise ReplayError(number, f"the record calls this phase {_shown(entry['label'])}", where)
     _check_times(record, entry, phase, previous, where)
     players = record["players"]
     for player in players:
@@ -238,7 +246,7 @@ def _check_phase(game: Game, seed: bytes, state: Any, record: Mapping[str, Any],
         try:
             moves[seat] = game.parse_move(state, seat, move["move"])
         except MoveError as error:
-            raise ReplayError(number, f"seat {seat + 1}'s move {move['move']!r}: {error}", where) from None
+            raise ReplayError(number, f"seat {seat + 1}'s move {_shown(move['move'])}: {error}", where) from None
         _check_made(game, seed, state, number, where, seat, move, moves[seat])
     state, events = game.resolve(state, moves, resolve_rng(seed, number))
     if _plain(events) != _plain(entry["events"]):
@@ -255,11 +263,11 @@ def _check_times(record: Mapping[str, Any], entry: Mapping[str, Any], phase: Pha
     who left the game in it left while it was open."""
     number = entry["number"]
     opened, deadline, resolved = (_when(entry[key]) for key in ("opened_at", "deadline", "resolved_at"))
-    if opened < previous:
+    if opened < previous - CLOCK_SLACK:
         raise ReplayError(number, f"the record says it opened at {entry['opened_at']}, before "
                           f"{'the phase before it was resolved' if number > 1 else 'the game was made'}",
                           where)  # fmt: skip
-    if resolved < opened:
+    if resolved < opened - CLOCK_SLACK:
         raise ReplayError(number, f"the record says it was resolved at {entry['resolved_at']}, before it "
                           "opened", where)  # fmt: skip
     length = timedelta(seconds=record["game"]["deadlines"][phase.deadline_kind])
@@ -267,7 +275,8 @@ def _check_times(record: Mapping[str, Any], entry: Mapping[str, Any], phase: Pha
         raise ReplayError(number, f"its deadline {entry['deadline']} is less than the game's {phase.deadline_kind} "
                           f"deadline ({length}) after it opened", where)  # fmt: skip
     for player in record["players"]:
-        if player["bot_from_phase"] == number and not opened <= _when(player["left_at"]) <= resolved:
+        if player["bot_from_phase"] == number and not (
+                opened - CLOCK_SLACK <= _when(player["left_at"]) <= resolved + CLOCK_SLACK):
             raise ReplayError(number, f"seat {player['seat'] + 1}'s player left at {player['left_at']}, "
                               "while the phase was not open", where)  # fmt: skip
 
@@ -282,11 +291,11 @@ def _check_source(number: int, where: str, seat: int, move: Mapping[str, Any], p
     (or the bot) was there."""
     source = move["source"]
     if source not in SOURCES:
-        raise ReplayError(number, f"seat {seat + 1}'s move is marked {source!r}, which is not how a "
+        raise ReplayError(number, f"seat {seat + 1}'s move is marked {_shown(source)}, which is not how a "
                           f"move is made (only {', '.join(SOURCES)})", where)  # fmt: skip
     left = player["bot_from_phase"]
     if left is not None and left < number and source != "bot":
-        raise ReplayError(number, f"seat {seat + 1} is a bot by then, but its move is marked {source!r}", where)
+        raise ReplayError(number, f"seat {seat + 1} is a bot by then, but its move is marked {_shown(source)}", where)
     if (left is None or left > number) and source == "bot":
         raise ReplayError(number, f"seat {seat + 1} is a person's, but its move is marked as a bot's", where)
     if left == number and source == "random":  # a bot took the seat before the deadline, and moved at once
@@ -297,10 +306,13 @@ def _check_source(number: int, where: str, seat: int, move: Mapping[str, Any], p
     if source == "mail" and not opened <= received <= deadline:
         raise ReplayError(number, f"seat {seat + 1}'s move by mail was received at {move['received_at']}, "
                           f"outside the phase ({entry['opened_at']} to {entry['deadline']})", where)  # fmt: skip
-    due = {"random": deadline, "bot": opened, "forced": opened}.get(source, opened)
+    if source == "mail":
+        return
+    due = deadline if source == "random" else opened
     if source == "bot" and left == number:
         due = max(due, _when(player["left_at"]))
-    if source != "mail" and not due <= received <= resolved:
+    slack = timedelta(0) if source == "random" else CLOCK_SLACK  # the deadline is written as the time
+    if not due - slack <= received <= resolved + CLOCK_SLACK:
         raise ReplayError(number, f"seat {seat + 1}'s {source} move is dated {move['received_at']}, but it fell "
                           f"due at {_iso(due)} and the phase was resolved at {entry['resolved_at']}",
                           where)  # fmt: skip
@@ -315,13 +327,18 @@ def _check_made(game: Game, seed: bytes, state: Any, number: int, where: str, se
     if move["source"] in ("random", "bot"):
         drawn = game.move_text(game.random_move(state, seat, random_move_rng(seed, number, seat)))
         if drawn != game.move_text(parsed):
-            raise ReplayError(number, f"seat {seat + 1}'s random move is {move['move']!r}, "
+            raise ReplayError(number, f"seat {seat + 1}'s random move is {_shown(move['move'])}, "
                               f"but the seed draws {drawn!r}", where)  # fmt: skip
     elif move["source"] == "forced":
         legal = len(game.legal_moves(state, seat))
         if legal != 1:
-            raise ReplayError(number, f"seat {seat + 1}'s move {move['move']!r} is marked forced, but "
+            raise ReplayError(number, f"seat {seat + 1}'s move {_shown(move['move'])} is marked forced, but "
                               f"the seat had {legal} legal moves, not one", where)  # fmt: skip
+
+
+def _shown(text: str) -> str:
+    """A text from the record, quoted for a message: escaped, and short."""
+    return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
 def _plain(value: Any) -> Any:
@@ -353,7 +370,7 @@ def _check_fields(record: Any) -> None:
     _when(game["finished_at"], "the game's finished_at")
     times = _keys(game["deadlines"], "the game's deadlines", _DEADLINE_KEYS)
     for kind in sorted(_DEADLINE_KEYS):
-        _int(times[kind], f"the {kind} deadline", low=0 if kind == "settle" else 1)
+        _int(times[kind], f"the {kind} deadline", low=0 if kind == "settle" else 1, high=_LONGEST)
     for key in ("seed", "seed_commitment"):
         if not isinstance(record[key], str) or not _HEX64.fullmatch(record[key]):
             raise RecordError(f"the {key.replace('_', ' ')} is not 64 lower-case hex digits")
@@ -376,10 +393,10 @@ def _rules(game: Mapping[str, Any]) -> Game:
     they would make (every option there, of its type, none unknown)."""
     kind = game["kind"]
     if not isinstance(kind, str) or kind not in GAMES:
-        raise RecordError(f"there is no game of kind {kind!r}")
+        raise RecordError(f"there is no game of kind {_shown(str(kind))}")
     rules = get_game(kind)
     if game["title"] != rules.title:
-        raise RecordError(f"a game of kind {kind} is called {rules.title!r}, not {game['title']!r}")
+        raise RecordError(f"a game of kind {kind} is called {rules.title!r}, not {_shown(str(game['title']))}")
     options = game["options"]
     try:
         made = rules.check_options(options if isinstance(options, dict) else {})
@@ -395,20 +412,21 @@ def _check_player(player: Any, index: int, phases: int) -> None:
     where = f"seat {index + 1}"
     _keys(player, where, _PLAYER_KEYS)
     if _int(player["seat"], f"{where}'s seat") != index:
-        raise RecordError(f"{where} says it is seat {player['seat'] + 1}: players are listed in seat order")
+        raise RecordError(f"{where} says it is seat {_shown(str(player['seat'] + 1))}: players are listed in seat "
+                          "order")  # fmt: skip
     name = player["name"]
-    if not isinstance(name, str) or not name.strip():
-        raise RecordError(f"{where} has no name")
+    if not isinstance(name, str) or not name.strip() or not _NAME.fullmatch(name):
+        raise RecordError(f"{where} has no name a referee writes (the part of an address before its @)")
     if not isinstance(player["bot"], bool):
         raise RecordError(f"{where}'s bot flag is not true or false")
     left = _optional(player["bot_from_phase"], f"{where}'s bot_from_phase", int)
     if left is not None and not 0 <= left <= phases:
-        raise RecordError(f"{where} became a bot in phase {left}, which the record does not have")
+        raise RecordError(f"{where} became a bot in phase {_shown(str(left))}, which the record does not have")
     if player["bot"] != (left == 0):
         raise RecordError(f"{where} is flagged {'a bot' if player['bot'] else 'a person'}, but its "
                           f"bot_from_phase is {left}")  # fmt: skip
     if player["bot"] != (name == f"bot {index + 1}") or (not player["bot"] and _BOT_NAME.fullmatch(name)):
-        raise RecordError(f"{where} is named {name!r}: a bot from the start is named 'bot {index + 1}', "
+        raise RecordError(f"{where} is named {_shown(name)}: a bot from the start is named 'bot {index + 1}', "
                           "and only it")  # fmt: skip
     if (player["left_at"] is None) != (left in (None, 0)):
         raise RecordError(f"{where}'s left_at must say when its player left, and only if they did")
@@ -419,7 +437,7 @@ def _check_entry(entry: Any, number: int, seats: int) -> None:
     where = f"phase {number} of the record"
     _keys(entry, where, _PHASE_KEYS)
     if _int(entry["number"], f"{where}'s number") != number:
-        raise RecordError(f"{where} is numbered {entry['number']}: phase k is number k")
+        raise RecordError(f"{where} is numbered {_shown(str(entry['number']))}: phase k is number k")
     if not isinstance(entry["label"], str):
         raise RecordError(f"{where}'s label is not text")
     for key in ("opened_at", "deadline", "resolved_at"):
@@ -441,7 +459,7 @@ def _keys(value: Any, where: str, keys: set[str]) -> dict[str, Any]:
     if missing:
         raise RecordError(f"{where} has no {', '.join(sorted(missing))}")
     if unknown:
-        raise RecordError(f"{where} has {', '.join(sorted(map(str, unknown)))}, which no record has")
+        raise RecordError(f"{where} has {', '.join(_shown(str(key)) for key in sorted(unknown))}, which no record has")
     return value
 
 
@@ -455,7 +473,7 @@ def _int(value: Any, where: str, low: int | None = None, high: int | None = None
     if not isinstance(value, int) or isinstance(value, bool):
         raise RecordError(f"{where} is not a whole number")
     if (low is not None and value < low) or (high is not None and value > high):
-        raise RecordError(f"{where} is out of range ({value})")
+        raise RecordError(f"{where} is out of range ({_shown(str(value))})")
     return value
 
 
@@ -478,7 +496,7 @@ def _when(value: Any, where: str = "a time") -> datetime:
     try:
         return datetime.fromisoformat(value[:-1]).replace(tzinfo=UTC)
     except ValueError:
-        raise RecordError(f"{where} is no date ({value})") from None
+        raise RecordError(f"{where} is no date ({_shown(value)})") from None
 
 
 def _iso(moment: datetime) -> str:
@@ -487,12 +505,18 @@ def _iso(moment: datetime) -> str:
 
 # -- the running digest players hold -----------------------------------------------------
 
-# The parts of the record that the start's digest covers: what the start mail
-# told everyone (never what changes as the game goes on: its state, a
-# player's leaving, which the phase they left in covers).
+# What each digest covers is fixed for good: a mail a player kept must agree
+# with the record of its game for as long as the record is published, under
+# any later record format.  A new field of the record is covered only by a
+# new DIGEST_VERSION, never by changing these.
+DIGEST_VERSION = "referee-digest/1"
 _START_GAME = ("id", "kind", "name", "options", "created_at", "deadlines")
-DIGEST_LINE = re.compile(r"Record digest (?:at the start|after (?P<label>.+)): "
-                         r"(?P<digest>[0-9a-f]{4}(?:-[0-9a-f]{4}){3})")  # fmt: skip
+_START_PLAYER = ("seat", "name", "bot")
+_PHASE_COVERED = ("number", "label", "opened_at", "deadline", "resolved_at", "moves")
+_MOVE_COVERED = ("seat", "move", "source", "received_at")
+_DIGEST_LINE = re.compile(r"Record digest (?:at (?P<at>the start|the end)|after (?P<label>[^\n]{1,300}?)): "
+                          r"(?P<digest>[0-9a-f]{4}(?:-[0-9a-f]{4}){3})")  # fmt: skip
+_LONGEST_DIGEST_LINE = 400  # characters: a label is at most a few dozen
 
 
 def chain_digest(seed: bytes, head: Mapping[str, Any], entry: Mapping[str, Any] | None,
@@ -506,20 +530,29 @@ def chain_digest(seed: bytes, head: Mapping[str, Any], entry: Mapping[str, Any] 
     hidden); once it is, anyone recomputes every digest from the record."""
     if entry is None:
         covered: dict[str, Any] = {
-            "format": head["format"], "game": {key: head["game"][key] for key in _START_GAME},
-            "players": [{key: p[key] for key in ("seat", "name", "bot")} for p in head["players"]],
+            "version": DIGEST_VERSION, "game": {key: head["game"][key] for key in _START_GAME},
+            "players": [{key: p[key] for key in _START_PLAYER} for p in head["players"]],
             "seed_commitment": head["seed_commitment"],
         }  # fmt: skip
-        label = "digest start"
-    else:
-        assert previous is not None
-        number = entry["number"]
-        covered = {
-            "previous": previous.hex(),
-            "phase": {key: entry[key] for key in sorted(_PHASE_KEYS - {"events"})},
-            "left": [[p["seat"], p["left_at"]] for p in head["players"] if p["bot_from_phase"] == number],
-        }
-        label = f"digest phase {number}"
+        return _keyed(seed, "digest start", covered)
+    assert previous is not None
+    number = entry["number"]
+    phase = {key: entry[key] for key in _PHASE_COVERED}
+    phase["moves"] = [{key: move[key] for key in _MOVE_COVERED} for move in entry["moves"]]
+    covered = {
+        "previous": previous.hex(), "phase": phase,
+        "left": [[p["seat"], p["left_at"]] for p in head["players"] if p["bot_from_phase"] == number],
+    }  # fmt: skip
+    return _keyed(seed, f"digest phase {number}", covered)
+
+
+def end_digest(seed: bytes, finished_at: str, winner: str | None, previous: bytes) -> bytes:
+    """The digest at the end, chained on the last phase's: when the game
+    finished and who won, as the final mail announced them."""
+    return _keyed(seed, "digest end", {"previous": previous.hex(), "finished_at": finished_at, "winner": winner})
+
+
+def _keyed(seed: bytes, label: str, covered: Mapping[str, Any]) -> bytes:
     key = hmac.new(seed, label.encode(), hashlib.sha256).digest()
     text = json.dumps(covered, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hmac.new(key, text.encode(), hashlib.sha256).digest()
@@ -531,23 +564,34 @@ def short_digest(digest: bytes) -> str:
     return "-".join(text[i : i + 4] for i in range(0, 16, 4))
 
 
-def digest_line(label: str | None, digest: bytes) -> str:
-    """The line a mail carries (``label`` None: the start mail's)."""
-    where = "at the start" if label is None else f"after {label}"
+def digest_line(label: str | None, digest: bytes, end: bool = False) -> str:
+    """The line a mail carries (``label`` None: the start mail's; ``end``:
+    the final mail's)."""
+    where = "at the end" if end else "at the start" if label is None else f"after {label}"
     return f"Record digest {where}: {short_digest(digest)}"
 
 
 def record_digests(record: Mapping[str, Any]) -> tuple[Digest, ...]:
-    """Every digest of a finished record, as the mails carried them."""
+    """Every digest of a finished record, as the mails carried them: the
+    start's, each phase's, and the end's (number: one past the last phase)."""
     seed = bytes.fromhex(record["seed"])
     digest = chain_digest(seed, record, None, None)
     found = [Digest(0, "the start", short_digest(digest))]
     for entry in record["phases"]:
         digest = chain_digest(seed, record, entry, digest)
         found.append(Digest(entry["number"], entry["label"], short_digest(digest)))
+    digest = end_digest(seed, record["game"]["finished_at"], record["winner"], digest)
+    found.append(Digest(len(record["phases"]) + 1, "the end", short_digest(digest)))
     return tuple(found)
 
 
 def mail_digests(text: str) -> list[tuple[str, str]]:
-    """The digests a mail's text carries: (label, digest), "the start" for the start's."""
-    return [(match["label"] or "the start", match["digest"]) for match in DIGEST_LINE.finditer(text)]
+    """The digests a mail's text carries: (label, digest), "the start" and
+    "the end" for those.  Line by line, each line bounded: linear in the text."""
+    found = []
+    for line in text.splitlines():
+        if "Record digest " in line and len(line) <= _LONGEST_DIGEST_LINE:
+            match = _DIGEST_LINE.search(line)
+            if match:
+                found.append((match["at"] or match["label"], match["digest"]))
+    return found

@@ -13,7 +13,14 @@ from typing import Any
 from referee.errors import EngineError
 from referee.mail.commands import tag
 from referee.mail.tokens import tagged
-from referee.record import RECORD_FORMAT, PhaseRecord, Replay, chain_digest, replay
+from referee.record import (
+    RECORD_FORMAT,
+    PhaseRecord,
+    Replay,
+    chain_digest,
+    end_digest,
+    replay,
+)
 from referee.rules import Game, get_game
 from referee.store import Row, Store
 
@@ -145,6 +152,13 @@ class Table:
             entry = self.record_phase(len(self.chain))
             self.chain.append(chain_digest(self.seed, head, entry, self.chain[-1]))
         return self.chain[number]
+
+    def end_digest(self) -> bytes:
+        """The digest at the end (a finished game): when it finished and who
+        won, chained on the last phase's; what the final mail carries."""
+        result = self.rules.result(self.state)
+        winner = self.names[result.winner] if result and result.winner is not None else None
+        return end_digest(self.seed, self.row["finished_at"], winner, self.digest())
 
     def seat_of(self, address: str) -> int | None:
         for row in self.seats:

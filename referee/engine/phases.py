@@ -148,10 +148,11 @@ class Phases:
     def _finish(self, table: Table) -> None:
         self.store.finish_game(table.id, iso(self.clock()))
         table = self.tables.table(table.id)
-        last = table.phases[-1]["label"] if table.phases else None
-        context = {**self.post.context(table, history=True), "digest": digest_line(last, table.digest()),
-                   "digest_help": True}  # fmt: skip
-        self.post.announce(table, f"{table.row['kind']}/final", context)
+        digest = digest_line(None, table.end_digest(), end=True)
+        context = {**self.post.context(table, history=True), "digest": digest, "digest_help": "end"}
+        # Those who left get it too: the only mail that covers the rounds
+        # played after the last of them left (and they played the game).
+        self.post.announce(table, f"{table.row['kind']}/final", context, leavers=True)
         log.info("game %d finished", table.id)
 
     # -- a move by mail (the Desk reads the message and calls this) -----------

@@ -101,14 +101,15 @@ class Post:
     # -- sending ---------------------------------------------------------------
 
     def announce(self, table: Table, template: str, context: dict[str, Any],
-                 news_since: Any = NO_NEWS) -> None:  # fmt: skip
+                 news_since: Any = NO_NEWS, leavers: bool = False) -> None:  # fmt: skip
         """A public mail to every person still playing: one copy each, so each
-        copy can carry that player's own reply address.  With ``news_since``
-        (the state before the change announced; None for the deal), each copy
-        also carries its seat's private news (Game.private_news), if any: one
-        seat's news reaches only that seat's copy."""
+        copy can carry that player's own reply address; with ``leavers``, to
+        those who left the game too.  With ``news_since`` (the state before
+        the change announced; None for the deal), each copy also carries its
+        seat's private news (Game.private_news), if any: one seat's news
+        reaches only that seat's copy."""
         for seat in range(len(table.seats)):
-            if table.human(seat):
+            if table.human(seat) or (leavers and table.seats[seat]["address"] is not None):
                 news = (None if news_since is NO_NEWS
                         else table.rules.private_news(news_since, table.state, seat))  # fmt: skip
                 self.send(table, seat, template, {**context, "news": news})

@@ -122,7 +122,7 @@ class Seating:
             self.store.add_seat(game_id, seat, None, bot=True, token=self.token(game_id, seat))
         self.store.start_game(game_id)
         table = self.tables.table(game_id)
-        context = {**self.post.context(table), "digest": digest_line(None, table.digest()), "digest_help": True}
+        context = {**self.post.context(table), "digest": digest_line(None, table.digest()), "digest_help": "start"}
         self.post.announce(table, f"{table.row['kind']}/start", context, news_since=None)
         self.phases.advance(game_id)
 

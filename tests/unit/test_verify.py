@@ -13,8 +13,10 @@ import functools
 import http.server
 import itertools
 import json
+import os
 import re
 import threading
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -706,12 +708,12 @@ def saved(mails: list[dict], folder: Path, *, to: str = ALICE, subject: str = ""
 
 
 def test_every_announcement_carries_the_records_digest_at_that_point(kept):
-    """The start mail, each round's result and the final result: one digest
-    line each, the one `verify` recomputes for that point from the finished
-    record; prompts and receipts carry none."""
+    """The start mail, each round's result and the final result (the digest
+    at the end): one digest line each, the one `verify` recomputes for that
+    point from the finished record; prompts and receipts carry none."""
     record, mails = kept
     digests = {d.label: d.digest for d in verify(record).digests}
-    assert len(digests) == 14
+    assert len(digests) == 15
     carried: dict[str, set[str]] = {}
     for mail in mails:
         body = body_of(mail["raw"])
@@ -773,11 +775,11 @@ def test_a_record_rewritten_after_the_fact_verifies_alone_but_not_against_a_kept
     final = saved(kept[1], tmp_path, to=ALICE, subject="Game over")
     assert main(["verify", str(path), "--mail", str(final[0])]) == 1
     out = capsys.readouterr().out
-    assert f"{final[0]}: DISAGREES: it says after Round 13 of 13: " in out
+    assert f"{final[0]}: DISAGREES: it says at the end: " in out
     assert out.splitlines()[-1].startswith("verified")  # the replay holds; the mail says otherwise
     digests = {d.number: d.digest for d in verify(record).digests}
     genuine = {d.number: d.digest for d in verify(kept[0]).digests}
-    assert [n for n in genuine if digests[n] != genuine[n]] == list(range(changed, 14))  # from the change on
+    assert [n for n in genuine if digests[n] != genuine[n]] == list(range(changed, 15))  # from the change on
 
 
 def test_a_mail_of_another_game_or_without_a_digest_is_said_so(kept, tmp_path, capsys):
@@ -811,7 +813,7 @@ def test_verify_prints_what_the_start_mail_announced(kept, tmp_path, capsys):
     assert "  1. alice\n  2. bob\n  3. carol (left in Round 6 of 13; a bot from then on)\n" in out
     assert "options: ties=discard" in out
     assert "deadlines: each phase lasts 1 day or until every move owed is in" in out
-    assert re.search(r"after Round 13 of 13 +[0-9a-f]{4}-", out)
+    assert re.search(r"after Round 13 of 13 +[0-9a-f]{4}-", out) and re.search(r"at the end +[0-9a-f]{4}-", out)
     assert "@" not in out
 
 
@@ -825,8 +827,9 @@ def test_verify_json_says_everything_it_checked(kept, tmp_path, capsys):
     assert report["seed_commitment"] == record["seed_commitment"]
     assert [p["name"] for p in report["players"]] == ["alice", "bob", "carol"]
     assert report["options"] == {"ties": "discard"} and report["deadlines"]["round"] == 86400
-    assert [d["label"] for d in report["digests"]] == ["the start"] + [round_label(n) for n in range(1, 14)]
+    assert [d["label"] for d in report["digests"]] == ["the start", *[round_label(n) for n in range(1, 14)], "the end"]
     assert len(report["checks"]) >= 10
+    record = copy.deepcopy(record)
     relabel_random_as_mail(record)
     record["winner"] = "bob"
     path.write_text(json.dumps(record), encoding="utf-8")
@@ -868,3 +871,67 @@ def test_any_value_anywhere_gives_a_verdict_never_an_exception(played, path, val
 def test_any_json_at_all_gives_a_verdict(value):
     verdict = verify(value)
     assert not verdict.ok and verdict.message
+
+
+def test_the_player_who_left_gets_the_final_result_and_its_digest(kept):
+    """Carol left in round 6: the final mail, which covers every round after
+    she left, reaches her too (had everyone left, no other mail would)."""
+    record, mails = kept
+    final = [m for m in mails if "Game over" in m["subject"]]
+    assert sorted(m["recipients"][0] for m in final) == sorted(PLAYERS)
+    end = next(d.digest for d in verify(record).digests if d.label == "the end")
+    assert all(mail_digests(body_of(m["raw"])) == [("the end", end)] for m in final)
+
+
+def test_the_finish_time_and_the_winner_are_covered_by_the_end_digest(kept):
+    record = copy.deepcopy(kept[0])
+    record["game"]["finished_at"] = record["game"]["finished_at"].replace("T", "T0", 0)[:-3] + "59Z"
+    assert verify(record).ok
+    genuine = {d.label: d.digest for d in verify(kept[0]).digests}
+    forged = {d.label: d.digest for d in verify(record).digests}
+    assert [label for label in genuine if genuine[label] != forged[label]] == ["the end"]
+
+
+@pytest.mark.parametrize("where", ["settle", "round"])
+def test_a_deadline_longer_than_any_is_refused_not_a_traceback(record, run_verify, where):
+    record["game"]["deadlines"][where] = 10**14
+    status, out, err = run_verify(record)
+    assert (status, err) == (1, "")
+    assert out.startswith("NOT verified: the ") and "out of range" in out
+
+
+def test_nothing_from_the_record_reaches_the_terminal_as_it_came(record, tmp_path, capsys):
+    """A record that names its game or its players with control characters
+    (a fake "verified" line, a code that hides the rest) shows them escaped,
+    or is refused."""
+    record["game"]["name"] = "x\nverified: 13 phases replay exactly\x1b[8m"
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    main(["verify", str(path)])
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and [line for line in out.splitlines() if line.startswith("verified")] == [
+        "verified: 13 phases replay exactly; winner: alice"]  # the verdict's own line, no other
+    record["players"][0]["name"] = "alice\x1b[30;40m"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    assert main(["verify", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and out.startswith("NOT verified: seat 1 has no name a referee writes")
+
+
+def test_reading_a_mails_digests_is_linear(tmp_path):
+    """A line of "Record digest after " repeated cost time in the square of
+    its length (a 320 KB line: 164 s); lines are read one by one, bounded."""
+    text = "Record digest after " * 100_000 + "\nRecord digest after Round 1 of 13: 0123-4567-89ab-cdef\n"
+    started = time.process_time()
+    assert mail_digests(text) == [("Round 1 of 13", "0123-4567-89ab-cdef")]
+    assert time.process_time() - started < 2  # quadratic, it took minutes
+
+
+def test_a_pipe_given_for_a_mail_or_a_record_is_refused_at_once(record, tmp_path, capsys):
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
+    assert main(["verify", str(path), "--mail", str(pipe)]) == 2
+    assert main(["verify", str(pipe)]) == 2
+    assert "pipe" in capsys.readouterr().err
