@@ -10,8 +10,9 @@ mailbox is fetched again; the store knows the ones it handled (by Message-ID,
 or a hash of the bytes), so none is lost or handled twice.
 
 aioimaplib quirks handled here (see shared/mailstack.md): commands pending
-when the connection drops never fail, so every command fails as soon as the
-connection is lost (or after a timeout, if the server just goes quiet);
+when the connection drops never fail, and neither does the wait for the
+server's greeting, so every command, the greeting and STARTTLS fail as soon
+as the connection is lost (or after a timeout, if the server just goes quiet);
 fetches go in batches; IDLE is left before any other command.  A command
 cancelled (the daemon stopping mid-pass) drops the connection: its state
 is unknown.
@@ -23,9 +24,10 @@ import asyncio
 import logging
 import re
 import ssl
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from contextlib import suppress
 from datetime import datetime, timezone
+from typing import TypeVar
 
 import aioimaplib
 
@@ -34,6 +36,7 @@ from referee.mail.source import Received, SourceError
 from referee.store import Store
 
 log = logging.getLogger("referee.imap")
+T = TypeVar("T")
 
 BATCH = 200  # UIDs per FETCH: aioimaplib's parser recurses once per line
 IDLE_LIMIT = 25 * 60  # re-issue IDLE well before the 29-minute rule of RFC 2177
@@ -155,22 +158,26 @@ class ImapSource:
         server = self.server
         where = f"IMAP server {server.host}:{server.port}"
         self.lost.clear()
+        made: list[aioimaplib.IMAP4] = []  # so the callback knows which connection it was
         try:
             # Plain IMAP4 with an ssl_context is implicit TLS; IMAP4_SSL would
             # drop conn_lost_cb, which reconnecting depends on.
             implicit_tls = self.ssl_context if server.security == "tls" else None
-            made: list[aioimaplib.IMAP4] = []  # so the callback knows which connection it was
             client = aioimaplib.IMAP4(server.host, server.port, timeout=self.timeout,
                                       conn_lost_cb=lambda error: self._lost(made, error),
                                       ssl_context=implicit_tls)  # fmt: skip
             made.append(client)
             self._connecting = client
-            await client.wait_hello_from_server()
+            await self._unless_lost(client.wait_hello_from_server())
             if server.security == "starttls":
-                await self._starttls(client)
-        except (OSError, asyncio.TimeoutError, ssl.SSLError, aioimaplib.Abort) as error:
+                await self._unless_lost(self._starttls(client))
+        except BaseException as error:
             self._connecting = None
-            raise SourceError(f"{where}: cannot connect ({_reason(error)})") from None
+            if made:
+                _drop(made[0])
+            if isinstance(error, (OSError, asyncio.TimeoutError, aioimaplib.Abort)):
+                raise SourceError(f"{where}: cannot connect ({_reason(error)})") from None
+            raise
         try:
             await self._command(client.login(server.username, server.password), "LOGIN")
             selected = await self._command(client.select(server.mailbox), f"SELECT {server.mailbox}")
@@ -204,6 +211,22 @@ class ImapSource:
                                                   server_hostname=self.server.host)  # fmt: skip
         protocol.transport = transport
         await asyncio.wait_for(protocol.capability(), self.timeout)
+
+    async def _unless_lost(self, step: Awaitable[T]) -> T:
+        """Await a step of connecting (the greeting, STARTTLS), failing as soon
+        as the connection is lost: aioimaplib's own waits for these ignore a
+        lost connection and wait out the whole timeout (30 s for a server
+        that restarted while it greeted us)."""
+        step, lost = asyncio.ensure_future(step), asyncio.ensure_future(self.lost.wait())
+        try:
+            await asyncio.wait({step, lost}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            lost.cancel()
+            if not step.done():
+                step.cancel()
+        if step.done() and not step.cancelled():
+            return step.result()
+        raise ConnectionError("the connection was lost")
 
     def _lost(self, made: list, error: Exception | None) -> None:
         if not made or made[0] not in (self.client, self._connecting):
@@ -268,7 +291,11 @@ def _reason(error: BaseException) -> str:
 
 
 def _drop(client: aioimaplib.IMAP4) -> None:
-    """Close a connection we no longer trust, without waiting for the server."""
+    """Close a connection we no longer trust, without waiting for the server
+    (or stop making it, if it is not made yet)."""
+    connecting = getattr(client, "_client_task", None)
+    if connecting is not None and not connecting.done():
+        connecting.cancel()
     transport = getattr(client.protocol, "transport", None)
     if transport is not None:
         transport.close()

@@ -16,10 +16,14 @@ without the capabilities that let root write anyway (setpriv)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
+import threading
 import time
 from email.message import EmailMessage
 from pathlib import Path
@@ -269,6 +273,63 @@ def test_a_dovecot_restart_under_a_command_fails_it_at_once_with_a_reason(refere
     assert took < 10, f"{took:.1f} s: the 30 s timeout, not the lost connection, ended it"
     assert error.endswith("STORE failed (the connection was lost)"), error  # a reason, not "()"
     referee.run_once()  # the bids fetched then were not filed: taken now, once
+    all_bids_taken(referee, mailstack, game_id)
+
+
+class HeldGreeting:
+    """A relay in front of Dovecot that holds back what Dovecot says (its
+    greeting), as a busy server greets late, and closes the client's
+    connection when Dovecot closes its own (a restart)."""
+
+    def __init__(self, dovecot_port: int):
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.upstream_port = dovecot_port
+        self.connected = threading.Event()  # a client is connected through to Dovecot
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            client, _ = self.listener.accept()
+            with client, socket.create_connection(("127.0.0.1", self.upstream_port)) as upstream:
+                self.connected.set()
+                while upstream.recv(65536):  # held, never passed on, until Dovecot closes
+                    pass
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+async def _greeting_while_dovecot_restarts(referee: Referee, stack: MailStack, relay: HeldGreeting) -> tuple[float, str]:
+    """How long the wait for the greeting goes on after Dovecot restarts, and its reason."""
+    server = dataclasses.replace(referee.config.imap, port=relay.port)
+    source = ImapSource(server, referee.store(), timeout=10)
+    failed_at: list[float] = []
+    fetching = asyncio.ensure_future(source.fetch())
+    fetching.add_done_callback(lambda _: failed_at.append(time.monotonic()))
+    try:
+        assert await asyncio.to_thread(relay.connected.wait, 10)
+        started = time.monotonic()
+        await asyncio.to_thread(stack.dovecot.restart)
+        with pytest.raises(SourceError) as error:
+            await fetching
+        return failed_at[0] - started, str(error.value)
+    finally:
+        await source.close()
+
+
+def test_a_dovecot_restart_during_the_greeting_fails_the_connection_at_once(referee: Referee,
+                                                                          mailstack: MailStack) -> None:  # fmt: skip
+    game_id = start_and_bid(referee, mailstack)
+    relay = HeldGreeting(mailstack.dovecot.imap_port)
+    try:
+        took, error = asyncio.run(_greeting_while_dovecot_restarts(referee, mailstack, relay))
+    finally:
+        relay.close()
+    print(f"the wait for the greeting failed {took:.2f} s after Dovecot began restarting")  # shown with -s
+    assert took < 3, f"{took:.1f} s: the timeout, not the lost connection, ended the wait for the greeting"
+    assert error.endswith("cannot connect (the connection was lost)"), error
+    referee.run_once()  # the bids, waiting in the INBOX, taken now
     all_bids_taken(referee, mailstack, game_id)
 
 
