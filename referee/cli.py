@@ -1,7 +1,8 @@
 """The ``referee`` command: a thin shell around the engine.
 
-Exit status: 0 done; 1 a pass cut short (a mail server unreachable, or a
-stop signal: nothing lost, the next run goes on); 2 a bad command line,
+Exit status: 0 done, or ``run``/``serve`` stopped by SIGTERM or SIGINT
+(a clean stop, whenever it comes); 1 a pass cut short by a mail server
+unreachable (nothing lost, the next run goes on); 2 a bad command line,
 config or request; 3 a storage fault (games.db full, locked, read-only,
 damaged or too new: the line says what to do).
 """
@@ -158,7 +159,8 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
             return (_backup if args.command == "backup" else _restore)(config, args)
         engine = Engine(Store(config.database), config, clock)
         status = COMMANDS[args.command](engine, args)
-        engine.store.sync()  # what the command did survives a power cut before it says so
+        if args.command not in ("run", "serve"):  # (they sync every pass, and when stopped)
+            engine.store.sync()  # what the command did survives a power cut before it says so
         if args.command in _CHANGING and config.site_dir:
             Site(engine, config.site_dir, config.templates).refresh()  # (run and serve do, every pass)
         return status
@@ -342,9 +344,10 @@ def _write_out(engine: Engine, mails: list, folder: Path, mark_sent: bool) -> No
 
 
 def _run(engine: Engine, args) -> int:
-    """`run --once` and `serve`.  A server that cannot be reached, or a stop
-    signal mid-pass, is one line on stderr and exit status 1; queued mail is
-    kept for the next run.  A storage fault goes up to main (status 3)."""
+    """`run --once` and `serve`.  A server that cannot be reached is one
+    line on stderr and exit status 1; queued mail is kept for the next run.
+    A stop signal is a clean stop, exit status 0, whenever it comes.  A
+    storage fault goes up to main (status 3)."""
     config = engine.config
     if not (config.imap or config.maildir or config.smtp):
         raise UsageError("nothing to run: the config has no [imap] or [maildir] and no [smtp]")
@@ -364,7 +367,8 @@ def _run(engine: Engine, args) -> int:
     if report is None:
         print("referee: stopped by a signal before the pass ended; the rest waits for the next run",
               file=sys.stderr)  # fmt: skip
-        return 1
+        _sync_when_stopped(engine)
+        return 0
     for line in report.done:
         print(line)
     mail = report.mail
@@ -409,9 +413,23 @@ async def _serve(runner: Runner, database: Path) -> None:
     try:
         log.info("serving; stop with SIGTERM or Ctrl-C")
         await runner.serve(stop)
+        _sync_when_stopped(runner.engine)
         log.info("stopped")
     finally:
         lock.release()
+
+
+def _sync_when_stopped(engine: Engine) -> None:
+    """Make durable what a pass cut short by a stop signal committed.  A
+    storage fault now (the disk the daemon was waiting out is still full)
+    is one line in the log, not the exit status: the stop was asked for,
+    and it happened, so a stopped run or daemon exits 0 however it stood."""
+    try:
+        engine.store.sync()
+    except Exception as error:
+        if not is_storage_fault(error):
+            raise
+        logging.getLogger("referee").error("%s", storage_fault(engine.store.path, error))
 
 
 def _resign(engine: Engine, args) -> int:

@@ -80,10 +80,11 @@ class Result:
 
 
 class Process:
-    """A subprocess whose stdout and stderr go to files in ``home``."""
+    """A subprocess run in ``home`` whose stdout and stderr go to files in
+    ``logs`` (default: ``home``)."""
 
-    def __init__(self, argv: list[str], home: Path, name: str):
-        self.out_path, self.err_path = home / f"{name}.out", home / f"{name}.err"
+    def __init__(self, argv: list[str], home: Path, name: str, logs: Path | None = None):
+        self.out_path, self.err_path = (logs or home) / f"{name}.out", (logs or home) / f"{name}.err"
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
             self.proc = subprocess.Popen(argv, cwd=home, stdout=out, stderr=err,
                                          env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
@@ -169,10 +170,11 @@ class Referee:
         """The argv of ``python -m referee --config CFG ARGS`` for a subprocess."""
         return [sys.executable, "-m", "referee", "--config", str(self.cfg), *args]
 
-    def popen(self, *args: str, name: str = "referee") -> Process:
-        """Start ``referee ARGS`` as a subprocess, its output going to files (a
-        pipe nobody reads would block a chatty daemon once it fills)."""
-        return Process(self.command(*args), self.home, name)
+    def popen(self, *args: str, name: str = "referee", logs: Path | None = None) -> Process:
+        """Start ``referee ARGS`` as a subprocess, its output going to files
+        in ``logs`` or the home (a pipe nobody reads would block a chatty
+        daemon once it fills)."""
+        return Process(self.command(*args), self.home, name, logs)
 
     # -- what the store says ---------------------------------------------------
 

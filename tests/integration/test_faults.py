@@ -132,6 +132,25 @@ def test_a_full_disk_stops_the_run_and_every_bid_waits_in_the_inbox(mailstack: M
             subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
+def test_sigterm_while_serve_waits_out_a_full_disk_is_a_clean_stop(mailstack: MailStack, tmp_path) -> None:
+    disk = tmp_path / "small"
+    if not mount_small_disk(disk):
+        pytest.skip("a full disk needs a tmpfs mounted (root)")
+    try:
+        referee = Referee(mailstack, disk)
+        start_and_bid(referee, mailstack)
+        store = referee.store()  # held open, as the daemon would be: its -shm file stays
+        store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        fill(disk)
+        daemon = referee.popen("serve", logs=tmp_path)  # (the full disk takes no log)
+        wait_for(lambda: "trying again" in daemon.err, timeout=20)  # waiting out the full disk
+        assert daemon.stop() == 0, daemon.err
+        assert "full" in daemon.err and daemon.err.rstrip().endswith("stopped") and "Traceback" not in daemon.err
+        assert waiting_in_inbox(mailstack) == 3
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
 def _limited(pages: int):
     usual = store_module.Store._migrate
 
