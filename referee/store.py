@@ -28,6 +28,7 @@ import sqlite_utils
 Row = dict[str, Any]
 
 BUSY_TIMEOUT_MS = 10_000  # how long a write waits for another process's write lock
+NEARLY_FULL = 1 << 20  # bytes: a disk with less free than this is full, whatever SQLite said
 SCHEMA_VERSION = 1  # the user_version of a games.db this code writes; see MIGRATIONS
 
 
@@ -50,8 +51,9 @@ def is_storage_fault(error: BaseException) -> bool:
 
 
 _RESTORE = "stop the referee and restore the newest backup (`referee restore FILE`, docs/operations.md)"
+_FULL = "the disk is full: free some space; mail not yet handled waits on the mail server"
 _ADVICE = (  # (words in SQLite's or the OS's message, what the keeper should do)
-    (("full", "no space"), "the disk is full: free some space; mail not yet handled waits on the mail server"),
+    (("full", "no space", "quota"), _FULL),
     (("locked", "busy"), "another program holds its write lock (a sqlite3 session left open?): end it; "
                          "mail not yet handled waits on the mail server"),
     (("readonly", "read-only"), "it cannot be written: give the referee's user write access to it, to "
@@ -68,10 +70,27 @@ def storage_fault(path: Path | str, error: BaseException) -> StorageFault:
         return error
     text = str(error) or type(error).__name__
     where = getattr(error, "filename", None) or path
+    if any(word in text.lower() for word in ("i/o error", "unable to open")) and (free := _free_if_full(where)):
+        # SQLite says "disk I/O error" when the disk has no room for the -shm
+        # file it makes on opening (SQLITE_IOERR_SHMSIZE), not "full".
+        return StorageFault(f"{where}: {text}, with {free} free on its disk: {_FULL}")
     for words, advice in _ADVICE:
         if any(word in text.lower() for word in words):
             return StorageFault(f"{where}: {text}: {advice}")
     return StorageFault(f"{where}: {text}: the referee stopped; mail not yet handled waits on the mail server")
+
+
+def _free_if_full(path: Path | str) -> str:
+    """How much room the disk holding ``path`` has left ("12 KiB", or "no
+    inode"), if that is next to none (under NEARLY_FULL); else ""."""
+    try:
+        disk = os.statvfs(Path(path).parent)
+    except (OSError, ValueError):
+        return ""
+    if disk.f_files and not disk.f_favail:  # (a file system without inode counts reports 0 of 0)
+        return "no inode"
+    free = disk.f_bavail * disk.f_frsize
+    return f"{free // 1024} KiB" if free < NEARLY_FULL else ""
 
 
 def damage(db: sqlite3.Connection) -> str:

@@ -132,6 +132,30 @@ def test_a_full_disk_stops_the_run_and_every_bid_waits_in_the_inbox(mailstack: M
             subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
+@pytest.mark.parametrize("free_kib", [0, 16])
+def test_a_disk_with_next_to_no_room_is_said_to_be_full(mailstack: MailStack, tmp_path, free_kib: int) -> None:
+    """With under 32 KiB free, SQLite cannot make games.db's -shm file and
+    calls it a "disk I/O error"; the keeper reads that the disk is full."""
+    disk = tmp_path / "small"
+    if not mount_small_disk(disk):
+        pytest.skip("a full disk needs a tmpfs mounted (root)")
+    try:
+        referee = Referee(mailstack, disk)
+        subprocess.run(referee.command("status"), cwd=disk, capture_output=True, check=True)  # games.db made
+        with contextlib.closing(sqlite3.connect(referee.db)) as db:  # the last to close it: its -shm goes
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        assert not Path(f"{referee.db}-shm").exists()
+        filler = fill(disk)
+        os.truncate(filler, filler.stat().st_size - free_kib * 1024)
+        for command in (("run", "--once"), ("status",)):
+            result = subprocess.run(referee.command(*command), cwd=disk, capture_output=True, text=True)
+            assert result.returncode == 3, result.stderr
+            line = one_line(result.stderr)
+            assert "the disk is full: free some space" in line and "dmesg" not in line, line
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
 def test_sigterm_while_serve_waits_out_a_full_disk_is_a_clean_stop(mailstack: MailStack, tmp_path) -> None:
     disk = tmp_path / "small"
     if not mount_small_disk(disk):

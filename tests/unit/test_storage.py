@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sqlite3
 from dataclasses import replace
 from datetime import timedelta
@@ -118,6 +119,30 @@ def test_the_command_line_says_a_storage_fault_in_one_line_with_status_3(config,
     assert main(["--config", str(cfg), "status"]) == 3
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "newer referee" in err and "referee restore" in err
+
+
+@pytest.mark.parametrize("free_kib, full", [(0, True), (12, True), (1000, True), (1030, False), (10**6, False)])
+def test_a_disk_io_error_on_a_disk_with_next_to_no_room_says_the_disk_is_full(free_kib, full, tmp_path, monkeypatch):
+    """SQLite calls a disk too full for the -shm file it makes on opening a
+    "disk I/O error" (SQLITE_IOERR_SHMSIZE): with under a MiB free, it is
+    said as what it is."""
+    real = os.statvfs(tmp_path)
+    blocks = free_kib * 1024 // real.f_frsize
+    monkeypatch.setattr(os, "statvfs", lambda path: os.statvfs_result(
+        (real.f_bsize, real.f_frsize, real.f_blocks, blocks, blocks, 100, 50, 50, 0, 255)))
+    line = str(store_module.storage_fault(tmp_path / "games.db", sqlite3.OperationalError("disk I/O error")))
+    if full:
+        assert f"disk I/O error, with {free_kib} KiB free on its disk: the disk is full: free some space" in line
+    else:
+        assert "the disk failed a read or write: check the disk (dmesg)" in line
+
+
+def test_a_disk_out_of_inodes_is_full_too(tmp_path, monkeypatch):
+    real = os.statvfs(tmp_path)
+    monkeypatch.setattr(os, "statvfs", lambda path: os.statvfs_result(
+        (real.f_bsize, real.f_frsize, real.f_blocks, 10**6, 10**6, 100, 0, 0, 0, 255)))
+    line = str(store_module.storage_fault(tmp_path / "games.db", sqlite3.OperationalError("disk I/O error")))
+    assert "with no inode free on its disk: the disk is full" in line
 
 
 # -- opening: damaged, too new, or older ---------------------------------------------
