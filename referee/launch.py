@@ -1,15 +1,20 @@
 """The ``referee`` command's entry point (``referee.cli`` is the command).
 
-It starts noting SIGTERM and SIGINT before the imports, which take a few
-tenths of a second: a daemon stopped while it starts then stops cleanly,
-with a log line, instead of being killed outright.  ``run`` and ``serve``
-act on a noted signal as soon as they can; every other command ends as it
-would have (``default_signals``).
+Its first statement notes SIGTERM and SIGINT, before the imports, which
+take a few tenths of a second: a daemon stopped while it starts then stops
+cleanly, with a log line and exit status 0, instead of being killed
+outright.  ``run`` and ``serve`` act on a noted signal as soon as they can;
+every other command ends as it would have (``default_signals``).
+
+This module imports nothing but ``_signal`` (the C module ``signal``
+wraps, loaded with the interpreter: ``signal`` would import enum first),
+so the handler is in place as soon as any of the referee's code runs.
+What comes before is the interpreter's own start-up (docs/operations.md
+measures it): a SIGTERM then ends the process as it ends any program,
+before it has opened a file.
 """
 
-from __future__ import annotations
-
-import signal
+import _signal
 
 stopped_by: list[int] = []  # the stop signals received while starting, in order
 
@@ -19,8 +24,8 @@ def note(signum: int, frame: object) -> None:
 
 
 def main() -> int:
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, note)
+    for signum in (_signal.SIGTERM, _signal.SIGINT):
+        _signal.signal(signum, note)
     from referee.cli import main as cli_main
 
     return cli_main()
@@ -31,6 +36,6 @@ def default_signals() -> None:
     and an exit now if a signal came while it started."""
     if stopped_by:
         raise SystemExit(128 + stopped_by[0])
-    for signum, usual in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler)):
-        if signal.getsignal(signum) is note:
-            signal.signal(signum, usual)
+    for signum, usual in ((_signal.SIGTERM, _signal.SIG_DFL), (_signal.SIGINT, _signal.default_int_handler)):
+        if _signal.getsignal(signum) is note:
+            _signal.signal(signum, usual)
