@@ -32,7 +32,8 @@ from referee.resources import shipped
 from referee.rules import GAMES
 from referee.runner import Busy, Report, Runner, RunLock, run_lock, until_stopped
 from referee.site.render import Site
-from referee.store import SCHEMA_VERSION, Store, copy_database, damage, is_storage_fault, storage_fault
+from referee.store import (SCHEMA_VERSION, FaultAside, StorageFault, Store, copy_database, damage,
+                           is_storage_fault, storage_fault)  # fmt: skip
 from referee.timeutil import Clock, from_iso, iso, parse_duration, utc_now
 
 STORAGE_FAULT = 3  # the exit status of a storage fault (see the module's doc)
@@ -157,7 +158,7 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
         database = config.database
         if args.command in ("backup", "restore"):
             return (_backup if args.command == "backup" else _restore)(config, args)
-        engine = Engine(Store(config.database), config, clock)
+        engine = Engine(_open(config.database, args.command, clock), config, clock)
         status = COMMANDS[args.command](engine, args)
         if args.command not in ("run", "serve"):  # (they sync every pass, and when stopped)
             engine.store.sync()  # what the command did survives a power cut before it says so
@@ -178,6 +179,17 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
 
 
 _CHANGING = {"new", "ingest", "tick", "resign"}  # commands that may change a game's pages
+
+
+def _open(database: Path, command: str, clock: Clock) -> Store:
+    """games.db; for a run that cannot open it, the fault is kept beside it
+    too (games.db.fault), where `referee status` finds it."""
+    try:
+        return Store(database)
+    except StorageFault as fault:
+        if command in ("run", "serve"):
+            FaultAside(database).write({"at": iso(clock()), "error": str(fault)})
+        raise
 
 
 def _init(args) -> int:
@@ -254,10 +266,13 @@ def health(engine: Engine) -> dict:
     problems among those, in words."""
     store = engine.store
     last_pass, last_fault = (json.loads(store.get_meta(key) or "null") for key in ("last_pass", "last_fault"))
+    aside = FaultAside(store.path)
+    if kept := aside.read():  # games.db could not take it, and no pass has gone through since
+        last_fault = {**kept, "kept_in": str(aside.path)}
     queued, refused = store.outbox("queued"), store.outbox("failed")
     quarantined = store.failed_messages()
     problems = []
-    if last_fault and (not last_pass or last_fault["at"] > last_pass["at"]):
+    if last_fault and (kept or not last_pass or last_fault["at"] > last_pass["at"]):
         problems.append("the last pass failed: " + last_fault["error"])
     late = [m for m in queued if engine.clock() - from_iso(m["created_at"]) > _LATE_MAIL]
     if late:
@@ -285,7 +300,9 @@ def _health_lines(health: dict) -> list[str]:
     lines = [f"health: {'ok' if not problems else '; '.join(problems)}"]
     lines.append(f"last pass: {last_pass['at']} (received {last_pass['received']}, sent {last_pass['sent']})"
                  if last_pass else "last pass: never")  # fmt: skip
-    lines.append(f"last fault: {fault['at']}: {fault['error']}" if fault else "last fault: none")
+    lines.append(f"last fault: {fault['at']}: {fault['error']}"
+                 + (f" (kept in {fault['kept_in']}: games.db could not take it)" if "kept_in" in fault else "")
+                 if fault else "last fault: none")  # fmt: skip
     lines.append(f"outbox: {outbox['queued']} queued"
                  + (f" (oldest {outbox['oldest']}; last error: {outbox['last_error'] or 'none'})"
                     if outbox["queued"] else "")

@@ -36,7 +36,7 @@ from referee.mail.maildir import MaildirSource
 from referee.mail.smtp import Drained, Feed, SmtpSender, SmtpUnreachable
 from referee.mail.source import Source, SourceError
 from referee.site.render import Site
-from referee.store import StorageFault, is_storage_fault, storage_fault
+from referee.store import FaultAside, StorageFault, is_storage_fault, storage_fault
 from referee.timeutil import from_iso, iso
 
 log = logging.getLogger("referee.runner")
@@ -157,6 +157,10 @@ class Runner:
                  site: Site | None = None):  # fmt: skip
         self.engine, self.source, self.sender, self.site = engine, source, sender, site
         self.poll_interval = MAILDIR_POLL  # for sources that cannot push
+        on_disk = str(engine.store.path) != ":memory:"
+        self.aside = FaultAside(engine.store.path) if on_disk else None  # faults games.db could not take
+        if self.aside:
+            self.aside.reserve()
 
     @classmethod
     def from_config(cls, config: Config, engine: Engine) -> Runner:
@@ -187,17 +191,35 @@ class Runner:
 
     def _note_fault(self, fault: Fault) -> None:
         """Keep the fault for ``referee status`` (the last pass that went
-        through is noted at its end), if games.db takes it at once: it may
-        be the very thing that failed."""
+        through is noted at its end): in games.db if it takes it at once (it
+        may be the very thing that failed), else beside it (FaultAside)
+        until it does."""
         store = self.engine.store
+        note = {"at": iso(self.engine.clock()), "error": str(fault)}
         try:
             with store.impatient():
-                store.set_meta("last_fault", json.dumps({"at": iso(self.engine.clock()), "error": str(fault)}))
+                store.set_meta("last_fault", json.dumps(note))
                 store.sync()
         except Exception as error:  # noqa: BLE001 - the fault itself is what the caller reports
             if not is_storage_fault(error):
                 raise
-            log.debug("could not note the fault in games.db: %s", error)
+            kept = self.aside is not None and self.aside.write(note)
+            log.debug("could not note the fault in games.db (%s); %s", error,
+                      f"kept in {self.aside.path}" if kept else "not kept")  # fmt: skip
+            return
+        if self.aside:
+            self.aside.clear()  # older than the fault games.db now has
+
+    def _settle_aside(self) -> None:
+        """A fault kept beside games.db goes into it, now that it takes writes
+        (unless games.db has a newer one)."""
+        note = self.aside and self.aside.read()
+        if not note:
+            return
+        store = self.engine.store
+        known = json.loads(store.get_meta("last_fault") or "null")
+        if not known or note["at"] > known["at"]:
+            store.set_meta("last_fault", json.dumps(note))
 
     async def _pass(self) -> Report:
         report = Report(done=self.engine.guard_outage())
@@ -221,9 +243,12 @@ class Runner:
         if self.site:
             self.site.refresh()  # only the games that changed: cheap when nothing did
         if not (unreachable or undelivered):
+            self._settle_aside()
             self.engine.store.set_meta("last_pass", json.dumps(
                 {"at": iso(self.engine.clock()), "received": report.received, "sent": report.mail.sent}))
         self.engine.store.sync()  # the sent marks, what the tick did, and the note
+        if self.aside and not (unreachable or undelivered):
+            self.aside.clear()  # in games.db now
         if unreachable or undelivered:
             raise unreachable or undelivered
         return report

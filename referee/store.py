@@ -116,6 +116,63 @@ def copy_database(source: sqlite3.Connection, target: Path) -> None:
         partial.unlink(missing_ok=True)
 
 
+class FaultAside:
+    """A pass's fault that games.db could not take when it came (another
+    program held its write lock, or its disk was full), kept beside it in
+    ``games.db.fault`` until games.db takes it, so ``referee status`` shows
+    it all the same.  The file's room is taken when a run starts
+    (``reserve``) and only written over afterwards, so a note fits even on
+    a disk that has filled up since.  Blank means no note; a note means no
+    pass has gone through since it was kept (one that does writes it into
+    games.db and blanks the file)."""
+
+    SIZE = 4096
+
+    def __init__(self, database: Path | str):
+        self.path = Path(f"{database}.fault")
+
+    def reserve(self) -> None:
+        """Make the file and take its room on the disk, while there is room."""
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                os.posix_fallocate(fd, 0, self.SIZE)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass  # a folder that cannot be written: the note will not be either
+
+    def write(self, note: dict) -> bool:
+        """Keep ``note`` (``at`` and ``error``); whether it was kept."""
+        note = {"at": note["at"], "error": note["error"][:1000]}
+        return self._overwrite(json.dumps(note).encode())
+
+    def read(self) -> dict | None:
+        try:
+            text = self.path.read_bytes().strip(b" \0\n")
+            note = json.loads(text) if text else None
+        except (OSError, ValueError):
+            return None
+        if isinstance(note, dict) and isinstance(note.get("at"), str) and isinstance(note.get("error"), str):
+            return note
+        return None
+
+    def clear(self) -> None:
+        if self.path.exists():
+            self._overwrite(b"")
+
+    def _overwrite(self, data: bytes) -> bool:
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                os.pwrite(fd, data.ljust(self.SIZE, b" "), 0)  # within the room taken: no new block
+            finally:
+                os.close(fd)
+        except OSError:
+            return False
+        return True
+
+
 class Store:
     def __init__(self, path: Path | str):
         self.path = path

@@ -194,9 +194,11 @@ def test_a_keepers_sqlite3_session_holding_the_lock_stops_the_run(referee: Refer
     keeper.execute("BEGIN IMMEDIATE")
     try:
         result = referee.run_once(expect=3)
+        health = referee.cli("status").out.splitlines()[0]  # games.db could not take the note: kept beside it
     finally:
         keeper.execute("ROLLBACK")
     assert "locked" in one_line(result.err) and "sqlite3 session" in result.err
+    assert health.startswith("health: the last pass failed: ") and "locked" in health
     assert waiting_in_inbox(mailstack) == 3
     referee.run_once()
     all_bids_taken(referee, mailstack, game_id)

@@ -300,6 +300,50 @@ def test_status_shows_trouble_at_a_glance(config, clock, tmp_path, capsys):
     assert health["last_fault"]["at"] > health["last_pass"]["at"] and health["outbox"]["queued"] > 0
 
 
+def test_a_fault_games_db_could_not_take_is_shown_by_status_and_written_later(config, clock, tmp_path, capsys,
+                                                                               monkeypatch):  # fmt: skip
+    """A keeper's sqlite3 session holds games.db's write lock: the pass
+    fails, and games.db cannot take the note of why either.  `status` says
+    so all the same (it reads the note kept beside games.db), and the next
+    pass that goes through writes it into games.db."""
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 50)  # not 10 s: the same fault, sooner
+    box = tmp_path / "Maildir"
+    engine, runner = maildir_runner(config, clock, box)
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    asyncio.run(runner.once())
+    cfg = tmp_path / "referee.toml"
+    cfg.write_text(f'[referee]\naddress = "referee@example.org"\ndatabase = "{config.database}"\n')
+
+    def status() -> tuple[list[str], dict]:
+        capsys.readouterr()
+        main(["--config", str(cfg), "status"])
+        lines = capsys.readouterr().out.splitlines()
+        main(["--config", str(cfg), "status", "--json"])
+        return lines, json.loads(capsys.readouterr().out)["health"]
+
+    clock.advance(minutes=5)
+    (box / "new" / f"{int(clock().timestamp())}.M1.test").write_bytes(reply(engine, ALICE, "bid 5"))
+    keeper = sqlite3.connect(config.database, isolation_level=None)
+    keeper.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StorageFault, match="locked"):
+            asyncio.run(runner.once())
+        lines, health = status()  # while the keeper still holds the lock
+    finally:
+        keeper.execute("ROLLBACK")
+    assert lines[0].startswith("health: the last pass failed: ") and "locked" in lines[0]
+    assert lines[2].startswith("last fault: 2026-11-21T12:05:00Z: ") and "locked" in lines[2]
+    assert health["last_fault"]["at"] == "2026-11-21T12:05:00Z" and "locked" in health["last_fault"]["error"]
+
+    clock.advance(minutes=5)
+    assert asyncio.run(runner.once()).received == 1
+    lines, health = status()
+    assert "failed" not in lines[0] and lines[2].startswith("last fault: 2026-11-21T12:05:00Z: ")  # a fault gone by
+    assert "kept_in" not in health["last_fault"]  # in games.db now
+    assert "locked" in json.loads(engine.store.get_meta("last_fault"))["error"]
+    assert runner.aside.read() is None
+
+
 def test_a_site_folder_that_cannot_be_written_is_one_line_in_the_log(engine, config, tmp_path, caplog):
     engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
     blocker = tmp_path / "site"
