@@ -2,9 +2,12 @@
 
 Exit status: 0 done, or ``run``/``serve`` stopped by SIGTERM or SIGINT
 (a clean stop, whenever it comes); 1 a pass cut short by a mail server
-unreachable (nothing lost, the next run goes on); 2 a bad command line,
-config or request; 3 a storage fault (games.db full, locked, read-only,
-damaged or too new: the line says what to do).
+away (unreachable, gone, busy: nothing lost, the next run goes on); 2 a
+bad command line, config or request; 3 a storage fault (games.db full,
+locked, read-only, damaged or too new: the line says what to do); 4 a mail
+server refused the referee's account or settings (a wrong password, a TLS
+setting that does not fit the port or the certificate, no such mailbox:
+fix the config or the account; nothing lost meanwhile).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from referee import config as config_module
 from referee import launch
 from referee.engine import Engine, EngineError
 from referee.mail.smtp import SmtpUnreachable
-from referee.mail.source import SourceError
+from referee.mail.source import SourceError, WrongSettings
 from referee.resources import shipped
 from referee.rules import GAMES
 from referee.runner import Busy, Report, Runner, RunLock, run_lock, until_stopped
@@ -36,7 +39,9 @@ from referee.store import (SCHEMA_VERSION, FaultAside, StorageFault, Store, copy
                            is_storage_fault, storage_fault)  # fmt: skip
 from referee.timeutil import Clock, from_iso, iso, parse_duration, utc_now
 
-STORAGE_FAULT = 3  # the exit status of a storage fault (see the module's doc)
+SERVER_AWAY = 1  # the exit statuses of run --once (see the module's doc)
+STORAGE_FAULT = 3
+WRONG_SETTINGS = 4
 
 
 class UsageError(Exception):
@@ -362,7 +367,8 @@ def _write_out(engine: Engine, mails: list, folder: Path, mark_sent: bool) -> No
 
 def _run(engine: Engine, args) -> int:
     """`run --once` and `serve`.  A server that cannot be reached is one
-    line on stderr and exit status 1; queued mail is kept for the next run.
+    line on stderr and exit status 1, one that refused the referee's account
+    or settings status 4; queued mail is kept for the next run.
     A stop signal is a clean stop, exit status 0, whenever it comes.  A
     storage fault goes up to main (status 3)."""
     config = engine.config
@@ -380,7 +386,7 @@ def _run(engine: Engine, args) -> int:
         return 0
     except (SourceError, SmtpUnreachable) as error:
         print(f"referee: {error}", file=sys.stderr)
-        return 1
+        return WRONG_SETTINGS if isinstance(error, WrongSettings) else SERVER_AWAY
     if report is None:
         print("referee: stopped by a signal before the pass ended; the rest waits for the next run",
               file=sys.stderr)  # fmt: skip

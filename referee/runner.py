@@ -11,7 +11,9 @@ after its effects are committed.
 
 A pass that meets a fault stops and raises it: SourceError (the mail
 server), SmtpUnreachable (the SMTP server) or StorageFault (games.db or the
-disk).  The daemon waits and tries again; ``run --once`` exits non-zero.
+disk); a server's error that is also WrongSettings (a wrong password, a
+TLS mismatch, no such mailbox) needs the keeper, as a storage fault does.
+The daemon waits and tries again; ``run --once`` exits non-zero.
 games.db keeps when the last pass went through and the last fault, for
 ``referee status``.
 """
@@ -34,7 +36,7 @@ from referee.engine import Engine
 from referee.mail.imap import ImapSource
 from referee.mail.maildir import MaildirSource
 from referee.mail.smtp import Drained, Feed, SmtpSender, SmtpUnreachable
-from referee.mail.source import Source, SourceError
+from referee.mail.source import Source, SourceError, WrongSettings
 from referee.site.render import Site
 from referee.store import FaultAside, StorageFault, is_storage_fault, storage_fault
 from referee.timeutil import from_iso, iso
@@ -249,8 +251,8 @@ class Runner:
         self.engine.store.sync()  # the sent marks, what the tick did, and the note
         if self.aside and not (unreachable or undelivered):
             self.aside.clear()  # in games.db now
-        if unreachable or undelivered:
-            raise unreachable or undelivered
+        if faults := [fault for fault in (unreachable, undelivered) if fault]:
+            raise next((fault for fault in faults if isinstance(fault, WrongSettings)), faults[0])  # the keeper's first
         return report
 
     async def _send(self, report: Report, feed: Feed | None = None) -> SmtpUnreachable | None:
@@ -304,7 +306,8 @@ class Runner:
                     await until_stopped(self.once(), stop)
                     backoff = 1.0
                 except (SourceError, SmtpUnreachable, StorageFault) as error:
-                    level = logging.ERROR if isinstance(error, StorageFault) else logging.WARNING
+                    needs_keeper = isinstance(error, (StorageFault, WrongSettings))
+                    level = logging.ERROR if needs_keeper else logging.WARNING
                     log.log(level, "%s; trying again in %.0f s", error, backoff)
                     await _sleep(backoff, stop)
                     backoff = min(backoff * 2, LONGEST_BACKOFF)

@@ -32,7 +32,7 @@ from typing import TypeVar
 import aioimaplib
 
 from referee.config import Server
-from referee.mail.source import Received, SourceError
+from referee.mail.source import Received, SourceError, SourceRefused, tls_refused
 from referee.store import Store
 
 log = logging.getLogger("referee.imap")
@@ -46,6 +46,8 @@ _UIDVALIDITY = re.compile(rb"\[UIDVALIDITY (\d+)\]", re.I)
 _UID = re.compile(rb"\bUID (\d+)")
 _INTERNALDATE = re.compile(rb'INTERNALDATE "([^"]+)"')
 _EXISTS = re.compile(rb"^\d+ (EXISTS|RECENT)", re.I)
+_RESPONSE_CODE = re.compile(rb"\[([A-Za-z-]+)")
+_FOR_NOW = {b"UNAVAILABLE", b"INUSE", b"SERVERBUG", b"LIMIT"}  # RFC 5530's codes of a passing refusal
 
 
 def internaldate(text: str) -> datetime:
@@ -175,12 +177,18 @@ class ImapSource:
             self._connecting = None
             if made:
                 _drop(made[0])
+            if isinstance(error, SourceError):  # (STARTTLS refused: it says so itself)
+                raise
+            if tls_refused(error):
+                raise SourceRefused(f"{where}: cannot connect ({_reason(error)}): "
+                                    f"check security = \"{server.security}\" and the port") from None  # fmt: skip
             if isinstance(error, (OSError, asyncio.TimeoutError, aioimaplib.Abort)):
                 raise SourceError(f"{where}: cannot connect ({_reason(error)})") from None
             raise
         try:
-            await self._command(client.login(server.username, server.password), "LOGIN")
-            selected = await self._command(client.select(server.mailbox), f"SELECT {server.mailbox}")
+            await self._command(client.login(server.username, server.password), "LOGIN", settings=True)
+            selected = await self._command(client.select(server.mailbox), f"SELECT {server.mailbox}",
+                                           settings=True)  # fmt: skip
             for folder in (server.processed, server.quarantine):  # NO if it exists: fine
                 await self._bounded(client.create(folder), f"CREATE {folder}")
         except BaseException:
@@ -206,7 +214,8 @@ class ImapSource:
         command = aioimaplib.Command("STARTTLS", protocol.new_tag(), loop=protocol.loop)
         reply = await asyncio.wait_for(protocol.execute(command), self.timeout)
         if reply.result != "OK":
-            raise SourceError(f"IMAP server {self.server.host}: STARTTLS refused")
+            raise SourceRefused(f"IMAP server {self.server.host}:{self.server.port}: STARTTLS refused "
+                                f"(check security = \"starttls\" and the port)")  # fmt: skip
         transport = await protocol.loop.start_tls(protocol.transport, protocol, self.ssl_context,
                                                   server_hostname=self.server.host)  # fmt: skip
         protocol.transport = transport
@@ -258,14 +267,18 @@ class ImapSource:
         self._forget()
         raise SourceError(f"{self.name}: {what} failed ({reason})")
 
-    async def _command(self, call, what: str):
-        """One IMAP command, bounded; any reply but OK is a SourceError too."""
+    async def _command(self, call, what: str, settings: bool = False):
+        """One IMAP command, bounded; any reply but OK is a SourceError too.
+        With ``settings`` (LOGIN, SELECT), a refusal is the settings' fault
+        (SourceRefused), unless its response code says it is for now only."""
         reply = await self._bounded(call, what)
         if reply.result == "OK":
             return reply
         self._forget()
         text = b" ".join(line for line in reply.lines if isinstance(line, bytes))
-        raise SourceError(f"{self.name}: {what} refused: {text.decode(errors='replace')[:200]}")
+        code = _RESPONSE_CODE.search(text)
+        fault = SourceRefused if settings and not (code and code[1].upper() in _FOR_NOW) else SourceError
+        raise fault(f"{self.name}: {what} refused: {text.decode(errors='replace')[:200]}")
 
     def _forget(self) -> None:
         """Close the connection we no longer trust and start afresh next time."""

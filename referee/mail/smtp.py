@@ -24,6 +24,7 @@ from datetime import timedelta
 import aiosmtplib
 
 from referee.config import Server
+from referee.mail.source import WrongSettings, tls_refused
 from referee.store import Store
 from referee.timeutil import Clock, iso
 
@@ -35,6 +36,12 @@ LAST_RETRY = timedelta(hours=1)
 
 class SmtpUnreachable(ConnectionError):
     """The SMTP server could not be reached or went away; queued mail is kept."""
+
+
+class SmtpRefused(SmtpUnreachable, WrongSettings):
+    """The SMTP server refused the referee's account or settings (a wrong
+    password, no STARTTLS or AUTH where the config asks for it, TLS spoken
+    to a plain port); queued mail is kept."""
 
 
 @dataclass
@@ -131,6 +138,11 @@ class SmtpSender:
             if self.server.username:
                 await client.login(self.server.username, self.server.password or "")
         except (aiosmtplib.SMTPException, OSError) as error:
+            if _settings_refused(error):
+                said = (f"{error.code} {error.message}" if isinstance(error, aiosmtplib.SMTPResponseException)
+                        else str(error).rstrip("."))  # fmt: skip
+                raise SmtpRefused(f"SMTP server {self.server.host}:{self.server.port}: {said} "
+                                  "(check username, password and security in [smtp])") from None  # fmt: skip
             raise self._unreachable(error) from None
         return client
 
@@ -178,3 +190,15 @@ class SmtpSender:
         next_try = self.clock() + retry_delay(mail["attempts"] + 1)
         self.store.defer_mail(mail["id"], error, iso(next_try))
         log.info("mail %d deferred until %s: %s", mail["id"], iso(next_try), error)
+
+
+def _settings_refused(error: Exception) -> bool:
+    """Whether connecting and logging in failed for the referee's settings:
+    a permanent (5xx) refusal (of the password, say), an extension the config
+    counts on that the server lacks (STARTTLS, AUTH), or TLS that cannot
+    work with this port or certificate."""
+    if isinstance(error, aiosmtplib.SMTPResponseException):
+        return error.code >= 500
+    if type(error) in (aiosmtplib.SMTPException, aiosmtplib.SMTPNotSupported):
+        return True  # "... extension not supported by server"
+    return tls_refused(error)

@@ -11,6 +11,7 @@ it again and the store recognises it as a duplicate, so it is filed then.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,6 +27,29 @@ class Received:
 
 class SourceError(ConnectionError):
     """The mail server or folder cannot be reached; the message says which and why."""
+
+
+class WrongSettings(Exception):
+    """Mixed into a mail server's error when the server answered and refused
+    the referee's account or settings: a wrong password, a TLS setting that
+    does not fit the port or the certificate, no such mailbox.  Trying again
+    will not help until the config or the account is put right (exit status
+    4, and ERROR in the daemon's log), unlike a server away (status 1)."""
+
+
+class SourceRefused(SourceError, WrongSettings):
+    """The mail server refused the referee's account or settings."""
+
+
+def tls_refused(error: BaseException | None) -> bool:
+    """Whether an error (or what caused it) is a TLS handshake that cannot
+    work with these settings (TLS spoken to a plain port, a certificate not
+    trusted or not for this host), not a connection cut in the middle."""
+    while error is not None:
+        if isinstance(error, ssl.SSLError):
+            return not isinstance(error, (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 class Source(Protocol):

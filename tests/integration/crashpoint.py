@@ -70,10 +70,10 @@ def arm(point: str, countdown: Countdown) -> None:
     elif point in ("after-seen", "after-move"):
         command = ImapSource._command  # the source's every IMAP command, named by `what`
 
-        async def _command(self, call, what):
+        async def _command(self, call, what, **options):
             if what == "MOVE" and point == "after-seen":
                 countdown.reached()
-            reply = await command(self, call, what)
+            reply = await command(self, call, what, **options)
             if what == "MOVE" and point == "after-move":
                 countdown.reached()
             return reply

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from email.message import EmailMessage
 from pathlib import Path
 
@@ -443,6 +444,91 @@ def test_after_an_smtp_outage_the_first_connection_sends_the_whole_queue(referee
     result = referee.run_once()
     assert result.counts["sent"] == len(queued) and referee.outbox() == []
     assert referee.status(game_id)["phase"]["number"] == 1
+
+
+# -- a server away (try again) or the settings wrong (fix them): two exit statuses -----------------
+
+
+class RefusingEveryPassword:
+    """An aiosmtpd authenticator that takes no password."""
+
+    def __call__(self, server, session, envelope, mechanism, auth_data):
+        from aiosmtpd.smtp import AuthResult
+
+        return AuthResult(success=False, handled=False)
+
+
+@contextlib.contextmanager
+def smtp_server_with_auth() -> Iterator[int]:
+    """An SMTP server (aiosmtpd) that asks for a password and takes none; its port."""
+    from aiosmtpd.controller import Controller
+
+    controller = Controller(object(), hostname="127.0.0.1", port=_free_port(), authenticator=RefusingEveryPassword(),
+                            auth_require_tls=False, ready_timeout=10)  # fmt: skip
+    controller.start()
+    try:
+        yield controller.port
+    finally:
+        controller.stop()
+
+
+def in_section(cfg: Path, section: str, old: str, new: str) -> None:
+    """Replace ``old`` by ``new`` in one section of the config file."""
+    head, sep, rest = cfg.read_text().partition(f"[{section}]\n")
+    body, nxt, tail = rest.partition("\n[")
+    assert old in body, (section, old)
+    cfg.write_text(head + sep + body.replace(old, new, 1) + nxt + tail)
+
+
+IMAP_CASES = {  # what is changed in [imap] -> the exit status, and words of the line
+    "the password wrong": (('password = "', 'password = "wrong-'), 4, "LOGIN refused"),
+    "no such mailbox": (('security = "none"', 'security = "none"\nmailbox = "Nowhere"'), 4, "SELECT Nowhere refused"),
+    "TLS on a plain port": (('security = "none"', 'security = "tls"'), 4, "check security"),
+    "STARTTLS the server lacks": (('security = "none"', 'security = "starttls"'), 4, "STARTTLS refused"),
+    "the server away": (("port = ", "port = 1"), 1, "cannot connect"),  # port 1xxxx: nothing listens
+}
+
+
+@pytest.mark.parametrize("case", IMAP_CASES)
+def test_an_imap_server_away_is_status_1_and_wrong_settings_status_4(referee: Referee, case: str) -> None:
+    (old, new), status, words = IMAP_CASES[case]
+    if case == "the server away":
+        new = f"port = {_free_port()}\n#"
+    in_section(referee.cfg, "imap", old, new)
+    result = referee.run_once(expect=None)
+    assert result.status == status, (case, result.err)
+    line = one_line(result.err)
+    print(f"{case}: {result.status} {line}")  # shown with -s
+    assert line.startswith("referee: ") and words in line, (case, line)
+
+
+SMTP_CASES = {
+    "the password wrong": 4,
+    "TLS on a plain port": 4,
+    "STARTTLS the server lacks": 4,
+    "AUTH the server lacks": 4,
+    "the server away": 1,
+}
+
+
+@pytest.mark.parametrize("case", SMTP_CASES)
+def test_an_smtp_server_away_is_status_1_and_wrong_settings_status_4(referee: Referee, mailstack: MailStack,
+                                                                     case: str) -> None:  # fmt: skip
+    referee.new_game("--deadline", "1h")  # mail queued: the run must send it
+    with smtp_server_with_auth() as auth_port:
+        port = {"the password wrong": auth_port, "the server away": _free_port()}.get(case, mailstack.smtp_port)
+        in_section(referee.cfg, "smtp", f"port = {mailstack.smtp_port}", f"port = {port}")
+        if case in ("the password wrong", "AUTH the server lacks"):
+            in_section(referee.cfg, "smtp", 'security = "none"', 'security = "none"\nusername = "referee"\npassword = "x"')
+        if case == "TLS on a plain port":
+            in_section(referee.cfg, "smtp", 'security = "none"', 'security = "tls"')
+        if case == "STARTTLS the server lacks":
+            in_section(referee.cfg, "smtp", 'security = "none"', 'security = "starttls"')
+        result = referee.run_once(expect=None)
+    assert result.status == SMTP_CASES[case], (case, result.err)
+    print(f"{case}: {result.status} {one_line(result.err)}")  # shown with -s
+    assert one_line(result.err).startswith("referee: SMTP server 127.0.0.1:")
+    assert referee.outbox(), "the queued mail is kept"
 
 
 def _free_port() -> int:

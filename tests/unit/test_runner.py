@@ -218,3 +218,36 @@ def test_a_messages_receipt_goes_out_while_the_next_messages_are_read(config, cl
     report = asyncio.run(runner.once())
     assert report.received == 3 and report.mail.sent == 3
     assert events.index("sent") < len(events) - 1 - events[::-1].index("read")  # a receipt before the last read
+
+
+def test_the_daemon_logs_settings_a_server_refused_as_an_error_and_a_server_away_as_a_warning(config, clock,
+                                                                                             maildir, caplog):  # fmt: skip
+    """A wrong password needs the keeper (ERROR); a server away does not (WARNING)."""
+    import logging
+
+    from referee.mail.source import SourceRefused
+
+    engine, runner = make_runner(config, clock, maildir)
+    levels = {}
+    for fault in (SourceRefused("imap: LOGIN refused: [AUTHENTICATIONFAILED]"), SourceError("imap: cannot connect")):
+
+        async def fetch(fault=fault):
+            raise fault
+
+        runner.source.fetch = fetch
+
+        async def serve_until_logged() -> None:
+            stop = asyncio.Event()
+            handler = logging.Handler(logging.WARNING)
+            handler.emit = lambda record: stop.set()  # type: ignore[method-assign]
+            logging.getLogger("referee").addHandler(handler)
+            try:
+                await asyncio.wait_for(runner.serve(stop), 10)
+            finally:
+                logging.getLogger("referee").removeHandler(handler)
+
+        caplog.clear()
+        asyncio.run(serve_until_logged())
+        [record] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        levels[type(fault).__name__] = record.levelname
+    assert levels == {"SourceRefused": "ERROR", "SourceError": "WARNING"}
