@@ -706,6 +706,19 @@ def _schema_1(db: sqlite_utils.Database) -> None:
     db["outbox"].create_index(["budget", "created_at"], if_not_exists=True)
     db["seats"].create_index(["address"], if_not_exists=True)
     db["outbox"].create_index(["state", "sent_at"], if_not_exists=True)
+    # The outage guard measures a gap from the last tick (meta's last_tick),
+    # which the first games.db did not note: without it the guard took the
+    # referee for never having run, and filled the deadlines it slept through
+    # at random.  Such a games.db notes the last work its record shows.
+    if not db.execute("select 1 from meta where key = 'last_tick'").fetchone():
+        last_work = db.execute(
+            "select max(at) from (select max(handled_at) as at from messages "
+            "union all select max(opened_at) from phases union all select max(resolved_at) from phases "
+            "union all select max(created_at) from games union all select max(created_at) from outbox "
+            "union all select max(sent_at) from outbox)"
+        ).fetchone()[0]
+        if last_work:
+            db.execute("insert into meta (key, value) values ('last_tick', ?)", [last_work])
 
 
 # MIGRATIONS[n] takes a games.db from schema n to n + 1.  To change the

@@ -12,7 +12,7 @@ import logging
 import os
 import sqlite3
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -204,6 +204,29 @@ def test_every_earlier_schema_is_brought_up_to_date_and_its_games_go_on(dump, co
     assert verify(game_record(engine.table(running))).ok
     Store(config.database)  # and opening it again changes nothing
     assert schema_of(config.database)["version"] == SCHEMA_VERSION
+
+
+@pytest.mark.parametrize("dump", SCHEMAS, ids=[p.stem for p in SCHEMAS])
+def test_an_earlier_games_db_keeps_the_outage_guard(dump, config, clock):
+    """The referee, upgraded, first runs days after the old one last did: the
+    deadline it slept through is extended, as with a games.db of today, not
+    filled with random bids.  The oldest games.db has no note of when the
+    referee last ran; the record says when it last worked."""
+    with sqlite3.connect(config.database) as db:
+        db.executescript(dump.read_text())
+    config = replace(config, outage_gap=timedelta(hours=6), outage_grace=timedelta(hours=24))
+    engine = Engine(Store(config.database), config, clock)
+    running = engine.store.games("running")[0]["id"]
+    phase = engine.status(running)["phase"]
+    clock.now = datetime(2026, 11, 25, 9, 0, tzinfo=timezone.utc)  # days after its deadline, 2026-11-21
+    done = engine.tick()
+    assert done == [f"extended game {running} {phase['label']} to 2026-11-26T09:00:00Z: "
+                    f"the referee did not run from 2026-11-21T15:05:00Z to 2026-11-25T09:00:00Z"
+                    if "last_tick" in dump.read_text() else  # the record's last work: a's bid, handled 15:00
+                    f"extended game {running} {phase['label']} to 2026-11-26T09:00:00Z: "
+                    f"the referee did not run from 2026-11-21T15:00:00Z to 2026-11-25T09:00:00Z"]  # fmt: skip
+    assert engine.status(running)["phase"]["number"] == phase["number"]  # nobody got a random bid
+    assert not [m for m in engine.store.moves(running, phase["number"]) if m["source"] == "random"]
 
 
 def test_a_migration_that_fails_leaves_games_db_as_it_was(config, monkeypatch):
