@@ -211,9 +211,9 @@ def test_the_limits_leave_room_for_every_record():
 def test_deep_nesting_in_a_file_is_refused_before_parsing(tmp_path, levels):
     path = tmp_path / "deep.json"
     path.write_bytes(deep(levels))
-    start = time.monotonic()
+    start = time.process_time()
     assert refused(str(path)).endswith(f": nested more than {MAX_DEPTH} deep, which no record is")
-    assert time.monotonic() - start < 1
+    assert time.process_time() - start < 10  # milliseconds when linear; a quadratic scan takes minutes
 
 
 @pytest.mark.parametrize("levels", [1_000, 100_000])
@@ -263,9 +263,9 @@ def test_brackets_inside_strings_do_not_count(tmp_path):
 
 def test_an_unterminated_string_full_of_escaped_quotes_is_scanned_at_once():
     text = '["' + '\\"[' * 300_000
-    start = time.monotonic()
+    start = time.process_time()
     assert nesting_exceeds(text, 1) is False
-    assert time.monotonic() - start < 1
+    assert time.process_time() - start < 10  # milliseconds when linear; a quadratic scan takes minutes
 
 
 def depth_of(value: object) -> int:
@@ -462,7 +462,7 @@ def test_a_body_larger_than_the_limit_is_cut_off(serve):
         ": the answer is larger than 100,000 bytes, more than any game's record")
     assert server.done.wait(5) and server.cut.is_set()  # the client closed the connection under it
     assert server.sent < 16 * 1024 * 1024  # of 64 MB: it stopped reading at the limit
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 30
 
 
 def test_a_body_announced_larger_than_the_limit_is_not_read(serve):
@@ -497,7 +497,7 @@ def test_a_body_dripped_a_byte_at_a_time_is_given_up_at_the_deadline(serve):
     server = serve(answer)
     start = time.monotonic()
     assert refused(server.url, timeout=2) == f"{server.url}: no complete answer within 2 seconds"
-    assert 1.9 < time.monotonic() - start < 2 + 3
+    assert 1.9 < time.monotonic() - start < 2 + 10  # cut off at the deadline, with room for a loaded machine
     assert server.done.wait(3) and server.cut.is_set()  # and the connection is closed, not left dripping
 
 
@@ -505,7 +505,7 @@ def test_a_status_line_dripped_a_byte_at_a_time_is_given_up_at_the_deadline(serv
     server = serve(lambda server, conn: server.drip(conn, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n[]", 0.25))
     start = time.monotonic()
     assert refused(server.url, timeout=1) == f"{server.url}: no complete answer within 1 second"
-    assert 0.9 < time.monotonic() - start < 1 + 3
+    assert 0.9 < time.monotonic() - start < 1 + 5  # (it would take 10 s to drip whole)
     assert server.done.wait(3) and server.cut.is_set()
 
 
@@ -547,4 +547,4 @@ def test_a_server_that_never_begins_tls_is_given_up_at_the_deadline(serve):
     url = server.url.replace("http:", "https:")
     start = time.monotonic()
     assert refused(url, timeout=0.5) == f"{url}: no complete answer within 0.5 seconds"
-    assert 0.4 < time.monotonic() - start < 0.5 + 3
+    assert 0.4 < time.monotonic() - start < 0.5 + 10

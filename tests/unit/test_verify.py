@@ -924,7 +924,7 @@ def test_reading_a_mails_digests_is_linear(tmp_path):
     text = "Record digest after " * 100_000 + "\nRecord digest after Round 1 of 13: 0123-4567-89ab-cdef\n"
     started = time.process_time()
     assert mail_digests(text) == [("Round 1 of 13", "0123-4567-89ab-cdef")]
-    assert time.process_time() - started < 2  # quadratic, it took minutes
+    assert time.process_time() - started < 10  # milliseconds when linear; quadratic, it took minutes
 
 
 def test_a_pipe_given_for_a_mail_or_a_record_is_refused_at_once(record, tmp_path, capsys):
