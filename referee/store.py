@@ -238,10 +238,16 @@ class Store:
         to this connection, call back for every row written, whichever code
         wrote it.  A rollback counts as a change of every game."""
         self._rollbacks = 0
-        self._record_writes: dict[int, int] = {}
+        writes: dict[int, int] = {}
+        self._record_writes = writes
 
+        # The callback holds the counts, never the Store: SQLite's connection
+        # keeps its functions where Python's garbage collector cannot see
+        # them, so a Store the callback held could never be freed, nor its
+        # connection closed (a games.db, -wal and -shm open, and their page
+        # cache, for every Store a long process ever opened).
         def changed(game_id: int) -> None:
-            self._record_writes[game_id] = self._record_writes.get(game_id, 0) + 1
+            writes[game_id] = writes.get(game_id, 0) + 1
 
         self.db.conn.create_function("referee_record_changed", 1, changed)
         for table, column in self._RECORD:

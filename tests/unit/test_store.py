@@ -4,11 +4,15 @@ half-way leaves no trace and the same message can be handled again."""
 from __future__ import annotations
 
 import email
+import gc
+import os
+import weakref
 from datetime import timedelta
 
 import pytest
 
 from conftest import PLAYERS, body_of, reply
+from referee.config import Config
 from referee.engine import Engine
 from referee.store import Store
 from referee.timeutil import iso
@@ -277,3 +281,22 @@ def test_a_game_read_in_parts_is_the_game_read_whole(engine, clock):
         assert (parts.row, parts.seats, parts.phases, parts.counted) == (whole.row, whole.seats, whole.phases,
                                                                          whole.counted)  # fmt: skip
         assert parts.state == whole.state
+
+
+def test_a_store_let_go_is_freed_and_its_connection_closed(tmp_path):
+    """A process that opens games.db again and again (the command line run
+    in-process, as the tests do; a keeper's script) keeps none of them: the
+    Store, its connection, its files and its page cache go with the last
+    reference, even after it wrote to a game's record (which its triggers
+    count through a callback the connection holds)."""
+    path = tmp_path / "games.db"
+    engine = Engine(Store(path), Config(address="referee@example.org", database=path, reminder=None))
+    game_id = engine.new_game("pure-skill", PLAYERS)
+    store = engine.store
+    assert store.record_stamp(game_id)[2] > 0  # the callback counted the game's writes
+    gone = weakref.ref(store)
+    del engine, store
+    gc.collect()
+    assert gone() is None
+    open_files = [os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")]
+    assert not [name for name in open_files if name.startswith(str(path))]  # games.db, -wal, -shm
