@@ -109,7 +109,6 @@ from referee.timeutil import from_iso, iso
 assert Path(powercut.__file__).resolve().parent == TESTS, powercut.__file__
 
 CODE = Path(referee.__file__).resolve().parents[1]  # the referee the subprocesses run: this one
-CRASHPOINT = TESTS / "crashpoint.py"
 CONFIG = {"[referee]\n": '[referee]\nname = "Referee"\nreplies_per_hour = 100000\n'}
 DEFAULTS = '\n[defaults]\nreminder = "5s"\n'  # a reminder in a phase's last 5 s: more mail near deadlines
 SKIP = 0.10  # the share of prompts never answered: the deadline fills the move at random
@@ -118,7 +117,6 @@ CHANGE = 0.12  # the share of sealed moves followed by a change of mind
 TAGGED = re.compile(r"\.g(\d+)p(\d+)@[^>]*>\s*$")  # a game's Message-ID names its phase (tokens.phase_tag)
 AIMS = {"random": 30, "deadline": 25, "delivery": 15, "sink": 15, "point": 15}  # how kills are aimed, by weight
 RUN_CAP = 12.0  # seconds a referee run is given before the kill comes anyway
-R8_WINDOW = timedelta(seconds=10)  # a pass's fetch to its tick, at most: how late a mail may meet the race
 TIMING = [  # the refusals for a move's timing (referee/engine/phases.py _check_timing, _check_thread)
     ("after the deadline", re.compile(r"Your mail reached the server at (\S+), after the deadline of (.+?) \(")),
     ("before it opened", re.compile(r"Your mail reached the server at (\S+), before (.+?) opened;")),
@@ -126,11 +124,12 @@ TIMING = [  # the refusals for a move's timing (referee/engine/phases.py _check_
     ("which is over", re.compile(r"Your mail answers the referee's mail about (.+?), which is over\.")),
 ]
 REFUSAL = re.compile(r"Not done: (.+?)(?: Moves you can make now| Did you mean| Nothing was changed|$)")
+RESOLVED = re.compile(r"^game (\d+) (.+) resolved$")
 LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (\w+) \S+ (.*)$")
 LANDED = [  # what the referee logged last before a kill, and what it was doing then
     ("mid-send", re.compile(r"^sent mail ")),
     ("mid-resolution", re.compile(r"^game \d+ .* resolved$|^game \d+ finished$")),
-    ("mid-pass", re.compile(r"^message \S+ from |^game \d+ .*: move accepted")),
+    ("mid-pass", re.compile(r"^message \S+ from |^game \d+ .*: move accepted|^fetched ")),
 ]
 
 
@@ -423,6 +422,35 @@ def game_args(kind: str, players: list[str], chooser: random.Random) -> list[str
 
 SEATS = {"pure-skill": (3, 3), "bid": (3, 3), "ice": (2, 3), "priority": (3, 3), "bluff": (2, 3)}
 
+LAUNCHER = r"""
+# `python -m referee ARGS` (or crashpoint.py's, with --point DIR POINT N --),
+# and each IMAP fetch logged with the Message-IDs it gave: which mail the
+# referee had in hand before it resolved a phase (check 3).  From outside,
+# as crashpoint.py wraps: the referee carries no bench hooks.
+import signal, sys
+from referee import launch
+for signum in (signal.SIGTERM, signal.SIGINT):
+    signal.signal(signum, launch.note)
+import logging, re
+from referee.mail.imap import ImapSource
+log = logging.getLogger("referee.bench")
+fetch = ImapSource.fetch
+ID = re.compile(rb"^Message-ID:[ \t]*(<[^>\r\n]*>)", re.I | re.M)
+async def fetched(self):
+    messages = await fetch(self)
+    ids = [(ID.search(m.raw.split(b"\r\n\r\n", 1)[0]) or [b"", b"-"])[1].decode("ascii", "replace") for m in messages]
+    log.info("fetched %d: %s", len(ids), " ".join(ids))
+    return messages
+ImapSource.fetch = fetched
+argv = sys.argv[1:]
+if argv[:1] == ["--point"]:
+    sys.path.insert(0, argv[1])
+    import crashpoint
+    sys.exit(crashpoint.main(argv[2:]))
+from referee.cli import main
+sys.exit(main(argv))
+"""
+
 CREATE = r"""
 import contextlib, io, json, sys
 from referee.cli import main
@@ -523,8 +551,7 @@ class Bench:
 
     def launch(self, program: str, aim: str, point: str | None = None, n: int = 1) -> Run:
         args = ["--config", str(self.referee.cfg), *(["-v", "run", "--once"] if program == "once" else ["serve"])]
-        argv = [sys.executable, str(CRASHPOINT), point, str(n), "--", *args] if point else \
-            [sys.executable, "-m", "referee", *args]  # fmt: skip
+        argv = [sys.executable, "-c", LAUNCHER, *(["--point", str(TESTS), point, str(n), "--"] if point else []), *args]
         run = Run(len(self.runs) + 1, program, aim, point, None, now_wall(), time.monotonic())  # type: ignore[arg-type]
         with open(self.home / "logs" / f"{run.name}.out", "wb") as out, \
                 open(self.home / "logs" / f"{run.name}.err", "wb") as err:  # fmt: skip
@@ -729,6 +756,21 @@ def without_ids(raw: bytes) -> bytes:
     return b"\r\n".join(kept) + sep + rest
 
 
+def rule_close(phase: dict, firsts: dict[int, tuple[str, str]], settle: int) -> str | None:
+    """When a phase closed by the rules (pure-skill.md R6, R7): once every
+    mover has moved, at the last of their first moves' receipts, or a
+    sealed round with a move by mail the settle time later, never after the
+    deadline; None when a move was missing at the deadline (random).  The
+    referee's closes_at counts from the receipt of the move it read last."""
+    movers = json.loads(phase["movers"])
+    if any(seat not in firsts or firsts[seat][0] == "random" for seat in movers):
+        return None
+    at = from_iso(max(firsts[seat][1] for seat in movers))
+    if phase["sealed"] and settle and any(firsts[seat][0] == "mail" for seat in movers):
+        return iso(min(at + timedelta(seconds=settle), from_iso(phase["deadline"])))
+    return iso(at)
+
+
 class Checks:
     def __init__(self, bench: Bench):
         self.bench = bench
@@ -736,7 +778,9 @@ class Checks:
         self.counts: dict[int, Counter] = defaultdict(Counter)  # check -> counts
         self.by_kind: dict[int, dict[str, Counter]] = defaultdict(lambda: defaultdict(Counter))
         self.violations: dict[int, list[str]] = defaultdict(list)
+        self.notes: dict[int, list[str]] = defaultdict(list)  # findings that are no violation of the check
         self.excused: dict[str, str] = {}  # Message-ID of a player's mail refused under an excuse -> the excuse
+        self.closes: list[tuple[int, int]] = []  # phases whose recorded closes_at is not the rules' close
 
     def count(self, check: int, what: str, game: int | None, n: int = 1) -> None:
         self.counts[check][what] += n
@@ -753,16 +797,25 @@ class Checks:
                          for row in reader.query("select key, received_at, handled_at, outcome from messages")}  # fmt: skip
         self.moves = defaultdict(list)
         self.mail_moves = 0
-        for game, phase, seat, move, source, key in reader.query(
-                "select game_id, phase, seat, move, source, message_key from moves"):  # fmt: skip
+        firsts: dict[tuple[int, int], dict[int, tuple[str, str]]] = defaultdict(dict)  # each seat's first move
+        for game, phase, seat, move, source, key, received in reader.query(
+                "select game_id, phase, seat, move, source, message_key, received_at from moves order by id"):  # fmt: skip
             if source == "mail":
                 self.moves[key].append((game, phase, seat, move))
                 self.mail_moves += 1
-        self.phases = {(row[0], row[1]): dict(zip(("label", "opened_at", "deadline", "closes_at", "resolved_at"),
-                                                  row[2:], strict=True))
+            first = firsts[game, phase].get(seat)
+            if first is None or received < first[1]:
+                firsts[game, phase][seat] = (source, received)
+        self.phases = {(row[0], row[1]): dict(zip(("label", "opened_at", "deadline", "closes_at", "resolved_at",
+                                                   "movers", "sealed"), row[2:], strict=True))
                        for row in reader.query("select game_id, number, label, opened_at, deadline, closes_at, "
-                                               "resolved_at from phases")}  # fmt: skip
+                                               "resolved_at, movers, sealed from phases")}  # fmt: skip
         self.states = dict(reader.query("select id, state from games"))
+        settle = dict(reader.query("select id, settle_seconds from games"))
+        for (game, number), phase in self.phases.items():
+            phase["close"] = rule_close(phase, firsts[game, number], settle[game] or 0)
+            if phase["close"] != phase["closes_at"]:
+                self.closes.append((game, number))
         self.referee_mail = [m for m in self.bench.sink.mails]
         self.answers = defaultdict(list)  # a player's Message-ID -> the referee's answers to it
         for mail in self.referee_mail:
@@ -771,6 +824,7 @@ class Checks:
 
     def run(self) -> None:
         self.load()
+        self.read_logs()
         self.check_known()
         self.check_resent()
         self.check_timing()
@@ -821,46 +875,81 @@ class Checks:
                                            f"{len(ids)} Message-IDs: {', '.join(sorted(ids))}")  # fmt: skip
 
     # 3. no in-time reply refused
-    def resolver(self, resolved: datetime) -> Run | None:
-        """The earliest-launched referee run that was running when a phase
-        was resolved (stored times are whole seconds)."""
+    def read_logs(self) -> None:
+        """From each referee run's log: what each IMAP fetch gave (the
+        launcher logs it) and when each phase was resolved."""
+        self.fetches: dict[str, list[tuple[datetime, set[str]]]] = defaultdict(list)
+        self.resolutions: dict[tuple[int, str], list[tuple[datetime, str]]] = defaultdict(list)
         for run in self.bench.runs:
-            if run.launched - timedelta(seconds=1) <= resolved and (run.ended is None or resolved <= run.ended):
-                return run
-        return None
+            path = self.bench.home / "logs" / f"{run.name}.err"
+            for line in path.read_text(errors="replace").splitlines() if path.exists() else []:
+                match = LOG_LINE.match(line)
+                if not match:
+                    continue
+                at = datetime.strptime(match[1], "%Y-%m-%d %H:%M:%S,%f").astimezone(UTC)
+                if match[3].startswith("fetched "):
+                    self.fetches[run.name].append((at, set(match[3].partition(": ")[2].split())))
+                elif resolved := RESOLVED.match(match[3]):
+                    self.resolutions[int(resolved[1]), resolved[2]].append((at, run.name))
+
+    def resolution(self, game: int, phase: dict) -> tuple[datetime, str] | None:
+        """The resolution that stands (the final record's resolved_at, whole
+        seconds; logged just after): its log time and run."""
+        resolved = from_iso(phase["resolved_at"])
+        found = [(at, run) for at, run in self.resolutions.get((game, phase["label"]), [])
+                 if resolved <= at < resolved + timedelta(seconds=2)]  # fmt: skip
+        return max(found) if found else None
 
     def excuse(self, sent: Sent, received: datetime) -> str | None:
         """Why a player's mail may be refused for its timing, by games.db's
-        final record: late, or a reply to a phase over when it came (or when
-        the process that resolved it had already fetched the INBOX)."""
+        final record and the referee's logs: late; or in time, but it came
+        after the fetch of the pass that resolved the phase (R8: a mail in
+        time counts "as long as the round has not yet been resolved" when it
+        is read).  No excuse when the run that resolved the phase had
+        fetched the mail before (it had it in hand, whatever came between:
+        a cut, or nothing)."""
         phase = self.phases.get((sent.game, sent.phase))
         if phase is None:
             return None
         if received > from_iso(phase["deadline"]):
             return "received after the deadline"
-        if phase["closes_at"] and received > from_iso(phase["closes_at"]):
-            return "received after the settle time"
+        if phase["close"] and received > from_iso(phase["close"]):
+            return "received after the round closed (R6: the settle time after the last bid received)"
         if phase["resolved_at"] is None:
             return None
-        resolved = from_iso(phase["resolved_at"])
-        if resolved <= received:
-            return "received in the second the phase was resolved"
-        run = self.resolver(resolved)
-        if run is not None and run.launched < sent.delivered and resolved <= sent.delivered + R8_WINDOW:
-            return "in time, read after the phase was resolved by the run that had fetched before it came (R8)"
-        return None
+        found = self.resolution(sent.game, phase)
+        if found is None:
+            return None
+        resolved, run = found
+        before = [ids for at, ids in self.fetches[run] if at <= resolved]
+        if not before or any(sent.message_id in ids for ids in before):
+            return None  # it had the mail in hand, or resolved the phase before it read any mail
+        return "in time, it came after the fetch of the pass that resolved the phase (R8)"
 
     def explain(self, sent: Sent, received: str | None) -> str:
         phase = self.phases.get((sent.game, sent.phase), {})
-        between = [run.name for run in self.bench.runs if sent.delivered <= run.launched and
-                   (not phase.get("resolved_at") or run.launched <= from_iso(phase["resolved_at"]) + timedelta(seconds=1))]  # fmt: skip
+        found = self.resolution(sent.game, phase) if phase.get("resolved_at") else None
+        first = next(((at, run) for run in (r.name for r in self.bench.runs) for at, ids in self.fetches[run]
+                      if sent.message_id in ids), None)  # fmt: skip
+        until = found[0] if found else now_wall()
+        between = [run for run in self.bench.runs if sent.delivered < run.launched < until]
+        clock = lambda at: at.strftime("%H:%M:%S.%f")[:12]
         return (f"{sent.message_id} ({sent.kind}, game {sent.game} {self.kinds.get(sent.game)} phase {sent.phase} "
-                f"{phase.get('label')!r} seat {sent.seat}, {sent.move!r}): delivered {iso(sent.delivered)}, received "
+                f"{phase.get('label')!r} seat {sent.seat}, {sent.move!r}): delivered {clock(sent.delivered)}, received "
                 f"{received}; the final record: opened {phase.get('opened_at')}, deadline {phase.get('deadline')}, "
-                f"closes {phase.get('closes_at')}, resolved {phase.get('resolved_at')}; runs launched after its "
-                f"delivery until the resolution: {', '.join(between[:6]) or 'none'}")  # fmt: skip
+                f"closes {phase.get('closes_at')} (by R6 {phase.get('close')}), resolved {phase.get('resolved_at')}"
+                + (f" (by {found[1]} at {clock(found[0])})" if found else "")
+                + (f"; first fetched by {first[1]} at {clock(first[0])}" if first else "; never fetched")
+                + f"; referee runs launched between its delivery and the resolution: {len(between)} "
+                f"({sum(run.killed for run in between)} killed by a cut)")  # fmt: skip
 
     def check_timing(self) -> None:
+        for game, number in self.closes:
+            phase = self.phases[game, number]
+            self.count(3, "phases whose recorded close is not R6's", game)
+            self.notes[3].append(f"game {game} ({self.kinds.get(game)}) phase {number} {phase['label']!r}: closes_at "
+                                 f"{phase['closes_at']}, by R6 {phase['close']} (the last of the movers' first moves "
+                                 f"received, plus the settle time); deadline {phase['deadline']}")  # fmt: skip
         for sent in self.bench.players.sent:
             for answer in self.answers.get(sent.message_id, []):
                 text = " ".join(body_text(answer.raw).split())
@@ -901,7 +990,7 @@ class Checks:
             phase = self.phases.get((sent.game, sent.phase))
             received = from_iso(message["received_at"])
             in_time = phase is not None and from_iso(phase["opened_at"]) <= received <= from_iso(phase["deadline"]) \
-                and (not phase["closes_at"] or received <= from_iso(phase["closes_at"]))  # fmt: skip
+                and (not phase["close"] or received <= from_iso(phase["close"]))  # fmt: skip
             if not in_time:
                 self.count(4, "late by the final record", game)
                 if rows:
@@ -1042,6 +1131,8 @@ def report(bench: Bench, checks: Checks | None) -> bool:
                 print(f"    {kind}: " + ", ".join(f"{what} {n}" for what, n in sorted(checks.by_kind[check][kind].items())))
         for violation in checks.violations[check][:15]:
             print(f"  VIOLATION: {violation}")
+        for note in checks.notes[check][:5]:
+            print(f"  NOTE: {note}")
     finished = Counter(checks.kinds[game] for game, state in checks.states.items() if state == "finished")
     print("games finished: " + ", ".join(f"{kind} {finished[kind]} of {sum(k == kind for k in bench.kinds.values())}"
                                          for kind in KINDS))  # fmt: skip
@@ -1063,6 +1154,51 @@ def dump(bench: Bench) -> None:
         out.writelines(json.dumps({**mail.__dict__, "at": mail.at.isoformat(), "raw": mail.raw.decode("latin-1")}) + "\n" for mail in bench.sink.mails)
 
 
+class Kept:
+    """A kept home's bench, from its dumps, for the checks again (--recheck)."""
+
+    def __init__(self, home: Path):
+        from types import SimpleNamespace
+
+        self.home, self.args = home, SimpleNamespace(seed=None)
+        self.db = home / "games.db"
+        self.reader = Reader(self.db)
+        self.kinds = dict(self.reader.query("select id, kind from games"))
+        load = lambda name: [json.loads(line) for line in (home / name).read_text().splitlines()]
+        sent = [Sent(**{**row, "delivered": datetime.fromisoformat(row["delivered"])}) for row in load("bench-sent.jsonl")]
+        self.players = SimpleNamespace(sent=sent)
+        self.sink = SimpleNamespace(mails=[Out(**{**row, "rcpts": tuple(row["rcpts"]), "at": datetime.fromisoformat(row["at"]),
+                                                 "raw": row["raw"].encode("latin-1")}) for row in load("bench-sink.jsonl")])
+        self.runs = [SimpleNamespace(**{**row, "launched": datetime.fromisoformat(row["launched"]),
+                                        "ended": row["ended"] and datetime.fromisoformat(row["ended"])})
+                     for row in load("bench-runs.jsonl")]  # fmt: skip
+        self.referee = SimpleNamespace(command=lambda *args: [sys.executable, "-m", "referee", "--config",
+                                                              str(home / "referee.toml"), *args])  # fmt: skip
+
+    def env(self) -> dict[str, str]:
+        path = os.pathsep.join(filter(None, [str(CODE), os.environ.get("PYTHONPATH")]))
+        return {**os.environ, "PYTHONPATH": path}
+
+
+def recheck(home: Path) -> int:
+    """The checks again, on a home a run kept."""
+    kept = Kept(home)
+    checks = Checks(kept)  # type: ignore[arg-type]
+    checks.run()
+    ok = True
+    for check in sorted(TITLES):
+        bad = checks.counts[check]["VIOLATIONS"]
+        ok = ok and not bad
+        print(f"check {check} ({TITLES[check]}): {'PASS' if not bad else f'FAIL ({bad} violations)'}")
+        print("  " + ", ".join(f"{what} {n}" for what, n in sorted(checks.counts[check].items())))
+        for violation in checks.violations[check][:15]:
+            print(f"  VIOLATION: {violation}")
+        for note in checks.notes[check][:5]:
+            print(f"  NOTE: {note}")
+    kept.reader.close()
+    return 0 if ok else 1
+
+
 def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -1076,7 +1212,10 @@ def main() -> int:
                         help="after the cuts, how long a clean serve plays on at most (until every game is over)")
     parser.add_argument("--max-minutes", type=float, default=90, help="the cuts stop here, however many")
     parser.add_argument("--keep", type=Path, help="keep the referee's home (games.db, logs, site, Dovecot) here")
+    parser.add_argument("--recheck", type=Path, metavar="DIR", help="only the checks again, on a home a run kept")
     args = parser.parse_args()
+    if args.recheck:
+        return recheck(args.recheck)
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     bench = Bench(args)
