@@ -37,17 +37,21 @@ The checks, each printed with its counts, per kind of game:
 3. no in-time reply was refused: every answer refusing a move for its
    timing ("after the deadline", "before ... opened", "after ... closed",
    "which is over") is for a mail the server received after that phase's
-   deadline or settle time by games.db's final record, or for a reply to a
-   phase already over when it came: resolved by then (whole seconds), or
-   resolved by the very referee process that read it later, which had
-   fetched the INBOX before the mail came (the race pure-skill.md R8
-   allows: "as long as the round has not yet been resolved"); a power cut
-   between the mail's arrival and the resolution leaves no such excuse;
+   deadline, or after it closed by the rules (pure-skill.md R6: once every
+   mover has moved, the settle time after the last of those moves
+   received), by games.db's final record; or for a mail that came after the
+   fetch of the pass that resolved the phase (the race R8 allows: a mail in
+   time counts "as long as the round has not yet been resolved").  Each
+   referee run logs what every IMAP fetch gave (a launcher wraps the
+   referee's ImapSource.fetch from outside, as crashpoint.py does), so a
+   mail the run that resolved the phase had in hand before is never
+   excused, whatever came between (a cut, or nothing);
 4. no move lost or doubled: every mail a player sent was handled; each that
    was in time by the final record is in games.db's moves once, for its
    game, phase, seat and move (or a later mail of the seat in the phase
    is: superseded), or was refused under the same excuse as in 3; no mail
-   is counted twice, and none that was late counts;
+   is counted twice, and none that was late counts.  Phases whose recorded
+   closes_at is not R6's close are noted;
 5. every finished game's record verifies (`referee render --dir X --force`,
    then `referee verify X/games/N/record.json`, whose last line is the
    verdict), and every record digest a player received (start, result and
@@ -62,6 +66,7 @@ stopped at the end, on Ctrl-C, SIGTERM or an error.
 Run from the top of the checkout (needs dovecot-imapd, dovecot-lmtpd, gcc):
     python3 bench/powercut.py [--cuts 100] [--games 50] [--seed 1] [--play-minutes 20] [--keep DIR]
 A smoke run:  python3 bench/powercut.py --cuts 8 --games 10 --play-minutes 2
+The checks again on a kept home:  python3 bench/powercut.py --recheck DIR
 """
 
 from __future__ import annotations
