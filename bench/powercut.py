@@ -130,7 +130,7 @@ TIMING = [  # the refusals for a move's timing (referee/engine/phases.py _check_
 ]
 REFUSAL = re.compile(r"Not done: (.+?)(?: Moves you can make now| Did you mean| Nothing was changed|$)")
 RESOLVED = re.compile(r"^game (\d+) (.+) resolved$")
-LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (\w+) \S+ (.*)$")
+LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (\w+) (\S+) (.*)$")  # time, level, logger, text
 LANDED = [  # what the referee logged last before a kill, and what it was doing then
     ("mid-send", re.compile(r"^sent mail ")),
     ("mid-resolution", re.compile(r"^game \d+ .* resolved$|^game \d+ finished$")),
@@ -602,7 +602,7 @@ class Bench:
             return "starting"
         last = lines[-1]
         when = datetime.strptime(last[1], "%Y-%m-%d %H:%M:%S,%f").astimezone(UTC)
-        doing = next((name for name, pattern in LANDED if pattern.search(last[3])), "starting")
+        doing = next((name for name, pattern in LANDED if pattern.search(last[4])), "starting")
         if doing == "starting" and len(lines) > 1:
             doing = "idle"
         return doing if (killed - when).total_seconds() < 0.25 else "idle"
@@ -885,17 +885,23 @@ class Checks:
         launcher logs it) and when each phase was resolved."""
         self.fetches: dict[str, list[tuple[datetime, set[str]]]] = defaultdict(list)
         self.resolutions: dict[tuple[int, str], list[tuple[datetime, str]]] = defaultdict(list)
+        self.by_mail: set[tuple[datetime, str]] = set()  # resolutions at the mail that completed the phase
         for run in self.bench.runs:
             path = self.bench.home / "logs" / f"{run.name}.err"
+            engine = ""  # the engine's last line (the sender and the IMAP library log in between)
             for line in path.read_text(errors="replace").splitlines() if path.exists() else []:
                 match = LOG_LINE.match(line)
                 if not match:
                     continue
-                at = datetime.strptime(match[1], "%Y-%m-%d %H:%M:%S,%f").astimezone(UTC)
-                if match[3].startswith("fetched "):
-                    self.fetches[run.name].append((at, set(match[3].partition(": ")[2].split())))
-                elif resolved := RESOLVED.match(match[3]):
+                at, text = datetime.strptime(match[1], "%Y-%m-%d %H:%M:%S,%f").astimezone(UTC), match[4]
+                if text.startswith("fetched "):
+                    self.fetches[run.name].append((at, set(text.partition(": ")[2].split())))
+                elif resolved := RESOLVED.match(text):
                     self.resolutions[int(resolved[1]), resolved[2]].append((at, run.name))
+                    if engine.startswith(f"game {resolved[1]} {resolved[2]}: move accepted"):
+                        self.by_mail.add((at, run.name))
+                if match[3] == "referee":
+                    engine = text
 
     def resolution(self, game: int, phase: dict) -> tuple[datetime, str] | None:
         """The resolution that stands (the final record's resolved_at, whole
@@ -943,8 +949,12 @@ class Checks:
                 f"{phase.get('label')!r} seat {sent.seat}, {sent.move!r}): delivered {clock(sent.delivered)}, received "
                 f"{received}; the final record: opened {phase.get('opened_at')}, deadline {phase.get('deadline')}, "
                 f"closes {phase.get('closes_at')} (by R6 {phase.get('close')}), resolved {phase.get('resolved_at')}"
-                + (f" (by {found[1]} at {clock(found[0])})" if found else "")
+                + (f" (by {found[1]} at {clock(found[0])}, " + ("at the mail that completed it" if found in self.by_mail
+                   else "by the tick") + ")" if found else "")
                 + (f"; first fetched by {first[1]} at {clock(first[0])}" if first else "; never fetched")
+                + ("; the run that resolved it had fetched it before: "
+                   + ("yes" if any(sent.message_id in ids for at, ids in self.fetches[found[1]] if at <= found[0]) else "no")
+                   if found else "")
                 + f"; referee runs launched between its delivery and the resolution: {len(between)} "
                 f"({sum(run.killed for run in between)} killed by a cut)")  # fmt: skip
 
