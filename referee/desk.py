@@ -389,7 +389,7 @@ class Desk:
                 raise Refusal("The referee has sent you too many mails this hour to send a "
                               "confirmation now; please send JOIN again in an hour.")  # fmt: skip
             return Answer(command.line, "join", {"confirm": True, "title": GAMES[kind].title}, "done")
-        game_id, started = self.seating.join(kind, sender.address)
+        game_id, started = self.seating.join(kind, sender.address, self.message.key)
         context = {"confirm": False, "title": GAMES[kind].title, "game_id": game_id,
                    "started": started, "signup": self.reports.listing(game_id)}  # fmt: skip
         return Answer(command.line, "join", context, "done")

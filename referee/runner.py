@@ -275,7 +275,9 @@ class Runner:
         the sender sends what each message queued while the next is read.
         A crash before the filing leaves them in place: the next pass sees
         each as a duplicate, and files it."""
-        messages = await self.source.fetch()
+        # In the order the server received them (its UIDs almost always are):
+        # a change of mind counts after the move it changes.
+        messages = sorted(await self.source.fetch(), key=lambda message: message.received_at)
         failed = set()
         # A StorageFault from ingest stops the loop and files nothing: the
         # messages handled so far are committed, and the next pass knows them.

@@ -73,7 +73,8 @@ class Engine(Rooms):
             with self.store.transaction():
                 if self.store.seen(message.key):
                     return Outcome("duplicate", f"{message.key} was handled before")
-                outcome = Desk(self, message).handle()
+                with self.clock.at(message.received_at):  # see EventClock
+                    outcome = Desk(self, message).handle()
                 self._record(message, now, outcome)
         except Exception as error:
             if is_storage_fault(error):

@@ -22,6 +22,12 @@ from referee.timeutil import Clock, ceil_second, from_iso, iso
 
 log = logging.getLogger("referee")
 
+# A phase the referee opens more than this part of its deadline after it
+# became due (and never more than the outage gap) has its deadline counted
+# from the moment it is opened.  A daemon opens within seconds, cron within
+# its interval: well inside it, so their deadlines follow from the record.
+LATE_OPEN = 0.1
+
 
 @dataclass(eq=False)
 class Phases:
@@ -45,40 +51,49 @@ class Phases:
             if table.row["state"] != "running":
                 return resolved
             phase = table.open_phase
-            if phase is None:  # a new game: open its first phase
-                self._start(table, self._insert(table))
+            if phase is None:  # a new game (it starts now): open its first phase
+                self._start(table, self._insert(table, self.clock()))
                 continue
             if not self._due(phase, deadlines):
                 return resolved
             self._resolve(table, phase)
             resolved.append(f"game {game_id} {phase['label']}")
 
-    def _insert(self, table: Table) -> Row | None:
-        """Record the next phase the rules ask for, or None if the game is over."""
+    def _insert(self, table: Table, opens: datetime) -> Row | None:
+        """Record the next phase the rules ask for, opening at ``opens``, or
+        None if the game is over.  A phase opens the moment the one before it
+        became due (R5: "a round opens when the previous one is resolved"),
+        and its deadline counts from then: it follows from the mail and the
+        record alone.  But if the referee comes to open it late (LATE_OPEN:
+        it was not running), the deadline counts from now, so the players
+        still get the whole of it after the prompt (and a referee that was
+        down does not play phase after phase at random)."""
         phase = table.rules.phase(table.state)
         if phase is None:
             return None
-        now = self.clock()
-        deadline = ceil_second(now + deadlines(table.row)[phase.deadline_kind])
+        length = deadlines(table.row)[phase.deadline_kind]
+        now, gap = self.clock(), self.config.outage_gap
+        late = min(length * LATE_OPEN, gap) if gap is not None else length * LATE_OPEN
+        deadline = ceil_second((now if now - opens > late else opens) + length)
         return self.store.open_phase(
             table.id, len(table.phases) + 1, phase.label, list(phase.movers),
-            phase.sealed, iso(now), iso(deadline),
+            phase.sealed, iso(opens), iso(deadline),
         )  # fmt: skip
 
     def _start(self, table: Table, phase: Row) -> None:
         """Prompt each human mover privately; bots move at once, and so does
         anyone with one legal move (Pure Skill's round 13), instead of waiting."""
         table = self.tables.table(table.id)
-        now = self.clock()
+        opened = from_iso(phase["opened_at"])  # what the referee does at once is dated then
         for seat in phase["movers"]:
             if not table.human(seat):
                 continue
             legal = table.rules.legal_moves(table.state, seat)
             if len(legal) == 1:
-                self._record_move(table, phase, seat, legal[0], "forced", now)
+                self._record_move(table, phase, seat, legal[0], "forced", opened)
             else:
                 self.post.send(table, seat, f"{table.row['kind']}/prompt", self.post.context(table, seat))
-        self.bot_moves(table, phase, now)
+        self.bot_moves(table, phase, opened)
 
     def bot_moves(self, table: Table, phase: Row, now: datetime) -> None:
         """Bots (rule 8) never wait for a deadline: they move as soon as they owe a move."""
@@ -86,7 +101,7 @@ class Phases:
         for seat in phase["movers"]:
             if not table.human(seat) and seat not in moved:
                 self._random_move(table, phase, seat, "bot", now)
-        self._note_complete(table.id, phase["number"], now)
+        self._note_complete(table.id, phase["number"])
 
     def _random_move(self, table: Table, phase: Row, seat: int, source: str,
                      at: datetime) -> None:  # fmt: skip
@@ -105,19 +120,30 @@ class Phases:
         log.debug("game %d %s: %s move for seat %d: %s", table.id, phase["label"], source,
                   seat, text)  # fmt: skip
 
-    def _note_complete(self, game_id: int, number: int, at: datetime) -> None:
-        """When the last owed move is in, fix when the phase closes: at once, or
-        after the game's settle delay if a person moved by mail (changes still count)."""
+    def _note_complete(self, game_id: int, number: int) -> None:
+        """When the last owed move is in, fix when the phase closes: when the
+        last of the moves counted was received (R6), or the game's settle
+        delay after it if a person moved by mail (changes still count).
+        The last received, not the last read: mail is not always read in
+        the order it came."""
         table = self.tables.table(game_id)
         phase = table.phases[number - 1]
         if phase["closes_at"] or table.waiting_for(phase):
             return
-        closes = at
-        by_mail = any(move["source"] == "mail" for move in table.counted.get(number, {}).values())
+        counted = table.counted.get(number, {}).values()
+        closes = max(from_iso(move["received_at"]) for move in counted)
+        by_mail = any(move["source"] == "mail" for move in counted)
         if phase["sealed"] and by_mail and table.row["settle_seconds"]:
-            closes = min(at + timedelta(seconds=table.row["settle_seconds"]),
+            closes = min(closes + timedelta(seconds=table.row["settle_seconds"]),
                          from_iso(phase["deadline"]))  # fmt: skip
         self.store.update_phase(game_id, number, closes_at=iso(closes))
+
+    @staticmethod
+    def due_at(phase: Row) -> datetime:
+        """The moment a due phase became due: when it closed with every move
+        in, else its deadline.  It is resolved as of then, and the next phase
+        opens then, however late the referee comes to it."""
+        return from_iso(phase["closes_at"] or phase["deadline"])
 
     def _due(self, phase: Row, deadlines: bool = True) -> bool:
         """Whether the phase should resolve now: all moves in and any settle
@@ -132,21 +158,22 @@ class Phases:
         deadline = from_iso(phase["deadline"])
         for seat in table.waiting_for(phase):  # 4e: a random bid for a missed deadline
             self._random_move(table, phase, seat, "random", deadline)
-        self.store.update_phase(table.id, phase["number"], resolved_at=iso(self.clock()))
+        resolved = self.due_at(self.store.phases(table.id, since=phase["number"])[0])
+        self.store.update_phase(table.id, phase["number"], resolved_at=iso(resolved))
         table = self.tables.table(table.id)
-        after = self._insert(table)
+        after = self._insert(table, resolved)
         table = self.tables.table(table.id)
         context = {**self.post.context(table), "round": self.post.round_context(table, phase["number"]),
                    "digest": digest_line(phase["label"], table.digest())}  # fmt: skip
         self.post.announce(table, f"{table.row['kind']}/round", context, news_since=before)
         log.info("game %d %s resolved", table.id, phase["label"])
         if after is None:
-            self._finish(table)
+            self._finish(table, resolved)
         else:
             self._start(table, after)
 
-    def _finish(self, table: Table) -> None:
-        self.store.finish_game(table.id, iso(self.clock()))
+    def _finish(self, table: Table, at: datetime) -> None:
+        self.store.finish_game(table.id, iso(at))
         table = self.tables.table(table.id)
         digest = digest_line(None, table.end_digest(), end=True)
         context = {**self.post.context(table, history=True), "digest": digest, "digest_help": "end"}
@@ -176,7 +203,7 @@ class Phases:
             game_id=table.id, phase=phase["number"], seat=seat, move=text, source="mail",
             message_key=message.key, received_at=iso(received), recorded_at=iso(self.clock()),
         )  # fmt: skip
-        self._note_complete(table.id, phase["number"], received)
+        self._note_complete(table.id, phase["number"])
         table = self.tables.table(table.id)
         # Read out of order, a move the server received before one already
         # recorded does not replace it: the last one received counts.

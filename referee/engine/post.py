@@ -8,6 +8,8 @@ receipt, its private news) from that seat's view only.
 from __future__ import annotations
 
 import logging
+import hashlib
+import hmac
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -19,7 +21,7 @@ from referee.mail.parse import is_address
 from referee.mail.tokens import phase_tag, token_address
 from referee.store import Store
 from referee.tables import Table, deadlines
-from referee.timeutil import Clock, from_iso, iso
+from referee.timeutil import EventClock, from_iso, iso
 
 log = logging.getLogger("referee")
 
@@ -32,8 +34,9 @@ NO_NEWS = object()  # an announcement that carries no private news (see Post.ann
 class Post:
     store: Store
     config: Config
-    clock: Clock
+    clock: EventClock
     composer: Composer
+    key: bytes
 
     # -- what templates see ----------------------------------------------------
 
@@ -155,7 +158,26 @@ class Post:
                answers: str | None, budget: str | None, headers: dict[str, Any]) -> None:  # fmt: skip
         context = {**context, "timezone": self.store.timezone(to)}
         subject, body = self.composer.render(template, **context)
-        message_id, raw = self.composer.message(to=[to], subject=subject, body=body, now=now, **headers)
+        message_id = self._message_id(to, subject, body, answers, headers.pop("id_tag", None))
+        # Dated when it is written, even if it answers a mail read late.
+        message_id, raw = self.composer.message(to=[to], subject=subject, body=body, now=self.clock.real(),
+                                                message_id=message_id, **headers)  # fmt: skip
         self.store.queue_mail(message_id=message_id, game_id=game_id, recipients=[to],
                               subject=subject, raw=raw, created_at=iso(now), answers=answers,
                               budget=budget, answer_to=limits.normalised(to) if budget else None)  # fmt: skip
+
+    def _message_id(self, to: str, subject: str, body: str, answers: str | None, id_tag: str | None) -> str:
+        """A Message-ID that the same mail always gets: a keyed digest of what
+        it says, to whom, and what it answers (its Date aside).  Mail handled
+        again after a restore (docs/operations.md) makes the same mails,
+        under the Message-IDs the players hold; the key keeps them
+        unguessable.  A second mail alike in every word gets the next free
+        one.  ``id_tag`` (tokens.phase_tag) ends the left part."""
+        covered = "\0".join((to.lower(), subject, body, answers or "", id_tag or ""))
+        digest = hmac.new(self.key, b"message-id\0" + covered.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:24]
+        tag = f".{id_tag}" if id_tag else ""
+        message_id, copy = f"<{digest}{tag}@{self.config.domain}>", 1
+        while self.store.sent_by_id(message_id) is not None:
+            copy += 1
+            message_id = f"<{digest}-{copy}{tag}@{self.config.domain}>"
+        return message_id

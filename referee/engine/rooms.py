@@ -25,18 +25,19 @@ from referee.engine.timers import Timers
 from referee.mail.compose import Composer
 from referee.store import Store
 from referee.tables import Tables
-from referee.timeutil import Clock, utc_now
+from referee.timeutil import Clock, EventClock, utc_now
 
 
 class Rooms:
     def __init__(self, store: Store, config: Config, clock: Clock = utc_now):
         self.store = store
         self.config = config
-        self.clock = clock
+        self.clock = clock if isinstance(clock, EventClock) else EventClock(clock)
+        clock = self.clock  # every room reads the one clock (see EventClock)
         self.key = config.secret_key or _stored_key(store)
         self.composer = Composer(config)
         self.tables = Tables(store)
-        self.post = Post(store, config, clock, self.composer)
+        self.post = Post(store, config, self.clock, self.composer, self.key)
         self.phases = Phases(store, config, clock, self.tables, self.post)
         self.seating = Seating(store, config, clock, self.key, self.tables, self.post, self.phases)
         self.timers = Timers(store, config, clock, self.tables, self.post, self.phases)

@@ -4,6 +4,8 @@ JOIN and LEAVE, and seats handed to a random bot when their player leaves.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import secrets
 from dataclasses import dataclass
@@ -102,8 +104,9 @@ class Seating:
         return deadlines
 
     def _create(self, kind: str, options: dict[str, Any], deadlines: dict[str, timedelta],
-                settle: timedelta, name: str | None, state: str, seats_wanted: int | None = None) -> int:  # fmt: skip
-        seed = secrets.token_bytes(32)
+                settle: timedelta, name: str | None, state: str, seats_wanted: int | None = None,
+                seed: bytes | None = None) -> int:  # fmt: skip
+        seed = seed or secrets.token_bytes(32)
         return self.store.create_game(
             kind=kind, name=name, options=options, seed=seed.hex(),
             seed_commitment=commitment(seed), state=state,
@@ -133,15 +136,20 @@ class Seating:
         games = [g for g in self.store.games("open") if g["kind"] == kind]
         return games[0] if games else None
 
-    def join(self, kind: str, address: str) -> tuple[int, bool]:
+    def join(self, kind: str, address: str, message_key: str | None = None) -> tuple[int, bool]:
         """Sign ``address`` up for the open game of ``kind`` (opening one if
         none is); the game starts by itself when its seats are full (rule 3).
-        Returns the game's id and whether it started."""
+        Returns the game's id and whether it started.  A game a JOIN by mail
+        opens draws its seed from the referee's key and that mail
+        (``message_key``): handled again after a restore, the mail makes the
+        same game."""
         game = self.open_game(kind)
         if game is None:
             rules = get_game(kind)
+            seed = None if message_key is None else hmac.new(self.key, f"seed\0{message_key}".encode(),
+                                                                hashlib.sha256).digest()  # fmt: skip
             game_id = self._create(kind, rules.check_options({}), self._deadlines(rules),
-                                   self.config.settle, None, "open", rules.max_seats)  # fmt: skip
+                                   self.config.settle, None, "open", rules.max_seats, seed)  # fmt: skip
             game = self.store.game(game_id)
         signed = [s["address"] for s in self.store.signups(game["id"])]
         if address in signed:

@@ -125,6 +125,7 @@ class Composer:
         in_reply_to: str | None = None,
         references: str | None = None,
         id_tag: str | None = None,
+        message_id: str | None = None,
     ) -> tuple[str, bytes]:
         """(Message-ID, bytes) of a finished mail, with CRLF line ends for SMTP.
 
@@ -132,7 +133,8 @@ class Composer:
         other is ``auto-generated`` (RFC 3834), so well-behaved auto-responders
         never answer the referee.  Built with MIMEText, whose headers are
         plain strings: about ten times cheaper than EmailMessage's parsed ones.
-        ``id_tag`` goes into the Message-ID (see tokens.phase_tag).
+        ``id_tag`` goes into the Message-ID (see tokens.phase_tag); a given
+        ``message_id`` is used as it is.
         """
         mail = MIMEText(_encodable(body), "plain", _UTF8_QP)
         mail["From"] = formataddr((self.config.name, self.config.address), charset="utf-8")
@@ -140,7 +142,7 @@ class Composer:
         subject = header_safe(subject)
         mail["Subject"] = subject if subject.isascii() else Header(subject, "utf-8")
         mail["Date"] = format_datetime(now)
-        message_id = make_msgid(idstring=id_tag, domain=self.config.domain)
+        message_id = message_id or make_msgid(idstring=id_tag, domain=self.config.domain)
         mail["Message-ID"] = message_id
         if reply_to:
             mail["Reply-To"] = reply_to

@@ -53,7 +53,9 @@ class Records(Protocol):
     store: Store
     tables: Tables
     config: Config
-    clock: Clock
+
+    @property
+    def clock(self) -> Clock: ...
 
 
 @dataclass

@@ -205,6 +205,7 @@ def test_the_last_bid_counts_and_the_receipt_names_the_bid_it_replaced(engine, c
 
 def test_a_bid_read_out_of_order_is_not_said_to_replace_a_later_one(engine, clock):
     engine.new_game("pure-skill", PLAYERS)
+    clock.advance(hours=3)  # the referee reads them all now
     send(engine, clock, ALICE, "bid 5", received=START + timedelta(hours=2))
     send(engine, clock, ALICE, "bid 6", received=START + timedelta(hours=1))
     send(engine, clock, BOB, "bid 2")

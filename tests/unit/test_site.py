@@ -79,7 +79,8 @@ def played_once(tmp_path_factory) -> tuple[Path, FakeClock]:
     """Four games, the clock at 2026-11-25 10:00 UTC:
     1. alice, bob, carol, "The first": round 1 all by mail; in round 2 only
        alice bid (bob's and carol's bids were random at the deadline); in
-       round 3 (deadline 2026-11-27 13:00) bob has bid.
+       round 3 (deadline 2026-11-27 12:00: round 2's deadline, when
+       round 3 opened, and three days) bob has bid.
     2. dave, erin and a bot: round 1 resolved at its deadline, all random.
     3. frank, grace, heidi: played to the end.
     4. open for sign-up: ivan has signed up.
@@ -284,7 +285,7 @@ def test_the_index_lists_running_open_and_finished_games_with_links(site):
         assert (site / link / "index.html").is_file()
     two, one, four, three = index.items  # in the order of the headings
     for item in (one, two):
-        assert "Round" in item and "deadline 2026-11-27 13:00 UTC" in item and "(in 2 days 3 hours)" in item
+        assert "Round" in item and "deadline 2026-11-27 12:00 UTC" in item and "(in 2 days 2 hours)" in item
     assert one.startswith("Game 1,") and "The first" in one and "Round 3 of 13" in one
     assert two.startswith("Game 2,") and "Round 2 of 13" in two
     assert three.startswith("Game 3,") and "ended 2026-11-21 12:00 UTC" in three and "deadline" not in three
@@ -371,11 +372,11 @@ def test_no_hand_nor_open_bid_appears_in_the_site(played, site):
 def test_a_game_page_shows_the_open_phase_who_moved_and_the_deadline(played, clock, site):
     text = page(site, "games/1/index.html").text
     deadline = played.table(1).open_phase["deadline"]
-    assert deadline == "2026-11-27T13:00:00Z"
-    assert show_duration(from_iso(deadline) - clock()) == "2 days 3 hours"
+    assert deadline == "2026-11-27T12:00:00Z"
+    assert show_duration(from_iso(deadline) - clock()) == "2 days 2 hours"
     assert "Now: Round 3 of 13" in text
-    assert f"Deadline: {show(deadline)} (in 2 days 3 hours)." in text
-    assert "Deadline: 2026-11-27 13:00 UTC" in text
+    assert f"Deadline: {show(deadline)} (in 2 days 2 hours)." in text
+    assert "Deadline: 2026-11-27 12:00 UTC" in text
     assert "Moved: bob. Still to move: alice, carol." in text
     assert [row[0] for row in rounds_table(page(site, "games/1/index.html"))] == ["1", "2"]
 
@@ -384,7 +385,7 @@ def test_a_deadline_passed_but_not_yet_enforced_is_due_any_moment(played, clock,
     clock.advance(days=2, hours=4)  # past round 3's deadline; no tick yet
     Site(played, tmp_path / "late").render()
     text = page(tmp_path / "late", "games/1/index.html").text
-    assert "Deadline: 2026-11-27 13:00 UTC (any moment now)." in text
+    assert "Deadline: 2026-11-27 12:00 UTC (any moment now)." in text
     assert "(any moment now)" in page(tmp_path / "late", "index.html").text
     assert "in 0 seconds" not in text and "in any moment" not in text
 
@@ -642,7 +643,7 @@ def test_the_deadline_calendar_is_icalendar_with_crlf(played, site):
     (opens,) = [i for i, line in enumerate(text) if line.startswith("SUMMARY:") and "closes" in line]
     dtstart = next(line for line in reversed(text[:opens]) if line.startswith("DTSTART:"))
     deadline = played.table(1).open_phase["deadline"]
-    assert dtstart == "DTSTART:" + from_iso(deadline).strftime("%Y%m%dT%H%M%SZ") == "DTSTART:20261127T130000Z"
+    assert dtstart == "DTSTART:" + from_iso(deadline).strftime("%Y%m%dT%H%M%SZ") == "DTSTART:20261127T120000Z"
     assert "Round 3 of 13" in text[opens]
     assert not any("closes" in line for line in (site / "games/3/deadlines.ics").read_bytes().decode().split("\r\n"))
 
@@ -923,13 +924,13 @@ def test_a_resolved_round_shows_up_in_the_page_and_feeds(played, clock, site):
 
 
 def test_passing_time_rewrites_the_running_games_only(played, clock, site):
-    """The "in 2 days 3 hours" of a running game changes as time passes; a finished game's page does not."""
+    """The "in 2 days 2 hours" of a running game changes as time passes; a finished game's page does not."""
     before = stats(site)
     clock.advance(hours=1)
     report = Site(played, site).render()
     assert set(report.written) == game_files(1) | game_files(2) | {"index.html", "feed.atom"}
     assert stats(site)["games/3/index.html"] == before["games/3/index.html"]
-    assert "(in 2 days 2 hours)" in page(site, "games/1/index.html").text
+    assert "(in 2 days 1 hour)" in page(site, "games/1/index.html").text
 
 
 def test_force_rewrites_every_file(played, site):
