@@ -487,11 +487,20 @@ def _restore(config: config_module.Config, args) -> int:
                 os.replace(f"{database}{suffix}", f"{aside}{suffix}")
         with closing(_read_only(backup)) as source:
             copy_database(source, database)
-        Store(database).sync()  # opens it as a run would: brought up to this schema, or refused
+        store = Store(database)  # opened as a run would: brought up to this schema, or refused
+        with store.transaction():
+            since = store.db.execute("select max(received_at) from messages").fetchone()[0]
+            # The next run handles the mail filed since then again (Runner.handle_again).
+            store.set_meta("restored", json.dumps({"backup": str(backup), "since": since, "at": iso(utc_now())}))
+        store.sync()
     kept = f"; the database it replaced is kept as {aside}" if Path(aside).exists() else ""
     print(f"restored {database} from {backup}{kept}.")
-    print("Mail handled after the backup was made is in the mail server's processed folder: move it "
-          "back to the inbox and the next run handles it again.")  # fmt: skip
+    print(f"The newest mail the backup knows was received at {since}. " if since else "The backup knows no mail. ",
+          end="")  # fmt: skip
+    print("The next run (run --once or serve) first reads the mail handled since then again from the "
+          "mail server's processed folder, and handles it again in the order it was received: every "
+          "move counts as before, and players get one short notice, not the mails they had already. "
+          "Leave the processed folder as it is until then.")  # fmt: skip
     return 0
 
 

@@ -224,6 +224,8 @@ class Runner:
             store.set_meta("last_fault", json.dumps(note))
 
     async def _pass(self) -> Report:
+        if self.source:
+            await self.handle_again()
         report = Report(done=self.engine.guard_outage())
         unreachable: SourceError | SmtpUnreachable | None = None
         feed = Feed()
@@ -292,6 +294,42 @@ class Runner:
         await self.source.done([m for m in messages if m.ref not in failed])
         await self.source.done([m for m in messages if m.ref in failed], quarantine=True)
         return len(messages)
+
+    async def handle_again(self) -> int:
+        """After `referee restore`, before any other mail: the mail the
+        referee had handled since the backup was made, read again from the
+        processed folder and handled again in the order the server received
+        it, each as of its receipt time, with what fell due in between done
+        as of its own time (Engine.catch_up).  So every move counts again
+        and every phase resolves as before.  What this makes was sent
+        before the restore, and is kept unsent (Engine.restoring); the
+        people playing the games it changed get one short notice.  Mail the
+        backup knows is a duplicate, and skipped.  Returns how many were
+        handled again."""
+        engine, store = self.engine, self.engine.store
+        restore = json.loads(store.get_meta("restored") or "null")
+        if restore is None or self.source is None:
+            return 0
+        since = from_iso(restore["since"]) if restore["since"] else None
+        messages = sorted(await self.source.handled(since), key=lambda message: message.received_at)
+        before = {game["id"]: store.record_stamp(game["id"])[2] for game in store.games()}
+        again = 0
+        with engine.restoring():
+            for message in messages:
+                engine.catch_up(message.received_at)
+                again += engine.ingest(message.raw, received_at=message.received_at).code != "duplicate"
+        changed = [game["id"] for game in store.games() if store.record_stamp(game["id"])[2] != before.get(game["id"])]
+        with store.transaction():
+            if again:  # the referee ran until then at least: no outage before it
+                last = max(message.received_at for message in messages)
+                store.set_meta("last_tick", max(iso(last), store.get_meta("last_tick") or ""))
+            told = engine.announce_restore(changed, restore["since"], again)
+            store.delete_meta("restored")
+        store.sync()
+        log.warning("after the restore from %s: %d mail(s) of the %d filed since %s handled again; "
+                    "%d game(s) changed, %d player(s) told", restore["backup"], again, len(messages),
+                    restore["since"] or "the start", len(changed), told)  # fmt: skip
+        return again
 
     async def close(self) -> None:
         if self.source:

@@ -549,6 +549,9 @@ class Store:
     def set_meta(self, key: str, value: str) -> None:
         self.db["meta"].upsert({"key": key, "value": value}, pk="key")
 
+    def delete_meta(self, key: str) -> None:
+        self.db.execute("delete from meta where key = ?", [key])
+
     # -- outbox ----------------------------------------------------------
 
     def queue_mail(self, **row: Any) -> None:

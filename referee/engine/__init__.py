@@ -18,6 +18,8 @@ committed together or not at all.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -116,6 +118,39 @@ class Engine(Rooms):
 
     def next_due(self) -> list[datetime]:
         return self.timers.next_due()
+
+    # -- after a restore (see Runner.handle_again) ---------------------------
+
+    def catch_up(self, until: datetime) -> list[str]:
+        return self.timers.catch_up(until)
+
+    @contextmanager
+    def restoring(self) -> Iterator[None]:
+        """Inside, the mail handled is mail handled before a restore: what it
+        makes was sent then, so it is kept as "restored", not sent again."""
+        self.post.restoring = True
+        try:
+            yield
+        finally:
+            self.post.restoring = False
+
+    def announce_restore(self, game_ids: list[int], backup_at: str | None, again: int) -> int:
+        """One short notice to each person who plays in ``game_ids`` (the
+        games the mail handled again changed): the referee restored its
+        records, and nothing they were told changes.  Returns how many."""
+        addresses: dict[str, list[str]] = {}
+        for game_id in game_ids:
+            table = self.tables.table(game_id)
+            if table.row["state"] != "running":
+                continue
+            for seat in table.seats:
+                if table.human(seat["seat"]):
+                    addresses.setdefault(table.label(seat["seat"]), []).append(table.tag())
+        for address, tags in addresses.items():
+            context = {"game": None, "referee": self.config.address, "backup_at": backup_at,
+                       "again": again, "tags": tags}  # fmt: skip
+            self.post.mail(None, address, "restored", context)
+        return len(addresses)
 
     def status(self, game_id: int) -> dict[str, Any]:
         return self.reports.status(game_id)

@@ -37,6 +37,9 @@ class Post:
     clock: EventClock
     composer: Composer
     key: bytes
+    # While mail handled before a restore is handled again, the mails it
+    # makes were sent the first time: they are kept as "restored", unsent.
+    restoring: bool = False
 
     # -- what templates see ----------------------------------------------------
 
@@ -158,22 +161,25 @@ class Post:
                answers: str | None, budget: str | None, headers: dict[str, Any]) -> None:  # fmt: skip
         context = {**context, "timezone": self.store.timezone(to)}
         subject, body = self.composer.render(template, **context)
-        message_id = self._message_id(to, subject, body, answers, headers.pop("id_tag", None))
+        message_id = self._message_id(to, template, answers, headers.pop("id_tag", None))
         # Dated when it is written, even if it answers a mail read late.
         message_id, raw = self.composer.message(to=[to], subject=subject, body=body, now=self.clock.real(),
                                                 message_id=message_id, **headers)  # fmt: skip
         self.store.queue_mail(message_id=message_id, game_id=game_id, recipients=[to],
+                              state="restored" if self.restoring else "queued",
                               subject=subject, raw=raw, created_at=iso(now), answers=answers,
                               budget=budget, answer_to=limits.normalised(to) if budget else None)  # fmt: skip
 
-    def _message_id(self, to: str, subject: str, body: str, answers: str | None, id_tag: str | None) -> str:
-        """A Message-ID that the same mail always gets: a keyed digest of what
-        it says, to whom, and what it answers (its Date aside).  Mail handled
-        again after a restore (docs/operations.md) makes the same mails,
-        under the Message-IDs the players hold; the key keeps them
-        unguessable.  A second mail alike in every word gets the next free
-        one.  ``id_tag`` (tokens.phase_tag) ends the left part."""
-        covered = "\0".join((to.lower(), subject, body, answers or "", id_tag or ""))
+    def _message_id(self, to: str, template: str, answers: str | None, id_tag: str | None) -> str:
+        """A Message-ID that the same mail always gets: a keyed digest of
+        whom it is to, which template, the phase of the game open (``id_tag``,
+        tokens.phase_tag, which ends its left part) and the message it
+        answers; the n-th such mail gets the n-th free one.  Mail handled
+        again after a restore (docs/operations.md) makes the same mails in
+        the same order, under the Message-IDs the players hold, even where a
+        word differs ("in 2 days" said a minute later); the key keeps them
+        unguessable."""
+        covered = "\0".join((to.lower(), template, answers or "", id_tag or ""))
         digest = hmac.new(self.key, b"message-id\0" + covered.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:24]
         tag = f".{id_tag}" if id_tag else ""
         message_id, copy = f"<{digest}{tag}@{self.config.domain}>", 1

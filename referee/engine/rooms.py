@@ -33,14 +33,14 @@ class Rooms:
         self.store = store
         self.config = config
         self.clock = clock if isinstance(clock, EventClock) else EventClock(clock)
-        clock = self.clock  # every room reads the one clock (see EventClock)
         self.key = config.secret_key or _stored_key(store)
         self.composer = Composer(config)
         self.tables = Tables(store)
         self.post = Post(store, config, self.clock, self.composer, self.key)
-        self.phases = Phases(store, config, clock, self.tables, self.post)
-        self.seating = Seating(store, config, clock, self.key, self.tables, self.post, self.phases)
-        self.timers = Timers(store, config, clock, self.tables, self.post, self.phases)
+        # every room reads the one clock (see EventClock)
+        self.phases = Phases(store, config, self.clock, self.tables, self.post)
+        self.seating = Seating(store, config, self.clock, self.key, self.tables, self.post, self.phases)
+        self.timers = Timers(store, config, self.clock, self.tables, self.post, self.phases)
         self.reports = Reports(store, self.tables, self.post)
         for seat in store.seats_without_token():  # a games.db from before reply tokens
             store.set_token(seat["game_id"], seat["seat"], self.seating.token(seat["game_id"], seat["seat"]))

@@ -26,7 +26,7 @@ import re
 import ssl
 from collections.abc import Awaitable, Sequence
 from contextlib import suppress
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import TypeVar
 
 import aioimaplib
@@ -70,7 +70,29 @@ class ImapSource:
 
     async def fetch(self) -> list[Received]:
         client = await self._connected()
-        uids = await self._new_uids(client)
+        return await self._fetch_uids(client, await self._new_uids(client))
+
+    async def handled(self, since: datetime | None) -> list[Received]:
+        """The processed folder's messages received since ``since`` (IMAP's
+        SINCE takes a date: from the day before), read without marking
+        anything; then the inbox is selected again."""
+        client = await self._connected()
+        folder = self.server.processed
+        try:
+            await self._command(client.examine(folder), f"EXAMINE {folder}", settings=True)
+            criteria = "ALL" if since is None else f"SINCE {_imap_date(since - timedelta(days=1))}"
+            found = await self._command(client.uid_search(criteria, charset=None), "SEARCH")
+            uids = sorted(int(n) for n in found.lines[0].split())
+            return await self._fetch_uids(client, uids)
+        finally:
+            if self.client is client and client is not None:  # else the next call starts afresh
+                selected = await self._command(client.select(self.server.mailbox),
+                                               f"SELECT {self.server.mailbox}", settings=True)  # fmt: skip
+                if _uidvalidity(selected.lines) != self.uidvalidity:
+                    self._forget()  # its UIDs are not the ones the store knows: start afresh
+
+    async def _fetch_uids(self, client: aioimaplib.IMAP4, uids: list[int]) -> list[Received]:
+        """The messages of the selected folder with these UIDs, BATCH a FETCH, in UID order."""
         messages = []
         for start in range(0, len(uids), BATCH):
             batch = ",".join(str(uid) for uid in uids[start : start + BATCH])
@@ -312,6 +334,14 @@ def _drop(client: aioimaplib.IMAP4) -> None:
     transport = getattr(client.protocol, "transport", None)
     if transport is not None:
         transport.close()
+
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def _imap_date(moment: datetime) -> str:
+    """RFC 3501's date, ``25-Nov-2026``, whatever the locale."""
+    return f"{moment.day}-{_MONTHS[moment.month - 1]}-{moment.year}"
 
 
 def _uidvalidity(lines: list) -> int:

@@ -24,7 +24,7 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from referee.mail.source import Received, SourceError
@@ -86,6 +86,15 @@ class MaildirSource:
         self._seen = {f.key: f.path for f in found}
         return [Received(ref=f.key, raw=f.raw, received_at=f.received_at) for f in found]
 
+    async def handled(self, since: datetime | None) -> list[Received]:
+        """The messages filed in the processed folder since ``since``."""
+        root = self.path / ("." + self.processed)
+        if not root.is_dir():
+            return []
+        found = await asyncio.to_thread(self._fetch, root)
+        return [Received(ref=f.key, raw=f.raw, received_at=f.received_at) for f in found
+                if since is None or f.received_at >= since - timedelta(days=1)]  # fmt: skip
+
     async def done(self, messages: Sequence[Received], quarantine: bool = False) -> None:
         folder = self.quarantine if quarantine else self.processed
         for message in messages:
@@ -96,10 +105,11 @@ class MaildirSource:
 
     # -- reading ------------------------------------------------------------
 
-    def _fetch(self) -> list[_Found]:
+    def _fetch(self, root: Path | None = None) -> list[_Found]:
+        """The messages in new/ and cur/ of the Maildir (or of ``root``, one of its folders)."""
         entries = []
         for sub in ("new", "cur"):
-            directory = self.path / sub
+            directory = (root or self.path) / sub
             try:
                 with os.scandir(directory) as scan:
                     entries += [entry for entry in scan if not entry.name.startswith(".")]

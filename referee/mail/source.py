@@ -56,6 +56,11 @@ class Source(Protocol):
     async def fetch(self) -> list[Received]:
         """New messages, oldest first.  Raises SourceError if unreachable."""
 
+    async def handled(self, since: datetime | None) -> list[Received]:
+        """The messages filed in the processed folder that the server
+        received since ``since`` (all with None; a day's margin more is
+        fine: the store knows those), for handling again after a restore."""
+
     async def done(self, messages: Sequence[Received], quarantine: bool = False) -> None:
         """File messages whose effects are committed: to the processed
         folder, or to quarantine.  Never deletes anything unfiled."""

@@ -1,0 +1,205 @@
+"""The restore a keeper lives through (docs/operations.md, "Backups and
+restoring"): `referee backup`, games go on by mail through several phase
+changes (a deadline missed, a change of mind), games.db is lost, `referee
+restore`, and the next run.  Every move made since the backup counts again,
+every phase resolves exactly as before (the public records are the same to
+the second and the digest), no mail a player had is sent again, and each
+player gets one short notice.  With a real Maildir and the fake clock; the
+same procedure runs through a real Dovecot in tests/integration."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import re
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+from conftest import reply
+
+from referee.cli import main
+from referee.config import MaildirSettings
+from referee.engine import Engine
+from referee.runner import Runner
+from referee.site.public import game_record
+from referee.store import Store
+
+SEALED = ["ann@example.org", "ben@example.org", "cat@example.org"]
+TURNS = ["dan@example.org", "eve@example.org", "fay@example.org"]
+
+
+@pytest.fixture
+def maildir(tmp_path):
+    box = tmp_path / "Maildir"
+    for sub in ("new", "cur", "tmp"):
+        (box / sub).mkdir(parents=True)
+    return box
+
+
+def deliver(box, raw: bytes, at) -> None:
+    name = f"{int(at.timestamp())}.M{random.getrandbits(32)}P{os.getpid()}.test"
+    (box / "tmp" / name).write_bytes(raw)
+    os.rename(box / "tmp" / name, box / "new" / name)
+
+
+class Club:
+    """The referee and its players, by mail through a Maildir."""
+
+    def __init__(self, config, clock, maildir):
+        self.config = replace(config, maildir=MaildirSettings(maildir), reminder=timedelta(hours=6))
+        self.clock, self.box = clock, maildir
+        self.choose = random.Random(7)
+        self.open()
+
+    def open(self) -> None:
+        self.engine = Engine(Store(self.config.database), self.config, self.clock)
+        self.runner = Runner.from_config(self.config, self.engine)
+
+    def close(self) -> None:
+        self.engine.store.db.conn.close()
+
+    def run(self) -> None:
+        asyncio.run(self.runner.once())
+
+    def move(self, game: int, skip: str | None = None, minutes: int = 5) -> None:
+        """Each person the game waits for mails a legal move (but ``skip``),
+        a few minutes apart, and the referee runs."""
+        table = self.engine.table(game)
+        phase = table.open_phase
+        for seat in table.waiting_for(phase):
+            player = table.label(seat)
+            if not table.human(seat) or player == skip:
+                continue
+            move = self.choose.choice(table.rules.legal_moves(table.state, seat))
+            self.clock.advance(minutes=minutes)
+            deliver(self.box, reply(self.engine, player, table.rules.move_text(move), game=game,
+                                    received=self.clock()), self.clock())  # fmt: skip
+        self.clock.advance(minutes=1)
+        self.run()
+
+    def cli(self, tmp_path, *args: str) -> int:
+        cfg = tmp_path / "referee.toml"
+        cfg.write_text(f'[referee]\naddress = "{self.config.address}"\ndatabase = "{self.config.database}"\n')
+        return main(["--config", str(cfg), *args])
+
+
+def public(engine: Engine, game: int) -> str:
+    return json.dumps(game_record(engine.table(game)), sort_keys=True)
+
+
+def test_a_restore_loses_no_move_and_floods_no_one(config, clock, maildir, tmp_path, capsys):
+    club = Club(config, clock, maildir)
+    sealed = club.engine.new_game("pure-skill", SEALED, deadline=timedelta(days=1), settle=timedelta(minutes=20))
+    turns = club.engine.new_game("bluff", TURNS)
+    club.run()
+    club.move(sealed)
+    club.move(turns)
+    assert club.cli(tmp_path, "backup", str(tmp_path / "backup.db")) == 0
+    opened = {game: len(club.engine.store.phases(game)) for game in (sealed, turns)}
+
+    # Since the backup: rounds and turns by mail, a change of mind inside the
+    # settle window, a deadline missed (a random move, then a reminder).
+    club.move(sealed, minutes=2)
+    ann = club.engine.table(sealed)
+    card = club.choose.choice(ann.rules.legal_moves(ann.state, 0))
+    deliver(maildir, reply(club.engine, SEALED[0], ann.rules.move_text(card), game=sealed,
+                           received=clock()), clock())  # fmt: skip
+    clock.advance(minutes=30)
+    club.run()
+    for _ in range(4):
+        club.move(turns, minutes=20)
+    club.move(sealed, skip=SEALED[1])
+    for _ in range(25):  # the referee runs hourly (cron) past the deadline: ben's move at random
+        clock.advance(hours=1)
+        club.run()
+    club.move(sealed)
+    club.move(turns, minutes=20)
+    assert len(club.engine.store.phases(sealed)) - opened[sealed] >= 3
+    assert len(club.engine.store.phases(turns)) - opened[turns] >= 4
+
+    records = {game: public(club.engine, game) for game in (sealed, turns)}
+    moves = {game: len(club.engine.store.moves(game)) for game in (sealed, turns)}
+    had = {mail["message_id"] for mail in club.engine.store.outbox(None)}
+    club.close()
+
+    # games.db is lost; the keeper restores the backup and the referee runs.
+    capsys.readouterr()
+    assert club.cli(tmp_path, "restore", str(tmp_path / "backup.db")) == 0
+    assert "processed folder" in capsys.readouterr().out
+    club.open()
+    club.run()
+
+    for game in (sealed, turns):
+        assert len(club.engine.store.moves(game)) == moves[game]
+        assert public(club.engine, game) == records[game]  # every time, move and digest as before
+    outbox = club.engine.store.outbox(None)
+    again = [mail for mail in outbox if mail["state"] == "restored"]
+    assert again and {mail["message_id"] for mail in again} <= had  # the mails players had, under their ids
+    assert had <= {mail["message_id"] for mail in outbox}  # each one known under its Message-ID again
+    new = [mail for mail in outbox if mail["message_id"] not in had]
+    assert sorted(mail["recipients"][0] for mail in new) == sorted(SEALED + TURNS)  # one notice each
+    assert all("restored its records" in mail["subject"] for mail in new)
+    assert club.engine.store.get_meta("restored") is None
+
+    # The next run handles nothing again, and play goes on.
+    club.run()
+    assert len(club.engine.store.outbox(None)) == len(outbox)
+    club.move(sealed)
+    assert len(club.engine.store.moves(sealed)) > moves[sealed]
+
+
+# -- what makes a restore reproducible ------------------------------------------------
+
+
+def test_a_game_opened_by_join_by_mail_has_the_seed_that_mail_and_the_key_make(config, clock, tmp_path):
+    keyed = replace(config, secret_key=b"k" * 32)
+    engines = [Engine(Store(tmp_path / f"{n}.db"), keyed, clock) for n in range(3)]
+    for engine, mail in zip(engines, ("<join-1@example.org>", "<join-1@example.org>", "<join-2@example.org>")):
+        engine.seating.join("pure-skill", "ann@example.org", mail)
+    seeds = [engine.store.game(1)["seed"] for engine in engines]
+    assert seeds[0] == seeds[1] != seeds[2]
+    keeper = engines[0].new_game("pure-skill", SEALED)  # the keeper's games: a fresh random seed
+    assert engines[0].store.game(keeper)["seed"] not in seeds
+
+
+def test_the_same_mail_made_again_has_the_same_message_id(config, clock, tmp_path):
+    keyed = replace(config, secret_key=b"k" * 32)
+    first, second = (Engine(Store(tmp_path / f"{n}.db"), keyed, clock) for n in range(2))
+    for engine in (first, second):
+        engine.new_game("pure-skill", SEALED)
+    ids = [[mail["message_id"] for mail in engine.store.outbox()] for engine in (first, second)]
+    assert ids[0] == ids[1] and len(set(ids[0])) == len(ids[0])  # the same, and each its own
+    assert all(re.fullmatch(r"<[0-9a-f]{24}\.g1p[01]@example\.org>", mail_id) for mail_id in ids[0])
+    other = Engine(Store(tmp_path / "other.db"), replace(config, secret_key=b"o" * 32), clock)
+    other.new_game("pure-skill", SEALED)
+    assert not {mail["message_id"] for mail in other.store.outbox()} & set(ids[0])  # the key makes them
+
+
+def test_a_round_resolved_late_by_cron_opens_the_next_when_it_closed(config, clock, tmp_path):
+    """R5: a round opens when the previous one closed.  Cron comes ten
+    minutes after a round's settle window ends: the next round's deadline
+    counts from the close, not from the run.  When the referee was down for
+    a day instead, it counts from the late prompt."""
+    engine = Engine(Store(config.database), replace(config, outage_gap=timedelta(hours=6)), clock)
+    game = engine.new_game("pure-skill", SEALED, deadline=timedelta(days=3), settle=timedelta(minutes=30))
+
+    def everyone_bids(card: int) -> None:
+        for player in SEALED:
+            clock.advance(minutes=1)
+            engine.ingest(reply(engine, player, f"bid {card}", game=game, received=clock()))
+
+    everyone_bids(1)  # the last at 12:03: Round 1 closes at 12:33
+    clock.advance(minutes=40)
+    engine.tick()
+    first, second = engine.store.phases(game)
+    assert first["resolved_at"] == second["opened_at"] == "2026-11-21T12:33:00Z"
+    assert second["deadline"] == "2026-11-24T12:33:00Z"
+    everyone_bids(2)  # the last at 12:46: Round 2 closes at 13:16
+    clock.advance(days=1)  # the referee did not run
+    engine.tick()
+    third = engine.store.phases(game)[2]
+    assert third["opened_at"] == "2026-11-21T13:16:00Z"  # as of its close
+    assert third["deadline"] == "2026-11-25T12:46:00Z"  # three days from the late prompt
