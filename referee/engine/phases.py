@@ -192,7 +192,7 @@ class Phases:
         the message's reply goes first, then ``advance`` resolves it."""
         phase = table.open_phase
         received = message.received_at
-        self._check_thread(table, phase, seat, message)
+        self.check_thread(table, phase, seat, message)
         self._check_timing(table, phase, seat, received)
         earlier = table.counted.get(phase["number"], {}).get(seat)
         if earlier and not phase["sealed"]:  # two moves in one mail: the first one stands
@@ -220,7 +220,7 @@ class Phases:
         code = "superseded" if superseded else "replaced" if earlier else "move"
         return code, context
 
-    def _check_thread(self, table: Table, phase: Row, seat: int, message: Incoming) -> None:
+    def check_thread(self, table: Table, phase: Row, seat: int, message: Incoming) -> None:
         """Refuse a move in a reply to the referee's mail of a phase that is
         over, when the seat moved in that phase or one since: the move may
         have been meant for it (a second answer to a prompt, a change of mind

@@ -89,6 +89,20 @@ def test_a_change_of_mind_answering_the_receipt_of_a_resolved_round_is_refused(e
     assert "answers the referee's mail about Round 1 of 13, which is over. Round 2 of 13 is open now" in said
 
 
+def test_a_move_no_longer_legal_answering_a_resolved_round_is_told_why_the_round_is_over(engine, clock):
+    """Alice answers her round-1 receipt again with the card she played in
+    it: the reason is the thread, not "not in your hand" (read against now)."""
+    engine.new_game("pure-skill", PLAYERS)
+    box = Mailbox(engine)
+    for player, card in zip(PLAYERS, ("5", "6", "7")):
+        answer(engine, clock, game_mails(box, player)[-1], f"bid {card}")
+    receipt = [m for m in box.to(ALICE) if m["subject"].startswith("Re:")][-1]
+
+    assert answer(engine, clock, receipt, "bid 5").code == "refused"
+    said = " ".join(last_answer(engine).split())
+    assert "answers the referee's mail about Round 1 of 13, which is over" in said, said
+
+
 def test_a_move_answering_the_announcement_that_opened_the_round_counts(engine, clock):
     engine.new_game("pure-skill", PLAYERS)
     box = Mailbox(engine)
