@@ -286,6 +286,10 @@ def health(engine: Engine) -> dict:
         problems.append(f"{len(refused)} mail(s) refused for good")
     if quarantined:
         problems.append(f"{len(quarantined)} message(s) quarantined")
+    restore = json.loads(store.get_meta("restored") or "null")
+    if restore:
+        problems.append(f"restored from {restore['backup']} at {restore['at']}: the next run handles the mail "
+                        f"filed since {restore['since'] or 'the start'} again")  # fmt: skip
     return {
         "problems": problems, "last_pass": last_pass, "last_fault": last_fault,
         "deadlines_enforced": store.get_meta("last_tick"),

@@ -129,6 +129,8 @@ def test_a_restore_loses_no_move_and_floods_no_one(config, clock, maildir, tmp_p
     capsys.readouterr()
     assert club.cli(tmp_path, "restore", str(tmp_path / "backup.db")) == 0
     assert "processed folder" in capsys.readouterr().out
+    assert club.cli(tmp_path, "status") == 0
+    assert "the next run handles the mail filed since 2026-11-21T12:21:00Z again" in capsys.readouterr().out
     club.open()
     club.run()
 
