@@ -60,13 +60,15 @@ class Timers:
         return now >= from_iso(phase["deadline"]) or (closes is not None and now >= from_iso(closes))
 
     def catch_up(self, until: datetime) -> list[str]:
-        """Do what fell due up to ``until`` as a referee running all along
+        """Do what fell due before ``until`` as a referee running all along
         would have: tick as of each deadline, settle end and reminder time in
         turn (no outage guard: there was no outage).  Mail handled again
-        after a restore is handled after this, as of its receipt time."""
+        after a restore is handled after this, as of its receipt time; what
+        falls due in the very second it was received waits, as a move
+        received at a deadline or a close still counts (R8)."""
         done: list[str] = []
         for _ in range(_MOST_CATCH_UP_TICKS):
-            moments = [moment for moment in self.next_due() if moment <= until]
+            moments = [moment for moment in self.next_due() if moment < until]
             if not moments:
                 break
             with self.clock.at(min(moments)):

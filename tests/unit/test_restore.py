@@ -15,7 +15,7 @@ import os
 import random
 import re
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from conftest import reply
@@ -205,3 +205,20 @@ def test_a_round_resolved_late_by_cron_opens_the_next_when_it_closed(config, clo
     third = engine.store.phases(game)[2]
     assert third["opened_at"] == "2026-11-21T13:16:00Z"  # as of its close
     assert third["deadline"] == "2026-11-25T12:46:00Z"  # three days from the late prompt
+
+
+def test_catching_up_does_what_fell_due_before_a_mail_and_not_what_falls_due_with_it(config, clock):
+    """Before a mail handled again at 12:33, the round closing at 12:33 is
+    still open: a change of mind received at the close counts (R7, R8)."""
+    engine = Engine(Store(config.database), config, clock)
+    game = engine.new_game("pure-skill", SEALED, settle=timedelta(minutes=30))
+    for number, player in enumerate(SEALED):
+        engine.ingest(reply(engine, player, f"bid {number + 1}", game=game, received=clock() + timedelta(minutes=1)))
+    clock.advance(hours=1)
+    close = engine.store.phases(game)[0]["closes_at"]
+    assert close == "2026-11-21T12:31:00Z"
+    engine.catch_up(datetime(2026, 11, 21, 12, 31, tzinfo=UTC))
+    assert len(engine.store.phases(game)) == 1
+    engine.catch_up(datetime(2026, 11, 21, 12, 31, 1, tzinfo=UTC))
+    first, second = engine.store.phases(game)
+    assert first["resolved_at"] == close == second["opened_at"]
