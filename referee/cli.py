@@ -35,7 +35,7 @@ from referee.resources import shipped
 from referee.rules import GAMES
 from referee.runner import Busy, Report, Runner, RunLock, run_lock, until_stopped
 from referee.site.render import Site
-from referee.store import (SCHEMA_VERSION, FaultAside, StorageFault, Store, copy_database, damage,
+from referee.store import (SCHEMA_VERSION, FaultAside, StorageFault, Store, copy_database,
                            is_storage_fault, storage_fault)  # fmt: skip
 from referee.timeutil import Clock, from_iso, iso, parse_duration, utc_now
 
@@ -113,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
                       choices=[kind for kind, game in GAMES.items() if game.min_seats <= 3 <= game.max_seats])
 
     backup = commands.add_parser("backup", help="copy games.db safely, even while the referee runs")
-    backup.add_argument("file", type=Path, help="where the copy goes (an existing file is replaced)")
+    backup.add_argument("file", type=Path, help="where the copy goes: a new file (never one that exists)")
     restore = commands.add_parser("restore", help="put a backup in place of games.db (the referee stopped)")
     restore.add_argument("file", type=Path, help="a copy made by `referee backup`")
 
@@ -466,38 +466,72 @@ def _resign(engine: Engine, args) -> int:
 
 
 def _backup(config: config_module.Config, args) -> int:
-    """A copy made with no write to games.db, so no wait on the daemon."""
-    if args.file.resolve() == Path(config.database).resolve():
-        raise UsageError(f"{args.file} is games.db itself: name another file for the copy")
-    store = Store(config.database)
+    """A copy made with no write to games.db, so no wait on the daemon.  It
+    goes to a new file only: never over games.db, its journal, its lock,
+    the config, or any file that exists."""
+    database, target = Path(config.database), args.file
+    _own_file(target, database, args.config or config_module.default_path(), "the copy")
+    if os.path.lexists(target):
+        raise UsageError(f"{target} exists: name a new file for the copy (a backup never writes over a file)")
+    store = Store(database)
     try:
-        store.backup(args.file)
+        store.backup(target)
     except (OSError, sqlite3.Error) as error:
-        raise UsageError(f"cannot write the backup {args.file}: {error}") from None
-    print(f"copied {config.database} to {args.file}")
+        raise UsageError(f"cannot write the backup {target}: {error}") from None
+    print(f"copied {database} to {target}")
     return 0
+
+
+def _own_file(path: Path, database: Path, config: Path, what: str) -> None:
+    """Refuse ``path`` when it is one of the referee's own files."""
+    own = {Path(f"{database}{suffix}") for suffix in ("", "-wal", "-shm", "-journal", ".lock", ".fault")}
+    if any(_same(path, file) for file in (*own, config)):
+        raise UsageError(f"{path} is one of the referee's own files (games.db, its journal, lock, or the "
+                         f"config): name another file for {what}")  # fmt: skip
+
+
+def _same(one: Path, other: Path) -> bool:
+    """Whether two paths name the same file (or would, once it exists)."""
+    try:
+        return os.path.samefile(one, other)
+    except OSError:
+        return one.resolve() == other.resolve()
 
 
 def _restore(config: config_module.Config, args) -> int:
     """Put a backup in place of games.db.  The run lock keeps the daemon and
-    cron runs out; the games.db replaced (with its -wal and -shm) is moved
-    aside, not deleted; the backup is checked first and opened after."""
+    cron runs out.  The backup is checked whole before anything moves, and
+    copied in beside games.db; only then is the games.db it replaces (with
+    its -wal and -shm) moved aside, never deleted, and the copy renamed in.
+    So there is always a games.db: the old one, or the backup."""
     database, backup = Path(config.database), args.file
+    if _same(backup, database):
+        raise UsageError(f"{backup} is games.db itself: name the backup to restore")
     _check_backup(backup)
     with run_lock(database):
-        aside = database.with_name(f"{database.name}.replaced-{utc_now():%Y%m%dT%H%M%S}")
-        for suffix in ("", "-wal", "-shm"):
-            if Path(f"{database}{suffix}").exists():
-                os.replace(f"{database}{suffix}", f"{aside}{suffix}")
+        incoming = database.with_name(f"{database.name}.restoring")
         with closing(_read_only(backup)) as source:
-            copy_database(source, database)
+            copy_database(source, incoming)
+        aside = database.with_name(f"{database.name}.replaced-{utc_now():%Y%m%dT%H%M%S}")
+        moved = []
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                if Path(f"{database}{suffix}").exists():
+                    os.replace(f"{database}{suffix}", f"{aside}{suffix}")
+                    moved.append(suffix)
+            os.replace(incoming, database)
+        except OSError as error:
+            for suffix in moved:  # put the old one back: never no games.db
+                os.replace(f"{aside}{suffix}", f"{database}{suffix}")
+            incoming.unlink(missing_ok=True)
+            raise UsageError(f"cannot put {backup} in place of {database}: {error}") from None
         store = Store(database)  # opened as a run would: brought up to this schema, or refused
         with store.transaction():
             since = store.db.execute("select max(received_at) from messages").fetchone()[0]
             # The next run handles the mail filed since then again (Runner.handle_again).
             store.set_meta("restored", json.dumps({"backup": str(backup), "since": since, "at": iso(utc_now())}))
         store.sync()
-    kept = f"; the database it replaced is kept as {aside}" if Path(aside).exists() else ""
+    kept = f"; the database it replaced is kept as {aside}" if moved else ""
     print(f"restored {database} from {backup}{kept}.")
     print(f"The newest mail the backup knows was received at {since}. " if since else "The backup knows no mail. ",
           end="")  # fmt: skip
@@ -508,23 +542,39 @@ def _restore(config: config_module.Config, args) -> int:
     return 0
 
 
+_BACKUP_TABLES = {"games", "seats", "phases", "moves", "messages", "outbox", "mailboxes", "meta",
+                  "deadline_changes", "signups", "players", "bounces", "sqlite_sequence", "sqlite_stat1"}  # fmt: skip
+
+
 def _check_backup(path: Path) -> None:
-    """A backup fit to restore: a whole SQLite file of a schema this referee knows."""
+    """A backup fit to restore: a whole SQLite file (every page and index
+    checked) of a schema this referee knows, with its tables and indexes
+    and nothing else (no trigger or view: a tampered file's trigger would
+    run inside the referee)."""
+    if not path.is_file():
+        raise UsageError(f"{path} is not a file")
     try:
         with closing(_read_only(path)) as db:
-            problems = damage(db)
+            problems = [row[0] for row in db.execute("PRAGMA integrity_check")]
             version = db.execute("PRAGMA user_version").fetchone()[0]
-            tables = {row[0] for row in db.execute("select name from sqlite_master where type = 'table'")}
+            objects = db.execute("select type, name from sqlite_master").fetchall()
     except sqlite3.Error as error:
         raise UsageError(f"{path} is not a backup of games.db: {error}") from None
-    if problems or not {"games", "messages", "outbox"} <= tables:
-        raise UsageError(f"{path} is not a whole backup of games.db ({problems})")
+    tables = {name for kind, name in objects if kind == "table"}
+    if problems != ["ok"] or not {"games", "messages", "outbox"} <= tables:
+        raise UsageError(f"{path} is not a whole backup of games.db ({'; '.join(problems[:3])})")
     if version > SCHEMA_VERSION:
         raise UsageError(f"{path} has schema version {version}, from a newer referee than this one")
+    strange = sorted(f"{kind} {name}" for kind, name in objects
+                     if kind not in ("table", "index") or (kind == "table" and name not in _BACKUP_TABLES))  # fmt: skip
+    if strange:
+        raise UsageError(f"{path} holds what no games.db has ({', '.join(strange[:5])}): not restored")
 
 
 def _read_only(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    """The file at ``path``, read only: the path taken literally (a URI would
+    read "#" or "?" in a file name as its own)."""
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
 
 
 def _render(engine: Engine, args) -> int:

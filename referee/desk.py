@@ -328,7 +328,7 @@ class Desk:
     def _do_move(self, sender: Sender, command: Command) -> Answer:
         table = self._seat(sender, command)
         rules = table.rules
-        if table.open_phase is not None:  # a reply about a phase that is over: read against it, not now
+        if table.open_phase is not None and sender.seat is not None:  # a reply about a phase that is over
             self.phases.check_thread(table, table.open_phase, sender.seat, self.message)
         try:
             move = rules.read_move(table.state, sender.seat, command.line)

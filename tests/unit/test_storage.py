@@ -12,6 +12,7 @@ import logging
 import os
 import sqlite3
 from dataclasses import replace
+from contextlib import closing
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -293,6 +294,85 @@ def test_only_a_whole_backup_is_restored(engine, config, tmp_path, capsys):
     assert cli(tmp_path, config.database, "restore", str(junk)) == 2
     assert "not a backup" in capsys.readouterr().err
     assert config.database.read_bytes() == before
+
+
+@pytest.mark.parametrize("target", ["games.db", "games.db-wal", "games.db-shm", "games.db.lock", "referee.toml",
+                                    "existing.db"])
+def test_a_backup_never_writes_over_a_file(engine, config, tmp_path, capsys, target):
+    """Not games.db, its journal or lock, the config, nor any file that
+    exists: one line says why, and every file stays as it was."""
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    engine.ingest(reply(engine, ALICE, "bid 5"))
+    (tmp_path / "existing.db").write_bytes(b"last week's notes")
+    cli(tmp_path, config.database, "status")  # writes the config cli() uses
+    files = {p: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    capsys.readouterr()
+    assert cli(tmp_path, config.database, "backup", str(tmp_path / target)) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and ("own files" in err or "exists" in err), err
+    assert {p: p.read_bytes() for p in files} == files
+    assert len(Store(config.database).moves(1)) == 1
+
+
+def _tampered(path: Path, sql: str) -> Path:
+    with closing(sqlite3.connect(path)) as db:
+        db.execute(sql)
+        db.commit()
+    return path
+
+
+@pytest.mark.parametrize("sql", [
+    "create trigger publish after insert on moves begin update seats set address = token; end",
+    "create view tokens as select token from seats",
+    "create table spare (x)",
+])  # fmt: skip
+def test_a_backup_that_holds_more_than_a_games_db_is_refused_before_anything_moves(engine, config, tmp_path,
+                                                                                  capsys, sql):  # fmt: skip
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    backup = tmp_path / "backup.db"
+    assert cli(tmp_path, config.database, "backup", str(backup)) == 0
+    _tampered(backup, sql)
+    engine.store.sync()
+    before = config.database.read_bytes()
+    capsys.readouterr()
+    assert cli(tmp_path, config.database, "restore", str(backup)) == 2
+    assert "holds what no games.db has" in capsys.readouterr().err
+    assert config.database.read_bytes() == before
+    assert not [p for p in tmp_path.iterdir() if ".replaced-" in p.name or ".restoring" in p.name]
+
+
+def test_restore_takes_the_path_literally_and_never_games_db_itself(engine, config, tmp_path, capsys):
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    plain, hashed = tmp_path / "new.db", tmp_path / "new.db#1"
+    assert cli(tmp_path, config.database, "backup", str(plain)) == 0
+    engine.ingest(reply(engine, ALICE, "bid 5"))
+    assert cli(tmp_path, config.database, "backup", str(hashed)) == 0
+    assert cli(tmp_path, config.database, "restore", str(config.database)) == 2
+    assert "games.db itself" in capsys.readouterr().err
+    engine.store.db.conn.close()
+    assert cli(tmp_path, config.database, "restore", str(hashed)) == 0
+    assert len(Store(config.database).moves(1)) == 1  # new.db#1's, not new.db's
+
+
+def test_a_restore_that_cannot_finish_leaves_the_old_games_db_in_place(engine, config, tmp_path, capsys,
+                                                                       monkeypatch):  # fmt: skip
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    backup = tmp_path / "backup.db"
+    assert cli(tmp_path, config.database, "backup", str(backup)) == 0
+    engine.ingest(reply(engine, ALICE, "bid 5"))
+    engine.store.db.conn.close()
+    replace_file = os.replace
+
+    def failing(source, target):
+        if str(source).endswith(".restoring"):  # the backup's copy, renamed in
+            raise OSError(5, "Input/output error")
+        replace_file(source, target)
+
+    monkeypatch.setattr("referee.cli.os.replace", failing)
+    assert cli(tmp_path, config.database, "restore", str(backup)) == 2
+    assert "cannot put" in capsys.readouterr().err
+    assert len(Store(config.database).moves(1)) == 1  # the old games.db, whole, where it was
+    assert not [p for p in tmp_path.iterdir() if ".replaced-" in p.name or ".restoring" in p.name]
 
 
 # -- health ---------------------------------------------------------------------------------
