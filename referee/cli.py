@@ -298,6 +298,7 @@ def health(engine: Engine) -> dict:
                    "refused": [{"to": m["recipients"], "subject": m["subject"], "error": m["last_error"]}
                                for m in refused]},
         "quarantined": quarantined,
+        "database": {"path": str(store.path), "bytes": store.size()},
     }  # fmt: skip
 
 
@@ -321,6 +322,7 @@ def _health_lines(health: dict) -> list[str]:
     lines += [f"  {m['handled_at']} from {m['sender']}: {m['subject']!r}: {m['outcome']}"
               for m in health["quarantined"][:5]]
     lines.append(f"deadlines last enforced: {health['deadlines_enforced'] or 'never'}")
+    lines.append(f"database: {health['database']['path']}, {health['database']['bytes'] / 2**20:.1f} MB")
     return lines
 
 

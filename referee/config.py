@@ -27,7 +27,8 @@ _SETTINGS: dict[str, dict[str, str]] = {
                 "site_dir": "path", "secret_key": "text", "secret_key_file": "path",
                 "max_message_size": "size", "replies_per_hour": "count",
                 "open_replies_per_hour": "count", "open_replies_total_per_hour": "count",
-                "accept_token_alone": "bool", "dkim_authserv_id": "text", "keep_sent_mail": "duration"},
+                "accept_token_alone": "bool", "dkim_authserv_id": "text", "keep_sent_mail": "duration",
+                "keep_received_mail": "duration"},
     "defaults": {"deadline": "duration", "turn_deadline": "duration", "decision_deadline": "duration",
                  "settle": "duration", "reminder": "duration"},
     "outage": {"gap": "duration", "grace": "duration"},
@@ -86,6 +87,7 @@ class Config:
     # How long a sent mail's whole text is kept in games.db; then only its
     # headers (enough for a bounce to find it).  None: for ever.
     keep_sent_mail: timedelta | None = timedelta(days=90)
+    keep_received_mail: timedelta | None = timedelta(days=90)  # then its headers only; None: whole for good
     deadline: timedelta = timedelta(days=3)  # a sealed round (and, unless set, every phase)
     turn_deadline: timedelta | None = None  # one player's turn; None: the deadline
     decision_deadline: timedelta | None = None  # a choice inside a resolution; None: the turn deadline
@@ -151,8 +153,9 @@ class _Reader:
             values["outage_gap"] = outage["gap"] or None  # "0s" turns the guard off
         if "grace" in outage:
             values["outage_grace"] = outage["grace"]
-        if "keep_sent_mail" in referee:
-            values["keep_sent_mail"] = referee["keep_sent_mail"] or None  # "0s": keep it all
+        for keep in ("keep_sent_mail", "keep_received_mail"):
+            if keep in referee:
+                values[keep] = referee[keep] or None  # "0s": keep it all
         if "reminder" in defaults:
             values["reminder"] = defaults["reminder"] or None  # "0s": no reminders
         for kind in ("imap", "smtp"):

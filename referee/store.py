@@ -585,6 +585,32 @@ class Store:
         )
         return cursor.rowcount
 
+    def forget_received_bodies(self, before: str) -> int:
+        """Keep only the headers of mail handled before ``before`` (those
+        handled since the last call, so each row is read once): nothing
+        reads a handled mail's body again (the record keeps the moves, the
+        mail server the mail).  Mail that met a bug stays whole, for the
+        keeper.  Returns how many mails were trimmed."""
+        done = self.get_meta("received_trimmed_before") or ""
+        if before <= done:
+            return 0
+        cursor = self.db.execute(
+            "update messages set raw = substr(raw, 1, case when instr(raw, X'0D0A0D0A') > 0 "
+            "then instr(raw, X'0D0A0D0A') + 3 else instr(raw, X'0A0A') + 1 end) "
+            "where handled_at >= ? and handled_at < ? and outcome not like 'failed%' "
+            "and (instr(raw, X'0D0A0D0A') > 0 or instr(raw, X'0A0A') > 0)",
+            [done, before],
+        )
+        self.set_meta("received_trimmed_before", before)
+        return cursor.rowcount
+
+    def size(self) -> int:
+        """Bytes on disk: games.db and its -wal."""
+        if str(self.path) == ":memory:":
+            return 0
+        return sum(Path(f"{self.path}{suffix}").stat().st_size for suffix in ("", "-wal")
+                   if Path(f"{self.path}{suffix}").exists())  # fmt: skip
+
     def sent_by_id(self, message_id: str) -> Row | None:
         """A mail the referee queued, by its Message-ID (a bounce quotes it)."""
         rows = list(self._rows("outbox", "message_id = ?", [message_id]))

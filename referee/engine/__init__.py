@@ -33,6 +33,25 @@ from referee.timeutil import iso
 
 __all__ = ["Engine", "EngineError"]
 
+KEPT_HEADER = 64 * 1024  # bytes of an oversized mail's header section kept
+KEPT_EXCERPT = 4 * 1024  # bytes of its body
+
+
+def kept(raw: bytes, max_size: int) -> bytes:
+    """What games.db keeps of a received mail: all of it, up to the largest
+    mail the referee reads; of a larger one (it stays whole on the mail
+    server) its header section, up to KEPT_HEADER, and the first
+    KEPT_EXCERPT bytes of its body, so a flood of large mail cannot fill
+    the disk."""
+    if len(raw) <= max_size:
+        return raw
+    for blank in (b"\r\n\r\n", b"\n\n"):
+        end = raw.find(blank, 0, KEPT_HEADER)
+        if end >= 0:
+            body = end + len(blank)
+            return raw[: body + KEPT_EXCERPT]
+    return raw[:KEPT_HEADER]
+
 log = logging.getLogger("referee")
 
 
@@ -94,8 +113,7 @@ class Engine(Rooms):
             key=message.key, message_id=message.message_id, sender=message.sender,
             subject=message.subject, received_at=iso(message.received_at), handled_at=iso(now),
             game_id=outcome.game_id, outcome=str(outcome),
-            # an oversized message stays whole on the mail server; its headers suffice here
-            raw=message.raw.split(b"\r\n\r\n", 1)[0] if message.oversized else message.raw,
+            raw=kept(message.raw, self.config.max_message_size),
         )  # fmt: skip
 
     # -- the keeper's and the runner's entry points --------------------------

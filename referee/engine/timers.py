@@ -50,6 +50,9 @@ class Timers:
         with self.store.transaction():
             if self.config.keep_sent_mail is not None:
                 self.store.forget_sent_bodies(iso(now - self.config.keep_sent_mail))
+            if self.config.keep_received_mail is not None:  # an hour's worth at a time
+                cut = (now - self.config.keep_received_mail).replace(minute=0, second=0, microsecond=0)
+                self.store.forget_received_bodies(iso(cut))
             self.store.set_meta("last_tick", iso(now))
         return done
 

@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import sqlite3
 from dataclasses import replace
 from contextlib import closing
@@ -389,6 +390,7 @@ def test_status_shows_trouble_at_a_glance(config, clock, tmp_path, capsys):
     main(["--config", str(cfg), "status"])
     out = capsys.readouterr().out
     assert "health: 3 mail(s) waiting" not in out and "last pass: 20" in out
+    assert re.search(rf"^database: {re.escape(str(config.database))}, \d+\.\d MB$", out, re.M)
     box.rename(tmp_path / "gone")  # the Maildir vanished: the next pass fails
     clock.advance(hours=2)
     with pytest.raises(Exception, match="Maildir"):

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import PLAYERS, body_of, reply
 from referee.config import Config
-from referee.engine import Engine
+from referee.engine import KEPT_EXCERPT, KEPT_HEADER, Engine
 from referee.store import Store
 from referee.timeutil import iso
 
@@ -211,7 +211,7 @@ def test_an_oversized_mail_gets_one_notice_and_changes_nothing(engine, clock, co
     assert notice["recipients"] == [PLAYERS[0]]
     assert "plain-text" in body_of(notice["raw"]) and "KB" in body_of(notice["raw"])
     (row,) = [m for m in engine.store.messages() if m["key"] == "<big@example.net>"]
-    assert len(row["raw"]) < 1024  # the headers only: the whole mail stays on the server
+    assert raw.startswith(row["raw"]) and len(row["raw"]) < 1024 + KEPT_EXCERPT  # the whole stays on the server
     auto = reply(engine, PLAYERS[0], "x" * 5000, headers={"Auto-Submitted": "auto-replied"})
     assert engine.ingest(auto).code == "ignored"  # and automatic mail still gets silence
     assert len(engine.store.outbox()) == sent + 1
@@ -300,3 +300,33 @@ def test_a_store_let_go_is_freed_and_its_connection_closed(tmp_path):
     assert gone() is None
     open_files = [os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")]
     assert not [name for name in open_files if name.startswith(str(path))]  # games.db, -wal, -shm
+
+
+def test_an_oversized_mail_with_no_blank_line_is_kept_as_a_bounded_excerpt(engine, clock, config):
+    """Five such 10 MB mails added 50 MB to games.db: now 64 KB each at most."""
+    from dataclasses import replace as changed
+
+    engine = Engine(engine.store, changed(config, max_message_size=2048), clock)
+    raw = b"From: x@example.net\r\nSubject: big\r\nX-Filler: " + b"y" * 3_000_000
+    engine.ingest(raw)
+    (row,) = engine.store.messages()
+    assert len(row["raw"]) == KEPT_HEADER and raw.startswith(row["raw"])
+
+
+def test_handled_mail_keeps_only_its_headers_after_keep_received_mail(engine, clock, config):
+    from dataclasses import replace as changed
+
+    engine = Engine(engine.store, changed(config, keep_received_mail=timedelta(days=90)), clock)
+    engine.new_game("pure-skill", PLAYERS)
+    engine.ingest(reply(engine, PLAYERS[0], "bid 7\n\n" + "why I bid so " * 200, message_id="<old@example.net>"))
+    clock.advance(days=30)
+    engine.ingest(reply(engine, PLAYERS[1], "bid 6\n\n" + "and I " * 200, message_id="<new@example.net>"))
+    clock.advance(days=61)
+    engine.tick()
+    rows = {m["key"]: m["raw"] for m in engine.store.messages()}
+    assert rows["<old@example.net>"].endswith(b"\r\n\r\n") and b"why I bid" not in rows["<old@example.net>"]
+    assert b"and I and I" in rows["<new@example.net>"]  # handled 61 days ago: whole
+    assert engine.store.moves(1)[0]["move"] == "bid 7"  # the record keeps the move
+    clock.advance(days=30)
+    engine.tick()
+    assert b"and I" not in {m["key"]: m["raw"] for m in engine.store.messages()}["<new@example.net>"]
