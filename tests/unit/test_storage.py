@@ -390,7 +390,7 @@ def test_status_shows_trouble_at_a_glance(config, clock, tmp_path, capsys):
     main(["--config", str(cfg), "status"])
     out = capsys.readouterr().out
     assert "health: 3 mail(s) waiting" not in out and "last pass: 20" in out
-    assert re.search(rf"^database: {re.escape(str(config.database))}, \d+\.\d MB$", out, re.M)
+    assert re.search(rf"^database: {re.escape(str(config.database))}, \d+\.\d MB$", out, re.MULTILINE)
     box.rename(tmp_path / "gone")  # the Maildir vanished: the next pass fails
     clock.advance(hours=2)
     with pytest.raises(Exception, match="Maildir"):
