@@ -33,10 +33,18 @@ from referee.mail.smtp import SmtpUnreachable
 from referee.mail.source import SourceError, WrongSettings
 from referee.resources import shipped
 from referee.rules import GAMES
-from referee.runner import Busy, Report, Runner, RunLock, run_lock, until_stopped
+from referee.runner import Busy, Report, RunLock, Runner, run_lock, until_stopped
 from referee.site.render import Site
-from referee.store import (SCHEMA_VERSION, FaultAside, StorageFault, Store, copy_database,
-                           is_storage_fault, storage_fault)  # fmt: skip
+from referee.store import (
+    SCHEMA_VERSION,
+    FaultAside,
+    StorageFault,
+    Store,
+    copy_database,
+    is_storage_fault,  # fmt: skip
+    storage_fault,
+)
+from referee.terminal import LogFormatter, PrintableStream
 from referee.timeutil import Clock, from_iso, iso, parse_duration, utc_now
 
 SERVER_AWAY = 1  # the exit statuses of run --once (see the module's doc)
@@ -133,6 +141,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
+    """The command line; nothing it prints carries a control character from
+    a mail (referee.terminal)."""
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = PrintableStream(stdout), PrintableStream(stderr)  # type: ignore[assignment]
+    try:
+        return _main(argv, clock)
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
+
+
+def _main(argv: list[str] | None, clock: Clock) -> int:
     database = None
     try:
         args = build_parser().parse_args(argv)
@@ -142,10 +161,9 @@ def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
         # (INFO); the other commands only what goes wrong, unless -v.
         levels = (logging.WARNING, logging.INFO, logging.DEBUG)
         baseline = 1 if args.command == "serve" else 0
-        logging.basicConfig(
-            level=levels[min(baseline + args.verbose, 2)],
-            format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        )
+        handler = logging.StreamHandler()
+        handler.setFormatter(LogFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        logging.basicConfig(level=levels[min(baseline + args.verbose, 2)], handlers=[handler])
         if args.command == "init":
             return _init(args)
         if args.command == "demo":
@@ -592,7 +610,9 @@ def _render(engine: Engine, args) -> int:
 def _verify(args) -> int:
     """0 verified (and every --mail agrees), 1 NOT verified (or a mail
     disagrees), 2 a record or mail that cannot be read (referee.check)."""
-    from referee import check  # here, not at start-up: only this command fetches anything
+    from referee import (
+        check,  # here, not at start-up: only this command fetches anything
+    )
 
     return check.run(args.record, args.mail, args.json)
 

@@ -64,11 +64,17 @@ def as_bytes(mail: Message) -> bytes:
     cost: a header whose line is short, printable ASCII is written as it is
     (what compat32's folding would give it, through about thirty calls), and
     only the others are folded by the library.  For a single-part mail."""
-    lines = [f"{name}: {value}\r\n".encode() if _plain(name, value) else _SMTP.fold_binary(name, value)
-             for name, value in mail.raw_items()]  # fmt: skip
+    lines = [f"{name}: {value}\r\n".encode() if _plain(name, value) or _utf8_address(name, value)
+             else _SMTP.fold_binary(name, value) for name, value in mail.raw_items()]  # fmt: skip
     lines.append(b"\r\n")
     lines.append(_LINE_END.sub("\r\n", mail.get_payload()).encode("ascii"))
     return b"".join(lines)
+
+
+def _utf8_address(name: str, value: Any) -> bool:
+    """An internationalised address in To (RFC 6532): written in UTF-8 as it
+    is, for a server with SMTPUTF8; an encoded word there is no address."""
+    return name == "To" and isinstance(value, str) and not value.isascii() and value.isprintable()
 
 
 def _plain(name: str, value: Any) -> bool:

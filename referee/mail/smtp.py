@@ -147,8 +147,15 @@ class SmtpSender:
         return client
 
     async def _send(self, client: aiosmtplib.SMTP, mail: dict, report: Drained) -> None:
+        # An internationalised address needs the server's SMTPUTF8 (RFC 6531).
+        utf8 = not all(address.isascii() for address in (self.sender, *mail["recipients"]))
         try:
-            await client.sendmail(self.sender, mail["recipients"], mail["raw"])
+            await client.sendmail(self.sender, mail["recipients"], mail["raw"],
+                                  mail_options=["SMTPUTF8"] if utf8 else None)  # fmt: skip
+        except aiosmtplib.SMTPNotSupported:
+            # No retry will help: fail this mail alone, not the queue behind it.
+            self._refused(mail, 554, "cannot be sent: the SMTP server does not offer SMTPUTF8, which an "
+                                     "internationalised address needs", report)  # fmt: skip
         except aiosmtplib.SMTPRecipientsRefused as error:
             codes = [refusal.code for refusal in error.recipients]
             self._refused(mail, min(codes), "; ".join(str(r) for r in error.recipients), report)

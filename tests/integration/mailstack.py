@@ -580,7 +580,9 @@ class MailStack:
 
     # -- SMTP server -----------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, smtputf8: bool = True) -> None:
+        """Start the SMTP server; with ``smtputf8`` False it offers no
+        SMTPUTF8 (aiosmtpd's Controller offers it by default)."""
         try:
             from aiosmtpd.controller import Controller
         except ImportError as exc:
@@ -590,7 +592,7 @@ class MailStack:
             port = free_port(self.host)
             controller = Controller(
                 _Handler(self), hostname=self.host, port=port, server_hostname=SMTP_HOSTNAME,
-                ready_timeout=10,
+                ready_timeout=10, enable_SMTPUTF8=smtputf8,
             )
             try:
                 controller.start()

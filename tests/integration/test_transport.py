@@ -357,7 +357,10 @@ def test_unsendable_reply_does_not_hold_up_the_queue(referee: Referee, mailstack
     alice = mailstack.players[0]
     referee.new_game("--deadline", "1h")
     referee.run_once()
-    stranger = "jöhn@example.org"  # an internationalised address; our SMTP server has no SMTPUTF8
+    stranger = "jöhn@example.org"  # an internationalised address, and an SMTP server without SMTPUTF8
+    mailstack.stop()
+    mailstack.start(smtputf8=False)
+    referee.write_config(smtp_port=mailstack.smtp_port)
     raw = (f"From: {stranger}\r\nTo: {mailstack.referee}\r\nSubject: let me play\r\n"
            f"Message-ID: <intl-1@example.net>\r\nContent-Type: text/plain; charset=utf-8\r\n"
            f"\r\nbid 7\r\n").encode()  # fmt: skip
@@ -369,7 +372,43 @@ def test_unsendable_reply_does_not_hold_up_the_queue(referee: Referee, mailstack
     assert len(receipts(mailstack, alice)) == 1  # the queue behind the bad mail went out
     assert result.status == 0, result.err  # the server was reachable all along
     [failed] = referee.outbox("failed")  # the one mail that cannot be sent is given up on
-    assert failed["recipients"] == [stranger]
+    assert failed["recipients"] == [stranger] and "SMTPUTF8" in failed["last_error"]
+
+
+def test_an_internationalised_address_is_written_as_an_address_over_smtputf8(referee: Referee,
+                                                                           mailstack: MailStack) -> None:
+    """RFC 6531/6532: to a server that offers SMTPUTF8, mail to jöhn@ goes
+    with the SMTPUTF8 option, and its To: is the address in UTF-8, not an
+    encoded word (which is no address)."""
+    from aiosmtpd.controller import Controller
+    from mailstack import free_port
+
+    class Recorder:
+        def __init__(self):
+            self.mails: list = []
+
+        async def handle_DATA(self, server, session, envelope):
+            self.mails.append((envelope.mail_options, list(envelope.rcpt_tos), bytes(envelope.original_content)))
+            return "250 OK"
+
+    recorder = Recorder()
+    controller = Controller(recorder, hostname="127.0.0.1", port=free_port(), enable_SMTPUTF8=True,
+                            decode_data=False)  # fmt: skip
+    controller.start()
+    try:
+        referee.write_config(smtp_port=controller.port)
+        stranger = "jöhn@example.org"
+        result = referee.cli("new", "pure-skill", "--player", stranger, *[
+            x for p in mailstack.players[:2] for x in ("--player", p)])  # fmt: skip
+        assert result.status == 0, result.err
+        referee.run_once()
+    finally:
+        controller.stop()
+    [(options, rcpts, raw)] = [mail for mail in recorder.mails if mail[1] == [stranger]][:1]
+    assert "SMTPUTF8" in options
+    head = raw.split(b"\r\n\r\n", 1)[0].decode("utf-8")
+    assert f"\r\nTo: {stranger}\r\n" in f"\r\n{head}\r\n" and "=?utf-8?" not in head.split("Subject:")[0]
+    assert all("SMTPUTF8" not in mail[0] for mail in recorder.mails if mail[1] != [stranger])
 
 
 # -- 6. the IMAP server going away ---------------------------------------------------------

@@ -442,3 +442,43 @@ def test_the_demo_gives_every_phase_of_every_game_its_deadline(tmp_path, kind):
     engine = Engine(Store(config.database), config)
     game = engine.new_game(kind, DEMO_PLAYERS)
     assert set(engine.deadlines(engine.store.game(game)).values()) == {timedelta(seconds=2)}
+
+
+# -- nothing from a mail acts on the keeper's terminal (issue 29, item 6) --------------
+
+
+def test_a_mails_control_characters_reach_neither_the_terminal_nor_the_log(cfg, tmp_path):
+    """A Message-ID that decodes (RFC 2047) to an escape sequence, and a
+    subject with a line break and a bidi override: `referee -v ingest` prints
+    and logs them as visible escapes, one log line each."""
+    import subprocess
+
+    mail = tmp_path / "evil.eml"
+    mail.write_bytes(b"From: mallory@example.net\r\nTo: referee@example.org\r\n"
+                     b"Subject: =?utf-8?q?hi=1B]0;pwned=07=E2=80=AEthere?=\r\n"
+                     b"Message-ID: =?utf-8?q?<=1B[2J=1B]0;owned=07@example.net>?=\r\n"
+                     b"\r\nhelp\r\n")  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "referee", "--config", str(cfg), "-vv", "ingest", str(mail)],
+                          capture_output=True, cwd=cfg.parent, timeout=60)  # fmt: skip
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert not re.search(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80\xae", out), out
+    assert b"\\x1b" in out  # said, visibly
+    for line in done.stderr.decode().splitlines():
+        assert re.match(r"\d{4}-\d\d-\d\d [\d:,]+ [A-Z]+ ", line) or line.startswith(("Traceback", " ")), line
+
+
+def test_the_log_formatter_keeps_one_line_and_a_traceback_its_lines():
+    import logging
+
+    from referee.terminal import LogFormatter
+
+    formatter = LogFormatter("%(levelname)s %(message)s")
+    record = logging.LogRecord("referee", logging.INFO, __file__, 1, "from %s: %s", ("a\x1b[2J", "b\nWARNING forged"),
+                               None)  # fmt: skip
+    assert formatter.format(record) == "INFO from a\\x1b[2J: b\\x0aWARNING forged"
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        record = logging.LogRecord("referee", logging.ERROR, __file__, 1, "failed", (), sys.exc_info())
+    assert formatter.format(record).count("\n") >= 2
