@@ -35,7 +35,7 @@ def escaped(text: str, one_line: bool = False) -> str:
 class LogFormatter(logging.Formatter):
     """A log line is one line, whatever a mail put into its message."""
 
-X
+    def formatMessage(self, record: logging.LogRecord) -> str:
         return escaped(super().formatMessage(record), one_line=True)
 
 

@@ -404,7 +404,7 @@ def test_an_internationalised_address_is_written_as_an_address_over_smtputf8(ref
         referee.run_once()
     finally:
         controller.stop()
-    [(options, rcpts, raw)] = [mail for mail in recorder.mails if mail[1] == [stranger]][:1]
+    [(options, _, raw)] = [mail for mail in recorder.mails if mail[1] == [stranger]][:1]
     assert "SMTPUTF8" in options
     head = raw.split(b"\r\n\r\n", 1)[0].decode("utf-8")
     assert f"\r\nTo: {stranger}\r\n" in f"\r\n{head}\r\n" and "=?utf-8?" not in head.split("Subject:")[0]
