@@ -68,6 +68,14 @@ def _duration(text: str):
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _utc_time(text: str) -> str:
+    """``2026-11-25T18:00:00Z`` (or with an offset), as stored: UTC, ending in Z."""
+    try:
+        return iso(from_iso(text.strip()))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a time like 2026-11-25T18:00:00Z") from None
+
+
 def _option(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -124,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     backup.add_argument("file", type=Path, help="where the copy goes: a new file (never one that exists)")
     restore = commands.add_parser("restore", help="put a backup in place of games.db (the referee stopped)")
     restore.add_argument("file", type=Path, help="a copy made by `referee backup`")
+    restore.add_argument("--ran-until", metavar="TIME", type=_utc_time,
+                         help="when the referee last ran (UTC, 2026-11-25T18:00:00Z), if the games.db replaced "
+                              "cannot say: deadlines up to then are done as it did them")  # fmt: skip
 
     render = commands.add_parser("render", help="write the public history site (only what changed)")
     render.add_argument("--dir", type=Path, help="where (default: [referee] site_dir)")
@@ -546,20 +557,47 @@ def _restore(config: config_module.Config, args) -> int:
             incoming.unlink(missing_ok=True)
             raise UsageError(f"cannot put {backup} in place of {database}: {error}") from None
         store = Store(database)  # opened as a run would: brought up to this schema, or refused
+        mailbox = bool(config.imap or config.maildir)  # else mail comes by `referee ingest`
         with store.transaction():
             since = store.db.execute("select max(received_at) from messages").fetchone()[0]
             # The next run handles the mail filed since then again (Runner.handle_again).
-            store.set_meta("restored", json.dumps({"backup": str(backup), "since": since, "at": iso(utc_now())}))
+            store.set_meta("restored", json.dumps({
+                "backup": str(backup), "since": since, "at": iso(utc_now()),
+                "replaced": str(aside) if moved else None,
+                "ran_until": args.ran_until or (_last_run(aside) if moved else None),
+                "games": {game["id"]: _extent(store, game["id"]) for game in store.games()},
+            })) if mailbox else None  # fmt: skip
         store.sync()
     kept = f"; the database it replaced is kept as {aside}" if moved else ""
     print(f"restored {database} from {backup}{kept}.")
     print(f"The newest mail the backup knows was received at {since}. " if since else "The backup knows no mail. ",
           end="")  # fmt: skip
+    if not mailbox:
+        print("This referee reads no mailbox (mail comes by `referee ingest`): feed every mail received "
+              "since then to `referee ingest` again, oldest first (mail the backup knows is skipped), "
+              "then run `referee tick`.")  # fmt: skip
+        return 0
     print("The next run (run --once or serve) first reads the mail handled since then again from the "
           "mail server's processed folder, and handles it again in the order it was received: every "
           "move counts as before, and players get one short notice, not the mails they had already. "
-          "Leave the processed folder as it is until then.")  # fmt: skip
+          "Leave the processed folder as it is until then, and run no other command before it.")  # fmt: skip
     return 0
+
+
+def _last_run(database: Path) -> str | None:
+    """When the referee last ran over a games.db (its last tick), if the
+    file can still be read: a restore replays what fell due until then."""
+    try:
+        with closing(_read_only(database)) as db:
+            row = db.execute("select value from meta where key = 'last_tick'").fetchone()
+    except sqlite3.Error:
+        return None
+    return row[0] if row else None
+
+
+def _extent(store: Store, game_id: int) -> list[int]:
+    """How far a game's record goes: its phases and moves."""
+    return [len(store.phases(game_id)), len(store.moves(game_id))]
 
 
 _BACKUP_TABLES = {"games", "seats", "phases", "moves", "messages", "outbox", "mailboxes", "meta",

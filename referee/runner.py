@@ -24,10 +24,11 @@ import asyncio
 import fcntl
 import json
 import logging
-from collections.abc import Awaitable, Iterator
-from contextlib import contextmanager, suppress
+import sqlite3
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, TypeVar
 
@@ -158,6 +159,7 @@ class Runner:
     def __init__(self, engine: Engine, source: Source | None, sender: SmtpSender | None,
                  site: Site | None = None):  # fmt: skip
         self.engine, self.source, self.sender, self.site = engine, source, sender, site
+        self._looked = engine.clock.real()  # when the last pass looked at the inbox
         self.poll_interval = MAILDIR_POLL  # for sources that cannot push
         on_disk = str(engine.store.path) != ":memory:"
         self.aside = FaultAside(engine.store.path) if on_disk else None  # faults games.db could not take
@@ -241,7 +243,12 @@ class Runner:
             raise
         feed.close()
         undelivered = await sending
-        report.done += self.engine.tick()
+        # Deadlines and closes up to the second before the inbox was looked
+        # at: mail the server received by then has been read (R8), so the
+        # phase it came for is still open to it.  Later ones wait for the
+        # next pass, which looks first.
+        with self.engine.clock.at(self._looked if self.source and not unreachable else self.engine.clock.real()):
+            report.done += self.engine.tick()
         if undelivered is None:
             undelivered = await self._send(report)
         if self.site:
@@ -279,13 +286,23 @@ class Runner:
         each as a duplicate, and files it."""
         # In the order the server received them (its UIDs almost always are):
         # a change of mind counts after the move it changes.
+        self._looked = _second_before(self.engine.clock.real())
         messages = sorted(await self.source.fetch(), key=lambda message: message.received_at)
         failed = set()
+        due = min(self.engine.next_due(), default=None)
         # A StorageFault from ingest stops the loop and files nothing: the
         # messages handled so far are committed, and the next pass knows them.
         for message in messages:
-            if self.engine.ingest(message.raw, received_at=message.received_at).code == "failed":
+            # What fell due before the mail came is done first, as of its own
+            # time: the mail meets the game as it was when the server got it
+            # (as when it is handled again after a restore).
+            if due is not None and due < message.received_at:
+                self.engine.catch_up(message.received_at)
+            outcome = self.engine.ingest(message.raw, received_at=message.received_at)
+            if outcome.code == "failed":
                 failed.add(message.ref)
+            if due is None or due < message.received_at or outcome.game_id is not None:
+                due = min(self.engine.next_due(), default=None)
             if feed:
                 feed.added()
                 for _ in range(4):  # the sender's turn: a reply it waited for is read, its next command sent
@@ -300,35 +317,43 @@ class Runner:
         referee had handled since the backup was made, read again from the
         processed folder and handled again in the order the server received
         it, each as of its receipt time, with what fell due in between done
-        as of its own time (Engine.catch_up).  So every move counts again
-        and every phase resolves as before.  What this makes was sent
-        before the restore, and is kept unsent (Engine.restoring); the
-        people playing the games it changed get one short notice.  Mail the
-        backup knows is a duplicate, and skipped.  Returns how many were
-        handled again."""
+        as of its own time (Engine.catch_up); then what fell due until the
+        referee last ran (the games.db replaced says when, or the keeper).
+        So every move counts again and every phase resolves as before.  A
+        mail this makes that the games.db replaced had sent is kept as
+        "restored", not sent again; if that games.db cannot be read, every
+        one is taken as sent.  The people playing the games this changed get
+        one short notice.  Mail the backup knows is a duplicate, skipped.
+        Safe to stop at any point: the next run takes it up again.  Returns
+        how many messages were handled again."""
         engine, store = self.engine, self.engine.store
         restore = json.loads(store.get_meta("restored") or "null")
         if restore is None or self.source is None:
             return 0
         since = from_iso(restore["since"]) if restore["since"] else None
         messages = sorted(await self.source.handled(since), key=lambda message: message.received_at)
-        before = {game["id"]: store.record_stamp(game["id"])[2] for game in store.games()}
         again = 0
-        with engine.restoring():
+        with engine.restoring(_sent_before(restore["replaced"], restore["since"])):
             for message in messages:
                 engine.catch_up(message.received_at)
                 again += engine.ingest(message.raw, received_at=message.received_at).code != "duplicate"
-        changed = [game["id"] for game in store.games() if store.record_stamp(game["id"])[2] != before.get(game["id"])]
+            ran = [from_iso(restore["ran_until"])] if restore["ran_until"] else []
+            until = max([*ran, *(message.received_at for message in messages)], default=None)
+            if until is not None:
+                engine.catch_up(until + timedelta(seconds=1))  # what fell due in its very second too
+        changed = [game["id"] for game in store.games()
+                   if restore["games"].get(str(game["id"])) != [len(store.phases(game["id"])),
+                                                                len(store.moves(game["id"]))]]  # fmt: skip
         with store.transaction():
-            if again:  # the referee ran until then at least: no outage before it
-                last = max(message.received_at for message in messages)
-                store.set_meta("last_tick", max(iso(last), store.get_meta("last_tick") or ""))
+            if until is not None:  # the referee ran until then: no outage before it
+                store.set_meta("last_tick", max(iso(until), store.get_meta("last_tick") or ""))
             told = engine.announce_restore(changed, restore["since"], again)
             store.delete_meta("restored")
         store.sync()
-        log.warning("after the restore from %s: %d mail(s) of the %d filed since %s handled again; "
-                    "%d game(s) changed, %d player(s) told", restore["backup"], again, len(messages),
-                    restore["since"] or "the start", len(changed), told)  # fmt: skip
+        log.warning("after the restore from %s: %d mail(s) of the %d filed since %s handled again, deadlines "
+                    "done until %s; %d game(s) changed, %d player(s) told", restore["backup"], again,
+                    len(messages), restore["since"] or "the start", iso(until) if until else "the backup",
+                    len(changed), told)  # fmt: skip
         return again
 
     async def close(self) -> None:
@@ -362,7 +387,8 @@ class Runner:
         now = self.engine.clock()
         gap = self.engine.config.outage_gap
         heartbeat = min(HEARTBEAT, gap / 2) if gap else HEARTBEAT
-        moments = [now + heartbeat, *self.engine.next_due()]
+        # A deadline is done by the first pass that looks at the inbox after its second.
+        moments = [now + heartbeat, *(moment + timedelta(seconds=1) for moment in self.engine.next_due())]
         for mail in self.engine.store.outbox("queued") if self.sender else []:
             moments.append(from_iso(mail["next_try_at"]) if mail["next_try_at"] else now)
         return max(0.0, (min(moments) - now).total_seconds())
@@ -387,6 +413,30 @@ class Runner:
             # IDLE itself failed: wait as a poller would, not pass after pass.
             log.warning("%s; polling instead", waiting.exception())
             await _sleep(min(seconds, self.poll_interval), stop)
+
+
+def _second_before(moment: datetime) -> datetime:
+    """The last moment of the second before ``moment``'s: receipt times are
+    whole seconds, so mail received in ``moment``'s own second may not be
+    in the inbox yet."""
+    return moment.replace(microsecond=0) - timedelta(microseconds=1)
+
+
+def _sent_before(replaced: str | None, since: str | None) -> Callable[[str], bool]:
+    """Whether the games.db a restore replaced had sent a mail, by its
+    Message-ID; when it cannot be read, every mail is taken as sent (the
+    players' one notice says to ask again for an answer that never came)."""
+    if replaced is None:
+        return lambda message_id: True
+    try:
+        with closing(sqlite3.connect(f"{Path(replaced).resolve().as_uri()}?mode=ro", uri=True)) as db:
+            sent = {row[0] for row in db.execute(
+                "select message_id from outbox where state = 'sent' and created_at >= ?",
+                [iso(from_iso(since) - timedelta(days=2)) if since else ""])}  # fmt: skip
+    except sqlite3.Error as error:
+        log.warning("cannot read %s (%s): every mail made again is taken as sent", replaced, error)
+        return lambda message_id: True
+    return sent.__contains__
 
 
 async def _sleep(seconds: float, stop: asyncio.Event) -> None:

@@ -579,7 +579,8 @@ class Store:
         quotes.  Returns how many mails were trimmed."""
         cursor = self.db.execute(
             "update outbox set raw = substr(raw, 1, instr(raw, X'0D0A0D0A') + 3) "
-            "where state = 'sent' and sent_at < ? and instr(raw, X'0D0A0D0A') > 0 "
+            "where state in ('sent', 'restored') and coalesce(sent_at, created_at) < ? "
+            "and instr(raw, X'0D0A0D0A') > 0 "
             "and length(raw) > instr(raw, X'0D0A0D0A') + 3",
             [before],
         )

@@ -31,11 +31,18 @@ class EventClock:
     does what it would have done read at once, and every time the record
     keeps follows from the mail and the record, never from when the
     referee happened to run (docs/design.md, "Time").  ``real`` is the
-    clock itself, for what is about now: a mail's Date, its sending."""
+    clock itself, for what is about now: a mail's Date, its sending.
+    ``awake()`` is when the referee came to do what it does: the real time,
+    except while ``replaying`` mail after a restore, when the event's own
+    (the referee that did it the first time was running then)."""
 
     def __init__(self, real: Clock = utc_now):
         self.real = real
+        self.replaying = False
         self._at: datetime | None = None
+
+    def awake(self) -> datetime:
+        return self() if self.replaying else self.real()
 
     def __call__(self) -> datetime:
         return self._at if self._at is not None else self.real()

@@ -18,7 +18,7 @@ committed together or not at all.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -126,6 +126,7 @@ class Engine(Rooms):
         return self.seating.join(kind, address)
 
     def resign(self, game_id: int, address: str) -> None:
+        self.guard_outage()  # then the seat's phase is resolved first if it is due (Seating.resign_seat)
         self.seating.resign(game_id, address)
 
     def tick(self) -> list[str]:
@@ -143,14 +144,16 @@ class Engine(Rooms):
         return self.timers.catch_up(until)
 
     @contextmanager
-    def restoring(self) -> Iterator[None]:
-        """Inside, the mail handled is mail handled before a restore: what it
-        makes was sent then, so it is kept as "restored", not sent again."""
-        self.post.restoring = True
+    def restoring(self, sent_before: Callable[[str], bool]) -> Iterator[None]:
+        """Inside, the mail handled is mail handled before a restore, by a
+        referee that was running: what it makes was sent then if
+        ``sent_before`` says so (by Message-ID), and is kept as "restored",
+        not sent again; the rest is queued as usual."""
+        self.post.sent_before, self.clock.replaying = sent_before, True
         try:
             yield
         finally:
-            self.post.restoring = False
+            self.post.sent_before, self.clock.replaying = None, False
 
     def announce_restore(self, game_ids: list[int], backup_at: str | None, again: int) -> int:
         """One short notice to each person who plays in ``game_ids`` (the

@@ -18,7 +18,7 @@ from referee.mail.tokens import phase_answered
 from referee.record import digest_line, random_move_rng
 from referee.store import Row, Store
 from referee.tables import Table, Tables, deadlines
-from referee.timeutil import Clock, ceil_second, from_iso, iso
+from referee.timeutil import EventClock, ceil_second, from_iso, iso
 
 log = logging.getLogger("referee")
 
@@ -33,7 +33,7 @@ LATE_OPEN = 0.1
 class Phases:
     store: Store
     config: Config
-    clock: Clock
+    clock: EventClock
     tables: Tables
     post: Post
 
@@ -65,19 +65,21 @@ class Phases:
         became due (R5: "a round opens when the previous one is resolved"),
         and its deadline counts from then: it follows from the mail and the
         record alone.  But if the referee comes to open it late (LATE_OPEN:
-        it was not running), the deadline counts from now, so the players
-        still get the whole of it after the prompt (and a referee that was
-        down does not play phase after phase at random)."""
+        it was not running, or read the mail that completed the one before
+        late), it opens when its prompt goes out, and its deadline counts
+        from then, so the players still get the whole of it (and a referee
+        that was down does not play phase after phase at random)."""
         phase = table.rules.phase(table.state)
         if phase is None:
             return None
         length = deadlines(table.row)[phase.deadline_kind]
-        now, gap = self.clock(), self.config.outage_gap
+        awake, gap = self.clock.awake(), self.config.outage_gap
         late = min(length * LATE_OPEN, gap) if gap is not None else length * LATE_OPEN
-        deadline = ceil_second((now if now - opens > late else opens) + length)
+        if awake - opens > late:
+            opens = ceil_second(awake)
         return self.store.open_phase(
             table.id, len(table.phases) + 1, phase.label, list(phase.movers),
-            phase.sealed, iso(opens), iso(deadline),
+            phase.sealed, iso(opens), iso(ceil_second(opens + length)),
         )  # fmt: skip
 
     def _start(self, table: Table, phase: Row) -> None:

@@ -7,9 +7,10 @@ receipt, its private news) from that seat's view only.
 
 from __future__ import annotations
 
-import logging
 import hashlib
 import hmac
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -37,9 +38,10 @@ class Post:
     clock: EventClock
     composer: Composer
     key: bytes
-    # While mail handled before a restore is handled again, the mails it
-    # makes were sent the first time: they are kept as "restored", unsent.
-    restoring: bool = False
+    # While mail handled before a restore is handled again (Engine.restoring),
+    # whether the referee sent a mail, by its Message-ID, before the restore:
+    # such a mail is kept as "restored", not sent again.
+    sent_before: Callable[[str], bool] | None = None
 
     # -- what templates see ----------------------------------------------------
 
@@ -166,7 +168,7 @@ class Post:
         message_id, raw = self.composer.message(to=[to], subject=subject, body=body, now=self.clock.real(),
                                                 message_id=message_id, **headers)  # fmt: skip
         self.store.queue_mail(message_id=message_id, game_id=game_id, recipients=[to],
-                              state="restored" if self.restoring else "queued",
+                              state="restored" if self.sent_before and self.sent_before(message_id) else "queued",
                               subject=subject, raw=raw, created_at=iso(now), answers=answers,
                               budget=budget, answer_to=limits.normalised(to) if budget else None)  # fmt: skip
 

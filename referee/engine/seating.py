@@ -22,7 +22,7 @@ from referee.record import commitment, digest_line
 from referee.rules import Game, OptionError, get_game
 from referee.store import Row, Store
 from referee.tables import Table, Tables
-from referee.timeutil import Clock, iso
+from referee.timeutil import Clock, from_iso, iso
 
 log = logging.getLogger("referee")
 
@@ -178,14 +178,25 @@ class Seating:
             seat = table.seat_of(address)
             if seat is None or not table.human(seat):
                 raise EngineError(f"{address} plays no seat in game {game_id}")
-            self.resign_seat(table, seat, confirm=True)
+            try:
+                self.resign_seat(table, seat, confirm=True)
+            except Refusal as refusal:
+                raise EngineError(refusal.reason) from None
 
     def resign_seat(self, table: Table, seat: int, confirm: bool) -> None:
         """A random bot takes the seat from now on.  With ``confirm`` the
         player gets a mail saying so (a RESIGN by mail is confirmed in the
         reply to it); everyone else is told."""
+        # A phase that closed or passed its deadline before the player left is
+        # resolved first, as of then: they leave in the next (the record says so).
+        self.phases.advance(table.id, deadlines=True)
+        table = self.tables.table(table.id)
         phase = table.open_phase
-        now = self.clock()
+        if phase is None:
+            raise Refusal(f"Game {table.id} has ended.")
+        # Left as of the mail's receipt, but never before the phase it is
+        # recorded in (a RESIGN read after phases were resolved meanwhile).
+        now = max(self.clock(), from_iso(phase["opened_at"]))
         address = table.label(seat)
         if confirm:
             self.post.send(table, seat, "resigned", {**self.post.context(table, seat), "address": address})

@@ -53,7 +53,8 @@ class Timers:
             if self.config.keep_received_mail is not None:  # an hour's worth at a time
                 cut = (now - self.config.keep_received_mail).replace(minute=0, second=0, microsecond=0)
                 self.store.forget_received_bodies(iso(cut))
-            self.store.set_meta("last_tick", iso(now))
+            # Never back: a catch-up ticks as of moments past.
+            self.store.set_meta("last_tick", max(iso(now), self.store.get_meta("last_tick") or ""))
         return done
 
     @staticmethod

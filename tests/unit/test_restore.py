@@ -16,6 +16,7 @@ import random
 import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from conftest import reply
@@ -26,6 +27,7 @@ from referee.engine import Engine
 from referee.runner import Runner
 from referee.site.public import game_record
 from referee.store import Store
+from referee.timeutil import iso
 
 SEALED = ["ann@example.org", "ben@example.org", "cat@example.org"]
 TURNS = ["dan@example.org", "eve@example.org", "fay@example.org"]
@@ -61,10 +63,16 @@ class Club:
     def close(self) -> None:
         self.engine.store.db.conn.close()
 
-    def run(self) -> None:
+    def run(self, sent: bool = True) -> None:
+        """A pass; with ``sent``, what it queued counts as sent (no SMTP here)."""
         asyncio.run(self.runner.once())
+        if sent:
+            store = self.engine.store
+            with store.transaction():
+                for mail in store.outbox("queued"):
+                    store.mark_sent(mail["id"], iso(self.clock()))
 
-    def move(self, game: int, skip: str | None = None, minutes: int = 5) -> None:
+    def move(self, game: int, skip: str | None = None, minutes: int = 5, sent: bool = True) -> None:
         """Each person the game waits for mails a legal move (but ``skip``),
         a few minutes apart, and the referee runs."""
         table = self.engine.table(game)
@@ -78,11 +86,12 @@ class Club:
             deliver(self.box, reply(self.engine, player, table.rules.move_text(move), game=game,
                                     received=self.clock()), self.clock())  # fmt: skip
         self.clock.advance(minutes=1)
-        self.run()
+        self.run(sent)
 
     def cli(self, tmp_path, *args: str) -> int:
         cfg = tmp_path / "referee.toml"
-        cfg.write_text(f'[referee]\naddress = "{self.config.address}"\ndatabase = "{self.config.database}"\n')
+        cfg.write_text(f'[referee]\naddress = "{self.config.address}"\ndatabase = "{self.config.database}"\n'
+                       f'[maildir]\npath = "{self.box}"\n')
         return main(["--config", str(cfg), *args])
 
 
@@ -202,9 +211,10 @@ def test_a_round_resolved_late_by_cron_opens_the_next_when_it_closed(config, clo
     everyone_bids(2)  # the last at 12:46: Round 2 closes at 13:16
     clock.advance(days=1)  # the referee did not run
     engine.tick()
-    third = engine.store.phases(game)[2]
-    assert third["opened_at"] == "2026-11-21T13:16:00Z"  # as of its close
-    assert third["deadline"] == "2026-11-25T12:46:00Z"  # three days from the late prompt
+    second, third = engine.store.phases(game)[1:]
+    assert second["resolved_at"] == "2026-11-21T13:16:00Z"  # as of its close
+    assert third["opened_at"] == "2026-11-22T12:46:00Z"  # when its prompt went out, a day late
+    assert third["deadline"] == "2026-11-25T12:46:00Z"  # three days from then
 
 
 def test_catching_up_does_what_fell_due_before_a_mail_and_not_what_falls_due_with_it(config, clock):
@@ -222,3 +232,28 @@ def test_catching_up_does_what_fell_due_before_a_mail_and_not_what_falls_due_wit
     engine.catch_up(datetime(2026, 11, 21, 12, 31, 1, tzinfo=UTC))
     first, second = engine.store.phases(game)
     assert first["resolved_at"] == close == second["opened_at"]
+
+
+def test_with_games_db_gone_the_keeper_says_until_when_the_referee_ran(config, clock, maildir, tmp_path, capsys):
+    """No games.db to read when the referee last ran: `--ran-until` says it,
+    and the deadline that fell before then is done as it was, not extended
+    as if the referee had been down."""
+    club = Club(replace(config, outage_gap=timedelta(hours=6)), clock, maildir)
+    game = club.engine.new_game("pure-skill", SEALED, deadline=timedelta(hours=12))
+    club.run()
+    assert club.cli(tmp_path, "backup", str(tmp_path / "backup.db")) == 0
+    club.move(game, skip=SEALED[2])
+    for _ in range(30):  # cron every half hour past the deadline: a random bid for cat
+        clock.advance(minutes=30)
+        club.run()
+    ran_until = iso(clock())
+    record = public(club.engine, game)
+    club.close()
+    for suffix in ("", "-wal", "-shm"):  # the disk died
+        Path(f"{club.config.database}{suffix}").unlink(missing_ok=True)
+    clock.advance(days=1)  # the keeper restores a day later
+    assert club.cli(tmp_path, "restore", str(tmp_path / "backup.db"), "--ran-until", ran_until) == 0
+    club.open()
+    club.run()
+    assert public(club.engine, game) == record
+    assert any(m["source"] == "random" for m in club.engine.store.moves(game, phase=1))

@@ -75,7 +75,7 @@ def test_the_heartbeat_is_well_inside_the_outage_gap(config, clock, maildir):
 def test_the_daemon_wakes_for_the_next_deadline(config, clock, maildir):
     engine, runner = make_runner(config, clock, maildir)
     engine.new_game("pure-skill", PLAYERS, deadline=timedelta(minutes=3))
-    assert runner.seconds_to_next_work() == 180
+    assert runner.seconds_to_next_work() == 181  # the first pass to look at the inbox after its second
 
 
 def test_the_daemon_stops_when_told(config, clock, maildir):
@@ -146,8 +146,9 @@ def test_a_receipt_goes_out_before_the_pass_works_on_deadlines(config, clock, ma
     engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
     runner.sender = RecordingSender(engine)
     asyncio.run(runner.once())
-    clock.advance(hours=2)  # game 1's deadline passed; alice bids in game 2
-    deliver(maildir, reply(engine, ALICE, "bid 7", game=2), clock())
+    # alice bid in game 2 before game 1's deadline; the referee reads it after
+    deliver(maildir, reply(engine, ALICE, "bid 7", game=2), clock() + timedelta(minutes=50))
+    clock.advance(hours=2)
     report = asyncio.run(runner.once())
     receipts, results = runner.sender.drains[-2:]
     assert any(s.startswith("Re: [pure-skill-2") for s in receipts)

@@ -280,7 +280,7 @@ def test_a_backup_taken_while_another_process_writes_is_whole_and_restores(
     capsys.readouterr()
     assert cli(tmp_path, config.database, "restore", str(backup)) == 0
     out = capsys.readouterr().out
-    assert "processed folder" in out and ".replaced-" in out
+    assert "`referee ingest` again" in out and ".replaced-" in out  # (a referee that reads no mailbox)
     restored = Store(config.database)
     assert len(restored.moves(1)) == 1
     kept = [p for p in tmp_path.iterdir() if ".replaced-" in p.name and not p.name.endswith(("-wal", "-shm"))]
