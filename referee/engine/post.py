@@ -52,7 +52,7 @@ class Post:
         phase) only with ``history``: few mails show it."""
         phase = table.open_phase
         result = table.rules.result(table.state)
-        now = self.clock()
+        now = self.clock.awake()  # "in 2 days": from when the mail is written, even for a mail read late
         context = {
             "game": self.game_info(table),
             "players": [
