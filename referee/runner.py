@@ -160,6 +160,7 @@ class Runner:
                  site: Site | None = None):  # fmt: skip
         self.engine, self.source, self.sender, self.site = engine, source, sender, site
         self._looked = engine.clock.real()  # when the last pass looked at the inbox
+        self.caught_up: list[str] = []  # what the last pass did between its mails
         self.poll_interval = MAILDIR_POLL  # for sources that cannot push
         on_disk = str(engine.store.path) != ":memory:"
         self.aside = FaultAside(engine.store.path) if on_disk else None  # faults games.db could not take
@@ -229,6 +230,7 @@ class Runner:
         if self.source:
             await self.handle_again()
         report = Report(done=self.engine.guard_outage())
+        self.caught_up = report.done  # receive() adds what it did between mails
         unreachable: SourceError | SmtpUnreachable | None = None
         feed = Feed()
         sending = asyncio.ensure_future(self._send(report, feed))
@@ -297,7 +299,7 @@ class Runner:
             # time: the mail meets the game as it was when the server got it
             # (as when it is handled again after a restore).
             if due is not None and due < message.received_at:
-                self.engine.catch_up(message.received_at)
+                self.caught_up += self.engine.catch_up(message.received_at)
             outcome = self.engine.ingest(message.raw, received_at=message.received_at)
             if outcome.code == "failed":
                 failed.add(message.ref)

@@ -76,7 +76,7 @@ class Phases:
         awake, gap = self.clock.awake(), self.config.outage_gap
         late = min(length * LATE_OPEN, gap) if gap is not None else length * LATE_OPEN
         if awake - opens > late:
-            opens = ceil_second(awake)
+            opens = awake.replace(microsecond=0)  # (a reply received in this second is in it)
         return self.store.open_phase(
             table.id, len(table.phases) + 1, phase.label, list(phase.movers),
             phase.sealed, iso(opens), iso(ceil_second(opens + length)),
@@ -242,6 +242,11 @@ class Phases:
         else:
             waiting = ", ".join(table.label(s) for s in table.waiting_for(phase))
             now = f"{phase['label']} is open now" + (f", and waits for {waiting}." if waiting else ".")
+        received = message.received_at
+        if not meant["closes_at"] and received > from_iso(meant["deadline"]):  # it missed the deadline
+            raise Refusal(f"Your mail reached the server at {iso(received)}, after the deadline of {meant['label']} "
+                          f"({meant['deadline']}): a move missing at the deadline is chosen at random. {now}",
+                          legal=True)  # fmt: skip
         raise Refusal(f"Your mail answers the referee's mail about {meant['label']}, which is over. {now}",
                       legal=True)  # fmt: skip
 
