@@ -4,11 +4,14 @@ carried out -> one answer.
 A pipeline in Mailman's manner, each step one small method:
 
 1. a bounce of the referee's own mail is recorded against the player;
-2. mail that must never be answered (auto-replies, lists, ourselves) is dropped;
+2. mail that must never be answered (auto-replies, lists, ourselves) is
+   dropped; a reply to a notice of a mail not accepted (see 4) is read for
+   nothing, only answered with how to move instead;
 3. mail too large to read gets one notice (see 6);
 4. the sender is identified by reply token and From (``referee.mail.tokens``);
    a seat's From without its token, or its token with another From, changes
-   nothing, and the seat's real address is told;
+   nothing, and the seat's real address is told, in a notice that repeats
+   no word of that mail and carries no reply token;
 5. each line is one command (or one move), carried out in order; two
    different moves in one mail are ambiguous, and neither is made;
 6. one reply says, line by line, what was done, within the sender's budget
@@ -29,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from referee.errors import Refusal
+from referee.limits import normalised
 from referee.mail.bounces import delivery_failures
 from referee.mail.classify import never_answer
 from referee.mail.commands import MAX_LINES, Command, command_lines, without_tags
@@ -49,6 +53,7 @@ _MOVE_CODES = ("move", "replaced", "superseded")
 _MAX_NOT_UNDERSTOOD = 5  # then the rest of the mail is not read
 _LEFT_ALONE = "not a command or a move, so I left it alone."
 _RECENT_MAILS = 3  # compared with a quote in a mail whose thread names none of the referee's
+_THREAD_IDS_READ = 10  # of a mail's In-Reply-To and References, looked up for a notice it answers
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,9 @@ class Desk:
         why = never_answer(message, self.config.address)
         if why:
             return Outcome("ignored", why)
+        notice = self._notice_answered(message)
+        if notice is not None:
+            return self._reply_to_notice(message, notice)
         # of an oversized mail, its subject
         lines = command_lines(message, self._answered(message), self._answered_subject)
         sender = self._identify(message, lines)
@@ -198,34 +206,77 @@ class Desk:
             # A player's From, but no proof: perhaps forged, perhaps a fresh mail
             # instead of a reply.  Either way the player (the From) is told how.
             table = self.tables.table(playing[0]["id"]) if len(playing) == 1 else None
-            seat = table.seat_of(message.sender) if table else None
-            return self._forged(message, message.sender, table, seat, "no token")
+            return self._forged(message, message.sender, table, "no token")
         return Sender(message.sender)
 
     def _forged_token(self, message: Incoming, seat: dict[str, Any], problem: str) -> Outcome:
         table = self.tables.table(seat["game_id"])
-        return self._forged(message, seat["address"], table, seat["seat"], problem)
+        return self._forged(message, seat["address"], table, problem)
 
-    def _forged(self, message: Incoming, owner: str, table: Table | None, seat: int | None,
-                problem: str) -> Outcome:  # fmt: skip
+    def _forged(self, message: Incoming, owner: str, table: Table | None, problem: str) -> Outcome:
         """A mail that claims a seat without proving it: nothing changes, and
-        the seat's real address (never the message's Reply-To) is told."""
-        context = {**(self.post.context(table, seat) if table else {"game": None, "phase": None}),
-                   "problem": problem, "sender": message.sender, "owner": owner,
-                   "their_subject": message.subject, "received": message.received_at,
-                   "referee": self.config.address}  # fmt: skip
+        the seat's real address (never the message's Reply-To) is told.
+
+        The notice repeats no word the sender chose (not the subject, not a
+        line), and carries no reply token: its Reply-To is the referee's plain
+        address and its tag has no token, so a reply to it proves no seat,
+        whatever it quotes or says (see ``_reply_to_notice``)."""
+        context = {"game": self.post.game_info(table) if table else None, "problem": problem,
+                   "sender": message.sender, "owner": owner, "received": message.received_at,
+                   "newest": self._newest_game_mail(owner, table), "referee": self.config.address,
+                   "no_moves_here": True}  # fmt: skip
         # One such notice an hour is enough to warn, and a forger cannot use
         # them to flood the player or use up the player's own replies.
-        if table is not None:
-            self.post.send(table, seat, "forged", context, answers=message.key, budget="notice")
-        else:
-            self.post.mail(None, owner, "forged", context, answers=message.key, budget="notice")
+        self.post.mail(table.id if table else None, owner, "forged", context, answers=message.key,
+                       budget="notice")  # fmt: skip
         log.warning("message %s claims %s's seat without proof (%s); nothing changed",
                     message.key, owner, problem)  # fmt: skip
         detail = {"token": "a reply token used from another address",
                   "dkim": "no passing DKIM signature of the sender's domain",
                   "no token": "no valid reply token"}[problem]  # fmt: skip
         return Outcome("refused", f"{detail}; {owner} was told", table.id if table else None)
+
+    def _newest_game_mail(self, owner: str, table: Table | None) -> dict[str, Any] | None:
+        """The newest mail to ``owner`` about the game that carries their reply
+        token (its subject, the token left out, and when it was queued): what a
+        notice tells them to reply to.  Only the referee's words and the owner's own."""
+        seat = table.seat_of(owner) if table is not None else None
+        if table is None or seat is None:
+            return None
+        for mail in self.store.last_sent_to(owner, _RECENT_MAILS * 3):
+            if mail["game_id"] == table.id and table.tag(seat) in mail["subject"]:
+                # its subject as the owner sees it, but for the token
+                return {"subject": mail["subject"].replace(table.tag(seat), table.tag()), "at": mail["created_at"]}
+        return None
+
+    def _notice_answered(self, message: Incoming) -> dict[str, Any] | None:
+        """The notice of an unaccepted mail that this message replies to (its
+        thread names it, and it is from the address the notice went to), if
+        any.  A notice's Message-ID is a keyed digest only its reader has seen."""
+        for message_id in thread_ids(message.headers)[:_THREAD_IDS_READ]:
+            sent = self.store.sent_by_id(message_id)
+            if (sent and sent["budget"] == "notice" and message.sender
+                    and [normalised(r) for r in sent["recipients"]] == [normalised(message.sender)]):  # fmt: skip
+                return sent
+        return None
+
+    def _reply_to_notice(self, message: Incoming, notice: dict[str, Any]) -> Outcome:
+        """A reply to a notice that a mail in the sender's name was not
+        accepted: nothing in it is read or carried out, not a move, not a
+        RESIGN, whatever it says or quotes and whichever address it names;
+        its writer is told how to move instead.  The notice's Message-ID in
+        its thread shows its writer reads the owner's mail, so the answer is
+        spent from the owner's own budget, which strangers cannot spend."""
+        table = self.tables.table(notice["game_id"]) if notice["game_id"] is not None else None
+        owner = notice["recipients"][0]
+        context = {"game": self.post.game_info(table) if table else None, "received": message.received_at,
+                   "noticed": notice["created_at"], "newest": self._newest_game_mail(owner, table),
+                   "referee": self.config.address, "no_moves_here": True}  # fmt: skip
+        self.post.mail(table.id if table else None, owner, "notice-reply", context, answers=message.key,
+                       budget="player", in_reply_to=message.message_id)  # fmt: skip
+        log.info("message %s answers a notice to %s; nothing in it was read", message.key, owner)
+        return Outcome("refused", f"a reply to a notice of a mail not accepted; nothing in it was read; "
+                                  f"{owner} was told", table.id if table else None)  # fmt: skip
 
     # -- 5. the commands ---------------------------------------------------
 

@@ -1,0 +1,181 @@
+"""What a forger's mail can make the referee do (issue 29, item 2).
+
+Item 2: no move from a forger's words.  The notice that a mail in a
+player's name was not accepted repeats nothing the forger wrote and carries
+no reply token; a reply to it, however it quotes, indents, wraps or pastes,
+and even with a move the player typed into it, moves nothing and resigns
+nothing, and is answered with how to move instead.
+"""
+
+from __future__ import annotations
+
+import email
+from email import policy
+from typing import Any
+
+import pytest
+from conftest import PLAYERS, FakeClock, body_of, make_mail, seat_address
+
+from referee.engine import Engine
+
+ALICE, BOB, CAROL = PLAYERS
+REFEREE = "referee@example.org"
+
+
+# -- helpers -------------------------------------------------------------------------
+
+
+def queued(engine: Engine, after: int = 0, to: str | None = None) -> list[dict[str, Any]]:
+    found = []
+    for row in engine.store.outbox(None):
+        if row["id"] > after and (to is None or row["recipients"] == [to]):
+            message = email.message_from_bytes(row["raw"], policy=policy.default)
+            found.append({**row, "body": body_of(row["raw"]), "message": message})
+    return found
+
+
+def last_id(engine: Engine) -> int:
+    rows = engine.store.outbox(None)
+    return rows[-1]["id"] if rows else 0
+
+
+def snapshot(engine: Engine, game: int = 1) -> dict[str, Any]:
+    return {"seats": engine.store.seats(game), "phases": engine.store.phases(game),
+            "moves": engine.store.moves(game)}  # fmt: skip
+
+
+def answer(engine: Engine, clock: FakeClock, mail: dict[str, Any], body: str, thread: bool = True,
+           to: str | None = None, sender: str | None = None) -> Any:  # fmt: skip
+    """Reply to a queued ``mail`` as a mail client does: to its Reply-To (else
+    its From), "Re:" its subject, In-Reply-To and References its Message-ID
+    (unless the client drops them: ``thread=False``)."""
+    reply_to = mail["message"]["Reply-To"]
+    headers = {"In-Reply-To": mail["message_id"], "References": mail["message_id"]} if thread else {}
+    raw = make_mail(sender or mail["recipients"][0], body, subject=f"Re: {mail['subject']}", headers=headers,
+                    to=to or (str(reply_to) if reply_to else REFEREE), received=clock())  # fmt: skip
+    return engine.ingest(raw)
+
+
+def token_of(engine: Engine, player: str, game: int = 1) -> str:
+    return seat_address(engine, player, game).partition("+")[2].partition("@")[0]
+
+
+# -- item 2: the notice repeats nothing of the forger's, and carries no token ------------------
+
+
+@pytest.mark.parametrize("problem", ["no token", "token"])
+def test_a_notice_says_when_and_what_to_do_and_repeats_no_word_the_forger_chose(engine, clock, problem):
+    engine.new_game("pure-skill", PLAYERS)
+    token = token_of(engine, ALICE)
+    words = "RESIGN zebra quartz"
+    if problem == "no token":  # her From, to the plain address
+        raw = make_mail(ALICE, f"bid 7 {words}", subject=f"Re: [pure-skill-1] {words}", received=clock())
+    else:  # her reply address, from another
+        raw = make_mail("mallory@evil.example", f"bid 7 {words}", subject=words, received=clock(),
+                        to=seat_address(engine, ALICE))  # fmt: skip
+    before = last_id(engine)
+
+    assert engine.ingest(raw).code == "refused"
+
+    [notice] = queued(engine, before)
+    assert notice["recipients"] == [ALICE]
+    raw_notice = notice["raw"].decode()
+    assert "zebra" not in raw_notice and "quartz" not in raw_notice and "RESIGN" not in raw_notice
+    assert token not in raw_notice  # no reply token: not in a Reply-To, not in the subject's tag
+    assert notice["message"]["Reply-To"] is None
+    assert notice["subject"] == "[pure-skill-1] A mail in your name was not accepted"
+    text = " ".join(notice["body"].split())
+    assert "2026-11-21 12:00 UTC" in text and "not accepted" in text  # when, and what became of it
+    assert "reply to the referee's newest mail to you about game 1" in text  # what to do
+    assert '"[pure-skill-1] Round 1 of 13: the prize is' in text  # and which mail that is
+    assert "A reply to this notice is not read" in text
+    if problem == "token":
+        assert "mallory@evil.example" in text  # who used her reply address
+
+
+FORGED = ["RESIGN", "bid 7"]  # what a forger put in the subject of a mail in alice's name
+SHAPES = {  # how the review's victims replied to the notice, its old "Its subject: ..." line and all
+    "quoted": lambda notice, words: "That was not me!\n\n" + "\n".join(
+        f"> {line}" for line in [f"Its subject: {words}", *notice.splitlines()]),
+    "indented": lambda notice, words: f"That was not me!\n\n    Its subject:\n    {words}\n",
+    "indented-line": lambda notice, words: f"Not me.\n\n  {words}\n",
+    "wrapped": lambda notice, words: f"That was not me!\n\n> Its subject:\n{words}\n\n> It changed nothing.",
+    "pasted": lambda notice, words: f"{words}\n",
+    "her-own-move": lambda notice, words: "Sorry, that was me. bid 9\n\nbid 9\n",
+}
+
+
+@pytest.mark.parametrize("threaded", [True, False], ids=["threaded", "thread-dropped"])
+@pytest.mark.parametrize("shape", list(SHAPES))
+@pytest.mark.parametrize("words", FORGED)
+def test_no_reply_to_a_notice_moves_or_resigns_however_it_quotes(engine, clock, words, shape, threaded):
+    engine.new_game("pure-skill", PLAYERS)
+    before_mail = last_id(engine)
+    assert engine.ingest(make_mail(ALICE, "", subject=words, received=clock())).code == "refused"
+    [notice] = queued(engine, before_mail)
+    before = snapshot(engine)
+    clock.advance(minutes=10)
+    sent = last_id(engine)
+
+    outcome = answer(engine, clock, notice, SHAPES[shape](notice["body"], words), thread=threaded)
+
+    assert outcome.code == "refused", str(outcome)
+    assert snapshot(engine) == before  # no move, no seat handed to a bot
+    assert [s["bot"] for s in engine.store.seats(1)] == [0, 0, 0]
+    mails = queued(engine, sent)
+    assert all(m["recipients"] == [ALICE] for m in mails)
+    if threaded:  # she is told why, and how to move instead
+        [told] = mails
+        assert told["subject"] == "Re: [pure-skill-1] A mail in your name was not accepted"
+        text = " ".join(told["body"].split())
+        assert "nothing in yours was done: no move, no command" in text
+        assert "reply to the referee's newest mail to you about it" in text
+        assert told["message"]["Reply-To"] is None and token_of(engine, ALICE) not in told["raw"].decode()
+
+
+def test_a_reply_to_a_notice_sent_to_her_reply_address_still_moves_nothing(engine, clock):
+    """Even with her token beside the notice's thread (she sent it to her
+    game's reply address, or kept the token in the subject), a reply to a
+    notice is not read."""
+    engine.new_game("pure-skill", PLAYERS)
+    before_mail = last_id(engine)
+    engine.ingest(make_mail(ALICE, "", subject="RESIGN", received=clock()))
+    [notice] = queued(engine, before_mail)
+    before = snapshot(engine)
+    for to in (seat_address(engine, ALICE), REFEREE):
+        clock.advance(minutes=1)
+        subject_token = f"[pure-skill-1 {token_of(engine, ALICE)}]" if to == REFEREE else ""
+        raw = make_mail(ALICE, "RESIGN\nbid 9", subject=f"Re: {subject_token} {notice['subject']}", to=to,
+                        headers={"In-Reply-To": notice["message_id"]}, received=clock())  # fmt: skip
+        assert engine.ingest(raw).code == "refused"
+    assert snapshot(engine) == before
+
+
+def test_a_reply_further_down_a_notices_thread_is_not_read_either(engine, clock):
+    engine.new_game("pure-skill", PLAYERS)
+    before_mail = last_id(engine)
+    engine.ingest(make_mail(ALICE, "", subject="bid 7", received=clock()))
+    [notice] = queued(engine, before_mail)
+    sent = last_id(engine)
+    answer(engine, clock, notice, "What?")
+    [told] = queued(engine, sent)
+    before = snapshot(engine)
+    clock.advance(minutes=1)
+    thread = f"{notice['message_id']} {told['message_id']}"
+    raw = make_mail(ALICE, "bid 7", subject=f"Re: {told['subject']}", received=clock(),
+                    headers={"In-Reply-To": told["message_id"], "References": thread})  # fmt: skip
+    assert engine.ingest(raw).code == "refused"
+    assert snapshot(engine) == before
+
+
+def test_a_forger_who_names_a_notice_to_someone_else_gets_nothing_from_it(engine, clock):
+    """Only the notice's own reader's reply is taken for one: the thread of a
+    mail from another address is no proof of anything."""
+    engine.new_game("pure-skill", PLAYERS)
+    before_mail = last_id(engine)
+    engine.ingest(make_mail(ALICE, "", subject="bid 7", received=clock()))
+    [notice] = queued(engine, before_mail)
+    sent = last_id(engine)
+    outcome = answer(engine, clock, notice, "HELP", sender="mallory@evil.example")
+    assert outcome.code == "done"  # an ordinary HELP from a stranger
+    assert [m["recipients"] for m in queued(engine, sent)] == [["mallory@evil.example"]]
