@@ -10,6 +10,7 @@ nothing, and is answered with how to move instead.
 from __future__ import annotations
 
 import email
+from datetime import datetime
 from email import policy
 from typing import Any
 
@@ -17,9 +18,12 @@ import pytest
 from conftest import PLAYERS, FakeClock, body_of, make_mail, seat_address
 
 from referee.engine import Engine
+from referee.mail.origin import connecting_network, origin
+from referee.mail.parse import parse
 
 ALICE, BOB, CAROL = PLAYERS
 REFEREE = "referee@example.org"
+TRUSTED = "mx.example.org"  # the referee's own mail server, as it signs its Authentication-Results
 
 
 # -- helpers -------------------------------------------------------------------------
@@ -179,3 +183,47 @@ def test_a_forger_who_names_a_notice_to_someone_else_gets_nothing_from_it(engine
     outcome = answer(engine, clock, notice, "HELP", sender="mallory@evil.example")
     assert outcome.code == "done"  # an ordinary HELP from a stranger
     assert [m["recipients"] for m in queued(engine, sent)] == [["mallory@evil.example"]]
+
+
+# -- where a mail came from --------------------------------------------------------------
+
+
+def _parsed(*received: str, results: str | None = None, sender: str = "a@example.org"):
+    head = "".join(f"Received: {r}\r\n" for r in received)
+    if results is not None:
+        head = f"Authentication-Results: {results}\r\n" + head
+    return parse(f"{head}From: {sender}\r\nSubject: x\r\n\r\nhi\r\n".encode(), datetime.now())
+
+
+@pytest.mark.parametrize("received, network", [
+    (["from mail.example.net (mail.example.net [81.2.69.160]) by mx.example.org (Postfix) with ESMTPS id X; "
+      + "Sat, 21 Nov 2026 12:00:00 +0000"], "81.2.69.0/24"),  # Postfix
+    (["by 2002:a05:6a10:1::1 with SMTP id x; Sat, 21 Nov 2026 12:00:00 -0800",
+      "from mail-sor-f41.google.com (mail-sor-f41.google.com. [209.85.220.41]) by mx.google.com; Sat"],
+     "209.85.220.0/24"),  # Gmail: its own hop first
+    (["from compute3.internal (compute3.internal [10.202.2.43]) by imap.internal; Sat",
+      "from mx6.internal ([10.202.2.205]) by compute3.internal; Sat",
+      "from [81.2.69.1] (unknown [45.33.10.7]) by mx6.messagingengine.com; Sat"],
+     "45.33.10.0/24"),  # a provider's internal hops, and a HELO that names another address
+    (["from host ([2a01:4f8:1:2::5] helo=host) by mx with esmtp; Sat"], "2a01:4f8:1::/48"),  # Exim, IPv6
+    (["from [45.33.10.7] (helo=[81.2.69.9]) by mx; Sat"], "45.33.10.0/24"),  # the HELO's literal is not it
+    (["from x (x [IPv6:2a01:4f8:1:2::5]) by mx; Sat"], "2a01:4f8:1::/48"),
+    (["from client.example.net by mx.example.org; Sat"], None),  # no address: unknown
+    ([], None),
+])  # fmt: skip
+def test_the_network_is_the_one_our_server_took_the_mail_from(received, network):
+    assert connecting_network(_parsed(*received)) == network
+
+
+def test_only_the_trusted_servers_verdict_makes_mail_checked():
+    hop = "from x (x [45.33.10.7]) by mx.example.org; Sat"
+    assert origin(_parsed(hop, results=f"{TRUSTED}; dkim=pass header.d=example.org"), TRUSTED) == "checked"
+    assert origin(_parsed(hop, results=f"{TRUSTED}; dkim=pass header.d=example.org"), None) == "net:45.33.10.0/24"
+    assert origin(_parsed(hop, results="evil.example; dkim=pass header.d=example.org"), TRUSTED) == (
+        "net:45.33.10.0/24")
+    assert origin(_parsed(results=f"{TRUSTED}; spf=pass smtp.mailfrom=evil.example"), TRUSTED) == "unknown"
+    assert origin(_parsed(results=f"{TRUSTED}; spf=pass smtp.mailfrom=x@mail.example.org"), TRUSTED) == "checked"
+    assert origin(_parsed(results=f"{TRUSTED}; spf=pass smtp.mailfrom=co.uk", sender="a@co.uk"), TRUSTED) == (
+        "unknown")  # a public suffix aligns nobody
+    assert origin(_parsed(results=f"{TRUSTED}; dmarc=pass header.from=example.org"), TRUSTED) == "checked"
+    assert origin(_parsed(results=f"{TRUSTED}; dmarc=pass header.from=evil.example"), TRUSTED) == "unknown"
