@@ -29,7 +29,7 @@ Row = dict[str, Any]
 
 BUSY_TIMEOUT_MS = 10_000  # how long a write waits for another process's write lock
 NEARLY_FULL = 1 << 20  # bytes: a disk with less free than this is full, whatever SQLite said
-SCHEMA_VERSION = 1  # the user_version of a games.db this code writes; see MIGRATIONS
+SCHEMA_VERSION = 2  # the user_version of a games.db this code writes; see MIGRATIONS
 
 
 class StorageFault(RuntimeError):
@@ -625,19 +625,28 @@ class Store:
         columns = [c.name for c in self.db["outbox"].columns]
         return [{**dict(zip(columns, row)), "recipients": [address]} for row in rows]
 
-    def answers_since(self, since: str, budgets: tuple[str, ...], address: str | None = None) -> int:
+    def answers_since(self, since: str, budgets: tuple[str, ...], address: str | None = None,
+                      origin: str | None = None, checked: bool | None = None) -> int:  # fmt: skip
         """How many answers of those ``budgets`` (see referee.limits) were
-        queued since then: to the (normalised) ``address``, or to anyone."""
+        queued since then: to the (normalised) ``address``, or to anyone;
+        with ``origin``, only those to mail of that origin; with ``checked``,
+        only those to mail of the origin "checked" (True) or of any other (False)."""
         where = f"budget in ({', '.join('?' * len(budgets))}) and created_at >= ?"
         values: list[Any] = [*budgets, since]
         if address is not None:
             where, values = where + " and answer_to = ?", values + [address]
+        if origin is not None:
+            where, values = where + " and answer_from = ?", values + [origin]
+        if checked is not None:
+            where += " and answer_from is 'checked'" if checked else " and answer_from is not 'checked'"
         return self._count("outbox", where, values)
 
-    def first_answer_since(self, since: str, budget: str, address: str) -> str | None:
-        """When the first answer of ``budget`` to ``address`` since then was queued."""
-        rows = self.db.execute("select min(created_at) from outbox where answer_to = ? and budget = ? "
-                               "and created_at >= ?", [address, budget, since]).fetchall()  # fmt: skip
+    def first_answer_since(self, since: str, budget: str, address: str, origin: str | None = None) -> str | None:
+        """When the first answer of ``budget`` to ``address`` (to mail of ``origin``) since then was queued."""
+        where, values = "answer_to = ? and budget = ? and created_at >= ?", [address, budget, since]
+        if origin is not None:
+            where, values = where + " and answer_from = ?", values + [origin]
+        rows = self.db.execute(f"select min(created_at) from outbox where {where}", values).fetchall()
         return rows[0][0] if rows else None
 
     def outbox(self, state: str | None = "queued", due: str | None = None,
@@ -757,10 +766,19 @@ def _schema_1(db: sqlite_utils.Database) -> None:
             db.execute("insert into meta (key, value) values ('last_tick', ?)", [last_work])
 
 
+def _schema_2(db: sqlite_utils.Database) -> None:
+    """Schema 2: ``outbox.answer_from``, the origin of the mail an answer
+    answers (referee.mail.origin), which the budgets of answers to mail that
+    proves no seat are counted by (referee.limits).  Older answers have none."""
+    outbox = db.table("outbox")
+    if "answer_from" not in outbox.columns_dict:
+        outbox.add_column("answer_from", str)
+
+
 # MIGRATIONS[n] takes a games.db from schema n to n + 1.  To change the
 # schema: append a step, raise SCHEMA_VERSION, and add a fixture of the
 # schema it starts from to tests/fixtures/schemas (see test_migrations).
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_schema_1]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_schema_1, _schema_2]
 
 
 def _decode_game(row: Row) -> Row:
