@@ -27,8 +27,9 @@ _SETTINGS: dict[str, dict[str, str]] = {
                 "site_dir": "path", "secret_key": "text", "secret_key_file": "path",
                 "max_message_size": "size", "replies_per_hour": "count",
                 "open_replies_per_hour": "count", "open_replies_total_per_hour": "count",
-                "accept_token_alone": "bool", "dkim_authserv_id": "text", "keep_sent_mail": "duration",
-                "keep_received_mail": "duration"},
+                "open_replies_per_network_per_hour": "count",
+                "accept_token_alone": "bool", "dkim_authserv_id": "text", "authserv_id": "text",
+                "keep_sent_mail": "duration", "keep_received_mail": "duration"},
     "defaults": {"deadline": "duration", "turn_deadline": "duration", "decision_deadline": "duration",
                  "settle": "duration", "reminder": "duration"},
     "outage": {"gap": "duration", "grace": "duration"},
@@ -78,12 +79,17 @@ class Config:
     secret_key: bytes | None = field(default=None, repr=False)
     max_message_size: int = 5 * 2**20  # bytes: larger mail is not parsed; its sender is told
     # Answers per hour (see referee.limits): to a player's mail that proves its seat,
-    # per address; to mail that proves nothing, per address and for all together.
+    # per address; to mail that proves nothing, per address (and origin), for all
+    # together, and what the mail of one network may spend of that.
     replies_per_hour: int = 60
     open_replies_per_hour: int = 5
     open_replies_total_per_hour: int = 100
+    open_replies_per_network_per_hour: int = 20
     accept_token_alone: bool = False  # True: a reply token authenticates whatever the From
     dkim_authserv_id: str | None = None  # set: seat commands also need this server's dkim=pass
+    # set: this server's Authentication-Results tell checked mail (referee.mail.origin),
+    # which has answers of its own; dkim_authserv_id, when set, does too
+    authserv_id: str | None = None
     # How long a sent mail's whole text is kept in games.db; then only its
     # headers (enough for a bounce to find it).  None: for ever.
     keep_sent_mail: timedelta | None = timedelta(days=90)
@@ -102,6 +108,11 @@ class Config:
     @property
     def domain(self) -> str:
         return self.address.rpartition("@")[2]
+
+    @property
+    def trusted_authserv_id(self) -> str | None:
+        """The server whose Authentication-Results the referee believes, if any."""
+        return self.dkim_authserv_id or self.authserv_id
 
 
 def default_path() -> Path:

@@ -16,7 +16,9 @@ A pipeline in Mailman's manner, each step one small method:
    different moves in one mail are ambiguous, and neither is made;
 6. one reply says, line by line, what was done, within the sender's budget
    of answers (``referee.limits``: a player's own, which unproven mail
-   cannot spend; to unproven mail, no word of the sender's is quoted).
+   cannot spend; for unproven mail, one per origin, ``referee.mail.origin``,
+   so one sender's mail cannot spend another's; to unproven mail, no word of
+   the sender's is quoted).
 
 Game changes go through the engine's rooms (``referee.engine.rooms``), which
 the desk is handed; this module only reads and answers, and the rooms never
@@ -37,6 +39,7 @@ from referee.mail.bounces import delivery_failures
 from referee.mail.classify import never_answer
 from referee.mail.commands import MAX_LINES, Command, command_lines, without_tags
 from referee.mail.dkim import dkim_passed
+from referee.mail.origin import origin
 from referee.mail.parse import Incoming, one_line, parse, thread_ids
 from referee.mail.tokens import signup_token, tagged, token_address, tokens_named
 from referee.rules import GAMES, MoveError, kind_named
@@ -156,6 +159,12 @@ class Desk:
         return Outcome("bounce", f"mail to {failure.address} failed ({failure.status})", game_id)
 
     @cached_property
+    def _origin(self) -> str:
+        """Where the message came from, as the referee's own mail server says
+        (referee.mail.origin): what its answers are counted by."""
+        return origin(self.message, self.config.trusted_authserv_id)
+
+    @cached_property
     def _answered_mail(self) -> dict[str, Any] | None:
         """The referee's mail the message's thread names, if still on record."""
         return next(filter(None, map(self.store.sent_by_id, thread_ids(self.message.headers))), None)
@@ -228,7 +237,7 @@ class Desk:
         # One such notice an hour is enough to warn, and a forger cannot use
         # them to flood the player or use up the player's own replies.
         self.post.mail(table.id if table else None, owner, "forged", context, answers=message.key,
-                       budget="notice")  # fmt: skip
+                       budget="notice", origin=self._origin)  # fmt: skip
         log.warning("message %s claims %s's seat without proof (%s); nothing changed",
                     message.key, owner, problem)  # fmt: skip
         detail = {"token": "a reply token used from another address",
@@ -437,7 +446,7 @@ class Desk:
                        "referee": self.config.address}  # fmt: skip
             sent = self.post.mail(None, sender.address, "join-confirm", context,
                                     reply_to=token_address(self.config.address, token),
-                                    answers=self.message.key, budget="open")  # fmt: skip
+                                    answers=self.message.key, budget="signup", origin=self._origin)  # fmt: skip
             if not sent:
                 raise Refusal("The referee has sent you too many mails this hour to send a "
                               "confirmation now; please send JOIN again in an hour.")  # fmt: skip
@@ -493,9 +502,9 @@ class Desk:
                    "budget": "player" if proven else "open",
                    "references": proven and one_line(str(message.headers.get("References", "") or "")) or None}
         if table is not None:
-            self.post.send(table, sender.seat, "reply", context, **headers)
+            self.post.send(table, sender.seat, "reply", context, origin=self._origin, **headers)
         else:
-            self.post.mail(None, sender.address, "reply", context, **headers)
+            self.post.mail(None, sender.address, "reply", context, origin=self._origin, **headers)
 
     def _render(self, answer: Answer) -> str:
         timezone = self.store.timezone(self.message.sender)

@@ -1,22 +1,37 @@
 """How many answers the referee sends, and to whom: it stops loops and
-floods, never a player.
+floods, never a player, and nobody can spend what is kept for another.
 
-Every mail that answers a message spends one of three budgets, counted
-over the last hour per address (plus-part and case folded, so variants of
-one inbox share one budget):
+Every mail that answers a message spends one budget, counted over the last
+hour per inbox (plus-part and case folded, so variants of one inbox share
+one budget) and, for mail that proves no seat, per origin too: where the
+referee's own mail server says it came from (``referee.mail.origin``:
+``checked`` when the trusted server found that the From's domain sent it,
+else the network that handed it over, else ``unknown``).
 
-- ``player``: answers to mail that proves a seat or a sign-up by its token.
-  ``replies_per_hour`` of them; a forger cannot spend them.
-- ``open``: answers to mail that proves nothing (HELP, LIST or JOIN from
-  anyone, mail too large to read).  ``open_replies_per_hour`` per address,
-  and ``open_replies_total_per_hour`` for all addresses together, so forged
-  senders cannot turn the referee into a source of backscatter.
+- ``player``: answers to mail that proves a seat or a sign-up by its token
+  (or that answers a notice to that inbox, whose Message-ID only its reader
+  has seen).  ``replies_per_hour`` of them; a forger cannot spend them.
+- ``open``: answers to mail that proves nothing (HELP, LIST, JOIN's reply,
+  mail too large to read).  ``open_replies_per_hour`` per inbox and origin.
+- ``signup``: a sign-up confirmation (JOIN), kept apart from ``open`` so
+  that HELPs in someone's name cannot use up their JOIN: as many per inbox
+  and origin.
 - ``notice``: a notice to a seat's owner that a mail in their name did not
-  count: one an hour.
+  count: one an hour per origin.
 
-When the ``player`` or an address's ``open`` budget runs out, the address
+Strangers' mail cannot spend what others' needs: mail of one origin spends
+only that origin's allowance of an inbox, and an inbox is answered from at
+most ``NETWORKS_PER_INBOX`` unchecked origins' worth an hour (so forged mail
+from many networks cannot bury anyone in answers).  ``open`` and
+``signup`` answers together stay within ``open_replies_total_per_hour``
+for unchecked mail, and as many again for checked mail (whose From sent
+it, so answering it is no backscatter), and one network spends at most
+``open_replies_per_network_per_hour`` of the unchecked ones.  Forged mail
+is never checked, so it cannot touch checked mail's allowances at all.
+
+When the ``player`` or an inbox's ``open`` allowance runs out, the inbox
 gets one ``over-limit`` notice for the hour (its moves still count), then
-silence until the hour has passed; when the total runs out, silence.
+silence until the hour has passed; when a total runs out, silence.
 """
 
 from __future__ import annotations
@@ -25,11 +40,13 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from referee.config import Config
+from referee.mail.origin import CHECKED, UNKNOWN
 from referee.store import Store
 from referee.timeutil import from_iso, iso
 
-Budget = Literal["player", "open", "notice"]
+Budget = Literal["player", "open", "signup", "notice"]
 WINDOW = timedelta(hours=1)
+NETWORKS_PER_INBOX = 4  # unchecked origins' worth of answers an inbox gets in an hour, at most
 
 
 def over_limit(budget: Budget) -> str:
@@ -39,29 +56,46 @@ def over_limit(budget: Budget) -> str:
     return f"over-limit {budget}"
 
 
+_POOL = ("open", "signup", over_limit("open"))  # what the totals and a network's share count
+
+
 def normalised(address: str) -> str:
     """``Alice+games@Example.org`` -> ``alice@example.org``: one inbox, one budget."""
     local, _, domain = address.lower().rpartition("@")
     return f"{local.partition('+')[0]}@{domain}"
 
 
-def verdict(store: Store, config: Config, to: str, budget: Budget, now: datetime) -> str:
+def verdict(store: Store, config: Config, to: str, budget: Budget, now: datetime,
+            origin: str = UNKNOWN) -> str:  # fmt: skip
     """"send" the answer; "notify" (send the over-limit notice instead, once
-    an hour); or "hold" it."""
+    an hour); or "hold" it.  ``origin`` is the answered mail's."""
     since, who = iso(now - WINDOW), normalised(to)
-    if budget == "open":
-        total = store.answers_since(since, ("open", over_limit("open")))
-        if total >= config.open_replies_total_per_hour:
+    if budget == "player":
+        if store.answers_since(since, ("player",), who) < config.replies_per_hour:
+            return "send"
+        return "notify" if store.answers_since(since, (over_limit("player"),), who) == 0 else "hold"
+    checked = origin == CHECKED
+    if budget in ("open", "signup"):
+        if store.answers_since(since, _POOL, checked=checked) >= config.open_replies_total_per_hour:
             return "hold"
-    limit = {"player": config.replies_per_hour, "open": config.open_replies_per_hour, "notice": 1}[budget]
-    if store.answers_since(since, (budget,), who) < limit:
+        if (origin.startswith("net:")
+                and store.answers_since(since, _POOL, origin=origin) >= config.open_replies_per_network_per_hour):  # fmt: skip
+            return "hold"
+    limit = 1 if budget == "notice" else config.open_replies_per_hour
+    spent = (budget, over_limit(budget))
+    if not checked and store.answers_since(since, spent, who, checked=False) >= NETWORKS_PER_INBOX * limit:
+        return "hold"
+    if store.answers_since(since, (budget,), who, origin=origin) < limit:
         return "send"
-    if budget != "notice" and store.answers_since(since, (over_limit(budget),), who) == 0:
+    if budget == "open" and store.answers_since(since, (over_limit(budget),), who, origin=origin) == 0:
         return "notify"
     return "hold"
 
 
-def resumes_at(store: Store, to: str, budget: Budget, now: datetime) -> datetime:
-    """When answers to ``to`` resume: an hour after the first of the hour's."""
-    first = store.first_answer_since(iso(now - WINDOW), budget, normalised(to))
+def resumes_at(store: Store, to: str, budget: Budget, now: datetime, origin: str = UNKNOWN) -> datetime:
+    """When answers to ``to`` resume (to mail of ``origin``, but for a
+    player's, whose budget is one whatever the origin): an hour after the
+    first of the hour's."""
+    first = store.first_answer_since(iso(now - WINDOW), budget, normalised(to),
+                                     None if budget == "player" else origin)  # fmt: skip
     return (from_iso(first) if first else now) + WINDOW

@@ -18,6 +18,7 @@ from typing import Any
 from referee import limits
 from referee.config import Config
 from referee.mail.compose import Composer
+from referee.mail.origin import UNKNOWN
 from referee.mail.parse import is_address
 from referee.mail.tokens import phase_tag, token_address
 from referee.store import Store
@@ -136,31 +137,34 @@ class Post:
                      "id_tag": phase_tag(table.id, phase["number"] if phase else None), **headers})  # fmt: skip
 
     def mail(self, game_id: int | None, to: str, template: str, context: dict[str, Any],
-             answers: str | None = None, budget: limits.Budget = "player", **headers: Any) -> bool:  # fmt: skip
+             answers: str | None = None, budget: limits.Budget = "player", origin: str = UNKNOWN,
+             **headers: Any) -> bool:  # fmt: skip
         """Render and queue one mail to ``to``, showing times in their zone too.
 
         ``answers`` is the key of the message this mail answers; it spends
-        ``budget`` (see referee.limits).  Returns False when the budget held
-        it back (the address may get the over-limit notice instead)."""
+        ``budget`` (see referee.limits) of the message's ``origin``
+        (referee.mail.origin).  Returns False when the budget held it back
+        (the address may get the over-limit notice instead)."""
         now = self.clock()
         if not is_address(to):  # seats and senders are checked; this keeps it so for any caller
             log.warning("not mailing %r: not an address SMTP can carry", to)
             return False
         if answers:
-            decision = limits.verdict(self.store, self.config, to, budget, now)
+            decision = limits.verdict(self.store, self.config, to, budget, now, origin)
             if decision != "send":
                 log.info("not answering %s: over its %s answers for the hour", to, budget)
                 if decision == "notify":
-                    context = {"game": context.get("game"), "referee": self.config.address,
-                               "budget": budget, "resumes": limits.resumes_at(self.store, to, budget, now)}
+                    context = {"game": context.get("game"), "referee": self.config.address, "budget": budget,
+                               "resumes": limits.resumes_at(self.store, to, budget, now, origin)}  # fmt: skip
                     self._queue(game_id, to, "over-limit", context, now, answers, limits.over_limit(budget),
-                                {k: v for k, v in headers.items() if k in ("reply_to", "id_tag")})
+                                {k: v for k, v in headers.items() if k in ("reply_to", "id_tag")}, origin)
                 return False
-        self._queue(game_id, to, template, context, now, answers, budget if answers else None, headers)
+        self._queue(game_id, to, template, context, now, answers, budget if answers else None, headers, origin)
         return True
 
     def _queue(self, game_id: int | None, to: str, template: str, context: dict[str, Any], now: datetime,
-               answers: str | None, budget: str | None, headers: dict[str, Any]) -> None:  # fmt: skip
+               answers: str | None, budget: str | None, headers: dict[str, Any],
+               origin: str = UNKNOWN) -> None:  # fmt: skip
         context = {**context, "timezone": self.store.timezone(to)}
         subject, body = self.composer.render(template, **context)
         message_id = self._message_id(to, template, answers, headers.pop("id_tag", None))
@@ -170,7 +174,8 @@ class Post:
         self.store.queue_mail(message_id=message_id, game_id=game_id, recipients=[to],
                               state="restored" if self.sent_before and self.sent_before(message_id) else "queued",
                               subject=subject, raw=raw, created_at=iso(now), answers=answers,
-                              budget=budget, answer_to=limits.normalised(to) if budget else None)  # fmt: skip
+                              budget=budget, answer_to=limits.normalised(to) if budget else None,
+                              answer_from=origin if budget else None)  # fmt: skip
 
     def _message_id(self, to: str, template: str, answers: str | None, id_tag: str | None) -> str:
         """A Message-ID that the same mail always gets: a keyed digest of

@@ -1,10 +1,17 @@
-"""What a forger's mail can make the referee do (issue 29, item 2).
+"""What a forger's mail can make the referee do, and spend (issue 29, items 2 and 3).
 
 Item 2: no move from a forger's words.  The notice that a mail in a
 player's name was not accepted repeats nothing the forger wrote and carries
 no reply token; a reply to it, however it quotes, indents, wraps or pastes,
 and even with a move the player typed into it, moves nothing and resigns
 nothing, and is answered with how to move instead.
+
+Item 3: budgets strangers cannot spend.  Answers to mail that proves no seat
+are counted per origin (the network our mail server took it from, or
+"checked" when the trusted server found that the From's domain sent it), a
+sign-up confirmation has its own allowance, and a notice is one an hour per
+origin: so 100 forged mails an hour, 5 forged HELPs in someone's name or one
+forged mail in a player's name leave the real person's mail answered.
 """
 
 from __future__ import annotations
@@ -12,21 +19,55 @@ from __future__ import annotations
 import email
 from datetime import datetime
 from email import policy
+from email.utils import format_datetime
+from itertools import count
+from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import PLAYERS, FakeClock, body_of, make_mail, seat_address
 
+from referee.config import Config
 from referee.engine import Engine
+from referee.limits import NETWORKS_PER_INBOX
 from referee.mail.origin import connecting_network, origin
 from referee.mail.parse import parse
+from referee.store import Store
 
 ALICE, BOB, CAROL = PLAYERS
 REFEREE = "referee@example.org"
 TRUSTED = "mx.example.org"  # the referee's own mail server, as it signs its Authentication-Results
+NEWCOMER = "newcomer@example.net"
+HER_NETWORK = "81.2.69.160"  # where alice's (or the newcomer's) own mail comes from
+FORGER_NETWORK = "45.33.10.7"  # where the forger sends from
+_SERIAL = count(1)
 
 
 # -- helpers -------------------------------------------------------------------------
+
+
+def build(tmp_path: Path, clock: FakeClock, **settings: Any) -> Engine:
+    config = Config(address=REFEREE, database=tmp_path / "games.db", reminder=None, outage_gap=None,
+                    **settings)  # fmt: skip
+    return Engine(Store(config.database), config, clock)
+
+
+def arrived(raw: bytes, when: datetime, network: str | None = None, results: str | None = None) -> bytes:
+    """``raw`` as the referee's mail server hands it over: its Received header
+    on top (naming the address that connected, if ``network``), and its
+    Authentication-Results verdict above that (``results``)."""
+    host = f"client.example.net (client.example.net [{network}])" if network else "client.example.net"
+    top = f"Received: from {host} by {TRUSTED} with ESMTPS; {format_datetime(when)}\r\n"
+    if results is not None:
+        top = f"Authentication-Results: {TRUSTED}; {results}\r\n" + top
+    return top.encode() + raw
+
+
+def mail_from(clock: FakeClock, sender: str, body: str, network: str | None = None,
+              results: str | None = None, **kwargs: Any) -> bytes:  # fmt: skip
+    kwargs.setdefault("subject", "Hello referee")
+    kwargs.setdefault("message_id", f"<forgers-{next(_SERIAL)}@example.net>")
+    return arrived(make_mail(sender, body, **kwargs), clock(), network, results)
 
 
 def queued(engine: Engine, after: int = 0, to: str | None = None) -> list[dict[str, Any]]:
@@ -183,6 +224,131 @@ def test_a_forger_who_names_a_notice_to_someone_else_gets_nothing_from_it(engine
     outcome = answer(engine, clock, notice, "HELP", sender="mallory@evil.example")
     assert outcome.code == "done"  # an ordinary HELP from a stranger
     assert [m["recipients"] for m in queued(engine, sent)] == [["mallory@evil.example"]]
+
+
+# -- item 3: budgets strangers cannot spend -------------------------------------------------
+
+
+def test_a_flood_of_forged_mail_from_one_network_leaves_a_newcomers_join_and_help_answered(tmp_path, clock):
+    engine = build(tmp_path, clock)
+    for number in range(100):  # 100 forged mails in an hour, each in another stranger's name
+        engine.ingest(mail_from(clock, f"victim{number}@example.net", "help", FORGER_NETWORK))
+        clock.advance(seconds=30)
+    spent = len(queued(engine))
+    assert spent <= Config.open_replies_per_network_per_hour  # one network spends only its share
+
+    sent = last_id(engine)
+    engine.ingest(mail_from(clock, NEWCOMER, "JOIN pure-skill", HER_NETWORK))
+    engine.ingest(mail_from(clock, NEWCOMER, "HELP", HER_NETWORK))
+    subjects = [m["subject"] for m in queued(engine, sent, NEWCOMER)]
+    assert subjects[0].startswith("[pure-skill ") and subjects[0].endswith("JOIN pure-skill")  # the confirmation
+    assert subjects[1:] == ["Re: your mail to the referee"] * 2  # the answers to her JOIN and HELP
+
+
+def test_a_flood_from_many_networks_leaves_a_checked_newcomer_answered(tmp_path, clock):
+    """Forged mail from a hundred networks uses up what unchecked mail may
+    have; a newcomer whose mail our server found sent by her domain has her own."""
+    engine = build(tmp_path, clock, dkim_authserv_id=TRUSTED)
+    for number in range(150):
+        engine.ingest(mail_from(clock, f"victim{number}@example.net", "help", f"45.{number}.10.7",
+                                results="dkim=none; spf=softfail smtp.mailfrom=example.net"))  # fmt: skip
+    assert len(queued(engine)) == Config.open_replies_total_per_hour  # the cap on backscatter stays
+
+    for results in ("dkim=pass header.d=example.net", "spf=pass smtp.mailfrom=bounces.example.net",
+                    "dmarc=pass header.from=example.net"):  # fmt: skip
+        newcomer = f"{results[:4]}-{NEWCOMER}"
+        sent = last_id(engine)
+        engine.ingest(mail_from(clock, newcomer, "JOIN pure-skill", f"45.{len(results)}.10.8", results))
+        engine.ingest(mail_from(clock, newcomer, "HELP", f"45.{len(results)}.10.8", results))
+        subjects = [m["subject"] for m in queued(engine, sent, newcomer)]
+        assert len(subjects) == 3 and subjects[0].endswith("JOIN pure-skill"), (results, subjects)
+
+
+def test_without_a_check_or_a_network_a_flood_still_holds_at_the_total(tmp_path, clock):
+    """The limit: mail our server says nothing about is one origin, and forged
+    mail from many networks can use up what unchecked mail may have.  Outgoing
+    mail stays bounded all the same."""
+    engine = build(tmp_path, clock)
+    for number in range(300):
+        network = f"45.{number % 250}.10.7" if number % 2 else None
+        engine.ingest(mail_from(clock, f"victim{number}@example.net", "help", network))
+    assert len(queued(engine)) == Config.open_replies_total_per_hour
+
+
+@pytest.mark.parametrize("networks", [False, True], ids=["unknown-origin", "own-network"])
+def test_five_forged_helps_in_a_persons_name_leave_their_join_answered(tmp_path, clock, networks):
+    engine = build(tmp_path, clock)
+    forger, own = (FORGER_NETWORK, HER_NETWORK) if networks else (None, None)
+    for _ in range(5):
+        engine.ingest(mail_from(clock, NEWCOMER, "HELP", forger))
+    assert len(queued(engine)) == Config.open_replies_per_hour  # her inbox's answers for the hour, spent
+    sent = last_id(engine)
+
+    engine.ingest(mail_from(clock, NEWCOMER, "JOIN pure-skill", own))
+
+    mails = queued(engine, sent, NEWCOMER)
+    assert mails[0]["subject"].endswith("] JOIN pure-skill")  # her confirmation: a sign-up's own allowance
+    if networks:  # from her own network, her HELP is answered too
+        sent = last_id(engine)
+        engine.ingest(mail_from(clock, NEWCOMER, "HELP", own))
+        [help_answer] = queued(engine, sent, NEWCOMER)
+        assert "> HELP" in help_answer["body"]
+
+
+@pytest.mark.parametrize("checked", [False, True], ids=["own-network", "checked"])
+def test_one_forged_mail_in_a_players_name_leaves_her_own_tokenless_mail_answered(tmp_path, clock, checked):
+    engine = build(tmp_path, clock, **({"authserv_id": TRUSTED} if checked else {}))
+    engine.new_game("pure-skill", PLAYERS)
+    forged = "dkim=fail header.d=example.org" if checked else None
+    sent = last_id(engine)
+    assert engine.ingest(mail_from(clock, ALICE, "bid 7", FORGER_NETWORK, forged)).code == "refused"
+    assert len(queued(engine, sent, ALICE)) == 1  # the forgery's notice
+    clock.advance(minutes=5)
+    sent = last_id(engine)
+
+    own = "dkim=pass header.d=example.org" if checked else None
+    network = FORGER_NETWORK if checked else HER_NETWORK  # checked: even from the forger's network
+    assert engine.ingest(mail_from(clock, ALICE, "bid 8", network, own)).code == "refused"
+
+    [notice] = queued(engine, sent, ALICE)  # her own mail without its token gets its word back
+    assert "not accepted" in notice["subject"] and "12:05 UTC" in notice["body"]
+
+
+def test_trusting_the_servers_verdict_for_budgets_asks_no_signature_of_a_move(tmp_path, clock):
+    """``authserv_id`` lets checked mail have its own answers; unlike
+    ``dkim_authserv_id`` it does not make a move need a signature."""
+    engine = build(tmp_path, clock, authserv_id=TRUSTED)
+    engine.new_game("pure-skill", PLAYERS)
+    raw = make_mail(ALICE, "bid 7", to=seat_address(engine, ALICE), received=clock())
+    assert engine.ingest(raw).code == "move"
+
+
+def test_the_new_settings_are_read_from_the_config_file(tmp_path):
+    from referee.config import load
+
+    path = tmp_path / "referee.toml"
+    path.write_text('[referee]\nauthserv_id = "mx.example.org"\nopen_replies_per_network_per_hour = 7\n')
+    config = load(path)
+    assert (config.trusted_authserv_id, config.open_replies_per_network_per_hour) == ("mx.example.org", 7)
+    assert Config(dkim_authserv_id="a", authserv_id="b").trusted_authserv_id == "a"
+
+
+def test_forged_mail_from_many_networks_gets_a_player_a_few_notices_an_hour_at_most(tmp_path, clock):
+    engine = build(tmp_path, clock)
+    engine.new_game("pure-skill", PLAYERS)
+    sent = last_id(engine)
+    for number in range(30):
+        engine.ingest(mail_from(clock, ALICE, "bid 7", f"45.{number}.10.7"))
+    assert len(queued(engine, sent, ALICE)) == NETWORKS_PER_INBOX
+    assert queued(engine, sent, BOB) == []
+
+
+def test_forged_helps_from_many_networks_bury_no_inbox(tmp_path, clock):
+    engine = build(tmp_path, clock)
+    for number in range(40):
+        engine.ingest(mail_from(clock, NEWCOMER, "HELP", f"45.{number}.10.7"))
+    answers = queued(engine, to=NEWCOMER)
+    assert len(answers) == NETWORKS_PER_INBOX * Config.open_replies_per_hour  # answers and notes together
 
 
 # -- where a mail came from --------------------------------------------------------------
