@@ -588,7 +588,7 @@ class Bench:
         err = (self.home / "logs" / f"{run.name}.err").read_text(errors="replace")
         if "Traceback" in err:
             self.problems.append(f"{run.name} logged a traceback: {err[-600:]}")
-        if not run.killed and run.status != 0:
+        if not run.killed and run.status not in (0, 5):  # (5: busy, another run held the lock: it did nothing)
             self.problems.append(f"{run.name} exited with status {run.status}: {err[-600:]}")
         if run.killed:
             run.landed = self.landed(err, run.ended)

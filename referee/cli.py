@@ -7,7 +7,9 @@ bad command line, config or request; 3 a storage fault (games.db full,
 locked, read-only, damaged or too new: the line says what to do); 4 a mail
 server refused the referee's account or settings (a wrong password, a TLS
 setting that does not fit the port or the certificate, no such mailbox:
-fix the config or the account; nothing lost meanwhile).
+fix the config or the account; nothing lost meanwhile); 5 ``run --once``
+found another run holding the lock (busy: it did nothing; the other run
+does the work).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from referee.timeutil import Clock, from_iso, iso, parse_duration, utc_now
 SERVER_AWAY = 1  # the exit statuses of run --once (see the module's doc)
 STORAGE_FAULT = 3
 WRONG_SETTINGS = 4
+BUSY = 5
 
 
 class UsageError(Exception):
@@ -417,8 +420,8 @@ def _run(engine: Engine, args) -> int:
         with run_lock(config.database):
             report = asyncio.run(_once(runner))
     except Busy as busy:
-        print(f"referee: {busy}; nothing done", file=sys.stderr)
-        return 0
+        print(f"referee: busy: {busy}; this run did nothing", file=sys.stderr)
+        return BUSY
     except (SourceError, SmtpUnreachable) as error:
         print(f"referee: {error}", file=sys.stderr)
         return WRONG_SETTINGS if isinstance(error, WrongSettings) else SERVER_AWAY
