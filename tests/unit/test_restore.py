@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
 from conftest import reply
+from test_runner import deliver
+from test_runner import maildir as _maildir
 
 from referee.cli import main
 from referee.config import MaildirSettings
@@ -33,18 +33,7 @@ SEALED = ["ann@example.org", "ben@example.org", "cat@example.org"]
 TURNS = ["dan@example.org", "eve@example.org", "fay@example.org"]
 
 
-@pytest.fixture
-def maildir(tmp_path):
-    box = tmp_path / "Maildir"
-    for sub in ("new", "cur", "tmp"):
-        (box / sub).mkdir(parents=True)
-    return box
-
-
-def deliver(box, raw: bytes, at) -> None:
-    name = f"{int(at.timestamp())}.M{random.getrandbits(32)}P{os.getpid()}.test"
-    (box / "tmp" / name).write_bytes(raw)
-    os.rename(box / "tmp" / name, box / "new" / name)
+maildir = _maildir  # the fixture
 
 
 class Club:
