@@ -28,14 +28,27 @@ Asserts nothing: the exit status is 0 either way (2 if the run itself
 broke).  Dovecot, the SMTP sink and serve are stopped at the end, on
 Ctrl-C, SIGTERM or an error.
 
+With ``--tracemalloc DIR`` (to find what grows; it slows serve and adds
+the traces to its RSS, so the table's figures are not the daemon's), serve
+is started through a launcher that traces Python's allocations and, every
+``--interval`` seconds, writes a snapshot into DIR (snapshot-MMM.pickle)
+with the gc's object counts by type, the traced total and glibc's malloc
+figures (stats-MMM.json); at the end the report adds what grew between the
+warm-up snapshot and the last, by traceback and by type.  The referee
+carries no bench hooks: the launcher does it all from outside.
+``--compare DIR`` prints that comparison again from a kept DIR (``--warmup``
+picks the first snapshot), without running anything.
+
 Run from the top of the checkout (needs dovecot-imapd and dovecot-lmtpd):
     python3 bench/daemon.py [--minutes 60] [--games 300] [--rate 2] [--interval 60] [--warmup 10] [--keep DIR]
+                            [--tracemalloc DIR]
 A quick smoke run:  python3 bench/daemon.py --minutes 3 --games 20
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -49,6 +62,7 @@ import sys
 import tempfile
 import threading
 import time
+import tracemalloc
 from collections import Counter, deque
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -237,6 +251,156 @@ def row(s: Sample) -> str:
     return (f"{s.minute:5.1f} {s.rss / MB:7.1f} {s.fds:4} {s.imap:4} {s.dovecot:4} {s.smtp:4} {s.cpu * 100:5.1f} "
             f"{s.handled:7} {s.sent:6} {s.queued:6} {s.running:7} {s.finished:5} {s.by_mail:7} {s.filled:6} "
             f"{s.delivered:6}")  # fmt: skip
+
+
+# -- what grows inside serve (--tracemalloc) ----------------------------------------------
+
+LAUNCHER = r"""
+# `python -m referee ARGS`, with tracemalloc on (BENCH_TRACE_FRAMES frames, 16
+# unless set; 0: off) and, at the first wait between passes once INTERVAL
+# seconds have gone by, a snapshot and the process's memory figures written
+# into DIR: between passes, so what a pass holds for a moment is not counted.
+import signal, sys
+from referee import launch
+for signum in (signal.SIGTERM, signal.SIGINT):
+    signal.signal(signum, launch.note)
+import asyncio.tasks, ctypes, gc, json, os, re, tempfile, threading, time, tracemalloc
+from collections import Counter
+from pathlib import Path
+from referee.runner import Runner
+out, interval, argv = Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
+frames = int(os.environ.get("BENCH_TRACE_FRAMES", "16"))
+if frames:
+    tracemalloc.start(frames)
+started = time.monotonic()
+due = [started + interval]
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+def mallinfo():
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = MallInfo2
+        info = libc.mallinfo2()
+        return {name: getattr(info, name) for name, _ in MallInfo2._fields_}
+    except (OSError, AttributeError):
+        return {}
+
+def sqlite_memory():
+    try:
+        lib = ctypes.CDLL("libsqlite3.so.0")
+        lib.sqlite3_memory_used.restype = ctypes.c_int64
+        return lib.sqlite3_memory_used()
+    except (OSError, AttributeError):
+        return -1
+
+def pymalloc():
+    # sys._debugmallocstats writes to the C stderr: caught in a file for a moment (between passes: no log line then)
+    with tempfile.TemporaryFile() as caught:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(caught.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        caught.seek(0)
+        text = caught.read().decode("ascii", "replace")
+    figures = {}
+    for key, pattern in (("arenas", r"# arenas allocated current\s*=\s*([\d,]+)"),
+                         ("in_blocks", r"# bytes in allocated blocks\s*=\s*([\d,]+)"),
+                         ("free_blocks", r"# bytes in available blocks\s*=\s*([\d,]+)"),
+                         ("total", r"\nTotal\s*=\s*([\d,]+)")):
+        match = re.search(pattern, text)
+        figures[key] = int(match[1].replace(",", "")) if match else -1
+    return figures
+
+def rss():
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+def dump():
+    minute = (time.monotonic() - started) / 60
+    if frames:
+        snapshot = tracemalloc.take_snapshot().filter_traces(
+            [tracemalloc.Filter(False, tracemalloc.__file__), tracemalloc.Filter(False, "<string>")])
+        snapshot.dump(str(out / f"snapshot-{minute:05.1f}.pickle"))
+    objects = gc.get_objects()
+    types = Counter(type(o).__qualname__ for o in objects)
+    del objects
+    stats = {"minute": minute, "rss": rss(), "traced": tracemalloc.get_traced_memory()[0],
+             "objects": sum(types.values()), "types": dict(types.most_common(300)), "gc_counts": gc.get_count(),
+             "garbage": len(gc.garbage), "threads": threading.active_count(),
+             "tasks": len(asyncio.tasks._all_tasks) if hasattr(asyncio.tasks, "_all_tasks") else -1,
+             "mallinfo": mallinfo(), "sqlite": sqlite_memory(), "pymalloc": pymalloc()}
+    (out / f"stats-{minute:05.1f}.json").write_text(json.dumps(stats))
+
+wait = Runner._wait
+
+async def waiting(self, seconds, stop):
+    if time.monotonic() >= due[0]:
+        due[0] += interval * max(1, (time.monotonic() - due[0]) // interval + 1)
+        try:
+            dump()
+        except Exception as error:  # noqa: BLE001
+            print(f"bench snapshot failed: {error!r}", file=sys.stderr, flush=True)
+    return await wait(self, seconds, stop)
+
+Runner._wait = waiting
+from referee.cli import main
+sys.exit(main(argv))
+"""
+
+
+def compare(trace: Path, warmup: float, top: int = 25) -> None:
+    """What grew inside serve between the snapshot nearest ``warmup``
+    minutes and the last: the process's memory by who holds it (Python's
+    traced blocks, pymalloc's arenas, glibc's malloc, SQLite), objects by
+    type (gc), and the traced growth by traceback (tracemalloc)."""
+
+    def minute(path: Path) -> float:
+        return float(path.stem.partition("-")[2])
+
+    stats = {minute(path): json.loads(path.read_text()) for path in sorted(trace.glob("stats-*.json"))}
+    if len(stats) < 2:
+        print(f"--tracemalloc: fewer than two samples in {trace}")
+        return
+    first = min(stats, key=lambda m: abs(m - warmup))
+    last = max(stats)
+    print(f"--tracemalloc: what grew inside serve from minute {first:.1f} to {last:.1f} (MB)")
+    for data in stats.values():
+        mall, py = data.get("mallinfo") or {}, data.get("pymalloc") or {}
+        print(f"  minute {data['minute']:5.1f}: RSS {data['rss'] / MB:6.1f}, traced {data['traced'] / MB:5.1f}, "
+              f"pymalloc arenas {py.get('arenas', -1)} (blocks in use {py.get('in_blocks', 0) / MB:5.1f}, free "
+              f"{py.get('free_blocks', 0) / MB:5.1f}), malloc in use {mall.get('uordblks', 0) / MB:6.1f}, free "
+              f"{mall.get('fordblks', 0) / MB:5.1f}, mmapped {mall.get('hblkhd', 0) / MB:5.1f}, SQLite "
+              f"{data.get('sqlite', -1) / MB:5.1f}; objects {data['objects']}, tasks {data['tasks']}, "
+              f"threads {data['threads']}")  # fmt: skip
+    types = Counter(stats[last]["types"])
+    types.subtract(stats[first]["types"])
+    print("  objects by type, the most grown: " + ", ".join(
+        f"{name} {n:+d}" for name, n in types.most_common(15) if n > 0))  # fmt: skip
+    snaps = {minute(path): path for path in trace.glob("snapshot-*.pickle")}
+    if first not in snaps or last not in snaps:
+        return
+    gc.collect()
+    old, new = tracemalloc.Snapshot.load(str(snaps[first])), tracemalloc.Snapshot.load(str(snaps[last]))
+    diffs = new.compare_to(old, "traceback")
+    growth = sum(d.size_diff for d in diffs)
+    print(f"  traced growth {growth / MB:+.2f} MB in {len(diffs)} tracebacks; the largest:")
+    for diff in diffs[:top]:
+        frames = [f"{f.filename.rpartition('/site-packages/')[2].replace(str(CODE) + '/', '')}:{f.lineno}"
+                  for f in reversed(diff.traceback)]  # fmt: skip (the most recent call first)
+        print(f"  {diff.size_diff / 1000:+9.1f} kB {diff.count_diff:+7d} blocks  {' < '.join(frames[:7])}")
+    print("  by file:")
+    for diff in new.compare_to(old, "filename")[:12]:
+        print(f"  {diff.size_diff / 1000:+9.1f} kB {diff.count_diff:+7d} blocks  {diff.traceback[0].filename}")
 
 
 # -- the players --------------------------------------------------------------------------
@@ -521,8 +685,12 @@ class Run:
 
     def start_serve(self) -> None:
         err = self.home / "serve.err"
+        argv = self.referee.command("serve")
+        if self.args.tracemalloc:
+            self.args.tracemalloc.mkdir(parents=True, exist_ok=True)
+            argv = [argv[0], "-c", LAUNCHER, str(self.args.tracemalloc), str(self.args.interval), *argv[3:]]
         with open(self.home / "serve.out", "wb") as out, open(err, "wb") as errors:
-            self.serve = subprocess.Popen(self.referee.command("serve"), cwd=self.home, stdout=out, stderr=errors,
+            self.serve = subprocess.Popen(argv, cwd=self.home, stdout=out, stderr=errors,
                                           env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
         deadline = time.monotonic() + 120
         while "serving; stop with SIGTERM" not in err.read_text(errors="replace"):
@@ -640,6 +808,8 @@ class Run:
                     ("IMAP connections flat", last.imap <= base.imap and last.imap <= 1),
                     ("serve stopped cleanly", self.stopped_with == 0)]  # fmt: skip
         failed = [name for name, ok in verdicts if not ok]
+        if args.tracemalloc:
+            compare(args.tracemalloc, base.minute)
         print(("PASS: " if not failed else "FAIL: ") + "; ".join(
             f"{name}{'' if ok else ' (NOT)'}" for name, ok in verdicts))  # fmt: skip
 
@@ -659,7 +829,14 @@ def main() -> int:
                         help="minutes of warm-up: growth is counted from the sample then (at most a third of the run)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", type=Path, help="keep the referee's home (games.db, serve's log, site, Dovecot) here")
+    parser.add_argument("--tracemalloc", type=Path, metavar="DIR",
+                        help="trace serve's allocations, a snapshot into DIR every --interval (slows serve, adds to its RSS)")
+    parser.add_argument("--compare", type=Path, metavar="DIR",
+                        help="print what grew between a kept --tracemalloc DIR's snapshots, and run nothing")
     args = parser.parse_args()
+    if args.compare:
+        compare(args.compare, args.warmup)
+        return 0
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even started in the background, where it is ignored
     run = Run(args)
