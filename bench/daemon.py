@@ -427,6 +427,7 @@ class Players:
         self.stack, self.caught, self.chooser = stack, caught, chooser
         self.db = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30)
         referee.tables._REPLAYS_KEPT = 100_000  # this process's reading cache: every game, so reads stay cheap
+        referee.tables._PHASES_KEPT = 10**9
         self.tables = Tables(Store(database))
         self.seen: set[tuple[int, int, int]] = set()  # (game, phase, seat) prompts taken note of
         self.pending: list[Pending] = []

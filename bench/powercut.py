@@ -218,6 +218,7 @@ class Reader:
         self.tables: Tables | None = None
         self.replays: dict = {}
         referee.tables._REPLAYS_KEPT = 100_000  # every game's replay, so reads stay cheap
+        referee.tables._PHASES_KEPT = 10**9
 
     def open(self) -> None:
         if self.store is None:

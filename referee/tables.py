@@ -24,7 +24,16 @@ from referee.record import (
 from referee.rules import Game, get_game
 from referee.store import Row, Store
 
-_REPLAYS_KEPT = 64  # games whose last replay is kept in memory
+# The reading cache of Tables keeps a game's last read and its replay for
+# at most _REPLAYS_KEPT games and _PHASES_KEPT phases in all, forgetting the
+# least recently read first (the game read last is kept whatever its length).
+# The phases are the bound that matters: a game kept holds its rows and the
+# state before each of its phases, 3 to 8 kB a phase, so a bound on games
+# alone let the cache grow as its games grew longer (bench/daemon.py: about
+# 4 MB an hour).  500 phases are 2 to 4 MB; a game forgotten is replayed from
+# its seed at its next read, 0.5 to 28 ms for a whole game.
+_REPLAYS_KEPT = 64
+_PHASES_KEPT = 500
 
 
 def deadlines(game: Row) -> dict[str, timedelta]:
@@ -195,7 +204,7 @@ class Tables:
         else:
             only_ours = cached is not None and cached[0][:2] == stamp[:2]  # no rollback, no other process
             table, records = self._read(game_id, cached[1:] if only_ours else None)
-        _remember(self._tables, game_id, (stamp, table, records))
+        _remember(self._tables, game_id, (stamp, table, records), records_at=2)
         return table
 
     def _read(self, game_id: int, since: tuple[Table, list[PhaseRecord]] | None) -> tuple[Table, list[PhaseRecord]]:
@@ -248,7 +257,7 @@ class Tables:
         if cached and cached[0] == key and resolved[: len(cached[1])] == cached[1]:
             start = cached[2]
         done = replay(rules, seed, len(seats), row["options"], initial_bots, resolved, start)
-        _remember(self._replays, row["id"], (key, resolved, done))
+        _remember(self._replays, row["id"], (key, resolved, done), records_at=1)
         if len(resolved) == len(records):
             return done
         return replay(rules, seed, len(seats), row["options"], initial_bots, records, done)
@@ -260,9 +269,12 @@ def _left_at(seat: Row) -> str | None:
     return seat["resigned_at"] if seat["bot_since_phase"] else None
 
 
-def _remember(cache: dict[int, Any], game_id: int, value: Any) -> None:
+def _remember(cache: dict[int, Any], game_id: int, value: Any, records_at: int) -> None:
     """Keep ``value`` as the newest of ``cache`` (the caller popped any older
-    one), forgetting the least recently used beyond _REPLAYS_KEPT games."""
+    one), forgetting the least recently used beyond _REPLAYS_KEPT games or
+    _PHASES_KEPT phases (a value's phases: the records at ``records_at``),
+    but never the newest."""
     cache[game_id] = value
-    while len(cache) > _REPLAYS_KEPT:
-        del cache[next(iter(cache))]
+    total = sum(len(kept[records_at]) for kept in cache.values())
+    while len(cache) > 1 and (len(cache) > _REPLAYS_KEPT or total > _PHASES_KEPT):
+        total -= len(cache.pop(next(iter(cache)))[records_at])
