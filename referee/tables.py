@@ -29,8 +29,8 @@ from referee.store import Row, Store
 # least recently read first (the game read last is kept whatever its length).
 # The phases are the bound that matters: a game kept holds its rows and the
 # state before each of its phases, 3 to 8 kB a phase, so a bound on games
-# alone let the cache grow as its games grew longer (bench/daemon.py: about
-# 4 MB an hour).  500 phases are 2 to 4 MB; a game forgotten is replayed from
+# alone let the cache grow as its games grew longer (bench/daemon.py: 0.2 MB
+# a minute, 20 minutes in).  500 phases are 2 to 4 MB; a game forgotten is replayed from
 # its seed at its next read, 0.5 to 28 ms for a whole game.
 _REPLAYS_KEPT = 64
 _PHASES_KEPT = 500
