@@ -418,7 +418,7 @@ def test_a_game_page_shows_the_totals_and_an_accessible_inline_chart(played, sit
     assert ("title", {"id": "chart-title"}) in parsed.tags
     assert "Scores after each round" in parsed.text
     for name, score in zip(["alice", "bob", "carol"], scores, strict=True):
-        assert f"{name}: {score} points at the end" in parsed.text  # the chart's description
+        assert f"{name}: {score} point{'' if score == 1 else 's'} at the end" in parsed.text  # the chart's description
     lines = parsed.find("polyline")
     assert len(lines) == 3
     assert all(len(line["points"].split()) == 3 for line in lines)  # the start and 2 rounds
