@@ -172,8 +172,10 @@ class Capture(logging.Handler):
 class Trial:
     """One referee home, its players, one backup, one loss and one restore."""
 
-    def __init__(self, number: int, seed: int, root: Path, log: Capture):
+    def __init__(self, number: int, seed: int, root: Path, log: Capture, daemon: bool = False,
+                 mail_last: bool = False):  # fmt: skip
         self.number, self.root, self.log = number, root, log
+        self.daemon, self.mail_last = daemon, mail_last
         self.rng = random.Random(f"{seed}:{number}")
         self.kind = KINDS[number % len(KINDS)]
         self.rules = get_game(self.kind)
@@ -394,6 +396,8 @@ class Trial:
         """Time passes to the next run: mail arrives, the referee runs, the
         players read what it sent and answer."""
         until = self.clock() + seconds(self.interval())
+        if self.daemon:  # `serve` wakes for the next deadline, settle end or reminder
+            until = min([until, *(moment for moment in self.engine.next_due() if moment > self.clock())])
         self.something_else(until)
         self.deliver_in(until)
         self.clock.now = until
@@ -463,6 +467,12 @@ class Trial:
             after = MOST_PHASE_CHANGES if to_end else r.randint(1, AFTER[self.kind])
             while self.resolved() - self.at_backup["resolved"] < after and self.running():
                 self.step()
+        if self.mail_last:  # the last run handles a mail a second old: nothing falls due after it
+            at = self.clock() + seconds(self.interval())
+            self.post(at - timedelta(seconds=1), "last@example.com", REFEREE, "Hello referee", "HELP")
+            self.deliver_in(at)
+            self.clock.now = at
+            self.run()
 
     def count_moves(self) -> int:
         return sum(len(self.engine.store.moves(g["id"])) for g in self.engine.store.games())
@@ -480,7 +490,11 @@ class Trial:
         outbox = {m["message_id"]: {"to": m["recipients"], "subject": m["subject"], "state": m["state"]}
                   for m in store.outbox(None)}  # fmt: skip
         states = {g["id"]: g["state"] for g in store.games()}
-        return {"records": records, "moves": moves, "messages": messages, "outbox": outbox, "states": states}
+        opened = {g["id"]: {k: phase[k] for k in ("number", "label", "opened_at", "deadline", "closes_at")}
+                  for g in store.games() if (phase := self.engine.table(g["id"]).open_phase)}  # fmt: skip
+        signups = {g["id"]: [s["address"] for s in store.signups(g["id"])] for g in store.games("open")}
+        return {"records": records, "open": opened, "signups": signups, "moves": moves, "messages": messages,
+                "outbox": outbox, "states": states}  # fmt: skip
 
     def lose_and_restore(self) -> list[str]:
         """games.db is lost; `referee restore`; the next run; the checks."""
@@ -522,6 +536,10 @@ class Trial:
                 failures.append(f"(1) game {game}'s record does not verify: {verdict.message}")
         if extra := set(after["records"]) - set(before["records"]):
             failures.append(f"(1) games the restore made that were not there before: {sorted(extra)}")
+        for name in ("open", "signups"):  # the phases still open, and the sign-ups, as they were
+            if after[name] != before[name]:
+                failures.append(f"(1) the {'open phases' if name == 'open' else name} differ: "
+                                f"{first_difference(before[name], after[name])}")  # fmt: skip
         # 2. moves and messages
         for name in ("moves", "messages"):
             if after[name] != before[name]:
@@ -564,7 +582,7 @@ class Trial:
         failures = []
         self.run(send=False)
         again = self.snapshot()
-        for name in ("records", "moves", "messages"):
+        for name in ("records", "open", "moves", "messages"):
             if again[name] != after[name]:
                 failures.append(f"(4) the next run changed the {name}: {first_difference(after[name], again[name])}")
         if len(again["outbox"]) != len(after["outbox"]):
@@ -614,6 +632,8 @@ def first_difference(a: Any, b: Any, path: str = "") -> str:
 FAILURE_KINDS = (  # the checks' words -> a short name for the summary
     (r"^\(1\) .*record differs", "(1) a public record differs"),
     (r"^\(1\) .*does not verify", "(1) a finished game's record does not verify"),
+    (r"^\(1\) the open phases", "(1) a phase still open differs (its deadline, say)"),
+    (r"^\(1\) the signups", "(1) the sign-ups differ"),
     (r"^\(1\) ", "(1) games made that were not there"),
     (r"^\(2\) moves", "(2) the moves differ"),
     (r"^\(2\) messages", "(2) the messages handled differ"),
@@ -650,10 +670,10 @@ def short(value: Any) -> str:
     return text if len(text) <= 300 else text[:300] + "..."
 
 
-def run_trial(number: int, seed: int, home: Path, log: Capture) -> tuple[str, Figures]:
+def run_trial(number: int, seed: int, home: Path, log: Capture, **how: bool) -> tuple[str, Figures]:
     start = time.perf_counter()
     log.lines.clear()
-    trial = Trial(number, seed, home, log)
+    trial = Trial(number, seed, home, log, **how)
     try:
         trial.play()
         failures = trial.lose_and_restore()
@@ -671,10 +691,16 @@ def run_trial(number: int, seed: int, home: Path, log: Capture) -> tuple[str, Fi
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--trials", type=int, default=250, help="trials, the five kinds in turn")
+    parser.add_argument("--trials", type=int, default=200, help="trials, the five kinds in turn")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", type=Path, help="keep each trial's home here, as DIR/trial-N")
     parser.add_argument("--trial", type=int, help="play only this trial (as numbered in a run with this --seed)")
+    parser.add_argument("--daemon", action="store_true",
+                        help="the referee also runs at each deadline, settle end and reminder time, as `serve` "
+                             "wakes for them (else only like cron)")
+    parser.add_argument("--mail-last", action="store_true",
+                        help="the last run before the loss handles a mail received a second before it, so "
+                             "nothing falls due between the last mail handled again and the restore")
     args = parser.parse_args()
     log = Capture()
     logger = logging.getLogger("referee")
@@ -692,7 +718,7 @@ def main() -> int:
             home = (args.keep or scratch) / f"trial-{number}"
             if home.exists():
                 shutil.rmtree(home)
-            kind, figures = run_trial(number, args.seed, home, log)
+            kind, figures = run_trial(number, args.seed, home, log, daemon=args.daemon, mail_last=args.mail_last)
             totals[kind].add(figures)
             if args.keep is None:
                 shutil.rmtree(home, ignore_errors=True)
@@ -703,7 +729,8 @@ def main() -> int:
     elapsed = time.perf_counter() - start
     columns = ("trials", "games", "joined", "finished", "phases", "moves", "again", "restored",
                "notices", "resent", "mid_pass", "zero", "to_end", "failed", "seconds")  # fmt: skip
-    print(f"restore bench: seed {args.seed}, {len(numbers)} trial(s), {elapsed:.0f} s")
+    modes = [flag for flag, on in (("--daemon", args.daemon), ("--mail-last", args.mail_last)) if on]
+    print(f"restore bench: seed {args.seed}{''.join(' ' + m for m in modes)}, {len(numbers)} trial(s), {elapsed:.0f} s")
     print(f"{'kind':11}" + "".join(f"{c:>9}" for c in columns))
     total = Figures(trials=0)
     for kind in KINDS:
@@ -720,7 +747,8 @@ def main() -> int:
         print(f"{count:5} trial(s): {kind}")
     for line in sorted(total.failures, key=lambda line: int(line.split()[1].rstrip(":"))):
         number = int(line.split()[1].rstrip(":"))
-        print(f"FAIL {line}\n     again: python3 bench/restore.py --seed {args.seed} --trial {number} --keep DIR")
+        print(f"FAIL {line}\n     again: python3 bench/restore.py --seed {args.seed}{''.join(' ' + m for m in modes)} "
+              f"--trial {number} --keep DIR")
     print("PASS" if not total.failures else f"FAIL: {len(total.failures)} trial(s)")
     return 1 if total.failures else 0
 
