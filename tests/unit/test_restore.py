@@ -16,7 +16,9 @@ import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 from conftest import reply
 from test_runner import deliver
 from test_runner import maildir as _maildir
@@ -246,3 +248,132 @@ def test_with_games_db_gone_the_keeper_says_until_when_the_referee_ran(config, c
     club.run()
     assert public(club.engine, game) == record
     assert any(m["source"] == "random" for m in club.engine.store.moves(game, phase=1))
+
+
+# -- what bench/restore.py found a restore did not bring back as it was ------------
+
+
+def _sent(club: Club) -> set[str]:
+    """The queued mail goes out (the players have it); the Message-IDs they have."""
+    for mail in club.engine.store.outbox("queued"):
+        club.engine.store.mark_sent(mail["id"], iso(club.clock()))
+    return {mail["message_id"] for mail in club.engine.store.outbox(None)}
+
+
+def _restore(club: Club, tmp_path) -> dict[str, object]:
+    """games.db is lost (after noting what the checks compare); restore; the next run."""
+    game = club.engine.store.games()[0]["id"]
+    before = {"record": public(club.engine, game), "open": club.engine.table(game).open_phase,
+              "moves": [(m["phase"], m["seat"], m["move"], m["source"]) for m in club.engine.store.moves(game)],
+              "had": _sent(club)}  # fmt: skip
+    club.close()
+    assert club.cli(tmp_path, "restore", str(tmp_path / "backup.db")) == 0
+    club.open()
+    club.run()
+    return before
+
+
+@pytest.mark.parametrize("runs_after", [0, 5], ids=["restored-at-once", "restored-26-minutes-on"])
+def test_what_fell_due_after_the_last_mail_handled_again_is_done_as_before(config, clock, maildir, tmp_path,
+                                                                          runs_after):  # fmt: skip
+    """Round 2's deadline (13:15) passes after the last mail handled again
+    (12:15); cron, every 5 minutes, resolved it at 13:16 (random moves) and
+    prompted round 3, due 14:15.  Restored at once, the first run resolves
+    round 2 by its plain tick, not restoring: its result and round 3's
+    prompts are queued to be sent again, under the Message-IDs the players
+    hold.  Restored 26 minutes after the deadline, round 3 is opened later
+    than a tenth of its hour (LATE_OPEN): its deadline counts from the
+    restore run (14:41), not from 13:15."""
+    club = Club(config, clock, maildir)
+    game = club.engine.new_game("pure-skill", SEALED, deadline=timedelta(hours=1))
+    club.run()
+    _sent(club)  # the players have the mail so far
+    assert club.cli(tmp_path, "backup", str(tmp_path / "backup.db")) == 0
+    club.move(game)  # round 1 by mail after the backup: the last mail handled again
+    while len(club.engine.store.phases(game)) < 3:  # nobody bids in round 2
+        clock.advance(minutes=5)
+        club.run()
+    for _ in range(runs_after):
+        clock.advance(minutes=5)
+        club.run()
+    before = _restore(club, tmp_path)
+    assert public(club.engine, game) == before["record"]
+    assert club.engine.table(game).open_phase["deadline"] == before["open"]["deadline"]
+    queued = club.engine.store.outbox("queued")
+    assert not [mail["subject"] for mail in queued if mail["message_id"] in before["had"]]  # sent again
+    assert all("restored its records" in mail["subject"] for mail in queued)
+
+
+def test_a_quiet_spell_before_the_loss_is_no_outage(config, clock, maildir, tmp_path):
+    """Cron runs every 20 minutes; nobody writes for 7 hours after round 1,
+    whose successor's deadline (6 hours) passes: random moves, round 3
+    prompted.  Restored, the first run finds the last mail handled again 7
+    hours back, more than the outage gap: it extends round 2's deadline by a
+    day instead, and tells everyone so."""
+    club = Club(replace(config, outage_gap=timedelta(hours=6)), clock, maildir)
+    game = club.engine.new_game("pure-skill", SEALED, deadline=timedelta(hours=6))
+    club.run()
+    _sent(club)  # the players have the mail so far
+    assert club.cli(tmp_path, "backup", str(tmp_path / "backup.db")) == 0
+    club.move(game)
+    for _ in range(21):  # 7 hours of cron, every 20 minutes
+        clock.advance(minutes=20)
+        club.run()
+    assert len(club.engine.store.phases(game)) == 3
+    before = _restore(club, tmp_path)
+    assert [(m["phase"], m["seat"], m["move"], m["source"]) for m in club.engine.store.moves(game)] == before["moves"]
+    assert public(club.engine, game) == before["record"]
+
+
+def test_a_mail_between_a_deadline_and_the_next_run_is_handled_as_before(config, clock, maildir, tmp_path,
+                                                                        monkeypatch):  # fmt: skip
+    """ann and ben bid in round 1, cat does not; cron runs every 5 minutes.
+    cat's bid (a mail that answers none of the referee's) reaches the server
+    30 seconds after the 13:00 deadline, before the 13:01 run.  That run
+    first does what fell due before the mail (cat's random card, round 2
+    opens at 13:00), then takes the mail as cat's bid in round 2; handled
+    again after a restore, the same."""
+    # A seed whose random card for cat in round 1 is not the 5 she bids after.
+    monkeypatch.setattr("referee.engine.seating.secrets", SimpleNamespace(token_bytes=lambda n=32: b"s" * n))
+    club = Club(config, clock, maildir)
+    game = club.engine.new_game("pure-skill", SEALED, deadline=timedelta(hours=1))
+    club.run()
+    _sent(club)  # the players have the mail so far
+    assert club.cli(tmp_path, "backup", str(tmp_path / "backup.db")) == 0
+    club.move(game, skip=SEALED[2])  # bids at 12:05 and 12:10, a run at 12:11
+    for _ in range(9):  # to 12:56
+        clock.advance(minutes=5)
+        club.run()
+    clock.advance(minutes=4, seconds=30)  # 13:00:30
+    deliver(maildir, reply(club.engine, SEALED[2], "bid 5", game=game, received=clock()), clock())
+    clock.advance(seconds=30)
+    club.run()
+    assert [(m["phase"], m["source"]) for m in club.engine.store.moves(game) if m["seat"] == 2] == [
+        (1, "random"), (2, "mail")]  # fmt: skip
+    before = _restore(club, tmp_path)
+    assert [(m["phase"], m["seat"], m["move"], m["source"]) for m in club.engine.store.moves(game)] == before["moves"]
+
+
+def test_a_restore_makes_no_reminder_that_was_not_made(config, clock, maildir, tmp_path):
+    """The reminder is due at 06:00 (6 hours before a one-day deadline from
+    12:00); cron runs hourly, then at 06:20 that morning; ann's bid arrived at
+    06:10.  The run does what fell due before her mail first: at 06:00 nobody
+    had bid, so all three are reminded, and the restore makes the same
+    three reminders (kept unsent, under the Message-IDs the players have)."""
+    club = Club(config, clock, maildir)
+    game = club.engine.new_game("pure-skill", SEALED, deadline=timedelta(days=1))
+    club.run()
+    _sent(club)  # the players have the mail so far
+    assert club.cli(tmp_path, "backup", str(tmp_path / "backup.db")) == 0
+    for _ in range(17):  # hourly, to 05:00
+        clock.advance(hours=1)
+        club.run()
+    clock.advance(minutes=70)  # 06:10
+    deliver(maildir, reply(club.engine, SEALED[0], "bid 5", game=game, received=clock()), clock())
+    clock.advance(minutes=10)
+    club.run()
+    reminded = [mail["recipients"][0] for mail in club.engine.store.outbox(None) if "reminder" in mail["subject"]]
+    assert sorted(reminded) == sorted(SEALED)
+    before = _restore(club, tmp_path)
+    restored = {mail["message_id"] for mail in club.engine.store.outbox("restored")}
+    assert restored <= before["had"]
