@@ -39,11 +39,16 @@ The checks, each printed with its counts, per kind of game:
    "which is over") is for a mail the server received after that phase's
    deadline, or after it closed by the rules (pure-skill.md R6: once every
    mover has moved, the settle time after the last of those moves
-   received), by games.db's final record; or for a mail that came after the
-   fetch of the pass that resolved the phase (the race R8 allows: a mail in
-   time counts "as long as the round has not yet been resolved").  Each
-   referee run logs what every IMAP fetch gave (a launcher wraps the
-   referee's ImapSource.fetch from outside, as crashpoint.py does), so a
+   received), by games.db's final record, or in the very second a phase
+   without a settle time closed but delivered after the mail that closed
+   it (R6: the round ends as the last bid arrives; receipt times are whole
+   seconds); or for a mail that came after the fetch of the pass that
+   resolved the phase (the race R8 allows: a mail in time counts "as long
+   as the round has not yet been resolved").  Each referee run logs what
+   every IMAP fetch gave (a launcher wraps the referee's ImapSource.fetch
+   from outside, as crashpoint.py does) and each phase it resolved; the
+   resolution that stands is the last one logged (the record's resolved_at
+   is the moment the phase became due, not when a run resolved it), so a
    mail the run that resolved the phase had in hand before is never
    excused, whatever came between (a cut, or nothing);
 4. no move lost or doubled: every mail a player sent was handled; each that
@@ -55,7 +60,8 @@ The checks, each printed with its counts, per kind of game:
 5. every finished game's record verifies (`referee render --dir X --force`,
    then `referee verify X/games/N/record.json`, whose last line is the
    verdict), and every record digest a player received (start, result and
-   final mails) is the one games.db's final record gives.
+   final mails: at the start, after each phase, at the end) is the one
+   games.db's final record gives.
 
 Then the games finished per kind, the cuts (where they landed, what became
 of games.db's files), the time taken, and PASS or FAIL; the exit status is
@@ -762,19 +768,23 @@ def without_ids(raw: bytes) -> bytes:
     return b"\r\n".join(kept) + sep + rest
 
 
-def rule_close(phase: dict, firsts: dict[int, tuple[str, str]], settle: int) -> str | None:
+def rule_close(phase: dict, firsts: dict[int, tuple[str, str, str]], settle: int) -> tuple[str | None, set[str]]:
     """When a phase closed by the rules (pure-skill.md R6, R7): once every
     mover has moved, at the last of their first moves' receipts, or a
     sealed round with a move by mail the settle time later, never after the
-    deadline; None when a move was missing at the deadline (random).  The
-    referee's closes_at counts from the receipt of the move it read last."""
+    deadline; None when a move was missing at the deadline (random).  And
+    the mails that completed it, when it closed at once (no settle time):
+    the first moves by mail received in the second it closed.  The
+    referee's closes_at is the same (the latest receipt among the moves
+    counted when the last owed one came, plus the settle time: engine/
+    phases.py _note_complete); a phase where it is not is noted."""
     movers = json.loads(phase["movers"])
     if any(seat not in firsts or firsts[seat][0] == "random" for seat in movers):
-        return None
+        return None, set()
     at = from_iso(max(firsts[seat][1] for seat in movers))
     if phase["sealed"] and settle and any(firsts[seat][0] == "mail" for seat in movers):
-        return iso(min(at + timedelta(seconds=settle), from_iso(phase["deadline"])))
-    return iso(at)
+        return iso(min(at + timedelta(seconds=settle), from_iso(phase["deadline"]))), set()
+    return iso(at), {firsts[seat][2] for seat in movers if firsts[seat][0] == "mail" and firsts[seat][1] == iso(at)}
 
 
 class Checks:
@@ -803,7 +813,7 @@ class Checks:
                          for row in reader.query("select key, received_at, handled_at, outcome from messages")}  # fmt: skip
         self.moves = defaultdict(list)
         self.mail_moves = 0
-        firsts: dict[tuple[int, int], dict[int, tuple[str, str]]] = defaultdict(dict)  # each seat's first move
+        firsts: dict[tuple[int, int], dict[int, tuple[str, str, str]]] = defaultdict(dict)  # each seat's first move
         for game, phase, seat, move, source, key, received in reader.query(
                 "select game_id, phase, seat, move, source, message_key, received_at from moves order by id"):  # fmt: skip
             if source == "mail":
@@ -811,7 +821,7 @@ class Checks:
                 self.mail_moves += 1
             first = firsts[game, phase].get(seat)
             if first is None or received < first[1]:
-                firsts[game, phase][seat] = (source, received)
+                firsts[game, phase][seat] = (source, received, key)
         self.phases = {(row[0], row[1]): dict(zip(("label", "opened_at", "deadline", "closes_at", "resolved_at",
                                                    "movers", "sealed"), row[2:], strict=True))
                        for row in reader.query("select game_id, number, label, opened_at, deadline, closes_at, "
@@ -819,9 +829,10 @@ class Checks:
         self.states = dict(reader.query("select id, state from games"))
         settle = dict(reader.query("select id, settle_seconds from games"))
         for (game, number), phase in self.phases.items():
-            phase["close"] = rule_close(phase, firsts[game, number], settle[game] or 0)
+            phase["close"], phase["completing"] = rule_close(phase, firsts[game, number], settle[game] or 0)
             if phase["close"] != phase["closes_at"]:
                 self.closes.append((game, number))
+        self.sent_by_id = {sent.message_id: sent for sent in self.bench.players.sent}
         self.referee_mail = [m for m in self.bench.sink.mails]
         self.answers = defaultdict(list)  # a player's Message-ID -> the referee's answers to it
         for mail in self.referee_mail:
@@ -905,11 +916,15 @@ class Checks:
                     engine = text
 
     def resolution(self, game: int, phase: dict) -> tuple[datetime, str] | None:
-        """The resolution that stands (the final record's resolved_at, whole
-        seconds; logged just after): its log time and run."""
+        """The resolution that stands: its log time and run.  The last one
+        logged: a resolution a cut took back is made again later, and none
+        is made after the one that stands.  (The final record's resolved_at
+        is the moment the phase became due, its close or else its deadline,
+        not when a referee run came to resolve it, which may be many
+        seconds later, after a cut or in a backlog: it only bounds the log
+        time from below.)"""
         resolved = from_iso(phase["resolved_at"])
-        found = [(at, run) for at, run in self.resolutions.get((game, phase["label"]), [])
-                 if resolved <= at < resolved + timedelta(seconds=2)]  # fmt: skip
+        found = [(at, run) for at, run in self.resolutions.get((game, phase["label"]), []) if at >= resolved]
         return max(found) if found else None
 
     def excuse(self, sent: Sent, received: datetime) -> str | None:
@@ -927,6 +942,8 @@ class Checks:
             return "received after the deadline"
         if phase["close"] and received > from_iso(phase["close"]):
             return "received after the round closed (R6: the settle time after the last bid received)"
+        if self.after_completing(sent, phase, received):
+            return "received in the second the phase closed, after the mail that completed it (R6)"
         if phase["resolved_at"] is None:
             return None
         found = self.resolution(sent.game, phase)
@@ -937,6 +954,18 @@ class Checks:
         if not before or any(sent.message_id in ids for ids in before):
             return None  # it had the mail in hand, or resolved the phase before it read any mail
         return "in time, it came after the fetch of the pass that resolved the phase (R8)"
+
+    def after_completing(self, sent: Sent, phase: dict, received: datetime) -> bool:
+        """Whether a mail came in the very second a phase closed at once (no
+        settle time: R6, "a round ends as soon as the last human's bid
+        arrives"), but after the mail that closed it, by the players' own
+        delivery clock: late by R6, though receipt times, whole seconds,
+        cannot tell it from the record (the referee reads in the server's
+        order, and resolves the phase at the mail that completed it)."""
+        if not phase["completing"] or received != from_iso(phase["close"]) or sent.message_id in phase["completing"]:
+            return False
+        completing = [self.sent_by_id[key].delivered for key in phase["completing"] if key in self.sent_by_id]
+        return len(completing) == len(phase["completing"]) and sent.delivered > max(completing)
 
     def explain(self, sent: Sent, received: str | None) -> str:
         phase = self.phases.get((sent.game, sent.phase), {})
@@ -1073,13 +1102,16 @@ class Checks:
 
     def final_digests(self) -> dict[int, dict[str, str]]:
         """Each game's digests by label, from games.db's final record: at
-        the start, and after each resolved phase."""
+        the start, after each resolved phase, and at the end (the final
+        mail's: when the game finished and who won)."""
         found = {}
         for game in self.kinds:
             table = self.bench.reader.table(game)
             labels = {"the start": table.digest(0)}
             for number in range(1, len(table.replay.steps) + 1):
                 labels[table.phases[number - 1]["label"]] = table.digest(number)
+            if table.row["state"] == "finished":
+                labels["the end"] = table.end_digest()
             found[game] = {label: short_digest(digest) for label, digest in labels.items()}
         return found
 
