@@ -17,7 +17,7 @@ from email.parser import BytesParser
 from email.message import EmailMessage
 from email.policy import EmailPolicy
 from email.utils import getaddresses, parsedate_to_datetime
-from html.parser import HTMLParser
+from html import unescape
 
 
 
@@ -320,57 +320,82 @@ def unflow(text: str, delsp: bool = False) -> str:
     return "\n".join(("> " * depth if depth else "") + line for depth, line in lines)
 
 
-class _TextOfHtml(HTMLParser):
+MAX_HTML = 2**20  # characters of an HTML body read: a client's reply, styles and quoted thread and all, is under 200 KB
+
+# HTML's markup, each form read in one pass (possessive: nothing is read
+# twice): a comment, a declaration, CDATA or a processing instruction, and a
+# tag with its attributes (a quoted value may hold ">").  Anything left open
+# runs to the end, as in a browser.  A "<" that starts none of them is text.
+_MARKUP = re.compile(r"""
+    <!--.*?(?:--!?>|\Z)
+  | <!\[CDATA\[.*?(?:\]\]>|\Z)
+  | <[!?][^>]*+(?:>|\Z)
+  | </(?![a-zA-Z])[^>]*+(?:>|\Z)
+  | <(?P<end>/?)(?P<name>[a-zA-Z][^\t\n\f\r />]*+)
+      (?P<attributes>(?:[^>"'=]++|=\s*+(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z))?+|["'])*+)(?:>|\Z)
+""", re.DOTALL | re.VERBOSE)  # fmt: skip
+_RAW_TEXT = {"script": re.compile(r"</script", re.IGNORECASE), "style": re.compile(r"</style", re.IGNORECASE)}
+_BLOCKS = frozenset({"p", "div", "br", "li", "tr", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6",
+                     "table", "ul", "ol", "pre", "hr"})  # fmt: skip
+_HIDDEN = frozenset({"head", "style", "script", "title"})
+
+
+class _TextOfHtml:
     """HTML -> the text a reader sees: block elements break lines, inline
-    ones do not, and head, style and script hold no text at all."""
+    ones do not, and head, style and script hold no text at all; what a
+    blockquote holds is marked "> ", as a plain-text reply marks a quote."""
 
-    BLOCKS = {"p", "div", "br", "li", "tr", "blockquote", "h1", "h2", "h3", "h4", "h5",
-              "h6", "table", "ul", "ol", "pre", "hr"}  # fmt: skip
-    HIDDEN = {"head", "style", "script", "title"}
-
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
+    def __init__(self) -> None:
         self.parts: list[str] = []
         self.hidden = 0
         self.quoted = 0
         self.preformatted = 0
 
-    def handle_starttag(self, tag, attrs):
-        self._count(tag, +1)
-        if tag in self.BLOCKS:
-            self.parts.append("\n")
+    def read(self, html: str) -> str:
+        at = 0
+        while (markup := _MARKUP.search(html, at)) is not None:
+            self.data(html[at : markup.start()])
+            at = markup.end()
+            name = (markup["name"] or "").lower()
+            if name:
+                closing = markup["end"] == "/"
+                self.tag(name, -1 if closing else +1)
+                if not closing and markup["attributes"].rstrip().endswith("/"):
+                    self.tag(name, -1)  # <br/>: a start and an end
+                elif not closing and name in _RAW_TEXT:  # its text is not HTML: up to its end tag
+                    end = _RAW_TEXT[name].search(html, at)
+                    at = end.start() if end else len(html)
+        self.data(html[at:])
+        return "".join(self.parts)
 
-    def handle_endtag(self, tag):
-        self._count(tag, -1)
-        if tag in self.BLOCKS:
-            self.parts.append("\n")
-
-    def _count(self, tag: str, step: int) -> None:
-        if tag in self.HIDDEN:
+    def tag(self, name: str, step: int) -> None:
+        if name in _HIDDEN:
             self.hidden = max(0, self.hidden + step)
-        elif tag == "blockquote":
+        elif name == "blockquote":
             self.quoted = max(0, self.quoted + step)
-        elif tag == "pre":
+        elif name == "pre":
             self.preformatted = max(0, self.preformatted + step)
+        if name in _BLOCKS:
+            self.parts.append("\n")
 
-    def handle_data(self, data):
-        if self.hidden:
+    def data(self, text: str) -> None:
+        if self.hidden or not text:
             return
+        text = unescape(text)
         if not self.preformatted:  # in HTML a line break in the source is a space
-            data = data.replace("\r", " ").replace("\n", " ")
-        for line in data.splitlines(keepends=True):
+            text = text.replace("\r", " ").replace("\n", " ")
+        if not self.quoted:
+            self.parts.append(text)
+            return
+        for line in text.splitlines(keepends=True):
             at_line_start = not self.parts or self.parts[-1].endswith("\n")
-            if self.quoted and at_line_start and line.strip():
+            if at_line_start and line.strip():
                 self.parts.append("> ")  # quoted, as a plain-text reply marks it
             self.parts.append(line)
 
 
 def html_to_text(html: str) -> str:
-    parser = _TextOfHtml()
-    try:
-        parser.feed(html)
-        parser.close()
-    except AssertionError:  # how the standard library's parser gives up (on "<![CDA[", say)
-        pass  # the text before that point is all a reader could make out
-    lines = (" ".join(line.split()) for line in "".join(parser.parts).splitlines())
-    return "\n".join(lines)
+    """The text of an HTML body (its first MAX_HTML characters), a line of
+    text a line: read in one pass, whatever the markup (see _MARKUP)."""
+    text = _TextOfHtml().read(html[:MAX_HTML])
+    return "\n".join(" ".join(line.split()) for line in text.splitlines())
