@@ -301,8 +301,10 @@ def decode_text(payload: bytes, charset: str | None) -> str:
 def unflow(text: str, delsp: bool = False) -> str:
     """RFC 3676 format=flowed -> the lines the writer meant.  A line ending
     in a space continues on the next one of the same quote depth (with
-    DelSp=yes that space is not part of the text); a leading space is stuffing."""
-    lines: list[tuple[int, str]] = []  # (quote depth, text)
+    DelSp=yes that space is not part of the text); a leading space is
+    stuffing.  Each line's pieces are joined once, at the end: linear in
+    the text however many lines continue."""
+    lines: list[tuple[int, list[str]]] = []  # (quote depth, the pieces of its text)
     joining = False
     for raw in text.split("\n"):
         depth = len(raw) - len(raw.lstrip(">"))
@@ -313,11 +315,11 @@ def unflow(text: str, delsp: bool = False) -> str:
         if flowed and delsp:
             line = line[:-1]
         if joining and lines and lines[-1][0] == depth:
-            lines[-1] = (depth, lines[-1][1] + line)
+            lines[-1][1].append(line)
         else:
-            lines.append((depth, line))
+            lines.append((depth, [line]))
         joining = flowed
-    return "\n".join(("> " * depth if depth else "") + line for depth, line in lines)
+    return "\n".join(("> " * depth if depth else "") + "".join(pieces) for depth, pieces in lines)
 
 
 MAX_HTML = 2**20  # characters of an HTML body read: a client's reply, styles and quoted thread and all, is under 200 KB
