@@ -172,7 +172,7 @@ _DISPLAY_NAME = rf'(?:"(?:[^"\\]|\\.)*"|{_COMMENT}|[^"<>()\[\]@,;:\\])*'
 _FROM = re.compile(rf"{_DISPLAY_NAME}<\s*({_ADDRESS})\s*>(?:\s*{_COMMENT})?"
                    rf"|({_ADDRESS})(?:\s*{_COMMENT})?")  # fmt: skip
 _BARE_ADDRESS = re.compile(_ADDRESS)
-_INNER_COMMENT = re.compile(r"\([^()]*\)")
+_PARENTHESES = re.compile(r"[()]|[^()]+")
 _MESSAGE_ID = re.compile(r"<[!-;=?-~]{1,250}>")  # printable ASCII in angle brackets, as ids are
 _SPACED_FROM = re.compile(rb"(?im)^from[ \t]+:")
 _FOLD = re.compile(r"\r?\n(?=[ \t])")
@@ -236,10 +236,18 @@ def header_text(message: EmailMessage, name: str) -> str:
 
 
 def without_comments(value: str) -> str:
-    """A structured field's value without its (comments), nested ones too."""
-    while (stripped := _INNER_COMMENT.sub(" ", value)) != value:
-        value = stripped
-    return value
+    """A structured field's value without its (comments), nested ones too:
+    each becomes one space; a "(" never closed stays.  One pass."""
+    kept: list[str] = []
+    opened: list[int] = []  # where each "(" still open stands in kept
+    for piece in _PARENTHESES.findall(value):
+        if piece == "(":
+            opened.append(len(kept))
+        elif piece == ")" and opened:
+            del kept[opened.pop() :]
+            piece = " "
+        kept.append(piece)
+    return "".join(kept)
 
 
 def message_ids(text: str) -> list[str]:
