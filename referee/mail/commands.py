@@ -139,6 +139,7 @@ def own_lines(text: str, limit: int | None = None, answered: Collection[str] = (
     lines = text.splitlines()[:_MOST_LINES]
     mail = _Answered(answered)
     quoted, marked = _quoted(lines, mail)
+    pasted: list[bool] | None = None  # _pasted_below, once an attribution asks
     own: list[str] = []
     for index, line in enumerate(lines):
         stripped = line.strip()
@@ -147,7 +148,8 @@ def own_lines(text: str, limit: int | None = None, answered: Collection[str] = (
         if _SIGNATURE.match(line) or _ORIGINAL.match(stripped) or _DEVICE_SIGNATURE.match(stripped):
             break
         if _attribution(lines, index):
-            if _unquoted_below(lines, marked, index, mail):
+            pasted = _pasted_below(lines, marked, mail) if pasted is None else pasted
+            if pasted[index]:
                 break  # a client that pasted the original below its attribution, unmarked
             continue
         own.append(stripped)
@@ -326,23 +328,26 @@ def _addressed(line: str) -> bool:
     return at >= 0 and bool(_DIGIT.search(text, 0, opening))
 
 
-def _unquoted_below(lines: list[str], quoted: list[bool], index: int, answered: _Answered) -> bool:
-    """Whether the referee's mail was pasted unmarked below an attribution:
-    two of the lines below it, up to one quoted by a mark or an indent, are
-    its lines.  A reply
+def _pasted_below(lines: list[str], quoted: list[bool], answered: _Answered) -> list[bool]:
+    """For each line, whether the referee's mail was pasted unmarked below
+    it (were it an attribution): two of the lines below it, up to one
+    quoted by a mark or an indent, are its lines.  A reply
     typed under an attribution left standing ("On ... wrote:" + "bid K")
     is the player's own, however long.  When the mail answered is not on
     record, four lines or more are taken for a pasted original: better a
-    reply not read (and said so) than a quoted example played."""
-    below = []
-    for line, mark in zip(lines[index + 1 :], quoted[index + 1 :]):
-        if mark:
-            break
-        if line.strip():
-            below.append(line)
-    if answered.words:
-        return sum(answered.echoes(line) for line in below) >= _ECHOED
-    return len(below) >= _LONG_INDENT
+    reply not read (and said so) than a quoted example played.  Counted in
+    one pass from the last line up, so a mail of attributions is not read
+    again below each one."""
+    pasted = [False] * len(lines)
+    below = echoed = 0  # lines below, up to the first quoted one, and those of them the mail's
+    for index in range(len(lines) - 1, -1, -1):
+        pasted[index] = echoed >= _ECHOED if answered.words else below >= _LONG_INDENT
+        if quoted[index]:
+            below = echoed = 0
+        elif lines[index].strip():
+            below += 1
+            echoed += bool(answered.words) and answered.echoes(lines[index])
+    return pasted
 
 
 def _plain(line: str) -> str:
