@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from referee.mail.parse import Incoming
+from referee.mail.parse import MAX_TEXT, Incoming
 from referee.rules import kind_named
 from referee.rules.reading import is_question, phrase, words
 
@@ -47,7 +47,6 @@ _REPLY_PREFIX = re.compile(r"^\s*((re|fwd?|aw|sv|antw)\s*(\[\d+\])?\s*:\s*)+", r
 _MARKED = re.compile(r"^\s*(>|\||:(\s|$)|[a-z][\w.]{0,11}>(\s|$))", re.I)
 _INDENT = re.compile(r"^(\t|  )")  # mailx and s-nail quote with a TAB, Emacs' mail-mode with spaces
 _MOST_LINES = 5000  # of a mail's text are looked at: a reply quoting a long mail has a few hundred
-_MOST_TEXT = 2**20  # characters of a mail's text looked at: a reply quoting a whole game's thread has under 100 KB
 _LONG_INDENT = 4  # indented lines in a run that make it a quote with no attribution: nobody indents a letter
 _ECHOED = 2  # lines of the referee's own mail that make a run of lines a quote of it
 _WROTE = (r"wrote|writes|schrieb|schreibt|a écrit|écrit|escribió|escribio|ha scritto|scrive|schreef"
@@ -136,8 +135,9 @@ def own_lines(text: str, limit: int | None = None, answered: Collection[str] = (
 
     Quoted lines and the attribution above them are skipped (so top-posted,
     bottom-posted and inline replies all count); a signature or an
-    unquoted original ends the text."""
-    lines = text[:_MOST_TEXT].splitlines()[:_MOST_LINES]
+    unquoted original ends the text.  Only the text's first _MOST_LINES
+    lines and MAX_TEXT characters are looked at, each step in one pass."""
+    lines = text[:MAX_TEXT].splitlines()[:_MOST_LINES]
     mail = _Answered(answered)
     quoted, marked = _quoted(lines, mail)
     pasted: list[bool] | None = None  # _pasted_below, once an attribution asks

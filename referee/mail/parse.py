@@ -1,7 +1,8 @@
 """One RFC 5322 message -> the facts the referee acts on.
 
-The one place that reads MIME.  It keeps the player's text whole; choosing
-which lines are commands is ``referee.mail.commands``' job.
+The one place that reads MIME.  It keeps the player's text as written (its
+first MAX_TEXT characters); choosing which lines are commands is
+``referee.mail.commands``' job.
 """
 
 from __future__ import annotations
@@ -69,6 +70,11 @@ def unreadable(raw: bytes, now: datetime, received_at: datetime | None = None) -
 
 
 MAX_PARTS = 200  # MIME parts; people's mail has a handful
+# Characters of a body's text read (of an HTML body, of its source): a reply
+# quoting a whole game's thread has under 100 KB of text, and an HTML one,
+# styles and all, under 200 KB; a player's own lines stand above or among
+# the quotes, never a megabyte down.
+MAX_TEXT = 2**20
 MAX_FIELD = 8192  # characters of one header field; longer ones are cut
 MAX_FIELDS = 500  # header fields of one part the referee reads, and others; a relayed mail has ~50
 _MAX_SAME = 5  # To, Cc ... fields read for addresses (a mail has one of each)
@@ -271,7 +277,8 @@ def _addresses(message: EmailMessage) -> list[str]:
 
 def _body_text(message: EmailMessage) -> str:
     """The plain-text body (HTML-only mail as a reader sees it), decoded
-    whatever its transfer encoding and charset; attachments are never read."""
+    whatever its transfer encoding and charset, its first MAX_TEXT
+    characters; attachments are never read."""
     try:
         part = message.get_body(preferencelist=("plain", "html"))
         if part is None:
@@ -280,7 +287,7 @@ def _body_text(message: EmailMessage) -> str:
         charset = part.get_content_charset()
     except (KeyError, LookupError, ValueError, AttributeError, TypeError, RecursionError):
         return ""  # unreadable, or nested deeper than anyone writes: no commands in it
-    text = decode_text(payload, charset).replace("\r\n", "\n").replace("\r", "\n")
+    text = decode_text(payload, charset)[:MAX_TEXT].replace("\r\n", "\n").replace("\r", "\n")
     if part.get_content_subtype() == "html":
         return html_to_text(text)
     if str(part.get_param("format", "")).lower() == "flowed":
@@ -330,7 +337,6 @@ def unflow(text: str, delsp: bool = False) -> str:
     return "\n".join(("> " * depth if depth else "") + "".join(pieces) for depth, pieces in lines)
 
 
-MAX_HTML = 2**20  # characters of an HTML body read: a client's reply, styles and quoted thread and all, is under 200 KB
 
 # HTML's markup, each form read in one pass (possessive: nothing is read
 # twice): a comment, a declaration, CDATA or a processing instruction, and a
@@ -405,7 +411,7 @@ class _TextOfHtml:
 
 
 def html_to_text(html: str) -> str:
-    """The text of an HTML body (its first MAX_HTML characters), a line of
+    """The text of an HTML body (its first MAX_TEXT characters), a line of
     text a line: read in one pass, whatever the markup (see _MARKUP)."""
-    text = _TextOfHtml().read(html[:MAX_HTML])
+    text = _TextOfHtml().read(html[:MAX_TEXT])
     return "\n".join(" ".join(line.split()) for line in text.splitlines())
