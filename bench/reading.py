@@ -101,10 +101,18 @@ def transfer(body: Callable[[int], str], cte: str, kind: str = "plain") -> Calla
 
     def make(mail: Mail, size: int) -> bytes:
         top = mail.head(content_type=f"text/{kind}; charset=utf-8", cte=cte).encode()
-        data = body((size - len(top)) * 3 // 4 if cte == "base64" else size - len(top)).encode()
-        return top + (base64.encodebytes(data) if cte == "base64" else quopri.encodestring(data)).replace(b"\n", b"\r\n")
+        data = body(size - len(top)).encode()
+        data = (base64.encodebytes(data) if cte == "base64" else quopri.encodestring(data)).replace(b"\n", b"\r\n")
+        data = data[: size - len(top)]
+        return top + data[: data.rfind(b"\r\n") + 2]  # whole lines
 
     return make
+
+
+def stray(raw: bytes) -> bytes:
+    """A "!" at the end of each line of the body: not base64."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return head + b"\r\n\r\n" + body.replace(b"\r\n", b"!\r\n")
 
 
 def html(body: Callable[[int], str]) -> Callable[[Mail, int], bytes]:
@@ -119,7 +127,7 @@ def header_shape(field: Callable[[int], str]) -> Callable[[Mail, int], bytes]:
     """A mail whose header section is most of its ``size``."""
 
     def make(mail: Mail, size: int) -> bytes:
-        return (mail.head(extra=field(size)) + "bid 7\r\n").encode()
+        return (mail.head(extra=field(size - len(mail.head()) - 16)) + "bid 7\r\n").encode()
 
     return make
 
@@ -128,14 +136,15 @@ def subject_shape(subject: Callable[[int], str]) -> Callable[[Mail, int], bytes]
     """A mail with no body, whose subject is read as its one line."""
 
     def make(mail: Mail, size: int) -> bytes:
-        return mail.head(subject=subject(size)).encode()
+        return mail.head(subject=subject(size - len(mail.head()))).encode()
 
     return make
 
 
 def multipart(parts: Callable[[int], list[tuple[str, str]]], kind: str = "mixed") -> Callable[[Mail, int], bytes]:
     def make(mail: Mail, size: int) -> bytes:
-        body = "".join(f"--b\r\nContent-Type: {ctype}\r\n\r\n{content}\r\n" for ctype, content in parts(size))
+        body = "".join(f"--b\r\nContent-Type: {ctype}\r\n\r\n{content}\r\n"
+                       for ctype, content in parts(size - len(mail.head()) - 512))
         return (mail.head(content_type=f'multipart/{kind}; boundary="b"') + body + "--b--\r\n").encode()
 
     return make
@@ -152,7 +161,7 @@ def nested(depth: Callable[[int], int], unit: str = LOREM + "\r\n", equals: str 
         closing = "".join(f"\r\n--b{i}--" for i in reversed(range(1, levels)))
         top = mail.head(content_type='multipart/mixed; boundary="b0"', extra="")
         frame = top + "--b0\r\n" + opening + "Content-Type: text/plain\r\n\r\nbid 7\r\n" + closing + "\r\n--b0--\r\n"
-        padding = fill(unit, size - len(frame)) if size > len(frame) else ""
+        padding = fill(unit, size - len(frame) - 16) if size > len(frame) + 16 else ""
         return (frame.replace("bid 7\r\n", "bid 7\r\n" + padding, 1)).encode()
 
     return make
@@ -176,7 +185,7 @@ def attribution_over_long_lines(size: int) -> str:
 
 def deep_html(tag: str) -> Callable[[int], str]:
     def body(size: int) -> str:
-        half = size // (2 * len(tag) + 5)
+        half = (size - 8) // (2 * len(tag) + 5)
         return f"<{tag}>" * half + "bid 7" + f"</{tag}>" * half
 
     return body
@@ -221,22 +230,24 @@ SHAPES: dict[str, Callable[[Mail, int], bytes]] = {
     "base64 body": transfer(lambda size: fill(LOREM + "\n", size, "bid 7\n"), "base64"),
     "quoted-printable body, soft breaks": transfer(lambda size: fill("x=\r\n", size, "bid 7\n"), "quoted-printable"),
     "quoted-printable body of =XX": transfer(lambda size: fill("\u00e9", size // 6, "bid 7\n"), "quoted-printable"),
+    "base64 body, a stray '!' on each line": lambda mail, size: stray(transfer(lambda n: fill(LOREM + "\n", n, "bid 7\n"),
+                                                                               "base64")(mail, size * 77 // 78)),
     "base64 html body": transfer(lambda size: fill("<p>" + LOREM, size, "<p>bid 7"), "base64", "html"),
     "multipart nested 199 deep, text at the bottom": nested(lambda size: 199),
-    "multipart nested as deep as the size allows": nested(lambda size: size // 60),
-    "multipart nested deep, 'boundary =' spaced": nested(lambda size: min(size // 60, 400), equals=" ="),
+    "multipart nested as deep as the size allows": nested(lambda size: size // 80),
+    "multipart nested deep, 'boundary =' spaced": nested(lambda size: min(size // 80, 400), equals=" ="),
     "multipart nested 10 deep, blank lines": nested(lambda size: 10, "\r\n"),
     "multipart, a part of blank lines": nested(lambda size: 1, "\r\n"),
     "many parts": multipart(lambda size: [("text/plain", "bid 7")] * (size // 40)),
-    "199 large parts": multipart(lambda size: [("text/plain", fill(LOREM + "\r\n", size // 199))] * 199),
+    "199 large parts": multipart(lambda size: [("text/plain", fill(LOREM + "\r\n", size // 199 - 64))] * 199),
     "alternative: small text, huge html": multipart(lambda size: [("text/plain", "bid 7"),
                                                                   ("text/html", fill("<a ", size))], "alternative"),
     "delivery report, huge status part": multipart(report, "report; report-type=delivery-status"),
     "a header field folded over many lines": header_shape(lambda size: fill("\r\n x", size, "X-Junk: a")),
-    "the Subject folded over many lines": lambda mail, size: (mail.head(subject=fill("\r\n Re:", size, "x"))
+    "the Subject folded over many lines": lambda mail, size: (mail.head(subject=fill("\r\n Re:", size - 512, "x"))
                                                               + "bid 7\r\n").encode(),
-    "Auto-Submitted of nested comments": header_shape(lambda size: "Auto-Submitted: " + "(" * (size // 2)
-                                                      + ")" * (size // 2) + " no\r\n"),
+    "Auto-Submitted of nested comments": header_shape(lambda size: "Auto-Submitted: " + "(" * (size // 2 - 16)
+                                                      + ")" * (size // 2 - 16) + " no\r\n"),
     "many header fields": header_shape(lambda size: fill("X-Junk: x\r\n", size)),
     "many Received fields": header_shape(lambda size: fill("Received: from a by b; Sat, 21 Nov 2026 12:00:00 +0000\r\n", size)),
     "a Subject of encoded words": subject_shape(lambda size: fill("=?utf-8?q?b=C3=A9d?= ", size)),
@@ -246,7 +257,9 @@ SHAPES: dict[str, Callable[[Mail, int], bytes]] = {
     "charset utf-7, shifting": encoded(lambda size: fill(UTF7_SHIFTS, size, "bid 7\n"), "ascii", "utf-7"),
     "charset utf-16": encoded(lambda size: fill(LOREM + "\n", size // 2, "bid 7\n"), "utf-16"),
     "charset iso-2022-jp, escaping": encoded(lambda size: fill("a\u3042", size // 5, "bid 7\n"), "iso-2022-jp"),
-    "charset gb18030": encoded(lambda size: fill("\u4e2d\u6587 ", size // 4, "bid 7\n"), "gb18030"),
+    "charset gb18030": encoded(lambda size: fill("\u4e2d\u6587 ", size * 3 // 5, "bid 7\n"), "gb18030"),
+    "charset unicode_escape, named characters": encoded(lambda size: fill("\\N{LATIN SMALL LETTER E WITH ACUTE}", size,
+                                                                           "bid 7\n"), "ascii", "unicode_escape"),
     "charset latin-1": encoded(lambda size: fill("\u00e9t\u00e9 ", size, "bid 7\n"), "latin-1"),
     # -- HTML ------------------------------------------------------------------------------
     "html: deep <div> nesting": html(deep_html("div")),
