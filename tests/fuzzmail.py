@@ -14,17 +14,23 @@ odd charset; another seat's token or From.  The same seed makes the same mail.
 
 from __future__ import annotations
 
+import base64
+import itertools
+import quopri
 import random
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import SimpleNamespace
+from typing import Any, Protocol, TypeVar
 from unittest.mock import patch
 from datetime import datetime, timezone
 from email import message_from_bytes
 from email.header import decode_header, make_header
 from email.utils import format_datetime
 from pathlib import Path
+
+from hypothesis import strategies as st
 
 from referee.engine import Engine
 from referee.mail.parse import parse
@@ -34,6 +40,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 FIXTURE_KEY = b"fixture-secret"  # the key the corpus's reply tokens are computed with
 STRANGER = "mallory@evil.example"
 BASE32 = "abcdefghijklmnopqrstuvwxyz234567"
+T = TypeVar("T")
 
 # What broke a mail parser or composer once, here or elsewhere.
 SNIPPETS = [
@@ -66,6 +73,161 @@ COMMANDS = ["help", "hand", "status", "list", "join bid", "join ice", "leave bid
             "timezone Europe/Berlin", "resign", "HELP\nbid 7\nbid 8", ""]  # fmt: skip
 
 
+# -- hostile shapes (issue 29): mail whose reading once took time growing with the square
+# of its size (or a pattern backtracking over each line); bench/reading.py feeds them at
+# up to 10 MB, the suite at a few dozen KB.
+
+ATTRIBUTION = "On Sat, 21 Nov 2026 at 12:00, Referee <referee@example.org> wrote:"
+LOREM = "lorem ipsum dolor sit amet "
+MOST_TEXT = 64 * 1024  # characters of a hostile body in the suite
+
+
+class Picks(Protocol):
+    """What a generator draws with: a random.Random, or hypothesis's draw (Draws)."""
+
+    def choice(self, seq: Sequence[T]) -> T: ...
+    def randint(self, a: int, b: int) -> int: ...
+
+
+class Draws:
+    """Picks by hypothesis's ``draw``, so a failing mail shrinks draw by draw."""
+
+    def __init__(self, draw: Callable[[st.SearchStrategy[Any]], Any]):
+        self.draw = draw
+
+    def choice(self, seq: Sequence[T]) -> T:
+        return self.draw(st.sampled_from(seq))
+
+    def randint(self, a: int, b: int) -> int:
+        return self.draw(st.integers(a, b))
+
+
+# n units of text of each shape
+TEXT_SHAPES: dict[str, Callable[[int], str]] = {
+    "attributions": lambda n: "On x wrote:\n" * n,
+    "attributions above long lines": lambda n: (ATTRIBUTION + "\n") * n + (LOREM * n + "\n") * 3,
+    "a starred attribution that backtracks": lambda n: ("* " + "[1" * 149 + "\n") * n,
+    "an address attribution that backtracks": lambda n: ("1<" * 150 + "\n") * n,
+    "a verb attribution, never closed": lambda n: ("x wrote " * 37 + "x\n") * n,
+    "attributions wrapped over two lines": lambda n: ("On " + "wrote " * 49 + "\nwrote wrote:\n") * n,
+    "other attributions": lambda n: "Bob writes:\n* Bob [2026-11-21 12:00]:\n21.11.2026 Bob <b@x.org>:\nQuoting Bob:\n" * n,
+    "quoted lines": lambda n: ("> " + LOREM + "\n") * n,
+    "deep quote marks": lambda n: (">" * n + " bid 7\n") * 3,
+    "the prompt indented": lambda n: ATTRIBUTION + "\n" + "\t    bid K\n\n" * n,
+    "indented runs under attributions": lambda n: (ATTRIBUTION + "\n  " + LOREM + "\n") * n,
+    "supercite": lambda n: ("Referee> " + LOREM + "\n") * n,
+    "a long signature": lambda n: "-- \n" + (LOREM + "\n") * n,
+    "blank lines": lambda n: "\n" * n,
+    "blank lines between indented ones": lambda n: ("  x\n" + "\n" * 50) * (n // 50 + 1),
+    "a line of letters": lambda n: "x" * n * 10 + "\n",
+    "a line of words": lambda n: "bid 7 " * n + "\n",
+    "a line of spaces": lambda n: " " * n * 10 + ">\n",
+    "a line of underscores": lambda n: "_" * n * 10 + "x\n",
+    "a line of dashes": lambda n: "-" * n * 10 + "x\n",
+    "command words": lambda n: "help\nbid 7\nstatus\nresign\n" * n,
+    "line ends of every kind": lambda n: "a\r\rb\r\n\nc\n\r" * n,
+    "originals": lambda n: "  -----Original Message-----\n" * n,
+    "device signatures": lambda n: "  Sent from my phone\n" * n,
+    "flowed continuing": lambda n: "lorem ipsum \n" * n,
+    "flowed quote depths": lambda n: "> a \n>> b \nc \n" * n,
+}
+HTML_SHAPES: dict[str, Callable[[int], str]] = {
+    "'<a '": lambda n: "<a " * n,
+    "'<p' unclosed": lambda n: "<p" * n,
+    "'<!--' unclosed": lambda n: "<!--" * n,
+    "'</'": lambda n: "</" * n,
+    "'<!'": lambda n: "<!" * n,
+    "'<![CDATA['": lambda n: "<![CDATA[" * n,
+    "'&#'": lambda n: "&#" * n,
+    "entities": lambda n: "&amp;&#128512;&eacute;" * n,
+    "deep divs": lambda n: "<div>" * n + "bid 7" + "</div>" * n,
+    "deep blockquotes": lambda n: "<blockquote>" * n + "bid 7<br>" * n,
+    "an attribute never closed": lambda n: '<a href="' + "x" * n,
+    "a script never closed": lambda n: "<script>" + "</scr" * n,
+    "breaks": lambda n: "<br>" * n,
+    "preformatted lines": lambda n: "<pre>" + "bid 7\n" * n + "</pre>",
+    "comments": lambda n: "<!-- x -->" * n,
+}
+CHARSETS = ["utf-8", "latin-1", "utf-16", "utf-7", "iso-2022-jp"]
+KINDS = ["plain", "flowed", "flowed delsp", "html"]
+_SERIAL = itertools.count()  # each mail its own Message-ID, however often one is made again
+
+
+def hostile_mail(picks: Picks, sender: str, to: str, subject: str,
+                 date: str = "Sat, 21 Nov 2026 12:30:00 +0000") -> bytes:  # fmt: skip
+    """A mail from ``sender`` to ``to`` whose body is made of hostile shapes
+    (a move perhaps above or below them), as plain, flowed or HTML text, in
+    a charset and transfer encoding, perhaps inside MIME (nested, many
+    parts, an rfc822 message), perhaps with a hostile header field."""
+    kind = picks.choice(KINDS)
+    shapes = {**TEXT_SHAPES, **HTML_SHAPES} if kind == "html" else TEXT_SHAPES
+    text = picks.choice(["", "bid 7\n"])
+    for _ in range(picks.randint(1, 3)):
+        text += shapes[picks.choice(sorted(shapes))](picks.randint(1, 30_000))
+    text += picks.choice(["", "\nbid 7\n"])
+    text = text[:MOST_TEXT].replace("\n", picks.choice(["\n", "\r\n", "\r"]))
+    part = hostile_part(kind, text, picks.choice(CHARSETS), picks.choice(["8bit", "base64", "quoted-printable"]))
+    return _hostile_head(picks, sender, to, subject, date) + _wrapped(picks, part)
+
+
+def hostile_part(kind: str, text: str, charset: str = "utf-8", encoding: str = "8bit") -> bytes:
+    """A MIME part of ``text``: plain, flowed or HTML (KINDS), in ``charset``
+    and a transfer ``encoding``."""
+    data = text.encode(charset, "replace")
+    data = {"8bit": data, "base64": base64.encodebytes(data), "quoted-printable": quopri.encodestring(data)}[encoding]
+    content_type = {"plain": "text/plain", "flowed": "text/plain; format=flowed",
+                    "flowed delsp": "text/plain; format=flowed; delsp=yes", "html": "text/html"}[kind]  # fmt: skip
+    return (f"Content-Type: {content_type}; charset={charset}\r\n"
+            f"Content-Transfer-Encoding: {encoding}\r\n\r\n").encode() + data  # fmt: skip
+
+
+def hostile_head(sender: str, to: str, subject: str, date: str = "Sat, 21 Nov 2026 12:30:00 +0000") -> bytes:
+    """An ordinary header section (without its Content-* fields): each its own Message-ID."""
+    return (f"Received: from client.example.net by mx.example.org; {date}\r\n"
+            f"From: {sender}\r\nTo: {to}\r\nSubject: {subject}\r\n"
+            f"Message-ID: <hostile-{next(_SERIAL)}@example.net>\r\nMIME-Version: 1.0\r\n").encode()
+
+
+def _wrapped(picks: Picks, part: bytes) -> bytes:
+    """The part as it is, or inside MIME of one hostile shape or another."""
+    wrapper = picks.choice(["none", "alternative", "nested", "many parts", "rfc822"])
+    if wrapper == "alternative":
+        return _multipart("alternative", [b"Content-Type: text/plain\r\n\r\nbid 7\r\n", part])
+    if wrapper == "nested":
+        for _ in range(picks.randint(1, 40)):
+            part = _multipart("mixed", [part])
+        return part
+    if wrapper == "many parts":
+        return _multipart("mixed", [part] + [b"Content-Type: text/plain\r\n\r\nx\r\n"] * picks.randint(1, 250))
+    if wrapper == "rfc822":
+        return b"Content-Type: message/rfc822\r\n\r\nFrom: a@example.org\r\n" + part
+    return part
+
+
+def _multipart(subtype: str, parts: list[bytes]) -> bytes:
+    boundary = f"b{len(parts)}-{sum(map(len, parts))}".encode()
+    body = b"".join(b"--" + boundary + b"\r\n" + part + b"\r\n" for part in parts)
+    return (f'Content-Type: multipart/{subtype}; boundary="'.encode() + boundary + b'"\r\n\r\n'
+            + body + b"--" + boundary + b"--\r\n")  # fmt: skip
+
+
+def _hostile_head(picks: Picks, sender: str, to: str, subject: str, date: str) -> bytes:
+    """hostile_head, perhaps with a hostile field, or a hostile subject."""
+    n = picks.randint(1, 2000)
+    extra = picks.choice([
+        "", "X-Folded: a" + "\r\n x" * n + "\r\n", "".join(f"X-Fz{i}: {i}\r\n" for i in range(n)),
+        "Auto-Submitted: " + "(" * n + ")" * n + " no\r\n", "References: " + "<a@b> " * n + "\r\n",
+    ])  # fmt: skip
+    subject = picks.choice([subject, subject + " =?utf-8?q?b=C3=A9d?=" * n, "Re: " * n + subject, "bid 7 " * n])
+    return hostile_head(sender, to, subject, date) + extra.encode()
+
+
+@st.composite
+def hostile_mails(draw: Callable[[st.SearchStrategy[Any]], Any], sender: str, to: str, subject: str) -> bytes:
+    """hostile_mail as a hypothesis strategy."""
+    return hostile_mail(Draws(draw), sender, to, subject)
+
+
 class Fuzzer:
     def __init__(self, engine: Engine, seed: int):
         self.engine = engine
@@ -95,11 +257,12 @@ class Fuzzer:
             return self.rng.choice(self.corpus)
         if pick < 0.45:
             return self.rng.choice(self.regressions)
-        return self._seat_mail()
+        return self._seat_mail(hostile=pick > 0.97)
 
-    def _seat_mail(self) -> bytes:
+    def _seat_mail(self, hostile: bool = False) -> bytes:
         """A seat of a running game sends a legal move (or a command) from its
-        own address to its reply address, as its mail client would."""
+        own address to its reply address, as its mail client would; or,
+        ``hostile``, a mail of hostile shapes (hostile_mail)."""
         running = [self.engine.table(g["id"]) for g in self.engine.store.games() if g["state"] == "running"]
         seats = [(table, s["seat"]) for table in running for s in table.seats
                  if s["address"] and table.human(s["seat"])]  # fmt: skip
@@ -112,6 +275,9 @@ class Fuzzer:
             legal = table.rules.legal_moves(table.state, seat)
             text = table.rules.move_text(self.rng.choice(legal)) if legal else text
         token, address = table.seats[seat]["token"], table.seats[seat]["address"]
+        if hostile:
+            return hostile_mail(self.rng, address, f"referee+{token}@example.org", f"Re: {table.tag(seat)} Your move",
+                                format_datetime(self.engine.clock()))  # fmt: skip
         return (f"Received: from client.example.net by mx.example.org; "
                 f"{format_datetime(self.engine.clock())}\r\n"
                 f"From: {address}\r\nTo: referee+{token}@example.org\r\n"
