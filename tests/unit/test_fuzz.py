@@ -13,8 +13,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from conftest import PLAYERS, assert_clean_headers
-from fuzzmail import FIXTURE_KEY, Fuzzer, count_game_changes, names_a_token, seeded_games
+import pytest
+
+from conftest import PLAYERS, assert_clean_headers, seat_address
+from fuzzmail import (FIXTURE_KEY, HTML_SHAPES, MOST_TEXT, TEXT_SHAPES, Fuzzer, count_game_changes, hostile_head,
+                      hostile_mails, hostile_part, names_a_token, seeded_games)  # fmt: skip
+from hypothesis import HealthCheck, given, settings
 from test_security import Overrun, build, within
 
 from referee.engine import Engine
@@ -22,6 +26,7 @@ from referee.engine import Engine
 SEED = int(os.environ.get("FUZZ_SEED", "12"))
 COUNT = 3000
 CPU_BOUND = 5.0  # seconds for one message: a hang guard, far above any real mail's cost
+READING_BOUND = 2.0  # seconds of CPU for any one mail up to the maximum size (issue 29); these are far smaller
 KINDS = ("pure-skill", "bid", "ice", "priority", "bluff")
 
 
@@ -68,3 +73,55 @@ def fuzz(tmp_path) -> None:
             engine.clock.advance(days=3, seconds=1)
             engine.tick()
             keep_every_kind_running(engine)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize(("kind", "shape"), [*(("plain", name) for name in TEXT_SHAPES),
+                                             *(("html", name) for name in HTML_SHAPES)])  # fmt: skip
+def test_each_hostile_shape_at_its_largest_is_read_in_bounded_time(tmp_path, kind, shape):
+    """Each shape of tests/fuzzmail.py filling MOST_TEXT (64 KB), below a
+    move: read within READING_BOUND, the move taken.  (Before issue 29, 64 KB
+    of "<a " took 28 s and of "On x wrote:" 3 s.)"""
+    engine = build(tmp_path, secret_key=FIXTURE_KEY, replies_per_hour=10**6)
+    engine.new_game("pure-skill", PLAYERS)
+    player = PLAYERS[0]
+    text = (("bid 7<br>" if kind == "html" else "bid 7\n") + (TEXT_SHAPES | HTML_SHAPES)[shape](MOST_TEXT))[:MOST_TEXT]
+    raw = hostile_head(player, seat_address(engine, player), "Re: Round 1") + hostile_part(kind, text)
+    try:
+        with within(READING_BOUND):
+            outcome = engine.ingest(raw)
+    except Overrun as overrun:
+        raise AssertionError(f"ingest ran {overrun}") from None
+    assert outcome.code == "move", str(outcome)
+
+
+def test_hostile_shapes_are_read_in_bounded_time_and_answered_politely(tmp_path):
+    """Mail of the shapes whose reading once took time growing with the
+    square of their size (tests/fuzzmail.py: hostile_mail), from a seat,
+    at up to 64 KB of text: each is read within READING_BOUND, never fails,
+    and is answered (unless it must not be) with clean headers, to players
+    only.  bench/reading.py feeds the same shapes at up to 10 MB."""
+    engine = build(tmp_path, secret_key=FIXTURE_KEY, replies_per_hour=10**6)
+    engine.new_game("pure-skill", PLAYERS)
+    player = PLAYERS[0]
+    subject = f"Re: {engine.table(1).tag(0)} Round 1 of 13"
+
+    @settings(max_examples=80, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+    @given(raw=hostile_mails(player, seat_address(engine, player), subject))
+    def check(raw: bytes) -> None:
+        last = max((row["id"] for row in engine.store.outbox()), default=0)
+        try:
+            with within(READING_BOUND):
+                outcome = engine.ingest(raw)
+        except Overrun as overrun:
+            raise AssertionError(f"ingest ran {overrun}: {raw[:300]!r}") from None
+        assert outcome.code != "failed", f"{outcome}: {raw[:300]!r}"
+        answers = [row for row in engine.store.outbox() if row["id"] > last]
+        for mail in answers:
+            assert_clean_headers(mail["raw"])
+            assert set(mail["recipients"]) <= set(PLAYERS)
+        if outcome.code != "ignored":
+            assert any(player in mail["recipients"] for mail in answers), str(outcome)
+
+    check()
