@@ -199,10 +199,10 @@ SHAPES: dict[str, Callable[[Mail, int], bytes]] = {
     "attribution lines above long lines": text(attribution_over_long_lines),
     "html: '<a ' repeated": html(lambda size: fill("<a ", size, "<p>bid 7</p>")),
     "flowed: every line continues": flowed(lambda size: fill("lorem ipsum \n", size, "bid 7\n\n")),
-    "attribution that backtracks (* [1[1...)": text(lambda size: fill("* " + "[1" * 149 + "\n", size, "bid 7\n")),
+    "attribution that backtracks (* [1[1...)": text(lambda size: fill("* " + "[1" * 149 + "\n  x\n", size, "bid 7\n")),
     "'On x wrote:' repeated": text(lambda size: fill("On x wrote:\n", size, "bid 7\n")),
     # -- quotes, attributions, signatures, lines ---------------------------------------------
-    "address attribution that backtracks (1<1<...)": text(lambda size: fill("1<" * 150 + "\n", size, "bid 7\n")),
+    "address attribution that backtracks (1<1<...)": text(lambda size: fill("1<" * 150 + "\n  x\n", size, "bid 7\n")),
     "wrapped attributions (On ... / wrote)": text(lambda size: fill("On " + "wrote " * 49 + "\nwrote wrote\n", size, "bid 7\n")),
     "'> ' quoted lines": text(lambda size: fill("> " + LOREM + "\n", size, "bid 7\n\n")),
     "'>' x 1000 then a word, each line": text(lambda size: fill(">" * 1000 + " bid 7\n", size, "bid 7\n")),

@@ -106,9 +106,9 @@ class Draws:
 TEXT_SHAPES: dict[str, Callable[[int], str]] = {
     "attributions": lambda n: "On x wrote:\n" * n,
     "attributions above long lines": lambda n: (ATTRIBUTION + "\n") * n + (LOREM * n + "\n") * 3,
-    "a starred attribution that backtracks": lambda n: ("* " + "[1" * 149 + "\n") * n,
-    "an address attribution that backtracks": lambda n: ("1<" * 150 + "\n") * n,
-    "a verb attribution, never closed": lambda n: ("x wrote " * 37 + "x\n") * n,
+    "a starred attribution that backtracks": lambda n: ("* " + "[1" * 149 + "\n  x\n") * n,  # above an indent
+    "an address attribution that backtracks": lambda n: ("1<" * 150 + "\n  x\n") * n,
+    "a verb attribution, never closed": lambda n: ("x wrote " * 37 + "x\n  x\n") * n,
     "attributions wrapped over two lines": lambda n: ("On " + "wrote " * 49 + "\nwrote wrote:\n") * n,
     "other attributions": lambda n: "Bob writes:\n* Bob [2026-11-21 12:00]:\n21.11.2026 Bob <b@x.org>:\nQuoting Bob:\n" * n,
     "quoted lines": lambda n: ("> " + LOREM + "\n") * n,

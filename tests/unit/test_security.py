@@ -815,6 +815,40 @@ def test_mutated_fixtures_with_their_tokens_never_crash_ingest(tmp_path):
     check()
 
 
+# -- issue 29: mail whose reading took time growing with the square of its size -------------
+
+READING_BOUND = 2.0  # seconds of CPU for any one mail up to the maximum size (5 MB)
+ATTRIBUTION = "On Sat, 21 Nov 2026 at 12:00, Referee <referee@example.org> wrote:"
+# What the review found (and what it cost then): bench/reading.py has these and their kin at up to 10 MB
+ISSUE_29 = {
+    "attributions above long lines, 1 MB (14 s)":
+        ("text/plain", "bid 7\n" + (ATTRIBUTION + "\n") * 4900 + ("lorem " * 5500 + "\n") * 24),
+    "'<a ' repeated, 120 KB (96 s)": ("text/html", "<p>bid 7</p>" + "<a " * 40_000),
+    "flowed, every line continuing, 5 MB (53 s)": ("text/plain; format=flowed", "bid 7\n\n" + "lorem ipsum \n" * 380_000),
+    "lines a pattern backtracked on, above indented ones, 1.5 MB (15 s)":
+        ("text/plain", "bid 7\n" + ("* " + "[1" * 149 + "\n  x\n") * 5000),
+    "5,000 x 'On x wrote:', 60 KB (2.9 s)": ("text/plain", "bid 7\n" + "On x wrote:\n" * 5000),
+}  # fmt: skip
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("case", list(ISSUE_29))
+def test_mail_issue_29_found_slow_is_read_within_two_seconds(engine, case):
+    engine.new_game("pure-skill", PLAYERS)
+    content_type, body = ISSUE_29[case]
+    raw = (f"From: {ALICE}\r\nTo: {seat_address(engine, ALICE)}\r\nSubject: Re: Round 1\r\n"
+           f"Message-ID: {unique_id()}\r\nContent-Type: {content_type}; charset=utf-8\r\n\r\n{body}").encode()
+    assert len(raw) <= engine.config.max_message_size
+
+    try:
+        with within(READING_BOUND):
+            outcome = engine.ingest(raw)
+    except Overrun as overrun:
+        raise AssertionError(f"ingest ran {overrun}") from None
+
+    assert outcome.code == "move", str(outcome)
+
+
 # -- issue 12: what a fuzzer found in the mail parser ---------------------------------------
 
 
