@@ -139,6 +139,7 @@ HTML_SHAPES: dict[str, Callable[[int], str]] = {
     "'<!'": lambda n: "<!" * n,
     "'<![CDATA['": lambda n: "<![CDATA[" * n,
     "'&#'": lambda n: "&#" * n,
+    "a character reference of thousands of digits": lambda n: "&#" + "1" * n + ";",
     "entities": lambda n: "&amp;&#128512;&eacute;" * n,
     "deep divs": lambda n: "<div>" * n + "bid 7" + "</div>" * n,
     "deep blockquotes": lambda n: "<blockquote>" * n + "bid 7<br>" * n,

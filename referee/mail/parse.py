@@ -367,6 +367,9 @@ _MARKUP = re.compile(r"""
   | <(?P<end>/?)(?P<name>[a-zA-Z][^\t\n\f\r />]*+)
       (?P<attributes>(?:[^>"'=]++|=\s*+(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z))?+|["'])*+)(?:>|\Z)
 """, re.DOTALL | re.VERBOSE)  # fmt: skip
+# A decimal character reference of more than seven digits names no character
+# (U+10FFFF is 1114111): html.unescape would fail on one of thousands
+_NO_CHARACTER = re.compile(r"&#0*[1-9][0-9]{7,};?")
 _RAW_TEXT = {"script": re.compile(r"</script", re.IGNORECASE), "style": re.compile(r"</style", re.IGNORECASE)}
 _BLOCKS = frozenset({"p", "div", "br", "li", "tr", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6",
                      "table", "ul", "ol", "pre", "hr"})  # fmt: skip
@@ -414,7 +417,7 @@ class _TextOfHtml:
     def data(self, text: str) -> None:
         if self.hidden or not text:
             return
-        text = unescape(text)
+        text = unescape(_NO_CHARACTER.sub("\ufffd", text))
         if not self.preformatted:  # in HTML a line break in the source is a space
             text = text.replace("\r", " ").replace("\n", " ")
         if not self.quoted:

@@ -513,6 +513,12 @@ def test_html_the_standard_parser_gives_up_on_keeps_the_text_before():
     assert first_own_line(incoming.text) == "bid K"
 
 
+@pytest.mark.parametrize("reference", ["&#" + "1" * 5000 + ";", "&#" + "9" * 8, "&#x" + "f" * 5000 + ";"])
+def test_a_character_reference_beyond_unicode_reads_as_a_replacement_character(reference):
+    """(html.unescape raised ValueError on a decimal one of over 4,300 digits: the mail failed.)"""
+    assert parse(html_mail(f"<p>bid K</p><p>{reference}</p>"), NOW).text.split() == ["bid", "K", "\ufffd"]
+
+
 def test_a_received_date_beyond_what_utc_can_hold_is_no_receipt_time():
     raw = mail([("Received", "by mx.example.org; Fri, 31 Dec 9999 23:59:59 -1200"),
                 ("Delivery-date", format_datetime(START)), ("From", ALICE)])  # fmt: skip
