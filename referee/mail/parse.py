@@ -334,9 +334,10 @@ def unflow(text: str, delsp: bool = False) -> str:
     """RFC 3676 format=flowed -> the lines the writer meant.  A line ending
     in a space continues on the next one of the same quote depth (with
     DelSp=yes that space is not part of the text); a leading space is
-    stuffing.  Each line's pieces are joined once, at the end: linear in
-    the text however many lines continue."""
-    lines: list[tuple[int, list[str]]] = []  # (quote depth, the pieces of its text)
+    stuffing.  The text is written piece by piece and joined once: linear
+    however many lines continue."""
+    pieces: list[str] = []
+    depth_now: int | None = None  # the quote depth of the line being written
     joining = False
     for raw in text.split("\n"):
         depth = len(raw) - len(raw.lstrip(">"))
@@ -346,12 +347,15 @@ def unflow(text: str, delsp: bool = False) -> str:
         flowed = line.endswith(" ") and line != "-- "
         if flowed and delsp:
             line = line[:-1]
-        if joining and lines and lines[-1][0] == depth:
-            lines[-1][1].append(line)
+        if joining and depth == depth_now:
+            pieces.append(line)
         else:
-            lines.append((depth, [line]))
+            if depth_now is not None:
+                pieces.append("\n")
+            pieces.append(("> " * depth if depth else "") + line)
+            depth_now = depth
         joining = flowed
-    return "\n".join(("> " * depth if depth else "") + "".join(pieces) for depth, pieces in lines)
+    return "".join(pieces)
 
 
 
