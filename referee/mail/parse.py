@@ -358,7 +358,6 @@ def unflow(text: str, delsp: bool = False) -> str:
     return "".join(pieces)
 
 
-
 # HTML's markup, each form read in one pass (possessive: nothing is read
 # twice): a comment, a declaration, CDATA or a processing instruction, and a
 # tag with its attributes (a quoted value may hold ">").  Anything left open
