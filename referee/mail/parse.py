@@ -134,9 +134,14 @@ class _TamedPolicy(EmailPolicy):
     """policy.default, but a field the standard library fails to decode (it
     fails many ways: an encoded word in utf-7 that decodes to a lone
     surrogate, say) reads as empty, wherever it is read, the parser's own
-    look at Content-Type included."""
+    look at Content-Type included.  Content-Type reads as it came (unfolded),
+    as compat32 reads it: an encoded word has no place in it (RFC 2047), and
+    decoded one could hide a multipart and its boundary from the cheap
+    signs and the counting pass of _parse_tamed."""
 
     def header_fetch_parse(self, name: str, value: str) -> str:
+        if name.lower() == "content-type" and not hasattr(value, "name"):
+            return _LINE_BREAK.sub("", value)
         try:
             return super().header_fetch_parse(name, value)
         except Exception:  # noqa: BLE001 - a field too broken to decode names nothing
@@ -199,6 +204,7 @@ _PARENTHESES = re.compile(r"[()]|[^()]+")
 _MESSAGE_ID = re.compile(r"<[!-;=?-~]{1,250}>")  # printable ASCII in angle brackets, as ids are
 _SPACED_FROM = re.compile(rb"(?im)^from[ \t]+:")
 _FOLD = re.compile(r"\r?\n(?=[ \t])")
+_LINE_BREAK = re.compile(r"[\r\n]")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 

@@ -558,6 +558,14 @@ def huge_header(name: str) -> bytes:
 
 
 
+def parts_behind_an_encoded_word(count: int) -> bytes:
+    """Parts of a multipart whose type and boundary stand in an encoded word,
+    which the counting pass did not decode and the parser did (23 s once)."""
+    parts = "".join("--b\r\nContent-Type: text/plain\r\n\r\nbid 7\r\n" for _ in range(count))
+    return (hostile_head() + "Content-Type: =?utf-8?q?multipart=2Fmixed=3B_boundary=3Db?=\r\n\r\n" + parts
+            + "--b--\r\n").encode()  # fmt: skip
+
+
 def semicolon_parts(count: int) -> bytes:
     """Parts whose Content-Type and Content-Disposition hold 8 KB of ";" (133 s once)."""
     field = "text/plain" + ";" * 8170
@@ -585,6 +593,7 @@ HOSTILE = {
     "base64-4MB-of-one-byte": (lambda: base64_bomb(4 * 2**20), {"max_message_size": 8 * 2**20}),
     "5000-tiny-parts": (lambda: many_parts(5000), {}),
     "60000-tiny-parts": (lambda: many_parts(60_000), {}),  # 2.4 MB
+    "120000-tiny-parts-behind-an-encoded-word": (lambda: parts_behind_an_encoded_word(120_000), {}),  # 4.8 MB
     "50000-to-headers": (lambda: many_headers("To", 50_000), {}),
     "50000-received-headers": (lambda: many_headers("Received", 50_000), {}),
     # fields the standard library parses in time quadratic in their length
