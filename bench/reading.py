@@ -239,6 +239,9 @@ SHAPES: dict[str, Callable[[Mail, int], bytes]] = {
     "multipart nested 10 deep, blank lines": nested(lambda size: 10, "\r\n"),
     "multipart, a part of blank lines": nested(lambda size: 1, "\r\n"),
     "many parts": multipart(lambda size: [("text/plain", "bid 7")] * (size // 40)),
+    "many parts, multipart in an encoded word": lambda mail, size: multipart(
+        lambda n: [("text/plain", "bid 7")] * (n // 40))(mail, size).replace(
+        b'multipart/mixed; boundary="b"', b"=?utf-8?q?multipart=2Fmixed=3B_boundary=3Db?=", 1),
     "199 large parts": multipart(lambda size: [("text/plain", fill(LOREM + "\r\n", size // 199 - 64))] * 199),
     "alternative: small text, huge html": multipart(lambda size: [("text/plain", "bid 7"),
                                                                   ("text/html", fill("<a ", size))], "alternative"),

@@ -191,7 +191,7 @@ def hostile_head(sender: str, to: str, subject: str, date: str = "Sat, 21 Nov 20
 
 def _wrapped(picks: Picks, part: bytes) -> bytes:
     """The part as it is, or inside MIME of one hostile shape or another."""
-    wrapper = picks.choice(["none", "alternative", "nested", "many parts", "rfc822"])
+    wrapper = picks.choice(["none", "alternative", "nested", "many parts", "rfc822", "encoded word"])
     if wrapper == "alternative":
         return _multipart("alternative", [b"Content-Type: text/plain\r\n\r\nbid 7\r\n", part])
     if wrapper == "nested":
@@ -200,6 +200,9 @@ def _wrapped(picks: Picks, part: bytes) -> bytes:
         return part
     if wrapper == "many parts":
         return _multipart("mixed", [part] + [b"Content-Type: text/plain\r\n\r\nx\r\n"] * picks.randint(1, 250))
+    if wrapper == "encoded word":  # the type and boundary of a multipart in an encoded word (RFC 2047 forbids it)
+        parts = [part] + [b"Content-Type: text/plain\r\n\r\nx\r\n"] * picks.randint(1, 250)
+        return _multipart("mixed", parts).replace(b"multipart/mixed", b"=?utf-8?q?multipart=2Fmixed?=", 1)
     if wrapper == "rfc822":
         return b"Content-Type: message/rfc822\r\n\r\nFrom: a@example.org\r\n" + part
     return part
