@@ -10,12 +10,14 @@ from __future__ import annotations
 import codecs
 import hashlib
 import re
-from itertools import islice
+from collections.abc import Callable
+from itertools import count, islice
+from typing import Any
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email import policy
 from email.parser import BytesParser
-from email.message import EmailMessage
+from email.message import EmailMessage, Message
 from email.policy import EmailPolicy
 from email.utils import getaddresses, parsedate_to_datetime
 from html import unescape
@@ -168,12 +170,30 @@ def _parse_tamed(raw: bytes, head: bytes) -> EmailMessage | None:
         if boundaries > MAX_PARTS or lines * (boundaries + 1) > MAX_LINE_CHECKS:
             return None
         try:
-            rough = BytesParser(policy=policy.compat32).parsebytes(raw)
+            rough = BytesParser(_counted(), policy=policy.compat32).parsebytes(raw)
             if len(list(islice(rough.walk(), MAX_PARTS + 1))) > MAX_PARTS:
                 return None
-        except RecursionError:
+        except (_TooManyParts, RecursionError):
             return None
     return BytesParser(policy=_TAMED).parsebytes(raw)
+
+
+class _TooManyParts(Exception):
+    """The counting pass stops at once past MAX_PARTS parts."""
+
+
+def _counted() -> Callable[..., Message]:
+    """compat32's message factory, which stops the parse (_TooManyParts)
+    once it has made MAX_PARTS parts: tens of thousands of tiny parts cost
+    no more to count than MAX_PARTS do."""
+    made = count()
+
+    def part(*args: Any, **kwargs: Any) -> Message:
+        if next(made) > MAX_PARTS + 1:  # the parser makes one first, to try the factory
+            raise _TooManyParts
+        return Message(*args, **kwargs)
+
+    return part
 
 
 def parse_headers(raw: bytes) -> EmailMessage:
