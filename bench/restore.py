@@ -214,7 +214,8 @@ class Trial:
             deadline=round_, turn_deadline=turn, decision_deadline=decision, settle=settle,
             reminder=reminder and timedelta(seconds=round(reminder.total_seconds())),
         )  # fmt: skip
-        (root / "referee.toml").write_text(f'[referee]\naddress = "{REFEREE}"\ndatabase = "{self.config.database}"\n')
+        (root / "referee.toml").write_text(f'[referee]\naddress = "{REFEREE}"\ndatabase = "{self.config.database}"\n'
+                                           f'[maildir]\npath = "{self.box}"\n')  # (restore asks: a mailbox to read again)
         self.pending: list[tuple[datetime, int, bytes]] = []  # mail on its way, by receipt time
         self.sent = 0  # mails written to the Maildir
         self.planned: set[tuple[int, int]] = set()  # (game, phase) the players have answered
@@ -267,6 +268,7 @@ class Trial:
         """One cron run at the clock's time; with ``send``, its mail reaches the players."""
         with self.seeded():
             self.loop.run_until_complete(self.runner.once())
+        self.last_run = self.clock()  # what the daemon's log would say
         if send:
             self.deliver_out()
 
@@ -525,14 +527,16 @@ class Trial:
         self.figures.phases += self.resolved() - self.at_backup["resolved"]
         self.figures.moves += self.count_moves() - self.at_backup["moves"]
         self.close()
+        ran_until = []  # the games.db replaced says when the referee last ran; gone, the keeper does (the log)
         if self.rng.random() < 0.5:  # gone with its disk (else `restore` moves it aside)
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{self.config.database}{suffix}").unlink(missing_ok=True)
+            ran_until = ["--ran-until", iso(self.last_run)]
         backed = Store(self.root / "backup.db")
         queued_in_backup = {m["message_id"] for m in backed.outbox("queued")}
         backed.db.conn.close()
         self.log.lines.clear()
-        assert self.cli("restore", str(self.root / "backup.db")) == 0
+        assert self.cli("restore", str(self.root / "backup.db"), *ran_until) == 0
         self.open()
         self.run(send=False)
         failures += [f"logged by the restore: {line}" for level, line in self.log.lines if alarming(level, line)]
