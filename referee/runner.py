@@ -300,11 +300,12 @@ class Runner:
             # (as when it is handled again after a restore).
             if due is not None and due < message.received_at:
                 self.caught_up += self.engine.catch_up(message.received_at)
+                due = min(self.engine.next_due(), default=None)
             outcome = self.engine.ingest(message.raw, received_at=message.received_at)
             if outcome.code == "failed":
                 failed.add(message.ref)
-            if due is None or due < message.received_at or outcome.game_id is not None:
-                due = min(self.engine.next_due(), default=None)
+            if outcome.game_id is not None:  # a message changes its own game's moments only
+                due = min((*self.engine.next_due(outcome.game_id), *([due] if due else [])), default=None)
             if feed:
                 feed.added()
                 for _ in range(4):  # the sender's turn: a reply it waited for is read, its next command sent

@@ -474,8 +474,10 @@ class Store:
         rows = self._rows("phases", "game_id = ? and number >= ?", [game_id, since], order_by="number")
         return [_decode_phase(r) for r in rows]
 
-    def open_phases(self) -> list[Row]:
-        rows = self._rows("phases", "resolved_at is null", order_by="deadline")
+    def open_phases(self, game_id: int | None = None) -> list[Row]:
+        """The phases not yet resolved (of one game, with ``game_id``), by deadline."""
+        where, args = ("resolved_at is null", []) if game_id is None else ("resolved_at is null and game_id = ?", [game_id])
+        rows = self._rows("phases", where, args or None, order_by="deadline")
         return [_decode_phase(r) for r in rows]
 
     def update_phase(self, game_id: int, number: int, **changes: Any) -> None:

@@ -135,8 +135,8 @@ class Engine(Rooms):
     def guard_outage(self) -> list[str]:
         return self.timers.guard_outage()
 
-    def next_due(self) -> list[datetime]:
-        return self.timers.next_due()
+    def next_due(self, game_id: int | None = None) -> list[datetime]:
+        return self.timers.next_due(game_id)
 
     # -- after a restore (see Runner.handle_again) ---------------------------
 

@@ -79,11 +79,11 @@ class Timers:
                 done += self.tick(guard=False)
         return done
 
-    def next_due(self) -> list[datetime]:
+    def next_due(self, game_id: int | None = None) -> list[datetime]:
         """When tick() next has work: every open phase's deadline, settle end
-        and reminder time."""
+        and reminder time (of one game's, with ``game_id``)."""
         moments = []
-        for phase in self.store.open_phases():
+        for phase in self.store.open_phases(game_id):
             moments.append(from_iso(phase["deadline"]))
             if phase["closes_at"]:
                 moments.append(from_iso(phase["closes_at"]))
