@@ -40,7 +40,8 @@ PROMPT = re.compile(rf"^\[pure-skill-(\d+) {TOKEN}\] Round (\d+) of 13: the priz
 RECEIPT = re.compile(rf"^Re: \[pure-skill-(\d+) {TOKEN}\] (.*)$")
 RESULT = re.compile(rf"^\[pure-skill-(\d+) {TOKEN}\] Round (\d+) of 13: (?!the prize is )")
 FINAL = re.compile(rf"^\[pure-skill-(\d+) {TOKEN}\] Game over: ")
-NOTICE = re.compile(rf"^(\[pure-skill-(\d+) {TOKEN}\] )?A mail in your name was not accepted$")
+# (without the seat's token: a reply to it must never count as the seat's)
+NOTICE = re.compile(r"^(\[pure-skill-(\d+)\] )?A mail in your name was not accepted$")
 MOVE_ANSWER = re.compile(r"^Your bid for Round (\d+) of 13 is in: (.+)\.$", re.MULTILINE)
 HAND = re.compile(r"^Your hand \([a-z]+\): (.+)$", re.MULTILINE)
 

@@ -603,7 +603,7 @@ def test_overlapping_cron_runs_never_handle_a_mail_twice(referee: Referee, mails
             reply(mailstack, player, prompt_for(mailstack, player, number), f"bid {number + 3}\n")
         runs = [referee.popen("run", "--once", name=f"run-{number}-{n}") for n in range(3)]
         statuses = [run.wait(30) for run in runs]
-        assert statuses == [0, 0, 0], [run.err for run in runs]
+        assert set(statuses) <= {0, 5} and 0 in statuses, [run.err for run in runs]  # 5: busy, did nothing
         received = sum(int(run.out.split("received ")[1].split(",")[0]) for run in runs if "received" in run.out)
         assert received == 3
         wait_for(lambda n=number: all(prompt_for_or_none(mailstack, p, n + 1) for p in mailstack.players))
@@ -735,10 +735,13 @@ def test_a_move_needs_the_seats_reply_address_and_its_sender(referee: Referee, m
     answers = [m.message for m in mailstack.sent[sent_before:] if m.mail_from == mailstack.referee]
     assert [str(m["To"]) for m in answers] == [alice]
     assert NOTICE.match(subject(answers[0])), subject(answers[0])
-    assert f"A mail from {bob} reached the referee" in " ".join(body(answers[0]).split())
+    assert f"A mail from another address, {bob}, reached the referee" in " ".join(body(answers[0]).split())
     assert receipts(mailstack, alice) == [] and mails(mailstack, bob, RECEIPT) == []
 
-    reply(mailstack, alice, answers[0], "bid 5\n")
+    reply(mailstack, alice, answers[0], "bid 5\n")  # a reply to the notice moves nothing: it names no seat
+    assert referee.run_once().counts["received"] == 1
+    assert bids_of(referee, game_id) == []
+    reply(mailstack, alice, prompt, "bid 5\n")  # as the notice says: a reply to the newest game mail
     assert referee.run_once().counts["received"] == 1
     [receipt] = receipts(mailstack, alice)
     assert MOVE_ANSWER.search(body(receipt)).groups() == ("1", "bid 5")
