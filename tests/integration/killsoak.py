@@ -44,6 +44,7 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.message import EmailMessage
@@ -492,20 +493,30 @@ class Soak:
     def db(self) -> sqlite3.Connection:
         return sqlite3.connect(f"file:{self.referee.db}?mode=ro", uri=True, timeout=30)
 
-    def queued(self) -> int:
-        with self.db() as db:
-            return db.execute("select count(*) from outbox where state = 'queued'").fetchone()[0]
+    def count(self, sql: str, args: list | None = None) -> int | None:
+        """One count from games.db, read from outside; None when it cannot be
+        read now.  Right after a power cut games.db and its -wal are their
+        last flushed copies, which only the referee's next open recovers
+        (a reader from outside gets "disk I/O error" meanwhile): the soak
+        then goes on as if there were work left, and the referee's next run
+        (and its checks) say whether games.db is whole."""
+        try:
+            with closing(self.db()) as db:
+                return db.execute(sql, args or []).fetchone()[0]
+        except sqlite3.OperationalError:
+            return None
+
+    def queued(self) -> int | None:
+        return self.count("select count(*) from outbox where state = 'queued'")
 
     def open_rounds(self) -> int:
         """Games whose round of this wave is still open."""
-        with self.db() as db:
-            sql = "select count(*) from phases where number = ? and resolved_at is null"
-            return db.execute(sql, [self.round]).fetchone()[0]
+        rounds = self.count("select count(*) from phases where number = ? and resolved_at is null", [self.round])
+        return 1 if rounds is None else rounds
 
     def unhandled(self) -> int:
         """Mails delivered that the referee has not yet handled (or not committed)."""
-        with self.db() as db:
-            return len(self.players.sent) - db.execute("select count(*) from messages").fetchone()[0]
+        return len(self.players.sent) - (self.count("select count(*) from messages") or 0)
 
     def quiet(self) -> bool:
         return self.queued() == 0 and self.inbox_count() == 0
