@@ -15,9 +15,11 @@ the same servers:
   authenticate, apply, resolve, file on the server, send receipts and
   announcements, write the site.
 
-It prints moves/s, mails/s, SQL statements per message, and the ratio
-raw time / referee time, where raw time = N_in / fetch rate + N_out / send
-rate; the median of three repetitions, with the load average.
+It prints moves/s, mails/s, SQL statements per message, the flushes of
+games.db the pass made (Store.sync: durable before visible) and the time
+they took, and the ratio raw time / referee time, where raw time = N_in /
+fetch rate + N_out / send rate; each repetition's, and the median of three,
+with the load average.
 
 Then, with 10 and with 1,000 running games: ``serve`` running, a player's
 bid is delivered to the referee's INBOX (LMTP) 30 times, and each time the
@@ -200,6 +202,7 @@ async def referee_run(dovecot: Dovecot, stack: MailStack, games: int, target: in
     for raw in mails:
         dovecot.append(REFEREE, raw)
     before_out = engine.store.db.execute("select coalesce(max(id), 0) from outbox").fetchone()[0]
+    flushes = timed_flushes(engine.store)
     statements = []
     engine.store.db.conn.set_trace_callback(statements.append)
     start = time.perf_counter()
@@ -210,7 +213,29 @@ async def referee_run(dovecot: Dovecot, stack: MailStack, games: int, target: in
     moves = sum(m["outcome"].split(":")[0] in ("move", "replaced", "superseded") for m in engine.store.messages())
     sent = [(m["recipients"], m["raw"]) for m in engine.store.outbox("sent", after=before_out)]
     return {"received": report.received, "moves": moves, "sent": report.mail.sent, "seconds": took,
-            "statements": len(statements) / max(report.received, 1), "mails_in": mails, "mails_out": sent}  # fmt: skip
+            "statements": len(statements) / max(report.received, 1), "flushes": len(flushes),
+            "flush_seconds": sum(flushes), "mails_in": mails, "mails_out": sent}  # fmt: skip
+
+
+def timed_flushes(store: Store) -> list[float]:
+    """The seconds each flush of games.db takes from now on (Store.sync with
+    commits to flush: before the filing on the server, before each batch the
+    sender takes from the outbox, at the end of the pass), wrapped from
+    outside on this Store: what durability before sending costs the pass."""
+    flushes: list[float] = []
+    sync = store.sync
+
+    def timed(always: bool = False) -> None:
+        if not (store.unsynced or always):
+            return sync(always)
+        start = time.perf_counter()
+        try:
+            return sync(always)
+        finally:
+            flushes.append(time.perf_counter() - start)
+
+    store.sync = timed  # type: ignore[method-assign]
+    return flushes
 
 
 async def one_run(games: int, target: int, run: int, deliver: bool) -> dict:
@@ -228,7 +253,8 @@ async def one_run(games: int, target: int, run: int, deliver: bool) -> dict:
     result.update(fetch_rate=fetch_rate, send_rate=send_rate, raw_time=raw_time, ratio=raw_time / result["seconds"])
     print(f"run {run}: {result['received']} mails in, {result['moves']} moves, {result['sent']} mails out in "
           f"{result['seconds']:.1f} s; raw FETCH {fetch_rate:.0f} msg/s, SMTP {send_rate:.0f} msg/s; "
-          f"ratio {result['ratio']:.2f}", flush=True)  # fmt: skip
+          f"ratio {result['ratio']:.2f}; games.db flushed {result['flushes']} times, "
+          f"{result['flush_seconds']:.2f} s; load average {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
     return result
 
 
@@ -368,6 +394,8 @@ def main() -> None:
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}):")
     print(f"  moves/s {median('moves') / median('seconds'):8.1f}   mails out/s {median('sent') / median('seconds'):8.1f}")
     print(f"  SQL statements per message {median('statements'):8.1f}")
+    print(f"  games.db flushes {median('flushes'):.0f}, {median('flush_seconds'):.2f} s "
+          f"({median('flush_seconds') / median('seconds') * 100:.1f}% of the referee's time)")  # fmt: skip
     print(f"  raw ceiling: FETCH {median('fetch_rate'):.0f} msg/s, SMTP send {median('send_rate'):.0f} msg/s")
     print(f"  ratio raw time / referee time {median('ratio'):8.2f}  (target 0.70)")
     print("receipt latency in serve: bid delivered to the referee -> receipt delivered to the player", flush=True)
