@@ -4,7 +4,7 @@ G games of Pure Skill; every player's round-1 bid is put in the referee's
 INBOX; then one pass receives them all (FETCH, ingest, resolve, MOVE to
 processed) and sends what they caused (receipts, round results, prompts)
 over one SMTP connection to a counting aiosmtpd server.  Prints msg/s for
-each step, to set beside shared/mailstack.md's raw ceilings (aioimaplib
+each step, to set beside tests/integration/mailstack.py's raw ceilings (aioimaplib
 FETCH ~4,150 msg/s; aiosmtplib send ~380-580 msg/s).  Asserts nothing.
 
 Run from the top of the checkout (needs dovecot-imapd and dovecot-lmtpd):

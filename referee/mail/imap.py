@@ -9,7 +9,7 @@ or to quarantine.  If UIDVALIDITY changes, every message still in the
 mailbox is fetched again; the store knows the ones it handled (by Message-ID,
 or a hash of the bytes), so none is lost or handled twice.
 
-aioimaplib quirks handled here (see shared/mailstack.md): commands pending
+aioimaplib quirks handled here (see tests/integration/mailstack.py): commands pending
 when the connection drops never fail, and neither does the wait for the
 server's greeting, so every command, the greeting and STARTTLS fail as soon
 as the connection is lost (or after a timeout, if the server just goes quiet);

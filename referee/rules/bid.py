@@ -1,6 +1,6 @@
 """Bid! (Ian Schreiber and Jeb Havens, 2004), for 3 or 4 seats, by mail.
 
-Quotes in comments are from shared/rules/bid-piecepack.txt; the rulings
+Quotes in comments are from docs/rules/bid-piecepack.txt; the rulings
 (B1, B2, ...) are in docs/games/bid.md.  An auction is one sealed phase in
 which every seat bids a tile (two under the Ace of Suns) or plays its pawn;
 a tie for the highest bid opens a second sealed phase, the coin tie-break,

@@ -1,6 +1,6 @@
 """Bluff Auction (Seth Jaffee), for 2 to 5 seats, by mail.
 
-Quotes in comments are from shared/rules/bluff-auction.txt; the rulings
+Quotes in comments are from docs/rules/bluff-auction.txt; the rulings
 (F1, F2, ...) are in docs/games/bluff-auction.md.
 
 Nine rounds.  Each round offers six tiles, one per track (a special tile on

@@ -1,6 +1,6 @@
 """Ice Ice Baby (Joss Ives, 2005), for 2 to 4 seats, by mail.
 
-Quotes in comments are from shared/rules/ice-ice-baby.txt; the rulings (I1,
+Quotes in comments are from docs/rules/ice-ice-baby.txt; the rulings (I1,
 I2, ...) are in docs/games/ice-ice-baby.md.  Nothing is hidden: every area
 is on the table.  Play is in turns, each one phase with one mover: an
 auction is a run of bid-or-pass turns in seat order, and a scoring round

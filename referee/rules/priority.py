@@ -1,6 +1,6 @@
 """Auction, with priority cards (Curufea), for 3 to 8 seats, by mail.
 
-Quotes in comments are from shared/rules/priority-auction.txt; the rulings
+Quotes in comments are from docs/rules/priority-auction.txt; the rulings
 (P1, P2, ...) are in docs/games/priority-auction.md.
 
 Each seat has a secret representative colour and a board with one space per

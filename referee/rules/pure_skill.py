@@ -1,6 +1,6 @@
 """Game of Pure Skill (Ackanomic rule 102), a GOPS for exactly three seats.
 
-Rule numbers in comments refer to shared/rules/pure-skill.txt; the rulings
+Rule numbers in comments refer to docs/rules/pure-skill.txt; the rulings
 (R1, R2, ...) are in docs/games/pure-skill.md.
 """
 

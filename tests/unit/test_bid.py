@@ -1,4 +1,4 @@
-"""Bid! against its rule text (shared/rules/bid-piecepack.txt) and issue 6.
+"""Bid! against its rule text (docs/rules/bid-piecepack.txt) and issue 6.
 
 test_auction_example_N and test_dice_example_N are the rule text's examples,
 in its order; the other names start with the part of the rules they check

@@ -1,4 +1,4 @@
-"""Bluff Auction against its rule text (shared/rules/bluff-auction.txt) and
+"""Bluff Auction against its rule text (docs/rules/bluff-auction.txt) and
 the rulings F1-F19 (docs/games/bluff-auction.md).
 
 Names start with the part of the rules they check (setup_, bid_, resolve_,

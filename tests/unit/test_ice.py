@@ -1,4 +1,4 @@
-"""Ice Ice Baby against its rule text (shared/rules/ice-ice-baby.txt) and the
+"""Ice Ice Baby against its rule text (docs/rules/ice-ice-baby.txt) and the
 rulings I1-I17 (docs/games/ice-ice-baby.md).
 
 test_example_... are the rule text's examples; the other names start with the

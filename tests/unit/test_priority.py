@@ -1,5 +1,5 @@
 """Auction (priority cards) against its rule text
-(shared/rules/priority-auction.txt) and the rulings P1-P17
+(docs/rules/priority-auction.txt) and the rulings P1-P17
 (docs/games/priority-auction.md).
 
 Names start with the part of the rules they check (setup_, turn_, limit_,

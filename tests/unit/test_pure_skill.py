@@ -1,4 +1,4 @@
-"""The Game of Pure Skill against its rule text (shared/rules/pure-skill.txt).
+"""The Game of Pure Skill against its rule text (docs/rules/pure-skill.txt).
 
 Test names start with the clause they check: test_2_..., test_4a_... test_4h_...,
 test_8_...; the house variant is test_carry_...; test_property_... are Hypothesis
