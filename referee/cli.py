@@ -44,6 +44,7 @@ from referee.store import (
     Store,
     copy_database,
     is_storage_fault,  # fmt: skip
+    read_only,
     storage_fault,
 )
 from referee.terminal import LogFormatter, PrintableStream
@@ -544,7 +545,7 @@ def _restore(config: config_module.Config, args) -> int:
     _check_backup(backup)
     with run_lock(database):
         incoming = database.with_name(f"{database.name}.restoring")
-        with closing(_read_only(backup)) as source:
+        with closing(read_only(backup)) as source:
             copy_database(source, incoming)
         aside = database.with_name(f"{database.name}.replaced-{utc_now():%Y%m%dT%H%M%S}")
         moved = []
@@ -591,7 +592,7 @@ def _last_run(database: Path) -> str | None:
     """When the referee last ran over a games.db (its last tick), if the
     file can still be read: a restore replays what fell due until then."""
     try:
-        with closing(_read_only(database)) as db:
+        with closing(read_only(database)) as db:
             row = db.execute("select value from meta where key = 'last_tick'").fetchone()
     except sqlite3.Error:
         return None
@@ -615,7 +616,7 @@ def _check_backup(path: Path) -> None:
     if not path.is_file():
         raise UsageError(f"{path} is not a file")
     try:
-        with closing(_read_only(path)) as db:
+        with closing(read_only(path)) as db:
             problems = [row[0] for row in db.execute("PRAGMA integrity_check")]
             version = db.execute("PRAGMA user_version").fetchone()[0]
             objects = db.execute("select type, name from sqlite_master").fetchall()
@@ -630,12 +631,6 @@ def _check_backup(path: Path) -> None:
                      if kind not in ("table", "index") or (kind == "table" and name not in _BACKUP_TABLES))  # fmt: skip
     if strange:
         raise UsageError(f"{path} holds what no games.db has ({', '.join(strange[:5])}): not restored")
-
-
-def _read_only(path: Path) -> sqlite3.Connection:
-    """The file at ``path``, read only: the path taken literally (a URI would
-    read "#" or "?" in a file name as its own)."""
-    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
 
 
 def _render(engine: Engine, args) -> int:

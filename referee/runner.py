@@ -39,7 +39,13 @@ from referee.mail.maildir import MaildirSource
 from referee.mail.smtp import Drained, Feed, SmtpSender, SmtpUnreachable
 from referee.mail.source import Source, SourceError, WrongSettings
 from referee.site.render import Site
-from referee.store import FaultAside, StorageFault, is_storage_fault, storage_fault
+from referee.store import (
+    FaultAside,
+    StorageFault,
+    is_storage_fault,
+    read_only,
+    storage_fault,
+)
 from referee.timeutil import from_iso, iso
 
 log = logging.getLogger("referee.runner")
@@ -432,7 +438,7 @@ def _sent_before(replaced: str | None, since: str | None) -> Callable[[str], boo
     if replaced is None:
         return lambda message_id: True
     try:
-        with closing(sqlite3.connect(f"{Path(replaced).resolve().as_uri()}?mode=ro", uri=True)) as db:
+        with closing(read_only(replaced)) as db:
             sent = {row[0] for row in db.execute(
                 "select message_id from outbox where state = 'sent' and created_at >= ?",
                 [iso(from_iso(since) - timedelta(days=2)) if since else ""])}  # fmt: skip

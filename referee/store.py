@@ -100,6 +100,12 @@ def damage(db: sqlite3.Connection) -> str:
     return "" if found == ["ok"] else "; ".join(found[:3])
 
 
+def read_only(path: Path | str) -> sqlite3.Connection:
+    """The SQLite file at ``path``, read only: the path taken literally (a
+    URI would read "#" or "?" in a file name as its own)."""
+    return sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+
+
 def copy_database(source: sqlite3.Connection, target: Path) -> None:
     """Copy a database with SQLite's online backup: one self-contained file
     (no -wal), checked, that appears under its name only when whole."""
