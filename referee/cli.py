@@ -24,13 +24,15 @@ import signal
 import sqlite3
 import sys
 import tempfile
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from datetime import timedelta
 from pathlib import Path
 
 from referee import config as config_module
 from referee import launch
 from referee.engine import Engine, EngineError
+from referee.interrupt import stop_signals_cut_reading_short
 from referee.mail.smtp import SmtpUnreachable
 from referee.mail.source import SourceError, WrongSettings
 from referee.resources import shipped
@@ -438,16 +440,22 @@ def _run(engine: Engine, args) -> int:
     return 0
 
 
-def _stop_on_signals() -> asyncio.Event:
-    """An event SIGTERM or SIGINT sets; set already if one came while the
-    command was starting (see referee.launch)."""
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[asyncio.Event]:
+    """An event SIGTERM or SIGINT sets, set already if one came while the
+    command was starting (see referee.launch); while it is in force, they
+    also cut a mail's reading short (referee.interrupt)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, _stopping, stop, signal.Signals(signum).name)
     if launch.stopped_by:
         _stopping(stop, f"{signal.Signals(launch.stopped_by[0]).name} while starting")
-    return stop
+    with stop_signals_cut_reading_short(STOP_SIGNALS):
+        yield stop
 
 
 def _stopping(stop: asyncio.Event, why: str) -> None:
@@ -457,28 +465,28 @@ def _stopping(stop: asyncio.Event, why: str) -> None:
 
 async def _once(runner: Runner) -> Report | None:
     """One pass; None if a signal stopped it."""
-    stop = _stop_on_signals()
-    try:
-        return await until_stopped(runner.once(), stop)
-    finally:
-        await runner.close()
+    with _stop_on_signals() as stop:
+        try:
+            return await until_stopped(runner.once(), stop)
+        finally:
+            await runner.close()
 
 
 async def _serve(runner: Runner, database: Path) -> None:
     log = logging.getLogger("referee")
-    stop = _stop_on_signals()
-    lock = RunLock(database)
-    if not await lock.wait(stop):
-        await runner.close()
-        log.info("stopped before serving began")
-        return
-    try:
-        log.info("serving; stop with SIGTERM or Ctrl-C")
-        await runner.serve(stop)
-        _sync_when_stopped(runner.engine)
-        log.info("stopped")
-    finally:
-        lock.release()
+    with _stop_on_signals() as stop:
+        lock = RunLock(database)
+        if not await lock.wait(stop):
+            await runner.close()
+            log.info("stopped before serving began")
+            return
+        try:
+            log.info("serving; stop with SIGTERM or Ctrl-C")
+            await runner.serve(stop)
+            _sync_when_stopped(runner.engine)
+            log.info("stopped")
+        finally:
+            lock.release()
 
 
 def _sync_when_stopped(engine: Engine) -> None:

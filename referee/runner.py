@@ -34,6 +34,7 @@ from typing import IO, TypeVar
 
 from referee.config import Config
 from referee.engine import Engine
+from referee.interrupt import Stopped
 from referee.mail.imap import ImapSource
 from referee.mail.maildir import MaildirSource
 from referee.mail.smtp import Drained, Feed, SmtpSender, SmtpUnreachable
@@ -128,7 +129,14 @@ async def until_stopped(work: Awaitable[T], stop: asyncio.Event) -> T | None:
         stopping.cancel()
         if not working.done():
             await _cancel(working)
-    return None if working.cancelled() else working.result()
+    if working.cancelled():
+        return None
+    if isinstance(working.exception(), Stopped):
+        # The signal cut a mail's reading short (referee.interrupt); the
+        # loop hears it on its next turn: the stop is logged, ``stop`` set.
+        await stop.wait()
+        return None
+    return working.result()
 
 
 async def _cancel(task: asyncio.Future) -> None:

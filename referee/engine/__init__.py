@@ -26,6 +26,7 @@ from typing import Any
 from referee.desk import Desk, Outcome
 from referee.engine.rooms import Rooms
 from referee.errors import EngineError
+from referee.interrupt import reading
 from referee.mail.parse import Incoming, parse, unreadable
 from referee.store import Row, is_storage_fault, storage_fault
 from referee.tables import Table, deadlines
@@ -70,7 +71,8 @@ class Engine(Rooms):
         now = self.clock()
         try:
             try:
-                message = parse(raw, now, received_at, max_size=self.config.max_message_size)
+                with reading():  # a stop signal may end it here: it changes nothing (referee.interrupt)
+                    message = parse(raw, now, received_at, max_size=self.config.max_message_size)
             except Exception as error:  # noqa: BLE001 - a parser bug must not stop the daemon on this mail
                 if is_storage_fault(error):
                     raise
