@@ -195,7 +195,7 @@ def _verify(record: Mapping[str, Any]) -> Verdict:
     seed = bytes.fromhex(record["seed"])
     game = get_game(record["game"]["kind"])
     players = record["players"]
-    state = game.setup(len(players), setup_rng(seed), record["game"]["options"])
+    state = game.setup(len(players), setup_rng(seed), game.stored_options(record["game"]["options"]))
     for player in players:
         if player["bot"]:
             state = game.replace_by_bot(state, player["seat"])
@@ -398,6 +398,8 @@ def _rules(game: Mapping[str, Any]) -> Game:
     if game["title"] != rules.title:
         raise RecordError(f"a game of kind {kind} is called {rules.title!r}, not {_shown(str(game['title']))}")
     options = game["options"]
+    if isinstance(options, dict):  # a record made before an option existed was played without it
+        options = rules.stored_options(options)
     try:
         made = rules.check_options(options if isinstance(options, dict) else {})
     except OptionError as error:

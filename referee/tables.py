@@ -256,11 +256,11 @@ class Tables:
         start = None
         if cached and cached[0] == key and resolved[: len(cached[1])] == cached[1]:
             start = cached[2]
-        done = replay(rules, seed, len(seats), row["options"], initial_bots, resolved, start)
+        done = replay(rules, seed, len(seats), rules.stored_options(row["options"]), initial_bots, resolved, start)
         _remember(self._replays, row["id"], (key, resolved, done), records_at=1)
         if len(resolved) == len(records):
             return done
-        return replay(rules, seed, len(seats), row["options"], initial_bots, records, done)
+        return replay(rules, seed, len(seats), rules.stored_options(row["options"]), initial_bots, records, done)
 
 
 def _left_at(seat: Row) -> str | None:

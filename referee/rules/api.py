@@ -97,6 +97,10 @@ class Game(ABC, Generic[State, Move]):
     move_words: tuple[str, ...] = ()  # every word a move may start with, when more than move_word
     synonyms: Mapping[str, str] = {}  # other words people use for a move word: {"play": "bid"}
     options: Mapping[str, Any] = {}  # option name -> default value
+    # Options a game gained after games had been recorded without them: name ->
+    # the value those games were played by, so that a game keeps the rules it
+    # began with (Bluff's "rulings" edition).  See ``stored_options``.
+    recorded_without: Mapping[str, Any] = {}
     filters: Mapping[str, Callable[..., str]] = {}  # name -> formatter, for this game's templates
     # Whether a resolved phase's moves may be published while the game runs
     # (the site, the JSON record); False keeps them until the end (Priority
@@ -182,6 +186,13 @@ class Game(ABC, Generic[State, Move]):
         if unknown:
             raise OptionError(f"{self.kind} has no option {', '.join(sorted(unknown))}")
         return {**self.options, **options}
+
+    def stored_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The options a stored game (games.db, a published record) was
+        played by: what it recorded, and for an option added since, the value
+        a game recorded without it had (``recorded_without``), not today's
+        default."""
+        return {**self.recorded_without, **options}
 
     @abstractmethod
     def setup(self, seats: int, rng: Rng, options: Mapping[str, Any]) -> State:
