@@ -119,6 +119,7 @@ class BluffState:
     won: tuple[tuple[int, Tile], ...]  # this round's tiles won, to acquire in order
     used_oneshot: int | None  # the seat counting 2 virtual purple dice on this track
     exhibit_dice: int  # dice an exhibit claims (option)
+    rulings: int  # the edition of the rulings the game is played by (option; F21)
     bots: frozenset[int]
 
     @property
@@ -145,7 +146,10 @@ class BluffAuction(Game[BluffState, Move]):
     move_word = "bid"
     move_words = ("bid", "move", "pass", "reroll", "keep", "use", "place", "exhibit", "discard")
     example = "bid red 3"
-    options = {"exhibit_dice": 1}
+    # "rulings": the edition of the rulings a game is played by (F21): 2 for a
+    # new game; a game recorded before the option existed was played by 1.
+    options = {"exhibit_dice": 1, "rulings": 2}
+    recorded_without: Mapping[str, Any] = {"rulings": 1}
     deadlines = {"turn": timedelta(hours=12), "decision": timedelta(hours=6)}  # a few hundred turns a game
     moves_public = False  # F13: a tools phase's reroll names dice, which are secret
 
@@ -158,6 +162,13 @@ class BluffAuction(Game[BluffState, Move]):
         if dice not in (1, 2):
             raise OptionError("exhibit_dice must be 1 or 2")
         options["exhibit_dice"] = dice
+        try:
+            rulings = int(options["rulings"])
+        except (TypeError, ValueError):
+            raise OptionError("rulings must be 1 or 2 (ruling F21)") from None
+        if rulings not in (1, 2):
+            raise OptionError("rulings must be 1 or 2 (ruling F21)")
+        options["rulings"] = rulings
         return options
 
     # -- setting up -------------------------------------------------------------
@@ -174,7 +185,7 @@ class BluffAuction(Game[BluffState, Move]):
             passes=0, turn=None, start=start, museum=((),) * seats, held=(frozenset(),) * seats,
             exhibits=((),) * seats, gone=(), points=(0,) * seats, round=0, stage="tools", tool_step=0, track=0,
             shown=frozenset(), won=(), used_oneshot=None, exhibit_dice=options["exhibit_dice"],
-            bots=frozenset(),
+            rulings=options["rulings"], bots=frozenset(),
         )  # fmt: skip
         state, events = _new_round(state, start, rng)
         state, _ = _play_on(state, events, rng)
@@ -240,10 +251,15 @@ class BluffAuction(Game[BluffState, Move]):
             return "Say which of your dice to roll again, by number: 'reroll 1 3', 'reroll all' or 'keep'."
         if state.stage == "oneshot":
             return "Say 'use' to count your 2 virtual purple dice on this auction (the tile is discarded), or 'keep'."
+        if state.stage == "acquire" and _beside(state.won[0][1]):
+            return ("Say 'place' (the new tile goes beside your museum, and you exhibit nothing), or 'exhibit' and "
+                    "the tiles of a set from your museum (for example 'exhibit red ancient tool, red modern art, "
+                    "red medieval weapon').")  # fmt: skip
         if state.stage == "acquire":
             return ("Say 'place' (into your museum), 'exhibit' and the tiles of a set (for example "
                     "'exhibit red ancient tool, red modern art, red medieval weapon'), or 'discard' and a tile.")  # fmt: skip
-        return "A move is 'bid red 3' (a token from your hand), 'move blue to red 4' (an overbid token) or 'pass'."
+        return ("A move is 'bid red 3' (a token from your hand), 'move blue 2 to red 4' (your overbid token of 2 "
+                "on blue, to red at 4) or 'pass'.")  # fmt: skip
 
     def move_text(self, move: Move) -> str:
         verb = move[0]
@@ -251,8 +267,8 @@ class BluffAuction(Game[BluffState, Move]):
             return "reroll " + " ".join(map(str, move[1])) if move[1] else "keep"
         if verb == "bid":
             return f"bid {TRACKS[move[1]]} {move[2]}"
-        if verb == "move":
-            return f"move {TRACKS[move[1]]} to {TRACKS[move[2]]} {move[3]}"
+        if verb == "move":  # F20: the token moved is named by its value
+            return f"move {TRACKS[move[1]]} {move[2]} to {TRACKS[move[3]]} {move[4]}"
         if verb == "exhibit":
             return "exhibit " + ", ".join(tile_text(t) for t in move[1])
         if verb == "discard":
@@ -329,6 +345,8 @@ class BluffAuction(Game[BluffState, Move]):
         if phase is not None and seat in phase.movers:
             legal = self.legal_moves(state, seat)
             private.update(legal_count=len(legal), examples=[self.move_text(m) for m in _examples(state, legal)])
+            if state.stage == "acquire":  # the tile to place; a special one goes beside the museum (F5)
+                private.update(won=tile_text(state.won[0][1]), beside=_beside(state.won[0][1]))
         return private
 
     def private_news(self, before: BluffState | None, after: BluffState,
@@ -488,12 +506,23 @@ def _virtual(state: BluffState, seat: int, track: int) -> int:
     return weapons + ("vpurple" in state.held[seat]) + (2 if state.used_oneshot == seat else 0)
 
 
-def _cap(state: BluffState, seat: int, track: int) -> int:
-    """The highest bid worth making: every die rolled, plus the bidder's
-    virtual dice (most of them, the one-shot's included) (F8)."""
+def _reach(state: BluffState, seat: int, track: int) -> int:
+    """The most ``seat`` could count on ``track`` this round: every die
+    rolled, plus its virtual dice (the one-shot's included) (F8)."""
     colour = TRACKS[track]
     weapons = sum(1 for t in state.museum[seat] if isinstance(t, tuple) and t[2] == "weapon" and t[0] == colour)
     return state.rolled() + weapons + ("vpurple" in state.held[seat]) + 2 * ("oneshot" in state.held[seat])
+
+
+def _cap(state: BluffState, seat: int, track: int) -> int:
+    """The highest bid ``seat`` may make on ``track`` (F8).  By the second
+    rulings, one more than anyone could count there: a bid that high can
+    never win but stops others bidding there, as the text allows any bid;
+    any higher bid would do exactly the same.  By the first, the bidder's
+    own reach: a bid it could win."""
+    if state.rulings < 2:
+        return _reach(state, seat, track)
+    return max(_reach(state, s, track) for s in range(state.seats)) + 1
 
 
 def _has_tie(state: BluffState, seat: int, moving: Bid | None = None) -> bool:
@@ -501,10 +530,18 @@ def _has_tie(state: BluffState, seat: int, moving: Bid | None = None) -> bool:
     return any(b[0] == seat and b[3] and b != moving for bids in state.bids for b in bids)
 
 
-def _moving(state: BluffState, seat: int, source: int) -> Bid:
-    """The token a move from ``source`` takes: the seat's lowest there that is not the high bid."""
+def _movable(state: BluffState, seat: int, source: int) -> list[Bid]:
+    """The seat's tokens on ``source`` that it may move (not the high bid,
+    which is locked in), by value.  A seat's tokens on one track have
+    different values (each bid outbids the high bid, or ties it once: F12),
+    so a value names one token (F20)."""
     high = state.high(source)
-    return min((b for b in state.bids[source] if b[0] == seat and b != high), key=lambda b: (b[1], b[2]))
+    return sorted((b for b in state.bids[source] if b[0] == seat and b != high), key=lambda b: (b[1], b[2]))
+
+
+def _token(state: BluffState, seat: int, source: int, value: int) -> Bid:
+    """The seat's token of ``value`` on ``source`` (F20)."""
+    return next(b for b in state.bids[source] if b[0] == seat and b[1] == value)
 
 
 def _lowest_bid(state: BluffState, seat: int, track: int, moving: Bid | None = None) -> tuple[int, bool] | None:
@@ -529,12 +566,14 @@ def _overbid(state: BluffState, seat: int) -> list[int]:
 
 
 def _bidding_moves(state: BluffState, seat: int) -> list[Move]:
-    """Bids from hand, then moves of each overbid token, each by value then
-    track (so the first few, which a reply lists, cover every track), then pass."""
+    """Bids from hand, then moves of each overbid token (by track, then the
+    token's value: F20), each by value then track (so the first few, which a
+    reply lists, cover every track), then pass."""
     moves: list[Move] = []
-    sources = ([None] if state.tokens[seat] else []) + _overbid(state, seat)
+    hand: list[tuple[int, Bid] | None] = [None] if state.tokens[seat] else []
+    sources = hand + [(t, b) for t in _overbid(state, seat) for b in _movable(state, seat, t)]
     for source in sources:
-        moving = _moving(state, seat, source) if source is not None else None
+        moving = source[1] if source is not None else None
         ranges = {}
         for track in range(6):
             lowest = _lowest_bid(state, seat, track, moving)
@@ -543,7 +582,8 @@ def _bidding_moves(state: BluffState, seat: int) -> list[Move]:
         for value in range(1, max((r.stop for r in ranges.values()), default=1)):
             for track, allowed in ranges.items():
                 if value in allowed:
-                    moves.append(("bid", track, value) if source is None else ("move", source, track, value))
+                    moves.append(("bid", track, value) if source is None
+                                 else ("move", source[0], source[1][1], track, value))  # fmt: skip
     if not state.tokens[seat] or not moves:  # F14: no pass with tokens in hand, unless nothing else is legal
         moves.append(("pass",))
     return moves
@@ -562,9 +602,11 @@ def _bid(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list[dic
             tokens[seat] -= 1
             event = {"type": "bid", "seat": seat, "track": TRACKS[track], "value": value}
         else:
-            source, track, value = move[1], move[2], move[3]
-            bids[source].remove(_moving(state, seat, source))
+            source, token, track, value = move[1:]
+            bids[source].remove(_token(state, seat, source, token))
             event = {"type": "move", "seat": seat, "from": TRACKS[source], "track": TRACKS[track], "value": value}
+            if state.rulings >= 2:  # F20: which token moved is public (it was on the board)
+                event["token"] = token
         tied = (high := state.high(track)) is not None and value == high[1]
         bids[track].append((seat, value, state.placed + 1, tied))
         event["tied"] = tied
@@ -670,28 +712,38 @@ def _attributes(tile: Tile) -> set[str]:
     return set(tile) if isinstance(tile, tuple) else set()
 
 
+def share(tiles: Iterable[Tile]) -> bool:
+    """Whether the tiles share a colour, an era or a type; Wild Attribute
+    shares any (F5), and a lone tile shares with itself."""
+    real = [t for t in tiles if t != "wild"]
+    return not real or bool(set.intersection(*(_attributes(t) for t in real)))
+
+
 def is_set(tiles: Iterable[Tile]) -> bool:
     """3 or more tiles sharing a colour, an era or a type; Wild Attribute
     shares any (F5)."""
     tiles = list(tiles)
-    if len(tiles) < 3:
-        return False
-    real = [t for t in tiles if t != "wild"]
-    if not real:
-        return False
-    return bool(set.intersection(*(_attributes(t) for t in real)))
+    return len(tiles) >= 3 and any(t != "wild" for t in tiles) and share(tiles)
+
+
+def _beside(tile: Tile) -> bool:
+    """A special tile that goes beside the museum: it takes no circle and
+    joins no set (every special but Wild Attribute: F5)."""
+    return isinstance(tile, str) and tile != "wild"
 
 
 def _acquisitions(state: BluffState, seat: int, tile: Tile) -> list[Move]:
-    """F16: place the tile (when the museum has room), exhibit a set from the
-    museum and the tile (while an exhibit space is free), or, with the
-    museum full, discard a tile (the new one or one of the museum's)."""
+    """F16: place the tile (when the museum has room; a special tile beside
+    it: always), exhibit a set from the museum and the tile (while an
+    exhibit space is free; a special beside the museum joins none), or, with
+    the museum full, discard a tile (the new one or one of the museum's)."""
     museum = state.museum[seat]
+    beside = _beside(tile)
     moves: list[Move] = []
-    if len(museum) < state.capacity(seat):
+    if beside or len(museum) < state.capacity(seat):
         moves.append(("place",))
     if len(state.exhibits[seat]) < spaces(state.seats):
-        pool = _sorted((*museum, tile))
+        pool = _sorted(museum if beside else (*museum, tile))
         found = set()
         for n in range(3, len(pool) + 1):
             for combo in itertools.combinations(range(len(pool)), n):
@@ -699,22 +751,22 @@ def _acquisitions(state: BluffState, seat: int, tile: Tile) -> list[Move]:
                 if is_set(tiles) and tiles not in found:
                     found.add(tiles)
                     moves.append(("exhibit", tiles))
-    if len(museum) >= state.capacity(seat):
+    if not beside and len(museum) >= state.capacity(seat):
         moves += [("discard", t) for t in _sorted({*museum, tile})]
     return moves
 
 
 def _skip_settled(state: BluffState) -> tuple[BluffState, list[dict[str, Any]]]:
-    """Special tiles other than Wild Attribute go beside the museum at once
-    (F5); a tile whose only move is to be placed is placed (no question)."""
+    """A tile whose only move is to be placed is placed (no question);
+    special tiles other than Wild Attribute go beside the museum (F5), by
+    the first rulings at once, by the second (F16) after the winner's chance
+    to exhibit a set, when there is one."""
     events = []
     while state.won:
         seat, tile = state.won[0]
-        if isinstance(tile, str) and tile != "wild":
-            held = list(state.held)
-            held[seat] = held[seat] | {tile}
-            state = replace(state, held=tuple(held), won=state.won[1:])
-            events.append({"type": "special", "seat": seat, "tile": tile_text(tile)})
+        if _beside(tile) and (state.rulings < 2 or _acquisitions(state, seat, tile) == [("place",)]):
+            state, more = _acquire(state, seat, ("place",))
+            events += more
             continue
         if _acquisitions(state, seat, tile) == [("place",)]:
             state, more = _acquire(state, seat, ("place",))
@@ -731,6 +783,16 @@ def _acquire(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list
     points = list(state.points)
     exhibits = list(state.exhibits)
     gone = state.gone
+    held = list(state.held)
+    taken = []
+    if isinstance(tile, str) and _beside(tile):  # beside the museum, whether or not a set is exhibited now (F5, F16)
+        held[seat] = held[seat] | {tile}
+        taken = [{"type": "special", "seat": seat, "tile": tile_text(tile)}]
+        if state.rulings >= 2 and _acquisitions(state, seat, tile) != [("place",)]:
+            taken[0]["asked"] = True  # the winner chose not to exhibit, or exhibited (below)
+        if move[0] == "place":
+            state = replace(state, held=tuple(held), won=state.won[1:])
+            return state, taken
     if move[0] == "place":
         museum.append(tile)
     elif move[0] == "discard":
@@ -745,7 +807,7 @@ def _acquire(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list
         for t in tiles:
             if t in museum:
                 museum.remove(t)
-        if tile not in tiles:
+        if tile not in tiles and not _beside(tile):
             museum.append(tile)
         exhibits[seat] = (*exhibits[seat], tuple(tiles))
         points[seat] += set_points(len(tiles))
@@ -753,24 +815,25 @@ def _acquire(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list
     museums = list(state.museum)
     museums[seat] = _sorted(museum)
     state = replace(state, museum=tuple(museums), points=tuple(points), exhibits=tuple(exhibits), gone=gone,
-                    won=state.won[1:])  # fmt: skip
-    return state, [event]
+                    held=tuple(held), won=state.won[1:])  # fmt: skip
+    return state, [*taken, event]
 
 
 # -- the end ---------------------------------------------------------------------------------
 
 
 @functools.lru_cache(maxsize=4096)
-def best_partition(tiles: tuple[Tile, ...]) -> tuple[int, tuple[tuple[Tile, ...], ...]]:
+def best_partition(tiles: tuple[Tile, ...], rulings: int = 2) -> tuple[int, tuple[tuple[Tile, ...], ...]]:
     """F18: the museum scored as sets at the end: the split of its tiles into
-    groups, each a lone tile, two tiles or a set sharing an attribute, that
-    scores the most (1/3/6/10...).  A museum holds at most eight tiles, so
-    every split is tried."""
+    groups that scores the most (1/3/6/10...), each group a lone tile or
+    tiles sharing a colour, era or type (by the first rulings, any two
+    tiles made a group too).  A museum holds at most eight tiles, so every
+    split is tried."""
     tiles = _sorted(tiles)
     best: tuple[int, tuple] = (0, ())
 
     def shares(group: tuple[Tile, ...]) -> bool:
-        return len(group) < 3 or is_set(group)
+        return len(group) < (3 if rulings < 2 else 2) or share(group)
 
     def search(rest: tuple[Tile, ...], groups: list, score: int) -> None:
         nonlocal best
@@ -794,7 +857,7 @@ def standing(state: BluffState, seat: int) -> dict[str, Any]:
     """A seat's points if the game ended now: exhibits, the museum's best
     split, the stars of its Art (one each: F19), and 4 Points."""
     museum = state.museum[seat]
-    museum_points, groups = best_partition(museum)
+    museum_points, groups = best_partition(museum, state.rulings)
     stars = sum(1 for t in museum if isinstance(t, tuple) and t[2] == "art")
     four = 4 if "four" in state.held[seat] else 0
     total = state.points[seat] + museum_points + set_points(stars) + four
@@ -850,9 +913,19 @@ def _read_bid(state: BluffState, seat: int, words: list[str]) -> Move | None:
         if len(numbers) == 2:  # "move black 1 to red 5": the token's value, then the new bid
             if numbers[0] not in [b[1] for b in state.bids[source] if b[0] == seat]:
                 raise MoveError(f"You have no token of {numbers[0]} on {TRACKS[source]}.")
-            numbers = numbers[1:]
-        if len(numbers) == 1:
-            return ("move", source, target, numbers[0])
+            return ("move", source, numbers[0], target, numbers[1])
+        if len(numbers) == 1:  # "move black to red 5": which token?  (F20)
+            movable = _movable(state, seat, source)
+            if not movable:
+                raise MoveError(f"You have no overbid token on {TRACKS[source]} to move (high bids are locked in).")
+            if len(movable) > 1 and state.rulings >= 2:
+                readings = " or ".join(f"'move {TRACKS[source]} {b[1]} to {TRACKS[target]} {numbers[0]}'"
+                                       for b in movable)  # fmt: skip
+                raise MoveError(f"'move {TRACKS[source]} to {TRACKS[target]} {numbers[0]}' is ambiguous: you have "
+                                f"{len(movable)} tokens on {TRACKS[source]} you may move. Say which by its value: "
+                                f"{readings}.")  # fmt: skip
+            # the only one; or, by the first rulings (F21), the lowest: how old records read
+            return ("move", source, movable[0][1], target, numbers[0])
     return None
 
 
@@ -910,24 +983,37 @@ def _why_not(state: BluffState, seat: int, move: Move) -> str | None:
     if state.stage == "bidding":
         if move[0] == "pass":
             return "You cannot pass while you hold bid tokens you have not placed."
-        track = move[1] if move[0] == "bid" else move[2]
+        track = move[1] if move[0] == "bid" else move[3]
         if move[0] == "bid" and not state.tokens[seat]:
-            return "You have no bid token in hand; you may move one of your overbid tokens ('move blue to red 4')."
+            return ("You have no bid token in hand; you may move one of your overbid tokens "
+                    "('move blue 2 to red 4').")  # fmt: skip
         if move[0] == "move" and move[1] not in _overbid(state, seat):
             return f"You have no overbid token on {TRACKS[move[1]]} to move (high bids are locked in)."
-        lowest = _lowest_bid(state, seat, track)
+        moving = None
+        if move[0] == "move":
+            moving = _token(state, seat, move[1], move[2])
+            if moving not in _movable(state, seat, move[1]):
+                return (f"Your token of {move[2]} on {TRACKS[move[1]]} is the high bid there: high bids are locked "
+                        "in.")  # fmt: skip
+        lowest = _lowest_bid(state, seat, track, moving)
         if lowest is None:
             return f"The high bid on {TRACKS[track]} is yours: you cannot overbid yourself."
         value = move[-1]
         cap = _cap(state, seat, track)
         if value < lowest[0]:
             return f"On {TRACKS[track]} you must bid at least {lowest[0]}."
-        if value > cap:
+        if value > cap and state.rulings < 2:
             return f"A bid on {TRACKS[track]} above {cap} cannot win: only {state.rolled()} dice were rolled."
+        if value > cap:
+            return (f"A bid on {TRACKS[track]} can be at most {cap}: no one can count more than {cap - 1} there "
+                    f"this round, so a bid of {cap} already wins nothing and stops every bid above it.")  # fmt: skip
     if state.stage == "acquire":
         if move[0] == "exhibit":
             if len(state.exhibits[seat]) >= spaces(state.seats):
                 return "Your exhibit spaces are all full: you can no longer exhibit."
+            if _beside(state.won[0][1]):
+                return (f"An exhibit is 3 or more tiles from your museum that share a colour, an era or a type "
+                        f"({tile_text(state.won[0][1])} goes beside your museum and joins no set).")  # fmt: skip
             return ("An exhibit is 3 or more tiles from your museum and the new tile that share a colour, "
                     "an era or a type.")  # fmt: skip
         if move[0] == "place":

@@ -9,15 +9,26 @@ state changed with dataclasses.replace.
 
 from __future__ import annotations
 
+import copy
+import json
 import random
+import re
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from referee.record import PhaseRecord, random_move_rng, replay, resolve_rng, setup_rng
+from referee.record import (
+    PhaseRecord,
+    random_move_rng,
+    replay,
+    resolve_rng,
+    setup_rng,
+    verify,
+)
 from referee.rules import MoveError, OptionError
 from referee.rules.bluff import (
     COLOURS,
@@ -108,14 +119,38 @@ def test_setup_refuses_bad_options():
 # --- bidding ----------------------------------------------------------------------------
 
 
-def test_bid_must_outbid_the_high_bid_and_never_over_every_die_rolled():
+def test_bid_must_outbid_the_high_bid_and_may_go_one_over_anyones_reach():
     state = bidding(bids=((), ((B, 2, 1, False),), (), (), (), ()), placed=1)
     legal = GAME.legal_moves(state, A)
     assert ("bid", t("black"), 2) not in legal and ("bid", t("black"), 3) in legal
-    rolled = state.rolled()
-    assert ("bid", t("red"), rolled) in legal and ("bid", t("red"), rolled + 1) not in legal
+    rolled = state.rolled()  # nobody has a virtual die: no one can count more than every die rolled
+    assert ("bid", t("red"), rolled + 1) in legal and ("bid", t("red"), rolled + 2) not in legal  # F8
     with pytest.raises(MoveError, match="at least 3"):
         GAME.parse_move(state, A, "bid black 2")
+    with pytest.raises(MoveError, match=f"at most {rolled + 1}: no one can count more than {rolled}"):
+        GAME.parse_move(state, A, f"bid red {rolled + 2}")
+
+
+def test_bid_one_over_a_rivals_virtual_dice_blocks_them():
+    """F8: the text allows any bid; a bid no one can win still stops the
+    others bidding on that track.  B's Virtual Purple Die lets B count one
+    more than every die rolled; A may bid one more still, and then B cannot
+    bid there."""
+    held = (frozenset(), frozenset({"vpurple"}), frozenset())
+    state = bidding(held=held)
+    rolled = state.rolled()
+    assert ("bid", t("red"), rolled + 2) in GAME.legal_moves(state, A)
+    after, _ = GAME.resolve(state, {A: ("bid", t("red"), rolled + 2)}, resolve_rng(SEED, 1))
+    assert not any(m[0] == "bid" and m[1] == t("red") for m in GAME.legal_moves(after, B))
+
+
+def test_bid_by_the_first_rulings_never_over_the_bidders_own_reach():
+    state = replace(bidding(), rulings=1)
+    legal = GAME.legal_moves(state, A)
+    rolled = state.rolled()
+    assert ("bid", t("red"), rolled) in legal and ("bid", t("red"), rolled + 1) not in legal
+    with pytest.raises(MoveError, match="cannot win"):
+        GAME.parse_move(state, A, f"bid red {rolled + 1}")
 
 
 def test_bid_you_cannot_directly_overbid_yourself_but_may_bid_under_anothers_high():
@@ -146,10 +181,10 @@ def test_bid_high_bids_are_locked_overbid_tokens_move():
     bids = ((), ((A, 2, 1, False), (B, 3, 2, False)), ((A, 4, 3, False),), (), (), ())
     state = bidding(bids=bids, placed=3, tokens=(0, 3, 3))
     legal = GAME.legal_moves(state, A)
-    assert ("move", t("black"), t("yellow"), 1) in legal  # the overbid 2 on black
+    assert ("move", t("black"), 2, t("yellow"), 1) in legal  # the overbid 2 on black
     assert not any(m[0] == "move" and m[1] == t("red") for m in legal)  # the high 4 on red is locked
     assert not any(m[0] == "bid" for m in legal)  # no token in hand
-    after, events = GAME.resolve(state, {A: ("move", t("black"), t("yellow"), 1)}, resolve_rng(SEED, 1))
+    after, events = GAME.resolve(state, {A: ("move", t("black"), 2, t("yellow"), 1)}, resolve_rng(SEED, 1))
     assert after.bids[t("black")] == ((B, 3, 2, False),) and after.bids[t("yellow")][0][:2] == (A, 1)
 
 
@@ -290,8 +325,21 @@ def test_end_the_museum_is_split_into_the_groups_that_score_most():
     tiles = (art("red ancient tool"), art("red medieval tool"), art("red modern tool"), art("blue ancient art"))
     points, groups = best_partition(tiles)
     assert points == set_points(3) + set_points(1) == 7
-    assert best_partition((art("red ancient tool"), art("blue medieval art")))[0] == 3  # two tiles: 3
     assert best_partition(())[0] == 0
+
+
+def test_end_two_tiles_score_3_only_when_they_share_an_attribute():
+    """F18: the museum "may be scored as normal", and a set is tiles sharing
+    an attribute; two unrelated tiles are two lone tiles (1 + 1)."""
+    assert best_partition((art("red ancient tool"), art("blue medieval art")))[0] == 2
+    assert best_partition((art("red ancient tool"), art("blue ancient art")))[0] == 3  # both ancient
+    assert best_partition((art("red ancient tool"), "wild"))[0] == 3  # Wild Attribute shares any
+    four = (art("red ancient tool"), art("red medieval weapon"), art("blue modern art"), art("green modern art"))
+    assert best_partition(four) == (6, ((art("red ancient tool"), art("red medieval weapon")),
+                                        (art("blue modern art"), art("green modern art"))))  # fmt: skip
+    state = replace(start(3), museum=((art("red ancient tool"), art("blue medieval weapon")), (), ()))
+    assert standing(state, A)["museum"] == 2
+    assert standing(replace(state, rulings=1), A)["museum"] == 3  # the first rulings: any two tiles
 
 
 def test_end_art_stars_and_four_points():
@@ -350,7 +398,7 @@ def test_parse_bids(text, move):
 def test_parse_move_of_a_token():
     bids = ((), ((A, 2, 1, False), (B, 3, 2, False)), (), (), (), ())
     state = bidding(bids=bids, placed=2, tokens=(0, 3, 3))
-    assert GAME.parse_move(state, A, "move black to red 5") == ("move", 1, 2, 5)
+    assert GAME.parse_move(state, A, "move black to red 5") == ("move", 1, 2, 2, 5)
     with pytest.raises(MoveError, match="track 'pink'"):
         GAME.parse_move(state, A, "move black to pink 5")
 
@@ -463,7 +511,7 @@ def test_parse_what_people_write_for_a_bid(text, move):
 def test_parse_what_people_write_for_a_move_a_reroll_and_a_tile():
     bids = ((), ((A, 1, 1, False), (B, 2, 2, False)), (), (), (), ())
     state = bidding(bids=bids, placed=2, tokens=(0, 3, 3))
-    assert GAME.parse_move(state, A, "move black 1 to red 5") == ("move", 1, 2, 5)
+    assert GAME.parse_move(state, A, "move black 1 to red 5") == ("move", 1, 1, 2, 5)
     assert GAME.parse_move(state, A, "I pass") == ("pass",)
     with pytest.raises(MoveError, match="Say the bid the token makes on red"):
         GAME.parse_move(state, A, "move black to red")
@@ -481,7 +529,7 @@ def test_bid_the_token_a_tie_holder_moves_does_not_count_as_its_standing_tie():
     held = (frozenset({"tie"}), frozenset(), frozenset())
     bids = ((), ((A, 2, 1, True), (B, 3, 2, False)), ((C, 2, 3, False),), (), (), ())
     state = bidding(bids=bids, placed=3, tokens=(0, 3, 3), held=held)
-    assert ("move", t("black"), t("red"), 2) in GAME.legal_moves(state, A)  # a tie, once the old one moves
+    assert ("move", t("black"), 2, t("red"), 2) in GAME.legal_moves(state, A)  # a tie, once the old one moves
 
 
 def test_bid_a_refusal_lists_every_track_first():
@@ -520,3 +568,173 @@ def test_acquire_a_set_matching_more_than_one_attribute_is_nothing_special():
     state = acquiring(tools, art("green ancient tool"))
     after, events = GAME.resolve(state, {A: ("exhibit", (*tools, art("green ancient tool")))}, resolve_rng(SEED, 1))
     assert after.points[A] == 6  # three tiles: 6, though they share era and type
+
+
+# --- F20: the token a move takes ---------------------------------------------------------
+
+
+def two_on_purple(**changes) -> BluffState:
+    """A 2-player game: B bid purple 1, A 2, B 3, A 4 (the issue's case); B is to move."""
+    bids = (((B, 1, 1, False), (A, 2, 2, False), (B, 3, 3, False), (A, 4, 4, False)), (), (), (), (), ())
+    return replace(bidding(seats=2, turn=B), bids=bids, placed=4, tokens=(2, 2), **changes)
+
+
+def test_move_the_token_named_by_its_value_moves():
+    state = two_on_purple()
+    move = GAME.parse_move(state, B, "move purple 3 to red 1")
+    assert move == ("move", t("purple"), 3, t("red"), 1)
+    assert GAME.move_text(move) == "move purple 3 to red 1"  # the receipt names the token
+    after, events = GAME.resolve(state, {B: move}, resolve_rng(SEED, 1))
+    assert [b[:2] for b in after.bids[t("purple")]] == [(B, 1), (A, 2), (A, 4)]  # B's 1 stayed
+    assert after.bids[t("red")][0][:2] == (B, 1)
+    assert events[0]["type"] == "move" and events[0]["token"] == 3
+
+
+def test_move_without_a_value_with_two_movable_tokens_is_ambiguous():
+    state = two_on_purple()
+    with pytest.raises(MoveError, match="ambiguous") as refused:
+        GAME.parse_move(state, B, "move purple to red 5")
+    assert "'move purple 1 to red 5' or 'move purple 3 to red 5'" in str(refused.value)
+    with pytest.raises(MoveError, match="ambiguous"):
+        GAME.read_move(state, B, "I'll move purple to red 5, please.")  # as a player's mail reads it
+
+
+def test_move_without_a_value_takes_the_only_movable_token():
+    bids = (((B, 1, 1, False), (A, 2, 2, False), (B, 3, 3, False)), (), (), (), (), ())
+    state = replace(two_on_purple(), bids=bids, placed=3)  # B's 3 is the high bid: only its 1 may move
+    assert GAME.parse_move(state, B, "move purple to red 5") == ("move", t("purple"), 1, t("red"), 5)
+    assert GAME.read_move(state, B, "move purple to red five") == ("move", t("purple"), 1, t("red"), 5)
+
+
+def test_move_a_value_the_player_has_no_token_of_or_the_locked_high_token():
+    state = replace(two_on_purple(), turn=A)
+    with pytest.raises(MoveError, match="no token of 3 on purple"):
+        GAME.parse_move(state, A, "move purple 3 to red 1")
+    with pytest.raises(MoveError, match="token of 4 on purple is the high bid there: high bids are locked in"):
+        GAME.parse_move(state, A, "move purple 4 to red 1")
+    assert GAME.parse_move(state, A, "move purple 2 to red 1") == ("move", t("purple"), 2, t("red"), 1)
+    with pytest.raises(MoveError, match="no overbid token on red"):
+        GAME.parse_move(state, A, "move red to black 1")
+
+
+def test_move_every_movable_token_is_offered_and_named():
+    state = two_on_purple()
+    moves = {m[:3] for m in GAME.legal_moves(state, B) if m[0] == "move"}
+    assert moves == {("move", t("purple"), 1), ("move", t("purple"), 3)}
+    for move in GAME.legal_moves(state, B):
+        assert GAME.parse_move(state, B, GAME.move_text(move)) == move
+    examples = GAME.view(state, B)["examples"]
+    assert any(e.startswith(("move purple 1 to ", "move purple 3 to ")) for e in examples)
+
+
+def test_move_by_the_first_rulings_a_move_without_a_value_takes_the_lowest():
+    """F21: records made before F20 hold 'move purple to red 1', which meant
+    the lowest token that is not the high bid; they replay as they were."""
+    state = two_on_purple(rulings=1)
+    assert GAME.parse_move(state, B, "move purple to red 5") == ("move", t("purple"), 1, t("red"), 5)
+    assert GAME.parse_move(state, B, "move purple 3 to red 5") == ("move", t("purple"), 3, t("red"), 5)
+    _, events = GAME.resolve(state, {B: ("move", t("purple"), 1, t("red"), 5)}, resolve_rng(SEED, 1))
+    assert "token" not in events[0]  # the first rulings' events, as recorded
+
+
+# --- F16: an exhibit after every tile won, special tiles too -----------------------------------
+
+
+def win_the_special(museum: tuple, **changes) -> tuple[BluffState, list]:
+    """The round ends with A's bid of 1 winning Overbid with Tie on purple."""
+    state = bidding(dice=(("purple",) * 3,) * 3, community=("purple",), bids=(((A, 1, 1, False),), (), (), (), (), ()),
+                    placed=1, museum=(museum, (), ()), **changes)  # fmt: skip
+    return resolve_now(replace(state, offer=("tie", *state.offer[1:])))
+
+
+YELLOW = (art("yellow ancient tool"), art("yellow ancient art"), art("yellow medieval art"), art("yellow modern weapon"))
+
+
+def test_acquire_a_special_tile_with_a_set_ready_offers_an_exhibit():
+    state, events = win_the_special(YELLOW)
+    phase = GAME.phase(state)
+    assert phase is not None and phase.movers == (A,) and phase.label == "Round 1 acquisition: Overbid with Tie"
+    legal = GAME.legal_moves(state, A)
+    assert legal[0] == ("place",) and not any(m[0] == "discard" for m in legal)
+    assert ("exhibit", YELLOW) in legal and all("tie" not in m[1] for m in legal[1:])  # it joins no set
+    assert GAME.view(state, A)["beside"] is True
+    exhibit = GAME.parse_move(state, A, "exhibit " + ", ".join(" ".join(x) for x in YELLOW))
+    after, events = GAME.resolve(state, {A: exhibit}, resolve_rng(SEED, 2))
+    assert "tie" in after.held[A] and after.museum[A] == () and after.points[A] == set_points(4)
+    assert [e["type"] for e in events[:2]] == ["special", "exhibit"] and after.round == 2
+    kept, events = GAME.resolve(state, {A: GAME.parse_move(state, A, "place")}, resolve_rng(SEED, 2))
+    assert "tie" in kept.held[A] and kept.museum[A] == YELLOW and kept.points[A] == 0 and kept.round == 2
+    assert GAME.random_move(state, A, random_move_rng(SEED, 2, A)) == ("place",)  # F15: a timeout places
+    with pytest.raises(MoveError, match="Overbid with Tie goes beside your museum and joins no set"):
+        GAME.parse_move(state, A, "exhibit yellow ancient tool, yellow ancient art, wild")
+
+
+def test_acquire_a_special_tile_with_no_set_ready_or_no_space_asks_nothing():
+    after, events = win_the_special((art("yellow ancient tool"), art("red medieval art")))
+    assert after.round == 2 and "tie" in after.held[A]  # no acquisition phase: the next round began
+    assert {"type": "special", "seat": A, "tile": "Overbid with Tie"} in events
+    full = tuple((art("red ancient tool"),) * 3 for _ in range(6))
+    after, events = win_the_special(YELLOW, exhibits=(full, (), ()))
+    assert after.round == 2 and "tie" in after.held[A] and after.museum[A] == YELLOW  # no space: nothing to choose
+
+
+def test_acquire_by_the_first_rulings_a_special_tile_goes_beside_the_museum_at_once():
+    after, _ = win_the_special(YELLOW, rulings=1)
+    assert after.round == 2 and "tie" in after.held[A] and after.museum[A] == YELLOW
+
+
+# --- F21: games recorded by the first rulings keep them ---------------------------------------
+
+# A finished 2-player game (record.json) as the referee published it before
+# the second rulings (commit a61b55b, tests/forgery.py's play("bluff", 1)):
+# its options have no "rulings", and its moves of tokens name no value.
+OLD_RECORD = Path(__file__).parent.parent / "fixtures" / "records" / "bluff-rulings-1.json"
+
+
+def test_replay_a_record_made_by_the_first_rulings_verifies_as_it_was():
+    record = json.loads(OLD_RECORD.read_text())
+    assert "rulings" not in record["game"]["options"]
+    moves = [m["move"] for p in record["phases"] for m in p["moves"]]
+    assert any(re.fullmatch(r"move [a-z]+ to [a-z]+ \d+", m) for m in moves)  # the old text
+    verdict = verify(record)  # every phase's events (scores too) and the winner, as recorded
+    assert verdict.ok, verdict.message
+    steps = replay(GAME, bytes.fromhex(record["seed"]), len(record["players"]),
+                   GAME.stored_options(record["game"]["options"]), (),
+                   [PhaseRecord(p["number"], {m["seat"]: m["move"] for m in p["moves"]}, ()) for p in record["phases"]])
+    assert steps.state.rulings == 1 and steps.state.stage == "over"
+    assert [s.events for s in steps.steps] == [p["events"] for p in record["phases"]]
+    # the same moves by the second rulings make another game: the edition matters
+    newer = copy.deepcopy(record)
+    newer["game"]["options"]["rulings"] = 2
+    assert not verify(newer).ok
+
+
+def test_replay_an_ambiguous_old_move_takes_the_lowest_token_as_it_did():
+    """The fixture holds a move of a token made when its player had two on
+    that track that could move; the first rulings moved the lowest."""
+    record = json.loads(OLD_RECORD.read_text())
+    seed = bytes.fromhex(record["seed"])
+    state = GAME.setup(len(record["players"]), setup_rng(seed), GAME.stored_options(record["game"]["options"]))
+    found = 0
+    for entry in record["phases"]:
+        texts = {m["seat"]: m["move"] for m in entry["moves"]}
+        moves = {seat: GAME.parse_move(state, seat, text) for seat, text in texts.items()}
+        for seat, move in moves.items():
+            if move[0] == "move":
+                high = state.high(move[1])
+                mine = sorted(b[1] for b in state.bids[move[1]] if b[0] == seat and b != high)
+                if len(mine) > 1:
+                    found += 1
+                    assert move[2] == mine[0]
+                    with pytest.raises(MoveError, match="ambiguous"):  # a new game asks which
+                        GAME.parse_move(replace(state, rulings=2), seat, texts[seat])
+        state, _ = GAME.resolve(state, moves, resolve_rng(seed, entry["number"]))
+    assert found
+
+
+def test_setup_a_new_game_takes_the_second_rulings_and_refuses_others():
+    assert GAME.check_options({}) == {"exhibit_dice": 1, "rulings": 2}
+    assert GAME.stored_options({"exhibit_dice": 2}) == {"exhibit_dice": 2, "rulings": 1}
+    assert start(3, rulings=1).rulings == 1
+    with pytest.raises(OptionError, match="rulings"):
+        start(3, rulings=3)
