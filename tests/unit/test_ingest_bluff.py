@@ -211,3 +211,40 @@ def test_a_receipt_calls_a_move_that_is_no_bid_a_move(played: Played):
     kept = [body for body in receipts if re.search(r"is in: (keep|reroll)", body)]
     assert kept, "no receipt of a reroll phase"
     assert all("Your move for" in body and "Your bid for" not in body for body in kept)
+
+
+def test_a_game_stored_before_the_rulings_option_keeps_the_first_rulings(tmp_path):
+    """F21: a game in games.db from before the option has options without
+    "rulings"; it goes on by the rulings it began with, a new game by the second."""
+    clock = FakeClock()
+    config = Config(address="referee@example.org", database=tmp_path / "games.db", reminder=None, outage_gap=None)
+    engine = Engine(Store(config.database), config, clock)
+    old, new = engine.new_game("bluff", PLAYERS), engine.new_game("bluff", PLAYERS)
+    assert engine.store.game(new)["options"] == {"exhibit_dice": 1, "rulings": 2}
+    engine.store.db.execute("UPDATE games SET options = ? WHERE id = ?", ['{"exhibit_dice": 1}', old])
+    engine.store.db.conn.commit()
+    again = Engine(Store(config.database), config, clock)
+    assert again.table(old).state.rulings == 1 and again.table(new).state.rulings == 2
+    assert again.table(old).state.dice == engine.table(old).state.dice  # the same game, by its first rulings
+
+
+def test_the_final_mail_names_each_part_of_the_points(played: Played):
+    """Star points are points, with the right plural ("1 star point", "3 star
+    points", never "1 stars"); 4 Points is named when a player has it."""
+    final = next(m for m in played.box.all if "Game over" in m["subject"])
+    lines = re.findall(r"^  \S.*? +(\d+) = (\d+) exhibited \+ (\d+) museum \+ (\d+) star (point|points)"
+                       r"(?: \+ (4) for 4 Points)?$", final["body"], re.MULTILINE)  # fmt: skip
+    assert len(lines) == 3, final["body"]
+    for total, exhibited, museum, stars, word, four in lines:
+        assert int(total) == int(exhibited) + int(museum) + int(stars) + int(four or 0)
+        assert (word == "point") == (stars == "1")
+    assert " stars +" not in final["body"]
+
+
+def test_a_special_tile_won_with_a_set_ready_is_asked_about_and_a_move_names_its_token(played: Played):
+    """F16: the winner of a special tile with a set ready is prompted to
+    exhibit it (or not); F20: the announcements say which token moved."""
+    asked = [m for m in played.box.all if (label := prompt_label(m)) and "acquisition:" in label
+             and "goes beside your museum (it takes no circle)" in m["body"]]  # fmt: skip
+    assert asked and all("    place\n" in m["body"] for m in asked)
+    assert any(re.search(r"moves their token of \d+ from \w+ to \w+ at \d+", m["body"]) for m in played.box.all)
