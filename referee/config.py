@@ -20,11 +20,13 @@ from referee.timeutil import parse_duration
 
 DEFAULT_PATH = Path("referee.toml")
 _SECURITY = ("tls", "starttls", "none")
+# the site's root: a host and a path (RFC 3986's characters), no query or fragment
+_URL = re.compile(r"https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~%!$&'()*+,;=:@/-]*)?")
 
 # section -> setting -> kind: the one place that says what a config file may hold
 _SETTINGS: dict[str, dict[str, str]] = {
     "referee": {"address": "address", "name": "text", "database": "path", "templates": "path",
-                "site_dir": "path", "secret_key": "text", "secret_key_file": "path",
+                "site_dir": "path", "site_url": "url", "secret_key": "text", "secret_key_file": "path",
                 "max_message_size": "size", "replies_per_hour": "count",
                 "open_replies_per_hour": "count", "open_replies_total_per_hour": "count",
                 "open_replies_per_network_per_hour": "count",
@@ -76,6 +78,9 @@ class Config:
     database: Path = Path("games.db")
     templates: Path | None = None
     site_dir: Path | None = None
+    # Where players read the site written to site_dir (its index.html): RULES
+    # and the start mails give the rules' page there; None: RULES mails the text.
+    site_url: str | None = None
     secret_key: bytes | None = field(default=None, repr=False)
     max_message_size: int = 5 * 2**20  # bytes: larger mail is not parsed; its sender is told
     # Answers per hour (see referee.limits): to a player's mail that proves its seat,
@@ -217,6 +222,11 @@ class _Reader:
             raise self.error(section, key, f"{name} must be a plain folder name such as 'processed'")
         if kind == "security" and value not in _SECURITY:
             raise self.error(section, key, f"{name} must be one of {', '.join(_SECURITY)}")
+        if kind == "url":
+            if not _URL.fullmatch(value):
+                raise self.error(section, key, f"{name} must be a web address such as "
+                                               "\"https://games.example.org/referee\"")  # fmt: skip
+            return value.rstrip("/")
         if kind == "path":
             return Path(value) if Path(value).is_absolute() else self.path.parent / value
         return value

@@ -42,6 +42,7 @@ from referee.mail.dkim import dkim_passed
 from referee.mail.origin import origin
 from referee.mail.parse import Incoming, one_line, parse, thread_ids
 from referee.mail.tokens import signup_token, tagged, token_address, tokens_named
+from referee.resources import rule_texts, rules_page
 from referee.rules import GAMES, MoveError, kind_named
 from referee.timeutil import iso
 
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("referee")
 
-_PUBLIC = {"help", "list", "join", "quit", "end"}  # need no reply token
+_PUBLIC = {"help", "list", "join", "rules", "quit", "end"}  # need no reply token
 _MOVE_CODES = ("move", "replaced", "superseded")
 _MAX_NOT_UNDERSTOOD = 5  # then the rest of the mail is not read
 _LEFT_ALONE = "not a command or a move, so I left it alone."
@@ -104,6 +105,8 @@ class Desk:
         self.tables, self.post, self.phases = rooms.tables, rooms.post, rooms.phases
         self.seating, self.reports = rooms.seating, rooms.reports
         self.message = message
+        self._line = 0  # the number of the line being carried out
+        self._rules_mailed: dict[str, int] = {}  # kind -> the line whose answer holds its rules
 
     def handle(self) -> Outcome:
         message = self.message
@@ -295,6 +298,7 @@ class Desk:
         moves = self._moves_in(sender, commands)
         made: dict[str, int] = {}  # a move's text -> the line that made it
         for number, (line, command) in enumerate(zip(lines, commands), 1):
+            self._line = number
             if command.word in ("quit", "end"):
                 answers.append(Answer(line, "stop", {}, "done"))
                 return answers
@@ -428,6 +432,42 @@ class Desk:
                    "kinds": [{"kind": k, "title": g.title, "seats": g.seat_range}
                              for k, g in GAMES.items()]}  # fmt: skip
         return Answer(command.line, "help", context, "done")
+
+    def _do_rules(self, sender: Sender, command: Command) -> Answer:
+        """A game's rules and the referee's rulings: the game named, else the
+        game the mail is about (its seat's, a finished game's or its one
+        sign-up's); with the site's address known, their page there, else
+        the texts themselves, one game's a mail (they run to 10-26 kB).
+        With no game named or known, the games and how to ask."""
+        named = command.argument.strip()
+        kind = kind_named(named) if named else self._kind_of(sender)
+        site = self.config.site_url
+        if named and kind is None:
+            raise Refusal(f"There is no game of that name; the games are: {', '.join(GAMES)}. "
+                          f"For example, RULES {next(iter(GAMES))}.")  # fmt: skip
+        if kind is None:
+            kinds = [{"kind": k, "title": g.title, "url": site and f"{site}/{rules_page(k)}"}
+                     for k, g in GAMES.items()]  # fmt: skip
+            return Answer(command.line, "rules", {"kinds": kinds}, "done")
+        context: dict[str, Any] = {"kind": kind, "title": GAMES[kind].title,
+                                   "url": site and f"{site}/{rules_page(kind)}"}  # fmt: skip
+        if not site:
+            if kind in self._rules_mailed:
+                context["above"] = self._rules_mailed[kind]
+            elif self._rules_mailed:
+                context["other"] = GAMES[next(iter(self._rules_mailed))].title
+            else:
+                self._rules_mailed[kind] = self._line
+                context["rules"], context["rulings"] = rule_texts(kind)
+        return Answer(command.line, "rules", context, "done")
+
+    def _kind_of(self, sender: Sender) -> str | None:
+        """The kind of game a mail is about, by the token it names, if one."""
+        game_id = sender.game_id if sender.game_id is not None else sender.ended
+        if game_id is not None:
+            game = self.store.game(game_id)
+            return game["kind"] if game is not None else None
+        return next(iter(sender.signed)) if len(sender.signed) == 1 else None
 
     def _do_list(self, sender: Sender, command: Command) -> Answer:
         return Answer(command.line, "list", self.reports.listing(), "done")

@@ -21,6 +21,7 @@ from referee.mail.compose import Composer
 from referee.mail.origin import UNKNOWN
 from referee.mail.parse import is_address
 from referee.mail.tokens import phase_tag, token_address
+from referee.resources import rules_page
 from referee.store import Store
 from referee.tables import Table, deadlines
 from referee.timeutil import EventClock, from_iso, iso
@@ -82,6 +83,8 @@ class Post:
             "deadline": timedelta(seconds=table.row["deadline_seconds"]),
             "deadlines": deadlines(table.row),
             "options": table.row["options"],
+            # where the site publishes the game's rules and rulings, when its address is known
+            "rules_url": self.config.site_url and f"{self.config.site_url}/{rules_page(table.row['kind'])}",
         }  # fmt: skip
 
     def round_context(self, table: Table, number: int) -> dict[str, Any]:

@@ -33,7 +33,7 @@ MAX_LINES = 25  # a mail is read no further: a move is a line, not an essay
 MAX_LINE = 200  # characters of a line kept (and quoted back): no command is longer
 
 # The words of the command language; anything else may be a game's move.
-WORDS = ("help", "status", "hand", "resign", "list", "join", "leave", "timezone", "quit", "end")
+WORDS = ("help", "status", "hand", "resign", "list", "join", "leave", "timezone", "rules", "quit", "end")
 _WORDS = {word: word for word in WORDS}
 # What cannot be taken back (RESIGN, LEAVE) or stops the reading (END, QUIT) counts only said
 # alone ("Resign.", "I quit"), never in a sentence ("I'll resign if I lose", "I'll end up bidding K")

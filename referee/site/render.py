@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import jinja2
 
 from referee.config import Config
-from referee.resources import shipped
+from referee.resources import RULES, rule_texts, rules_page, shipped
 from referee.record import RECORD_FORMAT
 from referee.rules import GAMES, get_game
 from referee.site.chart import UNIT
@@ -255,14 +255,15 @@ class Site:
     def _render_rules(self, report: Report) -> None:
         """Each kind's rule text and rulings, at rules/<kind>.html, written
         only when they changed (they change with the referee, not the games)."""
-        for kind, (rules, rulings) in _RULES.items():
+        for kind in RULES:
+            rules, rulings = rule_texts(kind)
             page = self.env.get_template("site/rules.html.j2").render(
                 title=get_game(kind).title, now=None, referee=self.records.config.address,
-                rules=shipped(f"docs/rules/{rules}").read_text(encoding="utf-8"),
-                rulings=shipped(f"docs/games/{rulings}").read_text(encoding="utf-8"))  # fmt: skip
-            path = self.folder / "rules" / f"{kind}.html"
+                rules=rules, rulings=rulings)  # fmt: skip
+            name = rules_page(kind)
+            path = self.folder / name
             if not path.exists() or path.read_text(encoding="utf-8") != page:
-                self._write(f"rules/{kind}.html", page, report)
+                self._write(name, page, report)
 
     # -- files -------------------------------------------------------------
 
@@ -290,12 +291,6 @@ class Site:
         if report is not None:
             report.written.append(name)
 
-
-# Each kind's rule text (docs/rules, as its authors wrote it) and rulings (docs/games).
-_RULES = {"pure-skill": ("pure-skill.txt", "pure-skill.md"), "bid": ("bid-piecepack.txt", "bid.md"),
-          "ice": ("ice-ice-baby.txt", "ice-ice-baby.md"),
-          "priority": ("priority-auction.txt", "priority-auction.md"),
-          "bluff": ("bluff-auction.txt", "bluff-auction.md")}  # fmt: skip
 
 
 def _group(label: str) -> str:

@@ -22,6 +22,8 @@ import pytest
 from conftest import PLAYERS, START, FakeClock, body_of, make_mail, reply
 from referee.config import Config
 from referee.engine import Engine
+from referee.resources import RULES as RULE_FILES
+from referee.resources import shipped
 from referee.rules import GAMES
 from referee.rules.pure_skill import card_name
 from referee.store import Store
@@ -288,8 +290,147 @@ def test_help_needs_no_token_and_lists_the_commands(engine, clock, game):
     ((line, text),) = answers_in(only_mail(engine, DAVE, before)["body"])
     assert line == "HELP"  # to mail that proves nothing, the command word alone is quoted
     for word in ("STATUS", "HAND", "RESIGN", "LIST", "JOIN <game>", "LEAVE", "TIMEZONE <zone>",
-                 "END (or QUIT)", "pure-skill (Game of Pure Skill, 3 players)"):  # fmt: skip
+                 "RULES [<game>]", "END (or QUIT)", "pure-skill (Game of Pure Skill, 3 players)"):  # fmt: skip
         assert word in text
+
+
+# -- RULES ----------------------------------------------------------------------
+
+
+def shipped_rules(kind: str) -> tuple[str, str]:
+    """The first lines of a kind's rule text and of its rulings, as shipped."""
+    rules, rulings = RULE_FILES[kind]
+    first = [next(ln.strip() for ln in shipped(f"docs/{folder}/{name}").read_text().splitlines() if ln.strip())
+             for folder, name in (("rules", rules), ("games", rulings))]  # fmt: skip
+    return first[0], first[1]
+
+
+def sited(tmp_path, clock, url="https://games.example.org/referee") -> Engine:
+    config = Config(address="referee@example.org", database=tmp_path / "sited.db", reminder=None,
+                    outage_gap=None, site_url=url)  # fmt: skip
+    return Engine(Store(config.database), config, clock)
+
+
+def test_every_game_has_its_rules_and_rulings_shipped():
+    assert set(RULE_FILES) == set(GAMES)
+    for kind in GAMES:
+        rules, rulings = shipped_rules(kind)
+        assert rules and rulings.startswith("# ")
+
+
+def test_rules_in_a_reply_about_a_game_mails_its_rule_text_and_rulings_and_changes_nothing(engine, clock, game):
+    before, moves = last_id(engine), engine.store.moves(game)
+    outcome = play(engine, clock, ALICE, "RULES")
+    assert outcome.code == "done"
+    ((line, text),) = answers_in(only_mail(engine, ALICE, before)["body"])
+    assert line == "RULES"
+    rules, rulings = shipped_rules("pure-skill")
+    assert text.startswith("The rules of Game of Pure Skill as its author wrote them, then the referee's")
+    assert rules in text and rulings in text
+    assert text.index(rules) < text.index(rulings)
+    assert "http" not in text  # no site: the texts themselves
+    assert engine.store.moves(game) == moves
+    assert engine.status(game)["phase"]["waiting_for"] == PLAYERS
+
+
+def test_rules_of_another_game_named_in_a_reply_are_that_games(engine, clock, game):
+    before = last_id(engine)
+    play(engine, clock, ALICE, "rules bluff auction")
+    ((_, text),) = answers_in(only_mail(engine, ALICE, before)["body"])
+    assert text.startswith("The rules of Bluff Auction as its author wrote them")
+    assert all(part in text for part in shipped_rules("bluff"))
+    assert shipped_rules("pure-skill")[0] not in text
+
+
+def test_rules_to_the_plain_address_need_a_game_name_or_list_the_games(engine, clock):
+    before = last_id(engine)
+    assert write(engine, clock, DAVE, "Rules").code == "done"
+    ((line, text),) = answers_in(only_mail(engine, DAVE, before)["body"])
+    assert line == "RULES"
+    for kind, rules in GAMES.items():
+        assert re.search(rf"^  RULES {kind} +{re.escape(rules.title)}$", text, re.MULTILINE), kind
+    assert "Send one of these lines for that game's rules and rulings." in text
+    before = last_id(engine)
+    write(engine, clock, DAVE, "RULES ice")
+    ((line, text),) = answers_in(only_mail(engine, DAVE, before)["body"])
+    assert line == "RULES"  # to mail that proves nothing, the command word alone
+    assert all(part in text for part in shipped_rules("ice"))
+    assert engine.store.games() == []
+
+
+def test_a_player_asking_for_rules_without_her_token_is_answered_not_warned(engine, clock, game):
+    before = last_id(engine)
+    write(engine, clock, ALICE, "RULES pure-skill")
+    sent = only_mail(engine, ALICE, before)
+    assert "was not accepted" not in sent["body"]
+    assert shipped_rules("pure-skill")[0] in sent["body"]
+
+
+def test_rules_of_a_game_that_is_not_one_is_refused_politely_and_changes_nothing(engine, clock, game):
+    before, moves = last_id(engine), engine.store.moves(game)
+    assert play(engine, clock, ALICE, "RULES chess").code == "refused"
+    ((line, text),) = answers_in(only_mail(engine, ALICE, before)["body"])
+    assert line == "RULES chess"
+    assert text.startswith(f"Not done: There is no game of that name; the games are: {', '.join(GAMES)}.")
+    assert "Nothing was changed by this line." in text
+    assert engine.store.moves(game) == moves
+
+
+def test_one_games_rules_a_mail_however_often_asked(engine, clock, game):
+    """The rules run to 10-26 kB: a mail asking for them many times gets one copy."""
+    before = last_id(engine)
+    assert play(engine, clock, ALICE, "RULES\nrules pure skill\nRULES ice\nbid 4").code == "move"
+    body = only_mail(engine, ALICE, before)["body"]
+    pairs = answers_in(body)
+    assert [line for line, _ in pairs] == ["RULES", "rules pure skill", "RULES ice", "bid 4"]
+    assert pairs[1][1] == "The rules of Game of Pure Skill are in the answer to line 1 above."
+    assert pairs[2][1] == ('Not sent: one game\'s rules a mail (they are long), and this one carries the\n'
+                           'rules of Game of Pure Skill. Send "RULES ice" in a mail of its own.')
+    assert pairs[3][1].startswith("Your bid for Round 1 of 13 is in: bid 4.")
+    rules, rulings = shipped_rules("pure-skill")
+    assert body.count(rules) == 1 and body.count(rulings) == 1
+    assert shipped_rules("ice")[0] not in body
+    text, rulings_text = (shipped(f"docs/{f}/{n}").read_text() for f, n in zip(("rules", "games"),
+                                                                              RULE_FILES["pure-skill"]))  # fmt: skip
+    assert len(body) < len(text) + len(rulings_text) + 2000
+
+
+def test_rules_with_a_site_give_the_rules_page_there(tmp_path, clock):
+    engine = sited(tmp_path, clock)
+    game = engine.new_game("bluff", PLAYERS[:2])
+    before = last_id(engine)
+    play(engine, clock, ALICE, "RULES\nRULES ice")
+    (first, second) = answers_in(only_mail(engine, ALICE, before)["body"])
+    assert first[1].endswith("\n\n    https://games.example.org/referee/rules/bluff.html")
+    assert second[1].endswith("\n\n    https://games.example.org/referee/rules/ice.html")
+    assert shipped_rules("bluff")[0] not in first[1]  # the address, not the text
+    before = last_id(engine)
+    write(engine, clock, DAVE, "RULES")
+    ((_, text),) = answers_in(only_mail(engine, DAVE, before)["body"])
+    for kind in GAMES:
+        assert f"\n                    https://games.example.org/referee/rules/{kind}.html\n" in f"{text}\n"
+    assert engine.status(game)["phase"]["number"] == 1
+
+
+@pytest.mark.parametrize("kind", list(GAMES))
+def test_each_start_mail_says_how_to_get_the_rules(tmp_path, clock, kind):
+    for engine, line in ((Engine(Store(tmp_path / "plain.db"), Config(database=tmp_path / "plain.db",
+                                                                       reminder=None, outage_gap=None), clock),
+                          "For the rules and the referee's rulings, reply to this mail with RULES."),
+                         (sited(tmp_path, clock),
+                          f"The rules, with the referee's rulings: https://games.example.org/referee/rules/{kind}.html")):  # fmt: skip
+        game = engine.new_game(kind, PLAYERS[:3])
+        starts = [m for m in mails(engine) if "begins" in m["subject"]]
+        assert sorted(m["recipients"][0] for m in starts) == sorted(PLAYERS[:3])
+        for start in starts:
+            assert f"\n{line}\n" in start["body"]
+        if line.startswith("For"):  # and a reply to it with RULES gets them
+            player = starts[0]["recipients"][0]
+            before = last_id(engine)
+            outcome = engine.ingest(make_mail(player, "RULES", to=str(starts[0]["message"]["Reply-To"]),
+                                              subject=f"Re: {starts[0]['subject']}", received=clock()))  # fmt: skip
+            assert outcome.code == "done" and outcome.game_id == game
+            assert all(part in only_mail(engine, player, before)["body"] for part in shipped_rules(kind))
 
 
 # -- mistakes --------------------------------------------------------------------

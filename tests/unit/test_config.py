@@ -91,6 +91,9 @@ def test_zero_turns_reminders_and_the_guard_off(write):
     ('[imap]\nhost = "h"\nusername = "u"\npassword_env = "REFEREE_NO_SUCH_VAR"\n', 4, "is not set"),
     ('[smtp]\nhost = "h"\npassword_file = "missing.txt"\n', 3, "cannot read"),
     ('\n[referee]\naddress = "not an address"\n', 3, "must be a mail address"),
+    ('[referee]\nsite_url = "games.example.org"\n', 2, "must be a web address"),
+    ('[referee]\nsite_url = "https://games.example.org/a b"\n', 2, "must be a web address"),
+    ('[referee]\nsite_url = "https://games.example.org/?x=1"\n', 2, "must be a web address"),
     ('[defaults]\nreminder = "soon"\n', 2, "not a duration"),
     ('[imap]\nhost = "127.0.0.1"\nusername = "u"\npassword = "p"\n[maildir]\npath = "m"\n', 5,
      "either [imap] or [maildir]"),
@@ -102,6 +105,13 @@ def test_a_wrong_setting_is_named_with_its_file_and_line(write, text, line, word
     message = error_of(path)
     assert message.startswith(f"{path}:{line}: ")
     assert words in message
+
+
+def test_the_sites_address_is_kept_without_its_last_slash(write):
+    assert load(write('[referee]\nsite_url = "https://games.example.org/referee/"\n')).site_url == (
+        "https://games.example.org/referee")
+    assert load(write('[referee]\nsite_url = "http://localhost:8000"\n')).site_url == "http://localhost:8000"
+    assert load(write('[referee]\n')).site_url is None
 
 
 def test_loopback_may_go_without_tls(write):
