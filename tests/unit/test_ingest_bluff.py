@@ -125,6 +125,35 @@ def test_each_player_gets_their_own_dice_and_no_one_elses(played: Played):
     assert not re.search(r"Your dice", played.log)
 
 
+# What each special tile does, in words a prompt must use (F2, the text's "Tile powers")
+_POWERS = {"Wild Attribute": "joins any set as any colour, era or type",
+           "2 Virtual Purple Dice (1-shot)": "once, 2 purple dice only you count",
+           "2 Dice": "you roll 2 more dice every round", "Extra Bid Token": "one more bid token every round",
+           "Outbid by 2": "must outbid your high bids by 2", "Extra Museum Room": "your museum holds 2 more tiles",
+           "Virtual Purple Die": "a purple die only you count, in every auction",
+           "Overbid with Tie": "bid equal to the high bid", "4 Points": "4 points at the end"}  # fmt: skip
+_ON_PURPLE = re.compile(r"^  purple  ([^:\n]+)", re.MULTILINE)  # the tile, before its bids
+_SPECIAL = re.compile(r"^Purple's special tile, (.+?): (.+)$", re.MULTILINE)
+
+
+def test_each_prompt_says_in_one_line_what_the_special_tile_on_offer_does(played: Played):
+    prompts = [m for m in played.box.all if prompt_label(m)]
+    told = set()
+    for mail in prompts:
+        (offer,) = _ON_PURPLE.findall(mail["body"]) or [None]
+        lines = _SPECIAL.findall(mail["body"])
+        if offer in (None, "(resolved)"):
+            assert lines == [], mail["subject"]  # nothing on offer on purple: no line
+            continue
+        assert len(lines) == 1, mail["subject"]
+        ((tile, power),) = lines
+        assert tile == offer and _POWERS[tile] in power, (tile, power)
+        told.add(tile)
+    assert told == set(_POWERS)  # nine rounds offer every special tile once
+    others = [m for m in played.box.all if not prompt_label(m)]
+    assert others and not any(_SPECIAL.search(m["body"]) for m in others)
+
+
 def test_the_running_record_log_and_status_show_no_die_before_it_is_shown(played: Played):
     assert played.records_mid
     for record in played.records_mid:
