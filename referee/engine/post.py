@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any
 
 from referee import limits
@@ -31,6 +32,28 @@ log = logging.getLogger("referee")
 _MAX_LEGAL_SHOWN = 20
 
 NO_NEWS = object()  # an announcement that carries no private news (see Post.announce)
+
+
+class OwnView(Mapping[str, Any]):
+    """A seat's own view (Game.view) for that seat's copy of an announcement:
+    made when a template first reads it, so a game whose templates never do
+    pays nothing for it."""
+
+    def __init__(self, table: Table, seat: int):
+        self._table, self._seat = table, seat
+
+    @cached_property
+    def _view(self) -> dict[str, Any]:
+        return self._table.rules.view(self._table.state, self._seat)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._view[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._view)
+
+    def __len__(self) -> int:
+        return len(self._view)
 
 
 @dataclass(eq=False)
@@ -119,12 +142,14 @@ class Post:
         those who left the game too.  With ``news_since`` (the state before
         the change announced; None for the deal), each copy also carries its
         seat's private news (Game.private_news), if any: one seat's news
-        reaches only that seat's copy."""
+        reaches only that seat's copy.  Each copy may also show what its
+        reader knows now, as their own prompt would (``mine``: their seat's
+        view, made only if the template reads it)."""
         for seat in range(len(table.seats)):
             if table.human(seat) or (leavers and table.seats[seat]["address"] is not None):
                 news = (None if news_since is NO_NEWS
                         else table.rules.private_news(news_since, table.state, seat))  # fmt: skip
-                self.send(table, seat, template, {**context, "news": news})
+                self.send(table, seat, template, {**context, "news": news, "mine": OwnView(table, seat)})
 
     def send(self, table: Table, seat: int, template: str, context: dict[str, Any],
              **headers: Any) -> None:  # fmt: skip

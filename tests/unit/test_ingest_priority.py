@@ -132,6 +132,76 @@ def test_the_start_mail_tells_each_player_their_colour_and_their_right_neighbour
         assert not any(f"{p}, {c}" in public for p in PLAYERS for c in state.colours)
 
 
+_BOARD_COLOUR = re.compile(r"^\d\. (\S+@\S+), (\w+):", re.MULTILINE)  # a colour the table was shown
+_KNOWN = re.compile(r"^Not shown to the table, but known to you: (.+?)\.$", re.MULTILINE | re.DOTALL)
+
+
+def private_colours(body: str, reader: str) -> dict[str, str]:
+    """The colours a turn notice tells its reader alone: player -> colour."""
+    found = _KNOWN.findall(body)
+    if not found:
+        return {}
+    (line,) = found
+    told = {}
+    for part in " ".join(line.split()).split("; "):
+        if part.startswith("you are "):
+            told[reader] = part.removeprefix("you are ")
+        else:
+            match = re.fullmatch(r"(\S+@\S+)(?:, to your right,)? (?:is|must be) (\w+)", part)
+            assert match, part
+            told[match[1]] = match[2]
+    return told
+
+
+def turn_notices(mails: list[dict]) -> list[dict]:
+    return [m for m in mails if not m["subject"].startswith("Re:") and not prompt_label(m)
+            and re.search(r"\] Round \d+ of \d+, turn \d+: ", m["subject"])]  # fmt: skip
+
+
+def assert_notices_tell_each_reader_the_colours_they_know(mails: list[dict], players: list[str],
+                                                         colours: tuple[str, ...]) -> int:  # fmt: skip
+    """Each copy of a turn notice tells its reader, below the table, the
+    colours they know (their own, their right-hand neighbour's, any that
+    follows: P3, P13) that the table has not been shown; right, and no more."""
+    told = 0
+    for mail in turn_notices(mails):
+        reader = players.index(mail["to"])
+        shown = dict(_BOARD_COLOUR.findall(mail["body"]))
+        assert all(colours[players.index(p)] == c for p, c in shown.items())
+        known = {p: colours[players.index(p)] for p in (players[reader], players[reader - 1])} | shown
+        unknown = [p for p in players if p not in known]
+        if len(unknown) == 1:
+            known[unknown[0]] = colours[players.index(unknown[0])]
+        private = private_colours(mail["body"], mail["to"])
+        assert private == {p: c for p, c in known.items() if p not in shown}, (mail["to"], mail["subject"])
+        told += bool(private)
+    return told
+
+
+def test_each_turn_notice_tells_its_reader_the_colours_they_know(played: Played):
+    colours = played.engine.table(played.game).state.colours
+    notices = turn_notices(played.box.all)
+    told = assert_notices_tell_each_reader_the_colours_they_know(played.box.all, PLAYERS, colours)
+    assert told > 30 and told > len(notices) - 6  # all but those after every colour was shown
+
+
+def test_with_four_players_a_notice_tells_your_own_your_right_hand_neighbours_and_what_follows(tmp_path, monkeypatch):
+    monkeypatch.setattr("referee.engine.seating.secrets.token_bytes", lambda n=32: b"q" * n)
+    clock = FakeClock()
+    engine = make_engine(tmp_path, clock)
+    game = engine.new_game("priority", FOUR, turn_deadline=TURN)
+    box = Mailbox(engine)
+    while engine.table(game).row["state"] == "running":  # every move random
+        clock.advance(seconds=TURN.total_seconds() + 1)
+        engine.tick()
+    colours = engine.table(game).state.colours
+    mails = box.new()
+    assert assert_notices_tell_each_reader_the_colours_they_know(mails, FOUR, colours) > 100
+    first = next(m for m in turn_notices(mails) if m["to"] == FOUR[0])
+    assert private_colours(first["body"], FOUR[0]) == {FOUR[0]: colours[0], FOUR[3]: colours[3]}
+    assert any(" must be " in " ".join(_KNOWN.findall(m["body"])) for m in mails)  # P13, after a reveal
+
+
 def test_no_card_value_or_unrevealed_colour_reaches_the_record_the_log_or_status_while_running(played: Played):
     assert played.records_mid, "no record was taken mid-game"
     for record in played.records_mid:
