@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import email
 import re
+import tomllib
 from datetime import timedelta
 from email import policy
 from email.utils import format_datetime, make_msgid
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -316,6 +318,11 @@ def test_every_game_has_its_rules_and_rulings_shipped():
     for kind in GAMES:
         rules, rulings = shipped_rules(kind)
         assert rules and rulings.startswith("# ")
+    # a built wheel carries them inside the package, where ``shipped`` looks first
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    carried = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    assert carried["docs/rules"] == "referee/docs/rules" and carried["docs/games"] == "referee/docs/games"
+    assert carried["templates"] == "referee/templates"
 
 
 def test_rules_in_a_reply_about_a_game_mails_its_rule_text_and_rulings_and_changes_nothing(engine, clock, game):
