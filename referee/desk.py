@@ -440,6 +440,8 @@ class Desk:
         the texts themselves, one game's a mail (they run to 10-26 kB).
         With no game named or known, the games and how to ask."""
         named = command.argument.strip()
+        of, _, rest = named.partition(" ")
+        named = rest if of.lower() in ("of", "for") else named  # "rules of bluff", "rules for ice"
         kind = kind_named(named) if named else self._kind_of(sender)
         site = self.config.site_url
         if named and kind is None:

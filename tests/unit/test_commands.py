@@ -340,9 +340,10 @@ def test_rules_in_a_reply_about_a_game_mails_its_rule_text_and_rulings_and_chang
     assert engine.status(game)["phase"]["waiting_for"] == PLAYERS
 
 
-def test_rules_of_another_game_named_in_a_reply_are_that_games(engine, clock, game):
+@pytest.mark.parametrize("body", ["rules bluff auction", "RULES bluff", "Rules of Bluff Auction", "rules for bluff"])
+def test_rules_of_another_game_named_in_a_reply_are_that_games(engine, clock, game, body):
     before = last_id(engine)
-    play(engine, clock, ALICE, "rules bluff auction")
+    play(engine, clock, ALICE, body)
     ((_, text),) = answers_in(only_mail(engine, ALICE, before)["body"])
     assert text.startswith("The rules of Bluff Auction as its author wrote them")
     assert all(part in text for part in shipped_rules("bluff"))
