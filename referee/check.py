@@ -27,7 +27,8 @@ MAX_MAIL_BYTES = 10 * 1024 * 1024  # a result mail is a few KB; a saved .eml wit
 # What `verify` checks, in the order it does: the --json output lists them.
 CHECKS = (
     "every field is one a record has, of its type, and none is unknown",
-    "phase k is numbered k; player i sits in seat i; a bot from the start is flagged and named so",
+    ("phase k is numbered k; player i sits in seat i; a seat a bot played (from the start, or from the phase "
+     "its player left) is flagged so, and only a bot from the start is named 'bot N'"),
     "the game's options are a set its rules take",
     "sha256(seed) is the commitment announced at the start",
     ("each phase opens after the one before it was resolved and lasts at least its deadline "

@@ -115,7 +115,11 @@ def replay(
 
 # -- the published record, and checking it -----------------------------------
 
-RECORD_FORMAT = "referee-record/2"
+RECORD_FORMAT = "referee-record/3"
+# The format before: the same fields, but a player's ``bot`` flag meant "a
+# bot from the start", so a seat whose player left said ``false``.  Such a
+# record is still read, by that meaning (a copy saved before the change).
+OLD_BOT_FLAG_FORMAT = "referee-record/2"
 
 # How a move was made, as the engine records it: by mail; at random for a
 # missed deadline; by a bot; the only legal move, made for the seat at once.
@@ -197,7 +201,7 @@ def _verify(record: Mapping[str, Any]) -> Verdict:
     players = record["players"]
     state = game.setup(len(players), setup_rng(seed), game.stored_options(record["game"]["options"]))
     for player in players:
-        if player["bot"]:
+        if player["bot_from_phase"] == 0:  # (its bot flag agrees: _check_player)
             state = game.replace_by_bot(state, player["seat"])
     previous = _when(record["game"]["created_at"])
     for entry in record["phases"]:
@@ -352,9 +356,10 @@ def _plain(value: Any) -> Any:
 def _check_fields(record: Any) -> None:
     """The record's shape: every field there, none unknown, each of its type,
     and those that must agree with each other agreeing (a phase's number is
-    its place, a player's seat is theirs, a bot is named and flagged as one
-    from the start).  What the fields say is checked by the replay."""
-    if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
+    its place, a player's seat is theirs, a seat's bot flag is its
+    bot_from_phase's, only a bot from the start is named "bot N").  What the
+    fields say is checked by the replay."""
+    if not isinstance(record, dict) or record.get("format") not in (RECORD_FORMAT, OLD_BOT_FLAG_FORMAT):
         found = record.get("format") if isinstance(record, dict) else None
         raise RecordError(f"not a {RECORD_FORMAT} record" + (
             f" (it is {found}: publish it again with this referee, `referee render --force`)"
@@ -379,7 +384,7 @@ def _check_fields(record: Any) -> None:
     if not rules.min_seats <= len(players) <= rules.max_seats:
         raise RecordError(f"{rules.title} is played by {rules.seat_range} seats, not {len(players)}")
     for index, player in enumerate(players):
-        _check_player(player, index, len(phases))
+        _check_player(player, index, len(phases), record["format"] == OLD_BOT_FLAG_FORMAT)
     names = [player["name"] for player in players]
     if len(set(names)) != len(names):
         raise RecordError("two seats have the same name")
@@ -410,7 +415,13 @@ def _rules(game: Mapping[str, Any]) -> Game:
     return rules
 
 
-def _check_player(player: Any, index: int, phases: int) -> None:
+def _check_player(player: Any, index: int, phases: int, old_bot_flag: bool = False) -> None:
+    """A player's fields, and what they say of bots: ``bot_from_phase`` is
+    the phase from which a random bot plays the seat (0: from the start; a
+    phase: its player left in it, at ``left_at``; null: a person's to the
+    end), and ``bot`` says whether a bot ever played it (in a
+    ``referee-record/2`` record, ``old_bot_flag``: whether it did from the
+    start).  Only a bot from the start is named "bot N"."""
     where = f"seat {index + 1}"
     _keys(player, where, _PLAYER_KEYS)
     if _int(player["seat"], f"{where}'s seat") != index:
@@ -424,10 +435,10 @@ def _check_player(player: Any, index: int, phases: int) -> None:
     left = _optional(player["bot_from_phase"], f"{where}'s bot_from_phase", int)
     if left is not None and not 0 <= left <= phases:
         raise RecordError(f"{where} became a bot in phase {_shown(str(left))}, which the record does not have")
-    if player["bot"] != (left == 0):
+    if player["bot"] != (left == 0 if old_bot_flag else left is not None):
         raise RecordError(f"{where} is flagged {'a bot' if player['bot'] else 'a person'}, but its "
-                          f"bot_from_phase is {left}")  # fmt: skip
-    if player["bot"] != (name == f"bot {index + 1}") or (not player["bot"] and _BOT_NAME.fullmatch(name)):
+                          f"bot_from_phase is {'null' if left is None else left}")  # fmt: skip
+    if (left == 0) != (name == f"bot {index + 1}") or (left != 0 and _BOT_NAME.fullmatch(name)):
         raise RecordError(f"{where} is named {_shown(name)}: a bot from the start is named 'bot {index + 1}', "
                           "and only it")  # fmt: skip
     if (player["left_at"] is None) != (left in (None, 0)):
@@ -513,7 +524,7 @@ def _iso(moment: datetime) -> str:
 # new DIGEST_VERSION, never by changing these.
 DIGEST_VERSION = "referee-digest/1"
 _START_GAME = ("id", "kind", "name", "options", "created_at", "deadlines")
-_START_PLAYER = ("seat", "name", "bot")
+_START_PLAYER = ("seat", "name")  # and "bot": whether it was a bot at the start (bot_from_phase 0)
 _PHASE_COVERED = ("number", "label", "opened_at", "deadline", "resolved_at", "moves")
 _MOVE_COVERED = ("seat", "move", "source", "received_at")
 _DIGEST_LINE = re.compile(r"Record digest (?:at (?P<at>the start|the end)|after (?P<label>[^\n]{1,300}?)): "
@@ -533,7 +544,8 @@ def chain_digest(seed: bytes, head: Mapping[str, Any], entry: Mapping[str, Any] 
     if entry is None:
         covered: dict[str, Any] = {
             "version": DIGEST_VERSION, "game": {key: head["game"][key] for key in _START_GAME},
-            "players": [{key: p[key] for key in _START_PLAYER} for p in head["players"]],
+            "players": [{**{key: p[key] for key in _START_PLAYER}, "bot": p["bot_from_phase"] == 0}
+                        for p in head["players"]],
             "seed_commitment": head["seed_commitment"],
         }  # fmt: skip
         return _keyed(seed, "digest start", covered)

@@ -128,7 +128,7 @@ class Table:
                      "finished_at": row["finished_at"],
                      "deadlines": {**{kind: int(length.total_seconds()) for kind, length in times.items()},
                                    "settle": row["settle_seconds"]}},
-            "players": [{"seat": s["seat"], "name": self.names[s["seat"]], "bot": s["bot_since_phase"] == 0,
+            "players": [{"seat": s["seat"], "name": self.names[s["seat"]], "bot": s["bot_since_phase"] is not None,
                          "bot_from_phase": s["bot_since_phase"], "left_at": _left_at(s)} for s in self.seats],
             "seed_commitment": row["seed_commitment"],
             "seed": row["seed"],

@@ -23,7 +23,8 @@ phase's events and the winner made again by the rules), verifies each and
 says what caught it: the record alone (``verify`` refuses it), only the
 digests the players hold (it verifies, but its digests are not all the
 ones the mails carried), or nothing.  Nothing may miss a change but what
-docs/design.md names so (``ALLOWED_UNCAUGHT``, empty now); and a change that alters the
+docs/design.md names so (``ALLOWED_UNCAUGHT``: the format renamed the one
+before, where that reads the same); and a change that alters the
 replayed outcome (an event, the winner, the final scores) must be refused
 by the record alone, but for those only a digest can see (``digest_only``).
 """
@@ -419,7 +420,7 @@ def _texts(genuine: Genuine, path: Path_, value: str, key: str, others: list[Any
            every_move: bool) -> list[Any]:  # fmt: skip
     record = genuine.record
     if path == ("format",):
-        return ["referee-record/1", "referee-record/3"]
+        return ["referee-record/1", "referee-record/2", "referee-record/4"]
     if path == ("game", "kind"):
         return [kind for kind in GAMES if kind != value]
     if path == ("game", "title"):
@@ -560,9 +561,15 @@ def _judged(genuine: Genuine, change: Change, variant: dict[str, Any], forged: b
 
 
 # What docs/design.md names as covered by neither the replay nor any digest,
-# as (field path, test of the new value): a change there may verify.  None
-# now: the game's finished_at moved later was, until the end's digest.
-ALLOWED_UNCAUGHT: tuple[tuple[Path_, Callable[[Genuine, Change], bool]], ...] = ()
+# as (field path, test of the new value): a change there may verify.  One:
+# the format named referee-record/2 (the one before) in a record where no
+# player left, which that format reads the same (its bot flag differs only
+# for a seat whose player left).  (The game's finished_at moved later was,
+# until the end's digest.)
+ALLOWED_UNCAUGHT: tuple[tuple[Path_, Callable[[Genuine, Change], bool]], ...] = (
+    (("format",), lambda genuine, change: change.new == "referee-record/2" and all(
+        player["bot_from_phase"] in (None, 0) for player in genuine.record["players"])),
+)
 
 
 def allowed_uncaught(genuine: Genuine, change: Change) -> bool:

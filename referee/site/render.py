@@ -164,7 +164,8 @@ class Site:
         start, each round or auction (one entry for an Ice Ice Baby
         auction's many turns), and its end."""
         game, names = context["game"], context["names"]
-        players = ", ".join(p["name"] + (" (a random bot)" if p["bot"] else "") for p in context["record"]["players"])
+        players = ", ".join(p["name"] + (" (a random bot)" if p["bot_from_phase"] == 0 else "")  # as at the start
+                            for p in context["record"]["players"])  # fmt: skip
         entries = [{"id": f"{self._urn()}:game:{game['id']}:start", "updated": game["created_at"],
                     "title": f"Game {game['id']} begins", "link": f"games/{game['id']}/",
                     "content": f"{context['record']['game']['title']}. Players, in seating order: {players}.",

@@ -13,8 +13,10 @@ the seed would complete it (every phase's events and the winner made
 again).  Each variant must be refused by the record alone (``verify``), or
 at least by the record digests the players' mails carried (those of the
 last mail alone, even); only what docs/design.md names as covered by
-nothing could pass, and it names nothing now (the game's finished_at, once
-uncovered, is in the end's digest).  A variant that
+nothing could pass, and it names one change only: a record's format named
+referee-record/2, the one before, where no player left and so that format
+reads it the same (the game's finished_at, once uncovered, is in the end's
+digest).  A variant that
 changes the replayed outcome (an event, the winner, the final scores) must
 be refused by the record alone, but for what only a digest can see: a
 player renamed, and forged, the options or a mail move made another move.

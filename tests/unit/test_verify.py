@@ -479,6 +479,86 @@ def test_a_persons_random_bid_relabelled_as_a_bots_before_she_left_fails(record)
     assert "is a person's, but its move is marked as a bot's" in verdict.message
 
 
+# -- which seats were bots, and from when --------------------------------------------
+
+
+def test_a_seat_whose_player_left_is_flagged_a_bot_from_the_phase_they_left(record):
+    """Carol left in round 6: her seat is a bot's from phase 6 on, and the
+    record says so in both fields; alice and bob played to the end."""
+    flags = [(p["name"], p["bot"], p["bot_from_phase"]) for p in record["players"]]
+    assert flags == [("alice", False, None), ("bob", False, None), ("carol", True, 6)]
+    carol = record["players"][2]
+    entry = phase_entry(record, 6)
+    assert entry["opened_at"] <= carol["left_at"] <= entry["resolved_at"]
+    assert [p["left_at"] for p in record["players"][:2]] == [None, None]
+
+
+def test_bots_from_the_start_are_flagged_bots_from_phase_0():
+    record = bots_record("pure-skill")
+    assert [(p["name"], p["bot"], p["bot_from_phase"], p["left_at"]) for p in record["players"]] == [
+        (f"bot {seat}", True, 0, None) for seat in (1, 2, 3)]  # fmt: skip
+    assert verify(record).ok
+
+
+@pytest.mark.parametrize(("seat", "field", "value", "message"), [
+    (2, "bot", False, "seat 3 is flagged a person, but its bot_from_phase is 6"),
+    (0, "bot", True, "seat 1 is flagged a bot, but its bot_from_phase is null"),
+    (2, "bot_from_phase", None, "seat 3 is flagged a bot, but its bot_from_phase is null"),
+    (0, "bot_from_phase", 6, "seat 1 is flagged a person, but its bot_from_phase is 6"),
+    (2, "bot_from_phase", 0, "seat 3 is named 'carol': a bot from the start is named 'bot 3', and only it"),
+    (2, "bot_from_phase", 14, "seat 3 became a bot in phase '14', which the record does not have"),
+])  # fmt: skip
+def test_a_seats_bot_flag_or_phase_changed_alone_is_refused_as_no_record(record, seat, field, value, message):
+    """The flag and the phase say the same thing, and each is checked
+    against the other: changing either one alone is a record no referee
+    writes."""
+    record["players"][seat][field] = value
+    verdict = verify(record)
+    assert (verdict.ok, verdict.phase, verdict.message) == (False, None, message)
+
+
+@pytest.mark.parametrize(("left", "failing", "message"), [
+    (5, 5, "seat 3's player left at {left_at}, while the phase was not open"),
+    (7, 6, "seat 3 is a person's, but its move is marked as a bot's"),
+    (12, 6, "seat 3 is a person's, but its move is marked as a bot's"),
+])  # fmt: skip
+def test_a_seat_made_a_bot_from_another_phase_fails_at_the_phase_that_betrays_it(record, left, failing, message):
+    """Carol's leaving moved to another phase (bot flag and all): in an
+    earlier phase she left while it was not open; in a later one, her seat
+    moved as a bot's before she left."""
+    carol = record["players"][2]
+    carol["bot_from_phase"] = left
+    verdict = verify(record)
+    assert (verdict.ok, verdict.phase) == (False, failing), verdict
+    assert verdict.message == f"{round_label(failing)}: {message.format(left_at=carol['left_at'])}"
+
+
+def test_a_bot_from_the_start_made_a_person_is_refused():
+    record = bots_record("pure-skill")
+    record["players"][0].update(bot=False, bot_from_phase=None)
+    verdict = verify(record)
+    assert not verdict.ok
+    assert verdict.message == "seat 1 is named 'bot 1': a bot from the start is named 'bot 1', and only it"
+
+
+def test_a_record_of_the_format_before_reads_its_bot_flag_as_from_the_start(record):
+    """A referee-record/2 record (a copy saved before this format) said
+    ``bot`` only of a bot from the start: read so, it verifies, with the
+    same digests; flagged as this format flags it, it is refused."""
+    genuine = verify(record)
+    old = copy.deepcopy(record)
+    old["format"] = "referee-record/2"
+    old["players"][2]["bot"] = False
+    verdict = verify(old)
+    assert verdict.ok, verdict
+    assert verdict.digests == genuine.digests
+    old["players"][2]["bot"] = True
+    verdict = verify(old)
+    assert (verdict.ok, verdict.message) == (False, "seat 3 is flagged a bot, but its bot_from_phase is 6")
+    record["format"] = "referee-record/1"
+    assert verify(record).message.startswith("not a referee-record/3 record (it is referee-record/1")
+
+
 def test_two_moves_for_one_seat_in_a_phase_fail_at_that_phase(record):
     entry = phase_entry(record, 3)
     genuine = entry["moves"][0]
@@ -761,8 +841,24 @@ def renumber_nothing_but_a_name(record: dict) -> int:
     return 0
 
 
-@pytest.mark.parametrize("rewrite", [relabel_random_as_mail, move_a_receipt_time, renumber_nothing_but_a_name],
-                         ids=lambda f: f.__name__)  # fmt: skip
+def carol_left_a_phase_later(record: dict) -> int:
+    """Carol's leaving moved from round 6 to round 7, and everything the
+    record alone could hold against it made to fit: she left as round 7
+    opened, and the bot's bid made for her in round 6 is marked as hers by
+    mail (it was received while the phase was open, and a move by mail is
+    the player's own choice)."""
+    carol = record["players"][2]
+    assert carol["bot_from_phase"] == 6
+    carol["bot_from_phase"] = 7
+    carol["left_at"] = phase_entry(record, 7)["opened_at"]
+    move = next(m for m in phase_entry(record, 6)["moves"] if m["seat"] == 2)
+    assert move["source"] == "bot"
+    move["source"] = "mail"
+    return 6
+
+
+@pytest.mark.parametrize("rewrite", [relabel_random_as_mail, move_a_receipt_time, renumber_nothing_but_a_name,
+                                     carol_left_a_phase_later], ids=lambda f: f.__name__)  # fmt: skip
 def test_a_record_rewritten_after_the_fact_verifies_alone_but_not_against_a_kept_mail(kept, tmp_path, capsys,
                                                                                       rewrite):  # fmt: skip
     """What the replay cannot see (the record is consistent) a kept mail
