@@ -64,7 +64,7 @@ def auction_page() -> tuple[list[str], dict[int, list[int]]]:
     assert listed, "P1 names the colours"
     colours = [c.strip() for c in listed[1].replace(" and ", ", ").split(",")]
     decks = {int(row[1]): [int(v) for v in row[2].split()]
-             for row in re.finditer(r"^\| (\d) \| ([\d ]+) \| \d+ \| \d+ \|$", text, re.M)}  # fmt: skip
+             for row in re.finditer(r"^\| (\d) \| ([\d ]+) \| \d+ \| \d+ \|$", text, re.MULTILINE)}  # fmt: skip
     return colours, decks
 
 
