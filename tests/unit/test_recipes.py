@@ -140,9 +140,15 @@ def test_an_auction_rebuilt_from_its_seed_by_the_recipe_is_its_record(people, bo
     tallies = [event for event in events if event["type"] == "tally"]
     assert [event["item"] for event in tallies] == found["items"]
     assert [event["boards"] for event in tallies] == found["boards"]
+    won = [0] * len(record["players"])
     for tally in tallies:  # a winner's colour, revealed, is the one the shuffle gave their seat
         if tally["winner"] is not None:
             assert tally["colour"] == found["colours"][tally["winner"]]
+            won[tally["winner"]] += tally["item"]
+        assert tally["scores"] == won  # each seat's items so far, seat 0 first
+    # a round that ended on passes made at once drew in the turn before them (the recipe's case)
+    assert any(any(e["type"] == "pass" and e["forced"] for e in entry["events"])
+               and any(e["type"] == "tally" for e in entry["events"]) for entry in record["phases"])
     moved = sum(m["source"] in ("random", "bot") for entry in record["phases"] for m in entry["moves"])
     assert found["drawn"] == moved > 0
     if turn_limit >= 3:  # moves from colour to colour among several cards: their order is drawn from too
