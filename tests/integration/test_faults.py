@@ -28,6 +28,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from email import message_from_bytes
 from email.message import EmailMessage
 from pathlib import Path
 
@@ -325,6 +326,57 @@ def test_sigterm_in_a_backlog_stops_within_a_second(referee: Referee, mailstack:
     referee.run_once()  # the rest, once each
     handled = referee.store().messages()
     assert len(handled) == 150 and waiting_in_inbox(mailstack) == 0
+
+
+@pytest.mark.parametrize("command", [["-v", "serve"], ["-v", "run", "--once"]], ids=["serve", "run --once"])
+def test_sigterm_while_a_costly_mail_is_read_stops_cleanly_and_loses_none(referee: Referee, mailstack: MailStack,
+                                                                          command: list[str]) -> None:  # fmt: skip
+    """Issue 29: a stop is honoured mid-mail.  The backlog, read over IMAP,
+    begins with the seats' bids, each above about 4.5 MB of blank lines
+    (the costliest shape to read: half a second or more each), then a few
+    ordinary mails (refused: they carry no reply token).  SIGTERM comes
+    once the first bid is handled, so most likely while the next is read:
+    the run stops cleanly, and the next handles every mail exactly once
+    (each bid counted and answered once, none left behind or quarantined).
+    How soon it stopped is bench/stopping.py's business: only shown here."""
+    game_id = referee.new_game("--deadline", "1h")
+    referee.run_once()
+    blank = "\n" * (2_250_000)  # CRLF on the wire: about 4.5 MB, under max_message_size
+    sent = [reply(mailstack, player, prompt(mailstack, player), f"bid {card}\n{blank}")
+            for card, player in zip(("7", "8", "9"), mailstack.players, strict=True)]  # fmt: skip
+    sent += [mailstack.send(mailstack.players[n % 3], mailstack.referee, f"question {n}", "status\n")
+             for n in range(6)]  # fmt: skip
+    ids = sorted(str(message_from_bytes(raw)["Message-ID"]) for raw in sent)
+    assert waiting_in_inbox(mailstack) == len(sent)
+    answered_before = len(mailstack.sent)
+
+    process = referee.popen(*command)
+    wait_for(lambda: "message " in process.err or not process.alive(), timeout=60)  # the first bid is handled
+    asked = time.monotonic()
+    process.proc.send_signal(signal.SIGTERM)
+    assert process.wait(30) == 0, process.err
+    took = time.monotonic() - asked
+    err = process.err
+    assert "SIGTERM: stopping" in err and "Traceback" not in err, err
+    if "serve" in command:
+        said = [line for line in err.splitlines() if re.match(r"\S+ \S+ [A-Z]+ referee ", line)]
+        assert said[-1].endswith(" referee stopped"), said[-3:]
+    else:
+        assert "stopped by a signal before the pass ended" in err, err
+    by_stop = referee.store().messages()
+    assert 0 < len(by_stop) < len(sent), [m["message_id"] for m in by_stop]  # stopped mid-backlog
+    assert len({m["message_id"] for m in by_stop}) == len(by_stop)
+    print(f"{' '.join(command[1:])} stopped {took:.2f} s after SIGTERM, {len(by_stop)} mail(s) handled")  # -s
+
+    result = referee.run_once()  # the rest, once each
+    assert result.counts["received"] == len(sent), result.out  # the stopped pass filed none away
+    handled = referee.store().messages()
+    assert sorted(m["message_id"] for m in handled) == ids  # every mail once: none lost, none doubled
+    assert not [m for m in handled if m["outcome"].startswith("failed")] and waiting_in_inbox(mailstack) == 0
+    all_bids_taken(referee, mailstack, game_id)
+    answers = [m.message["In-Reply-To"] for m in mailstack.sent[answered_before:] if m.message["In-Reply-To"]]
+    bids = sorted(str(message_from_bytes(raw)["Message-ID"]) for raw in sent[:3])
+    assert sorted(answers) == bids  # each bid answered exactly once, by the stopped run or the next
 
 
 def test_sigterm_while_dovecot_is_down_stops_at_once(referee: Referee, mailstack: MailStack) -> None:
