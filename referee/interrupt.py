@@ -9,8 +9,8 @@ Reading is pure: it writes nothing and sends nothing (the mail's
 transaction begins after it), so it can be given up at any moment, and the
 mail, not filed, is read again by the next pass.  So while
 ``stop_signals_cut_reading_short`` is in force, a stop signal raises
-Stopped inside a ``reading()`` block, and once one has come, every
-``reading()`` begun after it raises Stopped at once.  The loop hears the
+Stopped inside a ``reading(parse, ...)`` call, and once one has come,
+every ``reading()`` begun after it raises Stopped at once.  The loop hears the
 signal as before: the interpreter writes each signal to the loop's wakeup
 file whatever Python handler it has (signal.set_wakeup_fd).
 """
@@ -18,10 +18,14 @@ file whatever Python handler it has (signal.set_wakeup_fd).
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from types import FrameType
+from typing import ParamSpec, TypeVar
 
-_open = 0  # how many reading() blocks are open
+P = ParamSpec("P")
+T = TypeVar("T")
+
 _heard = False  # a stop signal came while stop_signals_cut_reading_short was in force
 
 
@@ -31,27 +35,30 @@ class Stopped(BaseException):
     a bug met takes it for one."""
 
 
-@contextmanager
-def reading() -> Iterator[None]:
-    """A block that a stop signal may cut short at any moment: it must
-    change nothing outside itself."""
-    global _open
+def reading(function: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """``function(*args, **kwargs)``, which a stop signal may cut short at
+    any moment: it must change nothing outside itself."""
     if _heard:
         raise Stopped("stopping")
-    _open += 1
-    try:
-        yield
-    finally:
-        _open -= 1
+    return function(*args, **kwargs)
 
 
-def cut_short(signum: int, frame: object) -> None:
-    """A stop signal's Python-level handler: noted, and Stopped inside
-    ``reading()``.  The loop's handler does the rest on its next turn."""
+def cut_short(signum: int, frame: FrameType | None) -> None:
+    """A stop signal's Python-level handler: noted, and Stopped if it runs
+    inside ``reading()``.  The loop's handler does the rest on its next turn.
+
+    Inside is where the interrupted frame is, not a count of the readings
+    begun and ended: the handler runs between two bytecodes, and a count's
+    update and the step it stands for are never one (a contextmanager's
+    ``__enter__`` returns, or its ``__exit__`` begins, with the count still
+    up, and Stopped raised there leaves it up: a later signal would raise
+    Stopped outside, in a transaction or while the loop closes)."""
     global _heard
     _heard = True
-    if _open:
-        raise Stopped(signal.Signals(signum).name)
+    while frame is not None:
+        if frame.f_code is reading.__code__:
+            raise Stopped(signal.Signals(signum).name)
+        frame = frame.f_back
 
 
 @contextmanager

@@ -71,8 +71,8 @@ class Engine(Rooms):
         now = self.clock()
         try:
             try:
-                with reading():  # a stop signal may end it here: it changes nothing (referee.interrupt)
-                    message = parse(raw, now, received_at, max_size=self.config.max_message_size)
+                # A stop signal may end it here: it changes nothing (referee.interrupt).
+                message = reading(parse, raw, now, received_at, max_size=self.config.max_message_size)
             except Exception as error:  # noqa: BLE001 - a parser bug must not stop the daemon on this mail
                 if is_storage_fault(error):
                     raise

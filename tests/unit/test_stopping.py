@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from datetime import timedelta
@@ -20,6 +21,7 @@ from referee import interrupt
 from referee.cli import main
 from referee.engine import Engine
 from referee.interrupt import Stopped, reading, stop_signals_cut_reading_short
+from referee.mail.parse import parse
 from referee.store import Store
 from referee.timeutil import utc_now
 
@@ -27,15 +29,26 @@ PLAYERS = ["ann@example.org", "ben@example.org", "cat@example.org"]
 maildir = _maildir  # the fixture
 
 
+def parsing(thread_id: int) -> bool:
+    """Whether the thread is in referee.mail.parse.parse."""
+    frame = sys._current_frames().get(thread_id)
+    while frame is not None:
+        if frame.f_code is parse.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def signal_while_reading(signum: int) -> threading.Thread:
     """A thread that sends this process ``signum`` as soon as a mail is
-    being read (the first reading() block opens), and not at all if none
-    opens within 20 seconds."""
+    being read (parse is on this thread's stack), and not at all if none is
+    within 20 seconds."""
+    reader = threading.get_ident()
 
     def wait_and_signal() -> None:
         give_up = time.monotonic() + 20
         while time.monotonic() < give_up:
-            if interrupt._open:
+            if parsing(reader):
                 os.kill(os.getpid(), signum)
                 return
             time.sleep(0.0005)
@@ -85,22 +98,57 @@ def test_a_stop_while_a_mail_is_read_ends_the_run_and_the_next_reads_every_mail_
 
 def test_a_stop_heard_between_mails_stops_the_next_reading_before_it_begins():
     with stop_signals_cut_reading_short([signal.SIGTERM]):
-        with reading():
-            pass  # no signal yet: reading goes on
+        assert reading(len, "read") == 4  # no signal yet: reading goes on
         os.kill(os.getpid(), signal.SIGTERM)  # heard outside any reading: it raises nothing here
         with pytest.raises(Stopped):
-            with reading():
-                pytest.fail("a reading began after the stop")
+            reading(pytest.fail, "a reading began after the stop")
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
-    with reading():  # outside, a later run reads again
-        pass
+    assert reading(len, "read") == 4  # outside, a later run reads again
 
 
 def test_outside_a_run_a_reading_is_never_cut_short():
     """The engine's own callers (`referee ingest`, the tests) never install
-    the handler: reading() is then an empty block."""
+    the handler: reading(f, ...) is then f(...)."""
     assert signal.getsignal(signal.SIGTERM) is not interrupt.cut_short
-    with reading():
-        assert interrupt._open == 1
-    assert interrupt._open == 0
+    assert reading(divmod, 7, 2) == (3, 1)
+
+
+def test_a_stop_cuts_short_only_a_reading_wherever_between_two_steps_it_lands():
+    """Signals at every moment, thousands of readings cut short at their
+    edges too: a signal outside a reading never raises, even while the
+    Stopped of one cut short is kept (as a task keeps it until the stop is
+    handled).  A count of the readings open was left up when the signal
+    landed in a contextmanager's __enter__ or __exit__."""
+    done = threading.Event()
+
+    def pester() -> None:
+        while not done.is_set():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.00002)
+
+    cut = outside = 0
+    kept: list[Stopped] = []
+    with stop_signals_cut_reading_short([signal.SIGTERM]):
+        thread = threading.Thread(target=pester, daemon=True)
+        thread.start()
+        try:
+            end = time.monotonic() + 2
+            while True:
+                try:
+                    if time.monotonic() > end:
+                        break
+                    interrupt._heard = False  # as a fresh run
+                    try:
+                        reading(abs, -1)
+                    except Stopped as stopped:
+                        cut += 1
+                        kept[:] = [stopped]
+                    for _ in range(20):
+                        abs(-1)  # calls: the handler may run after each
+                except Stopped:
+                    outside += 1
+        finally:
+            done.set()
+            thread.join()
+    assert cut > 0 and outside == 0, (cut, outside)
 
