@@ -440,9 +440,6 @@ def _run(engine: Engine, args) -> int:
     return 0
 
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-
 @contextmanager
 def _stop_on_signals() -> Iterator[asyncio.Event]:
     """An event SIGTERM or SIGINT sets, set already if one came while the
@@ -450,11 +447,11 @@ def _stop_on_signals() -> Iterator[asyncio.Event]:
     also cut a mail's reading short (referee.interrupt)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for signum in STOP_SIGNALS:
+    for signum in launch.STOP_SIGNALS:
         loop.add_signal_handler(signum, _stopping, stop, signal.Signals(signum).name)
     if launch.stopped_by:
         _stopping(stop, f"{signal.Signals(launch.stopped_by[0]).name} while starting")
-    with stop_signals_cut_reading_short(STOP_SIGNALS):
+    with stop_signals_cut_reading_short(launch.STOP_SIGNALS):
         yield stop
 
 

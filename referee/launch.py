@@ -16,6 +16,7 @@ before it has opened a file.
 
 import _signal
 
+STOP_SIGNALS = (_signal.SIGTERM, _signal.SIGINT)  # a clean stop for `run` and `serve`
 stopped_by: list[int] = []  # the stop signals received while starting, in order
 
 
@@ -24,7 +25,7 @@ def note(signum: int, frame: object) -> None:
 
 
 def main() -> int:
-    for signum in (_signal.SIGTERM, _signal.SIGINT):
+    for signum in STOP_SIGNALS:
         _signal.signal(signum, note)
     from referee.cli import main as cli_main
 

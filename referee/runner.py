@@ -120,7 +120,9 @@ async def until_stopped(work: Awaitable[T], stop: asyncio.Event) -> T | None:
     """Await ``work`` unless ``stop`` is set first: then cancel it and
     return None.  Cancelling a pass is safe wherever it waits: each message
     is handled in one transaction between two waits, and what is not filed
-    or marked sent yet is recognised by the next pass."""
+    or marked sent yet is recognised by the next pass.  A pass the stop
+    signal cut short while it read a mail (Stopped: referee.interrupt)
+    returns None too, once the loop has heard the signal."""
     working = asyncio.ensure_future(work)
     stopping = asyncio.ensure_future(stop.wait())
     try:
