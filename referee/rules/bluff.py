@@ -907,10 +907,19 @@ def _read_bid(state: BluffState, seat: int, words: list[str]) -> Move | None:
         return ("bid", _track(names[0]), numbers[0])
     if verb == "move" and len(names) == 2:
         source, target = _track(names[0]), _track(names[1])
+        # F20: a number before the track the token goes to names the token
+        # ("move purple 3 to red"), one after it is the new bid; never the other way.
+        at = words.index(names[1], words.index(names[0]) + 1)
+        token = [int(w) for w in words[1:at] if w.isdigit()]
+        if len(token) == 1 and numbers == token:
+            raise MoveError(f"Say the bid your token of {token[0]} makes on {TRACKS[target]}, as in "
+                            f"'move {TRACKS[source]} {token[0]} to {TRACKS[target]} 5'.")  # fmt: skip
+        if len(token) > 1:
+            return None
         if not numbers:
             raise MoveError(f"Say the bid the token makes on {TRACKS[target]}, as in "
                             f"'move {TRACKS[source]} to {TRACKS[target]} 5'.")  # fmt: skip
-        if len(numbers) == 2:  # "move black 1 to red 5": the token's value, then the new bid
+        if len(numbers) == 2 and len(token) == 1:  # "move black 1 to red 5": the token's value, then the new bid
             if numbers[0] not in [b[1] for b in state.bids[source] if b[0] == seat]:
                 raise MoveError(f"You have no token of {numbers[0]} on {TRACKS[source]}.")
             return ("move", source, numbers[0], target, numbers[1])
