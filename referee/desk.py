@@ -23,12 +23,23 @@ A pipeline in Mailman's manner, each step one small method:
 Game changes go through the engine's rooms (``referee.engine.rooms``), which
 the desk is handed; this module only reads and answers, and the rooms never
 call it.
+
+Every command word has one entry in ``COMMANDS``, the command table at the
+end of this module (after aiosmtpd's table of commands with their help, and
+Mailman 3's registry of email commands): its words, who may use it, whether
+it counts only said alone and whether it stops the reading, its handler and
+its line in HELP.  The words ``referee.mail.commands`` reads a line against,
+the mail that needs a reply token, the end of the reading and the HELP
+answer are all the table's; the desk reaches a handler only through it.
 """
 
 from __future__ import annotations
 
 import logging
+import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -37,7 +48,13 @@ from referee.errors import Refusal
 from referee.limits import normalised
 from referee.mail.bounces import delivery_failures
 from referee.mail.classify import never_answer
-from referee.mail.commands import MAX_LINES, Command, command_lines, without_tags
+from referee.mail.commands import (
+    MAX_LINES,
+    Command,
+    Vocabulary,
+    command_lines,
+    without_tags,
+)
 from referee.mail.dkim import dkim_passed
 from referee.mail.origin import origin
 from referee.mail.parse import Incoming, one_line, parse, thread_ids
@@ -52,7 +69,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("referee")
 
-_PUBLIC = {"help", "list", "join", "rules", "quit", "end"}  # need no reply token
 _MOVE_CODES = ("move", "replaced", "superseded")
 _MAX_NOT_UNDERSTOOD = 5  # then the rest of the mail is not read
 _LEFT_ALONE = "not a command or a move, so I left it alone."
@@ -212,7 +228,7 @@ class Desk:
         signed = frozenset(k for k in GAMES if signup_token(self.key, k, message.sender) in tokens)
         if signed or ended is not None:
             return Sender(message.sender, signed=signed, ended=ended)
-        needs_seat = any(Command.read(line).word not in _PUBLIC for line in lines)
+        needs_seat = any(COMMANDS.who(line) is not Who.ANYONE for line in lines)
         playing = self.store.games_of(message.sender)
         if needs_seat and playing:
             # A player's From, but no proof: perhaps forged, perhaps a fresh mail
@@ -294,13 +310,13 @@ class Desk:
 
     def _run_all(self, sender: Sender, lines: list[str]) -> list[Answer]:
         answers: list[Answer] = []
-        commands = [Command.read(line) for line in lines[:MAX_LINES]]
+        commands = [COMMANDS.read(line) for line in lines[:MAX_LINES]]
         moves = self._moves_in(sender, commands)
         made: dict[str, int] = {}  # a move's text -> the line that made it
         for number, (line, command) in enumerate(zip(lines, commands), 1):
             self._line = number
-            if command.word in ("quit", "end"):
-                answers.append(Answer(line, "stop", {}, "done"))
+            if COMMANDS.stops(command):
+                answers.append(self._run(sender, command))
                 return answers
             move = moves.get(number)
             if move is not None and len(set(moves.values())) > 1:
@@ -330,7 +346,7 @@ class Desk:
             return {}
         moves = {}
         for number, command in enumerate(commands, 1):
-            if command.word in ("quit", "end"):
+            if COMMANDS.stops(command):
                 break  # nothing below is read
             if command.word:
                 continue
@@ -349,9 +365,10 @@ class Desk:
                                  "mean, alone.")  # fmt: skip
 
     def _run(self, sender: Sender, command: Command) -> Answer:
-        handler = getattr(self, f"_do_{command.word or 'move'}")
+        """The line carried out: by its command's handler, else as a move."""
+        entry = COMMANDS.entry(command.word)
         try:
-            return handler(sender, command)
+            return self._do_move(sender, command) if entry is None else entry.handler(self, sender, command)
         except Refusal as refusal:
             return self._error(command.line, refusal.reason, sender if refusal.legal else None,
                                refusal.attempt, refusal.suggestion)  # fmt: skip
@@ -427,11 +444,16 @@ class Desk:
         return Answer(command.line, "resign", self.post.context(table), "done")
 
     def _do_help(self, sender: Sender, command: Command) -> Answer:
+        """The commands, as the table lists them, and the games."""
         table = self.tables.table(sender.game_id) if sender.game_id is not None else None
         context = {"game": self.post.game_info(table) if table else None,
                    "kinds": [{"kind": k, "title": g.title, "seats": g.seat_range}
-                             for k, g in GAMES.items()]}  # fmt: skip
+                             for k, g in GAMES.items()], **COMMANDS.help()}  # fmt: skip
         return Answer(command.line, "help", context, "done")
+
+    def _do_end(self, sender: Sender, command: Command) -> Answer:
+        """END or QUIT: the rest of the mail is not read (the table says it stops)."""
+        return Answer(command.line, "stop", {}, "done")
 
     def _do_rules(self, sender: Sender, command: Command) -> Answer:
         """A game's rules and the referee's rulings: the game named, else the
@@ -563,7 +585,7 @@ class Desk:
         for answer in answers:
             context = answer.context
             if (answer.part == "error" and not context["attempt"] and moved and not context["suggestion"]
-                    and answer.line and not Command.read(answer.line).word):  # fmt: skip
+                    and answer.line and not COMMANDS.read(answer.line).word):  # fmt: skip
                 answer = Answer(answer.line, "error", {**context, "legal": [], "reason": _LEFT_ALONE}, answer.code)
             elif answer.part == "error" and context["legal"] and not context["attempt"]:
                 if moved or shown:
@@ -589,4 +611,106 @@ class Desk:
 def _command_word(line: str) -> str:
     """What a reply to unproven mail quotes of a line: its command word, if
     it has one we know ("HELP"), and nothing of what the sender wrote."""
-    return Command.read(line).word.upper()
+    return COMMANDS.read(line).word.upper()
+
+
+# -- the command table -----------------------------------------------------------
+
+
+class Who(Enum):
+    """Who may use a command.  (The keeper's commands by mail, when they come,
+    are a third kind.)"""
+
+    ANYONE = "anyone"  # needs no reply token: a stranger may ask
+    PLAYER = "player"  # a player's, in a reply that proves it (a seat's token; LEAVE's and TIMEZONE's, a sign-up's too)
+
+
+Handler = Callable[[Desk, Sender, Command], Answer]
+
+_HELP_WIDTH = 56  # characters of a command's line in HELP, beside its column of usages
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One command of the table: every fact about it in one place."""
+
+    word: str  # the command word, in lower case, as a line is read
+    who: Who  # who may use it: a mail that needs proof and carries none is not read for a stranger's
+    handler: Handler  # carries a line out (or raises Refusal)
+    help: str  # its line in HELP, one sentence (wrapped there)
+    argument: str = ""  # what HELP shows after the word: "<game>", "[<game>]"
+    synonyms: tuple[str, ...] = ()  # other words for it, each read (and quoted back) as said
+    alone: bool = False  # counts only said alone on its line, never in a sentence (it cannot be undone, or stops)
+    stops: bool = False  # nothing below it in the mail is read
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        return (self.word, *self.synonyms)
+
+    @property
+    def usage(self) -> str:
+        """How HELP shows it: "JOIN <game>", "END (or QUIT)"."""
+        usage = f"{self.word.upper()} {self.argument}".rstrip()
+        return f"{usage} (or {' or '.join(s.upper() for s in self.synonyms)})" if self.synonyms else usage
+
+
+class CommandTable:
+    """The commands, each word once; built once, at import."""
+
+    def __init__(self, *entries: Entry):
+        self.entries = entries
+        self._by_word: dict[str, Entry] = {}
+        for entry in entries:
+            for word in entry.words:
+                if word in self._by_word:
+                    raise ValueError(f"the command word {word!r} has two entries")
+                self._by_word[word] = entry
+        self.vocabulary = Vocabulary.of(self._by_word, (w for e in entries if e.alone for w in e.words))
+
+    def read(self, line: str) -> Command:
+        """The line read as a command (its word "" when it names none)."""
+        return Command.read(line, self.vocabulary)
+
+    def entry(self, word: str) -> Entry | None:
+        """The command a word (or synonym) names; None for "" (a move, perhaps)."""
+        return self._by_word.get(word)
+
+    def who(self, line: str) -> Who:
+        """Who may send the line: a command's users; a move is a player's."""
+        entry = self.entry(self.read(line).word)
+        return entry.who if entry is not None else Who.PLAYER
+
+    def stops(self, command: Command) -> bool:
+        """Whether the line stops the reading."""
+        entry = self.entry(command.word)
+        return entry is not None and entry.stops
+
+    def help(self) -> dict[str, Any]:
+        """What the HELP answer lists (``templates/mail/answers/help.txt.j2``):
+        each command's usage and its line wrapped, and the words that count
+        only said alone."""
+        return {"commands": [{"usage": e.usage, "lines": textwrap.wrap(e.help, _HELP_WIDTH, break_on_hyphens=False)}
+                             for e in self.entries],
+                "alone": [w.upper() for e in self.entries if e.alone for w in e.words]}  # fmt: skip
+
+
+COMMANDS = CommandTable(
+    Entry("status", Who.PLAYER, Desk._do_status,
+          "your private view: hand, scores, the round, its deadline, and who has moved (never what)"),
+    Entry("hand", Who.PLAYER, Desk._do_hand, "just your hand"),
+    Entry("resign", Who.PLAYER, Desk._do_resign, "leave the game; a random bot plays your seat from now on",
+          alone=True),
+    Entry("list", Who.ANYONE, Desk._do_list, "games open for sign-up, and games being played"),
+    Entry("join", Who.ANYONE, Desk._do_join,
+          "sign up for the next game of that kind; it starts by itself when its seats are full", argument="<game>"),
+    Entry("leave", Who.PLAYER, Desk._do_leave, "take back your sign-up (before the game starts)", alone=True),
+    Entry("rules", Who.ANYONE, Desk._do_rules,
+          "the game's rules and the referee's rulings on them (in a reply to a game's mail, RULES alone: "
+          "that game's)", argument="[<game>]"),
+    Entry("timezone", Who.PLAYER, Desk._do_timezone,
+          "show deadlines in your zone as well as UTC, e.g. TIMEZONE Europe/Berlin (TIMEZONE UTC: UTC only)",
+          argument="<zone>"),
+    Entry("help", Who.ANYONE, Desk._do_help, "this list"),
+    Entry("end", Who.ANYONE, Desk._do_end, "stop reading here: put it above your signature", synonyms=("quit",),
+          alone=True, stops=True),
+)  # fmt: skip

@@ -16,13 +16,15 @@ wrote themselves.  Not theirs are:
 
 A mail with no such line is read from its subject instead, so a move typed
 as the subject counts too.  How a line is read is ``referee.rules.reading``'s
-job: one grammar for commands and moves.
+job: one grammar for commands and moves.  Which words are commands is the
+desk's command table's to say (``referee.desk.COMMANDS``): it hands this
+module its ``Vocabulary``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from referee.mail.parse import MAX_TEXT, Incoming
@@ -31,13 +33,6 @@ from referee.rules.reading import is_question, phrase, words
 
 MAX_LINES = 25  # a mail is read no further: a move is a line, not an essay
 MAX_LINE = 200  # characters of a line kept (and quoted back): no command is longer
-
-# The words of the command language; anything else may be a game's move.
-WORDS = ("help", "status", "hand", "resign", "list", "join", "leave", "timezone", "rules", "quit", "end")
-_WORDS = {word: word for word in WORDS}
-# What cannot be taken back (RESIGN, LEAVE) or stops the reading (END, QUIT) counts only said
-# alone ("Resign.", "I quit"), never in a sentence ("I'll resign if I lose", "I'll end up bidding K")
-_ALONE = {"resign", "leave", "end", "quit"}
 
 _TAG = re.compile(r"\[(?P<kind>[a-z][a-z-]*)-(?P<id>\d+)(\s+[a-z2-7]+)?\]", re.I)
 _ANY_TAG = re.compile(r"\[[a-z][a-z0-9-]*(\s+[a-z2-7]+)?\]", re.I)
@@ -90,17 +85,32 @@ _DEVICE_SIGNATURE = re.compile(
 
 
 @dataclass(frozen=True)
+class Vocabulary:
+    """The words of the command language (anything else may be a game's
+    move), as the desk's command table lists them: every word and synonym,
+    and those that count only said alone ("Resign.", "I quit"), never in a
+    sentence ("I'll resign if I lose", "I'll end up bidding K")."""
+
+    words: Mapping[str, str]  # each word as said -> itself: a command is known by the word said
+    alone: frozenset[str]
+
+    @classmethod
+    def of(cls, words: Iterable[str], alone: Iterable[str]) -> Vocabulary:
+        return cls({word: word for word in words}, frozenset(alone))
+
+
+@dataclass(frozen=True)
 class Command:
     """One line of a mail, read as a command."""
 
-    word: str  # one of WORDS, or "" when the line is not a command word (perhaps a move)
+    word: str  # a word of the vocabulary, as said ("quit"), or "" when the line is none (perhaps a move)
     argument: str  # the rest of the line
     line: str  # the line as written
 
     @classmethod
-    def read(cls, line: str) -> Command:
-        word, argument = phrase(line, _WORDS) or ("", "")
-        if word in _ALONE and (words(line) not in ([word], ["i", word]) or is_question(line)):
+    def read(cls, line: str, vocabulary: Vocabulary) -> Command:
+        word, argument = phrase(line, vocabulary.words) or ("", "")
+        if word in vocabulary.alone and (words(line) not in ([word], ["i", word]) or is_question(line)):
             word, argument = "", ""
         elif word and argument and words(line)[0] != word and not kind_named(argument):
             word, argument = "", ""  # "I'll join you for a beer", "Let me list my reasons": sentences

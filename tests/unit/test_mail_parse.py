@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import PLAYERS, START, body_of, make_mail, seat_address
-from referee.mail.commands import Command, command_lines, first_own_line, own_lines, without_tags
+from referee.desk import COMMANDS
+from referee.mail.commands import command_lines, first_own_line, own_lines, without_tags
 from referee.mail.parse import parse
 from referee.mail.tokens import tokens_named
 
@@ -304,7 +305,7 @@ def test_without_tags_drops_reply_prefixes_and_game_tags():
     ("Command: status", "status", ""),
 ])  # fmt: skip
 def test_a_line_is_read_as_a_command_word_and_its_argument(line, word, argument):
-    command = Command.read(line)
+    command = COMMANDS.read(line)
     assert (command.word, command.argument, command.line) == (word, argument, line.strip())
 
 
