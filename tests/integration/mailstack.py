@@ -3,7 +3,7 @@
 ``Dovecot`` runs a private Dovecot (IMAP + LMTP) from a self-contained config in
 a temp directory; ``MailStack`` puts an aiosmtpd SMTP server in front of it that
 records every message and relays it to Dovecot over LMTP, one recipient per
-LMTP transaction (see /work/tests/integration/mailstack.py for the recipe and quirks).
+LMTP transaction (``Dovecot`` and ``MailStack`` below say the recipe and its quirks).
 
 Nothing here starts on import: the fixtures in ``conftest.py`` create these.
 """
