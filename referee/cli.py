@@ -50,7 +50,14 @@ from referee.store import (
     storage_fault,
 )
 from referee.terminal import LogFormatter, PrintableStream
-from referee.timeutil import Clock, from_iso, iso, parse_duration, utc_now
+from referee.timeutil import (
+    Clock,
+    from_iso,
+    iso,
+    parse_duration,
+    show_duration,
+    utc_now,
+)
 
 SERVER_AWAY = 1  # the exit statuses of run --once (see the module's doc)
 STORAGE_FAULT = 3
@@ -89,6 +96,13 @@ def _option(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+def _own_deadlines(timer: str) -> str:
+    """What `referee new --help` says of the games' own deadlines of one
+    kind (Game.deadlines), which come before --deadline (Seating._deadlines)."""
+    own = [f"{kind}: {show_duration(game.deadlines[timer])}" for kind, game in GAMES.items() if timer in game.deadlines]
+    return f"the game's own ({', '.join(own)}), else " if own else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="referee", description="A play-by-email referee for auction games.")
     parser.add_argument("--config", type=Path, help="config file (default ./referee.toml)")
@@ -103,9 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("kind", help="the game's short name (see `referee kinds`)")
     new.add_argument("--player", action="append", default=[], metavar="ADDR", help="a player's address, in seating order")
     new.add_argument("--bots", type=int, default=0, metavar="N", help="fill N more seats with random bots")
-    new.add_argument("--deadline", type=_duration, metavar="DURATION", help="how long each phase lasts (90s, 2h, 3d)")
-    new.add_argument("--turn-deadline", type=_duration, metavar="DURATION", help="how long one player's turn lasts (default, or 0s: --deadline)")
-    new.add_argument("--decision-deadline", type=_duration, metavar="DURATION", help="how long a decision such as a scoring offer lasts (default, or 0s: --turn-deadline)")
+    new.add_argument("--deadline", type=_duration, metavar="DURATION",
+                     help="how long a sealed round lasts (90s, 2h, 3d; default: the config's [defaults] deadline)")  # fmt: skip
+    new.add_argument("--turn-deadline", type=_duration, metavar="DURATION",
+                     help="how long one player's turn lasts (default, or 0s: the config's [defaults] turn_deadline, "
+                          f"else {_own_deadlines('turn')}--deadline)")  # fmt: skip
+    new.add_argument("--decision-deadline", type=_duration, metavar="DURATION",
+                     help="how long a decision such as a scoring offer lasts (default, or 0s: the config's [defaults] "
+                          f"decision_deadline, else {_own_deadlines('decision')}the turn deadline)")  # fmt: skip
     new.add_argument("--settle", type=_duration, metavar="DURATION", help="change-of-mind window after the last move")
     new.add_argument("--name", help="a name for the game")
     new.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE", help="a game option, e.g. ties=carry")

@@ -100,8 +100,8 @@ class Config:
     keep_sent_mail: timedelta | None = timedelta(days=90)
     keep_received_mail: timedelta | None = timedelta(days=90)  # then its headers only; None: whole for good
     deadline: timedelta = timedelta(days=3)  # a sealed round (and, unless set, every phase)
-    turn_deadline: timedelta | None = None  # one player's turn; None: the deadline
-    decision_deadline: timedelta | None = None  # a choice inside a resolution; None: the turn deadline
+    turn_deadline: timedelta | None = None  # one player's turn; None: the game's own, else the deadline
+    decision_deadline: timedelta | None = None  # a choice in a resolution; None: the game's own, else the turn's
     settle: timedelta = timedelta(0)
     reminder: timedelta | None = timedelta(days=1)  # before a deadline; None: no reminders
     outage_gap: timedelta | None = timedelta(hours=6)  # None: no outage guard

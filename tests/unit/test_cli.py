@@ -21,6 +21,8 @@ from referee.engine import Engine
 from referee.engine.phases import Phases
 from referee.rules import GAMES
 from referee.store import Store
+from referee.tables import deadlines
+from referee.timeutil import show_duration
 
 ALICE, BOB, CAROL = PLAYERS
 
@@ -442,6 +444,24 @@ def test_the_demo_gives_every_phase_of_every_game_its_deadline(tmp_path, kind):
     engine = Engine(Store(config.database), config)
     game = engine.new_game(kind, DEMO_PLAYERS)
     assert set(engine.deadlines(engine.store.game(game)).values()) == {timedelta(seconds=2)}
+
+
+@pytest.mark.parametrize("kind", sorted(GAMES))
+def test_new_help_is_true_of_every_game_s_turn_and_decision_deadlines(capsys, engine, kind):
+    """`referee new --help` names the games' own deadlines (Bluff's 12 and 6
+    hours), and what it says holds for every game: unset, a turn lasts the
+    game's own, else --deadline; a decision the game's own, else the turn's
+    (issue 31, item 7)."""
+    with pytest.raises(SystemExit):
+        main(["new", "--help"])
+    said = " ".join(capsys.readouterr().out.split())
+    assert "else --deadline)" in said and "else the turn deadline)" in said
+    game, round_ = GAMES[kind], timedelta(hours=1)
+    made = deadlines(engine.store.game(engine.new_game(kind, [ALICE], bots=game.min_seats - 1, deadline=round_)))
+    for timer, otherwise in (("turn", round_), ("decision", made["turn"])):
+        own = game.deadlines.get(timer)
+        assert made[timer] == (own or otherwise)
+        assert (f"{kind}: {show_duration(own)}" in said) if own else f"{kind}:" not in said
 
 
 # -- nothing from a mail acts on the keeper's terminal (issue 29, item 6) --------------
