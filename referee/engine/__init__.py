@@ -10,9 +10,11 @@ front door, what the command line, the runner and the tests drive.  A
 message goes in through ``ingest`` to the desk (referee.desk), which reads it
 and calls the rooms; the rooms never call the desk.
 
-Every entry point (a new game, a message, a tick, a resignation) runs in one
-store transaction, so its record entries and the mail they cause are
-committed together or not at all.
+Every entry point that writes runs in one store transaction (a new game, a
+message, a resignation with the outage guard before it, a restore's notices;
+a tick and the outage guard in one per game they change, and a tick in one
+more for its bookkeeping), so the record entries and the mail each causes
+are committed together or not at all.
 """
 
 from __future__ import annotations
@@ -125,11 +127,13 @@ class Engine(Rooms):
         return self.seating.new_game(kind, players, **choices)
 
     def join(self, kind: str, address: str) -> tuple[int, bool]:
-        return self.seating.join(kind, address)
+        with self.store.transaction():
+            return self.seating.join(kind, address)
 
     def resign(self, game_id: int, address: str) -> None:
-        self.guard_outage()  # then the seat's phase is resolved first if it is due (Seating.resign_seat)
-        self.seating.resign(game_id, address)
+        with self.store.transaction():  # the guard's deadline moves too: all or nothing
+            self.guard_outage()  # then the seat's phase is resolved first if it is due (Seating.resign_seat)
+            self.seating.resign(game_id, address)
 
     def tick(self) -> list[str]:
         return self.timers.tick()
@@ -161,6 +165,10 @@ class Engine(Rooms):
         """One short notice to each person who plays in ``game_ids`` (the
         games the mail handled again changed): the referee restored its
         records, and nothing they were told changes.  Returns how many."""
+        with self.store.transaction():
+            return self._announce_restore(game_ids, backup_at, again)
+
+    def _announce_restore(self, game_ids: list[int], backup_at: str | None, again: int) -> int:
         addresses: dict[str, list[str]] = {}
         for game_id in game_ids:
             table = self.tables.table(game_id)

@@ -7,6 +7,7 @@ import email
 import gc
 import os
 import weakref
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -136,6 +137,44 @@ def test_a_failing_resignation_changes_nothing(engine, config, monkeypatch):
         engine.resign(1, ALICE)
     assert everything(config.database) == before
     assert engine.status(1)["players"][0]["bot"] is False
+
+
+def test_a_failing_resignation_undoes_the_outage_guard_before_it_too(config, clock, monkeypatch):
+    """`referee resign` is one transaction, the outage guard it runs first
+    included: the deadline it moved and its notice go with the failure."""
+    config = replace(config, outage_gap=timedelta(hours=6), outage_grace=timedelta(hours=24))
+    engine = Engine(Store(config.database), config, clock)
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=1))
+    engine.tick()  # the referee last ran now
+    clock.advance(days=1)  # and then not for a day, past the deadline
+    before = everything(config.database)
+    fail_on_template(engine, monkeypatch, "left")
+    with pytest.raises(Boom):
+        engine.resign(1, ALICE)
+    assert everything(config.database) == before
+    monkeypatch.undo()
+    engine.resign(1, ALICE)
+    assert engine.store.deadline_changes(1) and engine.status(1)["players"][0]["bot"] is True
+
+
+def test_a_restore_s_notices_go_out_all_or_none(engine, config, monkeypatch):
+    engine.new_game("pure-skill", PLAYERS)
+    before = everything(config.database)
+    render, told = engine.composer.render, []
+
+    def failing(name, **context):
+        if name == "restored":
+            told.append(name)
+            if len(told) == 2:
+                raise Boom("cannot render the second notice")
+        return render(name, **context)
+
+    monkeypatch.setattr(engine.composer, "render", failing)
+    with pytest.raises(Boom):
+        engine.announce_restore([1], None, 1)
+    assert everything(config.database) == before
+    monkeypatch.undo()
+    assert engine.announce_restore([1], None, 1) == len(PLAYERS)
 
 
 def test_the_record_survives_reopening_the_file(engine, clock, config):
