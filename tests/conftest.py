@@ -77,6 +77,13 @@ def reply(engine: Engine, player: str, body: str, game: int = 1, **kwargs) -> by
     return make_mail(player, body, to=seat_address(engine, player, game), **kwargs)
 
 
+def join(engine: Engine, kind: str, address: str) -> tuple[int, bool]:
+    """``address`` signs up for the open game of ``kind`` as a JOIN by mail
+    does (Seating.join), in a transaction of its own, without the mail."""
+    with engine.store.transaction():
+        return engine.seating.join(kind, address)
+
+
 _HEADER_LINE = re.compile(r"[!-9;-~]+:[^\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]*"
                           r"|[ \t][^\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]*")  # a field, or its fold
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from referee.desk import Desk, Outcome
@@ -30,8 +30,8 @@ from referee.engine.rooms import Rooms
 from referee.errors import EngineError
 from referee.interrupt import reading
 from referee.mail.parse import Incoming, parse, unreadable
-from referee.store import Row, is_storage_fault, storage_fault
-from referee.tables import Table, deadlines
+from referee.store import is_storage_fault, storage_fault
+from referee.tables import Table
 from referee.timeutil import iso
 
 __all__ = ["Engine", "EngineError"]
@@ -126,10 +126,6 @@ class Engine(Rooms):
         """See Seating.new_game."""
         return self.seating.new_game(kind, players, **choices)
 
-    def join(self, kind: str, address: str) -> tuple[int, bool]:
-        with self.store.transaction():
-            return self.seating.join(kind, address)
-
     def resign(self, game_id: int, address: str) -> None:
         with self.store.transaction():  # the guard's deadline moves too: all or nothing
             self.guard_outage()  # then the seat's phase is resolved first if it is due (Seating.resign_seat)
@@ -189,20 +185,7 @@ class Engine(Rooms):
     def history(self, game_id: int) -> str:
         return self.reports.history(game_id)
 
-    # -- reading a game, and its mail, from outside ------------------------
+    # -- reading a game from outside ------------------------------------------
 
     def table(self, game_id: int) -> Table:
         return self.tables.table(game_id)
-
-    def waiting_for(self, table: Table, phase: Row) -> list[int]:
-        return table.waiting_for(phase)
-
-    @staticmethod
-    def deadlines(game: Row) -> dict[str, timedelta]:
-        return deadlines(game)
-
-    def context(self, table: Table, seat: int | None = None, history: bool = False) -> dict[str, Any]:
-        return self.post.context(table, seat, history)
-
-    def mail(self, game_id: int | None, to: str, template: str, context: dict[str, Any], **how: Any) -> bool:
-        return self.post.mail(game_id, to, template, context, **how)

@@ -443,7 +443,7 @@ def test_the_demo_gives_every_phase_of_every_game_its_deadline(tmp_path, kind):
     config = demo_config(tmp_path, timedelta(seconds=2), tmp_path / "box", 2525)
     engine = Engine(Store(config.database), config)
     game = engine.new_game(kind, DEMO_PLAYERS)
-    assert set(engine.deadlines(engine.store.game(game)).values()) == {timedelta(seconds=2)}
+    assert set(deadlines(engine.store.game(game)).values()) == {timedelta(seconds=2)}
 
 
 @pytest.mark.parametrize("kind", sorted(GAMES))

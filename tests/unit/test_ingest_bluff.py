@@ -20,6 +20,7 @@ from referee.rules import get_game
 from referee.site.public import game_record
 from referee.site.render import Site
 from referee.store import Store
+from referee.tables import deadlines
 
 RULES = get_game("bluff")
 TURN, DECISION = timedelta(hours=6), timedelta(hours=2)
@@ -223,15 +224,15 @@ def test_a_bluff_game_gets_its_own_short_deadlines_unless_the_keeper_or_config_s
     config = Config(address="referee@example.org", database=tmp_path / "games.db", reminder=None, outage_gap=None)
     engine = Engine(Store(config.database), config, clock)
     game = engine.new_game("bluff", PLAYERS)
-    assert engine.deadlines(engine.store.game(game)) == {"round": config.deadline, "turn": timedelta(hours=12),
+    assert deadlines(engine.store.game(game)) == {"round": config.deadline, "turn": timedelta(hours=12),
                                                          "decision": timedelta(hours=6)}  # fmt: skip
     game = engine.new_game("bluff", PLAYERS, turn_deadline=timedelta(days=1))
-    assert engine.deadlines(engine.store.game(game))["turn"] == timedelta(days=1)
+    assert deadlines(engine.store.game(game))["turn"] == timedelta(days=1)
     other = Engine(Store(tmp_path / "other.db"), changed(config, turn_deadline=timedelta(hours=3)), clock)
     game = other.new_game("bluff", PLAYERS)
-    assert other.deadlines(other.store.game(game))["turn"] == timedelta(hours=3)
+    assert deadlines(other.store.game(game))["turn"] == timedelta(hours=3)
     game = engine.new_game("ice", PLAYERS)  # a game without its own keeps the round deadline
-    assert engine.deadlines(engine.store.game(game))["turn"] == config.deadline
+    assert deadlines(engine.store.game(game))["turn"] == config.deadline
 
 
 def test_a_receipt_calls_a_move_that_is_no_bid_a_move(played: Played):

@@ -172,7 +172,7 @@ def _rendered(engine: Engine, game: int) -> dict[int, dict[int, tuple[str, str]]
     kind = table.row["kind"]
     rendered: dict[int, dict[int, tuple[str, str]]] = {}
     for step in table.replay.steps:
-        context = {**engine.context(table), "round": engine.post.round_context(table, step.number),
+        context = {**engine.post.context(table), "round": engine.post.round_context(table, step.number),
                    "digest": digest_line(step.phase.label, table.digest(step.number))}  # fmt: skip
         rendered[step.number] = {
             seat: engine.composer.render(

@@ -34,6 +34,7 @@ from referee.rules.ice import pile_text as ice_text
 from referee.site.public import game_record, public_names
 from referee.site.render import Site
 from referee.store import Store
+from referee.tables import deadlines
 from referee.timeutil import from_iso, show
 
 ALICE, BOB, CAROL = PLAYERS
@@ -280,7 +281,7 @@ def test_a_whole_game_by_mail_ends_with_the_rules_result(played):
 
 def test_every_phase_lasts_the_turn_or_the_decision_deadline(played):
     engine = played.engine
-    assert engine.deadlines(engine.store.game(1)) == {"round": ROUND, "turn": TURN, "decision": DECISION}
+    assert deadlines(engine.store.game(1)) == {"round": ROUND, "turn": TURN, "decision": DECISION}
     phases = engine.store.phases(1)
     kinds = set()
     for phase in phases:
@@ -758,8 +759,8 @@ def test_cli_new_ice_gives_turns_and_scoring_offers_their_deadlines(cli, capsys,
     game, out = _new_ice(cli, capsys, "--turn-deadline", "1d", "--decision-deadline", "12h")
     assert "ice, 2 seats, running" in out
     engine = cli.engine()
-    assert engine.deadlines(engine.store.game(game))["turn"] == DAY
-    assert engine.deadlines(engine.store.game(game))["decision"] == DECISION
+    assert deadlines(engine.store.game(game))["turn"] == DAY
+    assert deadlines(engine.store.game(game))["decision"] == DECISION
     # nobody answers: each deadline fills the move in, until a scoring offer has passed
     for _ in range(300):
         phases = engine.store.phases(game)
@@ -780,7 +781,7 @@ def test_cli_new_ice_without_a_turn_deadline_uses_the_deadline(cli, capsys):
     engine = cli.engine()
     (phase,) = engine.store.phases(game)
     assert span(phase) == timedelta(days=2)
-    assert engine.deadlines(engine.store.game(game)) == {"round": timedelta(days=2), "turn": timedelta(days=2),
+    assert deadlines(engine.store.game(game)) == {"round": timedelta(days=2), "turn": timedelta(days=2),
                                                          "decision": timedelta(days=2)}  # fmt: skip
 
 
@@ -789,7 +790,7 @@ def test_cli_new_ice_with_a_zero_turn_deadline_uses_the_deadline(cli, capsys):
     engine = cli.engine()
     (phase,) = engine.store.phases(game)
     assert span(phase) == timedelta(days=2)
-    assert engine.deadlines(engine.store.game(game))["decision"] == DECISION
+    assert deadlines(engine.store.game(game))["decision"] == DECISION
 
 
 def test_the_receipt_of_a_turn_never_offers_a_change_even_when_the_server_clock_runs_ahead(engine, clock,

@@ -10,6 +10,7 @@ under TYPE_CHECKING is seen too (the latter is allowed only where said)."""
 from __future__ import annotations
 
 import ast
+import inspect
 from pathlib import Path
 
 import referee
@@ -85,3 +86,30 @@ def test_the_desk_sits_above_the_engine_and_imports_none_of_it_when_it_runs():
 def test_the_site_reads_the_record_not_the_engine():
     assert offending(files("site"), ("referee.engine", "referee.desk", "referee.mail",
                                      "referee.runner", "referee.cli")) == {}  # fmt: skip
+
+
+def test_the_engine_and_its_rooms_have_no_method_only_the_tests_call():
+    """Every public method of the Engine and of its rooms is called in
+    referee/ on an object named for it (``engine.tick``, ``self.engine.tick``,
+    ``self.seating.join``) or by its own class (``self.join``): what only
+    tests need lives in the tests' helpers (issue 31, item 7)."""
+    from referee.engine import Engine
+    from referee.engine.phases import Phases
+    from referee.engine.post import Post
+    from referee.engine.reports import Reports
+    from referee.engine.seating import Seating
+    from referee.engine.timers import Timers
+
+    called: dict[tuple[Path | None, str], set[str]] = {}  # (file, receiver's name) -> attributes taken of it
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute):
+                receiver = node.value
+                name = receiver.id if isinstance(receiver, ast.Name) else getattr(receiver, "attr", None)
+                called.setdefault((path if name == "self" else None, str(name)), set()).add(node.attr)
+    for room, name in ((Engine, "engine"), (Phases, "phases"), (Post, "post"), (Reports, "reports"),
+                       (Seating, "seating"), (Timers, "timers")):  # fmt: skip
+        used = called.get((None, name), set()) | called.get((Path(inspect.getfile(room)), "self"), set())
+        own = [key for key, value in vars(room).items() if callable(value) or isinstance(value, staticmethod)]
+        unused = [key for key in own if not key.startswith("_") and key not in used]
+        assert unused == [], f"{room.__name__}: {unused} called only from outside referee/"

@@ -109,7 +109,7 @@ def play_phase(twins: Twins, chooser: random.Random) -> None:
     then who leaves it to the deadline; then the phase resolves."""
     table = twins.engine.table(twins.game)
     phase = table.open_phase
-    movers = [seat for seat in twins.engine.waiting_for(table, phase) if table.human(seat)]
+    movers = [seat for seat in table.waiting_for(phase) if table.human(seat)]
     planned = {seat: choose(table.rules, table.state, seat, chooser) for seat in movers
                if chooser.random() < 0.9}  # fmt: skip
     finals = unseen_bids(twins, planned, chooser)

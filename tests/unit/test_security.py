@@ -1046,6 +1046,6 @@ def test_the_references_of_a_reply_are_only_well_formed_message_ids(engine):
 @pytest.mark.parametrize("address", ["alice@example.org\x0b", "al ice@example.org", "<>", "bot 2"])
 def test_the_referee_mails_only_an_address_smtp_can_carry(engine, address):
     sent = outbox_size(engine)
-    assert engine.mail(None, address, "reply", {"answers": [], "subject": "x", "game": None,
-                                                "referee": REFEREE}) is False  # fmt: skip
+    assert engine.post.mail(None, address, "reply", {"answers": [], "subject": "x", "game": None,
+                                                     "referee": REFEREE}) is False  # fmt: skip
     assert queued_since(engine, sent) == []

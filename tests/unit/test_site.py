@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import PLAYERS, FakeClock, body_of, reply
+from conftest import PLAYERS, FakeClock, body_of, join, reply
 from referee.cli import main
 from referee.config import Config
 from referee.engine import Engine
@@ -101,7 +101,7 @@ def played_once(tmp_path_factory) -> tuple[Path, FakeClock]:
     engine.tick()
     bid(engine, BOB, lowest(engine, BOB))
     clock.advance(hours=21)
-    engine.join("pure-skill", IVAN)
+    join(engine, "pure-skill", IVAN)
     return database, clock
 
 
@@ -778,7 +778,7 @@ def check_site(engine: Engine, folder: Path) -> None:
     phase = table.open_phase
     if phase is not None:
         assert phase["number"] not in resolved
-        waiting = engine.waiting_for(table, phase)
+        waiting = table.waiting_for(phase)
         match = re.search(r"Moved: (.*?)\. Still to move: (.*?)\. What anyone moved stays secret", game_page.text)
         assert match, game_page.text
         assert match[1] == (", ".join(names[s] for s in phase["movers"] if s not in waiting) or "nobody yet")
@@ -859,7 +859,7 @@ def test_nothing_private_reaches_the_site_or_public_mail_at_any_step(steps):
                 cards = hand(engine, 1, a)
                 bid(engine, PLAYERS[a], cards[b % len(cards)])
             elif kind == "all" and number:
-                for seat in engine.waiting_for(table, table.open_phase):
+                for seat in table.waiting_for(table.open_phase):
                     if table.human(seat) and engine.table(1).open_phase["number"] == number:
                         cards = hand(engine, 1, seat)
                         bid(engine, PLAYERS[seat], cards[(a + b * seat) % len(cards)])

@@ -52,7 +52,7 @@ def test_a_move_answering_a_phase_that_is_over_is_refused_and_changes_nothing(en
     for _ in range(15):
         table = engine.table(1)
         phase = table.open_phase
-        for seat in engine.waiting_for(table, phase):
+        for seat in table.waiting_for(phase):
             address, move = PLAYERS[seat], first_legal(engine, seat)
             mails = game_mails(box, address)
             stale = [m for m in mails if 0 < phase_of(m) < phase["number"]  # a phase she moved in
@@ -148,7 +148,7 @@ def test_a_move_answering_the_mail_of_a_bots_turn_counts_for_the_players_turn_no
     for _ in range(40):
         table = engine.table(1)
         phase = table.open_phase
-        (seat,) = engine.waiting_for(table, phase)
+        (seat,) = table.waiting_for(phase)
         mails = game_mails(box, PLAYERS[seat])
         between = [m for m in mails if 0 < phase_of(m) < phase["number"] and not any(
             seat in p["movers"] for p in table.phases[phase_of(m) - 1 : phase["number"] - 1])]  # fmt: skip
