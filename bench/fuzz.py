@@ -26,7 +26,7 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path[:0] = [str(TESTS), str(TESTS / "unit")]
 
 from conftest import assert_clean_headers  # noqa: E402
-from fuzzmail import FIXTURE_KEY, Fuzzer, count_game_changes, names_a_token, seeded_games  # noqa: E402
+from fuzzmail import FIXTURE_KEY, Fuzzer, count_game_changes, game_seeds, names_a_token  # noqa: E402
 from test_fuzz import keep_every_kind_running, queued_after  # noqa: E402
 from test_security import build  # noqa: E402
 
@@ -38,12 +38,12 @@ def main() -> int:
     parser.add_argument("--show", type=int, help="print this message's bytes and stop")
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # a refusal is logged at WARNING; a failure still shows
-    with tempfile.TemporaryDirectory() as tmp, seeded_games(args.seed):
+    with tempfile.TemporaryDirectory() as tmp:
         return run(Path(tmp), args)
 
 
 def run(tmp: Path, args: argparse.Namespace) -> int:
-    engine = build(tmp, secret_key=FIXTURE_KEY, replies_per_hour=10**6)
+    engine = build(tmp, game_seeds(args.seed), secret_key=FIXTURE_KEY, replies_per_hour=10**6)
     keep_every_kind_running(engine)
     fuzzer, changes = Fuzzer(engine, args.seed), count_game_changes(engine)
     outcomes: Counter[str] = Counter()

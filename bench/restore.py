@@ -95,11 +95,8 @@ from datetime import UTC, datetime, timedelta
 from email import message_from_bytes, policy
 from email.utils import format_datetime
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-import referee.engine.rooms
-import referee.engine.seating
 from referee.cli import main as cli
 from referee.config import Config, MaildirSettings
 from referee.engine import Engine
@@ -225,27 +222,14 @@ class Trial:
         self.backup_taken = False
         self.at_backup: dict[str, int] = {}  # phases resolved and moves made when the backup was taken
         self.loop = asyncio.new_event_loop()
-        with self.seeded():
-            self.open()
+        self.open()
 
     # -- the referee -------------------------------------------------------
 
-    @contextlib.contextmanager
-    def seeded(self):
-        """The referee's secret key and its games' seeds from the trial's own
-        stream, so a trial plays the same again (bench only: the referee
-        draws them from `secrets`)."""
-        draw = SimpleNamespace(token_bytes=lambda n=32: self.rng.randbytes(n),
-                               token_hex=lambda n=32: self.rng.randbytes(n).hex())  # fmt: skip
-        saved = referee.engine.seating.secrets, referee.engine.rooms.secrets
-        referee.engine.seating.secrets = referee.engine.rooms.secrets = draw  # type: ignore[assignment]
-        try:
-            yield
-        finally:
-            referee.engine.seating.secrets, referee.engine.rooms.secrets = saved
-
     def open(self) -> None:
-        self.engine = Engine(Store(self.config.database), self.config, self.clock)
+        # The referee's secret key and its games' seeds from the trial's own
+        # stream, so a trial plays the same again (the referee's own: `secrets`).
+        self.engine = Engine(Store(self.config.database), self.config, self.clock, lambda n: self.rng.randbytes(n))
         self.runner = Runner.from_config(self.config, self.engine)
         ingest = self.engine.ingest
 
@@ -266,8 +250,7 @@ class Trial:
 
     def run(self, send: bool = True) -> None:
         """One cron run at the clock's time; with ``send``, its mail reaches the players."""
-        with self.seeded():
-            self.loop.run_until_complete(self.runner.once())
+        self.loop.run_until_complete(self.runner.once())
         self.last_run = self.clock()  # what the daemon's log would say
         if send:
             self.deliver_out()
@@ -443,12 +426,11 @@ class Trial:
             seats = r.randint(self.rules.min_seats, self.rules.max_seats)
             bots = r.randint(1, seats - 1) if r.random() < 0.3 else 0
             players = [f"{NAMES[i]}{n}@example.org" for i in range(seats - bots)]
-            with self.seeded():
-                self.engine.new_game(
-                    self.kind, players, bots=bots, settle=self.config.settle if r.random() < 0.5 else None,
-                    deadline=self.config.deadline, turn_deadline=self.config.turn_deadline,
-                    decision_deadline=self.config.decision_deadline,
-                )  # fmt: skip
+            self.engine.new_game(
+                self.kind, players, bots=bots, settle=self.config.settle if r.random() < 0.5 else None,
+                deadline=self.config.deadline, turn_deadline=self.config.turn_deadline,
+                decision_deadline=self.config.decision_deadline,
+            )  # fmt: skip
             self.figures.games += 1
         if r.random() < 0.35:
             self.figures.joined += 1

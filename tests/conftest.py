@@ -1,10 +1,12 @@
-"""Shared test helpers: a clock tests move by hand, a mail builder, an engine."""
+"""Shared test helpers: a clock tests move by hand, a seed source they fix,
+a mail builder, an engine."""
 
 from __future__ import annotations
 
 import email
 import logging
 import re
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
@@ -35,6 +37,18 @@ class FakeClock:
     def advance(self, **delta: float) -> datetime:
         self.now += timedelta(**delta)
         return self.now
+
+
+class Seeds:
+    """The engine's seed source (Rooms' ``seeds``), set by the test as
+    FakeClock's time is: the system's (secrets.token_bytes) until ``fixed``
+    is set, then every draw is that seed (its first n bytes)."""
+
+    def __init__(self, fixed: bytes | None = None):
+        self.fixed = fixed
+
+    def __call__(self, n: int) -> bytes:
+        return secrets.token_bytes(n) if self.fixed is None else self.fixed[:n]
 
 
 def make_mail(
@@ -143,8 +157,13 @@ def config(tmp_path: Path) -> Config:
 
 
 @pytest.fixture
-def engine(config: Config, clock: FakeClock) -> Engine:
-    return Engine(Store(config.database), config, clock)
+def seeds() -> Seeds:
+    return Seeds()
+
+
+@pytest.fixture
+def engine(config: Config, clock: FakeClock, seeds: Seeds) -> Engine:
+    return Engine(Store(config.database), config, clock, seeds)
 
 
 class Mailbox:

@@ -42,7 +42,6 @@ from datetime import datetime, timedelta
 from email import policy
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 from conftest import FakeClock, reply
 
@@ -112,14 +111,15 @@ def play(kind: str, seed: int) -> Genuine:
     seats, bots, options = _setup(kind, rng)
     players = [f"{name}@example.org" for name in NAMES[: seats - bots]]
     clock = FakeClock()
-    config = Config(address="referee@example.org", database=Path(":memory:"), reminder=None, outage_gap=None)
-    engine = Engine(Store(":memory:"), config, clock)
+    # The game's seed is drawn from rng when it is made (a key of its own draws nothing before).
+    config = Config(address="referee@example.org", database=Path(":memory:"), reminder=None, outage_gap=None,
+                    secret_key=b"forgery")  # fmt: skip
+    engine = Engine(Store(":memory:"), config, clock, rng.randbytes)
     settle = timedelta(minutes=rng.choice((0, 0, 10)))
-    with mock.patch("referee.engine.seating.secrets.token_bytes", rng.randbytes):
-        game = engine.new_game(kind, players, bots=bots, options=options, settle=settle,
-                               deadline=timedelta(hours=rng.choice((12, 24))),
-                               turn_deadline=timedelta(hours=rng.choice((2, 6))),
-                               decision_deadline=timedelta(hours=1))  # fmt: skip
+    game = engine.new_game(kind, players, bots=bots, options=options, settle=settle,
+                           deadline=timedelta(hours=rng.choice((12, 24))),
+                           turn_deadline=timedelta(hours=rng.choice((2, 6))),
+                           decision_deadline=timedelta(hours=1))  # fmt: skip
     diligence = {seat: rng.choice((0.5, 0.85, 1.0)) for seat in range(len(players))}
     leave_at = rng.randrange(1, 25) if rng.random() < 0.5 else None
     serial = 0

@@ -19,11 +19,8 @@ import itertools
 import quopri
 import random
 import re
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from types import SimpleNamespace
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
-from unittest.mock import patch
 from datetime import datetime, timezone
 from email import message_from_bytes
 from email.header import decode_header, make_header
@@ -33,6 +30,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from referee.engine import Engine
+from referee.engine.seating import Seeds
 from referee.mail.parse import parse
 from referee.mail.tokens import tokens_named
 
@@ -405,14 +403,11 @@ def names_a_token(raw: bytes, tokens: set[str]) -> bool:
     return any(t in tokens for t in read)
 
 
-@contextmanager
-def seeded_games(seed: int) -> Iterator[None]:
-    """Games created inside get their seeds from ``seed``, not from the
-    system: the same fuzz seed then makes the same games and the same mail,
-    so a run's Nth mail can be made again."""
-    rng = random.Random(seed)
-    with patch("referee.engine.seating.secrets", SimpleNamespace(token_bytes=rng.randbytes)):
-        yield
+def game_seeds(seed: int) -> Seeds:
+    """An engine's seed source (Rooms' ``seeds``) drawn from ``seed``, not
+    from the system: the same fuzz seed then makes the same games and the
+    same mail, so a run's Nth mail can be made again."""
+    return random.Random(seed).randbytes
 
 
 GAME_TABLES = ("games", "seats", "phases", "moves")

@@ -10,6 +10,11 @@ Each room is handed only the rooms below it, so arrows run one way:
 
 The desk (one message) is handed the Rooms; the Engine (referee.engine) is
 the Rooms with a front door for mail.
+
+The rooms' time comes from one clock and their secrets from one seed
+source, both handed in (a test's own, or the system's): ``seeds(n)`` gives
+n random bytes, each new game's seed and, when games.db makes its own, the
+referee's key.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from referee.config import Config
 from referee.engine.phases import Phases
 from referee.engine.post import Post
 from referee.engine.reports import Reports
-from referee.engine.seating import Seating
+from referee.engine.seating import Seating, Seeds
 from referee.engine.timers import Timers
 from referee.mail.compose import Composer
 from referee.store import Store
@@ -29,24 +34,24 @@ from referee.timeutil import Clock, EventClock, utc_now
 
 
 class Rooms:
-    def __init__(self, store: Store, config: Config, clock: Clock = utc_now):
+    def __init__(self, store: Store, config: Config, clock: Clock = utc_now, seeds: Seeds = secrets.token_bytes):
         self.store = store
         self.config = config
         self.clock = clock if isinstance(clock, EventClock) else EventClock(clock)
-        self.key = config.secret_key or _stored_key(store)
+        self.key = config.secret_key or _stored_key(store, seeds)
         self.composer = Composer(config)
         self.tables = Tables(store)
         self.post = Post(store, config, self.clock, self.composer, self.key)
         # every room reads the one clock (see EventClock)
         self.phases = Phases(store, config, self.clock, self.tables, self.post)
-        self.seating = Seating(store, config, self.clock, self.key, self.tables, self.post, self.phases)
+        self.seating = Seating(store, config, self.clock, self.key, self.tables, self.post, self.phases, seeds)
         self.timers = Timers(store, config, self.clock, self.tables, self.post, self.phases)
         self.reports = Reports(store, self.tables, self.post)
         for seat in store.seats_without_token():  # a games.db from before reply tokens
             store.set_token(seat["game_id"], seat["seat"], self.seating.token(seat["game_id"], seat["seat"]))
 
 
-def _stored_key(store: Store) -> bytes:
+def _stored_key(store: Store, seeds: Seeds) -> bytes:
     """Without a configured secret key, one made at first use and kept in games.db."""
     key = store.get_meta("secret_key")  # read first: most commands then write nothing
     if key is not None:
@@ -54,6 +59,6 @@ def _stored_key(store: Store) -> bytes:
     with store.transaction():
         key = store.get_meta("secret_key")
         if key is None:
-            key = secrets.token_hex(32)
+            key = seeds(32).hex()
             store.set_meta("secret_key", key)
     return key.encode()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -26,6 +26,8 @@ from referee.timeutil import Clock, from_iso, iso
 
 log = logging.getLogger("referee")
 
+Seeds = Callable[[int], bytes]  # n random bytes: secrets.token_bytes, or a test's own (see Rooms)
+
 
 @dataclass(eq=False)
 class Seating:
@@ -36,6 +38,7 @@ class Seating:
     tables: Tables
     post: Post
     phases: Phases
+    seeds: Seeds  # each new game's secret seed, drawn as seeds(32)
 
     def token(self, game_id: int, seat: int) -> str:
         return seat_token(self.key, game_id, seat)
@@ -106,7 +109,7 @@ class Seating:
     def _create(self, kind: str, options: dict[str, Any], deadlines: dict[str, timedelta],
                 settle: timedelta, name: str | None, state: str, seats_wanted: int | None = None,
                 seed: bytes | None = None) -> int:  # fmt: skip
-        seed = seed or secrets.token_bytes(32)
+        seed = seed or self.seeds(32)
         return self.store.create_game(
             kind=kind, name=name, options=options, seed=seed.hex(),
             seed_commitment=commitment(seed), state=state,

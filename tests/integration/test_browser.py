@@ -18,7 +18,6 @@ import json
 import os
 import random
 import threading
-import types
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 import pytest
 
 import required
-from conftest import PLAYERS, FakeClock, reply
+from conftest import PLAYERS, FakeClock, Seeds, reply
 from referee.engine import Engine
 from referee.rules.pure_skill import card_name
 from referee.site.render import Site
@@ -236,7 +235,7 @@ RUNNING = {"pure-skill": "Round 6", "bid": "coin", "ice": "scoring", "priority":
            "bluff": "Round 2 bidding, turn 5"}  # fmt: skip
 
 
-def every_kind(engine: Engine, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> dict[tuple[str, str], int]:
+def every_kind(engine: Engine, clock: FakeClock, seeds: Seeds) -> dict[tuple[str, str], int]:
     """A finished and a running game of each kind -> its id.  Finished: the
     long name and o'brien with bots; o'brien resigns, the long name misses
     every deadline (random moves).  Running: o'brien, the long name, others
@@ -244,15 +243,16 @@ def every_kind(engine: Engine, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
     people mail random legal moves until the phase in RUNNING.  The seeds
     are fixed, so every run plays the same games."""
     serial = itertools.count()
-    # The seeds alone (not secrets itself: sqlite-utils draws a savepoint's
-    # name from it at every insert, so the n-th seed would follow the writes).
-    monkeypatch.setattr("referee.engine.seating.secrets", types.SimpleNamespace(
-        token_bytes=lambda n=32: hashlib.sha256(b"browser %d" % next(serial)).digest()[:n]))  # fmt: skip
+
+    def new_game(*players: Any, **how: Any) -> int:  # the n-th game made has the seed sha256("browser n")
+        seeds.fixed = hashlib.sha256(b"browser %d" % next(serial)).digest()
+        return engine.new_game(*players, **how)
+
     hour = {"deadline": timedelta(hours=1), "turn_deadline": timedelta(hours=1),
             "decision_deadline": timedelta(hours=1)}  # fmt: skip
     games = {}
     for kind, seats in SEATS.items():
-        game = engine.new_game(kind, [LONG, QUOTED], bots=seats - 2, name="A “long” name, <b>not</b> bold", **hour)
+        game = new_game(kind, [LONG, QUOTED], bots=seats - 2, name="A “long” name, <b>not</b> bold", **hour)
         for n in range(500):
             if engine.table(game).row["state"] == "finished":
                 break
@@ -263,7 +263,7 @@ def every_kind(engine: Engine, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
         assert engine.table(game).row["state"] == "finished", kind
         games[(kind, "finished")] = game
     for kind, seats in SEATS.items():
-        games[(kind, "running")] = engine.new_game(kind, [QUOTED, LONG, *OTHERS[: seats - 3]], bots=1, **hour)
+        games[(kind, "running")] = new_game(kind, [QUOTED, LONG, *OTHERS[: seats - 3]], bots=1, **hour)
     for _ in range(2):  # every running game's people miss two deadlines
         clock.advance(hours=1)
         engine.tick()
@@ -317,12 +317,12 @@ return {page: document.documentElement.scrollWidth, screen: screen, found: found
 """
 
 
-def test_every_kinds_pages_fit_a_phone_and_a_laptop(engine, clock, tmp_path, serve, browser, monkeypatch):
+def test_every_kinds_pages_fit_a_phone_and_a_laptop(engine, clock, seeds, tmp_path, serve, browser):
     """A finished and a running game of each kind, at 360 and 1,280 px: the
     page never scrolls sideways and every cell of every table (players,
     board, rounds, final scoring) is on the screen, whole; a screenshot of
     each page goes to test-output/."""
-    games = every_kind(engine, clock, monkeypatch)
+    games = every_kind(engine, clock, seeds)
     site = tmp_path / "site"
     Site(engine, site).render()
     base = serve(site)

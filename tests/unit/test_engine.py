@@ -10,10 +10,11 @@ import logging
 import re
 from datetime import timedelta
 from email import policy
+from pathlib import Path
 
 import pytest
 
-from conftest import PLAYERS, START, FakeClock, body_of, make_mail, reply, seat_address
+from conftest import PLAYERS, START, FakeClock, Seeds, body_of, make_mail, reply, seat_address
 from referee.config import Config
 from referee.engine import Engine, EngineError
 from referee.rules.pure_skill import card_long, card_name, card_value
@@ -97,11 +98,6 @@ def resolved_rounds(engine: Engine, game: int = 1) -> list[int]:
     return [p["number"] for p in engine.store.phases(game) if p["resolved_at"]]
 
 
-def fixed_seed(monkeypatch, seed: bytes = bytes(range(32))) -> None:
-    """Make every new game's secret seed ``seed`` (to compare two runs)."""
-    monkeypatch.setattr("referee.engine.seating.secrets.token_bytes", lambda n=32: seed[:n])
-
-
 # -- a new game --------------------------------------------------------------------
 
 
@@ -117,6 +113,26 @@ def test_a_new_game_announces_the_seed_commitment_to_each_player(engine):
         assert seed.hex() not in first["body"]
     # one copy each, never a shared To: line
     assert all(len(m["recipients"]) == 1 for m in mails(engine))
+
+
+def test_a_new_game_s_seed_and_the_referee_s_own_key_come_from_the_seed_source(config, clock):
+    """The engine takes its seed source as it takes its clock (issue 31,
+    item 7): each draw of it, in turn, is the key games.db keeps and each
+    new game's seed."""
+    draws = iter([b"k" * 32, b"1" * 32, b"2" * 32])
+    engine = Engine(Store(config.database), config, clock, lambda n: next(draws)[:n])
+    assert engine.key == (b"k" * 32).hex().encode() and engine.store.get_meta("secret_key") == (b"k" * 32).hex()
+    assert [engine.table(engine.new_game("pure-skill", PLAYERS)).seed for _ in range(2)] == [b"1" * 32, b"2" * 32]
+    assert Engine(Store(config.database), config, clock, lambda n: b"x" * n).key == engine.key  # kept, not drawn again
+
+
+def test_no_test_patches_the_seed_source():
+    """Tests inject seeds (conftest.Seeds, Engine(..., seeds)); none patches
+    ``secrets``, which sqlite-utils draws its savepoint names from too."""
+    tests = Path(__file__).resolve().parents[1]
+    patching = re.compile(r"""(setattr|patch)\(\s*["'][\w.]*secrets\b""")
+    found = [str(path.relative_to(tests)) for path in tests.rglob("*.py") if patching.search(path.read_text("utf-8"))]
+    assert found == []
 
 
 def test_each_player_is_prompted_privately_with_their_own_hand(engine, clock):
@@ -155,17 +171,16 @@ def test_a_bid_causes_mail_to_the_bidder_alone_until_the_round_resolves(engine, 
     assert all(p["score"] == 0 for p in status["players"])
 
 
-def test_no_mail_to_others_depends_on_an_unresolved_bid(tmp_path, monkeypatch):
+def test_no_mail_to_others_depends_on_an_unresolved_bid(tmp_path):
     """Non-interference: two games alike in all but alice's round-1 bid send
     bob and carol exactly the same mail until round 1 resolves."""
-    fixed_seed(monkeypatch)
     seen = []
     for alice_bid in ("3", "Q"):
         # the same secret key too, so both games give each seat the same reply token
         config = Config(address="referee@example.org", reminder=None, outage_gap=None,
                         database=tmp_path / f"{alice_bid}.db", secret_key=b"one key")  # fmt: skip
         clock = FakeClock()
-        engine = Engine(Store(config.database), config, clock)
+        engine = Engine(Store(config.database), config, clock, Seeds(bytes(range(32))))  # the same seed
         engine.new_game("pure-skill", PLAYERS)
         clock.advance(hours=1)
         send(engine, clock, ALICE, f"bid {alice_bid}")
@@ -460,11 +475,11 @@ def _play_to_the_end(engine, clock, choose) -> None:
             send(engine, clock, PLAYERS[seat], f"bid {card_name(card)}")
 
 
-def test_a_bot_with_the_top_total_does_not_win(engine, clock, monkeypatch):
+def test_a_bot_with_the_top_total_does_not_win(engine, clock, seeds):
     """alice leaves at once; bob and carol shadow each other so neither takes a
     prize, except once: bob's King takes the smallest prize he can, and carol's
     King later ties the bot's.  The bot ends on top; bob wins (R2)."""
-    fixed_seed(monkeypatch)
+    seeds.fixed = bytes(range(32))
     engine.new_game("pure-skill", PLAYERS)
     engine.resign(1, ALICE)
     played = {"bob king": False}

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import PLAYERS, START, FakeClock, body_of, seat_address
+from conftest import PLAYERS, START, FakeClock, Seeds, body_of, seat_address
 from referee.config import Config
 from referee.engine import Engine
 from referee.mail.parse import parse
@@ -36,14 +36,13 @@ REFEREE = "referee@example.org"
 
 
 @pytest.fixture
-def engine(tmp_path, clock: FakeClock, monkeypatch) -> Engine:
+def engine(tmp_path, clock: FakeClock) -> Engine:
     """A referee whose secret key and game seed are fixed, so each seat's reply
     token in game 1, and the game, are those the fixtures were written for
     (see expected.toml)."""
-    monkeypatch.setattr("referee.engine.seating.secrets.token_bytes", lambda n: bytes(range(n)))
     config = Config(address=REFEREE, database=tmp_path / "games.db", secret_key=SECRET_KEY,
                     reminder=None, outage_gap=None)  # fmt: skip
-    return Engine(Store(config.database), config, clock)
+    return Engine(Store(config.database), config, clock, Seeds(bytes(range(32))))
 
 
 def fixture_names() -> list[str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PLAYERS, FakeClock, Mailbox, answer, reply
+from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer, reply
 from referee.config import Config
 from referee.engine import Engine
 from referee.record import random_move_rng, setup_rng, verify
@@ -93,22 +93,17 @@ def seed_where(wanted) -> bytes:
     raise AssertionError("no seed found")
 
 
-def fixed_seed(monkeypatch, seed: bytes) -> None:
-    """Make every new game's secret seed ``seed`` (as tests/unit/test_engine.py does)."""
-    monkeypatch.setattr("referee.engine.seating.secrets.token_bytes", lambda n=32: seed[:n])
-
-
 # -- a whole game ----------------------------------------------------------------
 
 
 class Played:
     """A whole game of Bid!, played once for the tests below."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, seed: bytes):
         self.config = Config(address="referee@example.org", database=root / "games.db",
                              reminder=None, outage_gap=None)  # fmt: skip
         self.clock = FakeClock()
-        self.engine = Engine(Store(self.config.database), self.config, self.clock)
+        self.engine = Engine(Store(self.config.database), self.config, self.clock, Seeds(seed))
         self.box = Mailbox(self.engine)
         self.pawn_phase: int | None = None
         self.site = root / "site"
@@ -158,9 +153,7 @@ class Played:
 def played(tmp_path_factory) -> Played:
     # A fixed seed, so the game is the same each run: one with ties broken by
     # coins, Ace of Suns auctions, a tie under the Ace of Crowns, Moons and Arms.
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        fixed_seed(monkeypatch, bytes([1]) * 32)
-        return Played(tmp_path_factory.mktemp("bid"))
+    return Played(tmp_path_factory.mktemp("bid"), bytes([1]) * 32)
 
 
 def test_a_whole_game_ends_with_the_rules_winner(played):
@@ -384,8 +377,8 @@ def test_a_missed_deadline_draws_uniformly_from_the_legal_bids_never_a_pawn():
 # -- an Ace of Suns auction ------------------------------------------------------
 
 
-def test_under_the_ace_of_suns_a_one_tile_bid_is_refused_and_changes_nothing(engine, clock, monkeypatch):
-    fixed_seed(monkeypatch, seed_where(lambda state, seed: state.ace("suns")))
+def test_under_the_ace_of_suns_a_one_tile_bid_is_refused_and_changes_nothing(engine, clock, seeds):
+    seeds.fixed = seed_where(lambda state, seed: state.ace("suns"))
     engine.new_game("bid", PLAYERS, deadline=DAY)
     box = Mailbox(engine)
     prompt = next(m for m in box.to(ALICE) if is_prompt(m))
@@ -422,10 +415,9 @@ def _tie_seed() -> tuple[bytes, tuple]:
     return seed, RULES.random_move(state, 2, random_move_rng(seed, 1, 2))[1]
 
 
-def _tie_with_carol(engine, clock, monkeypatch) -> Mailbox:
+def _tie_with_carol(engine, clock, seeds) -> Mailbox:
     """alice bids what carol will get at random, bob less: alice and carol tie."""
-    seed, (carols,) = _tie_seed()
-    fixed_seed(monkeypatch, seed)
+    seeds.fixed, (carols,) = _tie_seed()
     engine.new_game("bid", PLAYERS, deadline=DAY)
     box = Mailbox(engine)
     clock.advance(hours=1)
@@ -438,8 +430,8 @@ def _tie_with_carol(engine, clock, monkeypatch) -> Mailbox:
     return box
 
 
-def test_a_tie_asks_only_the_tied_players_for_coins(engine, clock, monkeypatch):
-    box = _tie_with_carol(engine, clock, monkeypatch)
+def test_a_tie_asks_only_the_tied_players_for_coins(engine, clock, seeds):
+    box = _tie_with_carol(engine, clock, seeds)
     fresh = box.new()
     status = engine.status(1)
     assert status["phase"]["label"] == "Auction 1: coin tie-break"
@@ -454,8 +446,8 @@ def test_a_tie_asks_only_the_tied_players_for_coins(engine, clock, monkeypatch):
             assert asked(prompts[0]["body"]) == ("coins", [], 2)
 
 
-def test_too_many_coins_are_refused_and_a_silent_tied_player_bids_random_coins(engine, clock, monkeypatch):
-    box = _tie_with_carol(engine, clock, monkeypatch)
+def test_too_many_coins_are_refused_and_a_silent_tied_player_bids_random_coins(engine, clock, seeds):
+    box = _tie_with_carol(engine, clock, seeds)
     prompt = next(m for m in box.to(ALICE) if is_prompt(m) and "coin tie-break" in m["subject"])
     box.new()
     clock.advance(hours=1)
@@ -480,8 +472,8 @@ def test_too_many_coins_are_refused_and_a_silent_tied_player_bids_random_coins(e
     assert f"Coin tie-break: {ALICE} 2, {CAROL} {count} (paid to the bank)." in result["body"]
 
 
-def test_too_many_coins_are_refused_with_the_rules_reason(engine, clock, monkeypatch):
-    box = _tie_with_carol(engine, clock, monkeypatch)
+def test_too_many_coins_are_refused_with_the_rules_reason(engine, clock, seeds):
+    box = _tie_with_carol(engine, clock, seeds)
     prompt = next(m for m in box.to(ALICE) if is_prompt(m) and "coin tie-break" in m["subject"])
     box.new()
     assert answer(engine, clock, prompt, "coins 3").code == "refused"
@@ -492,15 +484,14 @@ def test_too_many_coins_are_refused_with_the_rules_reason(engine, clock, monkeyp
 # -- sealed bids stay sealed --------------------------------------------------------
 
 
-def _open_auction(root: Path, alice_bid: str, seed: bytes, monkeypatch) -> tuple[list, str, str]:
+def _open_auction(root: Path, alice_bid: str, seed: bytes) -> tuple[list, str, str]:
     """Auction 1 with alice's bid in, then bob and carol write (a bid, a
     mistake, STATUS, HAND): what they are sent, and the site's game page and record."""
-    fixed_seed(monkeypatch, seed)
     root.mkdir()
     config = Config(address="referee@example.org", reminder=None, outage_gap=None,
                     database=root / "games.db", secret_key=b"one key")  # fmt: skip
     clock = FakeClock()
-    engine = Engine(Store(config.database), config, clock)
+    engine = Engine(Store(config.database), config, clock, Seeds(seed))
     engine.new_game("bid", PLAYERS, deadline=DAY)
     box = Mailbox(engine)
     box.new()
@@ -518,10 +509,10 @@ def _open_auction(root: Path, alice_bid: str, seed: bytes, monkeypatch) -> tuple
     return others, page, record
 
 
-def test_an_open_auction_never_shows_alices_bid_to_anyone_else(tmp_path, monkeypatch):
+def test_an_open_auction_never_shows_alices_bid_to_anyone_else(tmp_path):
     seed = seed_where(lambda state, seed: not state.ace("suns"))
-    first = _open_auction(tmp_path / "a", "bid null", seed, monkeypatch)
-    second = _open_auction(tmp_path / "b", "bid 5", seed, monkeypatch)
+    first = _open_auction(tmp_path / "a", "bid null", seed)
+    second = _open_auction(tmp_path / "b", "bid 5", seed)
     assert len(first[0]) >= 6  # each of bob's and carol's lines got an answer
     assert first == second  # nothing bob, carol or the site sees depends on alice's bid
     statuses = [body for _, _, body in first[0] if "> status" in body]
@@ -529,16 +520,15 @@ def test_an_open_auction_never_shows_alices_bid_to_anyone_else(tmp_path, monkeyp
     assert "Moved: alice, bob." in first[1]  # the site says who moved, never what
 
 
-def test_a_bot_that_reaches_100_first_ends_the_game_with_no_winner(tmp_path, monkeypatch):
+def test_a_bot_that_reaches_100_first_ends_the_game_with_no_winner(tmp_path):
     """B11: alice plays two bots and never answers; in the first of these
     seeds' games where a bot reaches 100 first, nobody is named winner, and
     the final mail says why instead of crowning alice with fewer points."""
     for n in range(20):
-        fixed_seed(monkeypatch, n.to_bytes(4, "big") * 8)
         config = Config(address="referee@example.org", database=tmp_path / f"{n}.db",
                         reminder=None, outage_gap=None)  # fmt: skip
         clock = FakeClock()
-        engine = Engine(Store(config.database), config, clock)
+        engine = Engine(Store(config.database), config, clock, Seeds(n.to_bytes(4, "big") * 8))
         game = engine.new_game("bid", [ALICE], bots=2, deadline=DAY)
         while engine.status(game)["state"] != "finished":
             to_deadline(engine, clock, game)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PLAYERS, FakeClock, Mailbox, answer, examples, info_log
+from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer, examples, info_log
 from referee.config import Config
 from referee.engine import Engine
 from referee.record import verify
@@ -39,11 +39,11 @@ class Played:
     """A whole 3-player game by mail: alice and bob answer each prompt with
     one of the moves it suggests; carol never answers.  The log at INFO is kept."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, seed: bytes):
         config = Config(address="referee@example.org", database=root / "games.db", reminder=None,
                         outage_gap=None)  # fmt: skip
         self.clock = FakeClock()
-        self.engine = Engine(Store(config.database), config, self.clock)
+        self.engine = Engine(Store(config.database), config, self.clock, Seeds(seed))
         self.box = Mailbox(self.engine)
         self.dice_seen: list[tuple[str, int, str]] = []  # (to, round, dice as mailed)
         self.records_mid: list[dict] = []
@@ -85,9 +85,7 @@ class Played:
 
 @pytest.fixture(scope="module")
 def played(tmp_path_factory: pytest.TempPathFactory) -> Played:
-    with pytest.MonkeyPatch.context() as patch:  # one seed, so the game is the same at every run
-        patch.setattr("referee.engine.seating.secrets.token_bytes", lambda n=32: b"b" * n)
-        return Played(tmp_path_factory.mktemp("bluff"))
+    return Played(tmp_path_factory.mktemp("bluff"), b"b" * 32)  # one seed, so the game is the same at every run
 
 
 def test_a_whole_game_by_mail_ends_after_nine_rounds(played: Played):

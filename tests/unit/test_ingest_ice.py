@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PLAYERS, FakeClock, Mailbox, answer, examples, reply
+from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer, examples, reply
 from referee import config as config_module
 from referee.cli import main
 from referee.config import Config
@@ -79,11 +79,6 @@ def is_reminder(mail: dict) -> bool:
 def send(engine: Engine, clock: FakeClock, sender: str, text: str, game: int = 1):
     return engine.ingest(reply(engine, sender, text, game=game, received=clock(),
                                subject=f"Re: [ice-{game}] Auction"))  # fmt: skip
-
-
-def fixed_seed(monkeypatch, seed: bytes) -> None:
-    """Make every new game's secret seed ``seed`` (as tests/unit/test_engine.py does)."""
-    monkeypatch.setattr("referee.engine.seating.secrets.token_bytes", lambda n=32: seed[:n])
 
 
 def pile_text(names) -> str:
@@ -150,11 +145,11 @@ def expected_span(label: str) -> timedelta:
 class Played:
     """A whole game of Ice Ice Baby by mail, played once for the tests below."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, seed: bytes):
         self.config = Config(address="referee@example.org", database=root / "games.db",
                              reminder=None, outage_gap=None)  # fmt: skip
         self.clock = FakeClock()
-        self.engine = Engine(Store(self.config.database), self.config, self.clock)
+        self.engine = Engine(Store(self.config.database), self.config, self.clock, Seeds(seed))
         self.box = Mailbox(self.engine)
         self.answered: dict[str, str] = {}  # phase label -> the text alice or bob replied
         self.waited: list[str] = []  # carol's phases, each checked not to resolve early
@@ -249,9 +244,7 @@ def played(tmp_path_factory) -> Played:
     # A fixed seed, so the game is the same each run: one in which carol has
     # scoring offers, alice and bob score trees, and a mover's larges come in
     # more than one colour (for "bid 2L").
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        fixed_seed(monkeypatch, SEED)
-        return Played(tmp_path_factory.mktemp("ice"))
+    return Played(tmp_path_factory.mktemp("ice"), SEED)
 
 
 def test_a_whole_game_by_mail_ends_with_the_rules_result(played):
@@ -607,8 +600,8 @@ def test_the_game_page_at_the_end_shows_the_table_every_phase_and_the_final_scor
 # -- refusals ----------------------------------------------------------------------
 
 
-def test_out_of_turn_and_illegal_bids_are_refused_and_change_nothing(engine, clock, monkeypatch):
-    fixed_seed(monkeypatch, bytes([7]) * 32)
+def test_out_of_turn_and_illegal_bids_are_refused_and_change_nothing(engine, clock, seeds):
+    seeds.fixed = bytes([7]) * 32
     engine.new_game("ice", PLAYERS, deadline=ROUND, turn_deadline=TURN, decision_deadline=DECISION)
     box = Mailbox(engine)
     box.new()
@@ -652,9 +645,9 @@ def test_out_of_turn_and_illegal_bids_are_refused_and_change_nothing(engine, clo
     assert engine.status(1)["phase"]["waiting_for"] == [third]
 
 
-def first_turn(engine: Engine, clock: FakeClock, monkeypatch) -> tuple[str, Mailbox]:
+def first_turn(engine: Engine, clock: FakeClock, seeds: Seeds) -> tuple[str, Mailbox]:
     """A game's first turn an hour after it opened: its mover, and a mailbox read up to now."""
-    fixed_seed(monkeypatch, bytes([7]) * 32)
+    seeds.fixed = bytes([7]) * 32
     engine.new_game("ice", PLAYERS, deadline=ROUND, turn_deadline=TURN, decision_deadline=DECISION)
     box = Mailbox(engine)
     box.new()
@@ -662,10 +655,10 @@ def first_turn(engine: Engine, clock: FakeClock, monkeypatch) -> tuple[str, Mail
     return PLAYERS[engine.table(1).state.turn], box
 
 
-def test_a_bid_and_a_pass_in_one_mail_make_neither(engine, clock, monkeypatch):
+def test_a_bid_and_a_pass_in_one_mail_make_neither(engine, clock, seeds):
     """A move in turn is final, so two in one mail cannot both count, and the
     referee does not pick one: the turn stays open and the reply says why."""
-    mover, box = first_turn(engine, clock, monkeypatch)
+    mover, box = first_turn(engine, clock, seeds)
     send(engine, clock, mover, "bid L\npass")
     receipt = next(m for m in box.new() if m["to"] == mover and m["subject"].startswith("Re: "))
     assert "Your mail asks for more than one move" in receipt["body"]
@@ -677,13 +670,12 @@ def test_a_bid_and_a_pass_in_one_mail_make_neither(engine, clock, monkeypatch):
 # -- reminders ---------------------------------------------------------------------
 
 
-def test_the_mover_gets_one_reminder_before_each_deadline(tmp_path, monkeypatch):
-    fixed_seed(monkeypatch, SEED)
+def test_the_mover_gets_one_reminder_before_each_deadline(tmp_path):
     lead = timedelta(hours=6)
     config = Config(address="referee@example.org", database=tmp_path / "games.db", reminder=lead)
     assert config.outage_gap == timedelta(hours=6)  # the guard is on: tick at least hourly
     clock = FakeClock()
-    engine = Engine(Store(config.database), config, clock)
+    engine = Engine(Store(config.database), config, clock, Seeds(SEED))
     engine.new_game("ice", PLAYERS, deadline=ROUND, turn_deadline=TURN, decision_deadline=DECISION)
     box = Mailbox(engine)
     engine.tick()
@@ -794,11 +786,11 @@ def test_cli_new_ice_with_a_zero_turn_deadline_uses_the_deadline(cli, capsys):
 
 
 def test_the_receipt_of_a_turn_never_offers_a_change_even_when_the_server_clock_runs_ahead(engine, clock,
-                                                                                           monkeypatch):  # fmt: skip
+                                                                                           seeds):  # fmt: skip
     """The turn closes at the move's receipt time; a mail server a minute
     ahead of the referee's clock leaves it closing "in the future", which is
     no reason to tell a player that a final move may still change."""
-    mover, box = first_turn(engine, clock, monkeypatch)
+    mover, box = first_turn(engine, clock, seeds)
     assert engine.ingest(reply(engine, mover, "pass", received=clock() + timedelta(minutes=1))).code == "move"
     receipt = next(m for m in box.new() if m["to"] == mover and m["subject"].startswith("Re: "))
     assert "Moves in turn are final" in receipt["body"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PLAYERS, FakeClock, Mailbox, answer, body_of, examples, info_log
+from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer, body_of, examples, info_log
 from referee.config import Config
 from referee.engine import Engine
 from referee.record import verify
@@ -34,19 +34,20 @@ def prompt_label(mail: dict) -> str | None:
     return match["label"] if match and not mail["subject"].startswith("Re:") else None
 
 
-def make_engine(root: Path, clock: FakeClock) -> Engine:
+def make_engine(root: Path, clock: FakeClock, seed: bytes | None = None) -> Engine:
+    """An engine whose new games have ``seed`` (unset: the system's)."""
     config = Config(address="referee@example.org", database=root / "games.db", reminder=None,
                     outage_gap=None)  # fmt: skip
-    return Engine(Store(config.database), config, clock)
+    return Engine(Store(config.database), config, clock, Seeds(seed))
 
 
 class Played:
     """A whole 3-player game by mail: alice and bob answer each prompt with
     one of its examples, carol never answers.  The log at INFO is kept."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, seed: bytes):
         self.clock = FakeClock()
-        self.engine = make_engine(root, self.clock)
+        self.engine = make_engine(root, self.clock, seed)
         self.box = Mailbox(self.engine)
         self.randoms: list[str] = []  # labels of carol's phases
         self.records_mid: list[dict] = []  # record.json as it would be published while the game ran
@@ -85,9 +86,7 @@ class Played:
 
 @pytest.fixture(scope="module")
 def played(tmp_path_factory: pytest.TempPathFactory) -> Played:
-    with pytest.MonkeyPatch.context() as patch:  # one seed, so the game is the same at every run
-        patch.setattr("referee.engine.seating.secrets.token_bytes", lambda n=32: b"p" * n)
-        return Played(tmp_path_factory.mktemp("priority"))
+    return Played(tmp_path_factory.mktemp("priority"), b"p" * 32)  # one seed, so the game is the same at every run
 
 
 def test_a_whole_game_by_mail_ends_with_a_result_for_everyone(played: Played):
@@ -185,10 +184,9 @@ def test_each_turn_notice_tells_its_reader_the_colours_they_know(played: Played)
     assert told > 30 and told > len(notices) - 6  # all but those after every colour was shown
 
 
-def test_with_four_players_a_notice_tells_your_own_your_right_hand_neighbours_and_what_follows(tmp_path, monkeypatch):
-    monkeypatch.setattr("referee.engine.seating.secrets.token_bytes", lambda n=32: b"q" * n)
+def test_with_four_players_a_notice_tells_your_own_your_right_hand_neighbours_and_what_follows(tmp_path):
     clock = FakeClock()
-    engine = make_engine(tmp_path, clock)
+    engine = make_engine(tmp_path, clock, b"q" * 32)
     game = engine.new_game("priority", FOUR, turn_deadline=TURN)
     box = Mailbox(engine)
     while engine.table(game).row["state"] == "running":  # every move random
@@ -276,16 +274,15 @@ def mails_to(engine: Engine, players: list[str]) -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_until_the_tally_another_card_changes_nothing_anyone_else_sees(tmp_path, monkeypatch, seed):
+def test_until_the_tally_another_card_changes_nothing_anyone_else_sees(tmp_path, seed):
     """Two engines play one game (the same seed), and differ only in the
     cards alice plays: wherever she plays a card, her twin plays another on
     the same colour.  Until round 1's tally, the other players' mail, the
     site and ``status --json`` are the same in both."""
-    monkeypatch.setattr("referee.engine.seating.secrets.token_bytes", lambda n=32: bytes([seed]) * n)
     clock = FakeClock()
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
-    engine, twin = make_engine(tmp_path / "a", clock), make_engine(tmp_path / "b", clock)
+    engine, twin = make_engine(tmp_path / "a", clock, bytes([seed]) * 32), make_engine(tmp_path / "b", clock)
     game = engine.new_game("priority", FOUR, turn_deadline=TURN)
     engine.store.db.conn.backup(twin.store.db.conn)
     boxes = {e: Mailbox(e) for e in (engine, twin)}

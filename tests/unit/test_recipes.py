@@ -15,10 +15,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
-from conftest import FakeClock
+from conftest import FakeClock, Seeds
 
 from referee.config import Config
 from referee.engine import Engine
@@ -35,10 +34,9 @@ def finished_record(kind: str, people: int, bots: int, options: dict[str, Any], 
     they miss) and ``bots`` bots, played to its end; its published record."""
     clock = FakeClock()
     config = Config(address="referee@example.org", database=Path(":memory:"), reminder=None, outage_gap=None)
-    engine = Engine(Store(":memory:"), config, clock)
+    engine = Engine(Store(":memory:"), config, clock, Seeds(seed))
     players = [f"p{index}@example.org" for index in range(people)]
-    with mock.patch("referee.engine.seating.secrets.token_bytes", return_value=seed):
-        game = engine.new_game(kind, players, bots=bots, options=options)
+    game = engine.new_game(kind, players, bots=bots, options=options)
     for _ in range(5000):
         if engine.table(game).row["state"] == "finished":
             break

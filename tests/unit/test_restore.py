@@ -16,10 +16,9 @@ import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-from conftest import reply
+from conftest import Seeds, reply
 from test_runner import deliver
 from test_runner import maildir as _maildir
 
@@ -41,14 +40,14 @@ maildir = _maildir  # the fixture
 class Club:
     """The referee and its players, by mail through a Maildir."""
 
-    def __init__(self, config, clock, maildir):
+    def __init__(self, config, clock, maildir, seed: bytes | None = None):
         self.config = replace(config, maildir=MaildirSettings(maildir), reminder=timedelta(hours=6))
-        self.clock, self.box = clock, maildir
+        self.clock, self.box, self.seeds = clock, maildir, Seeds(seed)  # unset: the system's
         self.choose = random.Random(7)
         self.open()
 
     def open(self) -> None:
-        self.engine = Engine(Store(self.config.database), self.config, self.clock)
+        self.engine = Engine(Store(self.config.database), self.config, self.clock, self.seeds)
         self.runner = Runner.from_config(self.config, self.engine)
 
     def close(self) -> None:
@@ -325,8 +324,7 @@ def test_a_quiet_spell_before_the_loss_is_no_outage(config, clock, maildir, tmp_
     assert public(club.engine, game) == before["record"]
 
 
-def test_a_mail_between_a_deadline_and_the_next_run_is_handled_as_before(config, clock, maildir, tmp_path,
-                                                                        monkeypatch):  # fmt: skip
+def test_a_mail_between_a_deadline_and_the_next_run_is_handled_as_before(config, clock, maildir, tmp_path):
     """ann and ben bid in round 1, cat does not; cron runs every 5 minutes.
     cat's bid (a mail that answers none of the referee's) reaches the server
     30 seconds after the 13:00 deadline, before the 13:01 run.  That run
@@ -334,8 +332,7 @@ def test_a_mail_between_a_deadline_and_the_next_run_is_handled_as_before(config,
     opens at 13:00), then takes the mail as cat's bid in round 2; handled
     again after a restore, the same."""
     # A seed whose random card for cat in round 1 is not the 5 she bids after.
-    monkeypatch.setattr("referee.engine.seating.secrets", SimpleNamespace(token_bytes=lambda n=32: b"s" * n))
-    club = Club(config, clock, maildir)
+    club = Club(config, clock, maildir, b"s" * 32)
     game = club.engine.new_game("pure-skill", SEALED, deadline=timedelta(hours=1))
     club.run()
     _sent(club)  # the players have the mail so far

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import timedelta
-from types import SimpleNamespace
 
 import pytest
 from conftest import make_mail, reply
@@ -69,10 +68,9 @@ def test_restore_a_bid_received_in_the_deadline_second_counts_for_the_same_round
     assert public(club.engine, game) == record
 
 
-def test_restore_a_late_bid_read_by_cron_counts_as_it_did(config, clock, maildir, tmp_path, monkeypatch):
+def test_restore_a_late_bid_read_by_cron_counts_as_it_did(config, clock, maildir, tmp_path):
     # A seed whose random card for cat in round 1 is not the card she bids after.
-    monkeypatch.setattr("referee.engine.seating.secrets", SimpleNamespace(token_bytes=lambda n=32: b"s" * n))
-    club = Club(config, clock, maildir)
+    club = Club(config, clock, maildir, b"s" * 32)
     game = club.engine.new_game("pure-skill", SEALED, deadline=timedelta(hours=1))
     club.run()
     assert club.cli(tmp_path, "backup", str(tmp_path / "backup.db")) == 0

@@ -15,6 +15,7 @@ import hashlib
 import hmac
 import itertools
 import re
+import secrets
 import signal
 import time
 import tracemalloc
@@ -32,6 +33,7 @@ from hypothesis import strategies as st
 
 from referee.config import Config
 from referee.engine import Engine
+from referee.engine.seating import Seeds
 from referee.mail.tokens import token_address
 from referee.store import Store
 
@@ -58,11 +60,12 @@ def unique_id() -> str:
     return f"<security-{next(_SERIAL)}@example.net>"
 
 
-def build(tmp: Path, **settings_: Any) -> Engine:
-    """An engine over a fresh games.db in ``tmp``, on a FakeClock at START."""
+def build(tmp: Path, seeds: Seeds | None = None, **settings_: Any) -> Engine:
+    """An engine over a fresh games.db in ``tmp``, on a FakeClock at START;
+    its games' seeds from ``seeds`` (unset: the system's)."""
     config = Config(address=REFEREE, database=tmp / "games.db", reminder=None, outage_gap=None,
                     **settings_)  # fmt: skip
-    return Engine(Store(config.database), config, FakeClock())
+    return Engine(Store(config.database), config, FakeClock(), seeds or secrets.token_bytes)
 
 
 def with_config(engine: Engine, **changes: Any) -> Engine:

@@ -20,10 +20,9 @@ import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
-from conftest import PLAYERS, FakeClock, body_of, reply
+from conftest import PLAYERS, FakeClock, Seeds, body_of, reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -46,10 +45,11 @@ _SERIAL = itertools.count(1)
 # -- playing a game --------------------------------------------------------------------
 
 
-def fresh_engine(clock: FakeClock) -> Engine:
+def fresh_engine(clock: FakeClock, seed: bytes | None = None) -> Engine:
+    """An engine in memory whose new games have ``seed`` (unset: the system's)."""
     config = Config(address="referee@example.org", database=Path(":memory:"), reminder=None,
                     outage_gap=None)  # fmt: skip
-    return Engine(Store(":memory:"), config, clock)
+    return Engine(Store(":memory:"), config, clock, Seeds(seed))
 
 
 def hand(engine: Engine, game: int, seat: int) -> list[int]:
@@ -71,9 +71,9 @@ def play(engine: Engine, clock: FakeClock) -> int:
     """A whole game: rounds 1-3 all by mail; carol misses round 4 and bob
     round 5 (random bids at the deadline); carol leaves in round 6 and a bot
     plays her seat from then on; bob misses every even round after that;
-    round 13 is forced.  Returns the game's id."""
-    with mock.patch("referee.engine.seating.secrets.token_bytes", return_value=SEED):
-        game = engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=1))
+    round 13 is forced; ``engine``'s games have SEED.  Returns the game's id."""
+    game = engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=1))
+    assert engine.store.game(game)["seed"] == SEED.hex()
     seat = {p: i for i, p in enumerate(PLAYERS)}
     for number in range(1, 13):
         assert open_number(engine, game) == number
@@ -100,7 +100,7 @@ def play(engine: Engine, clock: FakeClock) -> int:
 def played() -> tuple[dict, str]:
     """The finished game's record, and its winner's address (played once)."""
     clock = FakeClock()
-    engine = fresh_engine(clock)
+    engine = fresh_engine(clock, SEED)
     game = play(engine, clock)
     return game_record(engine.table(game)), engine.status(game)["winner"]
 
@@ -710,9 +710,8 @@ def test_any_game_verifies_and_any_altered_bid_fails_at_its_phase(picks, leaver,
 
 def bots_record(kind: str) -> dict:
     """The published record of a finished game of three bots (over at once), from SEED."""
-    engine = fresh_engine(FakeClock())
-    with mock.patch("referee.engine.seating.secrets.token_bytes", return_value=SEED):
-        game = engine.new_game(kind, [], bots=3)
+    engine = fresh_engine(FakeClock(), SEED)
+    game = engine.new_game(kind, [], bots=3)
     assert engine.table(game).row["state"] == "finished"
     return json.loads(json.dumps(game_record(engine.table(game))))
 
@@ -771,7 +770,7 @@ def kept() -> tuple[dict, list[dict]]:
     """The finished game of ``play``, its record, and every mail the referee
     sent (rows of the outbox, with their raw bytes): what the players kept."""
     clock = FakeClock()
-    engine = fresh_engine(clock)
+    engine = fresh_engine(clock, SEED)
     game = play(engine, clock)
     record = json.loads(json.dumps(game_record(engine.table(game))))
     return record, engine.store.outbox(None)
