@@ -20,6 +20,7 @@ from referee.config import Config
 from referee.engine import Engine
 from referee.mail.tokens import token_address
 from referee.store import Store
+from referee.timeutil import from_iso
 
 START = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
 PLAYERS = ["alice@example.org", "bob@example.org", "carol@example.org"]
@@ -89,6 +90,38 @@ def reply(engine: Engine, player: str, body: str, game: int = 1, **kwargs) -> by
     """A player's reply about a game, as make_mail builds it, sent to their
     private reply address (so it authenticates like a real reply)."""
     return make_mail(player, body, to=seat_address(engine, player, game), **kwargs)
+
+
+def send(engine: Engine, clock: FakeClock, sender: str, text: str, game: int = 1, **kwargs):
+    """``sender`` replies to their mail about ``game`` (to their private reply
+    address), received now unless ``received`` says when; returns the Outcome."""
+    kwargs.setdefault("received", clock())
+    return engine.ingest(reply(engine, sender, text, game=game, **kwargs))
+
+
+def mails(engine: Engine, to: str | None = None, after: int = 0) -> list[dict]:
+    """The referee's mail, queued or not (optionally only to ``to``, only rows
+    with id > ``after``), each row with its decoded ``body``, the parsed
+    ``message`` and its ``reply_to``."""
+    found = []
+    for row in engine.store.outbox(None):
+        if row["id"] > after and (to is None or row["recipients"] == [to]):
+            message = email.message_from_bytes(row["raw"], policy=policy.default)
+            found.append({**row, "body": body_of(row["raw"]), "message": message,
+                          "reply_to": str(message["Reply-To"])})  # fmt: skip
+    return found
+
+
+def last_id(engine: Engine) -> int:
+    """The id of the last mail the referee made (0: none yet)."""
+    rows = engine.store.outbox(None)
+    return rows[-1]["id"] if rows else 0
+
+
+def to_deadline(engine: Engine, clock: FakeClock, game: int = 1) -> None:
+    """Move the clock to the deadline of ``game``'s open phase."""
+    deadline = from_iso(engine.status(game)["phase"]["deadline"])
+    clock.advance(seconds=(deadline - clock()).total_seconds())
 
 
 def join(engine: Engine, kind: str, address: str) -> tuple[int, bool]:

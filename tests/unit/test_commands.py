@@ -21,7 +21,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from conftest import PLAYERS, START, FakeClock, body_of, make_mail, reply
+from conftest import PLAYERS, START, FakeClock, last_id, mails, make_mail
+from conftest import send as play
 from referee.config import Config
 from referee.engine import Engine
 from referee.resources import RULES as RULE_FILES
@@ -39,27 +40,6 @@ _SIGNUP_TAG = re.compile(r"\[pure-skill ([a-z2-7]{16})\]")
 
 
 # -- helpers -------------------------------------------------------------------
-
-
-def mails(engine: Engine, to: str | None = None, after: int = 0) -> list[dict]:
-    """Queued mail (optionally only to ``to``, only rows with id > ``after``)."""
-    found = []
-    for row in engine.store.outbox(None):
-        if row["id"] > after and (to is None or row["recipients"] == [to]):
-            message = email.message_from_bytes(row["raw"], policy=policy.default)
-            found.append({**row, "body": body_of(row["raw"]), "message": message})
-    return found
-
-
-def last_id(engine: Engine) -> int:
-    rows = engine.store.outbox(None)
-    return rows[-1]["id"] if rows else 0
-
-
-def play(engine: Engine, clock: FakeClock, player: str, body: str, **kwargs):
-    """``player`` replies to their game mail (their token, their From)."""
-    kwargs.setdefault("received", clock())
-    return engine.ingest(reply(engine, player, body, **kwargs))
 
 
 def write(engine: Engine, clock: FakeClock, sender: str, body: str, **kwargs):

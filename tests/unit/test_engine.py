@@ -4,17 +4,15 @@ shipped templates.  Time comes from the fake clock and the Received header."""
 
 from __future__ import annotations
 
-import email
 import hashlib
 import logging
 import re
 from datetime import timedelta
-from email import policy
 from pathlib import Path
 
 import pytest
 
-from conftest import PLAYERS, START, FakeClock, Seeds, body_of, make_mail, reply, seat_address
+from conftest import PLAYERS, START, FakeClock, Seeds, last_id, mails, make_mail, reply, seat_address, send
 from referee.config import Config
 from referee.engine import Engine, EngineError
 from referee.rules.pure_skill import card_long, card_name, card_value
@@ -32,27 +30,6 @@ _BID_TEXT = re.compile(
 
 
 # -- helpers -------------------------------------------------------------------
-
-
-def mails(engine: Engine, to: str | None = None, after: int = 0) -> list[dict]:
-    """Queued mail (optionally only to ``to``, only rows with id > ``after``)."""
-    found = []
-    for row in engine.store.outbox():
-        if row["id"] > after and (to is None or row["recipients"] == [to]):
-            message = email.message_from_bytes(row["raw"], policy=policy.default)
-            found.append({**row, "body": body_of(row["raw"]), "message": message})
-    return found
-
-
-def last_id(engine: Engine) -> int:
-    rows = engine.store.outbox()
-    return rows[-1]["id"] if rows else 0
-
-
-def send(engine: Engine, clock: FakeClock, sender: str, text: str, game: int = 1, **kwargs):
-    """``sender`` replies to their mail about ``game``: to their private reply address."""
-    kwargs.setdefault("received", clock())
-    return engine.ingest(reply(engine, sender, text, game=game, **kwargs))
 
 
 def write(engine: Engine, clock: FakeClock, sender: str, text: str, **kwargs):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PLAYERS, FakeClock, body_of, make_mail, seat_address
+from conftest import PLAYERS, FakeClock, body_of, last_id, make_mail, seat_address
 
 from referee.config import Config
 from referee.engine import Engine
@@ -77,11 +77,6 @@ def queued(engine: Engine, after: int = 0, to: str | None = None) -> list[dict[s
             message = email.message_from_bytes(row["raw"], policy=policy.default)
             found.append({**row, "body": body_of(row["raw"]), "message": message})
     return found
-
-
-def last_id(engine: Engine) -> int:
-    rows = engine.store.outbox(None)
-    return rows[-1]["id"] if rows else 0
 
 
 def snapshot(engine: Engine, game: int = 1) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer, reply
+from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer, send, to_deadline
 from referee.config import Config
 from referee.engine import Engine
 from referee.record import random_move_rng, setup_rng, verify
@@ -29,6 +29,7 @@ from referee.store import Store
 from referee.timeutil import from_iso, show
 
 ALICE, BOB, CAROL = PLAYERS
+AUCTION = "Re: [bid-1] Auction"  # the subject of a reply about game 1
 RULES = Bid()
 DAY = timedelta(days=1)
 _OPEN = re.compile(r"^(?P<label>.+) of game \d+ is open\.$", re.M)
@@ -47,16 +48,6 @@ def is_prompt(mail: dict) -> bool:
 def round_label(mail: dict) -> str | None:
     match = _RESOLVED.search(mail["body"])
     return match and match["label"]
-
-
-def send(engine: Engine, clock: FakeClock, sender: str, text: str, game: int = 1):
-    return engine.ingest(reply(engine, sender, text, game=game, received=clock(),
-                               subject=f"Re: [bid-{game}] Auction"))  # fmt: skip
-
-
-def to_deadline(engine: Engine, clock: FakeClock, game: int = 1) -> None:
-    deadline = from_iso(engine.status(game)["phase"]["deadline"])
-    clock.advance(seconds=(deadline - clock()).total_seconds())
 
 
 def asked(body: str) -> tuple[str, list[int], int]:
@@ -421,8 +412,8 @@ def _tie_with_carol(engine, clock, seeds) -> Mailbox:
     engine.new_game("bid", PLAYERS, deadline=DAY)
     box = Mailbox(engine)
     clock.advance(hours=1)
-    assert send(engine, clock, ALICE, f"bid {tile_name(carols)}").code == "move"
-    assert send(engine, clock, BOB, f"bid {tile_name(carols - 1)}").code == "move"
+    assert send(engine, clock, ALICE, f"bid {tile_name(carols)}", subject=AUCTION).code == "move"
+    assert send(engine, clock, BOB, f"bid {tile_name(carols - 1)}", subject=AUCTION).code == "move"
     box.new()
     to_deadline(engine, clock)
     engine.tick()
@@ -455,7 +446,7 @@ def test_too_many_coins_are_refused_and_a_silent_tied_player_bids_random_coins(e
     (refusal,) = box.new()
     assert "Nothing was changed" in refusal["body"]
     assert engine.store.final_moves(1, 2) == {}
-    assert send(engine, clock, BOB, "coins 1").code == "refused"  # bob is not in the tie-break
+    assert send(engine, clock, BOB, "coins 1", subject=AUCTION).code == "refused"  # bob is not in the tie-break
     assert answer(engine, clock, prompt, "coins 2").code == "move"
     table = engine.table(1)
     before, seed = table.state, table.seed
@@ -496,11 +487,11 @@ def _open_auction(root: Path, alice_bid: str, seed: bytes) -> tuple[list, str, s
     box = Mailbox(engine)
     box.new()
     clock.advance(hours=1)
-    assert send(engine, clock, ALICE, alice_bid).code == "move"
+    assert send(engine, clock, ALICE, alice_bid, subject=AUCTION).code == "move"
     clock.advance(hours=1)
     for sender, text in ((BOB, "bid 2"), (BOB, "status"), (BOB, "bid 9"), (CAROL, "status"),
                          (CAROL, "hand"), (BOB, "bid 3")):  # fmt: skip
-        send(engine, clock, sender, text)
+        send(engine, clock, sender, text, subject=AUCTION)
     assert engine.status(1)["phase"]["waiting_for"] == [CAROL]
     Site(engine, root / "site").render()
     others = [(m["to"], m["subject"], m["body"]) for m in box.new() if m["to"] != ALICE]

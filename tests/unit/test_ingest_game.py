@@ -6,36 +6,24 @@ for its deadline (driven by the fake clock) and carol gets a random bid.
 
 from __future__ import annotations
 
-import email
 import hashlib
 import random
 import re
 from datetime import timedelta
-from email import policy
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import PLAYERS, FakeClock, body_of, make_mail, reply
+from conftest import PLAYERS, FakeClock, body_of, mails, make_mail, reply, to_deadline
 from referee.config import Config
 from referee.engine import Engine
 from referee.record import PhaseRecord, digest_line, replay
 from referee.rules.pure_skill import card_name, card_value
 from referee.store import Store
-from referee.timeutil import from_iso
 
 ALICE, BOB, CAROL = PLAYERS
 _HAND = re.compile(r"hand\b[^:\n]*:\s*(?P<cards>[^\n]+)", re.I)
 _ROUND = re.compile(r"\bRound (\d+) of 13\b")
-
-
-def mails(engine: Engine, to: str | None = None) -> list[dict]:
-    return [
-        {**row, "body": body_of(row["raw"]),
-         "reply_to": str(email.message_from_bytes(row["raw"], policy=policy.default)["Reply-To"])}
-        for row in engine.store.outbox()
-        if to is None or row["recipients"] == [to]
-    ]  # fmt: skip
 
 
 def hand_in(body: str) -> list[int]:
@@ -65,11 +53,6 @@ def bid_line(body: str, address: str) -> tuple[int, str]:
     match = re.search(rf"^\s+{re.escape(address)}\s+(\S+)(.*)$", section, re.M)
     assert match, f"no bid of {address} in:\n{section}"
     return card_value(match[1]), match[2]
-
-
-def to_deadline(engine: Engine, clock: FakeClock, game: int) -> None:
-    deadline = from_iso(engine.status(game)["phase"]["deadline"])
-    clock.advance(seconds=(deadline - clock()).total_seconds())
 
 
 def prize_sums(table) -> list[int]:

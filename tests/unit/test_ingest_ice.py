@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer, examples, reply
+from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer, examples, reply, send
 from referee import config as config_module
 from referee.cli import main
 from referee.config import Config
@@ -38,6 +38,7 @@ from referee.tables import deadlines
 from referee.timeutil import from_iso, show
 
 ALICE, BOB, CAROL = PLAYERS
+AUCTION = "Re: [ice-1] Auction"  # the subject of a reply about game 1
 NAMES = [address.split("@")[0] for address in PLAYERS]
 RULES = IceIceBaby()
 DAY = timedelta(days=1)
@@ -74,11 +75,6 @@ def round_label(mail: dict) -> str | None:
 
 def is_reminder(mail: dict) -> bool:
     return ": reminder, " in mail["subject"] and not mail["subject"].startswith("Re:")
-
-
-def send(engine: Engine, clock: FakeClock, sender: str, text: str, game: int = 1):
-    return engine.ingest(reply(engine, sender, text, game=game, received=clock(),
-                               subject=f"Re: [ice-{game}] Auction"))  # fmt: skip
 
 
 def pile_text(names) -> str:
@@ -609,7 +605,7 @@ def test_out_of_turn_and_illegal_bids_are_refused_and_change_nothing(engine, clo
     order = [(first + k) % 3 for k in range(3)]
     mover, second, third = (PLAYERS[s] for s in order)
     clock.advance(hours=1)
-    assert send(engine, clock, mover, "bid L").code == "move"  # a first bid: one pyramid
+    assert send(engine, clock, mover, "bid L", subject=AUCTION).code == "move"  # a first bid: one pyramid
     (high,) = engine.table(1).state.bids[order[0]]
     assert engine.status(1)["phase"]["waiting_for"] == [second]
 
@@ -617,7 +613,7 @@ def test_out_of_turn_and_illegal_bids_are_refused_and_change_nothing(engine, clo
         before, moves = engine.table(1).state, engine.store.moves(1)
         box.new()
         clock.advance(minutes=5)
-        assert send(engine, clock, sender, text).code == "refused"
+        assert send(engine, clock, sender, text, subject=AUCTION).code == "refused"
         (mail,) = box.new()  # the one answer, to the sender alone; no round mail
         assert mail["to"] == sender and mail["subject"].startswith("Re: ")
         assert f"> {text}" in mail["body"] and "Nothing was changed by this line." in mail["body"]
@@ -641,7 +637,7 @@ def test_out_of_turn_and_illegal_bids_are_refused_and_change_nothing(engine, clo
     assert f"There is no L-red in your active area to bid; it holds {active}." in body
     body = refused(second, "bid 2 purple")
     assert "I do not know 'purple'" in body
-    assert send(engine, clock, second, "bid M S").code == "move"
+    assert send(engine, clock, second, "bid M S", subject=AUCTION).code == "move"
     assert engine.status(1)["phase"]["waiting_for"] == [third]
 
 
@@ -659,12 +655,12 @@ def test_a_bid_and_a_pass_in_one_mail_make_neither(engine, clock, seeds):
     """A move in turn is final, so two in one mail cannot both count, and the
     referee does not pick one: the turn stays open and the reply says why."""
     mover, box = first_turn(engine, clock, seeds)
-    send(engine, clock, mover, "bid L\npass")
+    send(engine, clock, mover, "bid L\npass", subject=AUCTION)
     receipt = next(m for m in box.new() if m["to"] == mover and m["subject"].startswith("Re: "))
     assert "Your mail asks for more than one move" in receipt["body"]
     assert engine.store.moves(1) == []
     assert engine.status(1)["phase"]["waiting_for"] == [mover]
-    assert send(engine, clock, mover, "pass").code == "move"
+    assert send(engine, clock, mover, "pass", subject=AUCTION).code == "move"
 
 
 # -- reminders ---------------------------------------------------------------------
