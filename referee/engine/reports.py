@@ -40,7 +40,7 @@ class Reports:
         if row is not None and row["state"] == "open":
             return self._signup_status(row)
         table = self.tables.table(game_id)
-        view = table.rules.view(table.state, None)
+        standing = table.rules.standing(table.state)
         result = table.rules.result(table.state)
         phase = table.open_phase
         finished = table.row["state"] == "finished"
@@ -56,7 +56,7 @@ class Reports:
                 "waiting_for": [table.label(s) for s in table.waiting_for(phase)],
             },
             "players": [
-                {"seat": s["seat"], "address": s["address"], "score": view["scores"][s["seat"]],
+                {"seat": s["seat"], "address": s["address"], "score": None if standing is None else standing[s["seat"]],
                  "bot": bool(s["bot"]), "bounces": self._bounces(s["address"])}
                 for s in table.seats
             ],

@@ -245,6 +245,18 @@ class Game(ABC, Generic[State, Move]):
     def result(self, state: State) -> Result | None:
         """Scores and winner once the game is over, else ``None``."""
 
+    def standing(self, state: State, view: Mapping[str, Any] | None = None) -> tuple[Any, ...] | None:
+        """Each seat's score as anyone may see it now (``referee status``,
+        the site's table of players): the public view's ``scores`` when the
+        game shows them while it runs, else the result's once it is over,
+        else None (a game with no running score: nothing is shown).
+        ``view``: the public view, when the caller has it already."""
+        scores = (self.view(state, None) if view is None else view).get("scores")
+        if scores is None:
+            result = self.result(state)
+            scores = result.scores if result is not None else None
+        return tuple(scores) if scores is not None else None
+
     def private_news(self, before: State | None, after: State, seat: int) -> dict[str, Any] | None:
         """What ``seat`` must be told privately, now that the game went from
         ``before`` (None: it was just set up) to ``after`` by anything but the

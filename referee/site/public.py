@@ -70,7 +70,8 @@ def page_context(table: Table, now: datetime) -> dict[str, Any]:
     labels = {entry["number"]: entry["label"] for entry in record["phases"]}
     if phase is not None:
         labels[phase["number"]] = phase["label"]
-    players = [{**p, "score": view["scores"][p["seat"]],
+    standing = table.rules.standing(table.state, view)
+    players = [{**p, "score": None if standing is None else standing[p["seat"]],
                 "bot_from": labels.get(p["bot_from_phase"], f"phase {p['bot_from_phase']}")}
                for p in record["players"]]  # fmt: skip
     return {
