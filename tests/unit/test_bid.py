@@ -14,6 +14,7 @@ draws are those faces, so each auction here starts on dice chosen for it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from collections import Counter
@@ -24,7 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from referee.record import PhaseRecord, random_move_rng, replay, resolve_rng, setup_rng
+from referee.record import PhaseRecord, random_move_rng, resolve_rng, setup_rng
 from referee.rules import MoveError, OptionError, Rng
 from referee.rules.bid import Bid, BidState
 
@@ -993,22 +994,8 @@ def test_property_coins_are_conserved_between_players_and_bank(seed, seats, opti
 
 @settings(max_examples=60, deadline=None)
 @given(seeds, seat_counts, game_options, choosers)
-def test_property_replay_from_the_seed_reproduces_the_game(seed, seats, options, chooser):
-    states, records, moves, events = random_game(seed, seats, options, chooser)
-    replayed = replay(GAME, seed, seats, options, (), records)
-    assert replayed.state == states[-1]
-    assert [step.events for step in replayed.steps] == events
-    assert [step.moves for step in replayed.steps] == moves
-    assert [step.before for step in replayed.steps] == [
-        GAME.replace_by_bot(state, record.new_bots[0]) if record.new_bots else state
-        for state, record in zip(states, records, strict=False)
-    ]
-
-
-@settings(max_examples=60, deadline=None)
-@given(seeds, seat_counts, game_options, choosers)
-def test_property_games_end_and_keep_the_contract(seed, seats, options, chooser):
-    states, records, moves, events = random_game(seed, seats, options, chooser)
+def test_property_games_end_by_the_rules(seed, seats, options, chooser):
+    states, *_ = random_game(seed, seats, options, chooser)
     final = states[-1]
     assert GAME.phase(final) is None, f"no end after {MAX_PHASES} phases"
     assert final.auction <= options["max_auctions"]
@@ -1024,16 +1011,8 @@ def test_property_games_end_and_keep_the_contract(seed, seats, options, chooser)
         assert len(leaders) > 1 or leaders[0] in final.bots
     if final.auction < options["max_auctions"]:  # ended before the cap: by reaching 100
         assert top >= 100 and final.scores.count(top) == 1
-    for before, after, phase_events in zip(states, states[1:], events, strict=False):
-        phase = GAME.phase(before)
-        assert phase.sealed and list(phase.movers) == sorted(phase.movers) and phase.movers
-        assert GAME.result(before) is None
+    for before, after in itertools.pairwise(states):  # (the rest of the contract: test_contract.py)
+        assert GAME.phase(before).sealed  # no turns: every phase is a sealed round
         assert after.pawns <= before.pawns  # a pawn, once played, never comes back
-        assert json.loads(json.dumps(phase_events)) == phase_events
-        for seat in phase.movers:
-            legal = GAME.legal_moves(before, seat)
-            assert legal
-            for move in legal:
-                assert GAME.parse_move(before, seat, GAME.move_text(move)) == move
     if options["reroll"] == "coin":
         assert all(state.pawns == frozenset() for state in states)

@@ -474,15 +474,6 @@ def test_property_every_tile_is_always_somewhere_and_every_game_ends(seed, seats
 
 @settings(max_examples=20, deadline=None)
 @given(seeds, seat_counts, choosers)
-def test_property_replay_from_the_seed_reproduces_the_game(seed, seats, chooser):
-    states, records, events = random_game(seed, seats, chooser)
-    replayed = replay(GAME, seed, seats, {}, (), records)
-    assert replayed.state == states[-1]
-    assert [step.events for step in replayed.steps] == events
-
-
-@settings(max_examples=20, deadline=None)
-@given(seeds, seat_counts, choosers)
 def test_property_the_public_view_and_events_hold_no_unshown_die(seed, seats, chooser):
     """Two tables that differ only in dice not yet shown look the same to the
     public, and no event of a phase that shows no dice names a face."""

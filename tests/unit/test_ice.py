@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from referee.record import PhaseRecord, random_move_rng, replay, resolve_rng, setup_rng
+from referee.record import PhaseRecord, random_move_rng, resolve_rng, setup_rng
 from referee.rules import MoveError, OptionError, Rng, get_game
 from referee.rules.ice import (
     IceIceBaby,
@@ -1026,16 +1026,6 @@ def test_property_bid_value_is_a_total_order_by_count_then_larges_then_mediums(a
     assert value([*a, ("yellow", 1)]) > va  # one pyramid more always beats
 
 
-@settings(max_examples=30, deadline=None)
-@given(seeds, seat_counts, game_options, choosers)
-def test_property_replay_from_the_seed_reproduces_the_game(seed, seats, options, chooser):
-    states, records, events = random_game(seed, seats, options, chooser)
-    replayed = replay(GAME, seed, seats, options, (), records)
-    assert replayed.state == states[-1]
-    assert [step.events for step in replayed.steps] == events
-    assert GAME.result(replayed.state) == GAME.result(states[-1])
-
-
 @settings(max_examples=40, deadline=None)
 @given(seeds, seat_counts, game_options, choosers)
 def test_property_every_game_ends_and_the_result_is_set_exactly_then(seed, seats, options, chooser):
@@ -1066,9 +1056,5 @@ def test_property_every_game_ends_and_the_result_is_set_exactly_then(seed, seats
     assert result.winner == (best[0] if len(best) == 1 else None)  # (no people: no winner)
     scoring_rounds = sum(e["type"] == "scoring" for phase_events in events for e in phase_events)
     assert scoring_rounds <= end // (2 if options["short"] else 3)
-    for before in states[:-1]:
-        phase = GAME.phase(before)
-        assert not phase.sealed and len(phase.movers) == 1
-        (seat,) = phase.movers
-        for move in GAME.legal_moves(before, seat):
-            assert GAME.parse_move(before, seat, GAME.move_text(move)) == move
+    for before in states[:-1]:  # (each move's text read back: test_contract.py)
+        assert not GAME.phase(before).sealed  # every phase is a turn

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from referee.record import PhaseRecord, random_move_rng, replay, resolve_rng, setup_rng
+from referee.record import PhaseRecord, random_move_rng, resolve_rng, setup_rng
 from referee.rules import MoveError, OptionError, Rng, get_game
 from referee.rules.priority import PriorityAuction, PriorityState
 
@@ -436,16 +436,6 @@ def test_property_every_round_ends_within_the_bound_and_the_game_after_its_items
     assert sum(map(sum, final.won)) + sum(final.discarded) == TABLE[seats][1]
     assert events[-1][-1]["type"] == "over"
     assert all(GAME.result(s) is None for s in states[:-1])
-
-
-@settings(max_examples=25, deadline=None)
-@given(seeds, seat_counts, limits, choosers)
-def test_property_replay_from_the_seed_reproduces_the_game(seed, seats, limit, chooser):
-    options = {"turn_limit": limit}
-    states, records, events = random_game(seed, seats, options, chooser)
-    replayed = replay(GAME, seed, seats, options, (), records)
-    assert replayed.state == states[-1]
-    assert [step.events for step in replayed.steps] == events
 
 
 def twin(state: PriorityState, chooser: random.Random) -> PriorityState:
