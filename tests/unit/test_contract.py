@@ -9,12 +9,14 @@ move, every event is a JSON-able dict with a type, every view and private
 news is JSON-able, the game ends with a sane result, and the replay of the
 record is the game that was played.
 
-Then through the engine: a small game of each kind played by mail (each
-person mails a random legal move or waits for the deadline's random move,
-one leaves midway), with every seat's own view marked so that any of it
-that reaches the site, ``status``, the history or another seat's mail is
-seen.  Every mail and page renders, every type of event the game emitted
-shows in its mail and on its site page, and the published record verifies.
+Then through the engine: the shortest of those games that between them
+emit every type of event are played again by mail (each person mails the
+move it made, or leaves one the seed draws to the deadline; a player who
+left resigns), and must come out the same, with every seat's own view
+marked so that any of it that reaches the site, ``status``, the history or
+another seat's mail is seen.  Every mail and page renders, every type of
+event shows in its mail and on its site page, and the published record
+verifies.
 """
 
 from __future__ import annotations
