@@ -44,7 +44,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from referee.errors import Refusal
+from referee.errors import Refusal, Why
 from referee.limits import normalised
 from referee.mail.bounces import delivery_failures
 from referee.mail.classify import never_answer
@@ -71,7 +71,6 @@ log = logging.getLogger("referee")
 
 _MOVE_CODES = ("move", "replaced", "superseded")
 _MAX_NOT_UNDERSTOOD = 5  # then the rest of the mail is not read
-_LEFT_ALONE = "not a command or a move, so I left it alone."
 _RECENT_MAILS = 3  # compared with a quote in a mail whose thread names none of the referee's
 _THREAD_IDS_READ = 10  # of a mail's In-Reply-To and References, looked up for a notice it answers
 
@@ -141,11 +140,9 @@ class Desk:
         if isinstance(sender, Outcome):
             return sender
         if message.oversized:
-            limit = self.config.max_message_size // 1024
-            reason = (f"Your mail is {len(message.raw) // 1024} KB; the referee reads mail of up to "
-                      f"{limit} KB (an attachment, perhaps?). Please send your move again as a "
-                      "short plain-text reply.")  # fmt: skip
-            self._reply(message, sender, [self._error("", reason)])  # a player's: her own budget
+            refusal = Refusal(Why.TOO_LARGE, attempt=True, size=len(message.raw) // 1024,
+                              limit=self.config.max_message_size // 1024)  # fmt: skip
+            self._reply(message, sender, [self._error("", refusal)])  # a player's: her own budget
             return Outcome("refused", "too large to read", sender.game_id)
         answers = self._run_all(sender, lines)
         self._reply(message, sender, answers)
@@ -333,8 +330,7 @@ class Desk:
         if len(lines) > MAX_LINES:
             answers.append(Answer("...", "stop", {"lines": MAX_LINES}, "refused"))
         if not answers:
-            answers.append(self._error("", "I found no command in your mail: quoted lines are not read. Write "
-                                           "your move on a line of its own, above or below the quote.", sender))
+            answers.append(self._error("", Refusal(Why.NO_COMMAND, legal=True, attempt=True), sender))
         return answers
 
     def _moves_in(self, sender: Sender, commands: list[Command]) -> dict[int, str]:
@@ -358,11 +354,8 @@ class Desk:
 
     def _ambiguous(self, line: str, moves: dict[int, str], lines: list[str]) -> Answer:
         """Two different moves in one mail: neither is made, both are quoted."""
-        asked = "; ".join(f'line {number}, "{lines[number - 1][:60]}", asks for {move}'
-                          for number, move in moves.items())  # fmt: skip
-        return self._error(line, f"Your mail asks for more than one move ({asked}), and I cannot tell "
-                                 "which you mean, so I made none of them. Reply with the one move you "
-                                 "mean, alone.")  # fmt: skip
+        asked = [{"number": number, "line": lines[number - 1], "move": move} for number, move in moves.items()]
+        return self._error(line, Refusal(Why.AMBIGUOUS, attempt=True, asked=asked))
 
     def _run(self, sender: Sender, command: Command) -> Answer:
         """The line carried out: by its command's handler, else as a move."""
@@ -370,18 +363,17 @@ class Desk:
         try:
             return self._do_move(sender, command) if entry is None else entry.handler(self, sender, command)
         except Refusal as refusal:
-            return self._error(command.line, refusal.reason, sender if refusal.legal else None,
-                               refusal.attempt, refusal.suggestion)  # fmt: skip
+            return self._error(command.line, refusal, sender)
 
-    def _error(self, line: str, reason: str, sender: Sender | None = None,
-               attempt: bool = True, suggestion: str | None = None) -> Answer:  # fmt: skip
-        """An answer that quotes the line, says why, and lists what is legal
-        now (for a line that is no attempt at a move, such as "Hi,", only
-        when the mail made no move, and once), or the move it most likely
-        meant."""
-        context: dict[str, Any] = {"reason": reason, "legal": [], "more_legal": False,
-                                   "attempt": attempt, "suggestion": suggestion}  # fmt: skip
-        if sender is not None and sender.game_id is not None:
+    def _error(self, line: str, refusal: Refusal, sender: Sender | None = None) -> Answer:
+        """An answer that quotes the line, says why (the refusal in the
+        templates' words), and lists what is legal now when the refusal
+        says to (for a line that is no attempt at a move, such as "Hi,",
+        only when the mail made no move, and once), or the move it most
+        likely meant."""
+        context: dict[str, Any] = {"reason": self.post.composer.refusal(refusal), "legal": [], "more_legal": False,
+                                   "attempt": refusal.attempt, "suggestion": refusal.suggestion}  # fmt: skip
+        if refusal.legal and sender is not None and sender.game_id is not None:
             table = self.tables.table(sender.game_id)
             phase = table.open_phase
             if phase and sender.seat in phase["movers"] and table.human(sender.seat):
@@ -393,17 +385,15 @@ class Desk:
         """The game a seat's command is about; refused when the mail proves no seat."""
         if sender.game_id is None:
             if sender.ended is not None:
-                raise Refusal(f"Game {sender.ended} has ended; its mails no longer take commands.")
+                raise Refusal(Why.SEAT_ENDED, game=sender.ended)
             if not command.word:
-                raise Refusal("That is not a command I know. Send HELP for "
-                              "the list of commands.")  # fmt: skip
-            raise Refusal(f"{command.word.upper()} is about a game you play: reply to one of "
-                          "the game's mails to you (its reply address names your seat).")  # fmt: skip
+                raise Refusal(Why.UNKNOWN_COMMAND)
+            raise Refusal(Why.NEEDS_SEAT, word=command.word)
         table = self.tables.table(sender.game_id)
         if table.row["state"] != "running":
-            raise Refusal(f"Game {table.id} has ended.")
+            raise Refusal(Why.GAME_ENDED, game=table.id)
         if not table.human(sender.seat):
-            raise Refusal(f"You left game {table.id}; a random bot plays your seat now.")
+            raise Refusal(Why.RESIGNED, game=table.id)
         return table
 
     def _do_move(self, sender: Sender, command: Command) -> Answer:
@@ -418,9 +408,9 @@ class Desk:
                 self.phases.check_mover(table, table.open_phase, sender.seat)
             suggestion = rules.suggest(table.state, sender.seat, command.line)
             if rules.looks_like_move(command.line):
-                raise Refusal(str(error), legal=True, attempt=True, suggestion=suggestion) from None
-            raise Refusal(f"\"{command.line[:60]}\" is neither a command nor a move. {error} HELP lists "
-                          "the commands.", legal=suggestion is None, suggestion=suggestion) from None  # fmt: skip
+                raise Refusal(Why.BAD_MOVE, legal=True, attempt=True, suggestion=suggestion, error=str(error)) from None
+            raise Refusal(Why.NOT_UNDERSTOOD, legal=suggestion is None, suggestion=suggestion, line=command.line,
+                          error=str(error)) from None  # fmt: skip
         code, context = self.phases.take_move(table, sender.seat, move, self.message)
         return Answer(command.line, "move", context, code)
 
@@ -467,8 +457,7 @@ class Desk:
         kind = kind_named(named) if named else self._kind_of(sender)
         site = self.config.site_url
         if named and kind is None:
-            raise Refusal(f"There is no game of that name; the games are: {', '.join(GAMES)}. "
-                          f"For example, RULES {next(iter(GAMES))}.")  # fmt: skip
+            raise Refusal(Why.NO_SUCH_GAME, kinds=list(GAMES), command="rules")
         if kind is None:
             kinds = [{"kind": k, "title": g.title, "url": site and f"{site}/{rules_page(k)}"}
                      for k, g in GAMES.items()]  # fmt: skip
@@ -501,9 +490,7 @@ class Desk:
         kind = (kind_named(named) or named.lower()) if named else (
             next(iter(sender.signed)) if len(sender.signed) == 1 else "")  # fmt: skip
         if kind not in GAMES:
-            known = ", ".join(GAMES)
-            raise Refusal(f"JOIN needs the kind of game, one of: {known}; for example, JOIN {next(iter(GAMES))}."
-                          if not kind else f"There is no game of that name; the games are: {known}.")  # fmt: skip
+            raise Refusal(Why.NO_SUCH_GAME if kind else Why.JOIN_WHICH, kinds=list(GAMES))
         if kind not in sender.signed:
             token = signup_token(self.key, kind, sender.address)
             context = {"kind": kind, "title": GAMES[kind].title, "tag": tagged(f"[{kind}]", token), "game": None,
@@ -512,8 +499,7 @@ class Desk:
                                     reply_to=token_address(self.config.address, token),
                                     answers=self.message.key, budget="signup", origin=self._origin)  # fmt: skip
             if not sent:
-                raise Refusal("The referee has sent you too many mails this hour to send a "
-                              "confirmation now; please send JOIN again in an hour.")  # fmt: skip
+                raise Refusal(Why.TOO_MANY_MAILS)
             return Answer(command.line, "join", {"confirm": True, "title": GAMES[kind].title}, "done")
         game_id, started = self.seating.join(kind, sender.address, self.message.key)
         context = {"confirm": False, "title": GAMES[kind].title, "game_id": game_id,
@@ -522,20 +508,17 @@ class Desk:
 
     def _do_leave(self, sender: Sender, command: Command) -> Answer:
         if sender.game_id is not None:
-            raise Refusal(f"Game {sender.game_id} has begun; to leave it, send RESIGN "
-                          "(a random bot then plays your seat).")  # fmt: skip
+            raise Refusal(Why.LEAVE_BEGUN, game=sender.game_id)
         kinds = [k for k in sender.signed if self.seating.signed_up(k, sender.address)]
         if not kinds:
-            raise Refusal("You are not signed up for a game that has yet to begin. (To leave, "
-                          "reply to the mail that confirmed your sign-up.)")  # fmt: skip
+            raise Refusal(Why.LEAVE_NOT_SIGNED)
         for kind in kinds:
             self.seating.leave(kind, sender.address)
         return Answer(command.line, "leave", {"titles": [GAMES[k].title for k in kinds]}, "done")
 
     def _do_timezone(self, sender: Sender, command: Command) -> Answer:
         if not sender.authenticated:
-            raise Refusal("TIMEZONE works in a reply to one of the referee's mails to you "
-                          "(its reply address shows it is you).")  # fmt: skip
+            raise Refusal(Why.TIMEZONE_UNPROVEN)
         zone = command.argument.strip()
         if zone.upper() in ("UTC", "GMT", "NONE", "OFF"):
             self.store.set_timezone(sender.address, None)
@@ -543,8 +526,7 @@ class Desk:
         try:
             ZoneInfo(zone)
         except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: "Europe" is a folder
-            raise Refusal(f"\"{zone[:40]}\" is not a time zone I know. Use an Area/City name "
-                          "such as Europe/Berlin or America/New_York, or UTC.") from None  # fmt: skip
+            raise Refusal(Why.UNKNOWN_ZONE, zone=zone) from None
         self.store.set_timezone(sender.address, zone)
         return Answer(command.line, "timezone", {"zone": zone}, "done")
 
@@ -575,8 +557,7 @@ class Desk:
         return self.post.composer.part(answer.part, **{"referee": self.config.address,
                                                          "timezone": timezone, **answer.context})  # fmt: skip
 
-    @staticmethod
-    def _trim_legal(answers: list[Answer]) -> list[Answer]:
+    def _trim_legal(self, answers: list[Answer]) -> list[Answer]:
         """List the legal moves under a line that tried a move, and under the
         first other line not understood when the mail made no move.  When it
         made one, a "Hi," or "Thanks" around it is only said to be left alone."""
@@ -586,7 +567,8 @@ class Desk:
             context = answer.context
             if (answer.part == "error" and not context["attempt"] and moved and not context["suggestion"]
                     and answer.line and not COMMANDS.read(answer.line).word):  # fmt: skip
-                answer = Answer(answer.line, "error", {**context, "legal": [], "reason": _LEFT_ALONE}, answer.code)
+                alone = self.post.composer.refusal(Refusal(Why.LEFT_ALONE))
+                answer = Answer(answer.line, "error", {**context, "legal": [], "reason": alone}, answer.code)
             elif answer.part == "error" and context["legal"] and not context["attempt"]:
                 if moved or shown:
                     answer = Answer(answer.line, "error", {**context, "legal": []}, answer.code)

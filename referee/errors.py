@@ -2,17 +2,61 @@
 
 from __future__ import annotations
 
+from enum import Enum
+from typing import Any
+
 
 class EngineError(ValueError):
     """A keeper's request that cannot be carried out; the message says why."""
 
 
+class Why(Enum):
+    """Why a player's command is refused: a ``Refusal``'s code.  Each has its
+    wording, one macro of the same name, in ``templates/mail/refusals.txt.j2``
+    (which a keeper's templates may replace); the code names it and gives
+    the facts, the template says them."""
+
+    # The mail proves no seat, or the seat can no longer play.
+    SEAT_ENDED = "seat_ended"  # game: the finished game whose mail it answers
+    UNKNOWN_COMMAND = "unknown_command"
+    NEEDS_SEAT = "needs_seat"  # word: the command, which is about a game
+    GAME_ENDED = "game_ended"  # game
+    RESIGNED = "resigned"  # game
+    # A line that is not a legal move.
+    BAD_MOVE = "bad_move"  # error: what the game's rules say is wrong with it
+    NOT_UNDERSTOOD = "not_understood"  # line, error
+    AMBIGUOUS = "ambiguous"  # asked: [{number, line, move}], the moves one mail asks for
+    NO_COMMAND = "no_command"
+    LEFT_ALONE = "left_alone"  # a line beside a move that is neither
+    TOO_LARGE = "too_large"  # size, limit: in KB
+    # A move out of its time or turn.
+    MOVED_ALREADY = "moved_already"  # phase, move: the label, and the move that stands
+    LATE_FOR_THREAD = "late_for_thread"  # received, phase, deadline; now, mover, waiting (see thread_over)
+    THREAD_OVER = "thread_over"  # phase; now (the open phase's label), mover (moves in it), waiting
+    BEFORE_OPEN = "before_open"  # received, phase
+    AFTER_DEADLINE = "after_deadline"  # received, phase, deadline
+    AFTER_CLOSE = "after_close"  # received, phase, closed
+    NOT_YOUR_MOVE = "not_your_move"  # phase, waiting
+    # Sign-ups and settings.
+    NO_SUCH_GAME = "no_such_game"  # kinds; command: one to show an example of ("rules"), if any
+    JOIN_WHICH = "join_which"  # kinds
+    SIGNED_ALREADY = "signed_already"  # game, more: the players it still waits for
+    TOO_MANY_MAILS = "too_many_mails"
+    LEAVE_BEGUN = "leave_begun"  # game
+    LEAVE_NOT_SIGNED = "leave_not_signed"
+    TIMEZONE_UNPROVEN = "timezone_unproven"
+    UNKNOWN_ZONE = "unknown_zone"  # zone: as the player wrote it
+
+
 class Refusal(Exception):
-    """A player's command that changes nothing; the player is told ``reason``.
+    """A player's command that changes nothing; the player is told why:
+    ``code`` and its ``facts``, worded by the templates (Composer.refusal).
     With ``legal``, the answer lists the moves the seat can make now;
     ``attempt`` says the line looked like a move (see Desk._error);
     ``suggestion`` is the legal move it was most likely meant as, if one."""
 
-    def __init__(self, reason: str, legal: bool = False, attempt: bool = False, suggestion: str | None = None):
-        super().__init__(reason)
-        self.reason, self.legal, self.attempt, self.suggestion = reason, legal, attempt, suggestion
+    def __init__(self, code: Why, *, legal: bool = False, attempt: bool = False, suggestion: str | None = None,
+                 **facts: Any):  # fmt: skip
+        super().__init__(code.value, facts)
+        self.code, self.facts = code, facts
+        self.legal, self.attempt, self.suggestion = legal, attempt, suggestion

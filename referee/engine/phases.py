@@ -12,7 +12,7 @@ from typing import Any
 
 from referee.config import Config
 from referee.engine.post import Post
-from referee.errors import Refusal
+from referee.errors import Refusal, Why
 from referee.mail.parse import Incoming
 from referee.mail.tokens import phase_answered
 from referee.record import digest_line, random_move_rng
@@ -198,8 +198,7 @@ class Phases:
         self._check_timing(table, phase, seat, received)
         earlier = table.counted.get(phase["number"], {}).get(seat)
         if earlier and not phase["sealed"]:  # two moves in one mail: the first one stands
-            raise Refusal(f"Your move for {phase['label']} is in already ({earlier['move']}); a move "
-                          "in turn is final.")  # fmt: skip
+            raise Refusal(Why.MOVED_ALREADY, phase=phase["label"], move=earlier["move"])
         text = table.rules.move_text(move)
         self.store.add_move(
             game_id=table.id, phase=phase["number"], seat=seat, move=text, source="mail",
@@ -236,44 +235,28 @@ class Phases:
         meant = next((p for p in since if seat in p["movers"]), None)
         if meant is None:
             return
-        if seat in phase["movers"]:
-            now = (f"{phase['label']} is open now: to make this move there, send it again "
-                   "in a reply to this mail.")  # fmt: skip
-        else:
-            waiting = ", ".join(table.label(s) for s in table.waiting_for(phase))
-            now = f"{phase['label']} is open now" + (f", and waits for {waiting}." if waiting else ".")
+        mover = seat in phase["movers"]  # else who the open phase waits for is said
+        now = {"now": phase["label"], "mover": mover,
+               "waiting": [] if mover else [table.label(s) for s in table.waiting_for(phase)]}  # fmt: skip
         received = message.received_at
         if not meant["closes_at"] and received > from_iso(meant["deadline"]):  # it missed the deadline
-            raise Refusal(f"Your mail reached the server at {iso(received)}, after the deadline of {meant['label']} "
-                          f"({meant['deadline']}): a move missing at the deadline is chosen at random. {now}",
-                          legal=True)  # fmt: skip
-        raise Refusal(f"Your mail answers the referee's mail about {meant['label']}, which is over. {now}",
-                      legal=True)  # fmt: skip
+            raise Refusal(Why.LATE_FOR_THREAD, legal=True, received=received, phase=meant["label"],
+                          deadline=meant["deadline"], **now)  # fmt: skip
+        raise Refusal(Why.THREAD_OVER, legal=True, phase=meant["label"], **now)
 
     def _check_timing(self, table: Table, phase: Row, seat: int, received: datetime) -> None:
         """Refuse a move the server received outside its phase, or from a seat
         that does not move in it."""
         if received < from_iso(phase["opened_at"]):
-            raise Refusal(
-                f"Your mail reached the server at {iso(received)}, before {phase['label']} "
-                "opened; the round it was meant for has closed. Please send your move again."
-            )
+            raise Refusal(Why.BEFORE_OPEN, received=received, phase=phase["label"])
         if received > from_iso(phase["deadline"]):
-            raise Refusal(
-                f"Your mail reached the server at {iso(received)}, after the deadline of "
-                f"{phase['label']} ({phase['deadline']}). A move missing at the deadline "
-                "is chosen at random."
-            )
+            raise Refusal(Why.AFTER_DEADLINE, received=received, phase=phase["label"], deadline=phase["deadline"])
         if phase["closes_at"] and received > from_iso(phase["closes_at"]):
-            raise Refusal(
-                f"Your mail reached the server at {iso(received)}, after {phase['label']} "
-                f"closed ({phase['closes_at']}, when its settle time after the last move ran out)."
-            )
+            raise Refusal(Why.AFTER_CLOSE, received=received, phase=phase["label"], closed=phase["closes_at"])
         self.check_mover(table, phase, seat)
 
     @staticmethod
     def check_mover(table: Table, phase: Row, seat: int) -> None:
         """Refuse a seat that does not move in ``phase``, naming who does."""
         if seat not in phase["movers"]:
-            waiting = ", ".join(table.label(s) for s in table.waiting_for(phase))
-            raise Refusal(f"It is not your move; {phase['label']} waits for {waiting}.")
+            raise Refusal(Why.NOT_YOUR_MOVE, phase=phase["label"], waiting=[table.label(s) for s in table.waiting_for(phase)])

@@ -15,7 +15,7 @@ from typing import Any
 from referee.config import Config
 from referee.engine.phases import Phases
 from referee.engine.post import Post
-from referee.errors import EngineError, Refusal
+from referee.errors import EngineError, Refusal, Why
 from referee.mail.parse import is_address
 from referee.mail.tokens import seat_token
 from referee.record import commitment, digest_line
@@ -156,8 +156,7 @@ class Seating:
             game = self.store.game(game_id)
         signed = [s["address"] for s in self.store.signups(game["id"])]
         if address in signed:
-            raise Refusal(f"You are signed up for game {game['id']} already; it starts when "
-                          f"{game['seats_wanted'] - len(signed)} more player(s) join.")  # fmt: skip
+            raise Refusal(Why.SIGNED_ALREADY, game=game["id"], more=game["seats_wanted"] - len(signed))
         self.store.add_signup(game["id"], address, iso(self.clock()))
         if len(signed) + 1 < game["seats_wanted"]:
             return game["id"], False
@@ -184,7 +183,7 @@ class Seating:
             try:
                 self.resign_seat(table, seat, confirm=True)
             except Refusal as refusal:
-                raise EngineError(refusal.reason) from None
+                raise EngineError(self.post.composer.refusal(refusal)) from None
 
     def resign_seat(self, table: Table, seat: int, confirm: bool) -> None:
         """A random bot takes the seat from now on.  With ``confirm`` the
@@ -196,7 +195,7 @@ class Seating:
         table = self.tables.table(table.id)
         phase = table.open_phase
         if phase is None:
-            raise Refusal(f"Game {table.id} has ended.")
+            raise Refusal(Why.GAME_ENDED, game=table.id)
         # Left as of the mail's receipt, but never before the phase it is
         # recorded in (a RESIGN read after phases were resolved meanwhile).
         now = max(self.clock(), from_iso(phase["opened_at"]))

@@ -19,10 +19,11 @@ from typing import Any
 import jinja2
 
 from referee.config import Config
+from referee.errors import Refusal
 from referee.mail.parse import message_ids
 from referee.resources import shipped
 from referee.rules import GAMES
-from referee.timeutil import show, show_duration
+from referee.timeutil import iso, show, show_duration
 
 
 _UTF8_QP = charset.Charset("utf-8")
@@ -82,6 +83,9 @@ def _plain(name: str, value: Any) -> bool:
             and value == value.strip() and "  " not in value)  # fmt: skip
 
 
+REFUSALS = "mail/refusals.txt.j2"  # the wording of every Refusal, a macro per code
+
+
 class TemplateError(ValueError):
     """A template that does not render to a mail."""
 
@@ -100,7 +104,7 @@ class Composer:
             keep_trailing_newline=True,
             autoescape=False,  # plain text; HTML templates will escape
         )
-        self.env.filters.update(when=_when, duration=show_duration)
+        self.env.filters.update(when=_when, duration=show_duration, iso=iso)
         for game in GAMES.values():
             self.env.filters.update(game.filters)
 
@@ -108,6 +112,12 @@ class Composer:
         """One answer in a reply (``templates/mail/answers/<name>.txt.j2``), trimmed."""
         text = self.env.get_template(f"mail/answers/{name}.txt.j2").render(**context)
         return "\n".join(line if line == "-- " else line.rstrip() for line in text.strip("\n").split("\n"))
+
+    def refusal(self, refusal: Refusal) -> str:
+        """Why a line was refused, in words: the macro named by its code in
+        ``templates/mail/refusals.txt.j2``, given its facts."""
+        wording = getattr(self.env.get_template(REFUSALS).module, refusal.code.value)
+        return str(wording(**refusal.facts)).strip()
 
     def render(self, template: str, **context: Any) -> tuple[str, str]:
         """(subject, body) of ``templates/mail/<template>.txt.j2``."""
