@@ -587,7 +587,7 @@ def _restore(config: config_module.Config, args) -> int:
         store = Store(database)  # opened as a run would: brought up to this schema, or refused
         mailbox = bool(config.imap or config.maildir)  # else mail comes by `referee ingest`
         with store.transaction():
-            since = store.db.execute("select max(received_at) from messages").fetchone()[0]
+            since = store.last_received_at()
             # The next run handles the mail filed since then again (Runner.handle_again).
             store.set_meta("restored", json.dumps({
                 "backup": str(backup), "since": since, "at": iso(utc_now()),

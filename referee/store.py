@@ -269,11 +269,13 @@ class Store:
         return (self._rollbacks, other, self._record_writes.get(game_id, 0))
 
     def _rows(self, table: str, where: str | None = None, args: list[Any] | None = None,
-              order_by: str | None = None) -> Iterator[Row]:  # fmt: skip
+              order_by: str | None = None, limit: int | None = None) -> Iterator[Row]:  # fmt: skip
         """Rows of a table, by plain SQL: sqlite-utils' rows_where would first
         look the table up in sqlite_master and its query wraps each statement
         in a savepoint, on every call (most of the statements a message cost)."""
         sql = f"select * from [{table}]" + (f" where {where}" if where else "") + (f" order by {order_by}" if order_by else "")
+        if limit is not None:
+            sql, args = f"{sql} limit ?", [*(args or []), limit]
         cursor = self.db.execute(sql, list(args or []))
         columns = [d[0] for d in cursor.description]
         return (dict(zip(columns, row, strict=True)) for row in cursor)
@@ -281,24 +283,33 @@ class Store:
     def _count(self, table: str, where: str, args: list[Any]) -> int:
         return self.db.execute(f"select count(*) from [{table}] where {where}", args).fetchone()[0]
 
-    def _write(self, sql: str, args: list[Any]) -> int:
+    def _write(self, sql: str, args: list[Any]) -> sqlite3.Cursor:
         """One write by plain SQL (sqlite-utils' insert and update look the
-        table up first); committed at once unless a transaction is open.
-        Returns the new row's id, for an insert."""
+        table up first); committed at once unless a transaction is open."""
         if self.db.conn.in_transaction:
-            return self.db.execute(sql, args).lastrowid
+            return self.db.conn.execute(sql, args)
         with self.db.conn:  # commits
-            return self.db.execute(sql, args).lastrowid
+            return self.db.conn.execute(sql, args)
 
     def _insert(self, table: str, row: Row, replace: bool = False) -> int:
+        """Insert ``row``; the new row's id."""
         columns = list(row)
         verb = "insert or replace" if replace else "insert"
-        return self._write(f"{verb} into [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
-                           f"values ({', '.join('?' * len(columns))})", [row[c] for c in columns])  # fmt: skip
+        cursor = self._write(f"{verb} into [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
+                             f"values ({', '.join('?' * len(columns))})", [row[c] for c in columns])  # fmt: skip
+        return cursor.lastrowid or 0  # (the new row's id)
 
     def _update(self, table: str, where: str, args: list[Any], changes: Row) -> None:
         sets = ", ".join(f"[{column}] = ?" for column in changes)
         self._write(f"update [{table}] set {sets} where {where}", [*changes.values(), *args])
+
+    def _upsert(self, table: str, row: Row, key: str) -> None:
+        """Insert ``row``, or update the one with its ``key``."""
+        columns = list(row)
+        sets = ", ".join(f"[{c}] = excluded.[{c}]" for c in columns if c != key)
+        self._write(f"insert into [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
+                    f"values ({', '.join('?' * len(columns))}) on conflict ([{key}]) do update set {sets}",
+                    [row[c] for c in columns])  # fmt: skip
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -368,7 +379,7 @@ class Store:
 
     def create_game(self, **row: Any) -> int:
         row["options"] = json.dumps(row.get("options") or {}, sort_keys=True)
-        return self.db["games"].insert(row).last_pk
+        return self._insert("games", row)
 
     def game(self, game_id: int) -> Row | None:
         if not 0 < game_id < 2**63:  # beyond SQLite's integers: no such game
@@ -381,14 +392,12 @@ class Store:
         return [_decode_game(r) for r in self._rows("games", where, args, order_by="id")]
 
     def finish_game(self, game_id: int, at: str) -> None:
-        self.db["games"].update(game_id, {"state": "finished", "finished_at": at})
+        self._update("games", "id = ?", [game_id], {"state": "finished", "finished_at": at})
 
     def add_seat(self, game_id: int, seat: int, address: str | None, bot: bool,
                  token: str) -> None:  # fmt: skip
-        self.db["seats"].insert(
-            {"game_id": game_id, "seat": seat, "address": address, "bot": int(bot),
-             "bot_since_phase": 0 if bot else None, "resigned_at": None, "token": token}
-        )  # fmt: skip
+        self._insert("seats", {"game_id": game_id, "seat": seat, "address": address, "bot": int(bot),
+                               "bot_since_phase": 0 if bot else None, "resigned_at": None, "token": token})  # fmt: skip
 
     def seat_by_token(self, token: str) -> Row | None:
         rows = list(self._rows("seats", "token = ?", [token]))
@@ -399,10 +408,10 @@ class Store:
         return list(self._rows("seats", "token is null"))
 
     def set_token(self, game_id: int, seat: int, token: str) -> None:
-        self.db["seats"].update((game_id, seat), {"token": token})
+        self._update("seats", "game_id = ? and seat = ?", [game_id, seat], {"token": token})
 
     def start_game(self, game_id: int) -> None:
-        self.db["games"].update(game_id, {"state": "running"})
+        self._update("games", "id = ?", [game_id], {"state": "running"})
 
     def game_version(self, game_id: int) -> str:
         """A string that changes whenever the public part of the game's
@@ -427,20 +436,20 @@ class Store:
                                                   order_by="joined_at, rowid"))  # fmt: skip
 
     def add_signup(self, game_id: int, address: str, at: str) -> None:
-        self.db["signups"].insert({"game_id": game_id, "address": address, "joined_at": at})
+        self._insert("signups", {"game_id": game_id, "address": address, "joined_at": at})
 
     def remove_signup(self, game_id: int, address: str) -> None:
-        self.db["signups"].delete((game_id, address))
+        self._write("delete from signups where game_id = ? and address = ?", [game_id, address])
 
     def timezone(self, address: str) -> str | None:
         rows = list(self._rows("players", "address = ?", [address.lower()]))
         return rows[0]["timezone"] if rows else None
 
     def set_timezone(self, address: str, zone: str | None) -> None:
-        self.db["players"].upsert({"address": address.lower(), "timezone": zone}, pk="address")
+        self._upsert("players", {"address": address.lower(), "timezone": zone}, key="address")
 
     def add_bounce(self, **row: Any) -> None:
-        self.db["bounces"].insert(row)
+        self._insert("bounces", row)
 
     def bounces(self, address: str) -> list[Row]:
         return list(self._rows("bounces", "address = ?", [address.lower()], order_by="id"))
@@ -449,26 +458,25 @@ class Store:
         return list(self._rows("seats", "game_id = ?", [game_id], order_by="seat"))
 
     def make_bot(self, game_id: int, seat: int, phase: int, at: str) -> None:
-        self.db["seats"].update(
-            (game_id, seat), {"bot": 1, "bot_since_phase": phase, "resigned_at": at}
-        )
+        self._update("seats", "game_id = ? and seat = ?", [game_id, seat],
+                     {"bot": 1, "bot_since_phase": phase, "resigned_at": at})
 
     def games_of(self, address: str) -> list[Row]:
         """Running games in which ``address`` holds a seat it still plays."""
         sql = """select distinct games.* from games join seats on seats.game_id = games.id
                  where lower(seats.address) = lower(?) and seats.bot = 0
                  and games.state = 'running' order by games.id"""
-        return [_decode_game(r) for r in self.db.query(sql, [address])]
+        cursor = self.db.execute(sql, [address])
+        columns = [d[0] for d in cursor.description]
+        return [_decode_game(dict(zip(columns, row, strict=True))) for row in cursor]
 
     # -- phases and moves ------------------------------------------------
 
     def open_phase(self, game_id: int, number: int, label: str, movers: list[int],
                    sealed: bool, opened_at: str, deadline: str) -> Row:  # fmt: skip
-        self.db["phases"].insert(
-            {"game_id": game_id, "number": number, "label": label, "movers": json.dumps(movers),
-             "sealed": int(sealed), "opened_at": opened_at, "deadline": deadline,
-             "closes_at": None, "resolved_at": None}
-        )  # fmt: skip
+        self._insert("phases", {"game_id": game_id, "number": number, "label": label, "movers": json.dumps(movers),
+                                "sealed": int(sealed), "opened_at": opened_at, "deadline": deadline,
+                                "closes_at": None, "resolved_at": None})  # fmt: skip
         return self.phase(game_id, number)
 
     def phase(self, game_id: int, number: int) -> Row | None:
@@ -507,9 +515,8 @@ class Store:
     def change_deadline(self, game_id: int, number: int, new: str, reason: str, at: str) -> None:
         """Move a phase's deadline, keeping the change on record."""
         old = self.phase(game_id, number)["deadline"]
-        self.db["deadline_changes"].insert(
-            {"game_id": game_id, "phase": number, "old": old, "new": new, "reason": reason, "at": at}
-        )
+        self._insert("deadline_changes",
+                     {"game_id": game_id, "phase": number, "old": old, "new": new, "reason": reason, "at": at})
         self.update_phase(game_id, number, deadline=new)
 
     def deadline_changes(self, game_id: int) -> list[Row]:
@@ -538,6 +545,10 @@ class Store:
     def messages(self) -> list[Row]:
         return list(self._rows("messages", order_by="handled_at"))
 
+    def last_received_at(self) -> str | None:
+        """When the newest message handled was received."""
+        return self.db.execute("select max(received_at) from messages").fetchone()[0]
+
     # -- mailboxes and bookkeeping ------------------------------------------
 
     def mailbox(self, name: str) -> Row | None:
@@ -546,19 +557,17 @@ class Store:
         return rows[0] if rows else None
 
     def set_mailbox(self, name: str, uidvalidity: int, last_uid: int) -> None:
-        self.db["mailboxes"].upsert(
-            {"name": name, "uidvalidity": uidvalidity, "last_uid": last_uid}, pk="name"
-        )
+        self._upsert("mailboxes", {"name": name, "uidvalidity": uidvalidity, "last_uid": last_uid}, key="name")
 
     def get_meta(self, key: str) -> str | None:
         rows = list(self._rows("meta", "key = ?", [key]))
         return rows[0]["value"] if rows else None
 
     def set_meta(self, key: str, value: str) -> None:
-        self.db["meta"].upsert({"key": key, "value": value}, pk="key")
+        self._upsert("meta", {"key": key, "value": value}, key="key")
 
     def delete_meta(self, key: str) -> None:
-        self.db.execute("delete from meta where key = ?", [key])
+        self._write("delete from meta where key = ?", [key])
 
     # -- outbox ----------------------------------------------------------
 
@@ -571,21 +580,19 @@ class Store:
 
     def defer_mail(self, mail_id: int, error: str, next_try_at: str) -> None:
         """A temporary failure: the mail stays queued and is tried again later."""
-        row = self.db["outbox"].get(mail_id)
-        self.db["outbox"].update(mail_id, {"attempts": row["attempts"] + 1, "last_error": error,
-                                           "next_try_at": next_try_at})  # fmt: skip
+        self._write("update outbox set attempts = attempts + 1, last_error = ?, next_try_at = ? where id = ?",
+                    [error, next_try_at, mail_id])
 
     def fail_mail(self, mail_id: int, error: str) -> None:
         """A permanent failure: the mail is never tried again; status reports it."""
-        row = self.db["outbox"].get(mail_id)
-        self.db["outbox"].update(mail_id, {"state": "failed", "attempts": row["attempts"] + 1,
-                                           "last_error": error})  # fmt: skip
+        self._write("update outbox set state = 'failed', attempts = attempts + 1, last_error = ? where id = ?",
+                    [error, mail_id])
 
     def forget_sent_bodies(self, before: str) -> int:
         """Keep only the headers of mail sent before ``before``: the outbox
         stops growing by whole mails, and a bounce still finds the mail it
         quotes.  Returns how many mails were trimmed."""
-        cursor = self.db.execute(
+        cursor = self._write(
             "update outbox set raw = substr(raw, 1, instr(raw, X'0D0A0D0A') + 3) "
             "where state in ('sent', 'restored') and coalesce(sent_at, created_at) < ? "
             "and instr(raw, X'0D0A0D0A') > 0 "
@@ -603,7 +610,7 @@ class Store:
         done = self.get_meta("received_trimmed_before") or ""
         if before <= done:
             return 0
-        cursor = self.db.execute(
+        cursor = self._write(
             "update messages set raw = substr(raw, 1, case when instr(raw, X'0D0A0D0A') > 0 "
             "then instr(raw, X'0D0A0D0A') + 3 else instr(raw, X'0A0A') + 1 end) "
             "where handled_at >= ? and handled_at < ? and outcome not like 'failed%' "
@@ -628,10 +635,8 @@ class Store:
     def last_sent_to(self, address: str, count: int) -> list[Row]:
         """The newest ``count`` mails queued to ``address`` alone, newest first
         (walked from the end of the outbox, so it stops at the first few)."""
-        rows = self.db.execute("select * from outbox where recipients = ? order by id desc limit ?",
-                               [json.dumps([address]), count]).fetchall()  # fmt: skip
-        columns = [c.name for c in self.db["outbox"].columns]
-        return [{**dict(zip(columns, row)), "recipients": [address]} for row in rows]
+        rows = self._rows("outbox", "recipients = ?", [json.dumps([address])], order_by="id desc", limit=count)
+        return [{**row, "recipients": [address]} for row in rows]
 
     def answers_since(self, since: str, budgets: tuple[str, ...], address: str | None = None,
                       origin: str | None = None, checked: bool | None = None) -> int:  # fmt: skip
@@ -685,7 +690,7 @@ def _schema_1(db: sqlite_utils.Database) -> None:
     """Schema 1, reached from nothing or from any games.db older than schema
     versions (user_version 0): its tables, the columns added to them before
     versions were kept, and their indexes; each step is skipped where done."""
-    db["games"].create(
+    db.table("games").create(
         {
             "id": int, "kind": str, "name": str, "options": str, "seed": str,
             "seed_commitment": str, "state": str, "deadline_seconds": int,
@@ -693,47 +698,47 @@ def _schema_1(db: sqlite_utils.Database) -> None:
         },
         pk="id", not_null={"kind", "seed", "state"}, if_not_exists=True,
     )  # fmt: skip
-    db["seats"].create(
+    db.table("seats").create(
         {"game_id": int, "seat": int, "address": str, "bot": int,
          "bot_since_phase": int, "resigned_at": str},
         pk=("game_id", "seat"), foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
     )  # fmt: skip
-    db["phases"].create(
+    db.table("phases").create(
         {"game_id": int, "number": int, "label": str, "movers": str, "sealed": int,
          "opened_at": str, "deadline": str, "closes_at": str, "resolved_at": str},
         pk=("game_id", "number"), foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
     )  # fmt: skip
-    db["moves"].create(
+    db.table("moves").create(
         {"id": int, "game_id": int, "phase": int, "seat": int, "move": str, "source": str,
          "message_key": str, "received_at": str, "recorded_at": str},
         pk="id", foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
     )  # fmt: skip
-    db["messages"].create(
+    db.table("messages").create(
         {"key": str, "message_id": str, "sender": str, "subject": str, "received_at": str,
          "handled_at": str, "game_id": int, "outcome": str, "raw": bytes},
         pk="key", if_not_exists=True,
     )  # fmt: skip
-    db["outbox"].create(
+    db.table("outbox").create(
         {"id": int, "message_id": str, "game_id": int, "recipients": str, "subject": str,
          "raw": bytes, "created_at": str, "state": str, "attempts": int,
          "next_try_at": str, "last_error": str, "sent_at": str},
         pk="id", if_not_exists=True,
     )  # fmt: skip
-    db["mailboxes"].create(
+    db.table("mailboxes").create(
         {"name": str, "uidvalidity": int, "last_uid": int}, pk="name", if_not_exists=True
     )
-    db["meta"].create({"key": str, "value": str}, pk="key", if_not_exists=True)
-    db["deadline_changes"].create(
+    db.table("meta").create({"key": str, "value": str}, pk="key", if_not_exists=True)
+    db.table("deadline_changes").create(
         {"id": int, "game_id": int, "phase": int, "old": str, "new": str, "reason": str,
          "at": str},
         pk="id", foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
     )  # fmt: skip
-    db["signups"].create(
+    db.table("signups").create(
         {"game_id": int, "address": str, "joined_at": str},
         pk=("game_id", "address"), foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
     )  # fmt: skip
-    db["players"].create({"address": str, "timezone": str}, pk="address", if_not_exists=True)
-    db["bounces"].create(
+    db.table("players").create({"address": str, "timezone": str}, pk="address", if_not_exists=True)
+    db.table("bounces").create(
         {"id": int, "address": str, "game_id": int, "message_id": str, "status": str,
          "diagnostic": str, "at": str},
         pk="id", if_not_exists=True,
@@ -744,21 +749,21 @@ def _schema_1(db: sqlite_utils.Database) -> None:
                                 ("outbox", "budget", str), ("outbox", "answer_to", str),
                                 ("games", "turn_seconds", int),
                                 ("games", "decision_seconds", int)):  # fmt: skip
-        if column not in db[table].columns_dict:
-            db[table].add_column(column, kind)
+        if column not in db.table(table).columns_dict:
+            db.table(table).add_column(column, kind)
     # What versions before 1 made and later dropped (an early notice flag and
     # its index), so every older games.db ends the same as a new one.
     db.execute("drop index if exists idx_outbox_recipients_created_at")
-    if "notice" in db["outbox"].columns_dict:
+    if "notice" in db.table("outbox").columns_dict:
         db.execute("alter table outbox drop column notice")
-    db["seats"].create_index(["token"], if_not_exists=True)
-    db["outbox"].create_index(["message_id"], if_not_exists=True)
-    db["moves"].create_index(["game_id", "phase", "seat"], if_not_exists=True)
-    db["outbox"].create_index(["state"], if_not_exists=True)
-    db["outbox"].create_index(["answer_to", "budget", "created_at"], if_not_exists=True)
-    db["outbox"].create_index(["budget", "created_at"], if_not_exists=True)
-    db["seats"].create_index(["address"], if_not_exists=True)
-    db["outbox"].create_index(["state", "sent_at"], if_not_exists=True)
+    db.table("seats").create_index(["token"], if_not_exists=True)
+    db.table("outbox").create_index(["message_id"], if_not_exists=True)
+    db.table("moves").create_index(["game_id", "phase", "seat"], if_not_exists=True)
+    db.table("outbox").create_index(["state"], if_not_exists=True)
+    db.table("outbox").create_index(["answer_to", "budget", "created_at"], if_not_exists=True)
+    db.table("outbox").create_index(["budget", "created_at"], if_not_exists=True)
+    db.table("seats").create_index(["address"], if_not_exists=True)
+    db.table("outbox").create_index(["state", "sent_at"], if_not_exists=True)
     # The outage guard measures a gap from the last tick (meta's last_tick),
     # which the first games.db did not note: without it the guard took the
     # referee for never having run, and filled the deadlines it slept through
