@@ -45,9 +45,7 @@ from referee.store import (
     StorageFault,
     Store,
     copy_database,
-    is_storage_fault,  # fmt: skip
     read_only,
-    storage_fault,
 )
 from referee.terminal import LogFormatter, PrintableStream
 from referee.timeutil import (
@@ -230,10 +228,15 @@ def _main(argv: list[str] | None, clock: Clock) -> int:
     except BrokenPipeError:  # `referee status 1 | head`: the reader left, not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except Exception as error:
-        if database is None or not is_storage_fault(error):
+    except StorageFault as fault:
+        print(f"referee: {fault}", file=sys.stderr)
+        return STORAGE_FAULT
+    except OSError as error:
+        # A file beside games.db that is not games.db (its run lock, the
+        # site's folder for `render`): the machine's fault too, in one line.
+        if database is None or isinstance(error, ConnectionError):
             raise
-        print(f"referee: {storage_fault(database, error)}", file=sys.stderr)
+        print(f"referee: {error}", file=sys.stderr)
         return STORAGE_FAULT
 
 
@@ -512,10 +515,8 @@ def _sync_when_stopped(engine: Engine) -> None:
     and it happened, so a stopped run or daemon exits 0 however it stood."""
     try:
         engine.store.sync()
-    except Exception as error:
-        if not is_storage_fault(error):
-            raise
-        logging.getLogger("referee").error("%s", storage_fault(engine.store.path, error))
+    except StorageFault as fault:
+        logging.getLogger("referee").error("%s", fault)
 
 
 def _resign(engine: Engine, args) -> int:
@@ -535,8 +536,8 @@ def _backup(config: config_module.Config, args) -> int:
     store = Store(database)
     try:
         store.backup(target)
-    except (OSError, sqlite3.Error) as error:
-        raise UsageError(f"cannot write the backup {target}: {error}") from None
+    except StorageFault as fault:
+        raise UsageError(f"cannot write the backup: {fault}") from None
     print(f"copied {database} to {target}")
     return 0
 

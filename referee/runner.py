@@ -43,9 +43,7 @@ from referee.site.render import Site
 from referee.store import (
     FaultAside,
     StorageFault,
-    is_storage_fault,
     read_only,
-    storage_fault,
 )
 from referee.timeutil import from_iso, iso
 
@@ -200,15 +198,9 @@ class Runner:
         fault stops the pass where it falls (StorageFault)."""
         try:
             return await self._pass()
-        except (SourceError, SmtpUnreachable) as error:
+        except (SourceError, SmtpUnreachable, StorageFault) as error:
             self._note_fault(error)
             raise
-        except Exception as error:
-            if not is_storage_fault(error):
-                raise
-            fault = storage_fault(self.engine.store.path, error)
-            self._note_fault(fault)
-            raise fault from None
 
     def _note_fault(self, fault: Fault) -> None:
         """Keep the fault for ``referee status`` (the last pass that went
@@ -221,9 +213,7 @@ class Runner:
             with store.impatient():
                 store.set_meta("last_fault", json.dumps(note))
                 store.sync()
-        except Exception as error:  # noqa: BLE001 - the fault itself is what the caller reports
-            if not is_storage_fault(error):
-                raise
+        except StorageFault as error:  # the fault itself is what the caller reports
             kept = self.aside is not None and self.aside.write(note)
             log.debug("could not note the fault in games.db (%s); %s", error,
                       f"kept in {self.aside.path}" if kept else "not kept")  # fmt: skip

@@ -10,7 +10,9 @@ A games.db says which schema it has (``PRAGMA user_version``); opening one
 checks it is intact and not from a newer referee, then brings an older one
 up to date, all in one transaction (``MIGRATIONS``).  When games.db or the
 disk under it fails (full, locked, read-only, damaged) the error becomes a
-``StorageFault``: one line naming the file and what to do.
+``StorageFault`` here, in the store: one line naming the file and what to do.
+The code outside knows that one error and no other of SQLite's or the disk's;
+every statement the store runs goes through ``Store._execute``, which makes it.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ class StorageFault(RuntimeError):
     wrong, what to do."""
 
 
-def is_storage_fault(error: BaseException) -> bool:
+def _is_fault(error: BaseException) -> bool:
     """Whether an error is the machine's (SQLite's I/O, locks and limits, a
     damaged file, the file system) rather than a bug met by one message.  A
     ConnectionError is a server's, not the disk's."""
@@ -65,6 +67,7 @@ _ADVICE = (  # (words in SQLite's or the OS's message, what the keeper should do
 
 
 def storage_fault(path: Path | str, error: BaseException) -> StorageFault:
+    # (for the store's own errors, and its tests: the code outside meets only the StorageFault)
     """The one line a keeper reads for ``error``, met on ``path``."""
     if isinstance(error, StorageFault):
         return error
@@ -78,6 +81,12 @@ def storage_fault(path: Path | str, error: BaseException) -> StorageFault:
         if any(word in text.lower() for word in words):
             return StorageFault(f"{where}: {text}: {advice}")
     return StorageFault(f"{where}: {text}: the referee stopped; mail not yet handled waits on the mail server")
+
+
+def _as_fault(path: Path | str, error: BaseException) -> BaseException:
+    """``error`` as the StorageFault it is, or itself when it is a bug (a
+    constraint broken, a statement misused)."""
+    return storage_fault(path, error) if _is_fault(error) else error
 
 
 def _free_if_full(path: Path | str) -> str:
@@ -110,16 +119,19 @@ def copy_database(source: sqlite3.Connection, target: Path) -> None:
     """Copy a database with SQLite's online backup: one self-contained file
     (no -wal), checked, that appears under its name only when whole."""
     partial = target.with_name(f".{target.name}.partial")
-    partial.unlink(missing_ok=True)
     try:
-        with closing(sqlite3.connect(partial)) as copy:
-            source.backup(copy)
-            copy.execute("PRAGMA journal_mode = DELETE")
-            if problems := damage(copy):
-                raise StorageFault(f"{target}: the copy failed its check ({problems})")
-        os.replace(partial, target)
-    finally:
         partial.unlink(missing_ok=True)
+        try:
+            with closing(sqlite3.connect(partial)) as copy:
+                source.backup(copy)
+                copy.execute("PRAGMA journal_mode = DELETE")
+                if problems := damage(copy):
+                    raise StorageFault(f"{target}: the copy failed its check ({problems})")
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
+    except (sqlite3.Error, OSError) as error:
+        raise _as_fault(target, error) from None
 
 
 class FaultAside:
@@ -183,8 +195,10 @@ class Store:
     def __init__(self, path: Path | str):
         self.path = path
         self._rollbacks = 0
+        self._nested = 0  # savepoints open inside the transaction
         try:
-            self.db = sqlite_utils.Database(path)
+            self.db = sqlite_utils.Database(path)  # (its table API makes the schema: MIGRATIONS)
+            self._conn = self.db.conn
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             on_disk = str(path) != ":memory:"
             version = self._intact_version() if on_disk else 0
@@ -232,7 +246,7 @@ class Store:
     def backup(self, target: Path) -> None:
         """Copy games.db to ``target`` (see copy_database): a consistent copy
         even while the daemon writes."""
-        copy_database(self.db.conn, target)
+        copy_database(self._conn, target)
 
     # -- knowing when a game's record changed ------------------------------
 
@@ -265,31 +279,54 @@ class Store:
         """A value that changes whenever game ``game_id``'s record may have:
         a write to it by this connection, a rollback here, or a commit by
         another process (the keeper's command, say: SQLite's data_version)."""
-        other = self.db.execute("PRAGMA data_version").fetchone()[0]
+        other = self._value("PRAGMA data_version")
         return (self._rollbacks, other, self._record_writes.get(game_id, 0))
 
     def _rows(self, table: str, where: str | None = None, args: list[Any] | None = None,
-              order_by: str | None = None, limit: int | None = None) -> Iterator[Row]:  # fmt: skip
+              order_by: str | None = None, limit: int | None = None) -> list[Row]:  # fmt: skip
         """Rows of a table, by plain SQL: sqlite-utils' rows_where would first
         look the table up in sqlite_master and its query wraps each statement
         in a savepoint, on every call (most of the statements a message cost)."""
         sql = f"select * from [{table}]" + (f" where {where}" if where else "") + (f" order by {order_by}" if order_by else "")
         if limit is not None:
             sql, args = f"{sql} limit ?", [*(args or []), limit]
-        cursor = self.db.execute(sql, list(args or []))
-        columns = [d[0] for d in cursor.description]
-        return (dict(zip(columns, row, strict=True)) for row in cursor)
+        return self._read(sql, args or [])
+
+    def _read(self, sql: str, args: list[Any] | tuple[Any, ...] = ()) -> list[Row]:
+        """The rows a query gives, each a dict by column name."""
+        try:
+            cursor = self._conn.execute(sql, args)
+            columns = [d[0] for d in cursor.description]
+            return [dict(zip(columns, row, strict=True)) for row in cursor]
+        except sqlite3.Error as error:
+            raise _as_fault(self.path, error) from None
+
+    def _value(self, sql: str, args: list[Any] | tuple[Any, ...] = ()) -> Any:
+        """The first column of the first row a query gives (None for no row)."""
+        row = self._execute(sql, args).fetchone()
+        return row[0] if row else None
 
     def _count(self, table: str, where: str, args: list[Any]) -> int:
-        return self.db.execute(f"select count(*) from [{table}] where {where}", args).fetchone()[0]
+        return self._value(f"select count(*) from [{table}] where {where}", args)
+
+    def _execute(self, sql: str, args: list[Any] | tuple[Any, ...] = ()) -> sqlite3.Cursor:
+        """Every statement the store runs: a fault of games.db or its disk
+        becomes a StorageFault here, and nowhere else."""
+        try:
+            return self._conn.execute(sql, args)
+        except sqlite3.Error as error:
+            raise _as_fault(self.path, error) from None
 
     def _write(self, sql: str, args: list[Any]) -> sqlite3.Cursor:
         """One write by plain SQL (sqlite-utils' insert and update look the
         table up first); committed at once unless a transaction is open."""
-        if self.db.conn.in_transaction:
-            return self.db.conn.execute(sql, args)
-        with self.db.conn:  # commits
-            return self.db.conn.execute(sql, args)
+        if self._conn.in_transaction:
+            return self._execute(sql, args)
+        try:
+            with self._conn:  # commits
+                return self._execute(sql, args)
+        except sqlite3.Error as error:  # (the commit's)
+            raise _as_fault(self.path, error) from None
 
     def _insert(self, table: str, row: Row, replace: bool = False) -> int:
         """Insert ``row``; the new row's id."""
@@ -319,31 +356,54 @@ class Store:
         processes (the daemon and a keeper's `referee resign`, say) never both
         read the same state and then both act on it; the later one waits."""
         try:
-            if self.db.conn.in_transaction:
-                with self.db.atomic():  # a savepoint inside the open transaction
-                    yield
+            if self._conn.in_transaction:
+                yield from self._savepoint()
                 return
-            self.db.conn.execute("BEGIN IMMEDIATE")
+            self._execute("BEGIN IMMEDIATE")
             try:
-                with self.db.atomic():
-                    yield
+                yield
+                self._execute("COMMIT")
             except BaseException:
-                self.db.conn.rollback()
+                self._rollback()
                 raise
-            self.db.conn.commit()
         except BaseException:
             self._rollbacks += 1  # what was read inside may have been undone
             raise
+
+    def _savepoint(self) -> Iterator[None]:
+        """A transaction inside the open one: undone alone if it fails."""
+        self._nested += 1
+        name = f"referee_{self._nested}"
+        try:
+            self._execute(f"SAVEPOINT {name}")
+            try:
+                yield
+            except BaseException:
+                # A fault such as a full disk may have ended the whole
+                # transaction, savepoints and all: then there is nothing to undo here.
+                if self._conn.in_transaction:
+                    self._execute(f"ROLLBACK TO {name}")
+                    self._execute(f"RELEASE {name}")
+                raise
+            self._execute(f"RELEASE {name}")
+        finally:
+            self._nested -= 1
+
+    def _rollback(self) -> None:
+        try:
+            self._conn.rollback()  # (nothing, when a fault already ended the transaction)
+        except sqlite3.Error as error:
+            raise _as_fault(self.path, error) from None
 
     @contextmanager
     def impatient(self) -> Iterator[None]:
         """Writes that fail at once, rather than wait for another process's
         write lock (for a note made while reporting a fault)."""
-        self.db.execute("PRAGMA busy_timeout = 0")
+        self._execute("PRAGMA busy_timeout = 0")
         try:
             yield
         finally:
-            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     def sync(self, always: bool = False) -> None:
         """Make every committed change durable, even against a power cut.
@@ -362,18 +422,18 @@ class Store:
         before their mail is sent."""
         if not (self.unsynced or always):
             return
-        self.db.execute("PRAGMA synchronous = FULL")
+        self._execute("PRAGMA synchronous = FULL")
         try:
             self._write("insert into meta (key, value) values ('syncs', 1) "
                         "on conflict (key) do update set value = value + 1", [])  # fmt: skip
         finally:
-            self.db.execute("PRAGMA synchronous = NORMAL")
-        self._synced = self.db.conn.total_changes
+            self._execute("PRAGMA synchronous = NORMAL")
+        self._synced = self._conn.total_changes
 
     @property
     def unsynced(self) -> bool:
         """Whether this connection committed anything since the last sync()."""
-        return self.db.conn.total_changes != self._synced
+        return self._conn.total_changes != self._synced
 
     # -- games and seats -------------------------------------------------
 
@@ -418,7 +478,7 @@ class Store:
         record does: for the site, to write a game's pages only when they
         would change.  Of the moves it counts which seats have moved in each
         phase, not the rows: a replaced sealed move must not show."""
-        row = self.db.execute(
+        row = self._execute(
             """select g.state, g.finished_at,
                       (select count(distinct phase || '/' || seat) from moves where game_id = g.id),
                       (select count(*) || '/' || count(resolved_at) || '/' || coalesce(max(deadline), '')
@@ -466,9 +526,7 @@ class Store:
         sql = """select distinct games.* from games join seats on seats.game_id = games.id
                  where lower(seats.address) = lower(?) and seats.bot = 0
                  and games.state = 'running' order by games.id"""
-        cursor = self.db.execute(sql, [address])
-        columns = [d[0] for d in cursor.description]
-        return [_decode_game(dict(zip(columns, row, strict=True))) for row in cursor]
+        return [_decode_game(r) for r in self._read(sql, [address])]
 
     # -- phases and moves ------------------------------------------------
 
@@ -538,16 +596,15 @@ class Store:
     def failed_messages(self) -> list[Row]:
         """Messages that met a bug (kept here, quarantined on the mail
         server, and tried afresh if delivered again), newest first."""
-        return [dict(zip(("key", "sender", "subject", "handled_at", "outcome"), row, strict=True))
-                for row in self.db.execute("select key, sender, subject, handled_at, outcome from messages "
-                                           "where outcome like 'failed%' order by handled_at desc")]  # fmt: skip
+        return self._read("select key, sender, subject, handled_at, outcome from messages "
+                          "where outcome like 'failed%' order by handled_at desc")
 
     def messages(self) -> list[Row]:
         return list(self._rows("messages", order_by="handled_at"))
 
     def last_received_at(self) -> str | None:
         """When the newest message handled was received."""
-        return self.db.execute("select max(received_at) from messages").fetchone()[0]
+        return self._value("select max(received_at) from messages")
 
     # -- mailboxes and bookkeeping ------------------------------------------
 
@@ -624,8 +681,11 @@ class Store:
         """Bytes on disk: games.db and its -wal."""
         if str(self.path) == ":memory:":
             return 0
-        return sum(Path(f"{self.path}{suffix}").stat().st_size for suffix in ("", "-wal")
-                   if Path(f"{self.path}{suffix}").exists())  # fmt: skip
+        try:
+            return sum(Path(f"{self.path}{suffix}").stat().st_size for suffix in ("", "-wal")
+                       if Path(f"{self.path}{suffix}").exists())  # fmt: skip
+        except OSError as error:
+            raise _as_fault(self.path, error) from None
 
     def sent_by_id(self, message_id: str) -> Row | None:
         """A mail the referee queued, by its Message-ID (a bounce quotes it)."""
@@ -659,8 +719,7 @@ class Store:
         where, values = "answer_to = ? and budget = ? and created_at >= ?", [address, budget, since]
         if origin is not None:
             where, values = where + " and answer_from = ?", values + [origin]
-        rows = self.db.execute(f"select min(created_at) from outbox where {where}", values).fetchall()
-        return rows[0][0] if rows else None
+        return self._value(f"select min(created_at) from outbox where {where}", values)
 
     def outbox(self, state: str | None = "queued", due: str | None = None,
                game_id: int | None = None, after: int = 0) -> list[Row]:  # fmt: skip

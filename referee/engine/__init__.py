@@ -30,7 +30,7 @@ from referee.engine.rooms import Rooms
 from referee.errors import EngineError
 from referee.interrupt import reading
 from referee.mail.parse import Incoming, parse, unreadable
-from referee.store import is_storage_fault, storage_fault
+from referee.store import StorageFault
 from referee.tables import Table
 from referee.timeutil import iso
 
@@ -72,24 +72,17 @@ class Engine(Rooms):
         the mail server for the next run."""
         now = self.clock()
         try:
-            try:
-                # A stop signal may end it here: it changes nothing (referee.interrupt).
-                message = reading(parse, raw, now, received_at, max_size=self.config.max_message_size)
-            except Exception as error:  # noqa: BLE001 - a parser bug must not stop the daemon on this mail
-                if is_storage_fault(error):
-                    raise
-                log.exception("a message of %d bytes could not be parsed", len(raw))
-                message = unreadable(raw, now, received_at)
-                outcome = Outcome("failed", "the message could not be parsed; it is kept in the store")
-                with self.store.transaction():
-                    if not self.store.seen(message.key):
-                        self._record(message, now, outcome)
-                return outcome
-            outcome = self._handle(message, now)
-        except Exception as error:
-            if is_storage_fault(error):
-                raise storage_fault(self.store.path, error) from None
-            raise
+            # A stop signal may end it here: it changes nothing (referee.interrupt).
+            message = reading(parse, raw, now, received_at, max_size=self.config.max_message_size)
+        except Exception:  # (a parser bug must not stop the daemon on this mail)
+            log.exception("a message of %d bytes could not be parsed", len(raw))
+            message = unreadable(raw, now, received_at)
+            outcome = Outcome("failed", "the message could not be parsed; it is kept in the store")
+            with self.store.transaction():
+                if not self.store.seen(message.key):
+                    self._record(message, now, outcome)
+            return outcome
+        outcome = self._handle(message, now)
         log.info("message %s from %s: %s", message.key, message.sender, outcome.code)
         return outcome
 
@@ -101,9 +94,9 @@ class Engine(Rooms):
                 with self.clock.at(message.received_at):  # see EventClock
                     outcome = Desk(self, message).handle()
                 self._record(message, now, outcome)
-        except Exception as error:
-            if is_storage_fault(error):
-                raise
+        except StorageFault:
+            raise
+        except Exception:
             # A bug must neither lose the message nor fail on it at every
             # redelivery: keep it, unanswered, for the keeper to look at.
             log.exception("message %s from %s could not be handled", message.key, message.sender)

@@ -35,7 +35,7 @@ from referee.record import RECORD_FORMAT
 from referee.rules import GAMES, get_game
 from referee.site.chart import UNIT
 from referee.site.public import page_context
-from referee.store import Store, is_storage_fault
+from referee.store import StorageFault, Store
 from referee.tables import Tables
 from referee.timeutil import Clock, from_iso, iso, show, show_duration
 
@@ -94,11 +94,10 @@ class Site:
         goes on: a page that fails is logged, and never stops the games."""
         try:
             self.render()
-        except Exception as error:  # noqa: BLE001 - the games matter more than their pages
-            if is_storage_fault(error):  # a full disk, a folder it may not write: one line
-                log.error("the site could not be written (%s); the games go on", error)
-            else:
-                log.exception("the site could not be written; the games go on")
+        except (StorageFault, OSError) as error:  # games.db, a full disk, a folder it may not write: one line
+            log.error("the site could not be written (%s); the games go on", error)
+        except Exception:  # (the games matter more than their pages)
+            log.exception("the site could not be written; the games go on")
 
     def render(self, force: bool = False) -> Report:
         """Write what changed since the last render (everything with ``force``)."""

@@ -84,6 +84,44 @@ def test_a_write_lock_held_too_long_is_a_storage_fault(config, clock, monkeypatc
     assert engine.ingest(raw).code == "move"
 
 
+def test_the_store_raises_storage_faults_and_nothing_else_of_sqlite_s(config, clock, monkeypatch):
+    """Whatever the Store is asked, a fault of games.db or its disk comes out
+    as a StorageFault (the code outside knows no other); a bug, such as a
+    row written twice, stays the bug it is."""
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 50)
+    store = Store(config.database)
+    game = store.create_game(kind="pure-skill", seed="s", state="running", options={})
+    keeper = sqlite3.connect(config.database, isolation_level=None)
+    keeper.execute("BEGIN IMMEDIATE")
+    try:
+        for write in (lambda: store.set_meta("k", "v"), lambda: store.finish_game(game, "now"),
+                      lambda: store.add_signup(game, ALICE, "now"), lambda: store.sync(always=True)):  # fmt: skip
+            with pytest.raises(StorageFault, match="locked.*write lock"):
+                write()
+        with pytest.raises(StorageFault, match="locked"), store.transaction():
+            pass
+    finally:
+        keeper.execute("ROLLBACK")
+    fill_up(store)
+    with pytest.raises(StorageFault, match="full.*free some space"), store.transaction():
+        for i in range(200):
+            store.set_meta(f"k{i}", "x" * 4000)
+    free_space(store)
+    assert store.get_meta("k0") is None  # the transaction undone, whole
+    store.add_seat(game, 0, ALICE, False, "t")
+    with pytest.raises(sqlite3.IntegrityError):
+        store.add_seat(game, 0, BOB, False, "u")
+
+
+def test_no_code_outside_the_store_turns_errors_into_storage_faults():
+    """The store alone knows SQLite's errors: no caller converts them."""
+    root = Path(store_module.__file__).parent
+    converting = re.compile(r"storage_fault\(|_is_fault|is_storage_fault|sqlite3\.OperationalError")
+    outside = [f"{path.relative_to(root)}:{n}" for path in sorted(root.rglob("*.py")) if path.name != "store.py"
+               for n, line in enumerate(path.read_text().splitlines(), 1) if converting.search(line)]  # fmt: skip
+    assert outside == []
+
+
 def maildir_runner(config, clock, box: Path) -> tuple[Engine, Runner]:
     for sub in ("new", "cur", "tmp"):
         (box / sub).mkdir(parents=True, exist_ok=True)
