@@ -530,8 +530,10 @@ class Store:
 
     # -- phases and moves ------------------------------------------------
 
-    def open_phase(self, game_id: int, number: int, label: str, movers: list[int],
-                   sealed: bool, opened_at: str, deadline: str) -> Row:  # fmt: skip
+    def add_phase(self, game_id: int, number: int, label: str, movers: list[int],
+                  sealed: bool, opened_at: str, deadline: str) -> Row:  # fmt: skip
+        """Write a new phase into the record; the row written.  (The phase a
+        game waits on is ``Table.open_phase``; those not yet resolved, ``open_phases``.)"""
         self._insert("phases", {"game_id": game_id, "number": number, "label": label, "movers": json.dumps(movers),
                                 "sealed": int(sealed), "opened_at": opened_at, "deadline": deadline,
                                 "closes_at": None, "resolved_at": None})  # fmt: skip

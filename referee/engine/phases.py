@@ -77,7 +77,7 @@ class Phases:
         late = min(length * LATE_OPEN, gap) if gap is not None else length * LATE_OPEN
         if awake - opens > late:
             opens = awake.replace(microsecond=0)  # (a reply received in this second is in it)
-        return self.store.open_phase(
+        return self.store.add_phase(
             table.id, len(table.phases) + 1, phase.label, list(phase.movers),
             phase.sealed, iso(opens), iso(ceil_second(opens + length)),
         )  # fmt: skip
