@@ -65,6 +65,7 @@ from referee.timeutil import iso
 
 if TYPE_CHECKING:
     from referee.engine.rooms import Rooms
+    from referee.store import OutboxRow, SeatRow
     from referee.tables import Table
 
 log = logging.getLogger("referee")
@@ -181,7 +182,7 @@ class Desk:
         return origin(self.message, self.config.trusted_authserv_id)
 
     @cached_property
-    def _answered_mail(self) -> dict[str, Any] | None:
+    def _answered_mail(self) -> OutboxRow | None:
         """The referee's mail the message's thread names, if still on record."""
         return next(filter(None, map(self.store.sent_by_id, thread_ids(self.message.headers))), None)
 
@@ -234,7 +235,7 @@ class Desk:
             return self._forged(message, message.sender, table, "no token")
         return Sender(message.sender)
 
-    def _forged_token(self, message: Incoming, seat: dict[str, Any], problem: str) -> Outcome:
+    def _forged_token(self, message: Incoming, seat: SeatRow, problem: str) -> Outcome:
         table = self.tables.table(seat["game_id"])
         return self._forged(message, seat["address"], table, problem)
 
@@ -274,7 +275,7 @@ class Desk:
                 return {"subject": mail["subject"].replace(table.tag(seat), table.tag()), "at": mail["created_at"]}
         return None
 
-    def _notice_answered(self, message: Incoming) -> dict[str, Any] | None:
+    def _notice_answered(self, message: Incoming) -> OutboxRow | None:
         """The notice of an unaccepted mail that this message replies to (its
         thread names it, and it is from the address the notice went to), if
         any.  A notice's Message-ID is a keyed digest only its reader has seen."""
@@ -285,7 +286,7 @@ class Desk:
                 return sent
         return None
 
-    def _reply_to_notice(self, message: Incoming, notice: dict[str, Any]) -> Outcome:
+    def _reply_to_notice(self, message: Incoming, notice: OutboxRow) -> Outcome:
         """A reply to a notice that a mail in the sender's name was not
         accepted: nothing in it is read or carried out, not a move, not a
         RESIGN, whatever it says or quotes and whichever address it names;

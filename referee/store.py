@@ -23,11 +23,137 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import sqlite_utils
 
-Row = dict[str, Any]
+Row = dict[str, Any]  # a row as written, column by column
+
+
+# -- the rows the store hands back, one kind per table (JSON columns decoded) --
+
+
+class GameRow(TypedDict):
+    id: int
+    kind: str
+    name: str | None
+    options: dict[str, Any]  # (JSON in games.db)
+    seed: str
+    seed_commitment: str | None
+    state: str  # open, running, finished
+    deadline_seconds: int
+    settle_seconds: int | None
+    created_at: str | None
+    finished_at: str | None
+    seats_wanted: int | None
+    turn_seconds: int | None
+    decision_seconds: int | None
+
+
+class SeatRow(TypedDict):
+    game_id: int
+    seat: int
+    address: str | None
+    bot: int  # 1 for a bot (from the start, or since a resignation)
+    bot_since_phase: int | None
+    resigned_at: str | None
+    token: str  # (none only in a games.db older than reply tokens, until seats_without_token are given one)
+
+
+class PhaseRow(TypedDict):
+    game_id: int
+    number: int
+    label: str
+    movers: list[int]  # (JSON in games.db)
+    sealed: bool  # (0 or 1 in games.db)
+    opened_at: str
+    deadline: str
+    closes_at: str | None
+    resolved_at: str | None
+    reminded_at: str | None
+
+
+class MoveRow(TypedDict):
+    id: int
+    game_id: int
+    phase: int
+    seat: int
+    move: str
+    source: str
+    message_key: str | None
+    received_at: str
+    recorded_at: str
+
+
+class MessageRow(TypedDict):
+    key: str
+    message_id: str | None
+    sender: str | None
+    subject: str | None
+    received_at: str | None
+    handled_at: str
+    game_id: int | None
+    outcome: str
+    raw: bytes
+
+
+class FailedMessage(TypedDict):
+    key: str
+    sender: str | None
+    subject: str | None
+    handled_at: str
+    outcome: str
+
+
+class OutboxRow(TypedDict):
+    id: int
+    message_id: str
+    game_id: int | None
+    recipients: list[str]  # (JSON in games.db)
+    subject: str
+    raw: bytes
+    created_at: str
+    state: str  # queued, sent, failed, restored
+    attempts: int
+    next_try_at: str | None
+    last_error: str | None
+    sent_at: str | None
+    answers: str | None
+    budget: str | None
+    answer_to: str | None
+    answer_from: str | None
+
+
+class SignupRow(TypedDict):
+    game_id: int
+    address: str
+    joined_at: str
+
+
+class BounceRow(TypedDict):
+    id: int
+    address: str
+    game_id: int | None
+    message_id: str | None
+    status: str  # "5.2.2"
+    diagnostic: str
+    at: str
+
+
+class DeadlineChangeRow(TypedDict):
+    game_id: int
+    id: int
+    phase: int
+    old: str
+    new: str
+    reason: str
+    at: str
+
+
+class MailboxRow(TypedDict):
+    name: str
+    uidvalidity: int
+    last_uid: int
 
 BUSY_TIMEOUT_MS = 10_000  # how long a write waits for another process's write lock
 NEARLY_FULL = 1 << 20  # bytes: a disk with less free than this is full, whatever SQLite said
@@ -283,7 +409,7 @@ class Store:
         return (self._rollbacks, other, self._record_writes.get(game_id, 0))
 
     def _rows(self, table: str, where: str | None = None, args: list[Any] | None = None,
-              order_by: str | None = None, limit: int | None = None) -> list[Row]:  # fmt: skip
+              order_by: str | None = None, limit: int | None = None) -> list[Any]:  # fmt: skip
         """Rows of a table, by plain SQL: sqlite-utils' rows_where would first
         look the table up in sqlite_master and its query wraps each statement
         in a savepoint, on every call (most of the statements a message cost)."""
@@ -292,8 +418,9 @@ class Store:
             sql, args = f"{sql} limit ?", [*(args or []), limit]
         return self._read(sql, args or [])
 
-    def _read(self, sql: str, args: list[Any] | tuple[Any, ...] = ()) -> list[Row]:
-        """The rows a query gives, each a dict by column name."""
+    def _read(self, sql: str, args: list[Any] | tuple[Any, ...] = ()) -> list[Any]:
+        """The rows a query gives, each a dict by column name (the public
+        methods say which kind of row: GameRow, PhaseRow...)."""
         try:
             cursor = self._conn.execute(sql, args)
             columns = [d[0] for d in cursor.description]
@@ -441,13 +568,13 @@ class Store:
         row["options"] = json.dumps(row.get("options") or {}, sort_keys=True)
         return self._insert("games", row)
 
-    def game(self, game_id: int) -> Row | None:
+    def game(self, game_id: int) -> GameRow | None:
         if not 0 < game_id < 2**63:  # beyond SQLite's integers: no such game
             return None
         rows = list(self._rows("games", "id = ?", [game_id]))
         return _decode_game(rows[0]) if rows else None
 
-    def games(self, state: str | None = None) -> list[Row]:
+    def games(self, state: str | None = None) -> list[GameRow]:
         where, args = ("state = ?", [state]) if state else (None, None)
         return [_decode_game(r) for r in self._rows("games", where, args, order_by="id")]
 
@@ -459,11 +586,11 @@ class Store:
         self._insert("seats", {"game_id": game_id, "seat": seat, "address": address, "bot": int(bot),
                                "bot_since_phase": 0 if bot else None, "resigned_at": None, "token": token})  # fmt: skip
 
-    def seat_by_token(self, token: str) -> Row | None:
+    def seat_by_token(self, token: str) -> SeatRow | None:
         rows = list(self._rows("seats", "token = ?", [token]))
         return rows[0] if rows else None
 
-    def seats_without_token(self) -> list[Row]:
+    def seats_without_token(self) -> list[SeatRow]:
         """Seats of a games.db older than reply tokens."""
         return list(self._rows("seats", "token is null"))
 
@@ -490,7 +617,7 @@ class Store:
 
     # -- sign-ups and players ---------------------------------------------
 
-    def signups(self, game_id: int) -> list[Row]:
+    def signups(self, game_id: int) -> list[SignupRow]:
         """Who signed up for an open game, first come first."""
         return list(self._rows("signups", "game_id = ?", [game_id],
                                                   order_by="joined_at, rowid"))  # fmt: skip
@@ -511,17 +638,17 @@ class Store:
     def add_bounce(self, **row: Any) -> None:
         self._insert("bounces", row)
 
-    def bounces(self, address: str) -> list[Row]:
+    def bounces(self, address: str) -> list[BounceRow]:
         return list(self._rows("bounces", "address = ?", [address.lower()], order_by="id"))
 
-    def seats(self, game_id: int) -> list[Row]:
+    def seats(self, game_id: int) -> list[SeatRow]:
         return list(self._rows("seats", "game_id = ?", [game_id], order_by="seat"))
 
     def make_bot(self, game_id: int, seat: int, phase: int, at: str) -> None:
         self._update("seats", "game_id = ? and seat = ?", [game_id, seat],
                      {"bot": 1, "bot_since_phase": phase, "resigned_at": at})
 
-    def games_of(self, address: str) -> list[Row]:
+    def games_of(self, address: str) -> list[GameRow]:
         """Running games in which ``address`` holds a seat it still plays."""
         sql = """select distinct games.* from games join seats on seats.game_id = games.id
                  where lower(seats.address) = lower(?) and seats.bot = 0
@@ -531,24 +658,24 @@ class Store:
     # -- phases and moves ------------------------------------------------
 
     def add_phase(self, game_id: int, number: int, label: str, movers: list[int],
-                  sealed: bool, opened_at: str, deadline: str) -> Row:  # fmt: skip
+                  sealed: bool, opened_at: str, deadline: str) -> PhaseRow:  # fmt: skip
         """Write a new phase into the record; the row written.  (The phase a
         game waits on is ``Table.open_phase``; those not yet resolved, ``open_phases``.)"""
         self._insert("phases", {"game_id": game_id, "number": number, "label": label, "movers": json.dumps(movers),
                                 "sealed": int(sealed), "opened_at": opened_at, "deadline": deadline,
                                 "closes_at": None, "resolved_at": None})  # fmt: skip
-        return self.phase(game_id, number)
+        return cast(PhaseRow, self.phase(game_id, number))
 
-    def phase(self, game_id: int, number: int) -> Row | None:
+    def phase(self, game_id: int, number: int) -> PhaseRow | None:
         rows = list(self._rows("phases", "game_id = ? and number = ?", [game_id, number]))
         return _decode_phase(rows[0]) if rows else None
 
-    def phases(self, game_id: int, since: int = 1) -> list[Row]:
+    def phases(self, game_id: int, since: int = 1) -> list[PhaseRow]:
         """A game's phases, from number ``since`` on."""
         rows = self._rows("phases", "game_id = ? and number >= ?", [game_id, since], order_by="number")
         return [_decode_phase(r) for r in rows]
 
-    def open_phases(self, game_id: int | None = None) -> list[Row]:
+    def open_phases(self, game_id: int | None = None) -> list[PhaseRow]:
         """The phases not yet resolved (of one game, with ``game_id``), by deadline."""
         where, args = ("resolved_at is null", []) if game_id is None else ("resolved_at is null and game_id = ?", [game_id])
         rows = self._rows("phases", where, args or None, order_by="deadline")
@@ -560,7 +687,7 @@ class Store:
     def add_move(self, **row: Any) -> None:
         self._insert("moves", row)
 
-    def moves(self, game_id: int, phase: int | None = None, since: int = 1) -> list[Row]:
+    def moves(self, game_id: int, phase: int | None = None, since: int = 1) -> list[MoveRow]:
         """Every move received (in ``phase``, or in phases from ``since`` on),
         in the order it counts: by receipt time, then arrival."""
         where, args = "game_id = ? and phase >= ?", [game_id, since]
@@ -568,18 +695,18 @@ class Store:
             where, args = where + " and phase = ?", args + [phase]
         return list(self._rows("moves", where, args, order_by="received_at, id"))
 
-    def final_moves(self, game_id: int, phase: int) -> dict[int, Row]:
+    def final_moves(self, game_id: int, phase: int) -> dict[int, MoveRow]:
         """Per seat, the move that counts: the last one received."""
         return {move["seat"]: move for move in self.moves(game_id, phase)}
 
     def change_deadline(self, game_id: int, number: int, new: str, reason: str, at: str) -> None:
         """Move a phase's deadline, keeping the change on record."""
-        old = self.phase(game_id, number)["deadline"]
+        old = self._value("select deadline from phases where game_id = ? and number = ?", [game_id, number])
         self._insert("deadline_changes",
                      {"game_id": game_id, "phase": number, "old": old, "new": new, "reason": reason, "at": at})
         self.update_phase(game_id, number, deadline=new)
 
-    def deadline_changes(self, game_id: int) -> list[Row]:
+    def deadline_changes(self, game_id: int) -> list[DeadlineChangeRow]:
         return list(self._rows("deadline_changes", "game_id = ?", [game_id], order_by="id"))
 
     # -- messages --------------------------------------------------------
@@ -595,13 +722,13 @@ class Store:
     def record_message(self, **row: Any) -> None:
         self._insert("messages", row, replace=True)  # replaces a failed attempt
 
-    def failed_messages(self) -> list[Row]:
+    def failed_messages(self) -> list[FailedMessage]:
         """Messages that met a bug (kept here, quarantined on the mail
         server, and tried afresh if delivered again), newest first."""
         return self._read("select key, sender, subject, handled_at, outcome from messages "
                           "where outcome like 'failed%' order by handled_at desc")
 
-    def messages(self) -> list[Row]:
+    def messages(self) -> list[MessageRow]:
         return list(self._rows("messages", order_by="handled_at"))
 
     def last_received_at(self) -> str | None:
@@ -610,7 +737,7 @@ class Store:
 
     # -- mailboxes and bookkeeping ------------------------------------------
 
-    def mailbox(self, name: str) -> Row | None:
+    def mailbox(self, name: str) -> MailboxRow | None:
         """What the IMAP source last saw of a mailbox: UIDVALIDITY and last UID."""
         rows = list(self._rows("mailboxes", "name = ?", [name]))
         return rows[0] if rows else None
@@ -689,16 +816,16 @@ class Store:
         except OSError as error:
             raise _as_fault(self.path, error) from None
 
-    def sent_by_id(self, message_id: str) -> Row | None:
+    def sent_by_id(self, message_id: str) -> OutboxRow | None:
         """A mail the referee queued, by its Message-ID (a bounce quotes it)."""
         rows = list(self._rows("outbox", "message_id = ?", [message_id]))
-        return {**rows[0], "recipients": json.loads(rows[0]["recipients"])} if rows else None
+        return _decode_mail(rows[0]) if rows else None
 
-    def last_sent_to(self, address: str, count: int) -> list[Row]:
+    def last_sent_to(self, address: str, count: int) -> list[OutboxRow]:
         """The newest ``count`` mails queued to ``address`` alone, newest first
         (walked from the end of the outbox, so it stops at the first few)."""
         rows = self._rows("outbox", "recipients = ?", [json.dumps([address])], order_by="id desc", limit=count)
-        return [{**row, "recipients": [address]} for row in rows]
+        return [_decode_mail(row) for row in rows]
 
     def answers_since(self, since: str, budgets: tuple[str, ...], address: str | None = None,
                       origin: str | None = None, checked: bool | None = None) -> int:  # fmt: skip
@@ -724,12 +851,13 @@ class Store:
         return self._value(f"select min(created_at) from outbox where {where}", values)
 
     def outbox(self, state: str | None = "queued", due: str | None = None,
-               game_id: int | None = None, after: int = 0) -> list[Row]:  # fmt: skip
+               game_id: int | None = None, after: int = 0) -> list[OutboxRow]:  # fmt: skip
         """Mail in ``state`` (queued, sent, or failed: refused for good; all
         with None), oldest first; with ``due``, only mail whose next try is not
         later than that time; with ``game_id``, only that game's; with
         ``after``, only mail queued after the one with that id."""
-        clauses, args = (["id > ?"], [after]) if after else ([], [])
+        clauses: list[str] = ["id > ?"] if after else []
+        args: list[Any] = [after] if after else []
         if state:
             clauses.append("state = ?")
             args.append(state)
@@ -741,7 +869,7 @@ class Store:
             args.append(game_id)
         where = " and ".join(clauses) or None
         rows = self._rows("outbox", where, args or None, order_by="id")
-        return [{**r, "recipients": json.loads(r["recipients"])} for r in rows]
+        return [_decode_mail(r) for r in rows]
 
 
 # -- the schema, and how an older games.db is brought up to date ------------
@@ -855,9 +983,19 @@ def _schema_2(db: sqlite_utils.Database) -> None:
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_schema_1, _schema_2]
 
 
-def _decode_game(row: Row) -> Row:
-    return {**row, "options": json.loads(row["options"])}
+# The rows read are fresh dicts: their JSON and flag columns are decoded in place.
 
 
-def _decode_phase(row: Row) -> Row:
-    return {**row, "movers": json.loads(row["movers"]), "sealed": bool(row["sealed"])}
+def _decode_game(row: Any) -> GameRow:
+    row["options"] = json.loads(row["options"])
+    return row
+
+
+def _decode_phase(row: Any) -> PhaseRow:
+    row["movers"], row["sealed"] = json.loads(row["movers"]), bool(row["sealed"])
+    return row
+
+
+def _decode_mail(row: Any) -> OutboxRow:
+    row["recipients"] = json.loads(row["recipients"])
+    return row

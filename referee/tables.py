@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 from referee.errors import EngineError
 from referee.mail.commands import tag
@@ -22,7 +22,7 @@ from referee.record import (
     replay,
 )
 from referee.rules import Game, get_game
-from referee.store import Row, Store
+from referee.store import GameRow, MoveRow, PhaseRow, SeatRow, Store
 
 # The reading cache of Tables keeps a game's last read and its replay for
 # at most _REPLAYS_KEPT games and _PHASES_KEPT phases in all, forgetting the
@@ -36,7 +36,7 @@ _REPLAYS_KEPT = 64
 _PHASES_KEPT = 500
 
 
-def deadlines(game: Row) -> dict[str, timedelta]:
+def deadlines(game: GameRow) -> dict[str, timedelta]:
     """How long each kind of phase of a game lasts (see Phase.timer); a
     games.db from before turn deadlines has only the one."""
     round_ = game["deadline_seconds"]
@@ -50,12 +50,12 @@ def deadlines(game: Row) -> dict[str, timedelta]:
 class Table:
     """One game, read at one moment: its record, and its state by replay."""
 
-    row: Row
+    row: GameRow
     rules: Game
-    seats: list[Row]
-    phases: list[Row]
+    seats: list[SeatRow]
+    phases: list[PhaseRow]
     replay: Replay
-    counted: dict[int, dict[int, Row]]  # phase -> seat -> the move that counts (its row)
+    counted: dict[int, dict[int, MoveRow]]  # phase -> seat -> the move that counts (its row)
     # The record's running digest: the start's, then each resolved phase's
     # (record.chain_digest), as far as it was asked for; a later read of the
     # same record goes on from it (a resolved phase never changes).
@@ -74,11 +74,11 @@ class Table:
         return self.replay.state
 
     @property
-    def open_phase(self) -> Row | None:
+    def open_phase(self) -> PhaseRow | None:
         last = self.phases[-1] if self.phases else None
         return last if last and last["resolved_at"] is None else None
 
-    def waiting_for(self, phase: Row) -> list[int]:
+    def waiting_for(self, phase: PhaseRow) -> list[int]:
         """The seats that owe ``phase`` a move."""
         moved = self.counted.get(phase["number"], {})
         return [seat for seat in phase["movers"] if seat not in moved]
@@ -167,7 +167,7 @@ class Table:
         won, chained on the last phase's; what the final mail carries."""
         result = self.rules.result(self.state)
         winner = self.names[result.winner] if result and result.winner is not None else None
-        return end_digest(self.seed, self.row["finished_at"], winner, self.digest())
+        return end_digest(self.seed, cast(str, self.row["finished_at"]), winner, self.digest())  # (set: finished)
 
     def seat_of(self, address: str) -> int | None:
         for row in self.seats:
@@ -245,7 +245,7 @@ class Tables:
             raise EngineError(f"game {game_id} has ended")
         return table
 
-    def _replay(self, row: Row, rules: Game, seats: list[Row], records: list[PhaseRecord]) -> Replay:
+    def _replay(self, row: GameRow, rules: Game, seats: list[SeatRow], records: list[PhaseRecord]) -> Replay:
         """The game's state by replay, from the cache where it still matches
         the record; a record that does not match is replayed from the seed."""
         seed = bytes.fromhex(row["seed"])
@@ -263,7 +263,7 @@ class Tables:
         return replay(rules, seed, len(seats), rules.stored_options(row["options"]), initial_bots, records, done)
 
 
-def _left_at(seat: Row) -> str | None:
+def _left_at(seat: SeatRow) -> str | None:
     """When a player left the game (a bot took the seat): None for a bot
     from the start, or a player still playing."""
     return seat["resigned_at"] if seat["bot_since_phase"] else None

@@ -16,7 +16,7 @@ from referee.errors import Refusal, Why
 from referee.mail.parse import Incoming
 from referee.mail.tokens import phase_answered
 from referee.record import digest_line, random_move_rng
-from referee.store import Row, Store
+from referee.store import PhaseRow, Store
 from referee.tables import Table, Tables, deadlines
 from referee.timeutil import EventClock, ceil_second, from_iso, iso
 
@@ -59,7 +59,7 @@ class Phases:
             self._resolve(table, phase)
             resolved.append(f"game {game_id} {phase['label']}")
 
-    def _insert(self, table: Table, opens: datetime) -> Row | None:
+    def _insert(self, table: Table, opens: datetime) -> PhaseRow | None:
         """Record the next phase the rules ask for, opening at ``opens``, or
         None if the game is over.  A phase opens the moment the one before it
         became due (R5: "a round opens when the previous one is resolved"),
@@ -82,7 +82,7 @@ class Phases:
             phase.sealed, iso(opens), iso(ceil_second(opens + length)),
         )  # fmt: skip
 
-    def _start(self, table: Table, phase: Row) -> None:
+    def _start(self, table: Table, phase: PhaseRow) -> None:
         """Prompt each human mover privately; bots move at once, and so does
         anyone with one legal move (Pure Skill's round 13), instead of waiting."""
         table = self.tables.table(table.id)
@@ -97,7 +97,7 @@ class Phases:
                 self.post.send(table, seat, f"{table.row['kind']}/prompt", self.post.context(table, seat))
         self.bot_moves(table, phase, opened)
 
-    def bot_moves(self, table: Table, phase: Row, now: datetime) -> None:
+    def bot_moves(self, table: Table, phase: PhaseRow, now: datetime) -> None:
         """Bots (rule 8) never wait for a deadline: they move as soon as they owe a move."""
         moved = self.store.final_moves(table.id, phase["number"])
         for seat in phase["movers"]:
@@ -105,13 +105,13 @@ class Phases:
                 self._random_move(table, phase, seat, "bot", now)
         self._note_complete(table.id, phase["number"])
 
-    def _random_move(self, table: Table, phase: Row, seat: int, source: str,
+    def _random_move(self, table: Table, phase: PhaseRow, seat: int, source: str,
                      at: datetime) -> None:  # fmt: skip
         rng = random_move_rng(table.seed, phase["number"], seat)
         self._record_move(table, phase, seat, table.rules.random_move(table.state, seat, rng),
                           source, at)  # fmt: skip
 
-    def _record_move(self, table: Table, phase: Row, seat: int, move: Any, source: str,
+    def _record_move(self, table: Table, phase: PhaseRow, seat: int, move: Any, source: str,
                      at: datetime) -> None:  # fmt: skip
         """A move the referee makes for a seat: random, a bot's, or forced."""
         text = table.rules.move_text(move)
@@ -141,13 +141,13 @@ class Phases:
         self.store.update_phase(game_id, number, closes_at=iso(closes))
 
     @staticmethod
-    def due_at(phase: Row) -> datetime:
+    def due_at(phase: PhaseRow) -> datetime:
         """The moment a due phase became due: when it closed with every move
         in, else its deadline.  It is resolved as of then, and the next phase
         opens then, however late the referee comes to it."""
         return from_iso(phase["closes_at"] or phase["deadline"])
 
-    def _due(self, phase: Row, deadlines: bool = True) -> bool:
+    def _due(self, phase: PhaseRow, deadlines: bool = True) -> bool:
         """Whether the phase should resolve now: all moves in and any settle
         time over, or (when ``deadlines`` are enforced) its deadline passed."""
         now = self.clock()
@@ -155,7 +155,7 @@ class Phases:
             return True
         return phase["closes_at"] is not None and now >= from_iso(phase["closes_at"])
 
-    def _resolve(self, table: Table, phase: Row) -> None:
+    def _resolve(self, table: Table, phase: PhaseRow) -> None:
         before = table.state
         deadline = from_iso(phase["deadline"])
         for seat in table.waiting_for(phase):  # 4e: a random bid for a missed deadline
@@ -221,7 +221,7 @@ class Phases:
         code = "superseded" if superseded else "replaced" if earlier else "move"
         return code, context
 
-    def check_thread(self, table: Table, phase: Row, seat: int, message: Incoming) -> None:
+    def check_thread(self, table: Table, phase: PhaseRow, seat: int, message: Incoming) -> None:
         """Refuse a move in a reply to the referee's mail of a phase that is
         over, when the seat moved in that phase or one since: the move may
         have been meant for it (a second answer to a prompt, a change of mind
@@ -244,7 +244,7 @@ class Phases:
                           deadline=meant["deadline"], **now)  # fmt: skip
         raise Refusal(Why.THREAD_OVER, legal=True, phase=meant["label"], **now)
 
-    def _check_timing(self, table: Table, phase: Row, seat: int, received: datetime) -> None:
+    def _check_timing(self, table: Table, phase: PhaseRow, seat: int, received: datetime) -> None:
         """Refuse a move the server received outside its phase, or from a seat
         that does not move in it."""
         if received < from_iso(phase["opened_at"]):
@@ -256,7 +256,7 @@ class Phases:
         self.check_mover(table, phase, seat)
 
     @staticmethod
-    def check_mover(table: Table, phase: Row, seat: int) -> None:
+    def check_mover(table: Table, phase: PhaseRow, seat: int) -> None:
         """Refuse a seat that does not move in ``phase``, naming who does."""
         if seat not in phase["movers"]:
             raise Refusal(Why.NOT_YOUR_MOVE, phase=phase["label"], waiting=[table.label(s) for s in table.waiting_for(phase)])

@@ -8,7 +8,7 @@ from typing import Any
 
 from referee.engine.post import Post
 from referee.rules import get_game
-from referee.store import Row, Store
+from referee.store import GameRow, Store
 from referee.tables import Tables
 
 
@@ -75,7 +75,7 @@ class Reports:
             ],
         }  # fmt: skip
 
-    def _signup_status(self, row: Row) -> dict[str, Any]:
+    def _signup_status(self, row: GameRow) -> dict[str, Any]:
         """A game open for sign-up: who has joined so far."""
         signups = self.store.signups(row["id"])
         return {

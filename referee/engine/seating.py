@@ -20,7 +20,7 @@ from referee.mail.parse import is_address
 from referee.mail.tokens import seat_token
 from referee.record import commitment, digest_line
 from referee.rules import Game, OptionError, get_game
-from referee.store import Row, Store
+from referee.store import GameRow, Store
 from referee.tables import Table, Tables
 from referee.timeutil import Clock, from_iso, iso
 
@@ -134,7 +134,7 @@ class Seating:
 
     # -- sign-up games (JOIN and LEAVE by mail) ----------------------------
 
-    def open_game(self, kind: str) -> Row | None:
+    def open_game(self, kind: str) -> GameRow | None:
         """The game of ``kind`` open for sign-up, if there is one."""
         games = [g for g in self.store.games("open") if g["kind"] == kind]
         return games[0] if games else None

@@ -12,7 +12,7 @@ from datetime import datetime
 from referee.config import Config
 from referee.engine.phases import Phases
 from referee.engine.post import Post
-from referee.store import Row, Store
+from referee.store import PhaseRow, Store
 from referee.tables import Table, Tables
 from referee.timeutil import EventClock, from_iso, iso
 
@@ -58,7 +58,7 @@ class Timers:
         return done
 
     @staticmethod
-    def _due(phase: Row, now: datetime) -> bool:
+    def _due(phase: PhaseRow, now: datetime) -> bool:
         """Whether a phase's deadline or settle time has come (Phases decides the rest)."""
         closes = phase["closes_at"]
         return now >= from_iso(phase["deadline"]) or (closes is not None and now >= from_iso(closes))
@@ -114,7 +114,7 @@ class Timers:
                     done.append(self._extend_after_outage(table, phase, last, now))
         return done
 
-    def _missed_in_outage(self, table: Table, phase: Row, last_run: datetime,
+    def _missed_in_outage(self, table: Table, phase: PhaseRow, last_run: datetime,
                           now: datetime) -> bool:  # fmt: skip
         """Whether the referee was down past this phase's deadline (longer than
         the configured gap), with moves still owed: then nobody gets a random
@@ -124,7 +124,7 @@ class Timers:
         return (gap is not None and now - last_run > gap and last_run < deadline <= now
                 and bool(table.waiting_for(phase)))  # fmt: skip
 
-    def _extend_after_outage(self, table: Table, phase: Row, last_run: datetime,
+    def _extend_after_outage(self, table: Table, phase: PhaseRow, last_run: datetime,
                              now: datetime) -> str:  # fmt: skip
         new = iso(now + self.config.outage_grace)
         reason = f"the referee did not run from {iso(last_run)} to {iso(now)}"
@@ -141,7 +141,7 @@ class Timers:
 
     # -- reminders ---------------------------------------------------------
 
-    def _reminder_time(self, phase: Row) -> datetime | None:
+    def _reminder_time(self, phase: PhaseRow) -> datetime | None:
         """When to remind the players who still owe a move: the configured lead
         before the deadline, unless that falls in the phase's first half (the
         prompt is still fresh), or the reminder went out already."""
@@ -152,7 +152,7 @@ class Timers:
         remind = deadline - lead
         return remind if remind >= opened + (deadline - opened) / 2 else None
 
-    def _remind(self, table: Table, phase: Row, now: datetime) -> list[str]:
+    def _remind(self, table: Table, phase: PhaseRow, now: datetime) -> list[str]:
         """One private reminder per phase to each person who still owes a move,
         the configured lead time before the deadline."""
         remind = self._reminder_time(phase)

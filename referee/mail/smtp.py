@@ -25,7 +25,7 @@ import aiosmtplib
 
 from referee.config import Server
 from referee.mail.source import WrongSettings, tls_refused
-from referee.store import Store
+from referee.store import OutboxRow, Store
 from referee.timeutil import Clock, iso
 
 log = logging.getLogger("referee.smtp")
@@ -146,7 +146,7 @@ class SmtpSender:
             raise self._unreachable(error) from None
         return client
 
-    async def _send(self, client: aiosmtplib.SMTP, mail: dict, report: Drained) -> None:
+    async def _send(self, client: aiosmtplib.SMTP, mail: OutboxRow, report: Drained) -> None:
         # An internationalised address needs the server's SMTPUTF8 (RFC 6531).
         utf8 = not all(address.isascii() for address in (self.sender, *mail["recipients"]))
         try:
@@ -183,7 +183,7 @@ class SmtpSender:
     def _unreachable(self, error: Exception) -> SmtpUnreachable:
         return SmtpUnreachable(f"SMTP server {self.server.host}:{self.server.port}: {error}")
 
-    def _refused(self, mail: dict, code: int, error: str, report: Drained) -> None:
+    def _refused(self, mail: OutboxRow, code: int, error: str, report: Drained) -> None:
         if 400 <= code < 500:
             self._defer(mail, error)
             report.deferred += 1
@@ -193,7 +193,7 @@ class SmtpSender:
             log.warning("mail %d to %s refused for good: %s", mail["id"],
                         ", ".join(mail["recipients"]), error)  # fmt: skip
 
-    def _defer(self, mail: dict, error: str) -> None:
+    def _defer(self, mail: OutboxRow, error: str) -> None:
         next_try = self.clock() + retry_delay(mail["attempts"] + 1)
         self.store.defer_mail(mail["id"], error, iso(next_try))
         log.info("mail %d deferred until %s: %s", mail["id"], iso(next_try), error)

@@ -35,7 +35,7 @@ from referee.record import RECORD_FORMAT
 from referee.rules import GAMES, get_game
 from referee.site.chart import UNIT
 from referee.site.public import page_context
-from referee.store import StorageFault, Store
+from referee.store import GameRow, StorageFault, Store
 from referee.tables import Tables
 from referee.timeutil import Clock, from_iso, iso, show, show_duration
 
@@ -219,7 +219,7 @@ class Site:
 
     # -- the index and the site's feed -------------------------------------
 
-    def _summary(self, row: dict[str, Any], now: datetime) -> dict[str, Any]:
+    def _summary(self, row: GameRow, now: datetime) -> dict[str, Any]:
         """A line of the index about one game, from the store alone (cheap)."""
         phases = self.records.store.phases(row["id"]) if row["state"] == "running" else []
         phase = phases[-1] if phases else None
