@@ -210,7 +210,7 @@ async def referee_run(dovecot: Dovecot, stack: MailStack, games: int, target: in
     took = time.perf_counter() - start
     engine.store.db.conn.set_trace_callback(None)
     await runner.close()
-    moves = sum(m["outcome"].split(":")[0] in ("move", "replaced", "superseded") for m in engine.store.messages())
+    moves = sum(m["code"] in ("move", "replaced", "superseded") for m in engine.store.messages())
     sent = [(m["recipients"], m["raw"]) for m in engine.store.outbox("sent", after=before_out)]
     return {"received": report.received, "moves": moves, "sent": report.mail.sent, "seconds": took,
             "statements": len(statements) / max(report.received, 1), "flushes": len(flushes),

@@ -809,8 +809,8 @@ class Checks:
     def load(self) -> None:
         reader = self.bench.reader
         self.outbox = {row[0]: row[1] for row in reader.query("select message_id, state from outbox")}
-        self.messages = {row[0]: {"received_at": row[1], "handled_at": row[2], "outcome": row[3]}
-                         for row in reader.query("select key, received_at, handled_at, outcome from messages")}  # fmt: skip
+        self.messages = {row[0]: {"received_at": row[1], "handled_at": row[2], "code": row[3]}
+                         for row in reader.query("select key, received_at, handled_at, code from messages")}  # fmt: skip
         self.moves = defaultdict(list)
         self.mail_moves = 0
         firsts: dict[tuple[int, int], dict[int, tuple[str, str, str]]] = defaultdict(dict)  # each seat's first move
@@ -1052,11 +1052,11 @@ class Checks:
             excuse = self.excused.get(sent.message_id) or self.excuse(sent, received)
             if later:
                 self.count(4, "in time: superseded by a later move of the seat", game)
-            elif excuse and message["outcome"].startswith("refused"):
+            elif excuse and message["code"] == "refused":
                 self.count(4, f"in time, refused: {excuse}", game)
             else:
                 answers = [" ".join(body_text(a.raw).split())[:300] for a in self.answers.get(sent.message_id, [])]
-                self.violate(4, game, f"lost (outcome {message['outcome']!r}): {self.explain(sent, message['received_at'])}; "
+                self.violate(4, game, f"lost (outcome {message['code']!r}): {self.explain(sent, message['received_at'])}; "
                                       f"answered: {answers or 'never'}")  # fmt: skip
         for key, rows in self.moves.items():
             if key not in mine:

@@ -489,7 +489,7 @@ class Trial:
         moves = [{k: v for k, v in m.items() if k not in ("id", "recorded_at")}
                  for g in store.games() for m in store.moves(g["id"])]  # fmt: skip
         messages = sorted(({k: m[k] for k in ("key", "message_id", "sender", "subject", "received_at",
-                                               "game_id", "outcome")} for m in store.messages()),
+                                               "game_id", "code", "detail")} for m in store.messages()),
                           key=lambda m: (m["received_at"], m["key"]))  # fmt: skip
         outbox = {m["message_id"]: {"to": m["recipients"], "subject": m["subject"], "state": m["state"]}
                   for m in store.outbox(None)}  # fmt: skip

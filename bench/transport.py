@@ -83,7 +83,7 @@ async def bench(games: int) -> None:
             received = await runner.receive()
             took = time.perf_counter() - start
             timed("receive: FETCH, ingest, resolve, MOVE (IMAP)", received, took)
-            accepted = sum(m["outcome"].startswith("move") for m in engine.store.messages())
+            accepted = sum(m["code"] == "move" for m in engine.store.messages())
             print(f"{'moves accepted (authenticated replies)':52} {accepted:6}")
             resolved = sum(len(engine.table(g).replay.steps) for g in seats)
             print(f"{'rounds resolved':52} {resolved:6}")

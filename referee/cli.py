@@ -332,7 +332,8 @@ def health(engine: Engine) -> dict:
     if kept := aside.read():  # games.db could not take it, and no pass has gone through since
         last_fault = {**kept, "kept_in": str(aside.path)}
     queued, refused = store.outbox("queued"), store.outbox("failed")
-    quarantined = store.failed_messages()
+    quarantined = [{"key": m["key"], "sender": m["sender"], "subject": m["subject"], "handled_at": m["handled_at"],
+                    "outcome": f"{m['code']}: {m['detail']}"} for m in store.failed_messages()]  # fmt: skip
     problems = []
     if last_fault and (kept or not last_pass or last_fault["at"] > last_pass["at"]):
         problems.append("the last pass failed: " + last_fault["error"])

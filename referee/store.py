@@ -93,7 +93,8 @@ class MessageRow(TypedDict):
     received_at: str | None
     handled_at: str
     game_id: int | None
-    outcome: str
+    code: str  # what became of it: move, replaced, superseded, done, refused, bounce, ignored, duplicate, failed
+    detail: str  # in words, for the keeper
     raw: bytes
 
 
@@ -102,7 +103,8 @@ class FailedMessage(TypedDict):
     sender: str | None
     subject: str | None
     handled_at: str
-    outcome: str
+    code: str
+    detail: str
 
 
 class OutboxRow(TypedDict):
@@ -157,7 +159,7 @@ class MailboxRow(TypedDict):
 
 BUSY_TIMEOUT_MS = 10_000  # how long a write waits for another process's write lock
 NEARLY_FULL = 1 << 20  # bytes: a disk with less free than this is full, whatever SQLite said
-SCHEMA_VERSION = 2  # the user_version of a games.db this code writes; see MIGRATIONS
+SCHEMA_VERSION = 3  # the user_version of a games.db this code writes; see MIGRATIONS
 
 
 class StorageFault(RuntimeError):
@@ -716,17 +718,21 @@ class Store:
         that was ignored (it had no effect): a later delivery of it is tried
         afresh.  So a mailing list's copy of a bid, ignored, never makes the
         player's own copy, with the same Message-ID, a duplicate."""
-        where = "key = ? and outcome not like 'failed%' and outcome not like 'ignored%'"
-        return self._count("messages", where, [key]) > 0
+        return self._count("messages", "key = ? and code not in ('failed', 'ignored')", [key]) > 0
 
-    def record_message(self, **row: Any) -> None:
+    def record_message(self, key: str, message_id: str | None, sender: str | None, subject: str | None,
+                       received_at: str | None, handled_at: str, game_id: int | None, code: str,
+                       detail: str, raw: bytes) -> None:  # fmt: skip
+        row = {"key": key, "message_id": message_id, "sender": sender, "subject": subject,
+               "received_at": received_at, "handled_at": handled_at, "game_id": game_id,
+               "code": code, "detail": detail, "raw": raw}  # fmt: skip
         self._insert("messages", row, replace=True)  # replaces a failed attempt
 
     def failed_messages(self) -> list[FailedMessage]:
         """Messages that met a bug (kept here, quarantined on the mail
         server, and tried afresh if delivered again), newest first."""
-        return self._read("select key, sender, subject, handled_at, outcome from messages "
-                          "where outcome like 'failed%' order by handled_at desc")
+        return self._read("select key, sender, subject, handled_at, code, detail from messages "
+                          "where code = 'failed' order by handled_at desc")
 
     def messages(self) -> list[MessageRow]:
         return list(self._rows("messages", order_by="handled_at"))
@@ -799,7 +805,7 @@ class Store:
         cursor = self._write(
             "update messages set raw = substr(raw, 1, case when instr(raw, X'0D0A0D0A') > 0 "
             "then instr(raw, X'0D0A0D0A') + 3 else instr(raw, X'0A0A') + 1 end) "
-            "where handled_at >= ? and handled_at < ? and outcome not like 'failed%' "
+            "where handled_at >= ? and handled_at < ? and code != 'failed' "
             "and (instr(raw, X'0D0A0D0A') > 0 or instr(raw, X'0A0A') > 0)",
             [done, before],
         )
@@ -977,10 +983,21 @@ def _schema_2(db: sqlite_utils.Database) -> None:
         outbox.add_column("answer_from", str)
 
 
+def _schema_3(db: sqlite_utils.Database) -> None:
+    """Schema 3: what became of a message in two columns, ``code`` (move,
+    refused, failed...: what the store selects by) and ``detail`` (the rest,
+    in words), in place of ``outcome``, one line of both ("refused: line 1: ...")."""
+    db.execute("alter table messages add column code text")
+    db.execute("alter table messages rename column outcome to detail")
+    db.execute("update messages set "
+               "code = case when instr(detail, ': ') > 0 then substr(detail, 1, instr(detail, ': ') - 1) else detail end, "
+               "detail = case when instr(detail, ': ') > 0 then substr(detail, instr(detail, ': ') + 2) else '' end")  # fmt: skip
+
+
 # MIGRATIONS[n] takes a games.db from schema n to n + 1.  To change the
 # schema: append a step, raise SCHEMA_VERSION, and add a fixture of the
-# schema it starts from to tests/fixtures/schemas (see test_migrations).
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_schema_1, _schema_2]
+# schema it starts from to tests/fixtures/schemas (see test_storage).
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_schema_1, _schema_2, _schema_3]
 
 
 # The rows read are fresh dicts: their JSON and flag columns are decoded in place.

@@ -109,7 +109,7 @@ class Engine(Rooms):
         self.store.record_message(
             key=message.key, message_id=message.message_id, sender=message.sender,
             subject=message.subject, received_at=iso(message.received_at), handled_at=iso(now),
-            game_id=outcome.game_id, outcome=str(outcome),
+            game_id=outcome.game_id, code=outcome.code, detail=outcome.detail,
             raw=kept(message.raw, self.config.max_message_size),
         )  # fmt: skip
 

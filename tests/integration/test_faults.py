@@ -372,7 +372,7 @@ def test_sigterm_while_a_costly_mail_is_read_stops_cleanly_and_loses_none(refere
     assert result.counts["received"] == len(sent), result.out  # the stopped pass filed none away
     handled = referee.store().messages()
     assert sorted(m["message_id"] for m in handled) == ids  # every mail once: none lost, none doubled
-    assert not [m for m in handled if m["outcome"].startswith("failed")] and waiting_in_inbox(mailstack) == 0
+    assert not [m for m in handled if m["code"] == "failed"] and waiting_in_inbox(mailstack) == 0
     all_bids_taken(referee, mailstack, game_id)
     answers = [m.message["In-Reply-To"] for m in mailstack.sent[answered_before:] if m.message["In-Reply-To"]]
     bids = sorted(str(message_from_bytes(raw)["Message-ID"]) for raw in sent[:3])

@@ -498,7 +498,7 @@ def test_killed_between_commit_and_filing_handles_the_mail_once(referee: Referee
     result = referee.run_once()
 
     assert result.counts["received"] == 3  # read again, known as duplicates
-    assert [m["outcome"].split(":")[0] for m in referee.store().messages()] == ["move"] * 3
+    assert [m["code"] for m in referee.store().messages()] == ["move"] * 3
     round_one_bids_once(referee, mailstack, game_id)
 
 
@@ -649,7 +649,7 @@ def test_mail_the_referee_fails_on_is_quarantined_unanswered(referee: Referee, m
     [kept] = mailstack.messages(mailstack.referee, "quarantine")
     assert email.message_from_bytes(kept.raw)["Message-ID"] == email.message_from_bytes(bid)["Message-ID"]
     [row] = referee.store().messages()
-    assert row["outcome"].startswith("failed")
+    assert row["code"] == "failed"
     assert bids_of(referee, game_id) == []
 
     # The keeper fixes the template and puts the mail back.
@@ -687,7 +687,7 @@ def test_bounces_and_auto_replies_are_filed_unanswered(referee: Referee, mailsta
     assert mailstack.messages(mailstack.referee) == []
     assert len(mailstack.messages(mailstack.referee, "processed")) == 3
     assert mailstack.messages(mailstack.referee, "quarantine") == []
-    assert [r["outcome"].split(":")[0] for r in referee.store().messages()] == ["ignored"] * 3
+    assert [r["code"] for r in referee.store().messages()] == ["ignored"] * 3
 
 
 def test_a_huge_game_number_is_refused_not_failed(referee: Referee, mailstack: MailStack) -> None:
@@ -705,7 +705,7 @@ def test_a_huge_game_number_is_refused_not_failed(referee: Referee, mailstack: M
     assert referee.run_once().counts["received"] == 2
     assert len(mailstack.messages(mailstack.referee, "processed")) == 2
     assert mailstack.messages(mailstack.referee, "quarantine") == []
-    assert [r["outcome"].split(":")[0] for r in referee.store().messages()] == ["refused"] * 2
+    assert [r["code"] for r in referee.store().messages()] == ["refused"] * 2
     assert bids_of(referee, game_id) == []
     answers = [m.message for m in mailstack.sent[sent_before:] if m.mail_from == mailstack.referee]
     assert all(str(m["To"]) == alice for m in answers)
@@ -730,7 +730,7 @@ def test_a_move_needs_the_seats_reply_address_and_its_sender(referee: Referee, m
     result = referee.run_once()
 
     assert result.counts == {"received": 1, "sent": 1, "deferred": 0, "failed": 0}
-    assert [r["outcome"].split(":")[0] for r in referee.store().messages()] == ["refused"]
+    assert [r["code"] for r in referee.store().messages()] == ["refused"]
     assert bids_of(referee, game_id) == [] and referee.status(game_id)["phase"]["waiting_for"] == mailstack.players
     answers = [m.message for m in mailstack.sent[sent_before:] if m.mail_from == mailstack.referee]
     assert [str(m["To"]) for m in answers] == [alice]

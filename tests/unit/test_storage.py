@@ -62,11 +62,11 @@ def test_a_full_disk_stops_the_message_and_records_nothing(engine):
         for raw in raws:
             engine.ingest(raw)
     handled = engine.store.messages()
-    assert all(m["outcome"].startswith("move") for m in handled)  # none kept as failed
+    assert all(m["code"] == "move" for m in handled)  # none kept as failed
     free_space(engine.store)
     outcomes = [engine.ingest(raw).code for raw in raws]
     assert outcomes.count("duplicate") == len(handled)  # the ones before the fault, once
-    assert all(m["outcome"].startswith("move") for m in engine.store.messages())
+    assert all(m["code"] == "move" for m in engine.store.messages())
     assert len(engine.store.moves(1)) == len(raws)
 
 
@@ -146,7 +146,7 @@ def test_a_pass_that_meets_a_full_disk_quarantines_nothing_and_the_next_takes_ev
     free_space(engine.store)
     report = asyncio.run(runner.once())
     assert report.received == 24 and len(engine.store.moves(1)) == 24
-    assert not any(m["outcome"].startswith("failed") for m in engine.store.messages())
+    assert not any(m["code"] == "failed" for m in engine.store.messages())
 
 
 def test_the_command_line_says_a_storage_fault_in_one_line_with_status_3(config, tmp_path, capsys):
@@ -267,6 +267,28 @@ def test_an_earlier_games_db_keeps_the_outage_guard(dump, config, clock):
                     f"the referee did not run from 2026-11-21T15:00:00Z to 2026-11-25T09:00:00Z"]  # fmt: skip
     assert engine.status(running)["phase"]["number"] == phase["number"]  # nobody got a random bid
     assert not [m for m in engine.store.moves(running, phase["number"]) if m["source"] == "random"]
+
+
+@pytest.mark.parametrize("dump", SCHEMAS, ids=[p.stem for p in SCHEMAS])
+def test_an_earlier_games_db_keeps_what_became_of_each_message_as_code_and_detail(dump, config):
+    """Schema 3 splits the one line of text ("refused: line 1: ...") into the
+    outcome's code, which the store selects by, and its detail."""
+    with sqlite3.connect(config.database) as db:
+        db.executescript(dump.read_text())
+        before = dict(db.execute("select key, outcome from messages").fetchall())
+    store = Store(config.database)
+    after = {m["key"]: m for m in store.messages()}
+    assert {key: f"{m['code']}: {m['detail']}" for key, m in after.items()} == before
+    assert all(m["code"] in ("move", "refused", "ignored", "failed") for m in after.values())
+    assert {key for key in after if not store.seen(key)} == {key for key, m in after.items()
+                                                            if m["code"] in ("failed", "ignored")}  # fmt: skip
+    assert [m["key"] for m in store.failed_messages()] == [key for key, m in after.items() if m["code"] == "failed"]
+
+
+def test_the_last_schema_s_fixture_holds_every_kind_of_outcome(config):
+    with sqlite3.connect(config.database) as db:
+        db.executescript(SCHEMAS[-1].read_text())
+    assert sorted({m["code"] for m in Store(config.database).messages()}) == ["failed", "ignored", "move", "refused"]
 
 
 def test_a_migration_that_fails_leaves_games_db_as_it_was(config, monkeypatch):
