@@ -35,7 +35,7 @@ from referee.engine import Engine, EngineError
 from referee.interrupt import stop_signals_cut_reading_short
 from referee.mail.smtp import SmtpUnreachable
 from referee.mail.source import SourceError, WrongSettings
-from referee.resources import shipped
+from referee.resources import game_file, shipped
 from referee.rules import GAMES
 from referee.runner import Busy, Report, RunLock, Runner, run_lock, until_stopped
 from referee.site.render import Site
@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     init = commands.add_parser("init", help="write a config file from config.example.toml")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
-    commands.add_parser("kinds", help="list the games this referee runs")
+    commands.add_parser("kinds", help="list the games this referee runs: seats, options, rules and rulings")
 
     new = commands.add_parser("new", help="start a game")
     new.add_argument("kind", help="the game's short name (see `referee kinds`)")
@@ -208,9 +208,7 @@ def _main(argv: list[str] | None, clock: Clock) -> int:
         if args.command == "verify":
             return _verify(args)
         if args.command == "kinds":
-            for game in GAMES.values():
-                print(f"{game.kind:18} {game.title} ({game.seat_range} seats)")
-            return 0
+            return _kinds()
         config = config_module.load(args.config)
         database = config.database
         if args.command in ("backup", "restore"):
@@ -264,6 +262,26 @@ def _init(args) -> int:
         raise UsageError(f"cannot write {target}: {error.strerror}") from None
     print(f"wrote {target}; edit the address and the defaults, then run `referee new`")
     return 0
+
+
+def _kinds() -> int:
+    """Every game this referee runs (its own and the installed packages'):
+    its kind, title and seats, each option with its default and its line,
+    and where its rule text and rulings are."""
+    for game in GAMES.values():
+        print(f"{game.kind:18} {game.title} ({game.seat_range} seats)")
+        width = max((len(f"{name}={_shown(value)}") for name, value in game.options.items()), default=0)
+        for name, value in game.options.items():
+            setting = f"{name}={_shown(value)}"
+            print(f"    --option {setting:{width}}  {game.option_help.get(name, '')}".rstrip())
+        print(f"    rules:   {game_file(game, game.rule_text)}")
+        print(f"    rulings: {game_file(game, game.rulings_page)}")
+    return 0
+
+
+def _shown(value: object) -> str:
+    """An option's value as --option takes it: true/false, 300, discard."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _new(engine: Engine, args) -> int:

@@ -21,7 +21,7 @@ import jinja2
 from referee.config import Config
 from referee.errors import Refusal
 from referee.mail.parse import message_ids
-from referee.resources import shipped
+from referee.resources import template_folders
 from referee.rules import GAMES
 from referee.timeutil import iso, show, show_duration
 
@@ -93,7 +93,7 @@ class TemplateError(ValueError):
 class Composer:
     def __init__(self, config: Config):
         folders = [config.templates] if config.templates else []
-        folders.append(shipped("templates"))
+        folders += template_folders()  # the referee's, then each game's own
         self.config = config
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader([str(f) for f in folders]),

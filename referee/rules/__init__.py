@@ -1,14 +1,14 @@
-"""The games the referee runs, by short name."""
+"""The games the referee runs, by short name: its own and every installed
+package's (``referee.rules.registry``: the entry point group
+``referee.games``)."""
 
 from referee.rules.api import Game, MoveError, OptionError, Phase, Result
-from referee.rules.bid import Bid
-from referee.rules.bluff import BluffAuction
-from referee.rules.ice import IceIceBaby
-from referee.rules.priority import PriorityAuction
-from referee.rules.pure_skill import PureSkill
+from referee.rules.registry import discover
 from referee.rules.rng import Rng
 
-GAMES: dict[str, Game] = {game.kind: game for game in (PureSkill(), Bid(), IceIceBaby(), PriorityAuction(), BluffAuction())}
+# (A game's module may import the names above from here: they are bound
+# before discover() imports it.)
+GAMES: dict[str, Game] = discover()
 
 
 def get_game(kind: str) -> Game:

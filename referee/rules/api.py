@@ -97,6 +97,9 @@ class Game(ABC, Generic[State, Move]):
     move_words: tuple[str, ...] = ()  # every word a move may start with, when more than move_word
     synonyms: Mapping[str, str] = {}  # other words people use for a move word: {"play": "bid"}
     options: Mapping[str, Any] = {}  # option name -> default value
+    # One line for each option: what it does and the values it takes
+    # (`referee kinds` shows it beside the name and the default).
+    option_help: Mapping[str, str] = {}
     # Options a game gained after games had been recorded without them: name ->
     # the value those games were played by, so that a game keeps the rules it
     # began with (Bluff's "rulings" edition).  See ``stored_options``.
@@ -111,6 +114,14 @@ class Game(ABC, Generic[State, Move]):
     # nor the config sets them ({"turn": timedelta(hours=12)}); empty: the
     # round deadline serves.
     deadlines: Mapping[str, timedelta] = {}
+    # The files the game brings, relative to its home: the folder of its
+    # module, or for one of the referee's own games (in referee.rules) the
+    # referee's shipped files (referee.resources.game_file).  The rule text
+    # as its authors wrote it, the referee's rulings on it (markdown), and a
+    # folder of templates holding mail/<kind>/ and site/<kind>/.
+    rule_text: str = ""
+    rulings_page: str = ""
+    templates: str = "templates"
 
     @property
     def verbs(self) -> dict[str, str]:

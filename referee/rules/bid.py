@@ -102,6 +102,12 @@ class Bid(Game[BidState, Move]):
     example = "bid 4"
     move_words = ("bid", "coins", "coin", "pawn", "reroll")
     options = {"reroll": "pawn", "max_auctions": 300}
+    option_help: Mapping[str, str] = {
+        "reroll": "what rerolls the dice: pawn (the rules, one a game; B4) or coin (the variant, a coin a reroll; B15)",
+        "max_auctions": "the most auctions a game lasts, 1 or more (B9)",
+    }
+    rule_text = "docs/rules/bid-piecepack.txt"
+    rulings_page = "docs/games/bid.md"
     filters = {"tile": tile_name}
 
     def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:

@@ -149,6 +149,12 @@ class BluffAuction(Game[BluffState, Move]):
     # "rulings": the edition of the rulings a game is played by (F21): 2 for a
     # new game; a game recorded before the option existed was played by 1.
     options = {"exhibit_dice": 1, "rulings": 2}
+    option_help: Mapping[str, str] = {
+        "exhibit_dice": "dice rolled for each exhibit: 1, or 2 for each of the first three (F6)",
+        "rulings": "the edition of the rulings a game is played by: 2 (a new game) or 1 (F21)",
+    }
+    rule_text = "docs/rules/bluff-auction.txt"
+    rulings_page = "docs/games/bluff-auction.md"
     recorded_without: Mapping[str, Any] = {"rulings": 1}
     deadlines = {"turn": timedelta(hours=12), "decision": timedelta(hours=6)}  # a few hundred turns a game
     moves_public = False  # F13: a tools phase's reroll names dice, which are secret

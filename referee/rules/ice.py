@@ -162,6 +162,12 @@ class IceIceBaby(Game[IceState, Move]):
     move_word = "bid"
     move_words = ("bid", "pass", "score", "decline")
     options = {"short": False, "scoring_colour": "red"}
+    option_help: Mapping[str, str] = {
+        "short": "true: the short variant, scoring at 2, 4, 6 and 8 on the track, ending at 8 (I5); false: the full game",
+        "scoring_colour": "the colour of the scoring pyramids: red, yellow, green or blue",
+    }
+    rule_text = "docs/rules/ice-ice-baby.txt"
+    rulings_page = "docs/games/ice-ice-baby.md"
     example = "bid L-blue M-green"
     filters = {"pyramids": lambda names: " ".join(names) or "nothing"}
 

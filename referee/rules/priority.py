@@ -104,6 +104,11 @@ class PriorityAuction(Game[PriorityState, Move]):
     move_words = ("play", "put", "place", "lay", "move", "pass")
     example = "play 3 on red"
     options = {"turn_limit": 0}  # P7: 0 is twice the number of players
+    option_help: Mapping[str, str] = {
+        "turn_limit": "the most plays and moves each player makes in a round, 1 to 100; 0: twice the number of players (P7)",
+    }
+    rule_text = "docs/rules/priority-auction.txt"
+    rulings_page = "docs/games/priority-auction.md"
     moves_public = False  # P17: a card's value stays face down until its round's tally
 
     def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:

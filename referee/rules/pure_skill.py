@@ -75,6 +75,11 @@ class PureSkill(Game[PureSkillState, int]):
     move_word = "bid"
     synonyms = {"play": "bid"}  # "play the king"
     options = {"ties": "discard"}
+    option_help: Mapping[str, str] = {
+        "ties": "what a tied highest bid does with the prize: discard (the rule text) or carry (to the next round)",
+    }
+    rule_text = "docs/rules/pure-skill.txt"
+    rulings_page = "docs/games/pure-skill.md"
     filters = {"card": card_name, "card_long": card_long}
 
     def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import jinja2
 
 from referee.config import Config
-from referee.resources import RULES, rule_texts, rules_page, shipped
+from referee.resources import rule_texts, rules_page, template_folders
 from referee.record import RECORD_FORMAT
 from referee.rules import GAMES, get_game
 from referee.site.chart import UNIT
@@ -71,7 +71,7 @@ class Site:
         self.folder = Path(folder)
         self._folders: set[Path] = set()  # made already
         folders = [str(templates)] if templates else []
-        folders.append(str(shipped("templates")))
+        folders += [str(folder) for folder in template_folders()]  # the referee's, then each game's own
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(folders),
             # Pages, feeds and charts escape what they show as HTML and XML;
@@ -255,7 +255,7 @@ class Site:
     def _render_rules(self, report: Report) -> None:
         """Each kind's rule text and rulings, at rules/<kind>.html, written
         only when they changed (they change with the referee, not the games)."""
-        for kind in RULES:
+        for kind in GAMES:
             rules, rulings = rule_texts(kind)
             page = self.env.get_template("site/rules.html.j2").render(
                 title=get_game(kind).title, now=None, referee=self.records.config.address,

@@ -25,8 +25,7 @@ from conftest import PLAYERS, START, FakeClock, last_id, mails, make_mail
 from conftest import send as play
 from referee.config import Config
 from referee.engine import Engine
-from referee.resources import RULES as RULE_FILES
-from referee.resources import shipped
+from referee.resources import game_file, rule_texts
 from referee.rules import GAMES
 from referee.rules.pure_skill import card_name
 from referee.store import Store
@@ -281,9 +280,9 @@ def test_help_needs_no_token_and_lists_the_commands(engine, clock, game):
 
 def shipped_rules(kind: str) -> tuple[str, str]:
     """The first lines of a kind's rule text and of its rulings, as shipped."""
-    rules, rulings = RULE_FILES[kind]
-    first = [next(ln.strip() for ln in shipped(f"docs/{folder}/{name}").read_text().splitlines() if ln.strip())
-             for folder, name in (("rules", rules), ("games", rulings))]  # fmt: skip
+    game = GAMES[kind]
+    first = [next(ln.strip() for ln in game_file(game, name).read_text().splitlines() if ln.strip())
+             for name in (game.rule_text, game.rulings_page)]  # fmt: skip
     return first[0], first[1]
 
 
@@ -294,8 +293,8 @@ def sited(tmp_path, clock, url="https://games.example.org/referee") -> Engine:
 
 
 def test_every_game_has_its_rules_and_rulings_shipped():
-    assert set(RULE_FILES) == set(GAMES)
-    for kind in GAMES:
+    for kind, game in GAMES.items():
+        assert game.rule_text.startswith("docs/rules/") and game.rulings_page.startswith("docs/games/")
         rules, rulings = shipped_rules(kind)
         assert rules and rulings.startswith("# ")
     # a built wheel carries them inside the package, where ``shipped`` looks first
@@ -378,8 +377,7 @@ def test_one_games_rules_a_mail_however_often_asked(engine, clock, game):
     rules, rulings = shipped_rules("pure-skill")
     assert body.count(rules) == 1 and body.count(rulings) == 1
     assert shipped_rules("ice")[0] not in body
-    text, rulings_text = (shipped(f"docs/{f}/{n}").read_text() for f, n in zip(("rules", "games"),
-                                                                              RULE_FILES["pure-skill"]))  # fmt: skip
+    text, rulings_text = rule_texts("pure-skill")
     assert len(body) < len(text) + len(rulings_text) + 2000
 
 
