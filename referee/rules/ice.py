@@ -145,9 +145,18 @@ class IceState:
         return len(self.active)
 
     @property
+    def mover(self) -> int:
+        """``turn`` where a seat is sure to hold it: the seat that owes the
+        move of an auction or a scoring round, or the winner of an auction
+        just won."""
+        if self.turn is None:
+            raise ValueError(f"no seat holds the turn at stage {self.stage!r}")
+        return self.turn
+
+    @property
     def high_bid(self) -> Pile:
         """The bid to beat; empty before the first bid of an auction."""
-        return self.bids[self.high] if self.high is not None else ()
+        return (self.bids[self.high] or ()) if self.high is not None else ()  # the high seat has a bid
 
     def in_auction(self) -> tuple[int, ...]:
         """The seats that have not passed, clockwise from the starting player."""
@@ -217,9 +226,9 @@ class IceIceBaby(Game[IceState, Move]):
 
     def phase(self, state: IceState) -> Phase | None:
         if state.stage == "auction":
-            return Phase(f"Auction {state.auction}, turn {state.turns + 1}", (state.turn,), sealed=False)
+            return Phase(f"Auction {state.auction}, turn {state.turns + 1}", (state.mover,), sealed=False)
         if state.stage == "scoring":
-            return Phase(f"Auction {state.auction} scoring, offer {state.turns + 1}", (state.turn,),
+            return Phase(f"Auction {state.auction} scoring, offer {state.turns + 1}", (state.mover,),
                          sealed=False, timer="decision")  # fmt: skip
         return None
 
@@ -305,7 +314,7 @@ class IceIceBaby(Game[IceState, Move]):
 
     def resolve(self, state: IceState, moves: Mapping[int, Move], rng: Rng
                 ) -> tuple[IceState, list[dict[str, Any]]]:  # fmt: skip
-        seat = state.turn
+        seat = state.mover
         move = moves[seat]
         if state.stage == "scoring":
             return self._offer(state, seat, move, rng)
@@ -365,6 +374,7 @@ class IceIceBaby(Game[IceState, Move]):
     def view(self, state: IceState, seat: int | None) -> dict[str, Any]:
         """Everything is public (I3): the same view for every seat, plus which seat is yours."""
         high = state.high_bid
+        seats = [self._seat_view(state, s) for s in range(state.seats)]
         public = {
             "stage": state.stage, "over": state.stage == "over", "auction": state.auction,
             "turns": state.turns, "turn": state.turn, "start": state.start,
@@ -372,7 +382,7 @@ class IceIceBaby(Game[IceState, Move]):
             "track": {"count": state.drawn, "pyramids": _names(state.track),
                       "next": _next_multiple(state), "triggers": _multiples(state)},
             "bag": _bag_counts(state), "lot": _names(state.lot), "dead": _names(state.dead),
-            "seats": [self._seat_view(state, s) for s in range(state.seats)],
+            "seats": seats,
             "high": state.high, "high_bid": _names(high), "high_value": list(value(high)),
             "cards": list(state.cards), "scoring_due": state.scoring_due, "final": state.final,
             "offers": list(state.offers), "earn": min(_earned(state), len(state.dead)),
@@ -381,7 +391,7 @@ class IceIceBaby(Game[IceState, Move]):
         }  # fmt: skip
         if seat is None:
             return public
-        private = {**public, "seat": seat, "mine": public["seats"][seat]}
+        private = {**public, "seat": seat, "mine": seats[seat]}
         if seat == state.turn:
             legal = self.legal_moves(state, seat)
             shown = legal[:2] + legal[-1:] if len(legal) > 3 else legal
@@ -470,7 +480,7 @@ def _pay(state: IceState) -> tuple[IceState, list[dict[str, Any]]]:
     """The winner takes the lot and pays its bid to the bidding passer with
     the highest card; each bidding passer gives its own bid to the next one
     down; the lowest puts its own in the dead area."""
-    winner = state.turn
+    winner = state.mover
     chain = [winner] + [seat for seat in reversed(state.cards) if state.bids[seat]]
     active = [list(a) for a in state.active]
     bids = {seat: state.bids[seat] or () for seat in chain}
@@ -497,7 +507,7 @@ def _after_auction(state: IceState) -> tuple[IceState, list[dict[str, Any]]]:
     """Pay down the chain of passing cards; then the scoring round, if this
     auction's draw triggered one: offers to the winner, then in descending
     card order."""
-    winner = state.turn
+    winner = state.mover
     state, events = _pay(state)
     if not state.scoring_due:
         return state, events
@@ -516,7 +526,7 @@ def _earned(state: IceState) -> int:
 def _next_offer(state: IceState) -> tuple[IceState, list[dict[str, Any]]]:
     """The next seat offered a tree, skipping seats without one (I10); the
     round ends after two trees or when the offers run out."""
-    events = []
+    events: list[dict[str, Any]] = []
     offers = state.offers
     while offers and state.trees_scored < 2:
         if _trees(state.active[offers[0]]):
@@ -644,16 +654,25 @@ def _bag_counts(state: IceState) -> dict[str, Any]:
             "by_colour": {c: [counts[(c, size)] for size in SIZES] for c in COLOURS}}  # fmt: skip
 
 
-def _groups(text: str) -> list[tuple[int, int | None, str | None]]:
+@dataclass
+class _Group:
+    """Pyramids named together as they are read: "2L-red" is a group of 2."""
+
+    count: int
+    size: int | None = None
+    colour: str | None = None
+
+
+def _groups(text: str) -> list[tuple[int, int, str | None]]:
     """Read "L-red 2M S", "large red, 2 medium blue" or "red L" into
     (count, size, colour) groups; raises MoveError on a word it does not know."""
     words = [w for w in re.split(r"[\s,;+&/-]+|\band\b", text.lower()) if w]
-    groups: list[list] = []
+    groups: list[_Group] = []
     count: int | None = None
 
-    def open_group() -> list:
+    def open_group() -> _Group:
         nonlocal count
-        groups.append([count or 1, None, None])
+        groups.append(_Group(count or 1))
         count = None
         return groups[-1]
 
@@ -674,18 +693,21 @@ def _groups(text: str) -> list[tuple[int, int | None, str | None]]:
                             "(L large, M medium, S small; red, yellow, green, blue).")  # fmt: skip
         current = groups[-1] if groups and count is None else None
         if size is not None:
-            if current is None or current[1] is not None:
+            if current is None or current.size is not None:
                 current = open_group()
-            current[1] = size
+            current.size = size
         if colour is not None:
-            if current is None or current[2] is not None:
+            if current is None or current.colour is not None:
                 current = open_group()
-            current[2] = colour
+            current.colour = colour
     if count is not None:
         raise MoveError("A number of pyramids needs a size after it, as in '2L'.")
-    if any(size is None for _, size, _ in groups):
-        raise MoveError("Each pyramid needs a size: L (large), M (medium) or S (small), as in 'L-red'.")
-    return [tuple(g) for g in groups]  # type: ignore[misc]
+    read: list[tuple[int, int, str | None]] = []
+    for group in groups:
+        if group.size is None:
+            raise MoveError("Each pyramid needs a size: L (large), M (medium) or S (small), as in 'L-red'.")
+        read.append((group.count, group.size, group.colour))
+    return read
 
 
 def _read_pile(text: str, have: Pile, verb: str, where: str = "your active area") -> Pile:
