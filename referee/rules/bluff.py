@@ -126,6 +126,21 @@ class BluffState:
     def seats(self) -> int:
         return len(self.tokens)
 
+    @property
+    def mover(self) -> int:
+        """``turn`` where a seat is sure to hold it: the bidder of a bidding
+        turn, or the seat asked about its 1-shot tile."""
+        if self.turn is None:
+            raise ValueError(f"no seat holds the turn at stage {self.stage!r}")
+        return self.turn
+
+    def on_offer(self, track: int) -> Tile:
+        """The tile offered on ``track``, which is not resolved yet."""
+        tile = self.offer[track]
+        if tile is None:
+            raise ValueError(f"the {TRACKS[track]} track is resolved already")
+        return tile
+
     def rolled(self) -> int:
         """Every die rolled this round, community dice too: no bid above it and a
         bidder's virtual dice can win (F8)."""
@@ -205,9 +220,9 @@ class BluffAuction(Game[BluffState, Move]):
             label = f"Round {r} tools" + (f" {state.tool_step}" if state.tool_step > 1 else "")
             return Phase(label, _tool_movers(state, state.tool_step), sealed=True, timer="decision")
         if state.stage == "bidding":
-            return Phase(f"Round {r} bidding, turn {state.turns + 1}", (state.turn,), sealed=False)
+            return Phase(f"Round {r} bidding, turn {state.turns + 1}", (state.mover,), sealed=False)
         if state.stage == "oneshot":
-            return Phase(f"Round {r} {TRACKS[state.track]} auction: the 1-shot tile", (state.turn,),
+            return Phase(f"Round {r} {TRACKS[state.track]} auction: the 1-shot tile", (state.mover,),
                          sealed=False, timer="decision")  # fmt: skip
         if state.stage == "acquire":
             seat, tile = state.won[0]
@@ -288,7 +303,7 @@ class BluffAuction(Game[BluffState, Move]):
         if state.stage == "tools":
             state, events = _rerolls(state, moves, rng)
             return _play_on(state, events, rng)
-        seat = state.turn if state.stage != "acquire" else state.won[0][0]
+        seat = state.mover if state.stage != "acquire" else state.won[0][0]
         move = moves[seat]
         if state.stage == "bidding":
             state, events = _bid(state, seat, move)
@@ -400,7 +415,8 @@ def _new_round(state: BluffState, start: int, rng: Rng) -> tuple[BluffState, lis
     """F6: the top tile of each colour's stack (drawn uniformly from it) in
     colour order, then the special tile (uniformly from its stage), then each
     seat's dice in seat order, then the community dice; tokens back to hand."""
-    stacks, offer = list(state.stacks), []
+    stacks = list(state.stacks)
+    offer: list[Artifact] = []
     for i, stack in enumerate(stacks):
         tile = rng.choice(stack)
         offer.append(tile)
@@ -416,14 +432,15 @@ def _new_round(state: BluffState, start: int, rng: Rng) -> tuple[BluffState, lis
         dice.append(tuple(FACES[rng.randbelow(6)] for _ in range(count)))
     common = tuple(FACES[rng.randbelow(6)] for _ in range(community))
     tokens = tuple(base_tokens + ("token" in state.held[s]) for s in range(state.seats))
+    offered: tuple[Tile, ...] = (special, *offer)
     state = replace(
-        state, stacks=tuple(stacks), specials=tuple(specials), offer=(special, *offer), dice=tuple(dice),
+        state, stacks=tuple(stacks), specials=tuple(specials), offer=offered, dice=tuple(dice),
         community=common, tokens=tokens, bids=((),) * 6, placed=0, turns=0, passes=0, turn=None, start=start,
         round=state.round + 1, stage="tools", tool_step=1, track=0, shown=frozenset(), won=(),
         used_oneshot=None,
     )  # fmt: skip
     event = {"type": "round", "round": state.round, "start": start,
-             "offer": {t: tile_text(tile) for t, tile in zip(TRACKS, state.offer)},
+             "offer": {t: tile_text(tile) for t, tile in zip(TRACKS, offered)},
              "dice": [len(d) for d in state.dice], "community": list(common)}  # fmt: skip
     return state, [event]
 
@@ -626,7 +643,7 @@ def _next_bidder(state: BluffState, after: int, include: bool) -> tuple[BluffSta
     """The next seat clockwise; one whose only move is pass passes at once
     (F14: "you MUST pass if all of your bids are the highest").  Bidding
     ends when every seat has passed in succession."""
-    events = []
+    events: list[dict[str, Any]] = []
     seat = after if include else (after + 1) % state.seats
     while state.passes < state.seats:
         if _bidding_moves(state, seat) != [("pass",)]:
@@ -686,7 +703,7 @@ def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, 
         if holder is not None:
             return replace(state, stage="oneshot", turn=holder), events, True
     bid = _winner(state, track)
-    tile = state.offer[track]
+    tile = state.on_offer(track)
     offer = list(state.offer)
     offer[track] = None
     event = {"type": "auction", "track": colour, "tile": tile_text(tile), "winner": bid[0] if bid else None,
