@@ -84,6 +84,21 @@ class PriorityState:
     def over(self) -> bool:
         return self.item is None
 
+    @property
+    def mover(self) -> int:
+        """``turn`` while a seat is sure to hold it: the game runs and
+        someone has not passed this round."""
+        if self.turn is None:
+            raise ValueError("no seat holds the turn: " + ("the game is over" if self.over else "all have passed"))
+        return self.turn
+
+    @property
+    def on_offer(self) -> int:
+        """``item`` while the game runs."""
+        if self.item is None:
+            raise ValueError("the game is over: no item is on offer")
+        return self.item
+
     def hand(self, seat: int) -> tuple[int, ...]:
         """The seat's priority cards not on its board."""
         return tuple(card for card in range(1, self.seats + 1) if card not in self.boards[seat])
@@ -152,7 +167,7 @@ class PriorityAuction(Game[PriorityState, Move]):
         if state.over:
             return None
         return Phase(f"Round {state.round} of {state.rounds}, turn {state.turn_number + 1}",
-                     (state.turn,), sealed=False)  # fmt: skip
+                     (state.mover,), sealed=False)  # fmt: skip
 
     def legal_moves(self, state: PriorityState, seat: int) -> list[Move]:
         if state.over or seat != state.turn:
@@ -245,7 +260,7 @@ class PriorityAuction(Game[PriorityState, Move]):
 
     def resolve(self, state: PriorityState, moves: Mapping[int, Move], rng: Rng
                 ) -> tuple[PriorityState, list[dict[str, Any]]]:  # fmt: skip
-        seat = state.turn
+        seat = state.mover
         move = moves[seat]
         state = replace(state, turn_number=state.turn_number + 1)
         if move[0] == "pass":
@@ -364,7 +379,7 @@ def _next_turn(state: PriorityState, after: int) -> tuple[PriorityState, list[di
     """The next seat clockwise that has not passed; a seat whose only move is
     pass (at its turn limit, or a full board and an empty hand) passes at
     once (P7).  ``turn`` is None when everyone has passed."""
-    events = []
+    events: list[dict[str, Any]] = []
     for step in range(1, state.seats + 1):
         seat = (after + step) % state.seats
         if seat in state.passed:
@@ -392,11 +407,12 @@ def _tally(state: PriorityState, rng: Rng) -> tuple[PriorityState, list[dict[str
              "totals": totals, "lowest": lowest, "winner": winner,
              "colour": lowest[0] if winner is not None else None}  # fmt: skip
     won, discarded, revealed = list(state.won), state.discarded, state.revealed
+    item = state.on_offer
     if winner is not None:
-        won[winner] = (*won[winner], state.item)
+        won[winner] = (*won[winner], item)
         revealed = revealed | {winner}
     else:
-        discarded = (*discarded, state.item)
+        discarded = (*discarded, item)
     event["scores"] = [sum(items) for items in won]  # only a tally changes them: the site charts these
     state = replace(state, won=tuple(won), discarded=discarded, revealed=revealed,
                     boards=((EMPTY,) * state.seats,) * state.seats, passed=(),
