@@ -186,8 +186,9 @@ class Bid(Game[BidState, Move]):
             return self._parse_reroll(state, seat, words)
         if verb != "bid":
             raise MoveError(self._how(state))
-        values = [tile_value(word) for word in words]
-        if not words or None in values:
+        read = [tile_value(word) for word in words]
+        values = [value for value in read if value is not None]
+        if not words or len(values) < len(read):
             raise MoveError(f"Tiles are null (or 0), ace (or 1), 2, 3, 4 and 5. {self._how(state)}")
         if len(values) != state.tiles_per_bid:
             raise MoveError(f"This auction takes {state.tiles_per_bid} tile(s) a bid. {self._how(state)}")
@@ -217,10 +218,10 @@ class Bid(Game[BidState, Move]):
         if not (count.isascii() and count.isdigit()):
             raise MoveError(f"The tie-break is bid in coins: reply with a number of coins from 0 to "
                             f"{state.coins[seat]}, as in 'coins {min(1, state.coins[seat])}'.")  # fmt: skip
-        count = int(count)
-        if count > state.coins[seat]:
+        coins = int(count)
+        if coins > state.coins[seat]:
             raise MoveError(f"You have {state.coins[seat]} coin(s); bid 0 to {state.coins[seat]}.")
-        return ("coins", (count,))
+        return ("coins", (coins,))
 
     def _parse_reroll(self, state: BidState, seat: int, words: list[str]) -> Move:
         if state.reroll != "coin":
@@ -289,7 +290,8 @@ class Bid(Game[BidState, Move]):
         a pawn opens a new auction, whose Ace of Arms pays again; after a coin
         reroll the auction goes on, and its Ace of Arms pays only if no
         earlier roll of it showed the Ace (B10)."""
-        pawns, coins, bank, dice = set(state.pawns), list(state.coins), state.bank, set()
+        pawns, coins, bank = set(state.pawns), list(state.coins), state.bank
+        dice: set[int] = set()  # the indexes of the dice rolled again
         arms_paid = state.arms_paid
         for seat, (verb, args) in sorted(cancelling.items()):
             if verb == "pawn":

@@ -161,7 +161,8 @@ class PureSkill(Game[PureSkillState, int]):
         top = max(bids)
         leaders = [seat for seat in seats if bids[seat] == top]
         on_offer = state.on_offer
-        takes, pot, discarded = list(state.takes), (), state.discarded_prizes
+        takes, discarded = list(state.takes), state.discarded_prizes
+        pot: tuple[int, ...] = ()
         if len(leaders) == 1:  # 4f: a single highest bid takes the prize
             winner, outcome = leaders[0], "taken"
             takes[winner] += on_offer
