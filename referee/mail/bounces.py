@@ -54,7 +54,7 @@ def _field_groups(part: Message) -> list[Message]:
     """The per-message and per-recipient field groups of a delivery-status part."""
     payload = part.get_payload()
     if isinstance(payload, list):  # the email package parses the groups as messages
-        return payload[:_MAX_PARTS]
+        return [group for group in payload[:_MAX_PARTS] if isinstance(group, Message)]
     blocks = str(payload).replace("\r\n", "\n").split("\n\n", _MAX_PARTS)[:_MAX_PARTS]
     return [parse_headers(block.encode("utf-8", "replace")) for block in blocks]
 
@@ -67,7 +67,7 @@ def _original_id(part: Message | None) -> str | None:
     if part is None:
         return None
     payload = part.get_payload()
-    if isinstance(payload, list) and payload:  # message/rfc822: the returned message
+    if isinstance(payload, list) and payload and isinstance(payload[0], Message):  # message/rfc822: the returned message
         headers = payload[0]
     else:  # text/rfc822-headers
         text = payload if isinstance(payload, str) else ""

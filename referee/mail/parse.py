@@ -12,7 +12,7 @@ import hashlib
 import re
 from collections.abc import Callable
 from itertools import count, islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email import policy
@@ -132,7 +132,13 @@ class _TamedMessage(EmailMessage):
             super().set_raw(name, value[:limit])
 
 
-class _TamedPolicy(EmailPolicy):
+if TYPE_CHECKING:  # the stubs' EmailPolicy is generic in the message it makes; the class itself is not
+    _EmailPolicy = EmailPolicy[_TamedMessage]
+else:
+    _EmailPolicy = EmailPolicy
+
+
+class _TamedPolicy(_EmailPolicy):
     """policy.default, but a field the standard library fails to decode (it
     fails many ways: an encoded word in utf-7 that decodes to a lone
     surrogate, say) reads as empty, wherever it is read, the parser's own
@@ -153,7 +159,7 @@ class _TamedPolicy(EmailPolicy):
 _TAMED = _TamedPolicy(message_factory=_TamedMessage)
 
 
-def _parse_tamed(raw: bytes, head: bytes) -> EmailMessage | None:
+def _parse_tamed(raw: bytes, head: bytes) -> _TamedMessage | None:
     """The message, parsed in bounded time (see _TamedMessage).  None for
     MIME nested deeper than the parser recurses, with more than MAX_PARTS
     parts, or costing the parser more than MAX_LINE_CHECKS: no person
@@ -196,7 +202,7 @@ def _counted() -> Callable[..., Message]:
     return part
 
 
-def parse_headers(raw: bytes) -> EmailMessage:
+def parse_headers(raw: bytes) -> _TamedMessage:
     """A header block alone (a message's, or the copy of our mail a bounce
     returns), parsed as ``parse`` parses a message's; never the MIME below it."""
     return BytesParser(policy=_TAMED).parsebytes(raw, headersonly=True)
@@ -279,7 +285,7 @@ def receipt_time(message: EmailMessage) -> datetime | None:
     return None
 
 
-def header_text(message: EmailMessage, name: str) -> str:
+def header_text(message: Message, name: str) -> str:
     """The first ``name`` field's text, decoded; "" if there is none."""
     return str(message.get(name, "") or "")
 
@@ -330,6 +336,8 @@ def _body_text(message: EmailMessage) -> str:
         charset = part.get_content_charset()
     except (KeyError, LookupError, ValueError, AttributeError, TypeError, RecursionError):
         return ""  # unreadable, or nested deeper than anyone writes: no commands in it
+    if not isinstance(payload, bytes):  # never: a text part decodes to bytes (the stubs allow a Message)
+        return ""
     text = decode_text(payload, charset)[:MAX_TEXT].replace("\r\n", "\n").replace("\r", "\n")
     if part.get_content_subtype() == "html":
         return html_to_text(text)
