@@ -68,7 +68,10 @@ def as_bytes(mail: Message) -> bytes:
     lines = [f"{name}: {value}\r\n".encode() if _plain(name, value) or _utf8_address(name, value)
              else _SMTP.fold_binary(name, value) for name, value in mail.raw_items()]  # fmt: skip
     lines.append(b"\r\n")
-    lines.append(_LINE_END.sub("\r\n", mail.get_payload()).encode("ascii"))
+    payload = mail.get_payload()
+    if not isinstance(payload, str):
+        raise TypeError("as_bytes writes a single-part mail")
+    lines.append(_LINE_END.sub("\r\n", payload).encode("ascii"))
     return b"".join(lines)
 
 
@@ -152,11 +155,13 @@ class Composer:
         ``id_tag`` goes into the Message-ID (see tokens.phase_tag); a given
         ``message_id`` is used as it is.
         """
-        mail = MIMEText(_encodable(body), "plain", _UTF8_QP)
+        # typeshed types _charset as str | None; MIMEText takes a Charset too (it passes it to set_payload)
+        mail = MIMEText(_encodable(body), "plain", _UTF8_QP)  # type: ignore[arg-type]
         mail["From"] = formataddr((self.config.name, self.config.address), charset="utf-8")
         mail["To"] = ", ".join(to)
         subject = header_safe(subject)
-        mail["Subject"] = subject if subject.isascii() else Header(subject, "utf-8")
+        # typeshed types a MIMEText's field values as str; compat32 takes an email.header.Header too
+        mail["Subject"] = subject if subject.isascii() else Header(subject, "utf-8")  # type: ignore[assignment]
         mail["Date"] = format_datetime(now)
         message_id = message_id or make_msgid(idstring=id_tag, domain=self.config.domain)
         mail["Message-ID"] = message_id

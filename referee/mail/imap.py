@@ -29,7 +29,7 @@ from contextlib import suppress
 from datetime import datetime, timedelta, timezone
 from typing import TypeVar
 
-import aioimaplib
+import aioimaplib  # type: ignore[import-untyped]  # aioimaplib ships no type hints (no py.typed, no stubs)
 
 from referee.config import Server
 from referee.mail.source import Received, SourceError, SourceRefused, tls_refused
@@ -156,7 +156,8 @@ class ImapSource:
         finally:
             for task in (pushed, dropped):
                 task.cancel()
-            if self.client is client:
+            # never None, but aioimaplib is untyped and mypy narrows a client by "is" to self.client's Optional
+            if self.client is client and client is not None:
                 client.idle_done()
                 with suppress(SourceError):  # it forgot the connection: the next call starts afresh
                     await self._bounded(idle, "IDLE DONE")
