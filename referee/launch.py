@@ -14,7 +14,12 @@ measures it): a SIGTERM then ends the process as it ends any program,
 before it has opened a file.
 """
 
-import _signal
+TYPE_CHECKING = False  # typing's, without importing typing; mypy reads it as True
+
+if TYPE_CHECKING:  # typeshed has no stub for _signal: signal's, which re-exports it, serves
+    import signal as _signal
+else:
+    import _signal
 
 STOP_SIGNALS = (_signal.SIGTERM, _signal.SIGINT)  # a clean stop for `run` and `serve`
 stopped_by: list[int] = []  # the stop signals received while starting, in order
