@@ -71,17 +71,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "integration"))
 
-from mailstack import Dovecot, MailStack, SentMail  # noqa: E402 (the suite's real servers)
-from referee_helpers import Referee  # noqa: E402 (the suite's referee home)
+from mailstack import Dovecot, MailStack, SentMail  # the suite's real servers
+from referee_helpers import Referee  # the suite's referee home
 
-import referee  # noqa: E402
-import referee.tables  # noqa: E402
-from referee.mail.tokens import token_address  # noqa: E402
-from referee.rules import get_game  # noqa: E402
-from referee.rules.rng import Rng  # noqa: E402
-from referee.store import Store  # noqa: E402
-from referee.tables import Tables  # noqa: E402
-from referee.timeutil import from_iso  # noqa: E402
+import referee
+import referee.tables
+from referee.mail.tokens import token_address
+from referee.rules import get_game
+from referee.rules.rng import Rng
+from referee.store import Store
+from referee.tables import Tables
+from referee.timeutil import from_iso
 
 CODE = Path(referee.__file__).resolve().parents[1]  # the referee serve runs: this one
 KINDS = ("pure-skill", "bid", "ice", "priority", "bluff")
@@ -443,7 +443,7 @@ class Players:
             "select p.game_id, p.number, p.movers, p.sealed, p.deadline from phases p join games g on g.id = p.game_id"
             " where p.resolved_at is null and g.state = 'running'").fetchall()  # fmt: skip
         humans = {}
-        for game, seat, address, token in self.db.execute(
+        for game, seat, address, _token in self.db.execute(
                 "select s.game_id, s.seat, s.address, s.token from seats s join games g on g.id = s.game_id"
                 " where g.state = 'running' and s.address is not null and s.bot_since_phase is null"):  # fmt: skip
             humans[game, seat] = address

@@ -11,7 +11,7 @@ import resource
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime, make_msgid
 from pathlib import Path
 
@@ -24,7 +24,7 @@ PLAYERS = ["alice@example.org", "bob@example.org", "carol@example.org"]
 
 class Clock:
     def __init__(self):
-        self.now = datetime(2026, 11, 21, 12, tzinfo=timezone.utc)
+        self.now = datetime(2026, 11, 21, 12, tzinfo=UTC)
 
     def __call__(self):
         return self.now

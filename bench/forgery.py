@@ -35,9 +35,9 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path[:0] = [str(TESTS)]
 
-import forgery  # tests/forgery.py: the tests' folder goes ahead of this script's on the path
+import forgery  # noqa: E402 - tests/forgery.py: the tests' folder goes ahead of this script's on the path
 
-from referee.record import verify
+from referee.record import verify  # noqa: E402
 
 
 @dataclass

@@ -66,7 +66,7 @@ def run(tmp: Path, args: argparse.Namespace) -> int:
             heapq.heappop(slowest)
         outcomes[outcome.code] += 1
 
-        def fault(kind: str, detail: str) -> None:
+        def fault(kind: str, detail: str, number: int = number, raw: bytes = raw) -> None:
             """The first fault of each kind is kept, and its mail saved beside the report."""
             if kind not in faults:
                 saved = Path(f"fuzz-{args.seed}-{number}.eml")

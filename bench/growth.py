@@ -22,11 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine import PLAYERS, Clock, mail  # noqa: E402 (bench/engine.py)
+from engine import PLAYERS, Clock, mail  # bench/engine.py
 
-from referee.config import Config  # noqa: E402
-from referee.engine import Engine  # noqa: E402
-from referee.store import Store  # noqa: E402
+from referee.config import Config
+from referee.engine import Engine
+from referee.store import Store
 
 ICE_PLAYERS = PLAYERS + ["dave@example.org"]
 

@@ -53,15 +53,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "integration"))
 
-import aioimaplib  # noqa: E402
-import aiosmtplib  # noqa: E402
-from mailstack import Dovecot, MailStack  # noqa: E402 (the test suite's real servers)
+import aioimaplib
+import aiosmtplib
+from mailstack import Dovecot, MailStack  # the test suite's real servers
 
-from referee.config import Config, Server  # noqa: E402
-from referee.engine import Engine  # noqa: E402
-from referee.mail.tokens import token_address  # noqa: E402
-from referee.runner import Runner  # noqa: E402
-from referee.store import Store  # noqa: E402
+from referee.config import Config, Server
+from referee.engine import Engine
+from referee.mail.tokens import token_address
+from referee.runner import Runner
+from referee.store import Store
 
 KINDS = ("pure-skill", "bid", "ice", "priority", "bluff")
 REFEREE, PASSWORD = "referee@example.org", "secret"

@@ -102,20 +102,20 @@ TESTS = HERE.parent / "tests" / "integration"
 sys.path.insert(0, str(HERE.parent))  # bench.daemon
 sys.path.insert(0, str(TESTS))  # before bench/: `powercut` is the suite's shim, not this file
 
-import powercut
-import sqlite_utils
-from crashpoint import FIRED, POINTS
-from mailstack import Dovecot, MailStack, SentMail
-from referee_helpers import Referee
+import powercut  # noqa: E402
+import sqlite_utils  # noqa: E402
+from crashpoint import FIRED, POINTS  # noqa: E402
+from mailstack import Dovecot, MailStack, SentMail  # noqa: E402
+from referee_helpers import Referee  # noqa: E402
 
-import referee
-import referee.tables
-from bench.daemon import KINDS, PLAYERS, Lmtp
-from referee.record import mail_digests, short_digest
-from referee.rules.rng import Rng
-from referee.store import Store
-from referee.tables import Tables
-from referee.timeutil import from_iso, iso
+import referee  # noqa: E402
+import referee.tables  # noqa: E402
+from bench.daemon import KINDS, PLAYERS, Lmtp  # noqa: E402
+from referee.record import mail_digests, short_digest  # noqa: E402
+from referee.rules.rng import Rng  # noqa: E402
+from referee.store import Store  # noqa: E402
+from referee.tables import Tables  # noqa: E402
+from referee.timeutil import from_iso, iso  # noqa: E402
 
 assert Path(powercut.__file__).resolve().parent == TESTS, powercut.__file__
 
@@ -1290,7 +1290,7 @@ def main() -> int:
         return 2
     ok = report(bench, checks) and not broke
     if not args.keep:
-        if ok or broke and checks is None and "stopped early" in broke:
+        if ok or (broke and checks is None and "stopped early" in broke):
             shutil.rmtree(bench.home, ignore_errors=True)
         else:
             dump(bench)

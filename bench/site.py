@@ -16,7 +16,7 @@ import argparse
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from referee.config import Config
@@ -27,7 +27,7 @@ from referee.store import Store
 
 class Clock:
     def __init__(self):
-        self.now = datetime(2026, 11, 21, 12, tzinfo=timezone.utc)
+        self.now = datetime(2026, 11, 21, 12, tzinfo=UTC)
 
     def __call__(self):
         return self.now

@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "integration"))
 
-from killsoak import Soak  # noqa: E402 (the suite's soak)
-from mailstack import Dovecot, MailStack  # noqa: E402 (the suite's real servers)
+from killsoak import Soak  # the suite's soak
+from mailstack import Dovecot, MailStack  # the suite's real servers
 
 
 def main() -> int:

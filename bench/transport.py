@@ -23,13 +23,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "integration"))
 
-from mailstack import Dovecot, MailStack  # noqa: E402 (the test suite's real servers)
+from mailstack import Dovecot, MailStack  # the test suite's real servers
 
-from referee.config import Config, Server  # noqa: E402
-from referee.engine import Engine  # noqa: E402
-from referee.mail.tokens import token_address  # noqa: E402
-from referee.runner import Runner  # noqa: E402
-from referee.store import Store  # noqa: E402
+from referee.config import Config, Server
+from referee.engine import Engine
+from referee.mail.tokens import token_address
+from referee.runner import Runner
+from referee.store import Store
 
 
 def bid(player: str, referee: str, token: str, game_id: int, card: str) -> bytes:

@@ -56,7 +56,7 @@ class _MailSystem:
         for sub in ("new", "cur", "tmp"):
             (self.referee_box / sub).mkdir(parents=True, exist_ok=True)
 
-    async def handle_DATA(self, server, session, envelope) -> str:  # noqa: N802 (aiosmtpd's name)
+    async def handle_DATA(self, server, session, envelope) -> str:  # aiosmtpd's name
         for recipient in envelope.rcpt_tos:
             stamp = f"Received: by demo-mx (referee demo); {format_datetime(utc_now())}\r\n"
             raw = stamp.encode() + envelope.content

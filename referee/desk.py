@@ -547,7 +547,7 @@ class Desk:
                    "referee": self.config.address}  # fmt: skip
         headers = {"in_reply_to": message.message_id, "answers": message.key,
                    "budget": "player" if proven else "open",
-                   "references": proven and one_line(str(message.headers.get("References", "") or "")) or None}
+                   "references": (proven and one_line(str(message.headers.get("References", "") or ""))) or None}
         if table is not None:
             self.post.send(table, sender.seat, "reply", context, origin=self._origin, **headers)
         else:
@@ -579,7 +579,7 @@ class Desk:
 
     def _subject(self, message: Incoming, table: Table | None, sender: Sender) -> str:
         """"Re: " and their subject, with the seat's own tag (and token) in front."""
-        said = sender.authenticated and without_tags(message.subject) or "your mail to the referee"
+        said = (sender.authenticated and without_tags(message.subject)) or "your mail to the referee"
         return f"Re: {table.tag(sender.seat)} {said}" if table else f"Re: {said}"
 
     def _outcome(self, sender: Sender, answers: list[Answer]) -> Outcome:

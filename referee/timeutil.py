@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -18,7 +18,7 @@ _PART = re.compile(r"(\d+)\s*([smhdw])", re.I)
 
 def utc_now() -> datetime:
     """The real clock; tests inject their own."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class EventClock:
@@ -69,11 +69,11 @@ def ceil_second(moment: datetime) -> datetime:
 
 def iso(moment: datetime) -> str:
     """``2026-11-21T06:14:26Z``: sortable as text, the form every stored time takes."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def from_iso(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
 
 def show(moment: datetime | str, zone: str | None = None) -> str:
@@ -83,7 +83,7 @@ def show(moment: datetime | str, zone: str | None = None) -> str:
         if zone is None and moment.endswith("Z"):  # stored UTC text: reshaping it is enough
             return f"{moment[:10]} {moment[11:16]} UTC"
         moment = from_iso(moment)
-    utc = moment.astimezone(timezone.utc)
+    utc = moment.astimezone(UTC)
     text = utc.strftime("%Y-%m-%d %H:%M UTC")
     if zone:
         local = utc.astimezone(ZoneInfo(zone))

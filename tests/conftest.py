@@ -9,7 +9,7 @@ import re
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email import policy
 from email.utils import format_datetime, make_msgid
 from pathlib import Path
@@ -22,7 +22,7 @@ from referee.mail.tokens import token_address
 from referee.store import Store
 from referee.timeutil import from_iso
 
-START = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
+START = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
 PLAYERS = ["alice@example.org", "bob@example.org", "carol@example.org"]
 
 

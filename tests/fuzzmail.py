@@ -20,12 +20,12 @@ import quopri
 import random
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email import message_from_bytes
 from email.header import decode_header, make_header
 from email.utils import format_datetime
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from hypothesis import strategies as st
 
@@ -399,7 +399,7 @@ def names_a_token(raw: bytes, tokens: set[str]) -> bool:
         subject = ""
     if any(t in subject.lower() for t in tokens):
         return True
-    read = tokens_named(parse(raw, datetime.now(timezone.utc)), "referee@example.org")
+    read = tokens_named(parse(raw, datetime.now(UTC)), "referee@example.org")
     return any(t in tokens for t in read)
 
 

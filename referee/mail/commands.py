@@ -23,6 +23,7 @@ module its ``Vocabulary``.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -186,7 +187,7 @@ class _Answered:
         self.by_text: dict[str, set[str]] = {}  # a line without its indent -> the mail's lines so
         for line in own:
             self.by_text.setdefault(line.strip(), set()).add(line)
-        self.pairs = set(zip(own, own[1:]))  # lines that follow each other, past blank ones
+        self.pairs = set(itertools.pairwise(own))  # lines that follow each other, past blank ones
 
     def echoes(self, line: str) -> bool:
         """The line is one of the mail's, word for word."""
@@ -240,7 +241,7 @@ def _copies(lines: list[str], quoted: list[bool], answered: _Answered) -> None:
     line of the mail's words between two such lines (its indent lost)."""
     copied = [i for i, line in enumerate(lines)
               if line.strip() and not quoted[i] and not _SIGNATURE.match(line) and answered.repeats(line)]  # fmt: skip
-    for before, after in zip(copied, copied[1:]):
+    for before, after in itertools.pairwise(copied):
         if all(not lines[i].strip() for i in range(before + 1, after)) and answered.follows(lines[before], lines[after]):
             quoted[before] = quoted[after] = True
     text = [i for i, line in enumerate(lines) if line.strip()]

@@ -25,7 +25,6 @@ from referee.resources import template_folders
 from referee.rules import GAMES
 from referee.timeutil import iso, show, show_duration
 
-
 _UTF8_QP = charset.Charset("utf-8")
 _UTF8_QP.body_encoding = charset.QP  # readable in any client, and 7-bit safe
 _SMTP = policy.compat32.clone(linesep="\r\n")

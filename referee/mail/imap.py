@@ -26,7 +26,7 @@ import re
 import ssl
 from collections.abc import Awaitable, Sequence
 from contextlib import suppress
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 import aioimaplib  # type: ignore[import-untyped]  # aioimaplib ships no type hints (no py.typed, no stubs)
@@ -52,7 +52,7 @@ _FOR_NOW = {b"UNAVAILABLE", b"INUSE", b"SERVERBUG", b"LIMIT"}  # RFC 5530's code
 
 def internaldate(text: str) -> datetime:
     """``21-Nov-2026 06:14:26 +0000`` (day may be space-padded) -> aware UTC."""
-    return datetime.strptime(text.strip(), "%d-%b-%Y %H:%M:%S %z").astimezone(timezone.utc)
+    return datetime.strptime(text.strip(), "%d-%b-%Y %H:%M:%S %z").astimezone(UTC)
 
 
 class ImapSource:
@@ -126,7 +126,7 @@ class ImapSource:
         if client is not None:
             try:  # a polite LOGOUT, but no long wait for it: the daemon may be stopping
                 await asyncio.wait_for(client.logout(), min(self.timeout, LOGOUT_WAIT))
-            except (asyncio.TimeoutError, OSError, aioimaplib.Abort, aioimaplib.CommandTimeout):
+            except (TimeoutError, OSError, aioimaplib.Abort, aioimaplib.CommandTimeout):
                 _drop(client)
 
     # -- waiting for mail (the daemon) ------------------------------------------
@@ -167,7 +167,7 @@ class ImapSource:
         while True:
             try:
                 pushed = await client.wait_server_push(timeout=timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return False
             if pushed == aioimaplib.STOP_WAIT_SERVER_PUSH:
                 return False
@@ -278,7 +278,7 @@ class ImapSource:
             if step.done():
                 return step.result()
             reason = "the connection was lost" if lost.done() else f"no answer in {self.timeout:.0f} s"
-        except (asyncio.TimeoutError, OSError, aioimaplib.Abort, aioimaplib.CommandTimeout) as error:
+        except (TimeoutError, OSError, aioimaplib.Abort, aioimaplib.CommandTimeout) as error:
             reason = _reason(error)
         except asyncio.CancelledError:
             self._forget()

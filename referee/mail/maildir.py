@@ -17,14 +17,14 @@ has it), else the file's mtime - never the sender's ``Date``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import asyncio
 import logging
 import os
 import re
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from referee.mail.source import Received, SourceError
@@ -51,7 +51,7 @@ def delivery_time(name: str) -> datetime | None:
         return None
     usec = _MICROSECONDS.search(match.group(2))
     try:
-        moment = datetime.fromtimestamp(int(match.group(1)), timezone.utc)
+        moment = datetime.fromtimestamp(int(match.group(1)), UTC)
     except (OverflowError, OSError, ValueError):
         return None
     return moment.replace(microsecond=int(usec.group(1))) if usec else moment
@@ -144,7 +144,7 @@ class MaildirSource:
             return None
         received_at = delivery_time(path.name)
         if received_at is None:
-            received_at = datetime.fromtimestamp(status.st_mtime, timezone.utc)
+            received_at = datetime.fromtimestamp(status.st_mtime, UTC)
         return _Found(key=key, path=path, raw=raw, received_at=received_at)
 
     # -- filing -------------------------------------------------------------

@@ -11,17 +11,16 @@ import codecs
 import hashlib
 import re
 from collections.abc import Callable
-from itertools import count, islice
-from typing import TYPE_CHECKING, Any
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email import policy
-from email.parser import BytesParser
 from email.message import EmailMessage, Message
+from email.parser import BytesParser
 from email.policy import EmailPolicy
 from email.utils import getaddresses, parsedate_to_datetime
 from html import unescape
-
+from itertools import count, islice
+from typing import TYPE_CHECKING, Any
 
 
 @dataclass(frozen=True)
@@ -278,8 +277,8 @@ def receipt_time(message: EmailMessage) -> datetime | None:
         try:
             moment = parsedate_to_datetime(text.strip())
             if moment.tzinfo is None:  # RFC 5322 "-0000": UTC, origin unknown
-                moment = moment.replace(tzinfo=timezone.utc)
-            return moment.astimezone(timezone.utc)
+                moment = moment.replace(tzinfo=UTC)
+            return moment.astimezone(UTC)
         except (TypeError, ValueError, IndexError, OverflowError):  # no date, or none in UTC's range
             continue
     return None

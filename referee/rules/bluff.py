@@ -247,7 +247,6 @@ class BluffAuction(Game[BluffState, Move]):
         legal = self.legal_moves(state, seat)
         if not words:
             raise MoveError(self._forms(state))
-        verb = words[0]
         if state.stage == "tools":
             move = _read_reroll(words, len(state.dice[seat]))
         elif state.stage == "oneshot":

@@ -196,9 +196,10 @@ def _past_opener(tokens: list[str], low: list[str], at: int, verbs: Mapping[str,
         return at
     for end in range(at + 1, min(at + 4, len(low))):
         past = end + 1 if low[end] in ("-", ":") else end
-        if (tokens[end - 1][-1:] in (",", "!", ".") or past > end) and past < len(low):
-            if verbs is None or _verb(low[past], verbs) or _past_lead_in(low, past, verbs) != past or low[past] == "my":
-                return past
+        if ((tokens[end - 1][-1:] in (",", "!", ".") or past > end) and past < len(low)
+                and (verbs is None or _verb(low[past], verbs) or _past_lead_in(low, past, verbs) != past
+                     or low[past] == "my")):
+            return past
     return at
 
 

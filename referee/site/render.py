@@ -30,8 +30,8 @@ from typing import Any, Protocol
 import jinja2
 
 from referee.config import Config
-from referee.resources import rule_texts, rules_page, template_folders
 from referee.record import RECORD_FORMAT
+from referee.resources import rule_texts, rules_page, template_folders
 from referee.rules import GAMES, get_game
 from referee.site.chart import UNIT
 from referee.site.public import page_context

@@ -20,8 +20,8 @@ HERE = Path(__file__).parent
 if str(HERE) not in sys.path:  # pytest's default import mode has put it there already
     sys.path.insert(0, str(HERE))
 
-import required  # noqa: E402 (after sys.path)
-from mailstack import PACKAGES, Dovecot, MailStack, ServerUnavailable  # noqa: E402 (after sys.path)
+import required  # noqa: E402 - after sys.path
+from mailstack import PACKAGES, Dovecot, MailStack, ServerUnavailable  # noqa: E402 - after sys.path
 
 TOP_CONFTEST = HERE.parent / "conftest.py"
 

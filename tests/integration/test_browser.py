@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 import required
 from conftest import PLAYERS, FakeClock, Seeds, reply
+
 from referee.engine import Engine
 from referee.rules.pure_skill import card_name
 from referee.site.render import Site
@@ -49,7 +49,7 @@ def unavailable(reason: str) -> None:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
+    def log_message(self, format: str, *args: Any) -> None:  # the base class's name
         pass
 
 
@@ -200,7 +200,7 @@ def test_a_game_page_renders_its_rounds_and_chart_on_a_phone(engine, clock, tmp_
                                  "return {left: r.left, right: r.right, width: r.width, height: r.height};",
                                  chart)  # fmt: skip
     assert box["width"] > 0 and box["height"] > 0, box
-    assert 0 <= box["left"] and box["right"] <= WIDTH, box
+    assert box["left"] >= 0 and box["right"] <= WIDTH, box
     finals = record["phases"][-1]["events"][-1]["scores"]
     labels = [label.text for label in chart.find_elements(By.CSS_SELECTOR, "g.key text")]
     assert labels == [f"{name}: {score}" for name, score in zip(names, finals, strict=True)]

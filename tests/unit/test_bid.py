@@ -19,7 +19,7 @@ import json
 import random
 from collections import Counter
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache
 
 import pytest
 from hypothesis import given, settings
@@ -40,7 +40,7 @@ COINS_PER_SEAT = 6  # "6 tiles, 6 coins and 1 pawn per player"
 # --- helpers ---------------------------------------------------------------------
 
 
-@lru_cache(maxsize=None)
+@cache
 def label_drawing(faces: tuple[int, ...]) -> str:
     """A label whose stream's first draws (randbelow(6) each) are ``faces``."""
     for i in range(1_000_000):

@@ -184,7 +184,7 @@ def test_bid_high_bids_are_locked_overbid_tokens_move():
     assert ("move", t("black"), 2, t("yellow"), 1) in legal  # the overbid 2 on black
     assert not any(m[0] == "move" and m[1] == t("red") for m in legal)  # the high 4 on red is locked
     assert not any(m[0] == "bid" for m in legal)  # no token in hand
-    after, events = GAME.resolve(state, {A: ("move", t("black"), 2, t("yellow"), 1)}, resolve_rng(SEED, 1))
+    after, _events = GAME.resolve(state, {A: ("move", t("black"), 2, t("yellow"), 1)}, resolve_rng(SEED, 1))
     assert after.bids[t("black")] == ((B, 3, 2, False),) and after.bids[t("yellow")][0][:2] == (A, 1)
 
 
@@ -204,7 +204,7 @@ def test_bid_cannot_pass_with_tokens_in_hand_must_pass_when_every_bid_is_high():
 def test_bid_the_round_ends_when_everyone_has_passed_in_succession():
     state = bidding(tokens=(0, 0, 0), bids=((), ((A, 1, 1, False),), ((B, 1, 2, False),), ((C, 1, 3, False),), (), ()))
     # nobody holds a token or an overbid one: everyone passes at once, and the auctions resolve
-    after, events = GAME.resolve(replace(state, tokens=(1, 0, 0)), {A: ("bid", t("blue"), 1)}, resolve_rng(SEED, 1))
+    _after, events = GAME.resolve(replace(state, tokens=(1, 0, 0)), {A: ("bid", t("blue"), 1)}, resolve_rng(SEED, 1))
     assert [e["type"] for e in events].count("auction") == 6
 
 
@@ -243,7 +243,7 @@ def test_resolve_weapons_and_the_virtual_purple_die_count_for_their_owner_only()
     bids = ((), (), ((A, 2, 1, False), (B, 1, 2, False)), (), (), ())
     state = bidding(dice=dice, community=("black",), bids=bids, placed=2, museum=museum,
                     held=(frozenset({"vpurple"}), frozenset(), frozenset()))  # fmt: skip
-    after, events = resolve_now(state)
+    _after, events = resolve_now(state)
     red = next(e for e in events if e["type"] == "auction" and e["track"] == "red")
     assert red["worth"] == {"0": 2, "1": 0} and red["winner"] == A
 
@@ -323,7 +323,7 @@ def test_acquire_exhibit_spaces_full_no_more_exhibits():
 
 def test_end_the_museum_is_split_into_the_groups_that_score_most():
     tiles = (art("red ancient tool"), art("red medieval tool"), art("red modern tool"), art("blue ancient art"))
-    points, groups = best_partition(tiles)
+    points, _groups = best_partition(tiles)
     assert points == set_points(3) + set_points(1) == 7
     assert best_partition(())[0] == 0
 
@@ -463,7 +463,7 @@ def test_property_every_tile_is_always_somewhere_and_every_game_ends(seed, seats
             assert len(after.exhibits[s]) <= (5 if seats == 5 else 6)
             assert all(is_set(x) for x in after.exhibits[s])
 
-    states, _, events = random_game(seed, seats, chooser, check)
+    states, _, _events = random_game(seed, seats, chooser, check)
     final = states[-1]
     assert final.stage == "over" and final.round == 9 and GAME.result(final) is not None
     assert all(GAME.result(s) is None for s in states[:-1])
@@ -557,7 +557,7 @@ def test_powers_2_dice_extra_bid_token_and_extra_museum_room_apply_from_the_next
 def test_acquire_a_set_matching_more_than_one_attribute_is_nothing_special():
     tools = (art("red ancient tool"), art("blue ancient tool"))
     state = acquiring(tools, art("green ancient tool"))
-    after, events = GAME.resolve(state, {A: ("exhibit", (*tools, art("green ancient tool")))}, resolve_rng(SEED, 1))
+    after, _events = GAME.resolve(state, {A: ("exhibit", (*tools, art("green ancient tool")))}, resolve_rng(SEED, 1))
     assert after.points[A] == 6  # three tiles: 6, though they share era and type
 
 

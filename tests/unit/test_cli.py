@@ -64,7 +64,7 @@ def player_reply(cfg: Path, clock, player: str, body: str, **kwargs) -> bytes:
 
 
 def one_line_error(result, expected_status: int = 2) -> str:
-    status, out, err = result
+    status, _out, err = result
     assert status == expected_status
     assert "Traceback" not in err
     assert err.endswith("\n") and err.count("\n") == 1, err
@@ -111,7 +111,7 @@ def test_status_json_has_the_promised_shape(run, clock):
 
 
 def test_a_game_of_bots_shows_its_seed_when_it_ends(run):
-    status, out, _ = run("new", "pure-skill", "--bots", "3", "--name", "demo")
+    _status, out, _ = run("new", "pure-skill", "--bots", "3", "--name", "demo")
     data = status_json(run, int(out.splitlines()[-1]))
     assert data["state"] == "finished" and data["phase"] is None
     assert re.fullmatch(r"[0-9a-f]{64}", data["seed"])
@@ -121,11 +121,11 @@ def test_a_game_of_bots_shows_its_seed_when_it_ends(run):
 
 def test_status_without_json_is_readable(run):
     game = new_game(run)
-    status, out, err = run("status", str(game))
+    status, out, _err = run("status", str(game))
     assert status == 0
     assert status_json(run, game)["seed_commitment"] in out
     assert all(address in out for address in PLAYERS)
-    status, out, err = run("status")
+    status, out, _err = run("status")
     assert status == 0 and "pure-skill" in out
 
 
@@ -154,7 +154,7 @@ def test_status_of_a_game_of_every_kind_just_started_is_readable(run, kind):
 
 
 def test_kinds_lists_pure_skill(run):
-    status, out, err = run("kinds", config=None)
+    status, out, _err = run("kinds", config=None)
     assert status == 0
     assert any(line.split()[0] == "pure-skill" for line in out.splitlines())
 
@@ -220,7 +220,7 @@ def test_tick_fills_missing_bids_after_the_deadline(run, clock):
 
 def test_resign_makes_the_seat_a_bot(run):
     game = new_game(run)
-    status, out, err = run("resign", str(game), BOB)
+    status, _out, _err = run("resign", str(game), BOB)
     assert status == 0
     players = status_json(run, game)["players"]
     assert [p["bot"] for p in players] == [False, True, False]
@@ -234,7 +234,7 @@ def test_outbox_writes_each_mail_as_an_eml_file(run, tmp_path):
     queued = [line for line in listing.splitlines() if line.strip()]
     assert len(queued) == 6  # a start announcement and a prompt for each of three players
     out_dir = tmp_path / "out"
-    status, out, _ = run("outbox", "--write", str(out_dir))
+    status, _out, _ = run("outbox", "--write", str(out_dir))
     assert status == 0
     files = sorted(out_dir.glob("*.eml"))
     assert len(files) == len(queued)
@@ -252,7 +252,7 @@ def test_outbox_writes_each_mail_as_an_eml_file(run, tmp_path):
 def test_init_writes_a_config_that_loads(tmp_path, run):
     target = tmp_path / "fresh" / "referee.toml"
     target.parent.mkdir()
-    status, out, err = run("init", config=target)
+    status, _out, err = run("init", config=target)
     assert status == 0, err
     loaded = config_module.load(target)
     assert "@" in loaded.address
@@ -393,7 +393,7 @@ def test_a_database_in_a_missing_folder_is_one_line(run, tmp_path):
 def test_init_writes_where_referee_config_points(run, tmp_path, monkeypatch):
     target = tmp_path / "club.toml"
     monkeypatch.setenv("REFEREE_CONFIG", str(target))
-    status, out, err = run("init", config=None)
+    status, _out, err = run("init", config=None)
     assert status == 0, err
     from referee.resources import shipped
 
@@ -410,11 +410,11 @@ def test_outbox_write_into_a_file_is_one_line(run, tmp_path):
 
 def test_outbox_mark_sent_hands_each_mail_over_once(run, tmp_path):
     new_game(run)
-    status, out, err = run("outbox", "--write", str(tmp_path / "one"), "--mark-sent")
+    status, _out, err = run("outbox", "--write", str(tmp_path / "one"), "--mark-sent")
     assert status == 0, err
     written = sorted((tmp_path / "one").glob("*.eml"))
     assert len(written) == 6  # 3 announcements + 3 prompts
-    status, out, err = run("outbox", "--write", str(tmp_path / "two"), "--mark-sent")
+    status, _out, err = run("outbox", "--write", str(tmp_path / "two"), "--mark-sent")
     assert status == 0 and list((tmp_path / "two").glob("*.eml")) == []
     one_line_error(run("outbox", "--mark-sent"))
 
@@ -429,7 +429,7 @@ def test_a_failed_ingest_exits_non_zero_and_keeps_the_mail(run, cfg, clock, tmp_
     monkeypatch.setattr(Phases, "take_move", lambda self, *args, **kwargs: 1 / 0)
     path = tmp_path / "bid.eml"
     path.write_bytes(player_reply(cfg, clock, ALICE, "bid 7"))
-    status, out, err = run("ingest", str(path))
+    status, out, _err = run("ingest", str(path))
     assert status == 1 and out.startswith("failed")
 
 

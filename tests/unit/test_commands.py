@@ -20,9 +20,9 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-
 from conftest import PLAYERS, START, FakeClock, last_id, mails, make_mail
 from conftest import send as play
+
 from referee.config import Config
 from referee.engine import Engine
 from referee.resources import game_file, rule_texts

@@ -11,8 +11,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-
 from conftest import PLAYERS, START, FakeClock, Seeds, last_id, mails, make_mail, reply, seat_address, send
+
 from referee.config import Config
 from referee.engine import Engine, EngineError
 from referee.rules.pure_skill import card_long, card_name, card_value
@@ -203,7 +203,7 @@ def test_a_bid_read_out_of_order_is_not_said_to_replace_a_later_one(engine, cloc
     send(engine, clock, BOB, "bid 2")
     send(engine, clock, CAROL, "bid 3")
     assert counted(engine, 1, 1)[0] == 5  # the last one the server received
-    receipt = [m for m in mails(engine, ALICE) if "bid 6" in m["body"]][0]
+    receipt = next(m for m in mails(engine, ALICE) if "bid 6" in m["body"])
     # the player must not be told that bid 6 is now their bid
     assert "replaces your earlier move (bid 5)" not in receipt["body"]
 

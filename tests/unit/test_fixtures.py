@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import PLAYERS, START, FakeClock, Seeds, body_of, seat_address
+
 from referee.config import Config
 from referee.engine import Engine
 from referee.mail.parse import parse

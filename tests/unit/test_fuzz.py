@@ -14,10 +14,20 @@ import os
 from typing import Any
 
 import pytest
-
 from conftest import PLAYERS, assert_clean_headers, seat_address
-from fuzzmail import (FIXTURE_KEY, HTML_SHAPES, MOST_TEXT, TEXT_SHAPES, Fuzzer, count_game_changes, game_seeds,
-                      hostile_head, hostile_mails, hostile_part, names_a_token)  # fmt: skip
+from fuzzmail import (
+    FIXTURE_KEY,
+    HTML_SHAPES,
+    MOST_TEXT,
+    TEXT_SHAPES,
+    Fuzzer,
+    count_game_changes,
+    game_seeds,
+    hostile_head,  # fmt: skip
+    hostile_mails,
+    hostile_part,
+    names_a_token,
+)
 from hypothesis import HealthCheck, given, settings
 from test_security import Overrun, build, within
 

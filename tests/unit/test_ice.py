@@ -845,7 +845,7 @@ def test_parse_a_word_that_only_starts_like_a_size_is_refused(text):
 
 
 def test_parse_move_text_writes_piles_large_to_small_then_red_yellow_green_blue_colourless():
-    mixed_up = [pyr(t) for t in "S-colourless S-blue L-green M-red L-red S-yellow".split()]
+    mixed_up = [pyr(t) for t in ["S-colourless", "S-blue", "L-green", "M-red", "L-red", "S-yellow"]]
     assert GAME.move_text(("bid", pile(mixed_up))) == "bid L-red L-green M-red S-yellow S-blue S-colourless"
     assert GAME.move_text(("pass",)) == "pass" and GAME.move_text(("decline",)) == "decline"
 
@@ -1029,7 +1029,7 @@ def test_property_bid_value_is_a_total_order_by_count_then_larges_then_mediums(a
 @settings(max_examples=40, deadline=None)
 @given(seeds, seat_counts, game_options, choosers)
 def test_property_every_game_ends_and_the_result_is_set_exactly_then(seed, seats, options, chooser):
-    states, records, events = random_game(seed, seats, options, chooser)
+    states, _records, events = random_game(seed, seats, options, chooser)
     final = states[-1]
     assert GAME.phase(final) is None, f"no end after {MAX_PHASES} phases"
     assert all(GAME.phase(s) is not None and GAME.result(s) is None for s in states[:-1])

@@ -18,8 +18,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-
 from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer, send, to_deadline
+
 from referee.config import Config
 from referee.engine import Engine
 from referee.record import random_move_rng, setup_rng, verify

@@ -11,8 +11,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-
 from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer, examples, info_log
+
 from referee.config import Config
 from referee.engine import Engine
 from referee.record import verify
@@ -117,7 +117,7 @@ def test_each_player_gets_their_own_dice_and_no_one_elses(played: Played):
             faces = ", ".join(d.split(" ", 1)[1] for d in dice.split(", "))
             assert faces in replayed.get(int(number), [set()] * 3)[seat] or int(number) not in replayed, (mail["to"], number)
             news_rounds[mail["to"]].add(int(number))
-        for dice in _DICE.findall(mail["body"]):
+        for _dice in _DICE.findall(mail["body"]):
             assert mail["subject"].startswith("Re:") or prompt_label(mail), mail["subject"]
     for player in PLAYERS:
         assert news_rounds[player] == set(range(1, 10)), player  # every round's dice, privately
@@ -200,7 +200,7 @@ def test_the_site_while_bidding_does_not_depend_on_the_dice_not_yet_shown(tmp_pa
         store, config = engine.store, engine.config
         clock = engine.clock
 
-        class tables:  # noqa: N801 - stands in for Tables
+        class tables:  # stands in for Tables
             @staticmethod
             def table(game_id):
                 real = engine.table(game_id)

@@ -11,10 +11,10 @@ import random
 import re
 from datetime import timedelta
 
+from conftest import PLAYERS, FakeClock, body_of, mails, make_mail, reply, to_deadline
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import PLAYERS, FakeClock, body_of, mails, make_mail, reply, to_deadline
 from referee.config import Config
 from referee.engine import Engine
 from referee.record import PhaseRecord, digest_line, replay

@@ -22,8 +22,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-
 from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer, examples, reply, send
+
 from referee import config as config_module
 from referee.cli import main
 from referee.config import Config

@@ -12,8 +12,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-
 from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer, body_of, examples, info_log
+
 from referee.config import Config
 from referee.engine import Engine
 from referee.record import verify

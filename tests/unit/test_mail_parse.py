@@ -9,10 +9,10 @@ from email.message import EmailMessage
 from email.utils import format_datetime
 
 import pytest
+from conftest import PLAYERS, START, body_of, make_mail, seat_address
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import PLAYERS, START, body_of, make_mail, seat_address
 from referee.desk import COMMANDS
 from referee.mail.commands import command_lines, first_own_line, own_lines, without_tags
 from referee.mail.parse import parse
@@ -326,6 +326,7 @@ def test_the_first_own_line_is_the_first_unquoted_line(quoted, blanks, own, afte
 
 def _classified(headers: dict[str, str], sender: str = "alice@example.org") -> str | None:
     from conftest import make_mail
+
     from referee.mail.classify import never_answer
 
     return never_answer(parse(make_mail(sender, "bid 3", headers=headers), NOW), "referee@example.org")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -38,7 +38,7 @@ def done(source: MaildirSource, message: Received, quarantine: bool = False) -> 
 
 
 def utc(seconds: int, microsecond: int = 0) -> datetime:
-    return datetime.fromtimestamp(seconds, timezone.utc).replace(microsecond=microsecond)
+    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=microsecond)
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_receipt_time_from_the_name(box):
     os.utime(box / "new" / f"{T0}.12345_1.mx.example.org", (T0 + 999, T0 + 999))
     received = [m.received_at for m in fetch(MaildirSource(box))]
     assert received == [utc(T0), utc(T0 + 1, 123456), utc(T0 + 2, 150150), utc(T0 + 3, 42)]
-    assert all(moment.tzinfo is timezone.utc for moment in received)
+    assert all(moment.tzinfo is UTC for moment in received)
 
 
 def test_receipt_time_from_mtime_when_the_name_has_none(box):
@@ -83,7 +83,7 @@ def test_receipt_time_from_mtime_when_the_name_has_none(box):
     os.utime(box / "new" / "no-timestamp-here", (T0, T0 + 0.25))
     (message,) = fetch(MaildirSource(box))
     assert message.received_at == utc(T0, 250000)
-    assert message.received_at.tzinfo is timezone.utc
+    assert message.received_at.tzinfo is UTC
 
 
 def test_delivery_time_names():

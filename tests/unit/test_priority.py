@@ -244,7 +244,7 @@ def test_tally_a_colour_without_cards_counts_zero():
 
 def test_tally_the_last_round_ends_the_game():
     state = replace(start(3), deck=(), round=4, item=1)
-    after, event = tally(boards(state, {}, {}, {"red": 1}))
+    after, _event = tally(boards(state, {}, {}, {"red": 1}))
     assert after.over and GAME.phase(after) is None and GAME.result(after) is not None
 
 

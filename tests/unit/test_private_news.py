@@ -18,7 +18,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import PLAYERS, FakeClock, body_of
 
 from referee.config import Config

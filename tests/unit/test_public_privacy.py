@@ -19,8 +19,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-
 from conftest import PLAYERS, FakeClock, reply
+
 from referee.config import Config
 from referee.engine import Engine
 from referee.record import verify

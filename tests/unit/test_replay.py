@@ -173,6 +173,7 @@ def test_the_engine_never_serves_a_replay_of_a_record_that_was_rolled_back(tmp_p
     """The engine keeps each game's last replay; a transaction that fails
     after a move was read must not leave that move in what it serves."""
     from conftest import PLAYERS, FakeClock, reply
+
     from referee.config import Config
     from referee.engine import Engine
     from referee.store import Store

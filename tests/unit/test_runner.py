@@ -6,8 +6,8 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-
 from conftest import PLAYERS, reply
+
 from referee.config import MaildirSettings
 from referee.engine import Engine
 from referee.mail.source import SourceError
@@ -68,7 +68,7 @@ def test_without_smtp_queued_mail_does_not_make_the_daemon_spin(config, clock, m
 
 
 def test_the_heartbeat_is_well_inside_the_outage_gap(config, clock, maildir):
-    engine, runner = make_runner(config, clock, maildir, outage_gap=timedelta(minutes=10))
+    _engine, runner = make_runner(config, clock, maildir, outage_gap=timedelta(minutes=10))
     assert runner.seconds_to_next_work() == 300  # half the gap: never mistaken for an outage
 
 
@@ -79,7 +79,7 @@ def test_the_daemon_wakes_for_the_next_deadline(config, clock, maildir):
 
 
 def test_the_daemon_stops_when_told(config, clock, maildir):
-    engine, runner = make_runner(config, clock, maildir)
+    _engine, runner = make_runner(config, clock, maildir)
 
     async def serve_then_stop():
         stop = asyncio.Event()
@@ -228,7 +228,7 @@ def test_the_daemon_logs_settings_a_server_refused_as_an_error_and_a_server_away
 
     from referee.mail.source import SourceRefused
 
-    engine, runner = make_runner(config, clock, maildir)
+    _engine, runner = make_runner(config, clock, maildir)
     levels = {}
     for fault in (SourceRefused("imap: LOGIN refused: [AUTHENTICATIONFAILED]"), SourceError("imap: cannot connect")):
 

@@ -20,10 +20,10 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 import pytest
+from conftest import PLAYERS, FakeClock, body_of, join, reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import PLAYERS, FakeClock, body_of, join, reply
 from referee.cli import main
 from referee.config import Config
 from referee.engine import Engine
@@ -315,7 +315,7 @@ def test_a_running_bid_page_shows_the_dice_and_everyones_tiles_coins_and_pawns(e
     Site(engine, tmp_path / "site").render()
     view = engine.table(1).rules.view(engine.table(1).state, None)
     text = re.sub(r"\s+", " ", page(tmp_path / "site", "games/1/index.html").text)
-    assert f"Auction 1: the dice show suns " in text and f"The winner takes {view['points']} point" in text
+    assert "Auction 1: the dice show suns " in text and f"The winner takes {view['points']} point" in text
     assert "The first to 100 points ends the game." in text
     names = [name.partition("@")[0] for name in PLAYERS]
     for seat, name in enumerate(names):
@@ -489,7 +489,7 @@ def test_every_page_is_well_formed_and_accessible(site):
         assert any(m.get("charset", "").lower() == "utf-8" for m in parsed.find("meta")), name
         assert len(parsed.find("h1")) == 1, name
         levels = [int(tag[1]) for tag, _ in parsed.headings]
-        assert levels[0] == 1 and all(b - a <= 1 for a, b in zip(levels, levels[1:], strict=False)), (name, levels)
+        assert levels[0] == 1 and all(b - a <= 1 for a, b in itertools.pairwise(levels)), (name, levels)
         assert parsed.find("title") and all(text for _, text in parsed.headings), name
         for table in parsed.tables:
             headers = [c for row in table["rows"] for c in row["cells"] if c["tag"] == "th"]

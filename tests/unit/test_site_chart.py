@@ -10,6 +10,7 @@ character (what a sans-serif face needs for most lowercase text)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -17,15 +18,15 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
 from conftest import FakeClock
+from test_site import Page, contrast, page
+
 from referee.config import Config
 from referee.engine import Engine
 from referee.rules import get_game
 from referee.site.public import score_chart
 from referee.site.render import Site
 from referee.store import Store
-from test_site import Page, contrast, page
 
 SVG = "{http://www.w3.org/2000/svg}"
 EM = 0.6  # a character's estimated width, in em
@@ -196,7 +197,7 @@ def test_the_x_axis_shows_at_most_ten_numbers_always_the_first_and_last_and_none
     assert ticks[0].text == "0" and ticks[-1].text == str(count)
     assert [int(t.text) for t in ticks] == sorted(int(t.text) for t in ticks)
     boxes = text_boxes(svg, ticks)
-    for a, b in zip(boxes, boxes[1:]):
+    for a, b in itertools.pairwise(boxes):
         assert a[3] + 2 <= b[1], f"{a[0]} runs into {b[0]}"
     check_canvas(svg)
 

@@ -12,14 +12,14 @@ import logging
 import os
 import re
 import sqlite3
-from dataclasses import replace
 from contextlib import closing
-from datetime import datetime, timedelta, timezone
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-
 from conftest import PLAYERS, reply
+
 from referee import store as store_module
 from referee.cli import main
 from referee.config import MaildirSettings
@@ -58,7 +58,7 @@ def test_a_full_disk_stops_the_message_and_records_nothing(engine):
     engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
     raws = bids(engine, 30)
     fill_up(engine.store)
-    with pytest.raises(StorageFault, match="full.*free some space"):
+    with pytest.raises(StorageFault, match=r"full.*free some space"):
         for raw in raws:
             engine.ingest(raw)
     handled = engine.store.messages()
@@ -77,7 +77,7 @@ def test_a_write_lock_held_too_long_is_a_storage_fault(config, clock, monkeypatc
     raw = reply(engine, ALICE, "bid 5")
     keeper = sqlite3.connect(config.database, isolation_level=None)  # a keeper's sqlite3 session
     keeper.execute("BEGIN IMMEDIATE")
-    with pytest.raises(StorageFault, match="locked.*write lock"):
+    with pytest.raises(StorageFault, match=r"locked.*write lock"):
         engine.ingest(raw)
     keeper.execute("ROLLBACK")
     assert engine.store.messages() == []
@@ -96,14 +96,14 @@ def test_the_store_raises_storage_faults_and_nothing_else_of_sqlite_s(config, cl
     try:
         for write in (lambda: store.set_meta("k", "v"), lambda: store.finish_game(game, "now"),
                       lambda: store.add_signup(game, ALICE, "now"), lambda: store.sync(always=True)):  # fmt: skip
-            with pytest.raises(StorageFault, match="locked.*write lock"):
+            with pytest.raises(StorageFault, match=r"locked.*write lock"):
                 write()
         with pytest.raises(StorageFault, match="locked"), store.transaction():
             pass
     finally:
         keeper.execute("ROLLBACK")
     fill_up(store)
-    with pytest.raises(StorageFault, match="full.*free some space"), store.transaction():
+    with pytest.raises(StorageFault, match=r"full.*free some space"), store.transaction():
         for i in range(200):
             store.set_meta(f"k{i}", "x" * 4000)
     free_space(store)
@@ -258,7 +258,7 @@ def test_an_earlier_games_db_keeps_the_outage_guard(dump, config, clock):
     engine = Engine(Store(config.database), config, clock)
     running = engine.store.games("running")[0]["id"]
     phase = engine.status(running)["phase"]
-    clock.now = datetime(2026, 11, 25, 9, 0, tzinfo=timezone.utc)  # days after its deadline, 2026-11-21
+    clock.now = datetime(2026, 11, 25, 9, 0, tzinfo=UTC)  # days after its deadline, 2026-11-21
     done = engine.tick()
     assert done == [f"extended game {running} {phase['label']} to 2026-11-26T09:00:00Z: "
                     f"the referee did not run from 2026-11-21T15:05:00Z to 2026-11-25T09:00:00Z"

@@ -11,8 +11,8 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-
 from conftest import PLAYERS, body_of, reply
+
 from referee.config import Config
 from referee.engine import KEPT_EXCERPT, KEPT_HEADER, Engine
 from referee.store import Store

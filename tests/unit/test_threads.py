@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from conftest import PLAYERS, FakeClock, Mailbox, answer, body_of, make_mail, seat_address
 
 from referee.engine import Engine

@@ -4,8 +4,8 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-
 from conftest import PLAYERS, body_of, reply
+
 from referee.engine import Engine
 from referee.store import Store
 from referee.timeutil import from_iso, iso
