@@ -31,12 +31,24 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from referee.rules import reading
 from referee.rules.rng import Rng
 
-State = TypeVar("State")
+
+class GameState(Protocol):
+    """What the engine requires of every game's state: a dataclass (an
+    immutable value, changed by ``dataclasses.replace``) with the set of seats
+    a random bot plays (``Game.replace_by_bot``)."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
+    @property
+    def bots(self) -> frozenset[int]: ...
+
+
+State = TypeVar("State", bound=GameState)
 Move = TypeVar("Move")
 
 
@@ -284,4 +296,4 @@ class Game(ABC, Generic[State, Move]):
         Games keep the set of bot seats in a ``bots`` field, because a bot is
         not a player when the winner is decided.
         """
-        return dataclasses.replace(state, bots=state.bots | {seat})  # type: ignore[attr-defined]
+        return dataclasses.replace(state, bots=state.bots | {seat})
