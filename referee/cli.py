@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from datetime import timedelta
 from pathlib import Path
+from typing import NoReturn
 
 from referee import config as config_module
 from referee import launch
@@ -68,7 +69,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, not argparse's usage block
+    def error(self, message: str) -> NoReturn:  # one line, not argparse's usage block
         raise UsageError(message)
 
 

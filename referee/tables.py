@@ -187,7 +187,7 @@ class Tables:
     def __init__(self, store: Store):
         self.store = store
         self._replays: dict[int, tuple[Any, list[PhaseRecord], Replay]] = {}  # game id -> cache, oldest first
-        self._tables: dict[int, tuple[Any, Table, list[PhaseRecord]]] = {}  # game id -> the last read, its stamp
+        self._tables: dict[int, tuple[tuple[int, int, int], Table, list[PhaseRecord]]] = {}  # game id -> the last read, its stamp
 
     def table(self, game_id: int) -> Table:
         """The game as its record says now.  One message reads its game
@@ -202,8 +202,9 @@ class Tables:
         if cached and cached[0] == stamp:
             table, records = cached[1], cached[2]
         else:
-            only_ours = cached is not None and cached[0][:2] == stamp[:2]  # no rollback, no other process
-            table, records = self._read(game_id, cached[1:] if only_ours else None)
+            # Only what ours changed since (no rollback, no other process): read the rest.
+            since = cached[1:] if cached is not None and cached[0][:2] == stamp[:2] else None
+            table, records = self._read(game_id, since)
         _remember(self._tables, game_id, (stamp, table, records), records_at=2)
         return table
 
