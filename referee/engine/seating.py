@@ -147,29 +147,36 @@ class Seating:
         (``message_key``): handled again after a restore, the mail makes the
         same game."""
         game = self.open_game(kind)
-        if game is None:
+        if game is not None:
+            game_id, wanted = game["id"], _seats_wanted(game)
+        else:
             rules = get_game(kind)
             seed = None if message_key is None else hmac.new(self.key, f"seed\0{message_key}".encode(),
                                                                 hashlib.sha256).digest()  # fmt: skip
+            wanted = rules.max_seats
             game_id = self._create(kind, rules.check_options({}), self._deadlines(rules),
-                                   self.config.settle, None, "open", rules.max_seats, seed)  # fmt: skip
-            game = self.store.game(game_id)
-        signed = [s["address"] for s in self.store.signups(game["id"])]
+                                   self.config.settle, None, "open", wanted, seed)  # fmt: skip
+        signed = [s["address"] for s in self.store.signups(game_id)]
         if address in signed:
-            raise Refusal(Why.SIGNED_ALREADY, game=game["id"], more=game["seats_wanted"] - len(signed))
-        self.store.add_signup(game["id"], address, iso(self.clock()))
-        if len(signed) + 1 < game["seats_wanted"]:
-            return game["id"], False
-        self._begin(game["id"], signed + [address])
-        log.info("game %d (%s) starts: its seats are full", game["id"], kind)
-        return game["id"], True
+            raise Refusal(Why.SIGNED_ALREADY, game=game_id, more=wanted - len(signed))
+        self.store.add_signup(game_id, address, iso(self.clock()))
+        if len(signed) + 1 < wanted:
+            return game_id, False
+        self._begin(game_id, signed + [address])
+        log.info("game %d (%s) starts: its seats are full", game_id, kind)
+        return game_id, True
 
     def signed_up(self, kind: str, address: str) -> bool:
         game = self.open_game(kind)
         return game is not None and any(s["address"] == address for s in self.store.signups(game["id"]))
 
     def leave(self, kind: str, address: str) -> None:
-        self.store.remove_signup(self.open_game(kind)["id"], address)
+        """Take ``address`` off the open game of ``kind`` (the caller saw it
+        there: signed_up)."""
+        game = self.open_game(kind)
+        if game is None:
+            raise EngineError(f"no {kind} game is open for sign-up")
+        self.store.remove_signup(game["id"], address)
 
     # -- a player leaves a running game (rule 8) ---------------------------
 
@@ -208,3 +215,12 @@ class Seating:
         self.phases.bot_moves(table, phase, now)
         self.phases.advance(table.id)
         log.info("game %d: seat %d is now a bot", table.id, seat)
+
+
+def _seats_wanted(game: GameRow) -> int:
+    """How many seats a sign-up game waits for (join makes every one with its
+    number: only a keeper's game, running from the start, has none)."""
+    wanted = game["seats_wanted"]
+    if wanted is None:
+        raise EngineError(f"game {game['id']} is open for sign-up but says no number of seats")
+    return wanted
