@@ -78,6 +78,15 @@ class Table:
         last = self.phases[-1] if self.phases else None
         return last if last and last["resolved_at"] is None else None
 
+    def phase_to_move(self) -> PhaseRow:
+        """The open phase of a running game: it always has one (a game starts
+        by opening its first, and the resolution of each opens the next or
+        finishes the game).  EngineError when there is none."""
+        phase = self.open_phase
+        if phase is None:
+            raise EngineError(f"game {self.id} has no open phase")
+        return phase
+
     def waiting_for(self, phase: PhaseRow) -> list[int]:
         """The seats that owe ``phase`` a move."""
         moved = self.counted.get(phase["number"], {})
@@ -187,7 +196,8 @@ class Tables:
     def __init__(self, store: Store):
         self.store = store
         self._replays: dict[int, tuple[Any, list[PhaseRecord], Replay]] = {}  # game id -> cache, oldest first
-        self._tables: dict[int, tuple[tuple[int, int, int], Table, list[PhaseRecord]]] = {}  # game id -> the last read, its stamp
+        # game id -> the last read, with its stamp (Store.record_stamp)
+        self._tables: dict[int, tuple[tuple[int, int, int], Table, list[PhaseRecord]]] = {}
 
     def table(self, game_id: int) -> Table:
         """The game as its record says now.  One message reads its game
@@ -211,9 +221,7 @@ class Tables:
     def _read(self, game_id: int, since: tuple[Table, list[PhaseRecord]] | None) -> tuple[Table, list[PhaseRecord]]:
         """Read a game; with ``since`` (an earlier read), only its phases from
         the first that was still open then."""
-        row = self.store.game(game_id)
-        if row is None:
-            raise EngineError(f"there is no game {game_id}")
+        row = self.row(game_id)
         rules = get_game(row["kind"])
         seats = self.store.seats(game_id)
         kept = 0
@@ -238,6 +246,14 @@ class Tables:
         ]  # fmt: skip
         table = Table(row, rules, seats, phases, self._replay(row, rules, seats, records), counted, chain)
         return table, records
+
+    def row(self, game_id: int) -> GameRow:
+        """The game's row, for a game sure to exist (a seat's, a table's):
+        EngineError if there is no such game."""
+        row = self.store.game(game_id)
+        if row is None:
+            raise EngineError(f"there is no game {game_id}")
+        return row
 
     def running(self, game_id: int) -> Table:
         """A game the keeper may still act on."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from referee.config import Config
 from referee.engine.post import Post
-from referee.errors import Refusal, Why
+from referee.errors import EngineError, Refusal, Why
 from referee.mail.parse import Incoming
 from referee.mail.tokens import phase_answered
 from referee.record import digest_line, random_move_rng
@@ -45,14 +45,17 @@ class Phases:
         Only Timers.tick passes ``deadlines``: it alone enforces deadlines,
         after its outage guard, so reading a backlog of mail after an outage
         never fills in random moves for a deadline the referee slept through."""
-        resolved = []
+        resolved: list[str] = []
         while True:
             table = self.tables.table(game_id)
             if table.row["state"] != "running":
                 return resolved
             phase = table.open_phase
             if phase is None:  # a new game (it starts now): open its first phase
-                self._start(table, self._insert(table, self.clock()))
+                first = self._insert(table, self.clock())
+                if first is None:
+                    raise EngineError(f"game {game_id} is over before its first phase")
+                self._start(table, first)
                 continue
             if not self._due(phase, deadlines):
                 return resolved
@@ -192,7 +195,7 @@ class Phases:
         receipt shows.  Refusal when the phase is not open to it.  The phase
         is not resolved here, even if this was the last move it waited for:
         the message's reply goes first, then ``advance`` resolves it."""
-        phase = table.open_phase
+        phase = table.phase_to_move()
         received = message.received_at
         self.check_thread(table, phase, seat, message)
         self._check_timing(table, phase, seat, received)
@@ -236,13 +239,13 @@ class Phases:
         if meant is None:
             return
         mover = seat in phase["movers"]  # else who the open phase waits for is said
-        now = {"now": phase["label"], "mover": mover,
-               "waiting": [] if mover else [table.label(s) for s in table.waiting_for(phase)]}  # fmt: skip
+        waiting = [] if mover else [table.label(s) for s in table.waiting_for(phase)]
         received = message.received_at
         if not meant["closes_at"] and received > from_iso(meant["deadline"]):  # it missed the deadline
             raise Refusal(Why.LATE_FOR_THREAD, legal=True, received=received, phase=meant["label"],
-                          deadline=meant["deadline"], **now)  # fmt: skip
-        raise Refusal(Why.THREAD_OVER, legal=True, phase=meant["label"], **now)
+                          deadline=meant["deadline"], now=phase["label"], mover=mover, waiting=waiting)  # fmt: skip
+        raise Refusal(Why.THREAD_OVER, legal=True, phase=meant["label"], now=phase["label"], mover=mover,
+                      waiting=waiting)  # fmt: skip
 
     def _check_timing(self, table: Table, phase: PhaseRow, seat: int, received: datetime) -> None:
         """Refuse a move the server received outside its phase, or from a seat
