@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from referee.errors import Refusal, Why
-from referee.limits import normalised
+from referee.limits import Budget, normalised
 from referee.mail.bounces import delivery_failures
 from referee.mail.classify import never_answer
 from referee.mail.commands import (
@@ -65,7 +65,7 @@ from referee.timeutil import iso
 
 if TYPE_CHECKING:
     from referee.engine.rooms import Rooms
-    from referee.store import OutboxRow, SeatRow
+    from referee.store import OutboxRow
     from referee.tables import Table
 
 log = logging.getLogger("referee")
@@ -147,7 +147,7 @@ class Desk:
             return Outcome("refused", "too large to read", sender.game_id)
         answers = self._run_all(sender, lines)
         self._reply(message, sender, answers)
-        if any(answer.code in _MOVE_CODES for answer in answers):
+        if sender.game_id is not None and any(answer.code in _MOVE_CODES for answer in answers):
             # Resolve what the moves completed only now, so a player reads the
             # receipt before the result it announces.  A mail that moved
             # nothing changes nothing.
@@ -214,11 +214,11 @@ class Desk:
             if seat is None or seat["address"] is None:
                 continue
             if message.sender != seat["address"] and not self.config.accept_token_alone:
-                return self._forged_token(message, seat, "token")
+                return self._forged_token(message, seat["game_id"], seat["address"], "token")
             authserv = self.config.dkim_authserv_id
             if authserv and not dkim_passed(message, authserv):
-                return self._forged_token(message, seat, "dkim")
-            game = self.store.game(seat["game_id"])
+                return self._forged_token(message, seat["game_id"], seat["address"], "dkim")
+            game = self.tables.row(seat["game_id"])
             if game["state"] != "running":
                 ended = game["id"]
                 continue
@@ -235,9 +235,9 @@ class Desk:
             return self._forged(message, message.sender, table, "no token")
         return Sender(message.sender)
 
-    def _forged_token(self, message: Incoming, seat: SeatRow, problem: str) -> Outcome:
-        table = self.tables.table(seat["game_id"])
-        return self._forged(message, seat["address"], table, problem)
+    def _forged_token(self, message: Incoming, game_id: int, owner: str, problem: str) -> Outcome:
+        """A seat's token with another From, or without DKIM's pass: ``owner`` holds the seat."""
+        return self._forged(message, owner, self.tables.table(game_id), problem)
 
     def _forged(self, message: Incoming, owner: str, table: Table | None, problem: str) -> Outcome:
         """A mail that claims a seat without proving it: nothing changes, and
@@ -337,8 +337,10 @@ class Desk:
     def _moves_in(self, sender: Sender, commands: list[Command]) -> dict[int, str]:
         """The moves the lines ask for (line number -> the move's text), read
         before any is made: a seat's, in the phase open to it."""
-        table = self.tables.table(sender.game_id) if sender.game_id is not None else None
-        phase = table.open_phase if table is not None and table.row["state"] == "running" else None
+        if sender.game_id is None or sender.seat is None:
+            return {}
+        table = self.tables.table(sender.game_id)
+        phase = table.open_phase if table.row["state"] == "running" else None
         if phase is None or sender.seat not in phase["movers"] or not table.human(sender.seat):
             return {}
         moves = {}
@@ -382,9 +384,10 @@ class Desk:
             context["game"] = self.post.game_info(table)
         return Answer(line, "error", context, "refused")
 
-    def _seat(self, sender: Sender, command: Command) -> Table:
-        """The game a seat's command is about; refused when the mail proves no seat."""
-        if sender.game_id is None:
+    def _seat(self, sender: Sender, command: Command) -> tuple[Table, int]:
+        """The game a seat's command is about, and the seat; refused when the
+        mail proves no seat."""
+        if sender.game_id is None or sender.seat is None:  # (a token proves both, or neither)
             if sender.ended is not None:
                 raise Refusal(Why.SEAT_ENDED, game=sender.ended)
             if not command.word:
@@ -395,30 +398,30 @@ class Desk:
             raise Refusal(Why.GAME_ENDED, game=table.id)
         if not table.human(sender.seat):
             raise Refusal(Why.RESIGNED, game=table.id)
-        return table
+        return table, sender.seat
 
     def _do_move(self, sender: Sender, command: Command) -> Answer:
-        table = self._seat(sender, command)
+        table, seat = self._seat(sender, command)
         rules = table.rules
-        if table.open_phase is not None and sender.seat is not None:  # a reply about a phase that is over
-            self.phases.check_thread(table, table.open_phase, sender.seat, self.message)
+        if table.open_phase is not None:  # a reply about a phase that is over
+            self.phases.check_thread(table, table.open_phase, seat, self.message)
         try:
-            move = rules.read_move(table.state, sender.seat, command.line)
+            move = rules.read_move(table.state, seat, command.line)
         except MoveError as error:
             if table.open_phase is not None:  # out of turn, what was wrong with it matters less
-                self.phases.check_mover(table, table.open_phase, sender.seat)
-            suggestion = rules.suggest(table.state, sender.seat, command.line)
+                self.phases.check_mover(table, table.open_phase, seat)
+            suggestion = rules.suggest(table.state, seat, command.line)
             if rules.looks_like_move(command.line):
                 raise Refusal(Why.BAD_MOVE, legal=True, attempt=True, suggestion=suggestion, error=str(error)) from None
             raise Refusal(Why.NOT_UNDERSTOOD, legal=suggestion is None, suggestion=suggestion, line=command.line,
                           error=str(error)) from None  # fmt: skip
-        code, context = self.phases.take_move(table, sender.seat, move, self.message)
+        code, context = self.phases.take_move(table, seat, move, self.message)
         return Answer(command.line, "move", context, code)
 
     def _do_status(self, sender: Sender, command: Command) -> Answer:
-        table = self._seat(sender, command)
+        table, seat = self._seat(sender, command)
         phase = table.open_phase
-        context = self.post.context(table, sender.seat)
+        context = self.post.context(table, seat)
         owed = table.waiting_for(phase) if phase else []
         moved = [table.label(s) for s in phase["movers"] if s not in owed] if phase else []
         context.update(moved=moved, waiting=[table.label(s) for s in owed],
@@ -426,12 +429,12 @@ class Desk:
         return Answer(command.line, "status", context, "done")
 
     def _do_hand(self, sender: Sender, command: Command) -> Answer:
-        table = self._seat(sender, command)
-        return Answer(command.line, "hand", self.post.context(table, sender.seat), "done")
+        table, seat = self._seat(sender, command)
+        return Answer(command.line, "hand", self.post.context(table, seat), "done")
 
     def _do_resign(self, sender: Sender, command: Command) -> Answer:
-        table = self._seat(sender, command)
-        self.seating.resign_seat(table, sender.seat, confirm=False)
+        table, seat = self._seat(sender, command)
+        self.seating.resign_seat(table, seat, confirm=False)
         return Answer(command.line, "resign", self.post.context(table), "done")
 
     def _do_help(self, sender: Sender, command: Command) -> Answer:
@@ -494,8 +497,8 @@ class Desk:
             raise Refusal(Why.NO_SUCH_GAME if kind else Why.JOIN_WHICH, kinds=list(GAMES))
         if kind not in sender.signed:
             token = signup_token(self.key, kind, sender.address)
-            context = {"kind": kind, "title": GAMES[kind].title, "tag": tagged(f"[{kind}]", token), "game": None,
-                       "referee": self.config.address}  # fmt: skip
+            context: dict[str, Any] = {"kind": kind, "title": GAMES[kind].title, "tag": tagged(f"[{kind}]", token),
+                                       "game": None, "referee": self.config.address}  # fmt: skip
             sent = self.post.mail(None, sender.address, "join-confirm", context,
                                     reply_to=token_address(self.config.address, token),
                                     answers=self.message.key, budget="signup", origin=self._origin)  # fmt: skip
@@ -545,13 +548,13 @@ class Desk:
         context = {"answers": texts, "subject": self._subject(message, table, sender),
                    "game": self.post.game_info(table) if table else None,
                    "referee": self.config.address}  # fmt: skip
+        budget: Budget = "player" if proven else "open"
         headers = {"in_reply_to": message.message_id, "answers": message.key,
-                   "budget": "player" if proven else "open",
                    "references": (proven and one_line(str(message.headers.get("References", "") or ""))) or None}
-        if table is not None:
-            self.post.send(table, sender.seat, "reply", context, origin=self._origin, **headers)
+        if table is not None and sender.seat is not None:  # (a token proves both, or neither)
+            self.post.send(table, sender.seat, "reply", context, budget=budget, origin=self._origin, **headers)
         else:
-            self.post.mail(None, sender.address, "reply", context, origin=self._origin, **headers)
+            self.post.mail(None, sender.address, "reply", context, budget=budget, origin=self._origin, **headers)
 
     def _render(self, answer: Answer) -> str:
         timezone = self.store.timezone(self.message.sender)
