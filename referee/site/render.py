@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NotRequired, Protocol, TypedDict
 
 import jinja2
 
@@ -56,6 +56,14 @@ class Records(Protocol):
 
     @property
     def clock(self) -> Clock: ...
+
+
+class _Rendered(TypedDict):
+    """What the state file (_STATE_FILE) keeps of a game's last render."""
+
+    fingerprint: str  # of what its pages showed (Site._fingerprint)
+    entries: list[dict[str, Any]]  # its feed entries, those still among the site feed's newest
+    facts: NotRequired[dict[str, Any]]  # what the index tells of it (not in a state file older than that)
 
 
 @dataclass
@@ -103,13 +111,14 @@ class Site:
         """Write what changed since the last render (everything with ``force``)."""
         now = self.records.clock()
         known = {} if force else self._read_state()
-        report, summaries, state = Report(), [], {}
+        report, summaries = Report(), []
+        state: dict[str, _Rendered] = {}
         for row in self.records.store.games():
             summary = self._summary(row, now)
             summaries.append(summary)
             fingerprint = self._fingerprint(row["id"], summary)
-            before = known.get(str(row["id"]), {})
-            if before.get("fingerprint") == fingerprint:
+            before = known.get(str(row["id"]))
+            if before is not None and before.get("fingerprint") == fingerprint:
                 report.games_unchanged += 1
                 state[str(row["id"])] = before
                 continue
@@ -175,7 +184,8 @@ class Site:
         titles = [title.strip() for title in titles if title.strip()]
         rounds = context["rounds"]
         groups = [_group(entry["label"]) for entry in rounds]
-        groups.append(_group(context["phase"]["label"]) if context["phase"] else None)  # the next one's
+        # The group after each round's: the next round's, after the last the open phase's, if one.
+        after: list[str | None] = [*groups[1:], _group(context["phase"]["label"]) if context["phase"] else None]
         scores, group = [0] * len(names), []
         for i, (entry, title) in enumerate(zip(rounds, titles, strict=True)):
             scores = next((e["scores"] for e in reversed(entry["events"]) if "scores" in e), scores)
@@ -186,7 +196,7 @@ class Site:
                      "content": f"{title}. Scores: {standing}.", "feeds": "game"}  # fmt: skip
             entries.append(phase)
             group.append(title)
-            if groups[i] != groups[i + 1] or (game["state"] == "finished" and i == len(rounds) - 1):
+            if groups[i] != after[i] or (game["state"] == "finished" and i == len(rounds) - 1):
                 if len(group) == 1:
                     phase["feeds"] = "both"
                 else:
@@ -267,7 +277,7 @@ class Site:
 
     # -- files -------------------------------------------------------------
 
-    def _read_state(self) -> dict[str, str]:
+    def _read_state(self) -> dict[str, _Rendered]:
         try:
             return json.loads((self.folder / _STATE_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
