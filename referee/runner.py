@@ -183,8 +183,8 @@ class Runner:
 
     @classmethod
     def from_config(cls, config: Config, engine: Engine) -> Runner:
-        sender = config.smtp and SmtpSender(config.smtp, config.address, engine.store, engine.clock)
-        site = config.site_dir and Site(engine, config.site_dir, config.templates)
+        sender = SmtpSender(config.smtp, config.address, engine.store, engine.clock) if config.smtp else None
+        site = Site(engine, config.site_dir, config.templates) if config.site_dir else None
         return cls(engine, source_for(config, engine), sender, site)
 
     async def once(self) -> Report:
@@ -214,9 +214,9 @@ class Runner:
                 store.set_meta("last_fault", json.dumps(note))
                 store.sync()
         except StorageFault as error:  # the fault itself is what the caller reports
-            kept = self.aside is not None and self.aside.write(note)
+            kept = self.aside.path if self.aside is not None and self.aside.write(note) else None
             log.debug("could not note the fault in games.db (%s); %s", error,
-                      f"kept in {self.aside.path}" if kept else "not kept")  # fmt: skip
+                      f"kept in {kept}" if kept else "not kept")  # fmt: skip
             return
         if self.aside:
             self.aside.clear()  # older than the fault games.db now has
@@ -242,7 +242,7 @@ class Runner:
         sending = asyncio.ensure_future(self._send(report, feed))
         try:
             if self.source:
-                report.received = await self.receive(feed)
+                report.received = await self.receive(self.source, feed)
         except SourceError as error:
             unreachable = error
         except BaseException:  # stopped, or a storage fault: the sending stops too
@@ -286,16 +286,17 @@ class Runner:
                               report.mail.failed + drained.failed)  # fmt: skip
         return None
 
-    async def receive(self, feed: Feed | None = None) -> int:
-        """Ingest every new message, each in its own transaction, then file
-        them all (quarantine those that could not be handled).  With ``feed``,
-        the sender sends what each message queued while the next is read.
+    async def receive(self, source: Source, feed: Feed | None = None) -> int:
+        """Ingest every new message of ``source`` (the runner's), each in its
+        own transaction, then file them all (quarantine those that could not
+        be handled).  With ``feed``, the sender sends what each message
+        queued while the next is read.
         A crash before the filing leaves them in place: the next pass sees
         each as a duplicate, and files it."""
         # In the order the server received them (its UIDs almost always are):
         # a change of mind counts after the move it changes.
         self._looked = _second_before(self.engine.clock.real())
-        messages = sorted(await self.source.fetch(), key=lambda message: message.received_at)
+        messages = sorted(await source.fetch(), key=lambda message: message.received_at)
         failed = set()
         due = min(self.engine.next_due(), default=None)
         # A StorageFault from ingest stops the loop and files nothing: the
@@ -317,8 +318,8 @@ class Runner:
                 for _ in range(4):  # the sender's turn: a reply it waited for is read, its next command sent
                     await asyncio.sleep(0)
         self.engine.store.sync()  # on disk before the server lets go of them
-        await self.source.done([m for m in messages if m.ref not in failed])
-        await self.source.done([m for m in messages if m.ref in failed], quarantine=True)
+        await source.done([m for m in messages if m.ref not in failed])
+        await source.done([m for m in messages if m.ref in failed], quarantine=True)
         return len(messages)
 
     async def handle_again(self) -> int:
@@ -406,6 +407,7 @@ class Runner:
         """Until mail may have come, ``seconds`` pass, or ``stop`` is set."""
         if seconds <= 0 or stop.is_set():
             return
+        waiting: asyncio.Future[bool | None]  # (IMAP's wait says whether mail may have come)
         if isinstance(self.source, ImapSource):
             waiting = asyncio.ensure_future(self.source.wait_for_mail(seconds))
         else:
