@@ -10,8 +10,9 @@ are safe to kill at any moment: a message is filed away on the server only
 after its effects are committed.
 
 A pass that meets a fault stops and raises it: SourceError (the mail
-server), SmtpUnreachable (the SMTP server) or StorageFault (games.db or the
-disk); a server's error that is also WrongSettings (a wrong password, a
+server), SmtpUnreachable (the SMTP server), StorageFault (games.db or the
+disk) or an OSError of a file beside it (a template the disk cannot read, no
+file descriptor left); a server's error that is also WrongSettings (a wrong password, a
 TLS mismatch, no such mailbox) needs the keeper, as a storage fault does.
 The daemon waits and tries again; ``run --once`` exits non-zero.
 games.db keeps when the last pass went through and the last fault, for
@@ -55,7 +56,15 @@ LONGEST_BACKOFF = 60.0  # the daemon tries a failed server (or disk) again at le
 LOCK_POLL = 1.0  # seconds between the waiting daemon's looks at the run lock
 
 T = TypeVar("T")
-Fault = SourceError | SmtpUnreachable | StorageFault  # what stops a pass (see the module's doc)
+Fault = SourceError | SmtpUnreachable | StorageFault | OSError  # what stops a pass (see the module's doc)
+
+
+def _a_fault(error: BaseException) -> bool:
+    """Whether ``error`` is a Fault: a server's, or the machine's (an OSError
+    that is no server's ConnectionError is a file's, as a StorageFault is games.db's)."""
+    if isinstance(error, (SourceError, SmtpUnreachable, StorageFault)):
+        return True
+    return isinstance(error, OSError) and not isinstance(error, ConnectionError)
 
 
 class Busy(RuntimeError):
@@ -198,8 +207,9 @@ class Runner:
         fault stops the pass where it falls (StorageFault)."""
         try:
             return await self._pass()
-        except (SourceError, SmtpUnreachable, StorageFault) as error:
-            self._note_fault(error)
+        except (StorageFault, OSError) as error:
+            if _a_fault(error):
+                self._note_fault(error)
             raise
 
     def _note_fault(self, fault: Fault) -> None:
@@ -380,8 +390,10 @@ class Runner:
                 try:
                     await until_stopped(self.once(), stop)
                     backoff = 1.0
-                except (SourceError, SmtpUnreachable, StorageFault) as error:
-                    needs_keeper = isinstance(error, (StorageFault, WrongSettings))
+                except (StorageFault, OSError) as error:
+                    if not _a_fault(error):
+                        raise
+                    needs_keeper = not isinstance(error, ConnectionError) or isinstance(error, WrongSettings)
                     level = logging.ERROR if needs_keeper else logging.WARNING
                     log.log(level, "%s; trying again in %.0f s", error, backoff)
                     await _sleep(backoff, stop)

@@ -58,6 +58,14 @@ def kept(raw: bytes, max_size: int) -> bytes:
 log = logging.getLogger("referee")
 
 
+def _the_machines(error: BaseException) -> bool:
+    """Whether an error met while a message is handled is the machine's, not
+    the message's: games.db's (the StorageFault), or a file the referee reads
+    or writes beside it (a template the disk cannot read, no file descriptor
+    left).  A ConnectionError is a server's."""
+    return isinstance(error, StorageFault) or (isinstance(error, OSError) and not isinstance(error, ConnectionError))
+
+
 class Engine(Rooms):
     # -- mail in -----------------------------------------------------------
 
@@ -69,7 +77,8 @@ class Engine(Rooms):
         runner quarantines it).  A storage fault (games.db full, locked,
         read-only or damaged; see referee.store) is no fault of the message:
         it raises StorageFault and records nothing, so the message stays on
-        the mail server for the next run."""
+        the mail server for the next run; so does an OSError of a file the
+        referee reads beside it (a template the disk cannot read)."""
         now = self.clock()
         try:
             # A stop signal may end it here: it changes nothing (referee.interrupt).
@@ -94,9 +103,9 @@ class Engine(Rooms):
                 with self.clock.at(message.received_at):  # see EventClock
                     outcome = Desk(self, message).handle()
                 self._record(message, now, outcome)
-        except StorageFault:
-            raise
-        except Exception:
+        except Exception as error:
+            if _the_machines(error):  # no fault of the message: it stays on the mail server
+                raise
             # A bug must neither lose the message nor fail on it at every
             # redelivery: keep it, unanswered, for the keeper to look at.
             log.exception("message %s from %s could not be handled", message.key, message.sender)
