@@ -209,6 +209,8 @@ class ReadOnlyStore(Store):
         self._rollbacks = 0
         self._record_writes: dict[int, int] = {}
         self.db = sqlite_utils.Database(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30))
+        self._conn = self.db.conn  # (what the Store's readers run their statements on)
+        self._nested = 0
 
 
 class Reader:
