@@ -488,8 +488,10 @@ class Store:
             if self._conn.in_transaction:
                 yield from self._savepoint()
                 return
-            self._execute("BEGIN IMMEDIATE")
             try:
+                # (inside: an interrupt as BEGIN returns must undo it too; a
+                # BEGIN that failed leaves nothing to roll back)
+                self._execute("BEGIN IMMEDIATE")
                 yield
                 self._execute("COMMIT")
             except BaseException:

@@ -381,3 +381,26 @@ def test_the_store_reads_and_writes_one_way():
 
     source = inspect.getsource(store_module.Store)
     assert not re.search(r"\.db(\.table\(|\[|\.query\(|\.insert|\.upsert)", source)
+
+
+def test_an_interrupt_as_the_transaction_begins_leaves_no_transaction_open(tmp_path):
+    """A signal's KeyboardInterrupt (or any exception) that comes as BEGIN
+    IMMEDIATE returns, before the body runs, must not leave the write lock
+    held and a transaction open that every later write would join uncommitted
+    (and sync() would "flush", and the sender read from)."""
+    store = Store(tmp_path / "games.db")
+    execute = store._execute
+
+    def interrupted(sql, args=()):
+        cursor = execute(sql, args)
+        if sql == "BEGIN IMMEDIATE":
+            raise KeyboardInterrupt
+        return cursor
+
+    store._execute = interrupted  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt), store.transaction():
+        store.set_meta("never", "1")
+    store._execute = execute  # type: ignore[method-assign]
+    assert not store._conn.in_transaction
+    store.set_meta("later", "1")
+    assert Store(tmp_path / "games.db").get_meta("later") == "1"  # committed, seen by another connection
