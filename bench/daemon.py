@@ -91,11 +91,10 @@ MB = 1_000_000
 RSS_LIMIT = 5 * MB
 SKIP = 0.15  # the share of prompts a player never answers: the deadline fills the move at random
 CHANGE = 0.10  # the share of sealed moves followed by a change of mind
-JUNK = {"help": 3, "status": 3, "forged-token": 2, "forged-from": 2, "bounce": 2, "auto-reply": 1,
-        "stranger": 2}  # fmt: skip
+JUNK = {"help": 3, "status": 3, "forged-token": 2, "forged-from": 2, "bounce": 2, "auto-reply": 1, "stranger": 2}
 CONFIG = {  # added to the suite's referee.toml: a site, answers for all, short default deadlines
     "[referee]\n": '[referee]\nname = "Referee"\nsite_dir = "site"\nreplies_per_hour = 100000\n'
-                   'keep_sent_mail = "20m"\n',
+    'keep_sent_mail = "20m"\n',
 }
 DEFAULTS = '\n[defaults]\ndeadline = "4m"\nturn_deadline = "2m"\ndecision_deadline = "1m"\nreminder = "45s"\n'
 
@@ -197,8 +196,9 @@ def dovecot_sessions(dovecot: Dovecot, user: str) -> int:
     """Dovecot's view: the user's IMAP sessions, by `doveadm who`."""
     doveadm = shutil.which("doveadm") or "/usr/bin/doveadm"
     try:
-        out = subprocess.run([doveadm, "-c", str(dovecot.conf), "who", "-1"], capture_output=True, text=True,
-                             timeout=10, check=False).stdout  # fmt: skip
+        out = subprocess.run(
+            [doveadm, "-c", str(dovecot.conf), "who", "-1"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
     except (OSError, subprocess.TimeoutExpired):
         return -1
     return sum(1 for line in out.splitlines()[1:] if line.split()[:2] == [user, "imap"])
@@ -230,27 +230,40 @@ class Watch:
         sources = dict(db.execute("select source, count(*) from moves group by source").fetchall())
         outbox = dict(db.execute("select state, count(*) from outbox group by state").fetchall())
         return Sample(
-            minute=(now - self.started) / 60, rss=rss_bytes(self.pid), fds=min(fds), imap=min(imap),
-            dovecot=dovecot_sessions(self.dovecot, self.stack.referee), smtp=max(smtp), cpu=share,
-            handled=db.execute("select count(*) from messages").fetchone()[0], sent=outbox.get("sent", 0),
-            queued=outbox.get("queued", 0), running=states.get("running", 0), finished=states.get("finished", 0),
-            by_mail=sources.get("mail", 0), filled=sources.get("random", 0),
+            minute=(now - self.started) / 60,
+            rss=rss_bytes(self.pid),
+            fds=min(fds),
+            imap=min(imap),
+            dovecot=dovecot_sessions(self.dovecot, self.stack.referee),
+            smtp=max(smtp),
+            cpu=share,
+            handled=db.execute("select count(*) from messages").fetchone()[0],
+            sent=outbox.get("sent", 0),
+            queued=outbox.get("queued", 0),
+            running=states.get("running", 0),
+            finished=states.get("finished", 0),
+            by_mail=sources.get("mail", 0),
+            filled=sources.get("random", 0),
             delivered=delivered,
-        )  # fmt: skip
+        )
 
     def close(self) -> None:
         self.db.close()
 
 
-HEADER = (f"{'min':>5} {'RSS MB':>7} {'fds':>4} {'imap':>4} {'dove':>4} {'smtp':>4} {'cpu%':>5} "
-          f"{'handled':>7} {'sent':>6} {'queued':>6} {'running':>7} {'done':>5} {'by mail':>7} {'filled':>6} "
-          f"{'in':>6}")  # fmt: skip
+HEADER = (
+    f"{'min':>5} {'RSS MB':>7} {'fds':>4} {'imap':>4} {'dove':>4} {'smtp':>4} {'cpu%':>5} "
+    f"{'handled':>7} {'sent':>6} {'queued':>6} {'running':>7} {'done':>5} {'by mail':>7} {'filled':>6} "
+    f"{'in':>6}"
+)
 
 
 def row(s: Sample) -> str:
-    return (f"{s.minute:5.1f} {s.rss / MB:7.1f} {s.fds:4} {s.imap:4} {s.dovecot:4} {s.smtp:4} {s.cpu * 100:5.1f} "
-            f"{s.handled:7} {s.sent:6} {s.queued:6} {s.running:7} {s.finished:5} {s.by_mail:7} {s.filled:6} "
-            f"{s.delivered:6}")  # fmt: skip
+    return (
+        f"{s.minute:5.1f} {s.rss / MB:7.1f} {s.fds:4} {s.imap:4} {s.dovecot:4} {s.smtp:4} {s.cpu * 100:5.1f} "
+        f"{s.handled:7} {s.sent:6} {s.queued:6} {s.running:7} {s.finished:5} {s.by_mail:7} {s.filled:6} "
+        f"{s.delivered:6}"
+    )
 
 
 # -- what grows inside serve (--tracemalloc) ----------------------------------------------
@@ -376,16 +389,20 @@ def compare(trace: Path, warmup: float, top: int = 25) -> None:
     print(f"--tracemalloc: what grew inside serve from minute {first:.1f} to {last:.1f} (MB)")
     for data in stats.values():
         mall, py = data.get("mallinfo") or {}, data.get("pymalloc") or {}
-        print(f"  minute {data['minute']:5.1f}: RSS {data['rss'] / MB:6.1f}, traced {data['traced'] / MB:5.1f}, "
-              f"pymalloc arenas {py.get('arenas', -1)} (blocks in use {py.get('in_blocks', 0) / MB:5.1f}, free "
-              f"{py.get('free_blocks', 0) / MB:5.1f}), malloc in use {mall.get('uordblks', 0) / MB:6.1f}, free "
-              f"{mall.get('fordblks', 0) / MB:5.1f}, mmapped {mall.get('hblkhd', 0) / MB:5.1f}, SQLite "
-              f"{data.get('sqlite', -1) / MB:5.1f}; objects {data['objects']}, tasks {data['tasks']}, "
-              f"threads {data['threads']}")  # fmt: skip
+        print(
+            f"  minute {data['minute']:5.1f}: RSS {data['rss'] / MB:6.1f}, traced {data['traced'] / MB:5.1f}, "
+            f"pymalloc arenas {py.get('arenas', -1)} (blocks in use {py.get('in_blocks', 0) / MB:5.1f}, free "
+            f"{py.get('free_blocks', 0) / MB:5.1f}), malloc in use {mall.get('uordblks', 0) / MB:6.1f}, free "
+            f"{mall.get('fordblks', 0) / MB:5.1f}, mmapped {mall.get('hblkhd', 0) / MB:5.1f}, SQLite "
+            f"{data.get('sqlite', -1) / MB:5.1f}; objects {data['objects']}, tasks {data['tasks']}, "
+            f"threads {data['threads']}"
+        )
     types = Counter(stats[last]["types"])
     types.subtract(stats[first]["types"])
-    print("  objects by type, the most grown: " + ", ".join(
-        f"{name} {n:+d}" for name, n in types.most_common(15) if n > 0))  # fmt: skip
+    print(
+        "  objects by type, the most grown: "
+        + ", ".join(f"{name} {n:+d}" for name, n in types.most_common(15) if n > 0)
+    )
     snaps = {minute(path): path for path in trace.glob("snapshot-*.pickle")}
     if first not in snaps or last not in snaps:
         return
@@ -395,8 +412,10 @@ def compare(trace: Path, warmup: float, top: int = 25) -> None:
     growth = sum(d.size_diff for d in diffs)
     print(f"  traced growth {growth / MB:+.2f} MB in {len(diffs)} tracebacks; the largest:")
     for diff in diffs[:top]:
-        frames = [f"{f.filename.rpartition('/site-packages/')[2].replace(str(CODE) + '/', '')}:{f.lineno}"
-                  for f in reversed(diff.traceback)]  # fmt: skip (the most recent call first)
+        frames = [
+            f"{f.filename.rpartition('/site-packages/')[2].replace(str(CODE) + '/', '')}:{f.lineno}"
+            for f in reversed(diff.traceback)
+        ]  # the most recent call first
         print(f"  {diff.size_diff / 1000:+9.1f} kB {diff.count_diff:+7d} blocks  {' < '.join(frames[:7])}")
     print("  by file:")
     for diff in new.compare_to(old, "filename")[:12]:
@@ -441,16 +460,22 @@ class Players:
         now, wall = time.monotonic(), datetime.now(UTC)
         open_phases = self.db.execute(
             "select p.game_id, p.number, p.movers, p.sealed, p.deadline from phases p join games g on g.id = p.game_id"
-            " where p.resolved_at is null and g.state = 'running'").fetchall()  # fmt: skip
+            " where p.resolved_at is null and g.state = 'running'"
+        ).fetchall()
         humans = {}
         for game, seat, address, _token in self.db.execute(
-                "select s.game_id, s.seat, s.address, s.token from seats s join games g on g.id = s.game_id"
-                " where g.state = 'running' and s.address is not null and s.bot_since_phase is null"):  # fmt: skip
+            "select s.game_id, s.seat, s.address, s.token from seats s join games g on g.id = s.game_id"
+            " where g.state = 'running' and s.address is not null and s.bot_since_phase is null"
+        ):
             humans[game, seat] = address
             self.addresses.add(address)
         for game, number, movers, _sealed, deadline in open_phases:
-            moved = {seat for (seat,) in self.db.execute("select distinct seat from moves where game_id = ? and phase = ?",
-                                                         (game, number))}  # fmt: skip
+            moved = {
+                seat
+                for (seat,) in self.db.execute(
+                    "select distinct seat from moves where game_id = ? and phase = ?", (game, number)
+                )
+            }
             for seat in json.loads(movers):
                 if (game, number, seat) in self.seen or seat in moved or (game, seat) not in humans:
                     continue
@@ -460,7 +485,9 @@ class Players:
                     continue
                 closes = from_iso(deadline)
                 left = (closes - wall).total_seconds()
-                self.pending.append(Pending(game, number, seat, now + self.chooser.uniform(2, max(3, 0.8 * left)), closes))
+                self.pending.append(
+                    Pending(game, number, seat, now + self.chooser.uniform(2, max(3, 0.8 * left)), closes)
+                )
 
     def next_move(self) -> tuple[str, str, bytes] | None:
         """The next answer due: (sender, recipient, mail), or None."""
@@ -491,8 +518,16 @@ class Players:
         else:
             move = self.chooser.choice(rules.legal_moves(state, answer.seat))
         if phase["sealed"] and not answer.again and self.chooser.random() < CHANGE:
-            self.pending.append(Pending(answer.game, answer.phase, answer.seat,
-                                        answer.due + self.chooser.uniform(5, 40), answer.deadline, again=True))  # fmt: skip
+            self.pending.append(
+                Pending(
+                    answer.game,
+                    answer.phase,
+                    answer.seat,
+                    answer.due + self.chooser.uniform(5, 40),
+                    answer.deadline,
+                    again=True,
+                )
+            )
         self.counts["change of mind" if answer.again else "move"] += 1
         return self.reply(table, answer.seat, rules.move_text(move))
 
@@ -517,10 +552,17 @@ class Players:
             if game in self.joined:
                 continue
             self.joined.add(game)
-            for (address,) in self.db.execute("select address from seats where game_id = ? and address is not null"
-                                              " and bot_since_phase is null", (game,)):  # fmt: skip
-                raw = self.stack.compose(address, self.stack.referee, "another game", f"JOIN {kind}\n",
-                                         {"Message-ID": make_msgid(domain=PLAYERS)})  # fmt: skip
+            for (address,) in self.db.execute(
+                "select address from seats where game_id = ? and address is not null and bot_since_phase is null",
+                (game,),
+            ):
+                raw = self.stack.compose(
+                    address,
+                    self.stack.referee,
+                    "another game",
+                    f"JOIN {kind}\n",
+                    {"Message-ID": make_msgid(domain=PLAYERS)},
+                )
                 mails.append((address, self.stack.referee, raw))
         self.counts["join"] += len(mails)
         return mails
@@ -533,9 +575,11 @@ class Players:
         kind = self.chooser.choices(list(JUNK), weights=list(JUNK.values()))[0]
         referee_address, compose = self.stack.referee, self.stack.compose
         stranger = f"someone{self.chooser.randrange(10**6)}@{STRANGERS}"
-        seats = self.db.execute("select s.game_id, s.seat, s.address, s.token from seats s join games g "
-                                "on g.id = s.game_id where g.state = 'running' and s.address is not null "
-                                "order by random() limit 1").fetchall()  # fmt: skip
+        seats = self.db.execute(
+            "select s.game_id, s.seat, s.address, s.token from seats s join games g "
+            "on g.id = s.game_id where g.state = 'running' and s.address is not null "
+            "order by random() limit 1"
+        ).fetchall()
         if not seats and kind != "stranger":
             return None
         game, _seat, player, token = seats[0] if seats else (0, 0, stranger, "")
@@ -555,10 +599,16 @@ class Players:
             return self._bounce()
         if kind == "auto-reply":
             headers.update({"Auto-Submitted": "auto-replied", "X-Autoreply": "yes"})
-            return player, referee_address, compose(player, referee_address, "Out of office",
-                                                    "I am away until Monday.\n", headers)  # fmt: skip
-        return stranger, referee_address, compose(stranger, referee_address, "hello",
-                                                  "Hello, what is this? Can I play?\n", headers)  # fmt: skip
+            return (
+                player,
+                referee_address,
+                compose(player, referee_address, "Out of office", "I am away until Monday.\n", headers),
+            )
+        return (
+            stranger,
+            referee_address,
+            compose(stranger, referee_address, "hello", "Hello, what is this? Can I play?\n", headers),
+        )
 
     def _bounce(self) -> tuple[str, str, bytes] | None:
         """A delivery status notification for a recent mail of the referee's."""
@@ -568,16 +618,18 @@ class Players:
         message_id, player, subject = recent
         boundary = f"bounce{self.chooser.randrange(10**9)}"
         daemon = f"MAILER-DAEMON@{PLAYERS}"
-        raw = (f"From: Mail Delivery System <{daemon}>\r\nTo: {self.stack.referee}\r\n"
-               f"Subject: Undelivered Mail Returned to Sender\r\nMessage-ID: {make_msgid(domain=PLAYERS)}\r\n"
-               f"Auto-Submitted: auto-replied\r\nMIME-Version: 1.0\r\n"
-               f'Content-Type: multipart/report; report-type=delivery-status; boundary="{boundary}"\r\n\r\n'
-               f"--{boundary}\r\nContent-Type: text/plain\r\n\r\nThe mail could not be delivered.\r\n"
-               f"--{boundary}\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; {PLAYERS}\r\n\r\n"
-               f"Final-Recipient: rfc822; {player}\r\nAction: failed\r\nStatus: 5.2.2\r\n"
-               f"Diagnostic-Code: smtp; 552 5.2.2 mailbox full\r\n\r\n"
-               f"--{boundary}\r\nContent-Type: text/rfc822-headers\r\n\r\nFrom: {self.stack.referee}\r\n"
-               f"To: {player}\r\nSubject: {subject}\r\nMessage-ID: {message_id}\r\n\r\n--{boundary}--\r\n")  # fmt: skip
+        raw = (
+            f"From: Mail Delivery System <{daemon}>\r\nTo: {self.stack.referee}\r\n"
+            f"Subject: Undelivered Mail Returned to Sender\r\nMessage-ID: {make_msgid(domain=PLAYERS)}\r\n"
+            f"Auto-Submitted: auto-replied\r\nMIME-Version: 1.0\r\n"
+            f'Content-Type: multipart/report; report-type=delivery-status; boundary="{boundary}"\r\n\r\n'
+            f"--{boundary}\r\nContent-Type: text/plain\r\n\r\nThe mail could not be delivered.\r\n"
+            f"--{boundary}\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; {PLAYERS}\r\n\r\n"
+            f"Final-Recipient: rfc822; {player}\r\nAction: failed\r\nStatus: 5.2.2\r\n"
+            f"Diagnostic-Code: smtp; 552 5.2.2 mailbox full\r\n\r\n"
+            f"--{boundary}\r\nContent-Type: text/rfc822-headers\r\n\r\nFrom: {self.stack.referee}\r\n"
+            f"To: {player}\r\nSubject: {subject}\r\nMessage-ID: {message_id}\r\n\r\n--{boundary}--\r\n"
+        )
         return "", self.stack.referee, raw.encode()
 
     def close(self) -> None:
@@ -595,8 +647,9 @@ class Lmtp:
         for attempt in range(2):
             try:
                 if self.conn is None:
-                    self.conn = smtplib.LMTP(self.dovecot.host, self.dovecot.lmtp_port, local_hostname=PLAYERS,
-                                             timeout=30)  # fmt: skip
+                    self.conn = smtplib.LMTP(
+                        self.dovecot.host, self.dovecot.lmtp_port, local_hostname=PLAYERS, timeout=30
+                    )
                 self.conn.sendmail(sender, [to], raw)
                 self.delivered += 1
                 return
@@ -625,8 +678,14 @@ def game_args(kind: str, players: list[str], chooser: random.Random) -> list[str
     if kind in ("pure-skill", "bid"):
         args += ["--deadline", f"{chooser.choice((3, 4, 5, 6))}m", "--turn-deadline", "2m", "--decision-deadline", "1m"]
     else:
-        args += ["--deadline", "4m", "--turn-deadline", f"{chooser.choice((60, 90, 120, 180))}s",
-                 "--decision-deadline", "60s"]  # fmt: skip
+        args += [
+            "--deadline",
+            "4m",
+            "--turn-deadline",
+            f"{chooser.choice((60, 90, 120, 180))}s",
+            "--decision-deadline",
+            "60s",
+        ]
     if chooser.random() < 0.2:
         args += ["--settle", "20s"]
     return args
@@ -666,8 +725,11 @@ class Run:
         started = time.monotonic()
         for number in range(self.args.games):
             self.new_game(KINDS[number % len(KINDS)])
-        print(f"{self.args.games} games created in {time.monotonic() - started:.0f} s "
-              f"({', '.join(KINDS)}); starting referee serve", flush=True)  # fmt: skip
+        print(
+            f"{self.args.games} games created in {time.monotonic() - started:.0f} s "
+            f"({', '.join(KINDS)}); starting referee serve",
+            flush=True,
+        )
         self.players = Players(self.stack, self.caught, self.referee.db, self.chooser)
         self.lmtp = Lmtp(self.dovecot)
         self.start_serve()
@@ -691,8 +753,9 @@ class Run:
             self.args.tracemalloc.mkdir(parents=True, exist_ok=True)
             argv = [argv[0], "-c", LAUNCHER, str(self.args.tracemalloc), str(self.args.interval), *argv[3:]]
         with open(self.home / "serve.out", "wb") as out, open(err, "wb") as errors:
-            self.serve = subprocess.Popen(argv, cwd=self.home, stdout=out, stderr=errors,
-                                          env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+            self.serve = subprocess.Popen(
+                argv, cwd=self.home, stdout=out, stderr=errors, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+            )
         deadline = time.monotonic() + 120
         while "serving; stop with SIGTERM" not in err.read_text(errors="replace"):
             if self.serve.poll() is not None:
@@ -780,17 +843,27 @@ class Run:
 
     def report(self) -> None:
         args, samples = self.args, self.samples
-        print(f"mail delivered: {self.lmtp.delivered}; " + ", ".join(f"{k} {v}" for k, v in sorted(self.players.counts.items())))
+        print(
+            f"mail delivered: {self.lmtp.delivered}; "
+            + ", ".join(f"{k} {v}" for k, v in sorted(self.players.counts.items()))
+        )
         print(f"mail the SMTP sink took from the referee: {self.caught.count}")
         err = (self.home / "serve.err").read_text(errors="replace")
         levels = Counter(match[1] for match in re.finditer(r"^\S+ \S+ (WARNING|ERROR|CRITICAL) ", err, re.MULTILINE))
-        warnings = Counter(re.sub(r"<[^>]*>|\S+@\S+|\d+(\.\d+)*", "N", line.split(" ", 4)[-1])
-                           for line in err.splitlines() if " WARNING " in line)  # fmt: skip
-        troubles = [line for line in err.splitlines() if " ERROR " in line or " CRITICAL " in line or "Traceback" in line]
-        print(f"serve stopped with status {self.stopped_with}; its log: {levels['WARNING']} warnings, "
-              f"{levels['ERROR'] + levels['CRITICAL']} errors, {err.count('Traceback')} tracebacks"
-              + "".join(f"\n  {n} x {text[:150]}" for text, n in warnings.most_common(6))
-              + "".join(f"\n  {line[:200]}" for line in troubles[:10]))  # fmt: skip
+        warnings = Counter(
+            re.sub(r"<[^>]*>|\S+@\S+|\d+(\.\d+)*", "N", line.split(" ", 4)[-1])
+            for line in err.splitlines()
+            if " WARNING " in line
+        )
+        troubles = [
+            line for line in err.splitlines() if " ERROR " in line or " CRITICAL " in line or "Traceback" in line
+        ]
+        print(
+            f"serve stopped with status {self.stopped_with}; its log: {levels['WARNING']} warnings, "
+            f"{levels['ERROR'] + levels['CRITICAL']} errors, {err.count('Traceback')} tracebacks"
+            + "".join(f"\n  {n} x {text[:150]}" for text, n in warnings.most_common(6))
+            + "".join(f"\n  {line[:200]}" for line in troubles[:10])
+        )
         if len(samples) < 2:
             print("FAIL: too few samples to judge")
             return
@@ -799,20 +872,26 @@ class Run:
         last = samples[-1]
         after = [s for s in samples if s.minute >= base.minute]
         rss = last.rss - base.rss
-        print(f"growth from minute {base.minute:.1f} (after warm-up) to minute {last.minute:.1f}: "
-              f"RSS {rss / MB:+.2f} MB ({base.rss / MB:.1f} -> {last.rss / MB:.1f}; highest after warm-up "
-              f"{max(s.rss for s in after) / MB:.1f}), fds {last.fds - base.fds:+d} ({base.fds} -> {last.fds}), "
-              f"IMAP connections {last.imap - base.imap:+d} ({base.imap} -> {last.imap}; Dovecot says "
-              f"{base.dovecot} -> {last.dovecot})")  # fmt: skip
-        verdicts = [("RSS growth under 5 MB", rss < RSS_LIMIT),
-                    ("fds flat", last.fds <= base.fds),
-                    ("IMAP connections flat", last.imap <= base.imap and last.imap <= 1),
-                    ("serve stopped cleanly", self.stopped_with == 0)]  # fmt: skip
+        print(
+            f"growth from minute {base.minute:.1f} (after warm-up) to minute {last.minute:.1f}: "
+            f"RSS {rss / MB:+.2f} MB ({base.rss / MB:.1f} -> {last.rss / MB:.1f}; highest after warm-up "
+            f"{max(s.rss for s in after) / MB:.1f}), fds {last.fds - base.fds:+d} ({base.fds} -> {last.fds}), "
+            f"IMAP connections {last.imap - base.imap:+d} ({base.imap} -> {last.imap}; Dovecot says "
+            f"{base.dovecot} -> {last.dovecot})"
+        )
+        verdicts = [
+            ("RSS growth under 5 MB", rss < RSS_LIMIT),
+            ("fds flat", last.fds <= base.fds),
+            ("IMAP connections flat", last.imap <= base.imap and last.imap <= 1),
+            ("serve stopped cleanly", self.stopped_with == 0),
+        ]
         failed = [name for name, ok in verdicts if not ok]
         if args.tracemalloc:
             compare(args.tracemalloc, base.minute)
-        print(("PASS: " if not failed else "FAIL: ") + "; ".join(
-            f"{name}{'' if ok else ' (NOT)'}" for name, ok in verdicts))  # fmt: skip
+        print(
+            ("PASS: " if not failed else "FAIL: ")
+            + "; ".join(f"{name}{'' if ok else ' (NOT)'}" for name, ok in verdicts)
+        )
 
 
 def _interrupt(signum, frame) -> None:
@@ -826,14 +905,26 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=2.0, help="mails delivered a second")
     parser.add_argument("--junk", type=float, default=0.1, help="the share of mail that is junk")
     parser.add_argument("--interval", type=float, default=60, help="seconds between samples")
-    parser.add_argument("--warmup", type=float, default=10,
-                        help="minutes of warm-up: growth is counted from the sample then (at most a third of the run)")  # fmt: skip
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=10,
+        help="minutes of warm-up: growth is counted from the sample then (at most a third of the run)",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", type=Path, help="keep the referee's home (games.db, serve's log, site, Dovecot) here")
-    parser.add_argument("--tracemalloc", type=Path, metavar="DIR",
-                        help="trace serve's allocations, a snapshot into DIR every --interval (slows serve, adds to its RSS)")
-    parser.add_argument("--compare", type=Path, metavar="DIR",
-                        help="print what grew between a kept --tracemalloc DIR's snapshots, and run nothing")
+    parser.add_argument(
+        "--tracemalloc",
+        type=Path,
+        metavar="DIR",
+        help="trace serve's allocations, a snapshot into DIR every --interval (slows serve, adds to its RSS)",
+    )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        metavar="DIR",
+        help="print what grew between a kept --tracemalloc DIR's snapshots, and run nothing",
+    )
     args = parser.parse_args()
     if args.compare:
         compare(args.compare, args.warmup)

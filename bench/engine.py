@@ -42,8 +42,7 @@ def mail(sender: str, token: str, game_id: int, body: str, at: datetime) -> byte
 def hostile() -> dict[str, bytes]:
     """Mail built to make a parser slow: what ingest must survive in bounded time."""
     head = b"From: alice@example.org\r\nSubject: x\r\nMIME-Version: 1.0\r\n"
-    nested = b"".join(f'Content-Type: multipart/mixed; boundary="b{i}"\r\n\r\n--b{i}\r\n'.encode()
-                      for i in range(150))  # fmt: skip
+    nested = b"".join(f'Content-Type: multipart/mixed; boundary="b{i}"\r\n\r\n--b{i}\r\n'.encode() for i in range(150))
     return {
         "150-deep multipart": head + nested + b"Content-Type: text/plain\r\n\r\nbid 5\r\n",
         "1 MB To header": head + b"To: " + b"x@example.net, " * 70000 + b"\r\n\r\nbid 5\r\n",
@@ -170,23 +169,28 @@ def main() -> None:
         for _ in range(args.games):
             engine.new_game("pure-skill", [], bots=3)
         bots = time.perf_counter() - start
-        print(f"bot games played to the end: {args.games / bots:8.1f} games/s "
-              f"({bots / args.games * 1000:.1f} ms each)")
+        print(f"bot games played to the end: {args.games / bots:8.1f} games/s ({bots / args.games * 1000:.1f} ms each)")
 
         start = time.perf_counter()
         messages = play_by_mail(engine, clock, args.games)
         played = time.perf_counter() - start
-        print(f"bids ingested (whole games by mail): {messages / played:8.1f} msg/s "
-              f"({played / messages * 1000:.2f} ms each, {messages} messages)")
+        print(
+            f"bids ingested (whole games by mail): {messages / played:8.1f} msg/s "
+            f"({played / messages * 1000:.2f} ms each, {messages} messages)"
+        )
         turn_games = max(1, args.games // 10)
-        for name, play in (("Ice Ice Baby turns ingested (4 players", play_ice_by_mail),
-                           ("Auction turns ingested (8 players", play_priority_by_mail),
-                           ("Bluff Auction moves ingested (4 players", play_bluff_by_mail)):  # fmt: skip
+        for name, play in (
+            ("Ice Ice Baby turns ingested (4 players", play_ice_by_mail),
+            ("Auction turns ingested (8 players", play_priority_by_mail),
+            ("Bluff Auction moves ingested (4 players", play_bluff_by_mail),
+        ):
             start = time.perf_counter()
             moves, slowest = play(engine, clock, turn_games)
             played = time.perf_counter() - start
-            print(f"{name}, whole games): {moves / played:8.1f} msg/s ({played / moves * 1000:.2f} ms each, "
-                  f"slowest {slowest * 1000:.0f} ms, {moves / turn_games:.0f} turns a game)")
+            print(
+                f"{name}, whole games): {moves / played:8.1f} msg/s ({played / moves * 1000:.2f} ms each, "
+                f"slowest {slowest * 1000:.0f} ms, {moves / turn_games:.0f} turns a game)"
+            )
         for name, raw in hostile().items():
             start = time.perf_counter()
             outcome = engine.ingest(raw)
@@ -201,12 +205,16 @@ def main() -> None:
             for game_id in finished:
                 fresh.table(game_id)
             replay = time.perf_counter() - start
-            print(f"replay of a finished {kind} game from games.db, from the seed: "
-                  f"{replay / len(finished) * 1000:8.2f} ms")
+            print(
+                f"replay of a finished {kind} game from games.db, from the seed: "
+                f"{replay / len(finished) * 1000:8.2f} ms"
+            )
         mails = len(engine.store.outbox())
         size = (Path(folder) / "games.db").stat().st_size
-        print(f"outbox: {mails} mails queued; games.db {size / 2**20:.1f} MiB "
-              f"for {len(fresh.store.games('finished'))} games")
+        print(
+            f"outbox: {mails} mails queued; games.db {size / 2**20:.1f} MiB "
+            f"for {len(fresh.store.games('finished'))} games"
+        )
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def deep_allowed(size: int) -> str:
 SHAPES: dict[str, Callable[[int], str]] = {
     "nested all the way": deep,
     f"nested {MAX_DEPTH} deep, repeated": deep_allowed,
-    "a string of [{\\\" and \\\\": lambda size: fill('[{\\"\\\\]}', size, '["', '"]'),
+    'a string of [{\\" and \\\\': lambda size: fill('[{\\"\\\\]}', size, '["', '"]'),
     "the same, unterminated": lambda size: fill('\\"[', size, '["'),
     "a flat array of numbers": lambda size: fill("0,", size, "[", "0]"),
     "an array of empty arrays": lambda size: fill("[],", size, "[", "[]]"),
@@ -84,9 +84,11 @@ def peak(path: Path) -> int:
 
 
 def main() -> None:
-    print(f"load_record with its limits ({MAX_BYTES // (1024 * 1024)} MB, depth {MAX_DEPTH}, "
-          f"{MAX_CONTAINERS:,} arrays and objects); "
-          "time: best of 3; peak: tracemalloc")  # fmt: skip
+    print(
+        f"load_record with its limits ({MAX_BYTES // (1024 * 1024)} MB, depth {MAX_DEPTH}, "
+        f"{MAX_CONTAINERS:,} arrays and objects); "
+        "time: best of 3; peak: tracemalloc"
+    )
     print(f"{'shape':32} {'size':>7} {'outcome':28} {'time ms':>9} {'ms/MB':>7} {'peak MB':>8} {'peak/size':>9}")
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder, "record.json")
@@ -99,8 +101,10 @@ def main() -> None:
                 took = timed(path, 3)
                 top = peak(path)
                 label = f"{size // 1024} KB" if size < 1024 * 1024 else f"{size // (1024 * 1024)} MB"
-                print(f"{name:32} {label:>7} {outcome(path):28} {took * 1000:9.1f} {took * 1000 / mb:7.1f} "
-                      f"{top / (1024 * 1024):8.1f} {top / size:9.1f}")  # fmt: skip
+                print(
+                    f"{name:32} {label:>7} {outcome(path):28} {took * 1000:9.1f} {took * 1000 / mb:7.1f} "
+                    f"{top / (1024 * 1024):8.1f} {top / size:9.1f}"
+                )
             print()
 
 

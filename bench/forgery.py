@@ -58,8 +58,16 @@ class Tally:
     faults: list[str] = field(default_factory=list)
 
     def add(self, other: Tally) -> None:
-        for name in ("records", "changes", "variants", "forged", "by_record", "by_digest", "last_mail_misses",
-                     "seconds"):  # fmt: skip
+        for name in (
+            "records",
+            "changes",
+            "variants",
+            "forged",
+            "by_record",
+            "by_digest",
+            "last_mail_misses",
+            "seconds",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for name in ("uncaught", "allowed", "exempt"):
             getattr(self, name).update(getattr(other, name))
@@ -124,19 +132,26 @@ def main() -> int:
     else:
         for kind, seed, per in tasks:
             tallies[kind].add(run_game(kind, seed, per))
-    print(f"{'kind':<11} {'records':>7} {'changes':>8} {'variants':>8} {'forged':>7} {'record':>8} "
-          f"{'digest':>7} {'allowed':>7} {'uncaught':>8} {'cpu s':>7}")  # fmt: skip
+    print(
+        f"{'kind':<11} {'records':>7} {'changes':>8} {'variants':>8} {'forged':>7} {'record':>8} "
+        f"{'digest':>7} {'allowed':>7} {'uncaught':>8} {'cpu s':>7}"
+    )
     total = Tally()
     for kind, tally in tallies.items():
         total.add(tally)
         print(_row(kind, tally))
     print(_row("all", total))
-    print(f"(wall time {time.perf_counter() - started:.1f} s, {args.jobs} job(s); 'record': refused by the "
-          "record alone; 'digest': verified, but its digests are not the mails'; 'allowed': uncaught, "
-          "as docs/design.md allows)")  # fmt: skip
+    print(
+        f"(wall time {time.perf_counter() - started:.1f} s, {args.jobs} job(s); 'record': refused by the "
+        "record alone; 'digest': verified, but its digests are not the mails'; 'allowed': uncaught, "
+        "as docs/design.md allows)"
+    )
     for kind, tally in tallies.items():
-        for name, counter in (("uncaught", tally.uncaught), ("allowed uncaught", tally.allowed),
-                              ("outcome changed, caught by a digest only (allowed)", tally.exempt)):  # fmt: skip
+        for name, counter in (
+            ("uncaught", tally.uncaught),
+            ("allowed uncaught", tally.allowed),
+            ("outcome changed, caught by a digest only (allowed)", tally.exempt),
+        ):
             if counter:
                 print(f"{kind}: {name}: " + ", ".join(f"{pattern} {n}" for pattern, n in sorted(counter.items())))
         if tally.last_mail_misses:
@@ -151,9 +166,11 @@ def main() -> int:
 
 
 def _row(kind: str, tally: Tally) -> str:
-    return (f"{kind:<11} {tally.records:>7} {tally.changes:>8} {tally.variants:>8} {tally.forged:>7} "
-            f"{tally.by_record:>8} {tally.by_digest:>7} {sum(tally.allowed.values()):>7} "
-            f"{sum(tally.uncaught.values()):>8} {tally.seconds:>7.1f}")  # fmt: skip
+    return (
+        f"{kind:<11} {tally.records:>7} {tally.changes:>8} {tally.variants:>8} {tally.forged:>7} "
+        f"{tally.by_record:>8} {tally.by_digest:>7} {sum(tally.allowed.values()):>7} "
+        f"{sum(tally.uncaught.values()):>8} {tally.seconds:>7.1f}"
+    )
 
 
 if __name__ == "__main__":

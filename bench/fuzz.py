@@ -99,15 +99,18 @@ def report(args, outcomes, faults, slowest, spent, wall, engine) -> None:
     games = Counter(g["kind"] for g in engine.store.games() if g["state"] == "finished")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"fuzz: {args.count} messages, seed {args.seed}")
-    print(f"  ingest: {args.count / spent:.0f} messages/s of CPU "
-          f"({spent:.1f} s; {wall:.1f} s wall with the checks)")  # fmt: skip
+    print(f"  ingest: {args.count / spent:.0f} messages/s of CPU ({spent:.1f} s; {wall:.1f} s wall with the checks)")
     print("  outcomes: " + ", ".join(f"{code} {n}" for code, n in outcomes.most_common()))
     print("  games finished along the way: " + (", ".join(f"{k} {n}" for k, n in sorted(games.items())) or "none"))
-    print("  slowest: " + ", ".join(f"#{n} {cpu * 1000:.0f} ms ({size // 1024} KB)"
-                                    for cpu, n, size in sorted(slowest, reverse=True)))  # fmt: skip
+    print(
+        "  slowest: "
+        + ", ".join(f"#{n} {cpu * 1000:.0f} ms ({size // 1024} KB)" for cpu, n, size in sorted(slowest, reverse=True))
+    )
     print(f"  peak RSS: {peak:.0f} MB")
-    print(f"  faults: {len(faults)}" + "".join(f"\n    {kind}: first at #{n} {detail}"
-                                            for kind, (n, detail) in faults.items()))  # fmt: skip
+    print(
+        f"  faults: {len(faults)}"
+        + "".join(f"\n    {kind}: first at #{n} {detail}" for kind, (n, detail) in faults.items())
+    )
 
 
 if __name__ == "__main__":

@@ -66,8 +66,11 @@ def ice_move(table, seat) -> str:
 
 def round_bids(engine: Engine, clock: Clock, games: list[int], config: Config, cold: bool) -> float:
     """Median ms of every round-1 bid in ``games`` (a cold engine per bid if ``cold``)."""
-    times = [move(engine, clock, g, lowest_bid, fresh_engine(config, clock) if cold else None)
-             for g in games for _ in range(3)]  # fmt: skip
+    times = [
+        move(engine, clock, g, lowest_bid, fresh_engine(config, clock) if cold else None)
+        for g in games
+        for _ in range(3)
+    ]
     return statistics.median(times)
 
 
@@ -93,8 +96,18 @@ def by_outbox_rows(folder: Path) -> None:
         engine.store.db.conn.executemany(
             "insert into outbox (message_id, game_id, recipients, subject, raw, created_at, state, attempts,"
             " sent_at, answers, budget) values (?, ?, '[]', 'old', ?, ?, 'sent', 1, ?, ?, 'player')",
-            [(f"<old-{n}@example.org>", ids[n % 10], raw, "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z",
-              f"<in-{n}@example.net>") for n in range(rows - queued)])  # fmt: skip
+            [
+                (
+                    f"<old-{n}@example.org>",
+                    ids[n % 10],
+                    raw,
+                    "2026-01-01T00:00:00Z",
+                    "2026-01-01T00:00:00Z",
+                    f"<in-{n}@example.net>",
+                )
+                for n in range(rows - queued)
+            ],
+        )
         engine.store.db.conn.commit()
         warm = round_bids(engine, clock, ids[:5], config, cold=False)
         cold = round_bids(engine, clock, ids[5:10], config, cold=True)
@@ -128,8 +141,9 @@ def by_ice_turn(folder: Path) -> None:
         game_id = engine.new_game("ice", ICE_PLAYERS)
         times = []
         while engine.table(game_id).row["state"] == "running":
-            times.append((move(engine, clock, game_id, ice_move, fresh_engine(config, clock) if n % 2 else None),
-                          bool(n % 2)))  # fmt: skip
+            times.append(
+                (move(engine, clock, game_id, ice_move, fresh_engine(config, clock) if n % 2 else None), bool(n % 2))
+            )
         games.append(times)
     for label, part in (("first 20", slice(0, 20)), ("last 20", slice(-20, None))):
         warm = statistics.median(t for g in games for t, cold in g[part] if not cold)

@@ -70,17 +70,21 @@ REFEREE, PASSWORD = "referee@example.org", "secret"
 def reply(player: str, token: str, tag: str, text: str, message_id: str | None = None) -> bytes:
     """A player's reply to the referee's mail, to their seat's reply address."""
     message_id = message_id or make_msgid(domain="bench.invalid")
-    return (f"From: {player}\r\nTo: {token_address(REFEREE, token)}\r\nSubject: Re: [{tag} {token}] Your move\r\n"
-            f"Message-ID: {message_id}\r\n\r\n{text}\r\n").encode()  # fmt: skip
+    return (
+        f"From: {player}\r\nTo: {token_address(REFEREE, token)}\r\nSubject: Re: [{tag} {token}] Your move\r\n"
+        f"Message-ID: {message_id}\r\n\r\n{text}\r\n"
+    ).encode()
 
 
 def bench_config(dovecot: Dovecot, stack: MailStack, folder: Path) -> Config:
     return Config(
-        address=REFEREE, database=folder / "games.db", site_dir=folder / "site", reminder=None,
-        imap=Server(host="127.0.0.1", port=dovecot.imap_port, security="none", username=REFEREE,
-                    password=PASSWORD),
+        address=REFEREE,
+        database=folder / "games.db",
+        site_dir=folder / "site",
+        reminder=None,
+        imap=Server(host="127.0.0.1", port=dovecot.imap_port, security="none", username=REFEREE, password=PASSWORD),
         smtp=Server(host="127.0.0.1", port=stack.smtp_port, security="none"),
-    )  # fmt: skip
+    )
 
 
 def players(game: int, deliver: bool) -> list[str]:
@@ -190,8 +194,7 @@ def backlog(engine: Engine, games: list[int], target: int, chooser: random.Rando
     return mails
 
 
-async def referee_run(dovecot: Dovecot, stack: MailStack, games: int, target: int, folder: Path,
-                      deliver: bool) -> dict:  # fmt: skip
+async def referee_run(dovecot: Dovecot, stack: MailStack, games: int, target: int, folder: Path, deliver: bool) -> dict:
     config = bench_config(dovecot, stack, folder)
     engine = Engine(Store(config.database), config)
     runner = Runner.from_config(config, engine)
@@ -212,9 +215,17 @@ async def referee_run(dovecot: Dovecot, stack: MailStack, games: int, target: in
     await runner.close()
     moves = sum(m["code"] in ("move", "replaced", "superseded") for m in engine.store.messages())
     sent = [(m["recipients"], m["raw"]) for m in engine.store.outbox("sent", after=before_out)]
-    return {"received": report.received, "moves": moves, "sent": report.mail.sent, "seconds": took,
-            "statements": len(statements) / max(report.received, 1), "flushes": len(flushes),
-            "flush_seconds": sum(flushes), "mails_in": mails, "mails_out": sent}  # fmt: skip
+    return {
+        "received": report.received,
+        "moves": moves,
+        "sent": report.mail.sent,
+        "seconds": took,
+        "statements": len(statements) / max(report.received, 1),
+        "flushes": len(flushes),
+        "flush_seconds": sum(flushes),
+        "mails_in": mails,
+        "mails_out": sent,
+    }
 
 
 def timed_flushes(store: Store) -> list[float]:
@@ -251,10 +262,13 @@ async def one_run(games: int, target: int, run: int, deliver: bool) -> dict:
         dovecot.close()
     raw_time = result["received"] / fetch_rate + result["sent"] / send_rate
     result.update(fetch_rate=fetch_rate, send_rate=send_rate, raw_time=raw_time, ratio=raw_time / result["seconds"])
-    print(f"run {run}: {result['received']} mails in, {result['moves']} moves, {result['sent']} mails out in "
-          f"{result['seconds']:.1f} s; raw FETCH {fetch_rate:.0f} msg/s, SMTP {send_rate:.0f} msg/s; "
-          f"ratio {result['ratio']:.2f}; games.db flushed {result['flushes']} times, "
-          f"{result['flush_seconds']:.2f} s; load average {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+    print(
+        f"run {run}: {result['received']} mails in, {result['moves']} moves, {result['sent']} mails out in "
+        f"{result['seconds']:.1f} s; raw FETCH {fetch_rate:.0f} msg/s, SMTP {send_rate:.0f} msg/s; "
+        f"ratio {result['ratio']:.2f}; games.db flushed {result['flushes']} times, "
+        f"{result['flush_seconds']:.2f} s; load average {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
     return result
 
 
@@ -314,8 +328,13 @@ async def receipt_latency(running: int, samples: int) -> tuple[list[float], list
             legal = table.rules.legal_moves(table.state, 0)
             for n in range(samples):
                 message_id = make_msgid(domain="bench.invalid")
-                raw = reply(stack.players[0], table.seats[0]["token"], table.tag(), table.rules.move_text(legal[n % len(legal)]),
-                            message_id)  # fmt: skip
+                raw = reply(
+                    stack.players[0],
+                    table.seats[0]["token"],
+                    table.tag(),
+                    table.rules.move_text(legal[n % len(legal)]),
+                    message_id,
+                )
                 await asyncio.to_thread(dovecot.append, REFEREE, raw)
                 delivered = time.perf_counter()
                 while not (receipt := [at for at, mail in stack.sent if mail.message["In-Reply-To"] == message_id]):
@@ -339,8 +358,9 @@ def idle_daemon(config: Config, dovecot: Dovecot, stack: MailStack, seconds: flo
     toml.write_text(f'''[referee]\naddress = "{REFEREE}"\ndatabase = "{config.database}"\nsite_dir = "{config.site_dir}"
 [defaults]\nreminder = "0s"\n[imap]\nhost = "127.0.0.1"\nport = {dovecot.imap_port}\nsecurity = "none"
 username = "{REFEREE}"\npassword = "{PASSWORD}"\n[smtp]\nhost = "127.0.0.1"\nport = {stack.smtp_port}\nsecurity = "none"\n''')
-    daemon = subprocess.Popen([sys.executable, "-m", "referee", "--config", str(toml), "serve"],
-                              stderr=subprocess.DEVNULL)  # fmt: skip
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "referee", "--config", str(toml), "serve"], stderr=subprocess.DEVNULL
+    )
     try:
         time.sleep(5)  # started, first pass done, waiting in IDLE
         before = _cpu_seconds(daemon.pid)
@@ -352,8 +372,11 @@ username = "{REFEREE}"\npassword = "{PASSWORD}"\n[smtp]\nhost = "127.0.0.1"\npor
     finally:
         daemon.terminate()
         daemon.wait(30)
-    print(f"  idle `referee serve` with 1,000 running games: CPU {cpu / seconds * 100:.2f}% over {seconds:.0f} s, "
-          f"RSS {rss:.1f} MiB", flush=True)  # fmt: skip
+    print(
+        f"  idle `referee serve` with 1,000 running games: CPU {cpu / seconds * 100:.2f}% over {seconds:.0f} s, "
+        f"RSS {rss:.1f} MiB",
+        flush=True,
+    )
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -379,31 +402,47 @@ def main() -> None:
     parser.add_argument("--bids", type=int, default=5000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--samples", type=int, default=30, help="receipts timed in serve")
-    parser.add_argument("--no-delivery", action="store_true",
-                        help="players the SMTP sink drops, not Dovecot users it delivers to")  # fmt: skip
+    parser.add_argument(
+        "--no-delivery", action="store_true", help="players the SMTP sink drops, not Dovecot users it delivers to"
+    )
     args = parser.parse_args()
     deliver = not args.no_delivery
-    print("mail out is " + ("delivered into each player's Dovecot mailbox (LMTP), as by a real mail server"
-                            if deliver else "taken by the SMTP sink and dropped"), flush=True)  # fmt: skip
+    print(
+        "mail out is "
+        + (
+            "delivered into each player's Dovecot mailbox (LMTP), as by a real mail server"
+            if deliver
+            else "taken by the SMTP sink and dropped"
+        ),
+        flush=True,
+    )
     results = [asyncio.run(one_run(args.games, args.bids, run + 1, deliver)) for run in range(args.runs)]
 
     def median(key: str) -> float:
         return statistics.median(r[key] for r in results)
 
-    print(f"median of {args.runs} ({args.games} games of {', '.join(KINDS)}; load average "
-          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}):")
-    print(f"  moves/s {median('moves') / median('seconds'):8.1f}   mails out/s {median('sent') / median('seconds'):8.1f}")
+    print(
+        f"median of {args.runs} ({args.games} games of {', '.join(KINDS)}; load average "
+        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}):"
+    )
+    print(
+        f"  moves/s {median('moves') / median('seconds'):8.1f}   mails out/s {median('sent') / median('seconds'):8.1f}"
+    )
     print(f"  SQL statements per message {median('statements'):8.1f}")
-    print(f"  games.db flushes {median('flushes'):.0f}, {median('flush_seconds'):.2f} s "
-          f"({median('flush_seconds') / median('seconds') * 100:.1f}% of the referee's time)")  # fmt: skip
+    print(
+        f"  games.db flushes {median('flushes'):.0f}, {median('flush_seconds'):.2f} s "
+        f"({median('flush_seconds') / median('seconds') * 100:.1f}% of the referee's time)"
+    )
     print(f"  raw ceiling: FETCH {median('fetch_rate'):.0f} msg/s, SMTP send {median('send_rate'):.0f} msg/s")
     print(f"  ratio raw time / referee time {median('ratio'):8.2f}  (target 0.70)")
     print("receipt latency in serve: bid delivered to the referee -> receipt delivered to the player", flush=True)
     for running in (10, 1000):
         times, floor = asyncio.run(receipt_latency(running, args.samples))
-        print(f"  {running:5} running games: p50 {percentile(times, 0.5):.3f} s, p95 {percentile(times, 0.95):.3f} s"
-              f"  (IDLE floor p50 {percentile(floor, 0.5):.3f} s, p95 {percentile(floor, 0.95):.3f} s; target p50 <= 0.70 s)",
-              flush=True)  # fmt: skip
+        print(
+            f"  {running:5} running games: p50 {percentile(times, 0.5):.3f} s, p95 {percentile(times, 0.95):.3f} s"
+            f"  (IDLE floor p50 {percentile(floor, 0.5):.3f} s, p95 {percentile(floor, 0.95):.3f} s; target p50 <= 0.70 s)",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -182,9 +182,17 @@ class Sink:
         message = mail.message
         message_id = " ".join(str(message["Message-ID"] or "").split())
         tag = TAGGED.search(message_id)
-        out = Out(message_id, tuple(r.lower() for r in mail.rcpt_tos), " ".join(str(message["Subject"] or "").split()),
-                  " ".join(str(message["In-Reply-To"] or "").split()), str(message["Reply-To"] or ""),
-                  int(tag[1]) if tag else None, int(tag[2]) if tag else None, mail.raw, now_wall())  # fmt: skip
+        out = Out(
+            message_id,
+            tuple(r.lower() for r in mail.rcpt_tos),
+            " ".join(str(message["Subject"] or "").split()),
+            " ".join(str(message["In-Reply-To"] or "").split()),
+            str(message["Reply-To"] or ""),
+            int(tag[1]) if tag else None,
+            int(tag[2]) if tag else None,
+            mail.raw,
+            now_wall(),
+        )
         with self.lock:
             self.mails.append(out)
 
@@ -327,8 +335,9 @@ class Players:
             if phase is None or table.row["state"] != "running" or phase["number"] > number:
                 continue  # over already: told too late to answer
             if phase["number"] < number:  # mail is sent only once what it says is flushed
-                self.anomalies.append(f"game {game}: told of phase {number}, games.db's open phase is "
-                                      f"{phase['number']}")  # fmt: skip
+                self.anomalies.append(
+                    f"game {game}: told of phase {number}, games.db's open phase is {phase['number']}"
+                )
                 continue
             self.planned.add((game, number, seat))
             if seat not in phase["movers"] or not table.human(seat) or seat in table.counted.get(number, {}):
@@ -381,17 +390,32 @@ class Players:
         subject = about.subject if about.subject.lower().startswith("re:") else f"Re: {about.subject}"
         raw = compose(answer.player, about.reply_to, subject, answer.move, message_id, about.message_id)
         self.lmtp.deliver(answer.player, about.reply_to, raw)
-        self.sent.append(Sent(answer.n, message_id, answer.game, answer.phase, answer.seat, answer.player,
-                              answer.move, answer.kind, about.message_id, now_wall(), len(self.runs)))  # fmt: skip
+        self.sent.append(
+            Sent(
+                answer.n,
+                message_id,
+                answer.game,
+                answer.phase,
+                answer.seat,
+                answer.player,
+                answer.move,
+                answer.kind,
+                about.message_id,
+                now_wall(),
+                len(self.runs),
+            )
+        )
         self.counts[answer.kind] += 1
 
 
 def compose(sender: str, to: str, subject: str, text: str, message_id: str, answers: str) -> bytes:
     """A plain reply as a mail client writes it (CRLF)."""
     date = now_wall().strftime("%a, %d %b %Y %H:%M:%S +0000")
-    return (f"From: {sender}\r\nTo: {to}\r\nSubject: {subject}\r\nDate: {date}\r\nMessage-ID: {message_id}\r\n"
-            f"In-Reply-To: {answers}\r\nReferences: {answers}\r\nMIME-Version: 1.0\r\n"
-            f"Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n{text}\r\n").encode()
+    return (
+        f"From: {sender}\r\nTo: {to}\r\nSubject: {subject}\r\nDate: {date}\r\nMessage-ID: {message_id}\r\n"
+        f"In-Reply-To: {answers}\r\nReferences: {answers}\r\nMIME-Version: 1.0\r\n"
+        f"Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n{text}\r\n"
+    ).encode()
 
 
 # -- the referee's runs -----------------------------------------------------------------
@@ -427,8 +451,14 @@ def game_args(kind: str, players: list[str], chooser: random.Random) -> list[str
         if chooser.random() < 0.25:
             args += ["--settle", f"{chooser.choice((3, 5, 8))}s"]
     else:  # turns, and decisions inside a resolution
-        args += ["--deadline", "60s", "--turn-deadline", f"{chooser.choice((6, 10, 15, 20))}s",
-                 "--decision-deadline", f"{chooser.choice((6, 10, 15))}s"]  # fmt: skip
+        args += [
+            "--deadline",
+            "60s",
+            "--turn-deadline",
+            f"{chooser.choice((6, 10, 15, 20))}s",
+            "--decision-deadline",
+            f"{chooser.choice((6, 10, 15))}s",
+        ]
     if kind == "ice" and chooser.random() < 0.5:
         args += ["--option", "short=true"]
     return args
@@ -522,8 +552,7 @@ class Bench:
 
     def env(self) -> dict[str, str]:
         path = os.pathsep.join(filter(None, [str(CODE), os.environ.get("PYTHONPATH")]))
-        return {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1",
-                **powercut.environment(self.shim, self.db)}  # fmt: skip
+        return {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1", **powercut.environment(self.shim, self.db)}
 
     def create_games(self) -> None:
         """`referee new` for every game, in one process under the shim (the
@@ -532,13 +561,21 @@ class Bench:
         for number in range(self.args.games):
             kind = KINDS[number % len(KINDS)]
             low, high = SEATS[kind]
-            seats = [f"p{number + 1}s{seat}.{self.args.seed}@{PLAYERS}"
-                     for seat in range(self.chooser.randint(low, high))]  # fmt: skip
+            seats = [
+                f"p{number + 1}s{seat}.{self.args.seed}@{PLAYERS}" for seat in range(self.chooser.randint(low, high))
+            ]
             specs.append(game_args(kind, seats, self.chooser))
             players.append((kind, seats))
-        done = subprocess.run([sys.executable, "-c", CREATE, str(self.referee.cfg)], input=json.dumps(specs),
-                              cwd=self.home, env=self.env(), capture_output=True, text=True, timeout=600,
-                              check=False)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", CREATE, str(self.referee.cfg)],
+            input=json.dumps(specs),
+            cwd=self.home,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
         if done.returncode != 0:
             raise BenchError(f"creating the games failed: {done.stderr[-800:]}")
         ids = [int(line) for line in done.stdout.split()]
@@ -567,8 +604,10 @@ class Bench:
         args = ["--config", str(self.referee.cfg), *(["-v", "run", "--once"] if program == "once" else ["serve"])]
         argv = [sys.executable, "-c", LAUNCHER, *(["--point", str(TESTS), point, str(n), "--"] if point else []), *args]
         run = Run(len(self.runs) + 1, program, aim, point, None, now_wall(), time.monotonic())  # type: ignore[arg-type]
-        with open(self.home / "logs" / f"{run.name}.out", "wb") as out, \
-                open(self.home / "logs" / f"{run.name}.err", "wb") as err:  # fmt: skip
+        with (
+            open(self.home / "logs" / f"{run.name}.out", "wb") as out,
+            open(self.home / "logs" / f"{run.name}.err", "wb") as err,
+        ):
             run.process = subprocess.Popen(argv, cwd=self.home, stdout=out, stderr=err, env=self.env())
         self.runs.append(run)
         self.running = run
@@ -624,17 +663,29 @@ class Bench:
         self.cuts["cuts"] += 1
         for name, what in became.items():
             self.cuts[f"{name} {what}"] += 1
-        status = subprocess.run(self.referee.command("status"), cwd=self.home, env=self.env(), capture_output=True,
-                                text=True, timeout=120, check=False)  # fmt: skip
+        status = subprocess.run(
+            self.referee.command("status"),
+            cwd=self.home,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
         if status.returncode != 0:
-            self.problems.append(f"after cut {self.cuts['cuts']} ({run.name}): `referee status` exited "
-                                 f"{status.returncode}: {status.stderr[-600:]}")  # fmt: skip
+            self.problems.append(
+                f"after cut {self.cuts['cuts']} ({run.name}): `referee status` exited "
+                f"{status.returncode}: {status.stderr[-600:]}"
+            )
 
     def next_deadline(self) -> datetime | None:
         """The soonest deadline or settle end still to come, of an open phase."""
         soon = iso(now_wall() + timedelta(seconds=0.5))
-        rows = self.reader.query("select min(deadline), min(case when closes_at > ? then closes_at end) from phases "
-                                 "where resolved_at is null and deadline > ?", (soon, soon))  # fmt: skip
+        rows = self.reader.query(
+            "select min(deadline), min(case when closes_at > ? then closes_at end) from phases "
+            "where resolved_at is null and deadline > ?",
+            (soon, soon),
+        )
         moments = [from_iso(value) for value in rows[0] if value]
         return min(moments) if moments else None
 
@@ -677,8 +728,9 @@ class Bench:
         limit = self.started + self.args.max_minutes * 60
         while self.cuts["landed"] < self.args.cuts:
             if time.monotonic() > limit:
-                self.problems.append(f"stopped after {self.cuts['landed']} cuts: --max-minutes "
-                                     f"{self.args.max_minutes} ran out")  # fmt: skip
+                self.problems.append(
+                    f"stopped after {self.cuts['landed']} cuts: --max-minutes {self.args.max_minutes} ran out"
+                )
                 return
             self.one_cut()
             run = self.runs[-1]
@@ -688,8 +740,11 @@ class Bench:
 
     def progress(self, what: str) -> None:
         rows = self.reader.query("select state, count(*) from games group by state")
-        print(f"{time.monotonic() - self.started:7.0f} s  {what}: {len(self.runs)} runs, sink took {len(self.sink)} "
-              f"mails, players sent {len(self.players.sent)}; games {dict(rows)}", flush=True)  # fmt: skip
+        print(
+            f"{time.monotonic() - self.started:7.0f} s  {what}: {len(self.runs)} runs, sink took {len(self.sink)} "
+            f"mails, players sent {len(self.players.sent)}; games {dict(rows)}",
+            flush=True,
+        )
 
     def play_out(self) -> None:
         """A clean `serve` while the players answer, until every game is over
@@ -733,8 +788,11 @@ class Bench:
     def run(self) -> None:
         self.start()
         self.phase_times["set up"] = time.monotonic() - self.started
-        print(f"{self.args.games} games created ({', '.join(KINDS)}) in {self.phase_times['set up']:.0f} s; "
-              f"home {self.home}", flush=True)  # fmt: skip
+        print(
+            f"{self.args.games} games created ({', '.join(KINDS)}) in {self.phase_times['set up']:.0f} s; "
+            f"home {self.home}",
+            flush=True,
+        )
         self.cut_loop()
         self.phase_times["cuts"] = time.monotonic() - self.started
         self.play_out()
@@ -811,23 +869,34 @@ class Checks:
     def load(self) -> None:
         reader = self.bench.reader
         self.outbox = {row[0]: row[1] for row in reader.query("select message_id, state from outbox")}
-        self.messages = {row[0]: {"received_at": row[1], "handled_at": row[2], "code": row[3]}
-                         for row in reader.query("select key, received_at, handled_at, code from messages")}  # fmt: skip
+        self.messages = {
+            row[0]: {"received_at": row[1], "handled_at": row[2], "code": row[3]}
+            for row in reader.query("select key, received_at, handled_at, code from messages")
+        }
         self.moves = defaultdict(list)
         self.mail_moves = 0
         firsts: dict[tuple[int, int], dict[int, tuple[str, str, str]]] = defaultdict(dict)  # each seat's first move
         for game, phase, seat, move, source, key, received in reader.query(
-                "select game_id, phase, seat, move, source, message_key, received_at from moves order by id"):  # fmt: skip
+            "select game_id, phase, seat, move, source, message_key, received_at from moves order by id"
+        ):
             if source == "mail":
                 self.moves[key].append((game, phase, seat, move))
                 self.mail_moves += 1
             first = firsts[game, phase].get(seat)
             if first is None or received < first[1]:
                 firsts[game, phase][seat] = (source, received, key)
-        self.phases = {(row[0], row[1]): dict(zip(("label", "opened_at", "deadline", "closes_at", "resolved_at",
-                                                   "movers", "sealed"), row[2:], strict=True))
-                       for row in reader.query("select game_id, number, label, opened_at, deadline, closes_at, "
-                                               "resolved_at, movers, sealed from phases")}  # fmt: skip
+        self.phases = {
+            (row[0], row[1]): dict(
+                zip(
+                    ("label", "opened_at", "deadline", "closes_at", "resolved_at", "movers", "sealed"),
+                    row[2:],
+                    strict=True,
+                )
+            )
+            for row in reader.query(
+                "select game_id, number, label, opened_at, deadline, closes_at, resolved_at, movers, sealed from phases"
+            )
+        }
         self.states = dict(reader.query("select id, state from games"))
         settle = dict(reader.query("select id, settle_seconds from games"))
         for (game, number), phase in self.phases.items():
@@ -861,8 +930,12 @@ class Checks:
             seen.add(mail.message_id)
             state = self.outbox.get(mail.message_id)
             if state is None:
-                self.violate(1, mail.game, f"{mail.message_id} to {', '.join(mail.rcpts)} ({mail.subject!r}), taken "
-                                           f"at {iso(mail.at)}, is not in games.db's outbox")  # fmt: skip
+                self.violate(
+                    1,
+                    mail.game,
+                    f"{mail.message_id} to {', '.join(mail.rcpts)} ({mail.subject!r}), taken "
+                    f"at {iso(mail.at)}, is not in games.db's outbox",
+                )
             else:
                 self.count(1, "known", mail.game)
         left = Counter(state for state in self.outbox.values() if state != "sent")
@@ -884,14 +957,22 @@ class Checks:
             rcpts, subject, game = key[0], key[1], games[key]
             self.count(2, "distinct mails", game)
             if len(ids) > 1:
-                self.violate(2, game, f"one mail to {', '.join(rcpts)} ({subject!r}) taken under {len(ids)} "
-                                      f"Message-IDs: {', '.join(sorted(ids))}")  # fmt: skip
+                self.violate(
+                    2,
+                    game,
+                    f"one mail to {', '.join(rcpts)} ({subject!r}) taken under {len(ids)} "
+                    f"Message-IDs: {', '.join(sorted(ids))}",
+                )
         for sent in self.bench.players.sent:
             ids = {mail.message_id for mail in self.answers.get(sent.message_id, [])}
             self.count(2, "players' mails answered" if ids else "players' mails unanswered", sent.game)
             if len(ids) > 1:
-                self.violate(2, sent.game, f"{sent.message_id} (game {sent.game} phase {sent.phase}) answered under "
-                                           f"{len(ids)} Message-IDs: {', '.join(sorted(ids))}")  # fmt: skip
+                self.violate(
+                    2,
+                    sent.game,
+                    f"{sent.message_id} (game {sent.game} phase {sent.phase}) answered under "
+                    f"{len(ids)} Message-IDs: {', '.join(sorted(ids))}",
+                )
 
     # 3. no in-time reply refused
     def read_logs(self) -> None:
@@ -972,31 +1053,54 @@ class Checks:
     def explain(self, sent: Sent, received: str | None) -> str:
         phase = self.phases.get((sent.game, sent.phase), {})
         found = self.resolution(sent.game, phase) if phase.get("resolved_at") else None
-        first = next(((at, run) for run in (r.name for r in self.bench.runs) for at, ids in self.fetches[run]
-                      if sent.message_id in ids), None)  # fmt: skip
+        first = next(
+            (
+                (at, run)
+                for run in (r.name for r in self.bench.runs)
+                for at, ids in self.fetches[run]
+                if sent.message_id in ids
+            ),
+            None,
+        )
         until = found[0] if found else now_wall()
         between = [run for run in self.bench.runs if sent.delivered < run.launched < until]
         clock = lambda at: at.strftime("%H:%M:%S.%f")[:12]
-        return (f"{sent.message_id} ({sent.kind}, game {sent.game} {self.kinds.get(sent.game)} phase {sent.phase} "
-                f"{phase.get('label')!r} seat {sent.seat}, {sent.move!r}): delivered {clock(sent.delivered)}, received "
-                f"{received}; the final record: opened {phase.get('opened_at')}, deadline {phase.get('deadline')}, "
-                f"closes {phase.get('closes_at')} (by R6 {phase.get('close')}), resolved {phase.get('resolved_at')}"
-                + (f" (by {found[1]} at {clock(found[0])}, " + ("at the mail that completed it" if found in self.by_mail
-                   else "by the tick") + ")" if found else "")
-                + (f"; first fetched by {first[1]} at {clock(first[0])}" if first else "; never fetched")
-                + ("; the run that resolved it had fetched it before: "
-                   + ("yes" if any(sent.message_id in ids for at, ids in self.fetches[found[1]] if at <= found[0]) else "no")
-                   if found else "")
-                + f"; referee runs launched between its delivery and the resolution: {len(between)} "
-                f"({sum(run.killed for run in between)} killed by a cut)")  # fmt: skip
+        return (
+            f"{sent.message_id} ({sent.kind}, game {sent.game} {self.kinds.get(sent.game)} phase {sent.phase} "
+            f"{phase.get('label')!r} seat {sent.seat}, {sent.move!r}): delivered {clock(sent.delivered)}, received "
+            f"{received}; the final record: opened {phase.get('opened_at')}, deadline {phase.get('deadline')}, "
+            f"closes {phase.get('closes_at')} (by R6 {phase.get('close')}), resolved {phase.get('resolved_at')}"
+            + (
+                f" (by {found[1]} at {clock(found[0])}, "
+                + ("at the mail that completed it" if found in self.by_mail else "by the tick")
+                + ")"
+                if found
+                else ""
+            )
+            + (f"; first fetched by {first[1]} at {clock(first[0])}" if first else "; never fetched")
+            + (
+                "; the run that resolved it had fetched it before: "
+                + (
+                    "yes"
+                    if any(sent.message_id in ids for at, ids in self.fetches[found[1]] if at <= found[0])
+                    else "no"
+                )
+                if found
+                else ""
+            )
+            + f"; referee runs launched between its delivery and the resolution: {len(between)} "
+            f"({sum(run.killed for run in between)} killed by a cut)"
+        )
 
     def check_timing(self) -> None:
         for game, number in self.closes:
             phase = self.phases[game, number]
             self.count(3, "phases whose recorded close is not R6's", game)
-            self.notes[3].append(f"game {game} ({self.kinds.get(game)}) phase {number} {phase['label']!r}: closes_at "
-                                 f"{phase['closes_at']}, by R6 {phase['close']} (the last of the movers' first moves "
-                                 f"received, plus the settle time); deadline {phase['deadline']}")  # fmt: skip
+            self.notes[3].append(
+                f"game {game} ({self.kinds.get(game)}) phase {number} {phase['label']!r}: closes_at "
+                f"{phase['closes_at']}, by R6 {phase['close']} (the last of the movers' first moves "
+                f"received, plus the settle time); deadline {phase['deadline']}"
+            )
         for sent in self.bench.players.sent:
             for answer in self.answers.get(sent.message_id, []):
                 text = " ".join(body_text(answer.raw).split())
@@ -1012,8 +1116,12 @@ class Checks:
                     self.excused[sent.message_id] = excuse
                 else:
                     refusal = REFUSAL.search(text)
-                    self.violate(3, sent.game, f"in-time reply refused ({reason}): {self.explain(sent, message and message['received_at'])}; "
-                                               f"the answer says: {refusal[1] if refusal else text[:300]}")  # fmt: skip
+                    self.violate(
+                        3,
+                        sent.game,
+                        f"in-time reply refused ({reason}): {self.explain(sent, message and message['received_at'])}; "
+                        f"the answer says: {refusal[1] if refusal else text[:300]}",
+                    )
 
     # 4. no move lost or doubled
     def check_moves(self) -> None:
@@ -1032,12 +1140,18 @@ class Checks:
             if len(rows) > 1:
                 self.violate(4, game, f"counted {len(rows)} times: {self.explain(sent, message['received_at'])}")
             if rows and rows[0] != (sent.game, sent.phase, sent.seat, sent.move):
-                self.violate(4, game, f"recorded as {rows[0]} (game, phase, seat, move): "
-                                      f"{self.explain(sent, message['received_at'])}")  # fmt: skip
+                self.violate(
+                    4,
+                    game,
+                    f"recorded as {rows[0]} (game, phase, seat, move): {self.explain(sent, message['received_at'])}",
+                )
             phase = self.phases.get((sent.game, sent.phase))
             received = from_iso(message["received_at"])
-            in_time = phase is not None and from_iso(phase["opened_at"]) <= received <= from_iso(phase["deadline"]) \
-                and (not phase["close"] or received <= from_iso(phase["close"]))  # fmt: skip
+            in_time = (
+                phase is not None
+                and from_iso(phase["opened_at"]) <= received <= from_iso(phase["deadline"])
+                and (not phase["close"] or received <= from_iso(phase["close"]))
+            )
             if not in_time:
                 self.count(4, "late by the final record", game)
                 if rows:
@@ -1049,8 +1163,11 @@ class Checks:
                 continue
             if rows:
                 continue
-            later = [other for other in by_seat[sent.game, sent.phase, sent.seat]
-                     if other.delivered > sent.delivered and self.moves.get(other.message_id)]  # fmt: skip
+            later = [
+                other
+                for other in by_seat[sent.game, sent.phase, sent.seat]
+                if other.delivered > sent.delivered and self.moves.get(other.message_id)
+            ]
             excuse = self.excused.get(sent.message_id) or self.excuse(sent, received)
             if later:
                 self.count(4, "in time: superseded by a later move of the seat", game)
@@ -1058,8 +1175,12 @@ class Checks:
                 self.count(4, f"in time, refused: {excuse}", game)
             else:
                 answers = [" ".join(body_text(a.raw).split())[:300] for a in self.answers.get(sent.message_id, [])]
-                self.violate(4, game, f"lost (outcome {message['code']!r}): {self.explain(sent, message['received_at'])}; "
-                                      f"answered: {answers or 'never'}")  # fmt: skip
+                self.violate(
+                    4,
+                    game,
+                    f"lost (outcome {message['code']!r}): {self.explain(sent, message['received_at'])}; "
+                    f"answered: {answers or 'never'}",
+                )
         for key, rows in self.moves.items():
             if key not in mine:
                 self.violate(4, rows[0][0], f"a move by mail from a mail the players never sent: {key} {rows}")
@@ -1069,8 +1190,15 @@ class Checks:
     def check_records(self) -> None:
         bench = self.bench
         site = bench.home / "site"
-        render = subprocess.run(bench.referee.command("render", "--dir", str(site), "--force"), cwd=bench.home,
-                                env=bench.env(), capture_output=True, text=True, timeout=1800, check=False)  # fmt: skip
+        render = subprocess.run(
+            bench.referee.command("render", "--dir", str(site), "--force"),
+            cwd=bench.home,
+            env=bench.env(),
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            check=False,
+        )
         if render.returncode != 0:
             self.violate(5, None, f"referee render failed: {render.stderr[-600:]}")
             return
@@ -1079,15 +1207,25 @@ class Checks:
             self.count(5, f"games {state}", game)
             if state != "finished":
                 continue
-            verdict = subprocess.run(bench.referee.command("verify", str(site / "games" / str(game) / "record.json")),
-                                     cwd=bench.home, env=bench.env(), capture_output=True, text=True, timeout=300,
-                                     check=False)  # fmt: skip
+            verdict = subprocess.run(
+                bench.referee.command("verify", str(site / "games" / str(game) / "record.json")),
+                cwd=bench.home,
+                env=bench.env(),
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
             last = (verdict.stdout.strip().splitlines() or [""])[-1]
             if verdict.returncode == 0:
                 self.count(5, "records verified", game)
             else:
-                self.violate(5, game, f"game {game} ({kind}): referee verify exited {verdict.returncode}: {last} "
-                                      f"{verdict.stderr.strip()[-300:]}")  # fmt: skip
+                self.violate(
+                    5,
+                    game,
+                    f"game {game} ({kind}): referee verify exited {verdict.returncode}: {last} "
+                    f"{verdict.stderr.strip()[-300:]}",
+                )
         digests = self.final_digests()
         for mail in self.referee_mail:
             if mail.game is None:
@@ -1099,8 +1237,12 @@ class Checks:
                 if want == digest:
                     self.count(5, "digests agreeing", mail.game)
                 else:
-                    self.violate(5, mail.game, f"{mail.message_id} to {', '.join(mail.rcpts)} ({mail.subject!r}) "
-                                               f"carries the digest {digest} {label!r}; the final record gives {want}")  # fmt: skip
+                    self.violate(
+                        5,
+                        mail.game,
+                        f"{mail.message_id} to {', '.join(mail.rcpts)} ({mail.subject!r}) "
+                        f"carries the digest {digest} {label!r}; the final record gives {want}",
+                    )
 
     def final_digests(self) -> dict[int, dict[str, str]]:
         """Each game's digests by label, from games.db's final record: at
@@ -1134,34 +1276,51 @@ def report(bench: Bench, checks: Checks | None) -> bool:
     args, runs = bench.args, bench.runs
     elapsed = time.monotonic() - bench.started
     killed = [run for run in runs if run.killed]
-    print(f"\npower-cut bench, seed {args.seed}: {len(bench.kinds)} games "
-          f"({', '.join(f'{k} {n}' for k, n in sorted(Counter(bench.kinds.values()).items()))}), "
-          f"{len(runs)} referee runs in {elapsed:.0f} s "
-          f"({', '.join(f'{name} at {at:.0f} s' for name, at in bench.phase_times.items())})")  # fmt: skip
+    print(
+        f"\npower-cut bench, seed {args.seed}: {len(bench.kinds)} games "
+        f"({', '.join(f'{k} {n}' for k, n in sorted(Counter(bench.kinds.values()).items()))}), "
+        f"{len(runs)} referee runs in {elapsed:.0f} s "
+        f"({', '.join(f'{name} at {at:.0f} s' for name, at in bench.phase_times.items())})"
+    )
     cuts = bench.cuts
-    print(f"cuts: {cuts['cuts']} ({cuts['landed']} killing a running referee: "
-          f"{sum(r.program == 'serve' for r in killed)} serve, {sum(r.program == 'once' for r in killed)} run --once; "
-          f"{cuts['after a clean exit']} after a run --once had ended by itself)")  # fmt: skip
+    print(
+        f"cuts: {cuts['cuts']} ({cuts['landed']} killing a running referee: "
+        f"{sum(r.program == 'serve' for r in killed)} serve, {sum(r.program == 'once' for r in killed)} run --once; "
+        f"{cuts['after a clean exit']} after a run --once had ended by itself)"
+    )
     print("  kills aimed: " + ", ".join(f"{aim} {n}" for aim, n in sorted(Counter(r.aim for r in killed).items())))
     points = Counter(r.point for r in killed if r.fired)
-    print(f"  at crash points (reached): {sum(points.values())}: "
-          + ", ".join(f"{point} {points[point]}" for point in POINTS))
-    print("  what the referee was doing, by its log: "
-          + ", ".join(f"{what} {n}" for what, n in Counter(r.landed for r in killed if not r.fired).most_common()))
+    print(
+        f"  at crash points (reached): {sum(points.values())}: "
+        + ", ".join(f"{point} {points[point]}" for point in POINTS)
+    )
+    print(
+        "  what the referee was doing, by its log: "
+        + ", ".join(f"{what} {n}" for what, n in Counter(r.landed for r in killed if not r.fired).most_common())
+    )
     files = defaultdict(Counter)
     for key, n in cuts.items():
         if " " in key and key.split(" ", 1)[0].startswith("games.db"):
             name, what = key.split(" ", 1)
             files[name][what] += n
-    print("  files after the cuts: " + "; ".join(
-        f"{name}: " + ", ".join(f"{what} {n}" for what, n in sorted(whats.items())) for name, whats in sorted(files.items())))
-    print(f"  reverted or removed: games.db {files['games.db']['reverted'] + files['games.db']['removed']}, "
-          f"games.db-wal {files['games.db-wal']['reverted'] + files['games.db-wal']['removed']} of {cuts['cuts']} cuts")
+    print(
+        "  files after the cuts: "
+        + "; ".join(
+            f"{name}: " + ", ".join(f"{what} {n}" for what, n in sorted(whats.items()))
+            for name, whats in sorted(files.items())
+        )
+    )
+    print(
+        f"  reverted or removed: games.db {files['games.db']['reverted'] + files['games.db']['removed']}, "
+        f"games.db-wal {files['games.db-wal']['reverted'] + files['games.db-wal']['removed']} of {cuts['cuts']} cuts"
+    )
     counts = bench.players.counts
-    print(f"players: {len(bench.players.sent)} mails sent ({counts['move']} moves, {counts['change']} changes of "
-          f"mind, {counts['near']} near the deadline); {counts['left to the deadline']} prompts left to the deadline; "
-          f"{counts['phase over before the answer'] + counts['game over before the answer']} answers not sent "
-          f"(the phase was over)")  # fmt: skip
+    print(
+        f"players: {len(bench.players.sent)} mails sent ({counts['move']} moves, {counts['change']} changes of "
+        f"mind, {counts['near']} near the deadline); {counts['left to the deadline']} prompts left to the deadline; "
+        f"{counts['phase over before the answer'] + counts['game over before the answer']} answers not sent "
+        f"(the phase was over)"
+    )
     for anomaly in bench.players.anomalies[:10]:
         print(f"  anomaly: {anomaly}")
     print(f"referee: {len(bench.sink)} mails taken by the SMTP sink")
@@ -1178,14 +1337,19 @@ def report(bench: Bench, checks: Checks | None) -> bool:
         print("  " + ", ".join(f"{what} {n}" for what, n in sorted(checks.counts[check].items())))
         for kind in [*KINDS, "no game"]:
             if kind in checks.by_kind[check]:
-                print(f"    {kind}: " + ", ".join(f"{what} {n}" for what, n in sorted(checks.by_kind[check][kind].items())))
+                print(
+                    f"    {kind}: "
+                    + ", ".join(f"{what} {n}" for what, n in sorted(checks.by_kind[check][kind].items()))
+                )
         for violation in checks.violations[check][:15]:
             print(f"  VIOLATION: {violation}")
         for note in checks.notes[check][:5]:
             print(f"  NOTE: {note}")
     finished = Counter(checks.kinds[game] for game, state in checks.states.items() if state == "finished")
-    print("games finished: " + ", ".join(f"{kind} {finished[kind]} of {sum(k == kind for k in bench.kinds.values())}"
-                                         for kind in KINDS))  # fmt: skip
+    print(
+        "games finished: "
+        + ", ".join(f"{kind} {finished[kind]} of {sum(k == kind for k in bench.kinds.values())}" for kind in KINDS)
+    )
     print(f"time taken: {elapsed:.0f} s")
     print("PASS" if ok else "FAIL")
     return ok
@@ -1195,13 +1359,30 @@ def dump(bench: Bench) -> None:
     """What the bench knows that games.db does not, beside it for a look:
     the players' mails, the referee runs, and every mail the sink took."""
     with open(bench.home / "bench-sent.jsonl", "w") as out:
-        out.writelines(json.dumps({**sent.__dict__, "delivered": sent.delivered.isoformat()}) + "\n" for sent in bench.players.sent)
+        out.writelines(
+            json.dumps({**sent.__dict__, "delivered": sent.delivered.isoformat()}) + "\n" for sent in bench.players.sent
+        )
     with open(bench.home / "bench-runs.jsonl", "w") as out:
-        out.writelines(json.dumps({"name": run.name, "launched": run.launched.isoformat(), "status": run.status,
-                                  "ended": run.ended and run.ended.isoformat(), "killed": run.killed,
-                                  "fired": run.fired, "landed": run.landed}) + "\n" for run in bench.runs)  # fmt: skip
+        out.writelines(
+            json.dumps(
+                {
+                    "name": run.name,
+                    "launched": run.launched.isoformat(),
+                    "status": run.status,
+                    "ended": run.ended and run.ended.isoformat(),
+                    "killed": run.killed,
+                    "fired": run.fired,
+                    "landed": run.landed,
+                }
+            )
+            + "\n"
+            for run in bench.runs
+        )
     with open(bench.home / "bench-sink.jsonl", "w") as out:
-        out.writelines(json.dumps({**mail.__dict__, "at": mail.at.isoformat(), "raw": mail.raw.decode("latin-1")}) + "\n" for mail in bench.sink.mails)
+        out.writelines(
+            json.dumps({**mail.__dict__, "at": mail.at.isoformat(), "raw": mail.raw.decode("latin-1")}) + "\n"
+            for mail in bench.sink.mails
+        )
 
 
 class Kept:
@@ -1215,15 +1396,36 @@ class Kept:
         self.reader = Reader(self.db)
         self.kinds = dict(self.reader.query("select id, kind from games"))
         load = lambda name: [json.loads(line) for line in (home / name).read_text().splitlines()]
-        sent = [Sent(**{**row, "delivered": datetime.fromisoformat(row["delivered"])}) for row in load("bench-sent.jsonl")]
+        sent = [
+            Sent(**{**row, "delivered": datetime.fromisoformat(row["delivered"])}) for row in load("bench-sent.jsonl")
+        ]
         self.players = SimpleNamespace(sent=sent)
-        self.sink = SimpleNamespace(mails=[Out(**{**row, "rcpts": tuple(row["rcpts"]), "at": datetime.fromisoformat(row["at"]),
-                                                 "raw": row["raw"].encode("latin-1")}) for row in load("bench-sink.jsonl")])
-        self.runs = [SimpleNamespace(**{**row, "launched": datetime.fromisoformat(row["launched"]),
-                                        "ended": row["ended"] and datetime.fromisoformat(row["ended"])})
-                     for row in load("bench-runs.jsonl")]  # fmt: skip
-        self.referee = SimpleNamespace(command=lambda *args: [sys.executable, "-m", "referee", "--config",
-                                                              str(home / "referee.toml"), *args])  # fmt: skip
+        self.sink = SimpleNamespace(
+            mails=[
+                Out(
+                    **{
+                        **row,
+                        "rcpts": tuple(row["rcpts"]),
+                        "at": datetime.fromisoformat(row["at"]),
+                        "raw": row["raw"].encode("latin-1"),
+                    }
+                )
+                for row in load("bench-sink.jsonl")
+            ]
+        )
+        self.runs = [
+            SimpleNamespace(
+                **{
+                    **row,
+                    "launched": datetime.fromisoformat(row["launched"]),
+                    "ended": row["ended"] and datetime.fromisoformat(row["ended"]),
+                }
+            )
+            for row in load("bench-runs.jsonl")
+        ]
+        self.referee = SimpleNamespace(
+            command=lambda *args: [sys.executable, "-m", "referee", "--config", str(home / "referee.toml"), *args]
+        )
 
     def env(self) -> dict[str, str]:
         path = os.pathsep.join(filter(None, [str(CODE), os.environ.get("PYTHONPATH")]))
@@ -1258,8 +1460,12 @@ def main() -> int:
     parser.add_argument("--cuts", type=int, default=100, help="power cuts that kill a running referee")
     parser.add_argument("--games", type=int, default=50, help="games, all five kinds in turn")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--play-minutes", type=float, default=20,
-                        help="after the cuts, how long a clean serve plays on at most (until every game is over)")
+    parser.add_argument(
+        "--play-minutes",
+        type=float,
+        default=20,
+        help="after the cuts, how long a clean serve plays on at most (until every game is over)",
+    )
     parser.add_argument("--max-minutes", type=float, default=90, help="the cuts stop here, however many")
     parser.add_argument("--keep", type=Path, help="keep the referee's home (games.db, logs, site, Dovecot) here")
     parser.add_argument("--recheck", type=Path, metavar="DIR", help="only the checks again, on a home a run kept")

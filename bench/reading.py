@@ -58,15 +58,24 @@ class Mail:
     def __init__(self, token: str, in_reply_to: str):
         self.token, self.in_reply_to = token, in_reply_to
 
-    def head(self, content_type: str = "text/plain; charset=utf-8", extra: str = "",
-             subject: str | None = None, cte: str | None = None) -> str:  # fmt: skip
+    def head(
+        self,
+        content_type: str = "text/plain; charset=utf-8",
+        extra: str = "",
+        subject: str | None = None,
+        cte: str | None = None,
+    ) -> str:
         subject = subject if subject is not None else f"Re: [pure-skill-1 {self.token}] Round 1 of 13"
-        return ("Received: from client.example.net by mx.example.org; Sat, 21 Nov 2026 12:30:00 +0000\r\n"
-                f"From: Alice <alice@example.org>\r\nTo: referee+{self.token}@example.org\r\n"
-                f"Subject: {subject}\r\nMessage-ID: <bench@example.net>\r\n"
-                f"In-Reply-To: {self.in_reply_to}\r\nReferences: {self.in_reply_to}\r\n"
-                f"MIME-Version: 1.0\r\nContent-Type: {content_type}\r\n"
-                + (f"Content-Transfer-Encoding: {cte}\r\n" if cte else "") + extra + "\r\n")  # fmt: skip
+        return (
+            "Received: from client.example.net by mx.example.org; Sat, 21 Nov 2026 12:30:00 +0000\r\n"
+            f"From: Alice <alice@example.org>\r\nTo: referee+{self.token}@example.org\r\n"
+            f"Subject: {subject}\r\nMessage-ID: <bench@example.net>\r\n"
+            f"In-Reply-To: {self.in_reply_to}\r\nReferences: {self.in_reply_to}\r\n"
+            f"MIME-Version: 1.0\r\nContent-Type: {content_type}\r\n"
+            + (f"Content-Transfer-Encoding: {cte}\r\n" if cte else "")
+            + extra
+            + "\r\n"
+        )
 
 
 def fill(unit: str, size: int, head: str = "", tail: str = "") -> str:
@@ -143,8 +152,10 @@ def subject_shape(subject: Callable[[int], str]) -> Callable[[Mail, int], bytes]
 
 def multipart(parts: Callable[[int], list[tuple[str, str]]], kind: str = "mixed") -> Callable[[Mail, int], bytes]:
     def make(mail: Mail, size: int) -> bytes:
-        body = "".join(f"--b\r\nContent-Type: {ctype}\r\n\r\n{content}\r\n"
-                       for ctype, content in parts(size - len(mail.head()) - 512))
+        body = "".join(
+            f"--b\r\nContent-Type: {ctype}\r\n\r\n{content}\r\n"
+            for ctype, content in parts(size - len(mail.head()) - 512)
+        )
         return (mail.head(content_type=f'multipart/{kind}; boundary="b"') + body + "--b--\r\n").encode()
 
     return make
@@ -156,8 +167,9 @@ def nested(depth: Callable[[int], int], unit: str = LOREM + "\r\n", equals: str 
 
     def make(mail: Mail, size: int) -> bytes:
         levels = depth(size)
-        opening = "".join(f'Content-Type: multipart/mixed; boundary{equals}"b{i}"\r\n\r\n--b{i}\r\n'
-                          for i in range(1, levels))
+        opening = "".join(
+            f'Content-Type: multipart/mixed; boundary{equals}"b{i}"\r\n\r\n--b{i}\r\n' for i in range(1, levels)
+        )
         closing = "".join(f"\r\n--b{i}--" for i in reversed(range(1, levels)))
         top = mail.head(content_type='multipart/mixed; boundary="b0"', extra="")
         frame = top + "--b0\r\n" + opening + "Content-Type: text/plain\r\n\r\nbid 7\r\n" + closing + "\r\n--b0--\r\n"
@@ -203,12 +215,18 @@ SHAPES: dict[str, Callable[[Mail, int], bytes]] = {
     "'On x wrote:' repeated": text(lambda size: fill("On x wrote:\n", size, "bid 7\n")),
     # -- quotes, attributions, signatures, lines ---------------------------------------------
     "address attribution that backtracks (1<1<...)": text(lambda size: fill("1<" * 150 + "\n  x\n", size, "bid 7\n")),
-    "wrapped attributions (On ... / wrote)": text(lambda size: fill("On " + "wrote " * 49 + "\nwrote wrote\n", size, "bid 7\n")),
+    "wrapped attributions (On ... / wrote)": text(
+        lambda size: fill("On " + "wrote " * 49 + "\nwrote wrote\n", size, "bid 7\n")
+    ),
     "'> ' quoted lines": text(lambda size: fill("> " + LOREM + "\n", size, "bid 7\n\n")),
     "'>' x 1000 then a word, each line": text(lambda size: fill(">" * 1000 + " bid 7\n", size, "bid 7\n")),
     "flowed: '>' x 100, every line continues": flowed(lambda size: fill(">" * 100 + " lorem \n", size, "bid 7\n")),
-    "flowed delsp: depth changes every line": flowed(lambda size: fill("> a \n>> b \nc \n", size, "bid 7\n"), delsp=True),
-    "indented quote of the prompt, repeated": text(lambda size: fill("\t    bid K\n\n", size, "bid 7\n\n" + ATTRIBUTION + "\n")),
+    "flowed delsp: depth changes every line": flowed(
+        lambda size: fill("> a \n>> b \nc \n", size, "bid 7\n"), delsp=True
+    ),
+    "indented quote of the prompt, repeated": text(
+        lambda size: fill("\t    bid K\n\n", size, "bid 7\n\n" + ATTRIBUTION + "\n")
+    ),
     "indented runs under attributions": text(lambda size: fill(ATTRIBUTION + "\n  " + LOREM + "\n", size, "bid 7\n")),
     "supercite 'name>' lines": text(lambda size: fill("Referee> " + LOREM + "\n", size, "bid 7\n")),
     "long signature": text(lambda size: fill(LOREM + "\n", size, "bid 7\n-- \n")),
@@ -218,20 +236,24 @@ SHAPES: dict[str, Callable[[Mail, int], bytes]] = {
     "one huge line of words": text(lambda size: fill("bid 7 ", size)),
     "one huge line of spaces then a mark": text(lambda size: fill(" ", size, "bid 7\n", ">")),
     "one huge line of underscores": text(lambda size: fill("_", size, "bid 7\n", "x")),
-    "no line break at all": lambda mail, size: fill("x", size, f"From: alice@example.org To: referee+{mail.token}@"
-                                                              "example.org Subject: bid 7 ").encode(),
+    "no line break at all": lambda mail, size: fill(
+        "x", size, f"From: alice@example.org To: referee+{mail.token}@example.org Subject: bid 7 "
+    ).encode(),
     "command lines repeated": text(lambda size: fill("help\nbid 7\nstatus\n", size)),
     "bid lines repeated": text(lambda size: fill("bid 7\n", size)),
     "CR line ends": text(lambda size: fill(LOREM + "\r", size, "bid 7\r")),
     "mixed CRLF, CR and LF line ends": text(lambda size: fill("a\r\rb\r\n\nc\n\r", size, "bid 7\r\n")),
     "'-----Original Message-----' repeated": text(lambda size: fill("  -----Original Message-----\n", size, "bid 7\n")),
-    "device signatures ('Sent from my' ...) indented": text(lambda size: fill("  Sent from my phone\n", size, "bid 7\n")),
+    "device signatures ('Sent from my' ...) indented": text(
+        lambda size: fill("  Sent from my phone\n", size, "bid 7\n")
+    ),
     # -- MIME ------------------------------------------------------------------------------
     "base64 body": transfer(lambda size: fill(LOREM + "\n", size, "bid 7\n"), "base64"),
     "quoted-printable body, soft breaks": transfer(lambda size: fill("x=\r\n", size, "bid 7\n"), "quoted-printable"),
     "quoted-printable body of =XX": transfer(lambda size: fill("\u00e9", size // 6, "bid 7\n"), "quoted-printable"),
-    "base64 body, a stray '!' on each line": lambda mail, size: stray(transfer(lambda n: fill(LOREM + "\n", n, "bid 7\n"),
-                                                                               "base64")(mail, size * 77 // 78)),
+    "base64 body, a stray '!' on each line": lambda mail, size: stray(
+        transfer(lambda n: fill(LOREM + "\n", n, "bid 7\n"), "base64")(mail, size * 77 // 78)
+    ),
     "base64 html body": transfer(lambda size: fill("<p>" + LOREM, size, "<p>bid 7"), "base64", "html"),
     "multipart nested 199 deep, text at the bottom": nested(lambda size: 199),
     "multipart nested as deep as the size allows": nested(lambda size: size // 80),
@@ -240,19 +262,24 @@ SHAPES: dict[str, Callable[[Mail, int], bytes]] = {
     "multipart, a part of blank lines": nested(lambda size: 1, "\r\n"),
     "many parts": multipart(lambda size: [("text/plain", "bid 7")] * (size // 40)),
     "many parts, multipart in an encoded word": lambda mail, size: multipart(
-        lambda n: [("text/plain", "bid 7")] * (n // 40))(mail, size).replace(
-        b'multipart/mixed; boundary="b"', b"=?utf-8?q?multipart=2Fmixed=3B_boundary=3Db?=", 1),
+        lambda n: [("text/plain", "bid 7")] * (n // 40)
+    )(mail, size).replace(b'multipart/mixed; boundary="b"', b"=?utf-8?q?multipart=2Fmixed=3B_boundary=3Db?=", 1),
     "199 large parts": multipart(lambda size: [("text/plain", fill(LOREM + "\r\n", size // 199 - 64))] * 199),
-    "alternative: small text, huge html": multipart(lambda size: [("text/plain", "bid 7"),
-                                                                  ("text/html", fill("<a ", size))], "alternative"),
+    "alternative: small text, huge html": multipart(
+        lambda size: [("text/plain", "bid 7"), ("text/html", fill("<a ", size))], "alternative"
+    ),
     "delivery report, huge status part": multipart(report, "report; report-type=delivery-status"),
     "a header field folded over many lines": header_shape(lambda size: fill("\r\n x", size, "X-Junk: a")),
-    "the Subject folded over many lines": lambda mail, size: (mail.head(subject=fill("\r\n Re:", size - 512, "x"))
-                                                              + "bid 7\r\n").encode(),
-    "Auto-Submitted of nested comments": header_shape(lambda size: "Auto-Submitted: " + "(" * (size // 2 - 16)
-                                                      + ")" * (size // 2 - 16) + " no\r\n"),
+    "the Subject folded over many lines": lambda mail, size: (
+        mail.head(subject=fill("\r\n Re:", size - 512, "x")) + "bid 7\r\n"
+    ).encode(),
+    "Auto-Submitted of nested comments": header_shape(
+        lambda size: "Auto-Submitted: " + "(" * (size // 2 - 16) + ")" * (size // 2 - 16) + " no\r\n"
+    ),
     "many header fields": header_shape(lambda size: fill("X-Junk: x\r\n", size)),
-    "many Received fields": header_shape(lambda size: fill("Received: from a by b; Sat, 21 Nov 2026 12:00:00 +0000\r\n", size)),
+    "many Received fields": header_shape(
+        lambda size: fill("Received: from a by b; Sat, 21 Nov 2026 12:00:00 +0000\r\n", size)
+    ),
     "a Subject of encoded words": subject_shape(lambda size: fill("=?utf-8?q?b=C3=A9d?= ", size)),
     "a Subject of reply prefixes": subject_shape(lambda size: fill("Re: ", size, "", "bid 7")),
     "a Subject of tag openings": subject_shape(lambda size: fill("[a-1 a", size, "", "bid 7")),
@@ -261,8 +288,9 @@ SHAPES: dict[str, Callable[[Mail, int], bytes]] = {
     "charset utf-16": encoded(lambda size: fill(LOREM + "\n", size // 2, "bid 7\n"), "utf-16"),
     "charset iso-2022-jp, escaping": encoded(lambda size: fill("a\u3042", size // 5, "bid 7\n"), "iso-2022-jp"),
     "charset gb18030": encoded(lambda size: fill("\u4e2d\u6587 ", size * 3 // 5, "bid 7\n"), "gb18030"),
-    "charset unicode_escape, named characters": encoded(lambda size: fill("\\N{LATIN SMALL LETTER E WITH ACUTE}", size,
-                                                                           "bid 7\n"), "ascii", "unicode_escape"),
+    "charset unicode_escape, named characters": encoded(
+        lambda size: fill("\\N{LATIN SMALL LETTER E WITH ACUTE}", size, "bid 7\n"), "ascii", "unicode_escape"
+    ),
     "charset latin-1": encoded(lambda size: fill("\u00e9t\u00e9 ", size, "bid 7\n"), "latin-1"),
     # -- HTML ------------------------------------------------------------------------------
     "html: deep <div> nesting": html(deep_html("div")),
@@ -287,8 +315,15 @@ def measure(name: str, size: int, limit: int, cap: float, pipe: Any) -> None:
     """In a process of its own: one mail of the shape, ingested; its CPU
     time (and parse's share), its outcome and the peak memory, sent back."""
     with tempfile.TemporaryDirectory() as folder:
-        config = Config(address="referee@example.org", database=Path(folder, "games.db"), reminder=None,
-                        outage_gap=None, secret_key=b"bench", replies_per_hour=10**6, max_message_size=limit)
+        config = Config(
+            address="referee@example.org",
+            database=Path(folder, "games.db"),
+            reminder=None,
+            outage_gap=None,
+            secret_key=b"bench",
+            replies_per_hour=10**6,
+            max_message_size=limit,
+        )
         engine = Engine(Store(config.database), config, lambda: START)
         engine.new_game("pure-skill", PLAYERS)
         token = engine.table(1).seats[0]["token"]
@@ -351,8 +386,10 @@ def main() -> int:
     sizes = [parse_size(s) for s in args.sizes.split(",")] if args.sizes else SIZES
     limit = parse_size(args.limit)
     names = [n for n in SHAPES if not args.only or any(o.lower() in n.lower() for o in args.only)]
-    print(f"Engine.ingest of one mail from a seat, CPU time (time.process_time); max_message_size {label(limit)}: "
-          f"larger mail is read no further than its headers.  {os.cpu_count()} cores; cap {args.cap:.0f} s.")
+    print(
+        f"Engine.ingest of one mail from a seat, CPU time (time.process_time); max_message_size {label(limit)}: "
+        f"larger mail is read no further than its headers.  {os.cpu_count()} cores; cap {args.cap:.0f} s."
+    )
     print(f"{'shape':48} {'size':>6} {'outcome':>8} {'CPU s':>8} {'s/MB':>7} {'parse s':>8} {'peak MB':>8}")
     worst: tuple[float, str] = (0.0, "")
     for name in names:
@@ -368,14 +405,19 @@ def main() -> int:
                     worst = max(worst, (float("inf"), f"{name} at {label(size)}"))
                 continue
             length, code, took, parsing, peak = result
-            print(f"{name[:48]:48} {label(size):>6} {code[:8]:>8} {took:8.3f} {took / (length / MB):7.2f} "
-                  f"{parsing:8.3f} {peak / MB:8.0f}", flush=True)  # fmt: skip
+            print(
+                f"{name[:48]:48} {label(size):>6} {code[:8]:>8} {took:8.3f} {took / (length / MB):7.2f} "
+                f"{parsing:8.3f} {peak / MB:8.0f}",
+                flush=True,
+            )
             if length <= limit:
                 worst = max(worst, (took, f"{name} at {label(size)}"))
         print(flush=True)
     print(f"* not run: a smaller size took over {args.cap:.0f} s")
-    print(f"worst at or under {label(limit)}: {worst[1]}, "
-          + ("over the cap" if worst[0] == float("inf") else f"{worst[0]:.2f} s CPU"))
+    print(
+        f"worst at or under {label(limit)}: {worst[1]}, "
+        + ("over the cap" if worst[0] == float("inf") else f"{worst[0]:.2f} s CPU")
+    )
     return 0
 
 

@@ -116,8 +116,13 @@ NAMES = ("ann", "ben", "cat", "dan", "eve", "fay", "gil", "hal")
 NOTICE = "restored its records"
 SIGNUP = re.compile(r"\[\S+ ([a-z2-7]{16})\] JOIN (\S+)$")
 # Which of a game's deadlines its phases use (Phase.deadline_kind).
-TIMERS = {"pure-skill": ("round",), "bid": ("round",), "ice": ("turn", "decision"),
-          "priority": ("turn",), "bluff": ("turn", "decision")}  # fmt: skip
+TIMERS = {
+    "pure-skill": ("round",),
+    "bid": ("round",),
+    "ice": ("turn", "decision"),
+    "priority": ("turn",),
+    "bluff": ("turn", "decision"),
+}
 # The phase changes played before the backup, at most, and after it (unless
 # to the end): a game's length is 13 rounds of Pure Skill, some 30 Bid!
 # auctions, 40-80 Ice turns, 40 to over 1,000 Auction turns, 150 Bluff turns.
@@ -186,8 +191,7 @@ class Capture(logging.Handler):
 class Trial:
     """One referee home, its players, one backup, one loss and one restore."""
 
-    def __init__(self, number: int, seed: int, root: Path, log: Capture, daemon: bool = False,
-                 mail_last: bool = False):  # fmt: skip
+    def __init__(self, number: int, seed: int, root: Path, log: Capture, daemon: bool = False, mail_last: bool = False):
         self.number, self.root, self.log = number, root, log
         self.daemon, self.mail_last = daemon, mail_last
         self.rng = random.Random(f"{seed}:{number}")
@@ -207,12 +211,18 @@ class Trial:
         settle = timedelta(minutes=r.choice((5, 20, 60))) if r.random() < 0.4 else timedelta(0)
         reminder = self.shortest * r.uniform(0.2, 0.45) if r.random() < 0.5 else None
         self.config = Config(
-            address=REFEREE, database=root / "games.db", maildir=MaildirSettings(self.box),
-            deadline=round_, turn_deadline=turn, decision_deadline=decision, settle=settle,
+            address=REFEREE,
+            database=root / "games.db",
+            maildir=MaildirSettings(self.box),
+            deadline=round_,
+            turn_deadline=turn,
+            decision_deadline=decision,
+            settle=settle,
             reminder=reminder and timedelta(seconds=round(reminder.total_seconds())),
-        )  # fmt: skip
-        (root / "referee.toml").write_text(f'[referee]\naddress = "{REFEREE}"\ndatabase = "{self.config.database}"\n'
-                                           f'[maildir]\npath = "{self.box}"\n')  # (restore asks: a mailbox to read again)
+        )
+        (root / "referee.toml").write_text(
+            f'[referee]\naddress = "{REFEREE}"\ndatabase = "{self.config.database}"\n[maildir]\npath = "{self.box}"\n'
+        )  # (restore asks: a mailbox to read again)
         self.pending: list[tuple[datetime, int, bytes]] = []  # mail on its way, by receipt time
         self.sent = 0  # mails written to the Maildir
         self.planned: set[tuple[int, int]] = set()  # (game, phase) the players have answered
@@ -288,14 +298,16 @@ class Trial:
             self.post(at, to, reply_to, f"Re: {mail['subject']}", "", thread=mail["message_id"])
             self.joiners[to] = "confirmed"
 
-    def post(self, at: datetime, sender: str, to: str, subject: str, body: str,
-             thread: str | None = None) -> None:  # fmt: skip
+    def post(self, at: datetime, sender: str, to: str, subject: str, body: str, thread: str | None = None) -> None:
         self.sent += 1
         lines = [
             f"Received: from client.example.net by mx.example.org; {format_datetime(at)}",
-            f"From: {sender}", f"To: {to}", f"Subject: {subject}", f"Date: {format_datetime(at)}",
+            f"From: {sender}",
+            f"To: {to}",
+            f"Subject: {subject}",
+            f"Date: {format_datetime(at)}",
             f"Message-ID: <t{self.number}m{self.sent}@client.example.net>",
-        ]  # fmt: skip
+        ]
         if thread:
             lines += [f"In-Reply-To: {thread}", f"References: {thread}"]
         raw = ("\r\n".join([*lines, "Content-Type: text/plain; charset=utf-8", "", body]) + "\r\n").encode()
@@ -316,8 +328,14 @@ class Trial:
         last = self.last_mail.get((player, table.id))
         thread = last if threaded and last and self.rng.random() < THREADED else None
         subject = f"Re: {thread[1]}" if thread else f"Re: {table.tag(seat)}"
-        self.post(at, player, token_address(REFEREE, table.seats[seat]["token"]), subject, body,
-                  thread=thread[0] if thread else None)  # fmt: skip
+        self.post(
+            at,
+            player,
+            token_address(REFEREE, table.seats[seat]["token"]),
+            subject,
+            body,
+            thread=thread[0] if thread else None,
+        )
 
     def answer_phases(self) -> None:
         """Each mover of a phase newly open decides what to do about it."""
@@ -375,14 +393,24 @@ class Trial:
                 elif seat not in phase["movers"]:
                     self.seat_mail(table, seat, text, at)
         elif what == "stranger":
-            self.post(at, f"s{r.randrange(5)}@example.com", REFEREE, "Hello referee",
-                      r.choice(("HELP", "LIST", "JOIN nosuchgame", "what is this?", "")))  # fmt: skip
+            self.post(
+                at,
+                f"s{r.randrange(5)}@example.com",
+                REFEREE,
+                "Hello referee",
+                r.choice(("HELP", "LIST", "JOIN nosuchgame", "what is this?", "")),
+            )
         elif what == "burst":  # more than the open budget of an hour
             for n in range(r.randint(6, 9)):
                 self.post(at + timedelta(minutes=3 * n), "burst@example.com", REFEREE, "?", "HELP")
         elif what == "junk":
-            self.post(at, r.choice(("nobody", "x@y@z", "eve@example.net")), r.choice((REFEREE, "referee+zzzz@example.org")),
-                      "=?utf-8?q?=ff?=", r.choice(("\x00\x01 bid 7", "bid " * 500, "=?=?=")))  # fmt: skip
+            self.post(
+                at,
+                r.choice(("nobody", "x@y@z", "eve@example.net")),
+                r.choice((REFEREE, "referee+zzzz@example.org")),
+                "=?utf-8?q?=ff?=",
+                r.choice(("\x00\x01 bid 7", "bid " * 500, "=?=?=")),
+            )
 
     def plan_joins(self, start: datetime, span: float) -> None:
         """A game opened by JOIN mail: as many strangers as its seats ask to join."""
@@ -414,8 +442,11 @@ class Trial:
         return sum(1 for g in self.engine.store.games() for p in self.engine.store.phases(g["id"]) if p["resolved_at"])
 
     def running(self) -> bool:
-        return bool(self.engine.store.games("running")) or any(s == "asked" for s in self.joiners.values()) \
+        return (
+            bool(self.engine.store.games("running"))
+            or any(s == "asked" for s in self.joiners.values())
             or bool(self.engine.store.games("open"))
+        )
 
     # -- the trial ---------------------------------------------------------
 
@@ -427,15 +458,21 @@ class Trial:
             bots = r.randint(1, seats - 1) if r.random() < 0.3 else 0
             players = [f"{NAMES[i]}{n}@example.org" for i in range(seats - bots)]
             self.engine.new_game(
-                self.kind, players, bots=bots, settle=self.config.settle if r.random() < 0.5 else None,
-                deadline=self.config.deadline, turn_deadline=self.config.turn_deadline,
+                self.kind,
+                players,
+                bots=bots,
+                settle=self.config.settle if r.random() < 0.5 else None,
+                deadline=self.config.deadline,
+                turn_deadline=self.config.turn_deadline,
                 decision_deadline=self.config.decision_deadline,
-            )  # fmt: skip
+            )
             self.figures.games += 1
         if r.random() < 0.35:
             self.figures.joined += 1
-            self.plan_joins(START + seconds(r.uniform(0, self.shortest.total_seconds() * 4)),
-                            self.shortest.total_seconds() * r.uniform(1, 8))  # fmt: skip
+            self.plan_joins(
+                START + seconds(r.uniform(0, self.shortest.total_seconds() * 4)),
+                self.shortest.total_seconds() * r.uniform(1, 8),
+            )
         self.run()
         self.answer_phases()
 
@@ -484,21 +521,46 @@ class Trial:
     def snapshot(self) -> dict[str, Any]:
         """What the checks compare: the public records, the moves, the messages, the outbox."""
         store = self.engine.store
-        records = {g["id"]: json.dumps(game_record(self.engine.table(g["id"])), sort_keys=True)
-                   for g in store.games() if g["state"] != "open"}  # fmt: skip
-        moves = [{k: v for k, v in m.items() if k not in ("id", "recorded_at")}
-                 for g in store.games() for m in store.moves(g["id"])]  # fmt: skip
-        messages = sorted(({k: m[k] for k in ("key", "message_id", "sender", "subject", "received_at",
-                                               "game_id", "code", "detail")} for m in store.messages()),
-                          key=lambda m: (m["received_at"], m["key"]))  # fmt: skip
-        outbox = {m["message_id"]: {"to": m["recipients"], "subject": m["subject"], "state": m["state"]}
-                  for m in store.outbox(None)}  # fmt: skip
+        records = {
+            g["id"]: json.dumps(game_record(self.engine.table(g["id"])), sort_keys=True)
+            for g in store.games()
+            if g["state"] != "open"
+        }
+        moves = [
+            {k: v for k, v in m.items() if k not in ("id", "recorded_at")}
+            for g in store.games()
+            for m in store.moves(g["id"])
+        ]
+        messages = sorted(
+            (
+                {
+                    k: m[k]
+                    for k in ("key", "message_id", "sender", "subject", "received_at", "game_id", "code", "detail")
+                }
+                for m in store.messages()
+            ),
+            key=lambda m: (m["received_at"], m["key"]),
+        )
+        outbox = {
+            m["message_id"]: {"to": m["recipients"], "subject": m["subject"], "state": m["state"]}
+            for m in store.outbox(None)
+        }
         states = {g["id"]: g["state"] for g in store.games()}
-        opened = {g["id"]: {k: phase[k] for k in ("number", "label", "opened_at", "deadline", "closes_at")}
-                  for g in store.games() if (phase := self.engine.table(g["id"]).open_phase)}  # fmt: skip
+        opened = {
+            g["id"]: {k: phase[k] for k in ("number", "label", "opened_at", "deadline", "closes_at")}
+            for g in store.games()
+            if (phase := self.engine.table(g["id"]).open_phase)
+        }
         signups = {g["id"]: [s["address"] for s in store.signups(g["id"])] for g in store.games("open")}
-        return {"records": records, "open": opened, "signups": signups, "moves": moves, "messages": messages,
-                "outbox": outbox, "states": states}  # fmt: skip
+        return {
+            "records": records,
+            "open": opened,
+            "signups": signups,
+            "moves": moves,
+            "messages": messages,
+            "outbox": outbox,
+            "states": states,
+        }
 
     def lose_and_restore(self) -> list[str]:
         """games.db is lost; `referee restore`; the next run; the checks."""
@@ -544,28 +606,41 @@ class Trial:
             failures.append(f"(1) games the restore made that were not there before: {sorted(extra)}")
         for name in ("open", "signups"):  # the phases still open, and the sign-ups, as they were
             if after[name] != before[name]:
-                failures.append(f"(1) the {'open phases' if name == 'open' else name} differ: "
-                                f"{first_difference(before[name], after[name])}")  # fmt: skip
+                failures.append(
+                    f"(1) the {'open phases' if name == 'open' else name} differ: "
+                    f"{first_difference(before[name], after[name])}"
+                )
         # 2. moves and messages
         for name in ("moves", "messages"):
             if after[name] != before[name]:
-                failures.append(f"(2) {name}: {len(before[name])} before, {len(after[name])} after; "
-                                f"{first_difference(before[name], after[name])}")  # fmt: skip
+                failures.append(
+                    f"(2) {name}: {len(before[name])} before, {len(after[name])} after; "
+                    f"{first_difference(before[name], after[name])}"
+                )
         # 3. the mails the players had, and those to be sent
         had, now = before["outbox"], after["outbox"]
         unknown = [mid for mid in had if mid not in now]
         if unknown:
-            failures.append(f"(3) {len(unknown)} Message-ID(s) the players had are unknown after the restore, "
-                            f"the first {unknown[0]}: {had[unknown[0]]['subject']!r} to {had[unknown[0]]['to']}")
+            failures.append(
+                f"(3) {len(unknown)} Message-ID(s) the players had are unknown after the restore, "
+                f"the first {unknown[0]}: {had[unknown[0]]['subject']!r} to {had[unknown[0]]['to']}"
+            )
         for mid, mail in now.items():  # a word may differ: "18 minutes left" said at the reminder's own time
-            if mid in had and (mail["to"], timeless(mail["subject"])) != (had[mid]["to"], timeless(had[mid]["subject"])):
-                failures.append(f"(3) {mid} was {had[mid]['subject']!r} to {had[mid]['to']}, is now "
-                                f"{mail['subject']!r} to {mail['to']}")  # fmt: skip
+            if mid in had and (mail["to"], timeless(mail["subject"])) != (
+                had[mid]["to"],
+                timeless(had[mid]["subject"]),
+            ):
+                failures.append(
+                    f"(3) {mid} was {had[mid]['subject']!r} to {had[mid]['to']}, is now "
+                    f"{mail['subject']!r} to {mail['to']}"
+                )
                 break
         made = [mid for mid, mail in now.items() if mail["state"] == "restored" and mid not in had]
         if made:
-            failures.append(f"(3) {len(made)} mail(s) made again that were not made before, the first "
-                            f"{now[made[0]]['subject']!r} to {now[made[0]]['to']}")  # fmt: skip
+            failures.append(
+                f"(3) {len(made)} mail(s) made again that were not made before, the first "
+                f"{now[made[0]]['subject']!r} to {now[made[0]]['to']}"
+            )
         self.figures.restored += sum(1 for mail in now.values() if mail["state"] == "restored")
         queued = {mid: mail for mid, mail in now.items() if mail["state"] == "queued"}
         notices = [mail for mid, mail in queued.items() if mid not in had and NOTICE in mail["subject"]]
@@ -574,13 +649,17 @@ class Trial:
         if twice := [address for address, n in told.items() if n > 1]:
             failures.append(f"(3) more than one notice to {twice[0]}")
         if other := [mail for mid, mail in queued.items() if mid not in had and NOTICE not in mail["subject"]]:
-            failures.append(f"(3) {len(other)} new mail(s) to send besides the notices, the first "
-                            f"{other[0]['subject']!r} to {other[0]['to']}")  # fmt: skip
+            failures.append(
+                f"(3) {len(other)} new mail(s) to send besides the notices, the first "
+                f"{other[0]['subject']!r} to {other[0]['to']}"
+            )
         again = [mid for mid in queued if mid in had]
         self.figures.resent += sum(1 for mid in again if mid in queued_in_backup)
         if resent := [mid for mid in again if mid not in queued_in_backup]:
-            failures.append(f"(3) {len(resent)} mail(s) the players had are to be sent again, the first "
-                            f"{now[resent[0]]['subject']!r} to {now[resent[0]]['to']} ({resent[0]})")  # fmt: skip
+            failures.append(
+                f"(3) {len(resent)} mail(s) the players had are to be sent again, the first "
+                f"{now[resent[0]]['subject']!r} to {now[resent[0]]['to']} ({resent[0]})"
+            )
         return failures
 
     def goes_on(self, after: dict[str, Any]) -> list[str]:
@@ -604,8 +683,13 @@ class Trial:
             move = table.rules.move_text(self.rng.choice(table.rules.legal_moves(table.state, seat)))
             moves = len(self.engine.store.moves(table.id))
             player = table.label(seat)
-            self.post(self.clock() + timedelta(seconds=1), player, token_address(REFEREE, table.seats[seat]["token"]),
-                      f"Re: {table.tag(seat)}", move)  # fmt: skip
+            self.post(
+                self.clock() + timedelta(seconds=1),
+                player,
+                token_address(REFEREE, table.seats[seat]["token"]),
+                f"Re: {table.tag(seat)}",
+                move,
+            )
             self.deliver_in(self.clock() + timedelta(seconds=1))
             self.clock.now += timedelta(seconds=2)
             self.run()
@@ -701,12 +785,18 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", type=Path, help="keep each trial's home here, as DIR/trial-N")
     parser.add_argument("--trial", type=int, help="play only this trial (as numbered in a run with this --seed)")
-    parser.add_argument("--daemon", action="store_true",
-                        help="the referee also runs a second after each mail arrives and at each deadline, "
-                             "settle end and reminder time, as `serve` wakes for them (else only like cron)")
-    parser.add_argument("--mail-last", action="store_true",
-                        help="the last run before the loss handles a mail received a second before it, so "
-                             "nothing falls due between the last mail handled again and the restore")
+    parser.add_argument(
+        "--daemon",
+        action="store_true",
+        help="the referee also runs a second after each mail arrives and at each deadline, "
+        "settle end and reminder time, as `serve` wakes for them (else only like cron)",
+    )
+    parser.add_argument(
+        "--mail-last",
+        action="store_true",
+        help="the last run before the loss handles a mail received a second before it, so "
+        "nothing falls due between the last mail handled again and the restore",
+    )
     args = parser.parse_args()
     log = Capture()
     logger = logging.getLogger("referee")
@@ -733,8 +823,23 @@ def main() -> int:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     elapsed = time.perf_counter() - start
-    columns = ("trials", "games", "joined", "finished", "phases", "moves", "again", "restored",
-               "notices", "resent", "mid_pass", "zero", "to_end", "failed", "seconds")  # fmt: skip
+    columns = (
+        "trials",
+        "games",
+        "joined",
+        "finished",
+        "phases",
+        "moves",
+        "again",
+        "restored",
+        "notices",
+        "resent",
+        "mid_pass",
+        "zero",
+        "to_end",
+        "failed",
+        "seconds",
+    )
     modes = [flag for flag, on in (("--daemon", args.daemon), ("--mail-last", args.mail_last)) if on]
     print(f"restore bench: seed {args.seed}{''.join(' ' + m for m in modes)}, {len(numbers)} trial(s), {elapsed:.0f} s")
     print(f"{'kind':11}" + "".join(f"{c:>9}" for c in columns))
@@ -744,26 +849,45 @@ def main() -> int:
         total.add(figures)
         print(f"{kind:11}" + "".join(f"{v:>9}" for v in row(figures)))
     print(f"{'all':11}" + "".join(f"{v:>9}" for v in row(total)))
-    print("phases: phase changes replayed; moves: moves replayed; again: mails handled again; "
-          "restored: mails kept as restored (not sent); notices: restore notices to send; resent: mails "
-          "queued in the backup, sent after it, to be sent again under their own Message-ID; mid_pass: "
-          "backups in the middle of a pass; zero / to_end: trials with no phase change after the backup / "
-          "played on to the end")  # fmt: skip
+    print(
+        "phases: phase changes replayed; moves: moves replayed; again: mails handled again; "
+        "restored: mails kept as restored (not sent); notices: restore notices to send; resent: mails "
+        "queued in the backup, sent after it, to be sent again under their own Message-ID; mid_pass: "
+        "backups in the middle of a pass; zero / to_end: trials with no phase change after the backup / "
+        "played on to the end"
+    )
     for kind, count in sorted(total.kinds.items(), key=lambda item: -item[1]):
         print(f"{count:5} trial(s): {kind}")
     for line in sorted(total.failures, key=lambda line: int(line.split()[1].rstrip(":"))):
         number = int(line.split()[1].rstrip(":"))
-        print(f"FAIL {line}\n     again: python3 bench/restore.py --seed {args.seed}{''.join(' ' + m for m in modes)} "
-              f"--trial {number} --keep DIR")
+        print(
+            f"FAIL {line}\n     again: python3 bench/restore.py --seed {args.seed}{''.join(' ' + m for m in modes)} "
+            f"--trial {number} --keep DIR"
+        )
     print("PASS" if not total.failures else f"FAIL: {len(total.failures)} trial(s)")
     return 1 if total.failures else 0
 
 
 def row(figures: Figures) -> list[str]:
-    return [str(v) for v in (figures.trials, figures.games, figures.joined, figures.finished, figures.phases,
-                             figures.moves, figures.again, figures.restored, figures.notices, figures.resent,
-                             figures.mid_pass, figures.zero, figures.to_end, len(figures.failures))] \
-        + [f"{figures.seconds:.0f}"]  # fmt: skip
+    return [
+        str(v)
+        for v in (
+            figures.trials,
+            figures.games,
+            figures.joined,
+            figures.finished,
+            figures.phases,
+            figures.moves,
+            figures.again,
+            figures.restored,
+            figures.notices,
+            figures.resent,
+            figures.mid_pass,
+            figures.zero,
+            figures.to_end,
+            len(figures.failures),
+        )
+    ] + [f"{figures.seconds:.0f}"]
 
 
 if __name__ == "__main__":

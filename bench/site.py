@@ -38,8 +38,9 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=200)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        config = Config(address="referee@example.org", database=Path(folder) / "games.db",
-                        reminder=None, outage_gap=None)  # fmt: skip
+        config = Config(
+            address="referee@example.org", database=Path(folder) / "games.db", reminder=None, outage_gap=None
+        )
         clock = Clock()
         engine = Engine(Store(config.database), config, clock)
         start = time.perf_counter()
@@ -51,26 +52,28 @@ def main() -> None:
             engine.tick()
         running = engine.new_game("pure-skill", ["x@example.org", "y@example.org", "z@example.org"])
         finished = len(engine.store.games("finished"))
-        print(f"built {finished} finished games of 13 rounds (+1 running) in "
-              f"{time.perf_counter() - start:.1f} s")  # fmt: skip
+        print(f"built {finished} finished games of 13 rounds (+1 running) in {time.perf_counter() - start:.1f} s")
 
         site = Site(engine, Path(folder) / "site")
         start = time.perf_counter()
         report = site.render()
         full = time.perf_counter() - start
-        print(f"full render: {full:.3f} s for {report.games_rendered} games, {len(report.written)} files "
-              f"({full / report.games_rendered * 1000:.2f} ms a game)")  # fmt: skip
+        print(
+            f"full render: {full:.3f} s for {report.games_rendered} games, {len(report.written)} files "
+            f"({full / report.games_rendered * 1000:.2f} ms a game)"
+        )
 
         start = time.perf_counter()
         report = site.render()
-        print(f"render with nothing changed: {time.perf_counter() - start:.3f} s, "
-              f"{len(report.written)} files written")  # fmt: skip
+        print(f"render with nothing changed: {time.perf_counter() - start:.3f} s, {len(report.written)} files written")
 
         engine.resign(running, "x@example.org")  # one change: a bot takes a seat and bids
         start = time.perf_counter()
         report = site.render()
-        print(f"render after one game changed: {time.perf_counter() - start:.3f} s, "
-              f"{report.games_rendered} game(s), {len(report.written)} files written")  # fmt: skip
+        print(
+            f"render after one game changed: {time.perf_counter() - start:.3f} s, "
+            f"{report.games_rendered} game(s), {len(report.written)} files written"
+        )
         size = sum(p.stat().st_size for p in (Path(folder) / "site").rglob("*") if p.is_file())
         print(f"site size: {size / 2**20:.1f} MiB")
     for kind in ("bid", "ice", "priority", "bluff"):
@@ -80,8 +83,9 @@ def main() -> None:
 def other_kind(kind: str, games: int) -> None:
     """A site of ``games`` finished bot games of ``kind``: a full render, and one changed game."""
     with tempfile.TemporaryDirectory() as folder:
-        config = Config(address="referee@example.org", database=Path(folder) / "games.db",
-                        reminder=None, outage_gap=None)  # fmt: skip
+        config = Config(
+            address="referee@example.org", database=Path(folder) / "games.db", reminder=None, outage_gap=None
+        )
         clock = Clock()
         engine = Engine(Store(config.database), config, clock)
         for _ in range(games):
@@ -95,9 +99,11 @@ def other_kind(kind: str, games: int) -> None:
         start = time.perf_counter()
         site.render()
         one = time.perf_counter() - start
-        print(f"{kind}: full render {full:.3f} s for {report.games_rendered} games of {phases:.0f} phases "
-              f"({full / report.games_rendered * 1000:.2f} ms a game, {full / report.games_rendered / phases * 1e6:.0f} "
-              f"us a phase); one game more {one * 1000:.0f} ms")  # fmt: skip
+        print(
+            f"{kind}: full render {full:.3f} s for {report.games_rendered} games of {phases:.0f} phases "
+            f"({full / report.games_rendered * 1000:.2f} ms a game, {full / report.games_rendered / phases * 1e6:.0f} "
+            f"us a phase); one game more {one * 1000:.0f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -47,10 +47,13 @@ def prepare(home: Path, shape: str, size: int, mails: int) -> None:
     box = home / "Maildir"
     for sub in ("new", "cur", "tmp"):
         (box / sub).mkdir(parents=True)
-    (home / "referee.toml").write_text('[referee]\naddress = "referee@example.org"\ndatabase = "games.db"\n'
-                                       'secret_key = "bench"\n[maildir]\npath = "Maildir"\n')  # fmt: skip
-    config = Config(address="referee@example.org", database=home / "games.db", secret_key=b"bench",
-                    maildir=MaildirSettings(box))  # fmt: skip
+    (home / "referee.toml").write_text(
+        '[referee]\naddress = "referee@example.org"\ndatabase = "games.db"\n'
+        'secret_key = "bench"\n[maildir]\npath = "Maildir"\n'
+    )
+    config = Config(
+        address="referee@example.org", database=home / "games.db", secret_key=b"bench", maildir=MaildirSettings(box)
+    )
     engine = Engine(Store(config.database), config, lambda: datetime.now(UTC))
     engine.new_game("pure-skill", PLAYERS)
     token = engine.table(1).seats[0]["token"]
@@ -81,8 +84,12 @@ def trial(template: Path, work: Path, argv: list[str], delay: float, mails: int)
     shutil.rmtree(home, ignore_errors=True)
     shutil.copytree(template, home)
     err = (home / "err").open("w")
-    process = subprocess.Popen([sys.executable, "-m", "referee", "--config", "referee.toml", *argv],
-                               cwd=home, stdout=subprocess.DEVNULL, stderr=err)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "referee", "--config", "referee.toml", *argv],
+        cwd=home,
+        stdout=subprocess.DEVNULL,
+        stderr=err,
+    )
     while not handler_in_place(process.pid):
         time.sleep(0.001)
     time.sleep(delay)
@@ -93,8 +100,13 @@ def trial(template: Path, work: Path, argv: list[str], delay: float, mails: int)
     took = time.monotonic() - sent
     err.close()
     by_stop = len(handled(home))
-    subprocess.run([sys.executable, "-m", "referee", "--config", "referee.toml", "run", "--once"],
-                   cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "referee", "--config", "referee.toml", "run", "--once"],
+        cwd=home,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=True,
+    )
     ids = handled(home)
     left = len(list((home / "Maildir" / "new").iterdir())) + len(list((home / "Maildir" / "cur").iterdir()))
     whole = sorted(ids) == sorted({f"<bench-{n}@example.net>" for n in range(mails)}) and left == 0
@@ -113,25 +125,33 @@ def main() -> int:
     args = parser.parse_args()
     size = parse_size(args.size)
     choose = random.Random(args.seed)
-    print(f"SIGTERM {args.earliest}-{args.latest} s into a backlog of {args.mails} mails of "
-          f"'{args.shape}' at {label(size)}; {args.trials} trials per command")
-    print(f"{'command':12} {'median s':>9} {'p90 s':>7} {'worst s':>8} {'statuses':>10} "
-          f"{'handled by stop':>16} {'then whole':>11}")
+    print(
+        f"SIGTERM {args.earliest}-{args.latest} s into a backlog of {args.mails} mails of "
+        f"'{args.shape}' at {label(size)}; {args.trials} trials per command"
+    )
+    print(
+        f"{'command':12} {'median s':>9} {'p90 s':>7} {'worst s':>8} {'statuses':>10} "
+        f"{'handled by stop':>16} {'then whole':>11}"
+    )
     with tempfile.TemporaryDirectory() as folder:
         template = Path(folder, "template")
         prepare(template, args.shape, size, args.mails)
         for name, argv in COMMANDS.items():
-            results = [trial(template, Path(folder), argv, choose.uniform(args.earliest, args.latest), args.mails)
-                       for _ in range(args.trials)]  # fmt: skip
+            results = [
+                trial(template, Path(folder), argv, choose.uniform(args.earliest, args.latest), args.mails)
+                for _ in range(args.trials)
+            ]
             took = sorted(r["took"] for r in results)
             statuses = ",".join(sorted({str(r["status"]) for r in results}))
             counts = sorted(r["by_stop"] for r in results)
             whole = sum(r["whole"] for r in results)
             early = sum(r["early"] for r in results)
-            print(f"{name:12} {statistics.median(took):9.2f} {took[int(len(took) * 0.9) - 1 if len(took) >= 10 else -1]:7.2f}"
-                  f" {took[-1]:8.2f} {statuses:>10} {f'{counts[0]}-{counts[-1]} of {args.mails}':>16}"
-                  f" {f'{whole} of {len(results)}':>11}" + (f"  ({early} ended before the signal)" if early else ""),
-                  flush=True)  # fmt: skip
+            print(
+                f"{name:12} {statistics.median(took):9.2f} {took[int(len(took) * 0.9) - 1 if len(took) >= 10 else -1]:7.2f}"
+                f" {took[-1]:8.2f} {statuses:>10} {f'{counts[0]}-{counts[-1]} of {args.mails}':>16}"
+                f" {f'{whole} of {len(results)}':>11}" + (f"  ({early} ended before the signal)" if early else ""),
+                flush=True,
+            )
     return 0
 
 

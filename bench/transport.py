@@ -55,11 +55,17 @@ async def bench(games: int) -> None:
     try:
         with tempfile.TemporaryDirectory() as folder:
             config = Config(
-                address="referee@example.org", database=Path(folder) / "games.db",
-                imap=Server(host="127.0.0.1", port=dovecot.imap_port, security="none",
-                            username="referee@example.org", password="secret"),
+                address="referee@example.org",
+                database=Path(folder) / "games.db",
+                imap=Server(
+                    host="127.0.0.1",
+                    port=dovecot.imap_port,
+                    security="none",
+                    username="referee@example.org",
+                    password="secret",
+                ),
                 smtp=Server(host="127.0.0.1", port=stack.smtp_port, security="none"),
-            )  # fmt: skip
+            )
             engine = Engine(Store(config.database), config)
             runner = Runner.from_config(config, engine)
             seats = {}

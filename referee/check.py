@@ -27,12 +27,16 @@ MAX_MAIL_BYTES = 10 * 1024 * 1024  # a result mail is a few KB; a saved .eml wit
 # What `verify` checks, in the order it does: the --json output lists them.
 CHECKS = (
     "every field is one a record has, of its type, and none is unknown",
-    ("phase k is numbered k; player i sits in seat i; a seat a bot played (from the start, or from the phase "
-     "its player left) is flagged so, and only a bot from the start is named 'bot N'"),
+    (
+        "phase k is numbered k; player i sits in seat i; a seat a bot played (from the start, or from the phase "
+        "its player left) is flagged so, and only a bot from the start is named 'bot N'"
+    ),
     "the game's options are a set its rules take",
     "sha256(seed) is the commitment announced at the start",
-    ("each phase opens after the one before it was resolved and lasts at least its deadline "
-     "(the referee's own times in order within 10 minutes: its clock may step back)"),
+    (
+        "each phase opens after the one before it was resolved and lasts at least its deadline "
+        "(the referee's own times in order within 10 minutes: its clock may step back)"
+    ),
     "each phase is the one the rules ask for, with the rules' label",
     "each seat that owed a move made exactly one, in seat order",
     "a move by mail was received while its phase was open",
@@ -79,13 +83,20 @@ def describe(record: dict[str, Any], digests: tuple[Digest, ...]) -> list[str]:
     game = record["game"]
     labels = {entry["number"]: entry["label"] for entry in record["phases"]}
     name = f' "{printable(game["name"])}"' if game["name"] else ""
-    lines = [f"game {game['id']}{name}: {game['title']} ({game['kind']}), made {game['created_at']}",
-             f"commitment: {record['seed_commitment']}",
-             "players, in seat order:"]  # fmt: skip
+    lines = [
+        f"game {game['id']}{name}: {game['title']} ({game['kind']}), made {game['created_at']}",
+        f"commitment: {record['seed_commitment']}",
+        "players, in seat order:",
+    ]
     for player in record["players"]:
         left = player["bot_from_phase"]
-        how = (" (a bot from the start)" if left == 0 else f" (left in {printable(labels[left])}; a bot from then on)"
-               if left else "")  # fmt: skip
+        how = (
+            " (a bot from the start)"
+            if left == 0
+            else f" (left in {printable(labels[left])}; a bot from then on)"
+            if left
+            else ""
+        )
         lines.append(f"  {player['seat'] + 1}. {player['name']}{how}")
     options = game["options"]
     lines.append("options: " + (", ".join(printable(f"{k}={v}") for k, v in sorted(options.items())) or "none"))
@@ -108,12 +119,17 @@ def deadline_rule(record: dict[str, Any]) -> str:
     if seconds["round"] == seconds["turn"] == seconds["decision"]:
         parts = f"each phase lasts {_duration(seconds['round'])}"
     else:
-        parts = (f"a sealed round lasts {_duration(seconds['round'])}, a turn {_duration(seconds['turn'])}, "
-                 f"a decision {_duration(seconds['decision'])}")  # fmt: skip
+        parts = (
+            f"a sealed round lasts {_duration(seconds['round'])}, a turn {_duration(seconds['turn'])}, "
+            f"a decision {_duration(seconds['decision'])}"
+        )
     settle = seconds["settle"]
-    return (parts + " or until every move owed is in"
-            + (f" (then {_duration(settle)} more for a change of mind)" if settle else "")
-            + "; a move missing at its deadline is drawn from the seed")  # fmt: skip
+    return (
+        parts
+        + " or until every move owed is in"
+        + (f" (then {_duration(settle)} more for a change of mind)" if settle else "")
+        + "; a move missing at its deadline is drawn from the seed"
+    )
 
 
 def _duration(seconds: int) -> str:
@@ -127,8 +143,12 @@ def compare(path: Path, digests: tuple[Digest, ...]) -> dict[str, Any]:
     if not found:
         raise UnreadableMail(f"{path} carries no record digest (a start, result or final mail of the game does)")
     if not digests:
-        return {"file": str(path), "agrees": False, "says": "not compared: the record itself does not hold",
-                "digests": [{"label": label, "digest": digest} for label, digest in found]}  # fmt: skip
+        return {
+            "file": str(path),
+            "agrees": False,
+            "says": "not compared: the record itself does not hold",
+            "digests": [{"label": label, "digest": digest} for label, digest in found],
+        }
     known = {(d.label, d.digest) for d in digests}
     labels = {d.label: d.digest for d in digests}
     agrees, says = True, []
@@ -141,10 +161,15 @@ def compare(path: Path, digests: tuple[Digest, ...]) -> dict[str, Any]:
             says.append(f"DISAGREES: it says {where}: {digest}, the record gives {labels[label]}")
         else:
             agrees = False
-            says.append(f"DISAGREES: it carries a digest {where}, a phase this record does not have "
-                        "(a mail of another game?)")  # fmt: skip
-    return {"file": str(path), "agrees": agrees, "says": "; ".join(says),
-            "digests": [{"label": label, "digest": digest} for label, digest in found]}  # fmt: skip
+            says.append(
+                f"DISAGREES: it carries a digest {where}, a phase this record does not have (a mail of another game?)"
+            )
+    return {
+        "file": str(path),
+        "agrees": agrees,
+        "says": "; ".join(says),
+        "digests": [{"label": label, "digest": digest} for label, digest in found],
+    }
 
 
 def mail_text(path: Path) -> str:
@@ -168,16 +193,25 @@ def report(record: Any, verdict: Verdict, compared: list[dict[str, Any]]) -> dic
     facts: dict[str, Any] = {}
     if verdict.digests:
         game = record["game"]
-        facts = {"game": {key: game[key] for key in ("id", "kind", "title", "name", "created_at", "finished_at")},
-                 "seed_commitment": record["seed_commitment"], "seed": record["seed"],
-                 "players": [{key: p[key] for key in ("seat", "name", "bot", "bot_from_phase", "left_at")}
-                             for p in record["players"]],
-                 "options": game["options"], "deadlines": game["deadlines"],
-                 "deadline_rule": deadline_rule(record), "phases": len(record["phases"]),
-                 "winner": record["winner"]}  # fmt: skip
+        facts = {
+            "game": {key: game[key] for key in ("id", "kind", "title", "name", "created_at", "finished_at")},
+            "seed_commitment": record["seed_commitment"],
+            "seed": record["seed"],
+            "players": [
+                {key: p[key] for key in ("seat", "name", "bot", "bot_from_phase", "left_at")} for p in record["players"]
+            ],
+            "options": game["options"],
+            "deadlines": game["deadlines"],
+            "deadline_rule": deadline_rule(record),
+            "phases": len(record["phases"]),
+            "winner": record["winner"],
+        }
     return {
-        "verified": verdict.ok, "message": verdict.message, "phase": verdict.phase, **facts,
+        "verified": verdict.ok,
+        "message": verdict.message,
+        "phase": verdict.phase,
+        **facts,
         "checks": list(CHECKS),
         "digests": [{"number": d.number, "label": d.label, "digest": d.digest} for d in verdict.digests],
         "mails": compared,
-    }  # fmt: skip
+    }

@@ -114,19 +114,40 @@ def build_parser() -> argparse.ArgumentParser:
 
     new = commands.add_parser("new", help="start a game")
     new.add_argument("kind", help="the game's short name (see `referee kinds`)")
-    new.add_argument("--player", action="append", default=[], metavar="ADDR", help="a player's address, in seating order")
+    new.add_argument(
+        "--player", action="append", default=[], metavar="ADDR", help="a player's address, in seating order"
+    )
     new.add_argument("--bots", type=int, default=0, metavar="N", help="fill N more seats with random bots")
-    new.add_argument("--deadline", type=_duration, metavar="DURATION",
-                     help="how long a sealed round lasts (90s, 2h, 3d; default: the config's [defaults] deadline)")  # fmt: skip
-    new.add_argument("--turn-deadline", type=_duration, metavar="DURATION",
-                     help="how long one player's turn lasts (default, or 0s: the config's [defaults] turn_deadline, "
-                          f"else {_own_deadlines('turn')}--deadline)")  # fmt: skip
-    new.add_argument("--decision-deadline", type=_duration, metavar="DURATION",
-                     help="how long a decision such as a scoring offer lasts (default, or 0s: the config's [defaults] "
-                          f"decision_deadline, else {_own_deadlines('decision')}the turn deadline)")  # fmt: skip
+    new.add_argument(
+        "--deadline",
+        type=_duration,
+        metavar="DURATION",
+        help="how long a sealed round lasts (90s, 2h, 3d; default: the config's [defaults] deadline)",
+    )
+    new.add_argument(
+        "--turn-deadline",
+        type=_duration,
+        metavar="DURATION",
+        help="how long one player's turn lasts (default, or 0s: the config's [defaults] turn_deadline, "
+        f"else {_own_deadlines('turn')}--deadline)",
+    )
+    new.add_argument(
+        "--decision-deadline",
+        type=_duration,
+        metavar="DURATION",
+        help="how long a decision such as a scoring offer lasts (default, or 0s: the config's [defaults] "
+        f"decision_deadline, else {_own_deadlines('decision')}the turn deadline)",
+    )
     new.add_argument("--settle", type=_duration, metavar="DURATION", help="change-of-mind window after the last move")
     new.add_argument("--name", help="a name for the game")
-    new.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE", help="a game option, e.g. ties=carry")
+    new.add_argument(
+        "--option",
+        type=_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a game option, e.g. ties=carry",
+    )
 
     status = commands.add_parser("status", help="show one game, or list them all")
     status.add_argument("game", nargs="?", type=int)
@@ -138,36 +159,57 @@ def build_parser() -> argparse.ArgumentParser:
 
     outbox = commands.add_parser("outbox", help="list mail waiting to be sent")
     outbox.add_argument("--write", type=Path, metavar="DIR", help="also write each as DIR/<id>.eml")
-    outbox.add_argument("--mark-sent", action="store_true",
-                        help="with --write: count the written mail as sent (for a mailer that sends DIR)")
+    outbox.add_argument(
+        "--mark-sent",
+        action="store_true",
+        help="with --write: count the written mail as sent (for a mailer that sends DIR)",
+    )
 
     run = commands.add_parser("run", help="receive, enforce deadlines, send: the main job")
-    run.add_argument("--once", action="store_true", required=True,
-                     help="one pass, for cron (the daemon is `referee serve`)")  # fmt: skip
+    run.add_argument(
+        "--once", action="store_true", required=True, help="one pass, for cron (the daemon is `referee serve`)"
+    )
     commands.add_parser("serve", help="run as a daemon: IMAP IDLE, timers, clean stop on SIGTERM")
     demo = commands.add_parser("demo", help="play a whole game by real mail on a throwaway local setup")
     demo.add_argument("--dir", type=Path, help="where to keep it all (default: a new temporary folder)")
-    demo.add_argument("--deadline", type=_duration, default=timedelta(seconds=2), metavar="DURATION",
-                      help="how long each phase waits for the silent player (default 2s)")
-    demo.add_argument("--game", default="pure-skill", help="the kind of game (default pure-skill)",
-                      choices=[kind for kind, game in GAMES.items() if game.min_seats <= 3 <= game.max_seats])
+    demo.add_argument(
+        "--deadline",
+        type=_duration,
+        default=timedelta(seconds=2),
+        metavar="DURATION",
+        help="how long each phase waits for the silent player (default 2s)",
+    )
+    demo.add_argument(
+        "--game",
+        default="pure-skill",
+        help="the kind of game (default pure-skill)",
+        choices=[kind for kind, game in GAMES.items() if game.min_seats <= 3 <= game.max_seats],
+    )
 
     backup = commands.add_parser("backup", help="copy games.db safely, even while the referee runs")
     backup.add_argument("file", type=Path, help="where the copy goes: a new file (never one that exists)")
     restore = commands.add_parser("restore", help="put a backup in place of games.db (the referee stopped)")
     restore.add_argument("file", type=Path, help="a copy made by `referee backup`")
-    restore.add_argument("--ran-until", metavar="TIME", type=_utc_time,
-                         help="when the referee last ran (UTC, 2026-11-25T18:00:00Z), if the games.db replaced "
-                              "cannot say: deadlines up to then are done as it did them")  # fmt: skip
+    restore.add_argument(
+        "--ran-until",
+        metavar="TIME",
+        type=_utc_time,
+        help="when the referee last ran (UTC, 2026-11-25T18:00:00Z), if the games.db replaced "
+        "cannot say: deadlines up to then are done as it did them",
+    )
 
     render = commands.add_parser("render", help="write the public history site (only what changed)")
     render.add_argument("--dir", type=Path, help="where (default: [referee] site_dir)")
     render.add_argument("--force", action="store_true", help="write every page again")
     verify = commands.add_parser("verify", help="replay a finished game from its published record")
     verify.add_argument("record", help="a record.json file, or its http(s) address")
-    verify.add_argument("--mail", action="append", default=[], metavar="FILE.eml",
-                        help="a saved mail of the game: does the record agree with the digest it carried? "
-                             "(again for more mails)")
+    verify.add_argument(
+        "--mail",
+        action="append",
+        default=[],
+        metavar="FILE.eml",
+        help="a saved mail of the game: does the record agree with the digest it carried? (again for more mails)",
+    )
     verify.add_argument("--json", action="store_true", help="print everything checked, as JSON")
     resign = commands.add_parser("resign", help="a player left: a random bot takes the seat")
     resign.add_argument("game", type=int)
@@ -287,10 +329,16 @@ def _shown(value: object) -> str:
 
 def _new(engine: Engine, args) -> int:
     game_id = engine.new_game(
-        args.kind, args.player, bots=args.bots, deadline=args.deadline,
-        settle=args.settle, name=args.name, options=dict(args.option),
-        turn_deadline=args.turn_deadline, decision_deadline=args.decision_deadline,
-    )  # fmt: skip
+        args.kind,
+        args.player,
+        bots=args.bots,
+        deadline=args.deadline,
+        settle=args.settle,
+        name=args.name,
+        options=dict(args.option),
+        turn_deadline=args.turn_deadline,
+        decision_deadline=args.decision_deadline,
+    )
     status = engine.status(game_id)
     print(f"game {game_id}: {args.kind}, {len(status['players'])} seats, {status['state']}")
     print(game_id)
@@ -322,8 +370,10 @@ def _status(engine: Engine, args) -> int:
         return 0
     if status["phase"]:
         phase = status["phase"]
-        print(f"{phase['label']}, deadline {phase['deadline']}, waiting for: "
-              f"{', '.join(phase['waiting_for']) or 'nobody'}")  # fmt: skip
+        print(
+            f"{phase['label']}, deadline {phase['deadline']}, waiting for: "
+            f"{', '.join(phase['waiting_for']) or 'nobody'}"
+        )
     if status["winner"] or status["state"] == "finished":
         print(f"Winner: {status['winner'] or 'none'}")
     for change in status["deadline_changes"]:
@@ -351,8 +401,16 @@ def health(engine: Engine) -> dict:
     if kept := aside.read():  # games.db could not take it, and no pass has gone through since
         last_fault = {**kept, "kept_in": str(aside.path)}
     queued, refused = store.outbox("queued"), store.outbox("failed")
-    quarantined = [{"key": m["key"], "sender": m["sender"], "subject": m["subject"], "handled_at": m["handled_at"],
-                    "outcome": f"{m['code']}: {m['detail']}"} for m in store.failed_messages()]  # fmt: skip
+    quarantined = [
+        {
+            "key": m["key"],
+            "sender": m["sender"],
+            "subject": m["subject"],
+            "handled_at": m["handled_at"],
+            "outcome": f"{m['code']}: {m['detail']}",
+        }
+        for m in store.failed_messages()
+    ]
     problems = []
     if last_fault and (kept or not last_pass or last_fault["at"] > last_pass["at"]):
         problems.append("the last pass failed: " + last_fault["error"])
@@ -365,18 +423,24 @@ def health(engine: Engine) -> dict:
         problems.append(f"{len(quarantined)} message(s) quarantined")
     restore = json.loads(store.get_meta("restored") or "null")
     if restore:
-        problems.append(f"restored from {restore['backup']} at {restore['at']}: the next run handles the mail "
-                        f"filed since {restore['since'] or 'the start'} again")  # fmt: skip
+        problems.append(
+            f"restored from {restore['backup']} at {restore['at']}: the next run handles the mail "
+            f"filed since {restore['since'] or 'the start'} again"
+        )
     return {
-        "problems": problems, "last_pass": last_pass, "last_fault": last_fault,
+        "problems": problems,
+        "last_pass": last_pass,
+        "last_fault": last_fault,
         "deadlines_enforced": store.get_meta("last_tick"),
-        "outbox": {"queued": len(queued), "oldest": queued[0]["created_at"] if queued else None,
-                   "last_error": next((m["last_error"] for m in queued if m["last_error"]), None),
-                   "refused": [{"to": m["recipients"], "subject": m["subject"], "error": m["last_error"]}
-                               for m in refused]},
+        "outbox": {
+            "queued": len(queued),
+            "oldest": queued[0]["created_at"] if queued else None,
+            "last_error": next((m["last_error"] for m in queued if m["last_error"]), None),
+            "refused": [{"to": m["recipients"], "subject": m["subject"], "error": m["last_error"]} for m in refused],
+        },
         "quarantined": quarantined,
         "database": {"path": str(store.path), "bytes": store.size()},
-    }  # fmt: skip
+    }
 
 
 _LATE_MAIL = timedelta(hours=1)
@@ -385,19 +449,27 @@ _LATE_MAIL = timedelta(hours=1)
 def _health_lines(health: dict) -> list[str]:
     problems, last_pass, fault, outbox = (health[k] for k in ("problems", "last_pass", "last_fault", "outbox"))
     lines = [f"health: {'ok' if not problems else '; '.join(problems)}"]
-    lines.append(f"last pass: {last_pass['at']} (received {last_pass['received']}, sent {last_pass['sent']})"
-                 if last_pass else "last pass: never")  # fmt: skip
-    lines.append(f"last fault: {fault['at']}: {fault['error']}"
-                 + (f" (kept in {fault['kept_in']}: games.db could not take it)" if "kept_in" in fault else "")
-                 if fault else "last fault: none")  # fmt: skip
-    lines.append(f"outbox: {outbox['queued']} queued"
-                 + (f" (oldest {outbox['oldest']}; last error: {outbox['last_error'] or 'none'})"
-                    if outbox["queued"] else "")
-                 + f", {len(outbox['refused'])} refused for good")  # fmt: skip
+    lines.append(
+        f"last pass: {last_pass['at']} (received {last_pass['received']}, sent {last_pass['sent']})"
+        if last_pass
+        else "last pass: never"
+    )
+    lines.append(
+        f"last fault: {fault['at']}: {fault['error']}"
+        + (f" (kept in {fault['kept_in']}: games.db could not take it)" if "kept_in" in fault else "")
+        if fault
+        else "last fault: none"
+    )
+    lines.append(
+        f"outbox: {outbox['queued']} queued"
+        + (f" (oldest {outbox['oldest']}; last error: {outbox['last_error'] or 'none'})" if outbox["queued"] else "")
+        + f", {len(outbox['refused'])} refused for good"
+    )
     lines += [f"  undelivered to {', '.join(m['to'])}: {m['subject']} ({m['error']})" for m in outbox["refused"]]
     lines.append(f"quarantined: {len(health['quarantined'])} message(s)")
-    lines += [f"  {m['handled_at']} from {m['sender']}: {m['subject']!r}: {m['outcome']}"
-              for m in health["quarantined"][:5]]
+    lines += [
+        f"  {m['handled_at']} from {m['sender']}: {m['subject']!r}: {m['outcome']}" for m in health["quarantined"][:5]
+    ]
     lines.append(f"deadlines last enforced: {health['deadlines_enforced'] or 'never'}")
     lines.append(f"database: {health['database']['path']}, {health['database']['bytes'] / 2**20:.1f} MB")
     return lines
@@ -471,8 +543,7 @@ def _run(engine: Engine, args) -> int:
         print(f"referee: {error}", file=sys.stderr)
         return WRONG_SETTINGS if isinstance(error, WrongSettings) else SERVER_AWAY
     if report is None:
-        print("referee: stopped by a signal before the pass ended; the rest waits for the next run",
-              file=sys.stderr)  # fmt: skip
+        print("referee: stopped by a signal before the pass ended; the rest waits for the next run", file=sys.stderr)
         _sync_when_stopped(engine)
         return 0
     for line in report.done:
@@ -566,8 +637,10 @@ def _own_file(path: Path, database: Path, config: Path, what: str) -> None:
     """Refuse ``path`` when it is one of the referee's own files."""
     own = {Path(f"{database}{suffix}") for suffix in ("", "-wal", "-shm", "-journal", ".lock", ".fault")}
     if any(_same(path, file) for file in (*own, config)):
-        raise UsageError(f"{path} is one of the referee's own files (games.db, its journal, lock, or the "
-                         f"config): name another file for {what}")  # fmt: skip
+        raise UsageError(
+            f"{path} is one of the referee's own files (games.db, its journal, lock, or the "
+            f"config): name another file for {what}"
+        )
 
 
 def _same(one: Path, other: Path) -> bool:
@@ -610,26 +683,38 @@ def _restore(config: config_module.Config, args) -> int:
         with store.transaction():
             since = store.last_received_at()
             # The next run handles the mail filed since then again (Runner.handle_again).
-            store.set_meta("restored", json.dumps({
-                "backup": str(backup), "since": since, "at": iso(utc_now()),
-                "replaced": str(aside) if moved else None,
-                "ran_until": args.ran_until or (_last_run(aside) if moved else None),
-                "games": {game["id"]: _extent(store, game["id"]) for game in store.games()},
-            })) if mailbox else None  # fmt: skip
+            store.set_meta(
+                "restored",
+                json.dumps(
+                    {
+                        "backup": str(backup),
+                        "since": since,
+                        "at": iso(utc_now()),
+                        "replaced": str(aside) if moved else None,
+                        "ran_until": args.ran_until or (_last_run(aside) if moved else None),
+                        "games": {game["id"]: _extent(store, game["id"]) for game in store.games()},
+                    }
+                ),
+            ) if mailbox else None
         store.sync()
     kept = f"; the database it replaced is kept as {aside}" if moved else ""
     print(f"restored {database} from {backup}{kept}.")
-    print(f"The newest mail the backup knows was received at {since}. " if since else "The backup knows no mail. ",
-          end="")  # fmt: skip
+    print(
+        f"The newest mail the backup knows was received at {since}. " if since else "The backup knows no mail. ", end=""
+    )
     if not mailbox:
-        print("This referee reads no mailbox (mail comes by `referee ingest`): feed every mail received "
-              "since then to `referee ingest` again, oldest first (mail the backup knows is skipped), "
-              "then run `referee tick`.")  # fmt: skip
+        print(
+            "This referee reads no mailbox (mail comes by `referee ingest`): feed every mail received "
+            "since then to `referee ingest` again, oldest first (mail the backup knows is skipped), "
+            "then run `referee tick`."
+        )
         return 0
-    print("The next run (run --once or serve) first reads the mail handled since then again from the "
-          "mail server's processed folder, and handles it again in the order it was received: every "
-          "move counts as before, and players get one short notice, not the mails they had already. "
-          "Leave the processed folder as it is until then, and run no other command before it.")  # fmt: skip
+    print(
+        "The next run (run --once or serve) first reads the mail handled since then again from the "
+        "mail server's processed folder, and handles it again in the order it was received: every "
+        "move counts as before, and players get one short notice, not the mails they had already. "
+        "Leave the processed folder as it is until then, and run no other command before it."
+    )
     return 0
 
 
@@ -649,8 +734,22 @@ def _extent(store: Store, game_id: int) -> list[int]:
     return [len(store.phases(game_id)), len(store.moves(game_id))]
 
 
-_BACKUP_TABLES = {"games", "seats", "phases", "moves", "messages", "outbox", "mailboxes", "meta",
-                  "deadline_changes", "signups", "players", "bounces", "sqlite_sequence", "sqlite_stat1"}  # fmt: skip
+_BACKUP_TABLES = {
+    "games",
+    "seats",
+    "phases",
+    "moves",
+    "messages",
+    "outbox",
+    "mailboxes",
+    "meta",
+    "deadline_changes",
+    "signups",
+    "players",
+    "bounces",
+    "sqlite_sequence",
+    "sqlite_stat1",
+}
 
 
 def _check_backup(path: Path) -> None:
@@ -672,8 +771,11 @@ def _check_backup(path: Path) -> None:
         raise UsageError(f"{path} is not a whole backup of games.db ({'; '.join(problems[:3])})")
     if version > SCHEMA_VERSION:
         raise UsageError(f"{path} has schema version {version}, from a newer referee than this one")
-    strange = sorted(f"{kind} {name}" for kind, name in objects
-                     if kind not in ("table", "index") or (kind == "table" and name not in _BACKUP_TABLES))  # fmt: skip
+    strange = sorted(
+        f"{kind} {name}"
+        for kind, name in objects
+        if kind not in ("table", "index") or (kind == "table" and name not in _BACKUP_TABLES)
+    )
     if strange:
         raise UsageError(f"{path} holds what no games.db has ({', '.join(strange[:5])}): not restored")
 
@@ -683,8 +785,10 @@ def _render(engine: Engine, args) -> int:
     if folder is None:
         raise UsageError("say where the site goes: --dir DIR, or site_dir in [referee]")
     report = Site(engine, folder, engine.config.templates).render(force=args.force)
-    print(f"{folder}: {report.games_rendered} game(s) written, {report.games_unchanged} unchanged, "
-          f"{len(report.written)} file(s)")  # fmt: skip
+    print(
+        f"{folder}: {report.games_rendered} game(s) written, {report.games_unchanged} unchanged, "
+        f"{len(report.written)} file(s)"
+    )
     return 0
 
 

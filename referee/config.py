@@ -25,25 +25,58 @@ _URL = re.compile(r"https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~%!$&'()*+,;
 
 # section -> setting -> kind: the one place that says what a config file may hold
 _SETTINGS: dict[str, dict[str, str]] = {
-    "referee": {"address": "address", "name": "text", "database": "path", "templates": "path",
-                "site_dir": "path", "site_url": "url", "secret_key": "text", "secret_key_file": "path",
-                "max_message_size": "size", "replies_per_hour": "count",
-                "open_replies_per_hour": "count", "open_replies_total_per_hour": "count",
-                "open_replies_per_network_per_hour": "count",
-                "accept_token_alone": "bool", "dkim_authserv_id": "text", "authserv_id": "text",
-                "keep_sent_mail": "duration", "keep_received_mail": "duration"},
-    "defaults": {"deadline": "duration", "turn_deadline": "duration", "decision_deadline": "duration",
-                 "settle": "duration", "reminder": "duration"},
+    "referee": {
+        "address": "address",
+        "name": "text",
+        "database": "path",
+        "templates": "path",
+        "site_dir": "path",
+        "site_url": "url",
+        "secret_key": "text",
+        "secret_key_file": "path",
+        "max_message_size": "size",
+        "replies_per_hour": "count",
+        "open_replies_per_hour": "count",
+        "open_replies_total_per_hour": "count",
+        "open_replies_per_network_per_hour": "count",
+        "accept_token_alone": "bool",
+        "dkim_authserv_id": "text",
+        "authserv_id": "text",
+        "keep_sent_mail": "duration",
+        "keep_received_mail": "duration",
+    },
+    "defaults": {
+        "deadline": "duration",
+        "turn_deadline": "duration",
+        "decision_deadline": "duration",
+        "settle": "duration",
+        "reminder": "duration",
+    },
     "outage": {"gap": "duration", "grace": "duration"},
-    "imap": {"host": "text", "port": "port", "security": "security", "username": "text",
-             "password": "text", "password_file": "path", "password_env": "text",
-             "mailbox": "folder", "processed": "folder", "quarantine": "folder"},
-    "smtp": {"host": "text", "port": "port", "security": "security", "username": "text",
-             "password": "text", "password_file": "path", "password_env": "text"},
+    "imap": {
+        "host": "text",
+        "port": "port",
+        "security": "security",
+        "username": "text",
+        "password": "text",
+        "password_file": "path",
+        "password_env": "text",
+        "mailbox": "folder",
+        "processed": "folder",
+        "quarantine": "folder",
+    },
+    "smtp": {
+        "host": "text",
+        "port": "port",
+        "security": "security",
+        "username": "text",
+        "password": "text",
+        "password_file": "path",
+        "password_env": "text",
+    },
     "maildir": {"path": "path", "processed": "folder", "quarantine": "folder"},
-}  # fmt: skip
-_DEFAULT_PORTS = {"imap": {"tls": 993, "starttls": 143, "none": 143},
-                  "smtp": {"tls": 465, "starttls": 587, "none": 25}}  # fmt: skip
+}
+_DEFAULT_PORTS = {"imap": {"tls": 993, "starttls": 143, "none": 143}, "smtp": {"tls": 465, "starttls": 587, "none": 25}}
 
 
 class ConfigError(ValueError):
@@ -156,9 +189,7 @@ class _Reader:
         for section, settings in data.items():
             if section not in _SETTINGS or not isinstance(settings, dict):
                 raise self.error(section, None, f"unknown section [{section}]")
-            sections[section] = {
-                key: self.convert(section, key, value) for key, value in settings.items()
-            }
+            sections[section] = {key: self.convert(section, key, value) for key, value in settings.items()}
         referee = sections.get("referee", {})
         defaults = sections.get("defaults", {})
         outage = sections.get("outage", {})
@@ -194,7 +225,7 @@ class _Reader:
         if kind == "size":
             size = _size(value)
             if size is None:
-                raise self.error(section, key, f"{name} must be a size such as \"5MB\" or \"512KB\"")
+                raise self.error(section, key, f'{name} must be a size such as "5MB" or "512KB"')
             return size
         if kind == "count":
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -217,15 +248,15 @@ class _Reader:
                 raise self.error(section, key, f"{name}: {error}") from None
         if kind == "address" and not is_address(value):
             raise self.error(section, key, f"{name} must be a mail address such as referee@example.org")
-        if kind == "folder" and (not value.strip() or value.startswith(".")
-                                 or any(c in value for c in "/:\0\r\n")):  # fmt: skip
+        if kind == "folder" and (not value.strip() or value.startswith(".") or any(c in value for c in "/:\0\r\n")):
             raise self.error(section, key, f"{name} must be a plain folder name such as 'processed'")
         if kind == "security" and value not in _SECURITY:
             raise self.error(section, key, f"{name} must be one of {', '.join(_SECURITY)}")
         if kind == "url":
             if not _URL.fullmatch(value):
-                raise self.error(section, key, f"{name} must be a web address such as "
-                                               "\"https://games.example.org/referee\"")  # fmt: skip
+                raise self.error(
+                    section, key, f'{name} must be a web address such as "https://games.example.org/referee"'
+                )
             return value.rstrip("/")
         if kind == "path":
             return Path(value) if Path(value).is_absolute() else self.path.parent / value
@@ -237,14 +268,16 @@ class _Reader:
         security = settings.get("security", "tls")
         if security == "none" and not _is_loopback(settings["host"]):
             raise self.error(
-                kind, "security" if "security" in settings else None,
-                f"{kind}.security = \"none\" sends passwords in the clear: only allowed "
+                kind,
+                "security" if "security" in settings else None,
+                f'{kind}.security = "none" sends passwords in the clear: only allowed '
                 f"for a server on this machine (127.0.0.1, ::1, localhost)",
             )
         password = self.password(kind, settings)
         if kind == "imap" and (not settings.get("username") or password is None):
-            raise self.error(kind, None, "[imap] needs a username and a password "
-                             "(password, password_file or password_env)")  # fmt: skip
+            raise self.error(
+                kind, None, "[imap] needs a username and a password (password, password_file or password_env)"
+            )
         return Server(
             host=settings["host"],
             port=settings.get("port", _DEFAULT_PORTS[kind][security]),
@@ -274,8 +307,9 @@ class _Reader:
         if "secret_key" in referee and "secret_key_file" in referee:
             raise self.error("referee", "secret_key_file", "give secret_key or secret_key_file, not both")
         if "secret_key_file" in referee:
-            return self.read_secret("referee", "secret_key_file", referee["secret_key_file"],
-                                    "referee.secret_key_file").encode()  # fmt: skip
+            return self.read_secret(
+                "referee", "secret_key_file", referee["secret_key_file"], "referee.secret_key_file"
+            ).encode()
         return referee["secret_key"].encode() if "secret_key" in referee else None
 
     def read_secret(self, section: str, key: str, path: Path, name: str) -> str:

@@ -115,8 +115,7 @@ async def _player(address: str, mail: _MailSystem, smtp_port: int, chooser: rand
         reply["Message-ID"] = make_msgid(domain="example.org")
         reply["Date"] = format_datetime(utc_now())
         reply.set_content(f"{move}\n\n> (the prompt, quoted)\n")
-        await aiosmtplib.send(reply, hostname="127.0.0.1", port=smtp_port,
-                              local_hostname="players.example.org")  # fmt: skip
+        await aiosmtplib.send(reply, hostname="127.0.0.1", port=smtp_port, local_hostname="players.example.org")
 
 
 def _free_port() -> int:
@@ -129,14 +128,22 @@ def demo_config(folder: Path, deadline: timedelta, maildir: Path, port: int) -> 
     """The demo referee's config: every phase of any game waits ``deadline``
     (a game's own longer turn deadlines too), no reminders."""
     return Config(
-        address=REFEREE, name="Demo Referee", database=folder / "games.db", site_dir=folder / "site",
-        deadline=deadline, turn_deadline=deadline, decision_deadline=deadline, reminder=None,
-        maildir=MaildirSettings(maildir), smtp=Server(host="127.0.0.1", port=port, security="none"),
-    )  # fmt: skip
+        address=REFEREE,
+        name="Demo Referee",
+        database=folder / "games.db",
+        site_dir=folder / "site",
+        deadline=deadline,
+        turn_deadline=deadline,
+        decision_deadline=deadline,
+        reminder=None,
+        maildir=MaildirSettings(maildir),
+        smtp=Server(host="127.0.0.1", port=port, security="none"),
+    )
 
 
-async def run_demo(folder: Path, deadline: timedelta, say=print, kind: str = "pure-skill",
-                   options: dict | None = None) -> int:  # fmt: skip
+async def run_demo(
+    folder: Path, deadline: timedelta, say=print, kind: str = "pure-skill", options: dict | None = None
+) -> int:
     """Play one game of ``kind`` to its end in ``folder``; returns the game's id."""
     folder.mkdir(parents=True, exist_ok=True)
     loop = asyncio.get_running_loop()
@@ -151,8 +158,10 @@ async def run_demo(folder: Path, deadline: timedelta, say=print, kind: str = "pu
         runner.poll_interval = 0.1
         game_id = engine.new_game(kind, PLAYERS, name="demo", options=options)
         title = engine.table(game_id).rules.title
-        say(f"Game {game_id} of {title}: {', '.join(PLAYERS)} (carol never answers); each "
-            f"phase lasts {deadline.total_seconds():g} s or until all have moved.")  # fmt: skip
+        say(
+            f"Game {game_id} of {title}: {', '.join(PLAYERS)} (carol never answers); each "
+            f"phase lasts {deadline.total_seconds():g} s or until all have moved."
+        )
         chooser = random.Random(7)  # the simulated players' own choices, not the game's
         players = [asyncio.ensure_future(_player(p, mail, port, chooser)) for p in PLAYERS]
         stop = asyncio.Event()
@@ -186,4 +195,3 @@ def demo(folder: Path, deadline: timedelta, kind: str = "pure-skill") -> int:
     print(f"The history site:                {(folder / 'site' / 'index.html').resolve().as_uri()}")
     print(f"Look again any time with:        cd {folder} && referee status {game_id}")
     return game_id
-

@@ -141,8 +141,9 @@ class Desk:
         if isinstance(sender, Outcome):
             return sender
         if message.oversized:
-            refusal = Refusal(Why.TOO_LARGE, attempt=True, size=len(message.raw) // 1024,
-                              limit=self.config.max_message_size // 1024)  # fmt: skip
+            refusal = Refusal(
+                Why.TOO_LARGE, attempt=True, size=len(message.raw) // 1024, limit=self.config.max_message_size // 1024
+            )
             self._reply(message, sender, [self._error("", refusal)])  # a player's: her own budget
             return Outcome("refused", "too large to read", sender.game_id)
         answers = self._run_all(sender, lines)
@@ -164,12 +165,16 @@ class Desk:
             sent = failure.message_id and self.store.sent_by_id(failure.message_id)
             if not sent or failure.address not in sent["recipients"]:
                 continue  # not about our mail: an ordinary bounce, ignored below
-            self.store.add_bounce(address=failure.address, game_id=sent["game_id"],
-                                  message_id=failure.message_id, status=failure.status,
-                                  diagnostic=failure.diagnostic, at=iso(message.received_at))  # fmt: skip
+            self.store.add_bounce(
+                address=failure.address,
+                game_id=sent["game_id"],
+                message_id=failure.message_id,
+                status=failure.status,
+                diagnostic=failure.diagnostic,
+                at=iso(message.received_at),
+            )
             recorded.append((failure, sent["game_id"]))
-            log.warning("mail to %s bounced: %s %s", failure.address, failure.status,
-                        failure.diagnostic)  # fmt: skip
+            log.warning("mail to %s bounced: %s %s", failure.address, failure.status, failure.diagnostic)
         if not recorded:
             return None
         failure, game_id = recorded[0]
@@ -195,8 +200,9 @@ class Desk:
         indents lines or has one like an attribution (a quote, perhaps, that
         only its words give away): the mail its thread names, else the last
         few sent to its From; none when those are no longer on record."""
-        if not any(line[:1] == "\t" or line[:2] == "  " or line.rstrip().endswith(":")
-                   for line in message.text.splitlines()):  # fmt: skip
+        if not any(
+            line[:1] == "\t" or line[:2] == "  " or line.rstrip().endswith(":") for line in message.text.splitlines()
+        ):
             return []
         sent = self._answered_mail
         recent = [sent] if sent else self.store.last_sent_to(message.sender, _RECENT_MAILS) if message.sender else []
@@ -247,19 +253,33 @@ class Desk:
         line), and carries no reply token: its Reply-To is the referee's plain
         address and its tag has no token, so a reply to it proves no seat,
         whatever it quotes or says (see ``_reply_to_notice``)."""
-        context = {"game": self.post.game_info(table) if table else None, "problem": problem,
-                   "sender": message.sender, "owner": owner, "received": message.received_at,
-                   "newest": self._newest_game_mail(owner, table), "referee": self.config.address,
-                   "no_moves_here": True}  # fmt: skip
+        context = {
+            "game": self.post.game_info(table) if table else None,
+            "problem": problem,
+            "sender": message.sender,
+            "owner": owner,
+            "received": message.received_at,
+            "newest": self._newest_game_mail(owner, table),
+            "referee": self.config.address,
+            "no_moves_here": True,
+        }
         # One such notice an hour is enough to warn, and a forger cannot use
         # them to flood the player or use up the player's own replies.
-        self.post.mail(table.id if table else None, owner, "forged", context, answers=message.key,
-                       budget="notice", origin=self._origin)  # fmt: skip
-        log.warning("message %s claims %s's seat without proof (%s); nothing changed",
-                    message.key, owner, problem)  # fmt: skip
-        detail = {"token": "a reply token used from another address",
-                  "dkim": "no passing DKIM signature of the sender's domain",
-                  "no token": "no valid reply token"}[problem]  # fmt: skip
+        self.post.mail(
+            table.id if table else None,
+            owner,
+            "forged",
+            context,
+            answers=message.key,
+            budget="notice",
+            origin=self._origin,
+        )
+        log.warning("message %s claims %s's seat without proof (%s); nothing changed", message.key, owner, problem)
+        detail = {
+            "token": "a reply token used from another address",
+            "dkim": "no passing DKIM signature of the sender's domain",
+            "no token": "no valid reply token",
+        }[problem]
         return Outcome("refused", f"{detail}; {owner} was told", table.id if table else None)
 
     def _newest_game_mail(self, owner: str, table: Table | None) -> dict[str, Any] | None:
@@ -281,8 +301,12 @@ class Desk:
         any.  A notice's Message-ID is a keyed digest only its reader has seen."""
         for message_id in thread_ids(message.headers)[:_THREAD_IDS_READ]:
             sent = self.store.sent_by_id(message_id)
-            if (sent and sent["budget"] == "notice" and message.sender
-                    and [normalised(r) for r in sent["recipients"]] == [normalised(message.sender)]):  # fmt: skip
+            if (
+                sent
+                and sent["budget"] == "notice"
+                and message.sender
+                and [normalised(r) for r in sent["recipients"]] == [normalised(message.sender)]
+            ):
                 return sent
         return None
 
@@ -295,14 +319,29 @@ class Desk:
         spent from the owner's own budget, which strangers cannot spend."""
         table = self.tables.table(notice["game_id"]) if notice["game_id"] is not None else None
         owner = notice["recipients"][0]
-        context = {"game": self.post.game_info(table) if table else None, "received": message.received_at,
-                   "noticed": notice["created_at"], "newest": self._newest_game_mail(owner, table),
-                   "referee": self.config.address, "no_moves_here": True}  # fmt: skip
-        self.post.mail(table.id if table else None, owner, "notice-reply", context, answers=message.key,
-                       budget="player", in_reply_to=message.message_id)  # fmt: skip
+        context = {
+            "game": self.post.game_info(table) if table else None,
+            "received": message.received_at,
+            "noticed": notice["created_at"],
+            "newest": self._newest_game_mail(owner, table),
+            "referee": self.config.address,
+            "no_moves_here": True,
+        }
+        self.post.mail(
+            table.id if table else None,
+            owner,
+            "notice-reply",
+            context,
+            answers=message.key,
+            budget="player",
+            in_reply_to=message.message_id,
+        )
         log.info("message %s answers a notice to %s; nothing in it was read", message.key, owner)
-        return Outcome("refused", f"a reply to a notice of a mail not accepted; nothing in it was read; "
-                                  f"{owner} was told", table.id if table else None)  # fmt: skip
+        return Outcome(
+            "refused",
+            f"a reply to a notice of a mail not accepted; nothing in it was read; {owner} was told",
+            table.id if table else None,
+        )
 
     # -- 5. the commands ---------------------------------------------------
 
@@ -374,8 +413,13 @@ class Desk:
         says to (for a line that is no attempt at a move, such as "Hi,",
         only when the mail made no move, and once), or the move it most
         likely meant."""
-        context: dict[str, Any] = {"reason": self.post.composer.refusal(refusal), "legal": [], "more_legal": False,
-                                   "attempt": refusal.attempt, "suggestion": refusal.suggestion}  # fmt: skip
+        context: dict[str, Any] = {
+            "reason": self.post.composer.refusal(refusal),
+            "legal": [],
+            "more_legal": False,
+            "attempt": refusal.attempt,
+            "suggestion": refusal.suggestion,
+        }
         if refusal.legal and sender is not None and sender.game_id is not None:
             table = self.tables.table(sender.game_id)
             phase = table.open_phase
@@ -413,8 +457,9 @@ class Desk:
             suggestion = rules.suggest(table.state, seat, command.line)
             if rules.looks_like_move(command.line):
                 raise Refusal(Why.BAD_MOVE, legal=True, attempt=True, suggestion=suggestion, error=str(error)) from None
-            raise Refusal(Why.NOT_UNDERSTOOD, legal=suggestion is None, suggestion=suggestion, line=command.line,
-                          error=str(error)) from None  # fmt: skip
+            raise Refusal(
+                Why.NOT_UNDERSTOOD, legal=suggestion is None, suggestion=suggestion, line=command.line, error=str(error)
+            ) from None
         code, context = self.phases.take_move(table, seat, move, self.message)
         return Answer(command.line, "move", context, code)
 
@@ -424,8 +469,9 @@ class Desk:
         context = self.post.context(table, seat)
         owed = table.waiting_for(phase) if phase else []
         moved = [table.label(s) for s in phase["movers"] if s not in owed] if phase else []
-        context.update(moved=moved, waiting=[table.label(s) for s in owed],
-                       timezone=self.store.timezone(sender.address))  # fmt: skip
+        context.update(
+            moved=moved, waiting=[table.label(s) for s in owed], timezone=self.store.timezone(sender.address)
+        )
         return Answer(command.line, "status", context, "done")
 
     def _do_hand(self, sender: Sender, command: Command) -> Answer:
@@ -440,9 +486,11 @@ class Desk:
     def _do_help(self, sender: Sender, command: Command) -> Answer:
         """The commands, as the table lists them, and the games."""
         table = self.tables.table(sender.game_id) if sender.game_id is not None else None
-        context = {"game": self.post.game_info(table) if table else None,
-                   "kinds": [{"kind": k, "title": g.title, "seats": g.seat_range}
-                             for k, g in GAMES.items()], **COMMANDS.help()}  # fmt: skip
+        context = {
+            "game": self.post.game_info(table) if table else None,
+            "kinds": [{"kind": k, "title": g.title, "seats": g.seat_range} for k, g in GAMES.items()],
+            **COMMANDS.help(),
+        }
         return Answer(command.line, "help", context, "done")
 
     def _do_end(self, sender: Sender, command: Command) -> Answer:
@@ -463,11 +511,13 @@ class Desk:
         if named and kind is None:
             raise Refusal(Why.NO_SUCH_GAME, kinds=list(GAMES), command="rules")
         if kind is None:
-            kinds = [{"kind": k, "title": g.title, "url": site and f"{site}/{rules_page(k)}"}
-                     for k, g in GAMES.items()]  # fmt: skip
+            kinds = [{"kind": k, "title": g.title, "url": site and f"{site}/{rules_page(k)}"} for k, g in GAMES.items()]
             return Answer(command.line, "rules", {"kinds": kinds}, "done")
-        context: dict[str, Any] = {"kind": kind, "title": GAMES[kind].title,
-                                   "url": site and f"{site}/{rules_page(kind)}"}  # fmt: skip
+        context: dict[str, Any] = {
+            "kind": kind,
+            "title": GAMES[kind].title,
+            "url": site and f"{site}/{rules_page(kind)}",
+        }
         if not site:
             if kind in self._rules_mailed:
                 context["above"] = self._rules_mailed[kind]
@@ -491,23 +541,43 @@ class Desk:
 
     def _do_join(self, sender: Sender, command: Command) -> Answer:
         named = command.argument
-        kind = (kind_named(named) or named.lower()) if named else (
-            next(iter(sender.signed)) if len(sender.signed) == 1 else "")  # fmt: skip
+        kind = (
+            (kind_named(named) or named.lower())
+            if named
+            else (next(iter(sender.signed)) if len(sender.signed) == 1 else "")
+        )
         if kind not in GAMES:
             raise Refusal(Why.NO_SUCH_GAME if kind else Why.JOIN_WHICH, kinds=list(GAMES))
         if kind not in sender.signed:
             token = signup_token(self.key, kind, sender.address)
-            context: dict[str, Any] = {"kind": kind, "title": GAMES[kind].title, "tag": tagged(f"[{kind}]", token),
-                                       "game": None, "referee": self.config.address}  # fmt: skip
-            sent = self.post.mail(None, sender.address, "join-confirm", context,
-                                    reply_to=token_address(self.config.address, token),
-                                    answers=self.message.key, budget="signup", origin=self._origin)  # fmt: skip
+            context: dict[str, Any] = {
+                "kind": kind,
+                "title": GAMES[kind].title,
+                "tag": tagged(f"[{kind}]", token),
+                "game": None,
+                "referee": self.config.address,
+            }
+            sent = self.post.mail(
+                None,
+                sender.address,
+                "join-confirm",
+                context,
+                reply_to=token_address(self.config.address, token),
+                answers=self.message.key,
+                budget="signup",
+                origin=self._origin,
+            )
             if not sent:
                 raise Refusal(Why.TOO_MANY_MAILS)
             return Answer(command.line, "join", {"confirm": True, "title": GAMES[kind].title}, "done")
         game_id, started = self.seating.join(kind, sender.address, self.message.key)
-        context = {"confirm": False, "title": GAMES[kind].title, "game_id": game_id,
-                   "started": started, "signup": self.reports.listing(game_id)}  # fmt: skip
+        context = {
+            "confirm": False,
+            "title": GAMES[kind].title,
+            "game_id": game_id,
+            "started": started,
+            "signup": self.reports.listing(game_id),
+        }
         return Answer(command.line, "join", context, "done")
 
     def _do_leave(self, sender: Sender, command: Command) -> Answer:
@@ -543,14 +613,22 @@ class Desk:
         table = self.tables.table(sender.game_id) if sender.game_id is not None else None
         proven = sender.authenticated  # else its lines, subject and thread ids are a stranger's words
         quote = (lambda line: line) if proven else _command_word
-        texts = [{"line": quote(a.line), "number": number, "text": self._render(a)}
-                 for number, a in enumerate(self._trim_legal(answers), 1)]  # fmt: skip
-        context = {"answers": texts, "subject": self._subject(message, table, sender),
-                   "game": self.post.game_info(table) if table else None,
-                   "referee": self.config.address}  # fmt: skip
+        texts = [
+            {"line": quote(a.line), "number": number, "text": self._render(a)}
+            for number, a in enumerate(self._trim_legal(answers), 1)
+        ]
+        context = {
+            "answers": texts,
+            "subject": self._subject(message, table, sender),
+            "game": self.post.game_info(table) if table else None,
+            "referee": self.config.address,
+        }
         budget: Budget = "player" if proven else "open"
-        headers = {"in_reply_to": message.message_id, "answers": message.key,
-                   "references": (proven and one_line(str(message.headers.get("References", "") or ""))) or None}
+        headers = {
+            "in_reply_to": message.message_id,
+            "answers": message.key,
+            "references": (proven and one_line(str(message.headers.get("References", "") or ""))) or None,
+        }
         if table is not None and sender.seat is not None:  # (a token proves both, or neither)
             self.post.send(table, sender.seat, "reply", context, budget=budget, origin=self._origin, **headers)
         else:
@@ -558,8 +636,9 @@ class Desk:
 
     def _render(self, answer: Answer) -> str:
         timezone = self.store.timezone(self.message.sender)
-        return self.post.composer.part(answer.part, **{"referee": self.config.address,
-                                                         "timezone": timezone, **answer.context})  # fmt: skip
+        return self.post.composer.part(
+            answer.part, **{"referee": self.config.address, "timezone": timezone, **answer.context}
+        )
 
     def _trim_legal(self, answers: list[Answer]) -> list[Answer]:
         """List the legal moves under a line that tried a move, and under the
@@ -569,8 +648,14 @@ class Desk:
         trimmed, shown = [], False
         for answer in answers:
             context = answer.context
-            if (answer.part == "error" and not context["attempt"] and moved and not context["suggestion"]
-                    and answer.line and not COMMANDS.read(answer.line).word):  # fmt: skip
+            if (
+                answer.part == "error"
+                and not context["attempt"]
+                and moved
+                and not context["suggestion"]
+                and answer.line
+                and not COMMANDS.read(answer.line).word
+            ):
                 alone = self.post.composer.refusal(Refusal(Why.LEFT_ALONE))
                 answer = Answer(answer.line, "error", {**context, "legal": [], "reason": alone}, answer.code)
             elif answer.part == "error" and context["legal"] and not context["attempt"]:
@@ -581,7 +666,7 @@ class Desk:
         return trimmed
 
     def _subject(self, message: Incoming, table: Table | None, sender: Sender) -> str:
-        """"Re: " and their subject, with the seat's own tag (and token) in front."""
+        """ "Re: " and their subject, with the seat's own tag (and token) in front."""
         said = (sender.authenticated and without_tags(message.subject)) or "your mail to the referee"
         return f"Re: {table.tag(sender.seat)} {said}" if table else f"Re: {said}"
 
@@ -675,28 +760,57 @@ class CommandTable:
         """What the HELP answer lists (``templates/mail/answers/help.txt.j2``):
         each command's usage and its line wrapped, and the words that count
         only said alone."""
-        return {"commands": [{"usage": e.usage, "lines": textwrap.wrap(e.help, _HELP_WIDTH, break_on_hyphens=False)}
-                             for e in self.entries],
-                "alone": [w.upper() for e in self.entries if e.alone for w in e.words]}  # fmt: skip
+        return {
+            "commands": [
+                {"usage": e.usage, "lines": textwrap.wrap(e.help, _HELP_WIDTH, break_on_hyphens=False)}
+                for e in self.entries
+            ],
+            "alone": [w.upper() for e in self.entries if e.alone for w in e.words],
+        }
 
 
 COMMANDS = CommandTable(
-    Entry("status", Who.PLAYER, Desk._do_status,
-          "your private view: hand, scores, the round, its deadline, and who has moved (never what)"),
+    Entry(
+        "status",
+        Who.PLAYER,
+        Desk._do_status,
+        "your private view: hand, scores, the round, its deadline, and who has moved (never what)",
+    ),
     Entry("hand", Who.PLAYER, Desk._do_hand, "just your hand"),
-    Entry("resign", Who.PLAYER, Desk._do_resign, "leave the game; a random bot plays your seat from now on",
-          alone=True),
+    Entry(
+        "resign", Who.PLAYER, Desk._do_resign, "leave the game; a random bot plays your seat from now on", alone=True
+    ),
     Entry("list", Who.ANYONE, Desk._do_list, "games open for sign-up, and games being played"),
-    Entry("join", Who.ANYONE, Desk._do_join,
-          "sign up for the next game of that kind; it starts by itself when its seats are full", argument="<game>"),
+    Entry(
+        "join",
+        Who.ANYONE,
+        Desk._do_join,
+        "sign up for the next game of that kind; it starts by itself when its seats are full",
+        argument="<game>",
+    ),
     Entry("leave", Who.PLAYER, Desk._do_leave, "take back your sign-up (before the game starts)", alone=True),
-    Entry("rules", Who.ANYONE, Desk._do_rules,
-          "the game's rules and the referee's rulings on them (in a reply to a game's mail, RULES alone: "
-          "that game's)", argument="[<game>]"),
-    Entry("timezone", Who.PLAYER, Desk._do_timezone,
-          "show deadlines in your zone as well as UTC, e.g. TIMEZONE Europe/Berlin (TIMEZONE UTC: UTC only)",
-          argument="<zone>"),
+    Entry(
+        "rules",
+        Who.ANYONE,
+        Desk._do_rules,
+        "the game's rules and the referee's rulings on them (in a reply to a game's mail, RULES alone: that game's)",
+        argument="[<game>]",
+    ),
+    Entry(
+        "timezone",
+        Who.PLAYER,
+        Desk._do_timezone,
+        "show deadlines in your zone as well as UTC, e.g. TIMEZONE Europe/Berlin (TIMEZONE UTC: UTC only)",
+        argument="<zone>",
+    ),
     Entry("help", Who.ANYONE, Desk._do_help, "this list"),
-    Entry("end", Who.ANYONE, Desk._do_end, "stop reading here: put it above your signature", synonyms=("quit",),
-          alone=True, stops=True),
-)  # fmt: skip
+    Entry(
+        "end",
+        Who.ANYONE,
+        Desk._do_end,
+        "stop reading here: put it above your signature",
+        synonyms=("quit",),
+        alone=True,
+        stops=True,
+    ),
+)

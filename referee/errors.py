@@ -55,8 +55,9 @@ class Refusal(Exception):
     ``attempt`` says the line looked like a move (see Desk._error);
     ``suggestion`` is the legal move it was most likely meant as, if one."""
 
-    def __init__(self, code: Why, *, legal: bool = False, attempt: bool = False, suggestion: str | None = None,
-                 **facts: Any):  # fmt: skip
+    def __init__(
+        self, code: Why, *, legal: bool = False, attempt: bool = False, suggestion: str | None = None, **facts: Any
+    ):
         super().__init__(code.value, facts)
         self.code, self.facts = code, facts
         self.legal, self.attempt, self.suggestion = legal, attempt, suggestion

@@ -96,8 +96,14 @@ class Unreadable(Exception):
         super().__init__(f"{self.source}: {reason}")
 
 
-def load_record(source: str, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH,
-                timeout: float = TIMEOUT, max_containers: int = MAX_CONTAINERS) -> object:  # fmt: skip
+def load_record(
+    source: str,
+    *,
+    max_bytes: int = MAX_BYTES,
+    max_depth: int = MAX_DEPTH,
+    timeout: float = TIMEOUT,
+    max_containers: int = MAX_CONTAINERS,
+) -> object:
     """The JSON value in the file or at the http(s) URL ``source``.
 
     Raises ``Unreadable`` for anything that keeps it from being a record's
@@ -187,8 +193,7 @@ def _parse(source: str, data: bytearray, max_depth: int, max_containers: int) ->
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise Unreadable(source, f"not UTF-8 text (byte 0x{data[error.start]:02x} at offset "
-                                 f"{error.start:,})") from None  # fmt: skip
+        raise Unreadable(source, f"not UTF-8 text (byte 0x{data[error.start]:02x} at offset {error.start:,})") from None
     del data[:]  # the bytes are done with: free them before the parse builds its objects
     text = text.removeprefix("\ufeff")  # a byte order mark, as an editor may save the file
     if not text.strip():
@@ -395,8 +400,9 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
 
     max_redirections = _REDIRECTS
 
-    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str,
-                         headers: Any, newurl: str) -> urllib.request.Request | None:  # fmt: skip
+    def redirect_request(
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> urllib.request.Request | None:
         fp.close()  # urllib then reads b"" from it
         if not is_url(newurl):
             raise _Refused(f"the server redirected to {printable(newurl, 80)}, which is not an http(s) URL")
@@ -455,8 +461,9 @@ def _get(source: str, max_bytes: int, watch: _Watch) -> bytearray:
             try:
                 piece: bytes = response.read1(count)
             except http.client.IncompleteRead as error:  # a chunked body cut short
-                raise _Refused("the connection closed before the whole answer came "
-                               f"(after {came + len(error.partial):,} bytes)") from None  # fmt: skip
+                raise _Refused(
+                    f"the connection closed before the whole answer came (after {came + len(error.partial):,} bytes)"
+                ) from None
             came += len(piece)
             return piece
 
@@ -493,8 +500,9 @@ def _explain(source: str, error: BaseException, timeout: float, watch: _Watch) -
         if not location:
             return Unreadable(source, f"{answered}, a redirect without saying where to")
         if not is_url(urllib.parse.urljoin(error.url or source, location)):
-            return Unreadable(source, f"the server redirected to {printable(location, 80)}, which is not an "
-                                      "http(s) URL")  # fmt: skip
+            return Unreadable(
+                source, f"the server redirected to {printable(location, 80)}, which is not an http(s) URL"
+            )
         return Unreadable(source, f"the server's redirects go round in a loop, or past {_REDIRECTS}")
     if isinstance(error, urllib.error.URLError):
         if isinstance(error.reason, BaseException):

@@ -65,9 +65,8 @@ def normalised(address: str) -> str:
     return f"{local.partition('+')[0]}@{domain}"
 
 
-def verdict(store: Store, config: Config, to: str, budget: Budget, now: datetime,
-            origin: str = UNKNOWN) -> str:  # fmt: skip
-    """"send" the answer; "notify" (send the over-limit notice instead, once
+def verdict(store: Store, config: Config, to: str, budget: Budget, now: datetime, origin: str = UNKNOWN) -> str:
+    """ "send" the answer; "notify" (send the over-limit notice instead, once
     an hour); or "hold" it.  ``origin`` is the answered mail's."""
     since, who = iso(now - WINDOW), normalised(to)
     if budget == "player":
@@ -78,8 +77,10 @@ def verdict(store: Store, config: Config, to: str, budget: Budget, now: datetime
     if budget in ("open", "signup"):
         if store.answers_since(since, _POOL, checked=checked) >= config.open_replies_total_per_hour:
             return "hold"
-        if (origin.startswith("net:")
-                and store.answers_since(since, _POOL, origin=origin) >= config.open_replies_per_network_per_hour):  # fmt: skip
+        if (
+            origin.startswith("net:")
+            and store.answers_since(since, _POOL, origin=origin) >= config.open_replies_per_network_per_hour
+        ):
             return "hold"
     limit = 1 if budget == "notice" else config.open_replies_per_hour
     spent = (budget, over_limit(budget))
@@ -96,6 +97,5 @@ def resumes_at(store: Store, to: str, budget: Budget, now: datetime, origin: str
     """When answers to ``to`` resume (to mail of ``origin``, but for a
     player's, whose budget is one whatever the origin): an hour after the
     first of the hour's."""
-    first = store.first_answer_since(iso(now - WINDOW), budget, normalised(to),
-                                     None if budget == "player" else origin)  # fmt: skip
+    first = store.first_answer_since(iso(now - WINDOW), budget, normalised(to), None if budget == "player" else origin)
     return (from_iso(first) if first else now) + WINDOW

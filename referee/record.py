@@ -91,7 +91,7 @@ def replay(
         result = Replay(state)
     else:
         result = Replay(start.state, list(start.steps))
-    for record in phases[len(result.steps):]:
+    for record in phases[len(result.steps) :]:
         phase = game.phase(result.state)
         if phase is None:
             raise ReplayError(record.number, "the record goes on after the game ended")
@@ -217,20 +217,23 @@ def _verify(record: Mapping[str, Any]) -> Verdict:
     result = game.result(state)
     winner = None if result is None or result.winner is None else players[result.winner]["name"]
     if winner != record["winner"]:
-        raise ReplayError(phases, f"the replay's winner is {winner or 'nobody'}, the record says "
-                          f"{record['winner'] or 'nobody'}", last)  # fmt: skip
+        raise ReplayError(
+            phases, f"the replay's winner is {winner or 'nobody'}, the record says {record['winner'] or 'nobody'}", last
+        )
     return Verdict(True, f"verified: {phases} phases replay exactly; winner: {winner or 'nobody'}")
 
 
-def _check_phase(game: Game, seed: bytes, state: Any, record: Mapping[str, Any], entry: Mapping[str, Any],
-                 previous: datetime) -> Any:  # fmt: skip
+def _check_phase(
+    game: Game, seed: bytes, state: Any, record: Mapping[str, Any], entry: Mapping[str, Any], previous: datetime
+) -> Any:
     """One phase of the record against the rules; the state after it.  Errors
     name the phase by the rules' label, whatever label the record gives it."""
     number = entry["number"]
     phase = game.phase(state)
     if phase is None:
-        raise ReplayError(number, f"the record goes on with a phase it calls {_shown(entry['label'])}",
-                          "after the game's end")  # fmt: skip
+        raise ReplayError(
+            number, f"the record goes on with a phase it calls {_shown(entry['label'])}", "after the game's end"
+        )
     where = phase.label
     if phase.label != entry["label"]:
         raise ReplayError(number, f"the record calls this phase {_shown(entry['label'])}", where)
@@ -241,8 +244,7 @@ def _check_phase(game: Game, seed: bytes, state: Any, record: Mapping[str, Any],
             state = game.replace_by_bot(state, player["seat"])
     recorded = {move["seat"]: move for move in entry["moves"]}
     if list(recorded) != sorted(phase.movers) or len(recorded) != len(entry["moves"]):
-        raise ReplayError(number, "the moves recorded are not one from each seat that owed one, in seat order",
-                          where)  # fmt: skip
+        raise ReplayError(number, "the moves recorded are not one from each seat that owed one, in seat order", where)
     moves = {}
     for seat in phase.movers:
         move = recorded[seat]
@@ -254,13 +256,15 @@ def _check_phase(game: Game, seed: bytes, state: Any, record: Mapping[str, Any],
         _check_made(game, seed, state, number, where, seat, move, moves[seat])
     state, events = game.resolve(state, moves, resolve_rng(seed, number))
     if _plain(events) != _plain(entry["events"]):
-        raise ReplayError(number, "the record's result of this phase is not what the rules make "
-                          "of its moves and the seed", where)  # fmt: skip
+        raise ReplayError(
+            number, "the record's result of this phase is not what the rules make of its moves and the seed", where
+        )
     return state
 
 
-def _check_times(record: Mapping[str, Any], entry: Mapping[str, Any], phase: Phase, previous: datetime,
-                 where: str) -> None:  # fmt: skip
+def _check_times(
+    record: Mapping[str, Any], entry: Mapping[str, Any], phase: Phase, previous: datetime, where: str
+) -> None:
     """A phase opens after the one before it was resolved (the first after
     the game was made), lasts at least the game's deadline for its kind of
     phase (an outage may have extended it, never shortened it), and anyone
@@ -268,25 +272,36 @@ def _check_times(record: Mapping[str, Any], entry: Mapping[str, Any], phase: Pha
     number = entry["number"]
     opened, deadline, resolved = (_when(entry[key]) for key in ("opened_at", "deadline", "resolved_at"))
     if opened < previous - CLOCK_SLACK:
-        raise ReplayError(number, f"the record says it opened at {entry['opened_at']}, before "
-                          f"{'the phase before it was resolved' if number > 1 else 'the game was made'}",
-                          where)  # fmt: skip
+        raise ReplayError(
+            number,
+            f"the record says it opened at {entry['opened_at']}, before "
+            f"{'the phase before it was resolved' if number > 1 else 'the game was made'}",
+            where,
+        )
     if resolved < opened - CLOCK_SLACK:
-        raise ReplayError(number, f"the record says it was resolved at {entry['resolved_at']}, before it "
-                          "opened", where)  # fmt: skip
+        raise ReplayError(number, f"the record says it was resolved at {entry['resolved_at']}, before it opened", where)
     length = timedelta(seconds=record["game"]["deadlines"][phase.deadline_kind])
     if deadline < opened + length:
-        raise ReplayError(number, f"its deadline {entry['deadline']} is less than the game's {phase.deadline_kind} "
-                          f"deadline ({length}) after it opened", where)  # fmt: skip
+        raise ReplayError(
+            number,
+            f"its deadline {entry['deadline']} is less than the game's {phase.deadline_kind} "
+            f"deadline ({length}) after it opened",
+            where,
+        )
     for player in record["players"]:
         if player["bot_from_phase"] == number and not (
-                opened - CLOCK_SLACK <= _when(player["left_at"]) <= resolved + CLOCK_SLACK):
-            raise ReplayError(number, f"seat {player['seat'] + 1}'s player left at {player['left_at']}, "
-                              "while the phase was not open", where)  # fmt: skip
+            opened - CLOCK_SLACK <= _when(player["left_at"]) <= resolved + CLOCK_SLACK
+        ):
+            raise ReplayError(
+                number,
+                f"seat {player['seat'] + 1}'s player left at {player['left_at']}, while the phase was not open",
+                where,
+            )
 
 
-def _check_source(number: int, where: str, seat: int, move: Mapping[str, Any], player: Mapping[str, Any],
-                  entry: Mapping[str, Any]) -> None:  # fmt: skip
+def _check_source(
+    number: int, where: str, seat: int, move: Mapping[str, Any], player: Mapping[str, Any], entry: Mapping[str, Any]
+) -> None:
     """A move's "how" must be one the engine writes, fit the seat, and have
     been made when it could be: a bot's seat moves as a bot (random, so the
     seed decides it), a person's never does; a move by mail was received
@@ -295,21 +310,32 @@ def _check_source(number: int, where: str, seat: int, move: Mapping[str, Any], p
     (or the bot) was there."""
     source = move["source"]
     if source not in SOURCES:
-        raise ReplayError(number, f"seat {seat + 1}'s move is marked {_shown(source)}, which is not how a "
-                          f"move is made (only {', '.join(SOURCES)})", where)  # fmt: skip
+        raise ReplayError(
+            number,
+            f"seat {seat + 1}'s move is marked {_shown(source)}, which is not how a "
+            f"move is made (only {', '.join(SOURCES)})",
+            where,
+        )
     left = player["bot_from_phase"]
     if left is not None and left < number and source != "bot":
         raise ReplayError(number, f"seat {seat + 1} is a bot by then, but its move is marked {_shown(source)}", where)
     if (left is None or left > number) and source == "bot":
         raise ReplayError(number, f"seat {seat + 1} is a person's, but its move is marked as a bot's", where)
     if left == number and source == "random":  # a bot took the seat before the deadline, and moved at once
-        raise ReplayError(number, f"seat {seat + 1}'s player left in this phase, but its move is marked "
-                          "random (for a missed deadline)", where)  # fmt: skip
+        raise ReplayError(
+            number,
+            f"seat {seat + 1}'s player left in this phase, but its move is marked random (for a missed deadline)",
+            where,
+        )
     received, opened = _when(move["received_at"]), _when(entry["opened_at"])
     deadline, resolved = _when(entry["deadline"]), _when(entry["resolved_at"])
     if source == "mail" and not opened <= received <= deadline:
-        raise ReplayError(number, f"seat {seat + 1}'s move by mail was received at {move['received_at']}, "
-                          f"outside the phase ({entry['opened_at']} to {entry['deadline']})", where)  # fmt: skip
+        raise ReplayError(
+            number,
+            f"seat {seat + 1}'s move by mail was received at {move['received_at']}, "
+            f"outside the phase ({entry['opened_at']} to {entry['deadline']})",
+            where,
+        )
     if source == "mail":
         return
     due = deadline if source == "random" else opened
@@ -317,13 +343,17 @@ def _check_source(number: int, where: str, seat: int, move: Mapping[str, Any], p
         due = max(due, _when(player["left_at"]))
     slack = timedelta(0) if source == "random" else CLOCK_SLACK  # the deadline is written as the time
     if not due - slack <= received <= resolved + CLOCK_SLACK:
-        raise ReplayError(number, f"seat {seat + 1}'s {source} move is dated {move['received_at']}, but it fell "
-                          f"due at {_iso(due)} and the phase was resolved at {entry['resolved_at']}",
-                          where)  # fmt: skip
+        raise ReplayError(
+            number,
+            f"seat {seat + 1}'s {source} move is dated {move['received_at']}, but it fell "
+            f"due at {_iso(due)} and the phase was resolved at {entry['resolved_at']}",
+            where,
+        )
 
 
-def _check_made(game: Game, seed: bytes, state: Any, number: int, where: str, seat: int,
-                move: Mapping[str, Any], parsed: Any) -> None:  # fmt: skip
+def _check_made(
+    game: Game, seed: bytes, state: Any, number: int, where: str, seat: int, move: Mapping[str, Any], parsed: Any
+) -> None:
     """A move the referee made for a seat left no choice: a random or bot
     move is what the seat's seeded stream draws, a forced move the seat's
     only legal move (parsing proved it legal).  A move by mail is the
@@ -331,13 +361,18 @@ def _check_made(game: Game, seed: bytes, state: Any, number: int, where: str, se
     if move["source"] in ("random", "bot"):
         drawn = game.move_text(game.random_move(state, seat, random_move_rng(seed, number, seat)))
         if drawn != game.move_text(parsed):
-            raise ReplayError(number, f"seat {seat + 1}'s random move is {_shown(move['move'])}, "
-                              f"but the seed draws {drawn!r}", where)  # fmt: skip
+            raise ReplayError(
+                number, f"seat {seat + 1}'s random move is {_shown(move['move'])}, but the seed draws {drawn!r}", where
+            )
     elif move["source"] == "forced":
         legal = len(game.legal_moves(state, seat))
         if legal != 1:
-            raise ReplayError(number, f"seat {seat + 1}'s move {_shown(move['move'])} is marked forced, but "
-                              f"the seat had {legal} legal moves, not one", where)  # fmt: skip
+            raise ReplayError(
+                number,
+                f"seat {seat + 1}'s move {_shown(move['move'])} is marked forced, but "
+                f"the seat had {legal} legal moves, not one",
+                where,
+            )
 
 
 def _shown(text: str) -> str:
@@ -361,9 +396,14 @@ def _check_fields(record: Any) -> None:
     fields say is checked by the replay."""
     if not isinstance(record, dict) or record.get("format") not in (RECORD_FORMAT, OLD_BOT_FLAG_FORMAT):
         found = record.get("format") if isinstance(record, dict) else None
-        raise RecordError(f"not a {RECORD_FORMAT} record" + (
-            f" (it is {found}: publish it again with this referee, `referee render --force`)"
-            if found == "referee-record/1" else ""))  # fmt: skip
+        raise RecordError(
+            f"not a {RECORD_FORMAT} record"
+            + (
+                f" (it is {found}: publish it again with this referee, `referee render --force`)"
+                if found == "referee-record/1"
+                else ""
+            )
+        )
     _keys(record, "the record", _RECORD_KEYS)
     game = _keys(record["game"], "the game", _GAME_KEYS)
     if game["state"] != "finished" or record["seed"] is None:
@@ -409,8 +449,11 @@ def _rules(game: Mapping[str, Any]) -> Game:
         made = rules.check_options(options if isinstance(options, dict) else {})
     except OptionError as error:
         raise RecordError(f"the game's options: {error}") from None
-    if not isinstance(options, dict) or made != options or any(
-            type(options[name]) is not type(default) for name, default in rules.options.items()):
+    if (
+        not isinstance(options, dict)
+        or made != options
+        or any(type(options[name]) is not type(default) for name, default in rules.options.items())
+    ):
         raise RecordError(f"the game's options are not a set {rules.title} takes")
     return rules
 
@@ -425,8 +468,9 @@ def _check_player(player: Any, index: int, phases: int, old_bot_flag: bool = Fal
     where = f"seat {index + 1}"
     _keys(player, where, _PLAYER_KEYS)
     if _int(player["seat"], f"{where}'s seat") != index:
-        raise RecordError(f"{where} says it is seat {_shown(str(player['seat'] + 1))}: players are listed in seat "
-                          "order")  # fmt: skip
+        raise RecordError(
+            f"{where} says it is seat {_shown(str(player['seat'] + 1))}: players are listed in seat order"
+        )
     name = player["name"]
     if not isinstance(name, str) or not name.strip() or not _NAME.fullmatch(name):
         raise RecordError(f"{where} has no name a referee writes (the part of an address before its @)")
@@ -436,11 +480,14 @@ def _check_player(player: Any, index: int, phases: int, old_bot_flag: bool = Fal
     if left is not None and not 0 <= left <= phases:
         raise RecordError(f"{where} became a bot in phase {_shown(str(left))}, which the record does not have")
     if player["bot"] != (left == 0 if old_bot_flag else left is not None):
-        raise RecordError(f"{where} is flagged {'a bot' if player['bot'] else 'a person'}, but its "
-                          f"bot_from_phase is {'null' if left is None else left}")  # fmt: skip
+        raise RecordError(
+            f"{where} is flagged {'a bot' if player['bot'] else 'a person'}, but its "
+            f"bot_from_phase is {'null' if left is None else left}"
+        )
     if (left == 0) != (name == f"bot {index + 1}") or (left != 0 and _BOT_NAME.fullmatch(name)):
-        raise RecordError(f"{where} is named {_shown(name)}: a bot from the start is named 'bot {index + 1}', "
-                          "and only it")  # fmt: skip
+        raise RecordError(
+            f"{where} is named {_shown(name)}: a bot from the start is named 'bot {index + 1}', and only it"
+        )
     if (player["left_at"] is None) != (left in (None, 0)):
         raise RecordError(f"{where}'s left_at must say when its player left, and only if they did")
     _optional(player["left_at"], f"{where}'s left_at", "time")
@@ -527,13 +574,16 @@ _START_GAME = ("id", "kind", "name", "options", "created_at", "deadlines")
 _START_PLAYER = ("seat", "name")  # and "bot": whether it was a bot at the start (bot_from_phase 0)
 _PHASE_COVERED = ("number", "label", "opened_at", "deadline", "resolved_at", "moves")
 _MOVE_COVERED = ("seat", "move", "source", "received_at")
-_DIGEST_LINE = re.compile(r"Record digest (?:at (?P<at>the start|the end)|after (?P<label>[^\n]{1,300}?)): "
-                          r"(?P<digest>[0-9a-f]{4}(?:-[0-9a-f]{4}){3})")  # fmt: skip
+_DIGEST_LINE = re.compile(
+    r"Record digest (?:at (?P<at>the start|the end)|after (?P<label>[^\n]{1,300}?)): "
+    r"(?P<digest>[0-9a-f]{4}(?:-[0-9a-f]{4}){3})"
+)
 _LONGEST_DIGEST_LINE = 400  # characters: a label is at most a few dozen
 
 
-def chain_digest(seed: bytes, head: Mapping[str, Any], entry: Mapping[str, Any] | None,
-                 previous: bytes | None) -> bytes:  # fmt: skip
+def chain_digest(
+    seed: bytes, head: Mapping[str, Any], entry: Mapping[str, Any] | None, previous: bytes | None
+) -> bytes:
     """The record's running digest: with no ``entry``, the start's (the game,
     its options and deadlines, the players and the commitment); else the
     digest after phase ``entry`` (its times, and each move with its source
@@ -543,20 +593,23 @@ def chain_digest(seed: bytes, head: Mapping[str, Any], entry: Mapping[str, Any] 
     hidden); once it is, anyone recomputes every digest from the record."""
     if entry is None:
         covered: dict[str, Any] = {
-            "version": DIGEST_VERSION, "game": {key: head["game"][key] for key in _START_GAME},
-            "players": [{**{key: p[key] for key in _START_PLAYER}, "bot": p["bot_from_phase"] == 0}
-                        for p in head["players"]],
+            "version": DIGEST_VERSION,
+            "game": {key: head["game"][key] for key in _START_GAME},
+            "players": [
+                {**{key: p[key] for key in _START_PLAYER}, "bot": p["bot_from_phase"] == 0} for p in head["players"]
+            ],
             "seed_commitment": head["seed_commitment"],
-        }  # fmt: skip
+        }
         return _keyed(seed, "digest start", covered)
     assert previous is not None
     number = entry["number"]
     phase = {key: entry[key] for key in _PHASE_COVERED}
     phase["moves"] = [{key: move[key] for key in _MOVE_COVERED} for move in entry["moves"]]
     covered = {
-        "previous": previous.hex(), "phase": phase,
+        "previous": previous.hex(),
+        "phase": phase,
         "left": [[p["seat"], p["left_at"]] for p in head["players"] if p["bot_from_phase"] == number],
-    }  # fmt: skip
+    }
     return _keyed(seed, f"digest phase {number}", covered)
 
 

@@ -48,8 +48,10 @@ def template_folders() -> list[Path]:
 def rule_texts(kind: str) -> tuple[str, str]:
     """A kind's rule text and the referee's rulings on it, as shipped."""
     game = GAMES[kind]
-    return (game_file(game, game.rule_text).read_text(encoding="utf-8"),
-            game_file(game, game.rulings_page).read_text(encoding="utf-8"))  # fmt: skip
+    return (
+        game_file(game, game.rule_text).read_text(encoding="utf-8"),
+        game_file(game, game.rulings_page).read_text(encoding="utf-8"),
+    )
 
 
 def rules_page(kind: str) -> str:

@@ -179,8 +179,7 @@ def source_for(config: Config, engine: Engine) -> Source | None:
 
 
 class Runner:
-    def __init__(self, engine: Engine, source: Source | None, sender: SmtpSender | None,
-                 site: Site | None = None):  # fmt: skip
+    def __init__(self, engine: Engine, source: Source | None, sender: SmtpSender | None, site: Site | None = None):
         self.engine, self.source, self.sender, self.site = engine, source, sender, site
         self._looked = engine.clock.real()  # when the last pass looked at the inbox
         self.caught_up: list[str] = []  # what the last pass did between its mails
@@ -225,8 +224,7 @@ class Runner:
                 store.sync()
         except StorageFault as error:  # the fault itself is what the caller reports
             kept = self.aside.path if self.aside is not None and self.aside.write(note) else None
-            log.debug("could not note the fault in games.db (%s); %s", error,
-                      f"kept in {kept}" if kept else "not kept")  # fmt: skip
+            log.debug("could not note the fault in games.db (%s); %s", error, f"kept in {kept}" if kept else "not kept")
             return
         if self.aside:
             self.aside.clear()  # older than the fault games.db now has
@@ -273,8 +271,10 @@ class Runner:
             self.site.refresh()  # only the games that changed: cheap when nothing did
         if not (unreachable or undelivered):
             self._settle_aside()
-            self.engine.store.set_meta("last_pass", json.dumps(
-                {"at": iso(self.engine.clock()), "received": report.received, "sent": report.mail.sent}))
+            self.engine.store.set_meta(
+                "last_pass",
+                json.dumps({"at": iso(self.engine.clock()), "received": report.received, "sent": report.mail.sent}),
+            )
         self.engine.store.sync()  # the sent marks, what the tick did, and the note
         if self.aside and not (unreachable or undelivered):
             self.aside.clear()  # in games.db now
@@ -292,8 +292,11 @@ class Runner:
             drained = await self.sender.drain(feed)
         except SmtpUnreachable as error:
             return error
-        report.mail = Drained(report.mail.sent + drained.sent, report.mail.deferred + drained.deferred,
-                              report.mail.failed + drained.failed)  # fmt: skip
+        report.mail = Drained(
+            report.mail.sent + drained.sent,
+            report.mail.deferred + drained.deferred,
+            report.mail.failed + drained.failed,
+        )
         return None
 
     async def receive(self, source: Source, feed: Feed | None = None) -> int:
@@ -361,19 +364,28 @@ class Runner:
             until = max([*ran, *(message.received_at for message in messages)], default=None)
             if until is not None:
                 engine.catch_up(until + timedelta(seconds=1))  # what fell due in its very second too
-        changed = [game["id"] for game in store.games()
-                   if restore["games"].get(str(game["id"])) != [len(store.phases(game["id"])),
-                                                                len(store.moves(game["id"]))]]  # fmt: skip
+        changed = [
+            game["id"]
+            for game in store.games()
+            if restore["games"].get(str(game["id"])) != [len(store.phases(game["id"])), len(store.moves(game["id"]))]
+        ]
         with store.transaction():
             if until is not None:  # the referee ran until then: no outage before it
                 store.set_meta("last_tick", max(iso(until), store.get_meta("last_tick") or ""))
             told = engine.announce_restore(changed, restore["since"], again)
             store.delete_meta("restored")
         store.sync()
-        log.warning("after the restore from %s: %d mail(s) of the %d filed since %s handled again, deadlines "
-                    "done until %s; %d game(s) changed, %d player(s) told", restore["backup"], again,
-                    len(messages), restore["since"] or "the start", iso(until) if until else "the backup",
-                    len(changed), told)  # fmt: skip
+        log.warning(
+            "after the restore from %s: %d mail(s) of the %d filed since %s handled again, deadlines "
+            "done until %s; %d game(s) changed, %d player(s) told",
+            restore["backup"],
+            again,
+            len(messages),
+            restore["since"] or "the start",
+            iso(until) if until else "the backup",
+            len(changed),
+            told,
+        )
         return again
 
     async def close(self) -> None:
@@ -453,9 +465,13 @@ def _sent_before(replaced: str | None, since: str | None) -> Callable[[str], boo
         return lambda message_id: True
     try:
         with closing(read_only(replaced)) as db:
-            sent = {row[0] for row in db.execute(
-                "select message_id from outbox where state = 'sent' and created_at >= ?",
-                [iso(from_iso(since) - timedelta(days=2)) if since else ""])}  # fmt: skip
+            sent = {
+                row[0]
+                for row in db.execute(
+                    "select message_id from outbox where state = 'sent' and created_at >= ?",
+                    [iso(from_iso(since) - timedelta(days=2)) if since else ""],
+                )
+            }
     except sqlite3.Error as error:
         log.warning("cannot read %s (%s): every mail made again is taken as sent", replaced, error)
         return lambda message_id: True

@@ -157,6 +157,7 @@ class MailboxRow(TypedDict):
     uidvalidity: int
     last_uid: int
 
+
 BUSY_TIMEOUT_MS = 10_000  # how long a write waits for another process's write lock
 NEARLY_FULL = 1 << 20  # bytes: a disk with less free than this is full, whatever SQLite said
 SCHEMA_VERSION = 3  # the user_version of a games.db this code writes; see MIGRATIONS
@@ -184,14 +185,20 @@ _RESTORE = "stop the referee and restore the newest backup (`referee restore FIL
 _FULL = "the disk is full: free some space; mail not yet handled waits on the mail server"
 _ADVICE = (  # (words in SQLite's or the OS's message, what the keeper should do)
     (("full", "no space", "quota"), _FULL),
-    (("locked", "busy"), "another program holds its write lock (a sqlite3 session left open?): end it; "
-                         "mail not yet handled waits on the mail server"),
-    (("readonly", "read-only"), "it cannot be written: give the referee's user write access to it, to "
-                                "its -wal and -shm files and to its folder"),
+    (
+        ("locked", "busy"),
+        "another program holds its write lock (a sqlite3 session left open?): end it; "
+        "mail not yet handled waits on the mail server",
+    ),
+    (
+        ("readonly", "read-only"),
+        "it cannot be written: give the referee's user write access to it, to "
+        "its -wal and -shm files and to its folder",
+    ),
     (("malformed", "not a database", "corrupt"), f"it is damaged: {_RESTORE}"),
     (("unable to open",), "it cannot be opened: check the path, and that its folder exists and is writable"),
     (("i/o error",), "the disk failed a read or write: check the disk (dmesg), then run again"),
-)  # fmt: skip
+)
 
 
 def storage_fault(path: Path | str, error: BaseException) -> StorageFault:
@@ -400,8 +407,10 @@ class Store:
         self.db.conn.create_function("referee_record_changed", 1, changed)
         for table, column in self._RECORD:
             for event, row in (("insert", "new"), ("update", "new"), ("delete", "old")):
-                self.db.execute(f"create temp trigger if not exists [record_{table}_{event}] after {event} "
-                                f"on main.[{table}] begin select referee_record_changed({row}.[{column}]); end")  # fmt: skip
+                self.db.execute(
+                    f"create temp trigger if not exists [record_{table}_{event}] after {event} "
+                    f"on main.[{table}] begin select referee_record_changed({row}.[{column}]); end"
+                )
 
     def record_stamp(self, game_id: int) -> tuple[int, int, int]:
         """A value that changes whenever game ``game_id``'s record may have:
@@ -410,12 +419,22 @@ class Store:
         other = self._value("PRAGMA data_version")
         return (self._rollbacks, other, self._record_writes.get(game_id, 0))
 
-    def _rows(self, table: str, where: str | None = None, args: list[Any] | None = None,
-              order_by: str | None = None, limit: int | None = None) -> list[Any]:  # fmt: skip
+    def _rows(
+        self,
+        table: str,
+        where: str | None = None,
+        args: list[Any] | None = None,
+        order_by: str | None = None,
+        limit: int | None = None,
+    ) -> list[Any]:
         """Rows of a table, by plain SQL: sqlite-utils' rows_where would first
         look the table up in sqlite_master and its query wraps each statement
         in a savepoint, on every call (most of the statements a message cost)."""
-        sql = f"select * from [{table}]" + (f" where {where}" if where else "") + (f" order by {order_by}" if order_by else "")
+        sql = (
+            f"select * from [{table}]"
+            + (f" where {where}" if where else "")
+            + (f" order by {order_by}" if order_by else "")
+        )
         if limit is not None:
             sql, args = f"{sql} limit ?", [*(args or []), limit]
         return self._read(sql, args or [])
@@ -461,8 +480,10 @@ class Store:
         """Insert ``row``; the new row's id."""
         columns = list(row)
         verb = "insert or replace" if replace else "insert"
-        cursor = self._write(f"{verb} into [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
-                             f"values ({', '.join('?' * len(columns))})", [row[c] for c in columns])  # fmt: skip
+        cursor = self._write(
+            f"{verb} into [{table}] ({', '.join(f'[{c}]' for c in columns)}) values ({', '.join('?' * len(columns))})",
+            [row[c] for c in columns],
+        )
         return cursor.lastrowid or 0  # (the new row's id)
 
     def _update(self, table: str, where: str, args: list[Any], changes: Row) -> None:
@@ -473,9 +494,11 @@ class Store:
         """Insert ``row``, or update the one with its ``key``."""
         columns = list(row)
         sets = ", ".join(f"[{c}] = excluded.[{c}]" for c in columns if c != key)
-        self._write(f"insert into [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
-                    f"values ({', '.join('?' * len(columns))}) on conflict ([{key}]) do update set {sets}",
-                    [row[c] for c in columns])  # fmt: skip
+        self._write(
+            f"insert into [{table}] ({', '.join(f'[{c}]' for c in columns)}) "
+            f"values ({', '.join('?' * len(columns))}) on conflict ([{key}]) do update set {sets}",
+            [row[c] for c in columns],
+        )
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -555,8 +578,10 @@ class Store:
             return
         self._execute("PRAGMA synchronous = FULL")
         try:
-            self._write("insert into meta (key, value) values ('syncs', 1) "
-                        "on conflict (key) do update set value = value + 1", [])  # fmt: skip
+            self._write(
+                "insert into meta (key, value) values ('syncs', 1) on conflict (key) do update set value = value + 1",
+                [],
+            )
         finally:
             self._execute("PRAGMA synchronous = NORMAL")
         self._synced = self._conn.total_changes
@@ -585,10 +610,19 @@ class Store:
     def finish_game(self, game_id: int, at: str) -> None:
         self._update("games", "id = ?", [game_id], {"state": "finished", "finished_at": at})
 
-    def add_seat(self, game_id: int, seat: int, address: str | None, bot: bool,
-                 token: str) -> None:  # fmt: skip
-        self._insert("seats", {"game_id": game_id, "seat": seat, "address": address, "bot": int(bot),
-                               "bot_since_phase": 0 if bot else None, "resigned_at": None, "token": token})  # fmt: skip
+    def add_seat(self, game_id: int, seat: int, address: str | None, bot: bool, token: str) -> None:
+        self._insert(
+            "seats",
+            {
+                "game_id": game_id,
+                "seat": seat,
+                "address": address,
+                "bot": int(bot),
+                "bot_since_phase": 0 if bot else None,
+                "resigned_at": None,
+                "token": token,
+            },
+        )
 
     def seat_by_token(self, token: str) -> SeatRow | None:
         rows = list(self._rows("seats", "token = ?", [token]))
@@ -616,15 +650,16 @@ class Store:
                        from phases where game_id = g.id),
                       (select group_concat(coalesce(bot_since_phase, '-')) from seats where game_id = g.id),
                       (select count(*) from signups where game_id = g.id)
-               from games g where g.id = ?""", [game_id]).fetchone()  # fmt: skip
+               from games g where g.id = ?""",
+            [game_id],
+        ).fetchone()
         return "|".join(str(value) for value in row or ())
 
     # -- sign-ups and players ---------------------------------------------
 
     def signups(self, game_id: int) -> list[SignupRow]:
         """Who signed up for an open game, first come first."""
-        return list(self._rows("signups", "game_id = ?", [game_id],
-                                                  order_by="joined_at, rowid"))  # fmt: skip
+        return list(self._rows("signups", "game_id = ?", [game_id], order_by="joined_at, rowid"))
 
     def add_signup(self, game_id: int, address: str, at: str) -> None:
         self._insert("signups", {"game_id": game_id, "address": address, "joined_at": at})
@@ -649,8 +684,12 @@ class Store:
         return list(self._rows("seats", "game_id = ?", [game_id], order_by="seat"))
 
     def make_bot(self, game_id: int, seat: int, phase: int, at: str) -> None:
-        self._update("seats", "game_id = ? and seat = ?", [game_id, seat],
-                     {"bot": 1, "bot_since_phase": phase, "resigned_at": at})
+        self._update(
+            "seats",
+            "game_id = ? and seat = ?",
+            [game_id, seat],
+            {"bot": 1, "bot_since_phase": phase, "resigned_at": at},
+        )
 
     def games_of(self, address: str) -> list[GameRow]:
         """Running games in which ``address`` holds a seat it still plays."""
@@ -661,13 +700,25 @@ class Store:
 
     # -- phases and moves ------------------------------------------------
 
-    def add_phase(self, game_id: int, number: int, label: str, movers: list[int],
-                  sealed: bool, opened_at: str, deadline: str) -> PhaseRow:  # fmt: skip
+    def add_phase(
+        self, game_id: int, number: int, label: str, movers: list[int], sealed: bool, opened_at: str, deadline: str
+    ) -> PhaseRow:
         """Write a new phase into the record; the row written.  (The phase a
         game waits on is ``Table.open_phase``; those not yet resolved, ``open_phases``.)"""
-        self._insert("phases", {"game_id": game_id, "number": number, "label": label, "movers": json.dumps(movers),
-                                "sealed": int(sealed), "opened_at": opened_at, "deadline": deadline,
-                                "closes_at": None, "resolved_at": None})  # fmt: skip
+        self._insert(
+            "phases",
+            {
+                "game_id": game_id,
+                "number": number,
+                "label": label,
+                "movers": json.dumps(movers),
+                "sealed": int(sealed),
+                "opened_at": opened_at,
+                "deadline": deadline,
+                "closes_at": None,
+                "resolved_at": None,
+            },
+        )
         return cast(PhaseRow, self.phase(game_id, number))
 
     def phase(self, game_id: int, number: int) -> PhaseRow | None:
@@ -681,7 +732,9 @@ class Store:
 
     def open_phases(self, game_id: int | None = None) -> list[PhaseRow]:
         """The phases not yet resolved (of one game, with ``game_id``), by deadline."""
-        where, args = ("resolved_at is null", []) if game_id is None else ("resolved_at is null and game_id = ?", [game_id])
+        where, args = (
+            ("resolved_at is null", []) if game_id is None else ("resolved_at is null and game_id = ?", [game_id])
+        )
         rows = self._rows("phases", where, args or None, order_by="deadline")
         return [_decode_phase(r) for r in rows]
 
@@ -706,8 +759,10 @@ class Store:
     def change_deadline(self, game_id: int, number: int, new: str, reason: str, at: str) -> None:
         """Move a phase's deadline, keeping the change on record."""
         old = self._value("select deadline from phases where game_id = ? and number = ?", [game_id, number])
-        self._insert("deadline_changes",
-                     {"game_id": game_id, "phase": number, "old": old, "new": new, "reason": reason, "at": at})
+        self._insert(
+            "deadline_changes",
+            {"game_id": game_id, "phase": number, "old": old, "new": new, "reason": reason, "at": at},
+        )
         self.update_phase(game_id, number, deadline=new)
 
     def deadline_changes(self, game_id: int) -> list[DeadlineChangeRow]:
@@ -722,19 +777,40 @@ class Store:
         player's own copy, with the same Message-ID, a duplicate."""
         return self._count("messages", "key = ? and code not in ('failed', 'ignored')", [key]) > 0
 
-    def record_message(self, key: str, message_id: str | None, sender: str | None, subject: str | None,
-                       received_at: str | None, handled_at: str, game_id: int | None, code: str,
-                       detail: str, raw: bytes) -> None:  # fmt: skip
-        row = {"key": key, "message_id": message_id, "sender": sender, "subject": subject,
-               "received_at": received_at, "handled_at": handled_at, "game_id": game_id,
-               "code": code, "detail": detail, "raw": raw}  # fmt: skip
+    def record_message(
+        self,
+        key: str,
+        message_id: str | None,
+        sender: str | None,
+        subject: str | None,
+        received_at: str | None,
+        handled_at: str,
+        game_id: int | None,
+        code: str,
+        detail: str,
+        raw: bytes,
+    ) -> None:
+        row = {
+            "key": key,
+            "message_id": message_id,
+            "sender": sender,
+            "subject": subject,
+            "received_at": received_at,
+            "handled_at": handled_at,
+            "game_id": game_id,
+            "code": code,
+            "detail": detail,
+            "raw": raw,
+        }
         self._insert("messages", row, replace=True)  # replaces a failed attempt
 
     def failed_messages(self) -> list[FailedMessage]:
         """Messages that met a bug (kept here, quarantined on the mail
         server, and tried afresh if delivered again), newest first."""
-        return self._read("select key, sender, subject, handled_at, code, detail from messages "
-                          "where code = 'failed' order by handled_at desc")
+        return self._read(
+            "select key, sender, subject, handled_at, code, detail from messages "
+            "where code = 'failed' order by handled_at desc"
+        )
 
     def messages(self) -> list[MessageRow]:
         return list(self._rows("messages", order_by="handled_at"))
@@ -774,13 +850,16 @@ class Store:
 
     def defer_mail(self, mail_id: int, error: str, next_try_at: str) -> None:
         """A temporary failure: the mail stays queued and is tried again later."""
-        self._write("update outbox set attempts = attempts + 1, last_error = ?, next_try_at = ? where id = ?",
-                    [error, next_try_at, mail_id])
+        self._write(
+            "update outbox set attempts = attempts + 1, last_error = ?, next_try_at = ? where id = ?",
+            [error, next_try_at, mail_id],
+        )
 
     def fail_mail(self, mail_id: int, error: str) -> None:
         """A permanent failure: the mail is never tried again; status reports it."""
-        self._write("update outbox set state = 'failed', attempts = attempts + 1, last_error = ? where id = ?",
-                    [error, mail_id])
+        self._write(
+            "update outbox set state = 'failed', attempts = attempts + 1, last_error = ? where id = ?", [error, mail_id]
+        )
 
     def forget_sent_bodies(self, before: str) -> int:
         """Keep only the headers of mail sent before ``before``: the outbox
@@ -819,8 +898,11 @@ class Store:
         if str(self.path) == ":memory:":
             return 0
         try:
-            return sum(Path(f"{self.path}{suffix}").stat().st_size for suffix in ("", "-wal")
-                       if Path(f"{self.path}{suffix}").exists())  # fmt: skip
+            return sum(
+                Path(f"{self.path}{suffix}").stat().st_size
+                for suffix in ("", "-wal")
+                if Path(f"{self.path}{suffix}").exists()
+            )
         except OSError as error:
             raise _as_fault(self.path, error) from None
 
@@ -835,8 +917,14 @@ class Store:
         rows = self._rows("outbox", "recipients = ?", [json.dumps([address])], order_by="id desc", limit=count)
         return [_decode_mail(row) for row in rows]
 
-    def answers_since(self, since: str, budgets: tuple[str, ...], address: str | None = None,
-                      origin: str | None = None, checked: bool | None = None) -> int:  # fmt: skip
+    def answers_since(
+        self,
+        since: str,
+        budgets: tuple[str, ...],
+        address: str | None = None,
+        origin: str | None = None,
+        checked: bool | None = None,
+    ) -> int:
         """How many answers of those ``budgets`` (see referee.limits) were
         queued since then: to the (normalised) ``address``, or to anyone;
         with ``origin``, only those to mail of that origin; with ``checked``,
@@ -858,8 +946,9 @@ class Store:
             where, values = where + " and answer_from = ?", values + [origin]
         return self._value(f"select min(created_at) from outbox where {where}", values)
 
-    def outbox(self, state: str | None = "queued", due: str | None = None,
-               game_id: int | None = None, after: int = 0) -> list[OutboxRow]:  # fmt: skip
+    def outbox(
+        self, state: str | None = "queued", due: str | None = None, game_id: int | None = None, after: int = 0
+    ) -> list[OutboxRow]:
         """Mail in ``state`` (queued, sent, or failed: refused for good; all
         with None), oldest first; with ``due``, only mail whose next try is not
         later than that time; with ``game_id``, only that game's; with
@@ -889,63 +978,124 @@ def _schema_1(db: sqlite_utils.Database) -> None:
     versions were kept, and their indexes; each step is skipped where done."""
     db.table("games").create(
         {
-            "id": int, "kind": str, "name": str, "options": str, "seed": str,
-            "seed_commitment": str, "state": str, "deadline_seconds": int,
-            "settle_seconds": int, "created_at": str, "finished_at": str,
+            "id": int,
+            "kind": str,
+            "name": str,
+            "options": str,
+            "seed": str,
+            "seed_commitment": str,
+            "state": str,
+            "deadline_seconds": int,
+            "settle_seconds": int,
+            "created_at": str,
+            "finished_at": str,
         },
-        pk="id", not_null={"kind", "seed", "state"}, if_not_exists=True,
-    )  # fmt: skip
-    db.table("seats").create(
-        {"game_id": int, "seat": int, "address": str, "bot": int,
-         "bot_since_phase": int, "resigned_at": str},
-        pk=("game_id", "seat"), foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
-    )  # fmt: skip
-    db.table("phases").create(
-        {"game_id": int, "number": int, "label": str, "movers": str, "sealed": int,
-         "opened_at": str, "deadline": str, "closes_at": str, "resolved_at": str},
-        pk=("game_id", "number"), foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
-    )  # fmt: skip
-    db.table("moves").create(
-        {"id": int, "game_id": int, "phase": int, "seat": int, "move": str, "source": str,
-         "message_key": str, "received_at": str, "recorded_at": str},
-        pk="id", foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
-    )  # fmt: skip
-    db.table("messages").create(
-        {"key": str, "message_id": str, "sender": str, "subject": str, "received_at": str,
-         "handled_at": str, "game_id": int, "outcome": str, "raw": bytes},
-        pk="key", if_not_exists=True,
-    )  # fmt: skip
-    db.table("outbox").create(
-        {"id": int, "message_id": str, "game_id": int, "recipients": str, "subject": str,
-         "raw": bytes, "created_at": str, "state": str, "attempts": int,
-         "next_try_at": str, "last_error": str, "sent_at": str},
-        pk="id", if_not_exists=True,
-    )  # fmt: skip
-    db.table("mailboxes").create(
-        {"name": str, "uidvalidity": int, "last_uid": int}, pk="name", if_not_exists=True
+        pk="id",
+        not_null={"kind", "seed", "state"},
+        if_not_exists=True,
     )
+    db.table("seats").create(
+        {"game_id": int, "seat": int, "address": str, "bot": int, "bot_since_phase": int, "resigned_at": str},
+        pk=("game_id", "seat"),
+        foreign_keys=[("game_id", "games", "id")],
+        if_not_exists=True,
+    )
+    db.table("phases").create(
+        {
+            "game_id": int,
+            "number": int,
+            "label": str,
+            "movers": str,
+            "sealed": int,
+            "opened_at": str,
+            "deadline": str,
+            "closes_at": str,
+            "resolved_at": str,
+        },
+        pk=("game_id", "number"),
+        foreign_keys=[("game_id", "games", "id")],
+        if_not_exists=True,
+    )
+    db.table("moves").create(
+        {
+            "id": int,
+            "game_id": int,
+            "phase": int,
+            "seat": int,
+            "move": str,
+            "source": str,
+            "message_key": str,
+            "received_at": str,
+            "recorded_at": str,
+        },
+        pk="id",
+        foreign_keys=[("game_id", "games", "id")],
+        if_not_exists=True,
+    )
+    db.table("messages").create(
+        {
+            "key": str,
+            "message_id": str,
+            "sender": str,
+            "subject": str,
+            "received_at": str,
+            "handled_at": str,
+            "game_id": int,
+            "outcome": str,
+            "raw": bytes,
+        },
+        pk="key",
+        if_not_exists=True,
+    )
+    db.table("outbox").create(
+        {
+            "id": int,
+            "message_id": str,
+            "game_id": int,
+            "recipients": str,
+            "subject": str,
+            "raw": bytes,
+            "created_at": str,
+            "state": str,
+            "attempts": int,
+            "next_try_at": str,
+            "last_error": str,
+            "sent_at": str,
+        },
+        pk="id",
+        if_not_exists=True,
+    )
+    db.table("mailboxes").create({"name": str, "uidvalidity": int, "last_uid": int}, pk="name", if_not_exists=True)
     db.table("meta").create({"key": str, "value": str}, pk="key", if_not_exists=True)
     db.table("deadline_changes").create(
-        {"id": int, "game_id": int, "phase": int, "old": str, "new": str, "reason": str,
-         "at": str},
-        pk="id", foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
-    )  # fmt: skip
+        {"id": int, "game_id": int, "phase": int, "old": str, "new": str, "reason": str, "at": str},
+        pk="id",
+        foreign_keys=[("game_id", "games", "id")],
+        if_not_exists=True,
+    )
     db.table("signups").create(
         {"game_id": int, "address": str, "joined_at": str},
-        pk=("game_id", "address"), foreign_keys=[("game_id", "games", "id")], if_not_exists=True,
-    )  # fmt: skip
+        pk=("game_id", "address"),
+        foreign_keys=[("game_id", "games", "id")],
+        if_not_exists=True,
+    )
     db.table("players").create({"address": str, "timezone": str}, pk="address", if_not_exists=True)
     db.table("bounces").create(
-        {"id": int, "address": str, "game_id": int, "message_id": str, "status": str,
-         "diagnostic": str, "at": str},
-        pk="id", if_not_exists=True,
-    )  # fmt: skip
+        {"id": int, "address": str, "game_id": int, "message_id": str, "status": str, "diagnostic": str, "at": str},
+        pk="id",
+        if_not_exists=True,
+    )
     # Columns added after the first release: an older games.db gains them.
-    for table, column, kind in (("phases", "reminded_at", str), ("seats", "token", str),
-                                ("games", "seats_wanted", int), ("outbox", "answers", str),
-                                ("outbox", "budget", str), ("outbox", "answer_to", str),
-                                ("games", "turn_seconds", int),
-                                ("games", "decision_seconds", int)):  # fmt: skip
+    for table, column, kind in (
+        ("phases", "reminded_at", str),
+        ("seats", "token", str),
+        ("games", "seats_wanted", int),
+        ("outbox", "answers", str),
+        ("outbox", "budget", str),
+        ("outbox", "answer_to", str),
+        ("games", "turn_seconds", int),
+        ("games", "decision_seconds", int),
+    ):
         if column not in db.table(table).columns_dict:
             db.table(table).add_column(column, kind)
     # What versions before 1 made and later dropped (an early notice flag and
@@ -991,9 +1141,11 @@ def _schema_3(db: sqlite_utils.Database) -> None:
     in words), in place of ``outcome``, one line of both ("refused: line 1: ...")."""
     db.execute("alter table messages add column code text")
     db.execute("alter table messages rename column outcome to detail")
-    db.execute("update messages set "
-               "code = case when instr(detail, ': ') > 0 then substr(detail, 1, instr(detail, ': ') - 1) else detail end, "
-               "detail = case when instr(detail, ': ') > 0 then substr(detail, instr(detail, ': ') + 2) else '' end")  # fmt: skip
+    db.execute(
+        "update messages set "
+        "code = case when instr(detail, ': ') > 0 then substr(detail, 1, instr(detail, ': ') - 1) else detail end, "
+        "detail = case when instr(detail, ': ') > 0 then substr(detail, instr(detail, ': ') + 2) else '' end"
+    )
 
 
 # MIGRATIONS[n] takes a games.db from schema n to n + 1.  To change the

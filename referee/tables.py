@@ -42,8 +42,11 @@ def deadlines(game: GameRow) -> dict[str, timedelta]:
     round_ = game["deadline_seconds"]
     turn = game.get("turn_seconds") or round_
     decision = game.get("decision_seconds") or turn
-    return {"round": timedelta(seconds=round_), "turn": timedelta(seconds=turn),
-            "decision": timedelta(seconds=decision)}  # fmt: skip
+    return {
+        "round": timedelta(seconds=round_),
+        "turn": timedelta(seconds=turn),
+        "decision": timedelta(seconds=decision),
+    }
 
 
 @dataclass
@@ -132,16 +135,33 @@ class Table:
         times = deadlines(row)
         return {
             "format": RECORD_FORMAT,
-            "game": {"id": self.id, "kind": row["kind"], "title": self.rules.title, "name": row["name"],
-                     "options": row["options"], "state": row["state"], "created_at": row["created_at"],
-                     "finished_at": row["finished_at"],
-                     "deadlines": {**{kind: int(length.total_seconds()) for kind, length in times.items()},
-                                   "settle": row["settle_seconds"]}},
-            "players": [{"seat": s["seat"], "name": self.names[s["seat"]], "bot": s["bot_since_phase"] is not None,
-                         "bot_from_phase": s["bot_since_phase"], "left_at": _left_at(s)} for s in self.seats],
+            "game": {
+                "id": self.id,
+                "kind": row["kind"],
+                "title": self.rules.title,
+                "name": row["name"],
+                "options": row["options"],
+                "state": row["state"],
+                "created_at": row["created_at"],
+                "finished_at": row["finished_at"],
+                "deadlines": {
+                    **{kind: int(length.total_seconds()) for kind, length in times.items()},
+                    "settle": row["settle_seconds"],
+                },
+            },
+            "players": [
+                {
+                    "seat": s["seat"],
+                    "name": self.names[s["seat"]],
+                    "bot": s["bot_since_phase"] is not None,
+                    "bot_from_phase": s["bot_since_phase"],
+                    "left_at": _left_at(s),
+                }
+                for s in self.seats
+            ],
             "seed_commitment": row["seed_commitment"],
             "seed": row["seed"],
-        }  # fmt: skip
+        }
 
     def record_phase(self, number: int) -> dict[str, Any]:
         """A resolved phase as the record has it, every move shown: SECRET
@@ -150,12 +170,22 @@ class Table:
         step = self.replay.steps[number - 1]
         moves = self.counted[number]
         return {
-            "number": number, "label": phase["label"], "opened_at": phase["opened_at"],
-            "deadline": phase["deadline"], "resolved_at": phase["resolved_at"],
-            "moves": [{"seat": seat, "move": moves[seat]["move"], "source": moves[seat]["source"],
-                       "received_at": moves[seat]["received_at"]} for seat in sorted(step.moves)],
+            "number": number,
+            "label": phase["label"],
+            "opened_at": phase["opened_at"],
+            "deadline": phase["deadline"],
+            "resolved_at": phase["resolved_at"],
+            "moves": [
+                {
+                    "seat": seat,
+                    "move": moves[seat]["move"],
+                    "source": moves[seat]["source"],
+                    "received_at": moves[seat]["received_at"],
+                }
+                for seat in sorted(step.moves)
+            ],
             "events": step.events,
-        }  # fmt: skip
+        }
 
     def digest(self, number: int | None = None) -> bytes:
         """The record's running digest after resolved phase ``number`` (by
@@ -238,12 +268,13 @@ class Tables:
         records = records + [
             PhaseRecord(
                 number=phase["number"],
-                moves=None if phase["resolved_at"] is None
+                moves=None
+                if phase["resolved_at"] is None
                 else {seat: move["move"] for seat, move in counted[phase["number"]].items()},
                 new_bots=tuple(s["seat"] for s in seats if s["bot_since_phase"] == phase["number"]),
             )
             for phase in phases[kept:]
-        ]  # fmt: skip
+        ]
         table = Table(row, rules, seats, phases, self._replay(row, rules, seats, records), counted, chain)
         return table, records
 

@@ -107,8 +107,7 @@ def mails(engine: Engine, to: str | None = None, after: int = 0) -> list[dict]:
     for row in engine.store.outbox(None):
         if row["id"] > after and (to is None or row["recipients"] == [to]):
             message = email.message_from_bytes(row["raw"], policy=policy.default)
-            found.append({**row, "body": body_of(row["raw"]), "message": message,
-                          "reply_to": str(message["Reply-To"])})  # fmt: skip
+            found.append({**row, "body": body_of(row["raw"]), "message": message, "reply_to": str(message["Reply-To"])})
     return found
 
 
@@ -131,8 +130,10 @@ def join(engine: Engine, kind: str, address: str) -> tuple[int, bool]:
         return engine.seating.join(kind, address)
 
 
-_HEADER_LINE = re.compile(r"[!-9;-~]+:[^\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]*"
-                          r"|[ \t][^\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]*")  # a field, or its fold
+_HEADER_LINE = re.compile(
+    r"[!-9;-~]+:[^\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]*"
+    r"|[ \t][^\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]*"
+)  # a field, or its fold
 
 
 def assert_clean_headers(raw: bytes) -> None:
@@ -185,8 +186,7 @@ def clock() -> FakeClock:
 @pytest.fixture
 def config(tmp_path: Path) -> Config:
     # The core's tests run without reminders and the outage guard; their own tests turn them on.
-    return Config(address="referee@example.org", database=tmp_path / "games.db",
-                  reminder=None, outage_gap=None)
+    return Config(address="referee@example.org", database=tmp_path / "games.db", reminder=None, outage_gap=None)
 
 
 @pytest.fixture
@@ -211,8 +211,14 @@ class Mailbox:
         for row in self.engine.store.outbox():
             if row["id"] > self.seen:
                 message = email.message_from_bytes(row["raw"], policy=policy.default)
-                fresh.append({**row, "to": row["recipients"][0], "body": body_of(row["raw"]),
-                              "reply_to": str(message["Reply-To"])})  # fmt: skip
+                fresh.append(
+                    {
+                        **row,
+                        "to": row["recipients"][0],
+                        "body": body_of(row["raw"]),
+                        "reply_to": str(message["Reply-To"]),
+                    }
+                )
                 self.seen = row["id"]
         self.all += fresh
         return fresh
@@ -226,5 +232,8 @@ def answer(engine: Engine, clock: FakeClock, mail: dict, text: str):
     """Reply to a queued ``mail`` (as Mailbox reads it) as a mail client does:
     to its Reply-To, "Re:" its subject, In-Reply-To its Message-ID."""
     thread = {"In-Reply-To": mail["message_id"], "References": mail["message_id"]}
-    return engine.ingest(make_mail(mail["to"], text, to=mail["reply_to"], headers=thread,
-                                   subject=f"Re: {mail['subject']}", received=clock()))  # fmt: skip
+    return engine.ingest(
+        make_mail(
+            mail["to"], text, to=mail["reply_to"], headers=thread, subject=f"Re: {mail['subject']}", received=clock()
+        )
+    )

@@ -112,14 +112,21 @@ def play(kind: str, seed: int) -> Genuine:
     players = [f"{name}@example.org" for name in NAMES[: seats - bots]]
     clock = FakeClock()
     # The game's seed is drawn from rng when it is made (a key of its own draws nothing before).
-    config = Config(address="referee@example.org", database=Path(":memory:"), reminder=None, outage_gap=None,
-                    secret_key=b"forgery")  # fmt: skip
+    config = Config(
+        address="referee@example.org", database=Path(":memory:"), reminder=None, outage_gap=None, secret_key=b"forgery"
+    )
     engine = Engine(Store(":memory:"), config, clock, rng.randbytes)
     settle = timedelta(minutes=rng.choice((0, 0, 10)))
-    game = engine.new_game(kind, players, bots=bots, options=options, settle=settle,
-                           deadline=timedelta(hours=rng.choice((12, 24))),
-                           turn_deadline=timedelta(hours=rng.choice((2, 6))),
-                           decision_deadline=timedelta(hours=1))  # fmt: skip
+    game = engine.new_game(
+        kind,
+        players,
+        bots=bots,
+        options=options,
+        settle=settle,
+        deadline=timedelta(hours=rng.choice((12, 24))),
+        turn_deadline=timedelta(hours=rng.choice((2, 6))),
+        decision_deadline=timedelta(hours=1),
+    )
     diligence = {seat: rng.choice((0.5, 0.85, 1.0)) for seat in range(len(players))}
     leave_at = rng.randrange(1, 25) if rng.random() < 0.5 else None
     serial = 0
@@ -144,8 +151,9 @@ def play(kind: str, seed: int) -> Genuine:
                 continue
             text = rules.move_text(rng.choice(rules.legal_moves(table.state, seat)))
             serial += 1
-            outcome = engine.ingest(reply(engine, players[seat], text, game=game,
-                                          message_id=f"<forgery-{seed}-{serial}@example.net>"))  # fmt: skip
+            outcome = engine.ingest(
+                reply(engine, players[seat], text, game=game, message_id=f"<forgery-{seed}-{serial}@example.net>")
+            )
             assert outcome.code in ("move", "replaced"), (kind, seed, number, text, outcome)
             clock.advance(seconds=rng.randint(1, 300))
         table = engine.table(game)
@@ -157,8 +165,9 @@ def play(kind: str, seed: int) -> Genuine:
             if seat is not None:
                 text = rules.move_text(rng.choice(rules.legal_moves(table.state, seat)))
                 serial += 1
-                engine.ingest(reply(engine, players[seat], text, game=game,
-                                    message_id=f"<forgery-{seed}-{serial}@example.net>"))  # fmt: skip
+                engine.ingest(
+                    reply(engine, players[seat], text, game=game, message_id=f"<forgery-{seed}-{serial}@example.net>")
+                )
         due = from_iso(still["closes_at"] or still["deadline"])
         clock.now = max(clock.now, due + timedelta(seconds=rng.choice((0, 1, 90))))
         engine.tick()
@@ -205,8 +214,7 @@ class Forger:
         assert forged is not None and forged[0] == genuine, "reforging a genuine record changes it"
         self.scores = forged[1]
 
-    def reforge(self, record: dict[str, Any], start: int = 0, keep: bool = False
-                ) -> tuple[dict[str, Any], Any] | None:  # fmt: skip
+    def reforge(self, record: dict[str, Any], start: int = 0, keep: bool = False) -> tuple[dict[str, Any], Any] | None:
         """The record with its events from phase ``start`` (0-based) on and
         its winner made again, and the final scores; None if the rules
         refuse it.  ``start`` > 0 only when nothing before that phase, nor
@@ -304,8 +312,12 @@ class Change:
             return True
         if path[:1] != ("phases",):
             return False
-        return (len(path) == 1 or path[2:] == ("number",) or path[2:] == ("moves",)
-                or (len(path) == 5 and path[2] == "moves" and path[4] in ("seat", "move")))  # fmt: skip
+        return (
+            len(path) == 1
+            or path[2:] == ("number",)
+            or path[2:] == ("moves",)
+            or (len(path) == 5 and path[2] == "moves" and path[4] in ("seat", "move"))
+        )
 
     def describe(self) -> str:
         if self.op == "set":
@@ -405,8 +417,10 @@ def _values(genuine: Genuine, path: Path_, value: Any, seen: dict[str, list[Any]
         if key == "bot_from_phase":
             values += [0, 1, len(record["phases"])]
         elif key == "left_at":
-            values += [shift(record["phases"][0]["opened_at"], timedelta(seconds=1)),
-                       shift(record["phases"][-1]["opened_at"], timedelta(seconds=1))]  # fmt: skip
+            values += [
+                shift(record["phases"][0]["opened_at"], timedelta(seconds=1)),
+                shift(record["phases"][-1]["opened_at"], timedelta(seconds=1)),
+            ]
         elif key in ("name", "winner"):
             values += [p["name"] for p in record["players"]] + ["mallory"]
         else:
@@ -416,8 +430,9 @@ def _values(genuine: Genuine, path: Path_, value: Any, seen: dict[str, list[Any]
     return values
 
 
-def _texts(genuine: Genuine, path: Path_, value: str, key: str, others: list[Any], pick: random.Random,
-           every_move: bool) -> list[Any]:  # fmt: skip
+def _texts(
+    genuine: Genuine, path: Path_, value: str, key: str, others: list[Any], pick: random.Random, every_move: bool
+) -> list[Any]:
     record = genuine.record
     if path == ("format",):
         return ["referee-record/1", "referee-record/2", "referee-record/4"]
@@ -428,8 +443,11 @@ def _texts(genuine: Genuine, path: Path_, value: str, key: str, others: list[Any
     if path == ("game", "state"):
         return ["running", "open", "abandoned"]
     if key in ("seed", "seed_commitment"):
-        return [value[:-1] + ("0" if value[-1] != "0" else "1"), value.upper(), record["seed_commitment"]
-                if key == "seed" else record["seed"]]  # fmt: skip
+        return [
+            value[:-1] + ("0" if value[-1] != "0" else "1"),
+            value.upper(),
+            record["seed_commitment"] if key == "seed" else record["seed"],
+        ]
     if key == "source" and path[0] == "phases":
         return [source for source in SOURCES if source != value] + ["timeout"]
     if key == "move" and path[0] == "phases":
@@ -449,8 +467,11 @@ def _texts(genuine: Genuine, path: Path_, value: str, key: str, others: list[Any
     return others[:3] + ["x"]
 
 
-_OPTION_VALUES = {"ties": ("discard", "carry"), "reroll": ("pawn", "coin"),
-                  "scoring_colour": ("red", "yellow", "green", "blue")}  # fmt: skip
+_OPTION_VALUES = {
+    "ties": ("discard", "carry"),
+    "reroll": ("pawn", "coin"),
+    "scoring_colour": ("red", "yellow", "green", "blue"),
+}
 
 
 def _other_moves(genuine: Genuine, path: Path_, value: str, pick: random.Random, every_move: bool) -> list[str]:
@@ -546,18 +567,28 @@ def judge(genuine: Genuine, change: Change) -> list[Judged]:
 def _outcome(record: dict[str, Any], scores: Any, forged: dict[str, Any], forged_scores: Any) -> bool:
     """Whether the forged record's replayed outcome differs from the genuine one's."""
     events = [entry["events"] for entry in record["phases"]]
-    return (forged["winner"] != record["winner"] or forged_scores != scores
-            or [entry["events"] for entry in forged["phases"]] != events)  # fmt: skip
+    return (
+        forged["winner"] != record["winner"]
+        or forged_scores != scores
+        or [entry["events"] for entry in forged["phases"]] != events
+    )
 
 
 def _judged(genuine: Genuine, change: Change, variant: dict[str, Any], forged: bool, outcome: bool) -> Judged:
     verdict = verify(variant)
     digests = frozenset((d.label, d.digest) for d in verdict.digests)
     caught = "record" if not verdict.ok else "" if genuine.held <= digests else "digest"
-    return Judged(change, forged, caught, verdict.message, outcome,
-                  allowed=not caught and allowed_uncaught(genuine, change),
-                  exempt=digest_only(genuine, change, variant, forged), digests=digests,
-                  by_last=caught == "record" or not genuine.last <= digests)  # fmt: skip
+    return Judged(
+        change,
+        forged,
+        caught,
+        verdict.message,
+        outcome,
+        allowed=not caught and allowed_uncaught(genuine, change),
+        exempt=digest_only(genuine, change, variant, forged),
+        digests=digests,
+        by_last=caught == "record" or not genuine.last <= digests,
+    )
 
 
 # What docs/design.md names as covered by neither the replay nor any digest,
@@ -567,8 +598,13 @@ def _judged(genuine: Genuine, change: Change, variant: dict[str, Any], forged: b
 # for a seat whose player left).  (The game's finished_at moved later was,
 # until the end's digest.)
 ALLOWED_UNCAUGHT: tuple[tuple[Path_, Callable[[Genuine, Change], bool]], ...] = (
-    (("format",), lambda genuine, change: change.new == "referee-record/2" and all(
-        player["bot_from_phase"] in (None, 0) for player in genuine.record["players"])),
+    (
+        ("format",),
+        lambda genuine, change: (
+            change.new == "referee-record/2"
+            and all(player["bot_from_phase"] in (None, 0) for player in genuine.record["players"])
+        ),
+    ),
 )
 
 

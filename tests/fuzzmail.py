@@ -42,33 +42,116 @@ T = TypeVar("T")
 
 # What broke a mail parser or composer once, here or elsewhere.
 SNIPPETS = [
-    b"\x00", b"\x0b", b"\x0c", b"\x1b", b"\x1c", b"\x1e", b"\x7f", b"\xc2\x85", b"\xe2\x80\xa8",
-    b"\xff\xfe", b"\xed\xa0\x80", b"\r", b"\n", b"\r\n ", b"\r\n\r\n", b"\t",
-    b"=?utf-8?q?=0B=00=1C?=", b"=?utf-8?q?=0BName:?=", b"=?utf-7?q?+2AA-?=",
-    b"=?unicode_escape?q?=5Cud800?=", b"=?utf-8?b?", b"?=", b"=?", b"=?x?q?",
-    b"charset=idna", b"charset=undefined", b'charset="ut\x00f-8"', b"charset=punycode",
-    b"charset=utf-7", b"charset=unicode_escape", b"charset=utf-32", b"charset=\xff",
-    b"<![CDA[", b"<!--", b"<script>", b"&#0;", b"&#x110000;", b"<br", b"<p>",
-    b"boundary=b", b"\r\n--b\r\n", b"\r\n--b--\r\n", b"multipart/mixed; boundary=",
-    b"Content-Type: message/rfc822\r\n", b"Content-Transfer-Encoding: base64\r\n",
-    b"<x@", b"<>", b'"', b"\\", b"(", b")", b"<", b">", b"@", b",", b";", b":",
-    b"Fri, 31 Dec 9999 23:59:59 -1200", b"Mon, 1 Jan 0001 00:00:00 +9999",
-    b"\r\nFrom: eve@evil.example", b"\r\nAuto-Submitted: (c) auto-replied",
-    b"\r\nReferences: <a@b>\x01<c@d>", b"\r\nIn-Reply-To: <x@", b"\r\nTo: referee+@example.org",
-    b"bid 7", b"bid 0", b"bid 99999999999999999999", b"pass", b"pawn", b"HAND", b"RESIGN",
+    b"\x00",
+    b"\x0b",
+    b"\x0c",
+    b"\x1b",
+    b"\x1c",
+    b"\x1e",
+    b"\x7f",
+    b"\xc2\x85",
+    b"\xe2\x80\xa8",
+    b"\xff\xfe",
+    b"\xed\xa0\x80",
+    b"\r",
+    b"\n",
+    b"\r\n ",
+    b"\r\n\r\n",
+    b"\t",
+    b"=?utf-8?q?=0B=00=1C?=",
+    b"=?utf-8?q?=0BName:?=",
+    b"=?utf-7?q?+2AA-?=",
+    b"=?unicode_escape?q?=5Cud800?=",
+    b"=?utf-8?b?",
+    b"?=",
+    b"=?",
+    b"=?x?q?",
+    b"charset=idna",
+    b"charset=undefined",
+    b'charset="ut\x00f-8"',
+    b"charset=punycode",
+    b"charset=utf-7",
+    b"charset=unicode_escape",
+    b"charset=utf-32",
+    b"charset=\xff",
+    b"<![CDA[",
+    b"<!--",
+    b"<script>",
+    b"&#0;",
+    b"&#x110000;",
+    b"<br",
+    b"<p>",
+    b"boundary=b",
+    b"\r\n--b\r\n",
+    b"\r\n--b--\r\n",
+    b"multipart/mixed; boundary=",
+    b"Content-Type: message/rfc822\r\n",
+    b"Content-Transfer-Encoding: base64\r\n",
+    b"<x@",
+    b"<>",
+    b'"',
+    b"\\",
+    b"(",
+    b")",
+    b"<",
+    b">",
+    b"@",
+    b",",
+    b";",
+    b":",
+    b"Fri, 31 Dec 9999 23:59:59 -1200",
+    b"Mon, 1 Jan 0001 00:00:00 +9999",
+    b"\r\nFrom: eve@evil.example",
+    b"\r\nAuto-Submitted: (c) auto-replied",
+    b"\r\nReferences: <a@b>\x01<c@d>",
+    b"\r\nIn-Reply-To: <x@",
+    b"\r\nTo: referee+@example.org",
+    b"bid 7",
+    b"bid 0",
+    b"bid 99999999999999999999",
+    b"pass",
+    b"pawn",
+    b"HAND",
+    b"RESIGN",
     "J\u00fcrgen \U0001f600 \u202e".encode(),
-]  # fmt: skip
+]
 
 # From fields: whoever they name, and the forms a mail provider would not accept.
 FROMS = [
-    "{a}", "Somebody <{a}>", '"{a}" <{a}>', "{a} (comment)", "=?utf-8?q?J=C3=BCrgen?= <{a}>",
-    "J\u00fcrgen <{a}>", "{a} <{s}>", "<{a}> {s}", "=?utf-8?q?{a}?=", "{a}, {s}",
-    "group: {a};", "<>", "", "{s}", "MAILER-DAEMON@example.org", "referee@example.org",
-    "j\u00f6rg@b\u00fccher.example", "{a}\x0b", "a\u2028b@example.org",
-]  # fmt: skip
+    "{a}",
+    "Somebody <{a}>",
+    '"{a}" <{a}>',
+    "{a} (comment)",
+    "=?utf-8?q?J=C3=BCrgen?= <{a}>",
+    "J\u00fcrgen <{a}>",
+    "{a} <{s}>",
+    "<{a}> {s}",
+    "=?utf-8?q?{a}?=",
+    "{a}, {s}",
+    "group: {a};",
+    "<>",
+    "",
+    "{s}",
+    "MAILER-DAEMON@example.org",
+    "referee@example.org",
+    "j\u00f6rg@b\u00fccher.example",
+    "{a}\x0b",
+    "a\u2028b@example.org",
+]
 
-COMMANDS = ["help", "hand", "status", "list", "join bid", "join ice", "leave bid",
-            "timezone Europe/Berlin", "resign", "HELP\nbid 7\nbid 8", ""]  # fmt: skip
+COMMANDS = [
+    "help",
+    "hand",
+    "status",
+    "list",
+    "join bid",
+    "join ice",
+    "leave bid",
+    "timezone Europe/Berlin",
+    "resign",
+    "HELP\nbid 7\nbid 8",
+    "",
+]
 
 
 # -- hostile shapes (issue 29): mail whose reading once took time growing with the square
@@ -108,7 +191,9 @@ TEXT_SHAPES: dict[str, Callable[[int], str]] = {
     "an address attribution that backtracks": lambda n: ("1<" * 150 + "\n  x\n") * n,
     "a verb attribution, never closed": lambda n: ("x wrote " * 37 + "x\n  x\n") * n,
     "attributions wrapped over two lines": lambda n: ("On " + "wrote " * 49 + "\nwrote wrote:\n") * n,
-    "other attributions": lambda n: "Bob writes:\n* Bob [2026-11-21 12:00]:\n21.11.2026 Bob <b@x.org>:\nQuoting Bob:\n" * n,
+    "other attributions": lambda n: (
+        "Bob writes:\n* Bob [2026-11-21 12:00]:\n21.11.2026 Bob <b@x.org>:\nQuoting Bob:\n" * n
+    ),
     "quoted lines": lambda n: ("> " + LOREM + "\n") * n,
     "deep quote marks": lambda n: (">" * n + " bid 7\n") * 3,
     "the prompt indented": lambda n: ATTRIBUTION + "\n" + "\t    bid K\n\n" * n,
@@ -152,8 +237,9 @@ KINDS = ["plain", "flowed", "flowed delsp", "html"]
 _SERIAL = itertools.count()  # each mail its own Message-ID, however often one is made again
 
 
-def hostile_mail(picks: Picks, sender: str, to: str, subject: str,
-                 date: str = "Sat, 21 Nov 2026 12:30:00 +0000") -> bytes:  # fmt: skip
+def hostile_mail(
+    picks: Picks, sender: str, to: str, subject: str, date: str = "Sat, 21 Nov 2026 12:30:00 +0000"
+) -> bytes:
     """A mail from ``sender`` to ``to`` whose body is made of hostile shapes
     (a move perhaps above or below them), as plain, flowed or HTML text, in
     a charset and transfer encoding, perhaps inside MIME (nested, many
@@ -174,17 +260,24 @@ def hostile_part(kind: str, text: str, charset: str = "utf-8", encoding: str = "
     and a transfer ``encoding``."""
     data = text.encode(charset, "replace")
     data = {"8bit": data, "base64": base64.encodebytes(data), "quoted-printable": quopri.encodestring(data)}[encoding]
-    content_type = {"plain": "text/plain", "flowed": "text/plain; format=flowed",
-                    "flowed delsp": "text/plain; format=flowed; delsp=yes", "html": "text/html"}[kind]  # fmt: skip
-    return (f"Content-Type: {content_type}; charset={charset}\r\n"
-            f"Content-Transfer-Encoding: {encoding}\r\n\r\n").encode() + data  # fmt: skip
+    content_type = {
+        "plain": "text/plain",
+        "flowed": "text/plain; format=flowed",
+        "flowed delsp": "text/plain; format=flowed; delsp=yes",
+        "html": "text/html",
+    }[kind]
+    return (
+        f"Content-Type: {content_type}; charset={charset}\r\nContent-Transfer-Encoding: {encoding}\r\n\r\n"
+    ).encode() + data
 
 
 def hostile_head(sender: str, to: str, subject: str, date: str = "Sat, 21 Nov 2026 12:30:00 +0000") -> bytes:
     """An ordinary header section (without its Content-* fields): each its own Message-ID."""
-    return (f"Received: from client.example.net by mx.example.org; {date}\r\n"
-            f"From: {sender}\r\nTo: {to}\r\nSubject: {subject}\r\n"
-            f"Message-ID: <hostile-{next(_SERIAL)}@example.net>\r\nMIME-Version: 1.0\r\n").encode()
+    return (
+        f"Received: from client.example.net by mx.example.org; {date}\r\n"
+        f"From: {sender}\r\nTo: {to}\r\nSubject: {subject}\r\n"
+        f"Message-ID: <hostile-{next(_SERIAL)}@example.net>\r\nMIME-Version: 1.0\r\n"
+    ).encode()
 
 
 def _wrapped(picks: Picks, part: bytes) -> bytes:
@@ -209,17 +302,29 @@ def _wrapped(picks: Picks, part: bytes) -> bytes:
 def _multipart(subtype: str, parts: list[bytes]) -> bytes:
     boundary = f"b{len(parts)}-{sum(map(len, parts))}".encode()
     body = b"".join(b"--" + boundary + b"\r\n" + part + b"\r\n" for part in parts)
-    return (f'Content-Type: multipart/{subtype}; boundary="'.encode() + boundary + b'"\r\n\r\n'
-            + body + b"--" + boundary + b"--\r\n")  # fmt: skip
+    return (
+        f'Content-Type: multipart/{subtype}; boundary="'.encode()
+        + boundary
+        + b'"\r\n\r\n'
+        + body
+        + b"--"
+        + boundary
+        + b"--\r\n"
+    )
 
 
 def _hostile_head(picks: Picks, sender: str, to: str, subject: str, date: str) -> bytes:
     """hostile_head, perhaps with a hostile field, or a hostile subject."""
     n = picks.randint(1, 2000)
-    extra = picks.choice([
-        "", "X-Folded: a" + "\r\n x" * n + "\r\n", "".join(f"X-Fz{i}: {i}\r\n" for i in range(n)),
-        "Auto-Submitted: " + "(" * n + ")" * n + " no\r\n", "References: " + "<a@b> " * n + "\r\n",
-    ])  # fmt: skip
+    extra = picks.choice(
+        [
+            "",
+            "X-Folded: a" + "\r\n x" * n + "\r\n",
+            "".join(f"X-Fz{i}: {i}\r\n" for i in range(n)),
+            "Auto-Submitted: " + "(" * n + ")" * n + " no\r\n",
+            "References: " + "<a@b> " * n + "\r\n",
+        ]
+    )
     subject = picks.choice([subject, subject + " =?utf-8?q?b=C3=A9d?=" * n, "Re: " * n + subject, "bid 7 " * n])
     return hostile_head(sender, to, subject, date) + extra.encode()
 
@@ -266,8 +371,9 @@ class Fuzzer:
         own address to its reply address, as its mail client would; or,
         ``hostile``, a mail of hostile shapes (hostile_mail)."""
         running = [self.engine.table(g["id"]) for g in self.engine.store.games() if g["state"] == "running"]
-        seats = [(table, s["seat"]) for table in running for s in table.seats
-                 if s["address"] and table.human(s["seat"])]  # fmt: skip
+        seats = [
+            (table, s["seat"]) for table in running for s in table.seats if s["address"] and table.human(s["seat"])
+        ]
         if not seats:  # every player resigned
             return self.rng.choice(self.corpus)
         table, seat = self.rng.choice(seats)
@@ -278,21 +384,29 @@ class Fuzzer:
             text = table.rules.move_text(self.rng.choice(legal)) if legal else text
         token, address = table.seats[seat]["token"], table.seats[seat]["address"]
         if hostile:
-            return hostile_mail(self.rng, address, f"referee+{token}@example.org", f"Re: {table.tag(seat)} Your move",
-                                format_datetime(self.engine.clock()))  # fmt: skip
-        return (f"Received: from client.example.net by mx.example.org; "
-                f"{format_datetime(self.engine.clock())}\r\n"
-                f"From: {address}\r\nTo: referee+{token}@example.org\r\n"
-                f"Subject: Re: {table.tag(seat)} Your move\r\nMessage-ID: <seed@example.net>\r\n"
-                f"Content-Type: text/plain; charset=utf-8\r\n\r\n{text}\r\n").encode()  # fmt: skip
+            return hostile_mail(
+                self.rng,
+                address,
+                f"referee+{token}@example.org",
+                f"Re: {table.tag(seat)} Your move",
+                format_datetime(self.engine.clock()),
+            )
+        return (
+            f"Received: from client.example.net by mx.example.org; "
+            f"{format_datetime(self.engine.clock())}\r\n"
+            f"From: {address}\r\nTo: referee+{token}@example.org\r\n"
+            f"Subject: Re: {table.tag(seat)} Your move\r\nMessage-ID: <seed@example.net>\r\n"
+            f"Content-Type: text/plain; charset=utf-8\r\n\r\n{text}\r\n"
+        ).encode()
 
     def _with_new_id(self, raw: bytes) -> bytes:
         """Most mail gets a Message-ID of its own; some keep the seed's (a duplicate)."""
         if self.rng.random() < 0.05:
             return raw
         self.serial += 1
-        return re.sub(rb"(?im)^Message-ID:[^\r\n]*", f"Message-ID: <fuzz-{self.serial}@example.net>".encode(),
-                      raw, count=1)  # fmt: skip
+        return re.sub(
+            rb"(?im)^Message-ID:[^\r\n]*", f"Message-ID: <fuzz-{self.serial}@example.net>".encode(), raw, count=1
+        )
 
     # -- mutations ---------------------------------------------------------------------
 
@@ -348,8 +462,7 @@ class Fuzzer:
             other = self.rng.choice(tokens)
         else:
             other = "".join(self.rng.choice(BASE32) for _ in range(self.rng.choice((0, 15, 16))))
-        return re.sub(rb"(?i)(?<=referee\+)[a-z0-9-]*(?=@)|(?<=\d )[a-z2-7]{16}(?=\])",
-                      lambda _: other.encode(), raw)  # fmt: skip
+        return re.sub(rb"(?i)(?<=referee\+)[a-z0-9-]*(?=@)|(?<=\d )[a-z2-7]{16}(?=\])", lambda _: other.encode(), raw)
 
     def other_from(self, raw: bytes) -> bytes:
         players = [s["address"] for s in self.engine.store.seats(1) if s["address"]] or [STRANGER]
@@ -366,10 +479,18 @@ class Fuzzer:
 
 
 _MUTATION_WEIGHTS: dict[Callable[[Fuzzer, bytes], bytes], int] = {
-    Fuzzer.flip: 6, Fuzzer.insert_bytes: 4, Fuzzer.insert_snippet: 12, Fuzzer.delete: 4,
-    Fuzzer.truncate: 1, Fuzzer.repeat_field: 3, Fuzzer.splice_field: 3, Fuzzer.many_fields: 1,
-    Fuzzer.other_charset: 3, Fuzzer.other_token: 4, Fuzzer.other_from: 5,
-}  # fmt: skip
+    Fuzzer.flip: 6,
+    Fuzzer.insert_bytes: 4,
+    Fuzzer.insert_snippet: 12,
+    Fuzzer.delete: 4,
+    Fuzzer.truncate: 1,
+    Fuzzer.repeat_field: 3,
+    Fuzzer.splice_field: 3,
+    Fuzzer.many_fields: 1,
+    Fuzzer.other_charset: 3,
+    Fuzzer.other_token: 4,
+    Fuzzer.other_from: 5,
+}
 _MUTATIONS, _WEIGHTS = list(_MUTATION_WEIGHTS), list(_MUTATION_WEIGHTS.values())
 
 
@@ -381,8 +502,11 @@ def _head_end(raw: bytes) -> int:
 def _field_lines(raw: bytes) -> list[bytes]:
     """The header section's first lines of fields, each with its line end."""
     head = raw[: _head_end(raw)]
-    return [line if line.endswith(b"\n") else line + b"\r\n"
-            for line in head.splitlines(keepends=True) if line[:1] not in (b" ", b"\t", b"")]  # fmt: skip
+    return [
+        line if line.endswith(b"\n") else line + b"\r\n"
+        for line in head.splitlines(keepends=True)
+        if line[:1] not in (b" ", b"\t", b"")
+    ]
 
 
 def names_a_token(raw: bytes, tokens: set[str]) -> bool:
@@ -423,6 +547,8 @@ def count_game_changes(engine: Engine) -> Callable[[], int]:
     db.execute("insert into game_changes values (0)")
     for table in GAME_TABLES:
         for event in ("insert", "update", "delete"):
-            db.execute(f"create temp trigger if not exists count_{event}_{table} after {event} "
-                       f"on main.{table} begin update game_changes set n = n + 1; end")  # fmt: skip
+            db.execute(
+                f"create temp trigger if not exists count_{event}_{table} after {event} "
+                f"on main.{table} begin update game_changes set n = n + 1; end"
+            )
     return lambda: db.execute("select n from game_changes").fetchone()[0]

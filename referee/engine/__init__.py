@@ -55,6 +55,7 @@ def kept(raw: bytes, max_size: int) -> bytes:
             return raw[: body + KEPT_EXCERPT]
     return raw[:KEPT_HEADER]
 
+
 log = logging.getLogger("referee")
 
 
@@ -116,11 +117,17 @@ class Engine(Rooms):
 
     def _record(self, message: Incoming, now: datetime, outcome: Outcome) -> None:
         self.store.record_message(
-            key=message.key, message_id=message.message_id, sender=message.sender,
-            subject=message.subject, received_at=iso(message.received_at), handled_at=iso(now),
-            game_id=outcome.game_id, code=outcome.code, detail=outcome.detail,
+            key=message.key,
+            message_id=message.message_id,
+            sender=message.sender,
+            subject=message.subject,
+            received_at=iso(message.received_at),
+            handled_at=iso(now),
+            game_id=outcome.game_id,
+            code=outcome.code,
+            detail=outcome.detail,
             raw=kept(message.raw, self.config.max_message_size),
-        )  # fmt: skip
+        )
 
     # -- the keeper's and the runner's entry points --------------------------
 
@@ -176,8 +183,13 @@ class Engine(Rooms):
                 if table.human(seat["seat"]):
                     addresses.setdefault(table.label(seat["seat"]), []).append(table.tag())
         for address, tags in addresses.items():
-            context = {"game": None, "referee": self.config.address, "backup_at": backup_at,
-                       "again": again, "tags": tags}  # fmt: skip
+            context = {
+                "game": None,
+                "referee": self.config.address,
+                "backup_at": backup_at,
+                "again": again,
+                "tags": tags,
+            }
             self.post.mail(None, address, "restored", context)
         return len(addresses)
 

@@ -81,9 +81,14 @@ class Phases:
         if awake - opens > late:
             opens = awake.replace(microsecond=0)  # (a reply received in this second is in it)
         return self.store.add_phase(
-            table.id, len(table.phases) + 1, phase.label, list(phase.movers),
-            phase.sealed, iso(opens), iso(ceil_second(opens + length)),
-        )  # fmt: skip
+            table.id,
+            len(table.phases) + 1,
+            phase.label,
+            list(phase.movers),
+            phase.sealed,
+            iso(opens),
+            iso(ceil_second(opens + length)),
+        )
 
     def _start(self, table: Table, phase: PhaseRow) -> None:
         """Prompt each human mover privately; bots move at once, and so does
@@ -108,22 +113,24 @@ class Phases:
                 self._random_move(table, phase, seat, "bot", now)
         self._note_complete(table.id, phase["number"])
 
-    def _random_move(self, table: Table, phase: PhaseRow, seat: int, source: str,
-                     at: datetime) -> None:  # fmt: skip
+    def _random_move(self, table: Table, phase: PhaseRow, seat: int, source: str, at: datetime) -> None:
         rng = random_move_rng(table.seed, phase["number"], seat)
-        self._record_move(table, phase, seat, table.rules.random_move(table.state, seat, rng),
-                          source, at)  # fmt: skip
+        self._record_move(table, phase, seat, table.rules.random_move(table.state, seat, rng), source, at)
 
-    def _record_move(self, table: Table, phase: PhaseRow, seat: int, move: Any, source: str,
-                     at: datetime) -> None:  # fmt: skip
+    def _record_move(self, table: Table, phase: PhaseRow, seat: int, move: Any, source: str, at: datetime) -> None:
         """A move the referee makes for a seat: random, a bot's, or forced."""
         text = table.rules.move_text(move)
         self.store.add_move(
-            game_id=table.id, phase=phase["number"], seat=seat, move=text, source=source,
-            message_key=None, received_at=iso(at), recorded_at=iso(self.clock()),
-        )  # fmt: skip
-        log.debug("game %d %s: %s move for seat %d: %s", table.id, phase["label"], source,
-                  seat, text)  # fmt: skip
+            game_id=table.id,
+            phase=phase["number"],
+            seat=seat,
+            move=text,
+            source=source,
+            message_key=None,
+            received_at=iso(at),
+            recorded_at=iso(self.clock()),
+        )
+        log.debug("game %d %s: %s move for seat %d: %s", table.id, phase["label"], source, seat, text)
 
     def _note_complete(self, game_id: int, number: int) -> None:
         """When the last owed move is in, fix when the phase closes: when the
@@ -139,8 +146,7 @@ class Phases:
         closes = max(from_iso(move["received_at"]) for move in counted)
         by_mail = any(move["source"] == "mail" for move in counted)
         if phase["sealed"] and by_mail and table.row["settle_seconds"]:
-            closes = min(closes + timedelta(seconds=table.row["settle_seconds"]),
-                         from_iso(phase["deadline"]))  # fmt: skip
+            closes = min(closes + timedelta(seconds=table.row["settle_seconds"]), from_iso(phase["deadline"]))
         self.store.update_phase(game_id, number, closes_at=iso(closes))
 
     @staticmethod
@@ -168,8 +174,11 @@ class Phases:
         table = self.tables.table(table.id)
         after = self._insert(table, resolved)
         table = self.tables.table(table.id)
-        context = {**self.post.context(table), "round": self.post.round_context(table, phase["number"]),
-                   "digest": digest_line(phase["label"], table.digest())}  # fmt: skip
+        context = {
+            **self.post.context(table),
+            "round": self.post.round_context(table, phase["number"]),
+            "digest": digest_line(phase["label"], table.digest()),
+        }
         self.post.announce(table, f"{table.row['kind']}/round", context, news_since=before)
         log.info("game %d %s resolved", table.id, phase["label"])
         if after is None:
@@ -204,9 +213,15 @@ class Phases:
             raise Refusal(Why.MOVED_ALREADY, phase=phase["label"], move=earlier["move"])
         text = table.rules.move_text(move)
         self.store.add_move(
-            game_id=table.id, phase=phase["number"], seat=seat, move=text, source="mail",
-            message_key=message.key, received_at=iso(received), recorded_at=iso(self.clock()),
-        )  # fmt: skip
+            game_id=table.id,
+            phase=phase["number"],
+            seat=seat,
+            move=text,
+            source="mail",
+            message_key=message.key,
+            received_at=iso(received),
+            recorded_at=iso(self.clock()),
+        )
         self._note_complete(table.id, phase["number"])
         table = self.tables.table(table.id)
         # Read out of order, a move the server received before one already
@@ -214,12 +229,13 @@ class Phases:
         counting = table.counted[phase["number"]][seat]
         superseded = counting["move"] if counting["message_key"] != message.key else None
         context = {
-            **self.post.context(table, seat), "move": text,
+            **self.post.context(table, seat),
+            "move": text,
             "replaced": earlier["move"] if earlier and not superseded else None,
             "superseded": superseded,
             "waiting": [table.label(s) for s in table.waiting_for(phase)],
             "settling": not self._due(table.phases[phase["number"] - 1]),
-        }  # fmt: skip
+        }
         log.info("game %d %s: move accepted from seat %d", table.id, phase["label"], seat)
         code = "superseded" if superseded else "replaced" if earlier else "move"
         return code, context
@@ -242,10 +258,19 @@ class Phases:
         waiting = [] if mover else [table.label(s) for s in table.waiting_for(phase)]
         received = message.received_at
         if not meant["closes_at"] and received > from_iso(meant["deadline"]):  # it missed the deadline
-            raise Refusal(Why.LATE_FOR_THREAD, legal=True, received=received, phase=meant["label"],
-                          deadline=meant["deadline"], now=phase["label"], mover=mover, waiting=waiting)  # fmt: skip
-        raise Refusal(Why.THREAD_OVER, legal=True, phase=meant["label"], now=phase["label"], mover=mover,
-                      waiting=waiting)  # fmt: skip
+            raise Refusal(
+                Why.LATE_FOR_THREAD,
+                legal=True,
+                received=received,
+                phase=meant["label"],
+                deadline=meant["deadline"],
+                now=phase["label"],
+                mover=mover,
+                waiting=waiting,
+            )
+        raise Refusal(
+            Why.THREAD_OVER, legal=True, phase=meant["label"], now=phase["label"], mover=mover, waiting=waiting
+        )
 
     def _check_timing(self, table: Table, phase: PhaseRow, seat: int, received: datetime) -> None:
         """Refuse a move the server received outside its phase, or from a seat
@@ -262,4 +287,6 @@ class Phases:
     def check_mover(table: Table, phase: PhaseRow, seat: int) -> None:
         """Refuse a seat that does not move in ``phase``, naming who does."""
         if seat not in phase["movers"]:
-            raise Refusal(Why.NOT_YOUR_MOVE, phase=phase["label"], waiting=[table.label(s) for s in table.waiting_for(phase)])
+            raise Refusal(
+                Why.NOT_YOUR_MOVE, phase=phase["label"], waiting=[table.label(s) for s in table.waiting_for(phase)]
+            )

@@ -70,8 +70,7 @@ class Post:
 
     # -- what templates see ----------------------------------------------------
 
-    def context(self, table: Table, seat: int | None = None,
-                history: bool = False) -> dict[str, Any]:  # fmt: skip
+    def context(self, table: Table, seat: int | None = None, history: bool = False) -> dict[str, Any]:
         """What templates about a game may use.  ``view`` is the seat's own view,
         or the public one when ``seat`` is None.  ``rounds`` (every resolved
         phase) only with ``history``: few mails show it."""
@@ -89,7 +88,7 @@ class Post:
             "phase": phase and {**phase, "left": from_iso(phase["deadline"]) - now},
             "result": result,
             "referee": self.config.address,
-        }  # fmt: skip
+        }
         if history:
             context["rounds"] = [self.round_context(table, s.number) for s in table.replay.steps]
         return context
@@ -97,9 +96,13 @@ class Post:
     def game_info(self, table: Table) -> dict[str, Any]:
         """The game itself, as every mail about it may show it (``game`` in templates)."""
         return {
-            "id": table.id, "kind": table.row["kind"], "title": table.rules.title,
-            "name": table.row["name"], "tag": table.tag(),
-            "state": table.row["state"], "move_word": table.rules.move_word,
+            "id": table.id,
+            "kind": table.row["kind"],
+            "title": table.rules.title,
+            "name": table.row["name"],
+            "tag": table.tag(),
+            "state": table.row["state"],
+            "move_word": table.rules.move_word,
             "example": table.rules.example or f"{table.rules.move_word} 7",
             "seed_commitment": table.row["seed_commitment"],
             "seed": table.row["seed"] if table.row["state"] == "finished" else None,
@@ -108,7 +111,7 @@ class Post:
             "options": table.row["options"],
             # where the site publishes the game's rules and rulings, when its address is known
             "rules_url": self.config.site_url and f"{self.config.site_url}/{rules_page(table.row['kind'])}",
-        }  # fmt: skip
+        }
 
     def round_context(self, table: Table, number: int) -> dict[str, Any]:
         """One resolved phase, from the record alone (so it replays exactly).
@@ -130,13 +133,16 @@ class Post:
         """The moves a seat can make now, as text for its private mail: the
         first few (``more_legal`` says whether there are others)."""
         moves = table.rules.legal_moves(table.state, seat)
-        return {"legal": [table.rules.move_text(m) for m in moves[:_MAX_LEGAL_SHOWN]],
-                "more_legal": len(moves) > _MAX_LEGAL_SHOWN}  # fmt: skip
+        return {
+            "legal": [table.rules.move_text(m) for m in moves[:_MAX_LEGAL_SHOWN]],
+            "more_legal": len(moves) > _MAX_LEGAL_SHOWN,
+        }
 
     # -- sending ---------------------------------------------------------------
 
-    def announce(self, table: Table, template: str, context: dict[str, Any],
-                 news_since: Any = NO_NEWS, leavers: bool = False) -> None:  # fmt: skip
+    def announce(
+        self, table: Table, template: str, context: dict[str, Any], news_since: Any = NO_NEWS, leavers: bool = False
+    ) -> None:
         """A public mail to every person still playing: one copy each, so each
         copy can carry that player's own reply address; with ``leavers``, to
         those who left the game too.  With ``news_since`` (the state before
@@ -147,12 +153,10 @@ class Post:
         view, made only if the template reads it)."""
         for seat in range(len(table.seats)):
             if table.human(seat) or (leavers and table.seats[seat]["address"] is not None):
-                news = (None if news_since is NO_NEWS
-                        else table.rules.private_news(news_since, table.state, seat))  # fmt: skip
+                news = None if news_since is NO_NEWS else table.rules.private_news(news_since, table.state, seat)
                 self.send(table, seat, template, {**context, "news": news, "mine": OwnView(table, seat)})
 
-    def send(self, table: Table, seat: int, template: str, context: dict[str, Any],
-             **headers: Any) -> None:  # fmt: skip
+    def send(self, table: Table, seat: int, template: str, context: dict[str, Any], **headers: Any) -> None:
         """A mail to a seat: its subject tag and Reply-To carry the seat's
         token, its Message-ID the phase open now (see tokens.phase_tag): a
         prompt's, a receipt's (the reply goes before the phase is settled), or
@@ -160,13 +164,29 @@ class Post:
         token = table.seats[seat]["token"]
         context = {**context, "game": {**context["game"], "tag": table.tag(seat)}}
         phase = table.open_phase
-        self.mail(table.id, table.label(seat), template, context,
-                  **{"reply_to": token_address(self.config.address, token),
-                     "id_tag": phase_tag(table.id, phase["number"] if phase else None), **headers})  # fmt: skip
+        self.mail(
+            table.id,
+            table.label(seat),
+            template,
+            context,
+            **{
+                "reply_to": token_address(self.config.address, token),
+                "id_tag": phase_tag(table.id, phase["number"] if phase else None),
+                **headers,
+            },
+        )
 
-    def mail(self, game_id: int | None, to: str, template: str, context: dict[str, Any],
-             answers: str | None = None, budget: limits.Budget = "player", origin: str = UNKNOWN,
-             **headers: Any) -> bool:  # fmt: skip
+    def mail(
+        self,
+        game_id: int | None,
+        to: str,
+        template: str,
+        context: dict[str, Any],
+        answers: str | None = None,
+        budget: limits.Budget = "player",
+        origin: str = UNKNOWN,
+        **headers: Any,
+    ) -> bool:
         """Render and queue one mail to ``to``, showing times in their zone too.
 
         ``answers`` is the key of the message this mail answers; it spends
@@ -182,28 +202,59 @@ class Post:
             if decision != "send":
                 log.info("not answering %s: over its %s answers for the hour", to, budget)
                 if decision == "notify":
-                    context = {"game": context.get("game"), "referee": self.config.address, "budget": budget,
-                               "resumes": limits.resumes_at(self.store, to, budget, now, origin)}  # fmt: skip
-                    self._queue(game_id, to, "over-limit", context, now, answers, limits.over_limit(budget),
-                                {k: v for k, v in headers.items() if k in ("reply_to", "id_tag")}, origin)
+                    context = {
+                        "game": context.get("game"),
+                        "referee": self.config.address,
+                        "budget": budget,
+                        "resumes": limits.resumes_at(self.store, to, budget, now, origin),
+                    }
+                    self._queue(
+                        game_id,
+                        to,
+                        "over-limit",
+                        context,
+                        now,
+                        answers,
+                        limits.over_limit(budget),
+                        {k: v for k, v in headers.items() if k in ("reply_to", "id_tag")},
+                        origin,
+                    )
                 return False
         self._queue(game_id, to, template, context, now, answers, budget if answers else None, headers, origin)
         return True
 
-    def _queue(self, game_id: int | None, to: str, template: str, context: dict[str, Any], now: datetime,
-               answers: str | None, budget: str | None, headers: dict[str, Any],
-               origin: str = UNKNOWN) -> None:  # fmt: skip
+    def _queue(
+        self,
+        game_id: int | None,
+        to: str,
+        template: str,
+        context: dict[str, Any],
+        now: datetime,
+        answers: str | None,
+        budget: str | None,
+        headers: dict[str, Any],
+        origin: str = UNKNOWN,
+    ) -> None:
         context = {**context, "timezone": self.store.timezone(to)}
         subject, body = self.composer.render(template, **context)
         message_id = self._message_id(to, template, answers, headers.pop("id_tag", None))
         # Dated when it is written, even if it answers a mail read late.
-        message_id, raw = self.composer.message(to=[to], subject=subject, body=body, now=self.clock.real(),
-                                                message_id=message_id, **headers)  # fmt: skip
-        self.store.queue_mail(message_id=message_id, game_id=game_id, recipients=[to],
-                              state="restored" if self.sent_before and self.sent_before(message_id) else "queued",
-                              subject=subject, raw=raw, created_at=iso(now), answers=answers,
-                              budget=budget, answer_to=limits.normalised(to) if budget else None,
-                              answer_from=origin if budget else None)  # fmt: skip
+        message_id, raw = self.composer.message(
+            to=[to], subject=subject, body=body, now=self.clock.real(), message_id=message_id, **headers
+        )
+        self.store.queue_mail(
+            message_id=message_id,
+            game_id=game_id,
+            recipients=[to],
+            state="restored" if self.sent_before and self.sent_before(message_id) else "queued",
+            subject=subject,
+            raw=raw,
+            created_at=iso(now),
+            answers=answers,
+            budget=budget,
+            answer_to=limits.normalised(to) if budget else None,
+            answer_from=origin if budget else None,
+        )
 
     def _message_id(self, to: str, template: str, answers: str | None, id_tag: str | None) -> str:
         """A Message-ID that the same mail always gets: a keyed digest of
@@ -215,7 +266,9 @@ class Post:
         word differs ("in 2 days" said a minute later); the key keeps them
         unguessable."""
         covered = "\0".join((to.lower(), template, answers or "", id_tag or ""))
-        digest = hmac.new(self.key, b"message-id\0" + covered.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:24]
+        digest = hmac.new(
+            self.key, b"message-id\0" + covered.encode("utf-8", "surrogatepass"), hashlib.sha256
+        ).hexdigest()[:24]
         tag = f".{id_tag}" if id_tag else ""
         message_id, copy = f"<{digest}{tag}@{self.config.domain}>", 1
         while self.store.sent_by_id(message_id) is not None:

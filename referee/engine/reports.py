@@ -22,16 +22,28 @@ class Reports:
         """Games open for sign-up and running games, as LIST tells anyone
         (how many have signed up, never who)."""
         open_games = [
-            {"id": g["id"], "kind": g["kind"], "title": get_game(g["kind"]).title,
-             "signed": len(self.store.signups(g["id"])), "wanted": g["seats_wanted"]}
-            for g in self.store.games("open") if game_id is None or g["id"] == game_id
-        ]  # fmt: skip
+            {
+                "id": g["id"],
+                "kind": g["kind"],
+                "title": get_game(g["kind"]).title,
+                "signed": len(self.store.signups(g["id"])),
+                "wanted": g["seats_wanted"],
+            }
+            for g in self.store.games("open")
+            if game_id is None or g["id"] == game_id
+        ]
         running = []
         for game in self.store.games("running") if game_id is None else []:
             phase = self.store.phases(game["id"])[-1]
-            running.append({"id": game["id"], "title": get_game(game["kind"]).title,
-                            "name": game["name"], "phase": phase["label"],
-                            "deadline": phase["deadline"]})  # fmt: skip
+            running.append(
+                {
+                    "id": game["id"],
+                    "title": get_game(game["kind"]).title,
+                    "name": game["name"],
+                    "phase": phase["label"],
+                    "deadline": phase["deadline"],
+                }
+            )
         return {"open": open_games, "running": running}
 
     def status(self, game_id: int) -> dict[str, Any]:
@@ -49,15 +61,21 @@ class Reports:
             "kind": table.row["kind"],
             "name": table.row["name"],
             "state": table.row["state"],
-            "phase": phase and {
+            "phase": phase
+            and {
                 "number": phase["number"],
                 "label": phase["label"],
                 "deadline": phase["deadline"],
                 "waiting_for": [table.label(s) for s in table.waiting_for(phase)],
             },
             "players": [
-                {"seat": s["seat"], "address": s["address"], "score": None if standing is None else standing[s["seat"]],
-                 "bot": bool(s["bot"]), "bounces": self._bounces(s["address"])}
+                {
+                    "seat": s["seat"],
+                    "address": s["address"],
+                    "score": None if standing is None else standing[s["seat"]],
+                    "bot": bool(s["bot"]),
+                    "bounces": self._bounces(s["address"]),
+                }
                 for s in table.seats
             ],
             "winner": table.label(result.winner) if result and result.winner is not None else None,
@@ -73,20 +91,36 @@ class Reports:
                 {"to": m["recipients"], "subject": m["subject"], "error": m["last_error"]}
                 for m in self.store.outbox("failed", game_id=table.id)
             ],
-        }  # fmt: skip
+        }
 
     def _signup_status(self, row: GameRow) -> dict[str, Any]:
         """A game open for sign-up: who has joined so far."""
         signups = self.store.signups(row["id"])
         return {
-            "id": row["id"], "kind": row["kind"], "name": row["name"], "state": "open",
-            "phase": None, "seats_wanted": row["seats_wanted"],
-            "players": [{"seat": None, "address": s["address"], "score": None, "bot": False,
-                         "bounces": self._bounces(s["address"])} for s in signups],
-            "winner": None, "seed_commitment": row["seed_commitment"], "seed": None,
-            "created_at": row["created_at"], "finished_at": None,
-            "deadline_changes": [], "undelivered": [],
-        }  # fmt: skip
+            "id": row["id"],
+            "kind": row["kind"],
+            "name": row["name"],
+            "state": "open",
+            "phase": None,
+            "seats_wanted": row["seats_wanted"],
+            "players": [
+                {
+                    "seat": None,
+                    "address": s["address"],
+                    "score": None,
+                    "bot": False,
+                    "bounces": self._bounces(s["address"]),
+                }
+                for s in signups
+            ],
+            "winner": None,
+            "seed_commitment": row["seed_commitment"],
+            "seed": None,
+            "created_at": row["created_at"],
+            "finished_at": None,
+            "deadline_changes": [],
+            "undelivered": [],
+        }
 
     def _bounces(self, address: str | None) -> list[dict[str, str]]:
         """Delivery failures of the referee's mail to a player, from their bounces."""

@@ -87,12 +87,15 @@ class Seating:
             raise EngineError("--bots cannot be negative")
         seats = len(addresses) + bots
         if not rules.min_seats <= seats <= rules.max_seats:
-            raise EngineError(
-                f"{rules.title} needs {rules.seat_range} seats (players + bots), not {seats}"
-            )
+            raise EngineError(f"{rules.title} needs {rules.seat_range} seats (players + bots), not {seats}")
 
-    def _deadlines(self, rules: Game, deadline: timedelta | None = None, turn: timedelta | None = None,
-                   decision: timedelta | None = None) -> dict[str, timedelta]:  # fmt: skip
+    def _deadlines(
+        self,
+        rules: Game,
+        deadline: timedelta | None = None,
+        turn: timedelta | None = None,
+        decision: timedelta | None = None,
+    ) -> dict[str, timedelta]:
         """A new game's deadline per kind of phase (see Phase.timer), from the
         keeper's choices, else the config's defaults, else the game's own
         (Game.deadlines: Bluff's turns are many and short)."""
@@ -106,19 +109,33 @@ class Seating:
                 raise EngineError(f"the {'' if kind == 'round' else kind + ' '}deadline must be at least 1 second")
         return deadlines
 
-    def _create(self, kind: str, options: dict[str, Any], deadlines: dict[str, timedelta],
-                settle: timedelta, name: str | None, state: str, seats_wanted: int | None = None,
-                seed: bytes | None = None) -> int:  # fmt: skip
+    def _create(
+        self,
+        kind: str,
+        options: dict[str, Any],
+        deadlines: dict[str, timedelta],
+        settle: timedelta,
+        name: str | None,
+        state: str,
+        seats_wanted: int | None = None,
+        seed: bytes | None = None,
+    ) -> int:
         seed = seed or self.seeds(32)
         return self.store.create_game(
-            kind=kind, name=name, options=options, seed=seed.hex(),
-            seed_commitment=commitment(seed), state=state,
+            kind=kind,
+            name=name,
+            options=options,
+            seed=seed.hex(),
+            seed_commitment=commitment(seed),
+            state=state,
             deadline_seconds=int(deadlines["round"].total_seconds()),
             turn_seconds=int(deadlines["turn"].total_seconds()),
             decision_seconds=int(deadlines["decision"].total_seconds()),
             settle_seconds=int(settle.total_seconds()),
-            created_at=iso(self.clock()), finished_at=None, seats_wanted=seats_wanted,
-        )  # fmt: skip
+            created_at=iso(self.clock()),
+            finished_at=None,
+            seats_wanted=seats_wanted,
+        )
 
     def _begin(self, game_id: int, addresses: list[str], bots: int = 0) -> None:
         """Seat the players, announce the game, open its first phase."""
@@ -151,11 +168,15 @@ class Seating:
             game_id, wanted = game["id"], _seats_wanted(game)
         else:
             rules = get_game(kind)
-            seed = None if message_key is None else hmac.new(self.key, f"seed\0{message_key}".encode(),
-                                                                hashlib.sha256).digest()  # fmt: skip
+            seed = (
+                None
+                if message_key is None
+                else hmac.new(self.key, f"seed\0{message_key}".encode(), hashlib.sha256).digest()
+            )
             wanted = rules.max_seats
-            game_id = self._create(kind, rules.check_options({}), self._deadlines(rules),
-                                   self.config.settle, None, "open", wanted, seed)  # fmt: skip
+            game_id = self._create(
+                kind, rules.check_options({}), self._deadlines(rules), self.config.settle, None, "open", wanted, seed
+            )
         signed = [s["address"] for s in self.store.signups(game_id)]
         if address in signed:
             raise Refusal(Why.SIGNED_ALREADY, game=game_id, more=wanted - len(signed))

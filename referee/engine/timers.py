@@ -114,29 +114,38 @@ class Timers:
                     done.append(self._extend_after_outage(table, phase, last, now))
         return done
 
-    def _missed_in_outage(self, table: Table, phase: PhaseRow, last_run: datetime,
-                          now: datetime) -> bool:  # fmt: skip
+    def _missed_in_outage(self, table: Table, phase: PhaseRow, last_run: datetime, now: datetime) -> bool:
         """Whether the referee was down past this phase's deadline (longer than
         the configured gap), with moves still owed: then nobody gets a random
         move for a deadline the referee slept through."""
         gap = self.config.outage_gap
         deadline = from_iso(phase["deadline"])
-        return (gap is not None and now - last_run > gap and last_run < deadline <= now
-                and bool(table.waiting_for(phase)))  # fmt: skip
+        return (
+            gap is not None and now - last_run > gap and last_run < deadline <= now and bool(table.waiting_for(phase))
+        )
 
-    def _extend_after_outage(self, table: Table, phase: PhaseRow, last_run: datetime,
-                             now: datetime) -> str:  # fmt: skip
+    def _extend_after_outage(self, table: Table, phase: PhaseRow, last_run: datetime, now: datetime) -> str:
         new = iso(now + self.config.outage_grace)
         reason = f"the referee did not run from {iso(last_run)} to {iso(now)}"
         self.store.change_deadline(table.id, phase["number"], new, reason, iso(now))
         # The notice below tells everyone the new deadline: it is the reminder too.
         self.store.update_phase(table.id, phase["number"], reminded_at=iso(now))
         table = self.tables.table(table.id)
-        context = {**self.post.context(table), "old_deadline": phase["deadline"],
-                   "down_from": iso(last_run), "down_to": iso(now)}  # fmt: skip
+        context = {
+            **self.post.context(table),
+            "old_deadline": phase["deadline"],
+            "down_from": iso(last_run),
+            "down_to": iso(now),
+        }
         self.post.announce(table, "extended", context)
-        log.warning("game %d %s: %s, past its deadline %s; deadline moved to %s", table.id,
-                    phase["label"], reason, phase["deadline"], new)  # fmt: skip
+        log.warning(
+            "game %d %s: %s, past its deadline %s; deadline moved to %s",
+            table.id,
+            phase["label"],
+            reason,
+            phase["deadline"],
+            new,
+        )
         return f"extended game {table.id} {phase['label']} to {new}: {reason}"
 
     # -- reminders ---------------------------------------------------------

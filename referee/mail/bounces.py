@@ -45,8 +45,9 @@ def delivery_failures(message: Incoming) -> list[Failure]:
         recipient = _field(fields, "Final-Recipient") or _field(fields, "Original-Recipient")
         address = recipient.partition(";")[2].strip().strip("<>").lower()
         if action == "failed" and "@" in address:
-            failures.append(Failure(address, _field(fields, "Status"),
-                                    _field(fields, "Diagnostic-Code")[:200], message_id))  # fmt: skip
+            failures.append(
+                Failure(address, _field(fields, "Status"), _field(fields, "Diagnostic-Code")[:200], message_id)
+            )
     return failures
 
 
@@ -67,7 +68,9 @@ def _original_id(part: Message | None) -> str | None:
     if part is None:
         return None
     payload = part.get_payload()
-    if isinstance(payload, list) and payload and isinstance(payload[0], Message):  # message/rfc822: the returned message
+    if (
+        isinstance(payload, list) and payload and isinstance(payload[0], Message)
+    ):  # message/rfc822: the returned message
         headers = payload[0]
     else:  # text/rfc822-headers
         text = payload if isinstance(payload, str) else ""

@@ -45,16 +45,19 @@ _INDENT = re.compile(r"^(\t|  )")  # mailx and s-nail quote with a TAB, Emacs' m
 _MOST_LINES = 5000  # of a mail's text are looked at: a reply quoting a long mail has a few hundred
 _LONG_INDENT = 4  # indented lines in a run that make it a quote with no attribution: nobody indents a letter
 _ECHOED = 2  # lines of the referee's own mail that make a run of lines a quote of it
-_WROTE = (r"wrote|writes|schrieb|schreibt|a écrit|écrit|escribió|escribio|ha scritto|scrive|schreef"
-          r"|skrev|escreveu|kirjoitti|napsal\(a\)|napsal|napisał\(a\)|napisał|pisze|napisala|написал\(а\)"
-          r"|написал|написала|пишет|yazdı|έγραψε")  # fmt: skip
+_WROTE = (
+    r"wrote|writes|schrieb|schreibt|a écrit|écrit|escribió|escribio|ha scritto|scrive|schreef"
+    r"|skrev|escreveu|kirjoitti|napsal\(a\)|napsal|napisał\(a\)|napisał|pisze|napisala|написал\(а\)"
+    r"|написал|написала|пишет|yazdı|έγραψε"
+)
 # Attributions, every one a line that ends in ":", each read by what stands
 # at its start and its end (see _attribution_line), never by a pattern that
 # could backtrack over the line:
 # "On <date>, <name> wrote:" above a quote, in the languages players write in
 _ON = re.compile(r"(on|am|le|el|il|op|den|em|w dniu|dne)\b", re.IGNORECASE)
-_ON_WROTE = re.compile(r"\b(wrote|schrieb|a écrit|escribió|ha scritto|schreef|skrev|escreveu|pisze|napisał|napsal)\b",
-                       re.IGNORECASE)  # fmt: skip
+_ON_WROTE = re.compile(
+    r"\b(wrote|schrieb|a écrit|escribió|ha scritto|schreef|skrev|escreveu|pisze|napisał|napsal)\b", re.IGNORECASE
+)
 # Any other client's: "<name> writes:" (the verb among the last four words), "Quoting <name>:",
 # "* <name> [<date>]:", "In message <id>, <name> writes:"
 _WROTE_AT_END = re.compile(rf"\b({_WROTE})\Z", re.IGNORECASE)
@@ -75,14 +78,18 @@ _ORIGINAL = re.compile(
     r"|исходное сообщение|eredeti üzenet|forwarded message|weitergeleitete nachricht|message transféré"
     r"|mensaje reenviado)\b|begin forwarded message:|_{10,}$"
     r"|\*?(from|von|de|van|da|från|fra|od|от|від|kimden|feladó|από|de la|dari|nuo|šalje|từ|差出人|发件人|寄件者"
-    r"|보낸 사람)\s?:\*?\s)", re.I)  # fmt: skip
+    r"|보낸 사람)\s?:\*?\s)",
+    re.I,
+)
 _SIGNATURE = re.compile(r"^(--|_{2,})\s*$")  # "-- " (RFC 3676), "--", and "__"; flush left, never quoted
 # What phones and webmail sign with, unasked
 _DEVICE_SIGNATURE = re.compile(
     r"^(sent from (my )?\w|sent with \w|sent via \w|sent using \w|get outlook for|von meinem \w+ gesendet"
     r"|gesendet von meinem|gesendet mit|envoyé de mon|envoyé depuis|enviado desde mi|enviado do meu|enviado de meu"
     r"|inviato da|inviato dal|verzonden vanaf|verstuurd vanaf|skickat från|sendt fra|lähetetty|wysłane z"
-    r"|odesláno z|отправлено с|\S*から送信|发自我的|從我的)", re.I)  # fmt: skip
+    r"|odesláno z|отправлено с|\S*から送信|发自我的|從我的)",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -128,8 +135,9 @@ def without_tags(subject: str) -> str:
     return " ".join(_ANY_TAG.sub(" ", _REPLY_PREFIX.sub("", subject)).split())
 
 
-def command_lines(message: Incoming, answered: Collection[str] = (),
-                  answered_subject: Callable[[], str] = str) -> list[str]:  # fmt: skip
+def command_lines(
+    message: Incoming, answered: Collection[str] = (), answered_subject: Callable[[], str] = str
+) -> list[str]:
     """The lines to read as commands, at most MAX_LINES + 1 (so a caller can
     tell the mail was longer): the player's own lines, else the subject,
     unless it is only the subject of the referee's mail answered (a reply
@@ -239,10 +247,15 @@ def _copies(lines: list[str], quoted: list[bool], answered: _Answered) -> None:
     """Mark each line that is the answered mail's own, indent and all, next
     (past blank lines) to another that is its neighbour there too; then a
     line of the mail's words between two such lines (its indent lost)."""
-    copied = [i for i, line in enumerate(lines)
-              if line.strip() and not quoted[i] and not _SIGNATURE.match(line) and answered.repeats(line)]  # fmt: skip
+    copied = [
+        i
+        for i, line in enumerate(lines)
+        if line.strip() and not quoted[i] and not _SIGNATURE.match(line) and answered.repeats(line)
+    ]
     for before, after in itertools.pairwise(copied):
-        if all(not lines[i].strip() for i in range(before + 1, after)) and answered.follows(lines[before], lines[after]):
+        if all(not lines[i].strip() for i in range(before + 1, after)) and answered.follows(
+            lines[before], lines[after]
+        ):
             quoted[before] = quoted[after] = True
     text = [i for i, line in enumerate(lines) if line.strip()]
     for before, at, after in zip(text, text[1:], text[2:]):
@@ -288,7 +301,7 @@ def _attribution_line(line: str) -> bool:
 
 
 def _on_wrote(line: str) -> bool:
-    """"On <date>, <name> wrote:": an opener, then a verb, with no ":" after it but the last."""
+    """ "On <date>, <name> wrote:": an opener, then a verb, with no ":" after it but the last."""
     opener = _ON.match(line)
     if not opener or not line.endswith(":"):
         return False
@@ -303,7 +316,7 @@ def _before_colon(line: str) -> str:
 
 
 def _name_writes(line: str) -> bool:
-    """"<name> writes:", "Bob wrote on Friday:": a verb, then at most three words."""
+    """ "<name> writes:", "Bob wrote on Friday:": a verb, then at most three words."""
     text = _before_colon(line)
     if not text or text[-1].isspace():
         return False
@@ -312,12 +325,12 @@ def _name_writes(line: str) -> bool:
 
 
 def _quoting(line: str) -> bool:
-    """"Quoting <name>:", in the languages players write in."""
+    """ "Quoting <name>:", in the languages players write in."""
     return bool(_QUOTING.match(line))
 
 
 def _starred(line: str) -> bool:
-    """"* <name> [<date>]:" (mutt's, and slrn's): a "[...]" that holds a digit, last."""
+    """ "* <name> [<date>]:" (mutt's, and slrn's): a "[...]" that holds a digit, last."""
     text = _before_colon(line)
     if len(text) < 3 or text[0] != "*" or not text[1].isspace() or text[-1] != "]":
         return False
@@ -327,7 +340,7 @@ def _starred(line: str) -> bool:
 
 
 def _addressed(line: str) -> bool:
-    """"<date> <name> <address>:", Gmail's without a verb: a digit, then the address last."""
+    """ "<date> <name> <address>:", Gmail's without a verb: a digit, then the address last."""
     text = _before_colon(line)
     text = text.removesuffix(")")
     if not text.endswith(">"):

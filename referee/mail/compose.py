@@ -64,8 +64,12 @@ def as_bytes(mail: Message) -> bytes:
     cost: a header whose line is short, printable ASCII is written as it is
     (what compat32's folding would give it, through about thirty calls), and
     only the others are folded by the library.  For a single-part mail."""
-    lines = [f"{name}: {value}\r\n".encode() if _plain(name, value) or _utf8_address(name, value)
-             else _SMTP.fold_binary(name, value) for name, value in mail.raw_items()]  # fmt: skip
+    lines = [
+        f"{name}: {value}\r\n".encode()
+        if _plain(name, value) or _utf8_address(name, value)
+        else _SMTP.fold_binary(name, value)
+        for name, value in mail.raw_items()
+    ]
     lines.append(b"\r\n")
     payload = mail.get_payload()
     if not isinstance(payload, str):
@@ -81,8 +85,14 @@ def _utf8_address(name: str, value: Any) -> bool:
 
 
 def _plain(name: str, value: Any) -> bool:
-    return (isinstance(value, str) and value.isascii() and value.isprintable() and len(name) + len(value) <= 74
-            and value == value.strip() and "  " not in value)  # fmt: skip
+    return (
+        isinstance(value, str)
+        and value.isascii()
+        and value.isprintable()
+        and len(name) + len(value) <= 74
+        and value == value.strip()
+        and "  " not in value
+    )
 
 
 REFUSALS = "mail/refusals.txt.j2"  # the wording of every Refusal, a macro per code

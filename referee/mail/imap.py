@@ -56,8 +56,7 @@ def internaldate(text: str) -> datetime:
 
 
 class ImapSource:
-    def __init__(self, server: Server, store: Store, timeout: float = 30.0,
-                 ssl_context: ssl.SSLContext | None = None):  # fmt: skip
+    def __init__(self, server: Server, store: Store, timeout: float = 30.0, ssl_context: ssl.SSLContext | None = None):
         self.server, self.store, self.timeout = server, store, timeout
         self.ssl_context = ssl_context or ssl.create_default_context()
         self.client: aioimaplib.IMAP4 | None = None
@@ -86,8 +85,9 @@ class ImapSource:
             return await self._fetch_uids(client, uids)
         finally:
             if self.client is client and client is not None:  # else the next call starts afresh
-                selected = await self._command(client.select(self.server.mailbox),
-                                               f"SELECT {self.server.mailbox}", settings=True)  # fmt: skip
+                selected = await self._command(
+                    client.select(self.server.mailbox), f"SELECT {self.server.mailbox}", settings=True
+                )
                 if _uidvalidity(selected.lines) != self.uidvalidity:
                     self._forget()  # its UIDs are not the ones the store knows: start afresh
 
@@ -96,9 +96,7 @@ class ImapSource:
         messages = []
         for start in range(0, len(uids), BATCH):
             batch = ",".join(str(uid) for uid in uids[start : start + BATCH])
-            reply = await self._command(
-                client.uid("fetch", batch, "(UID INTERNALDATE BODY.PEEK[])"), "FETCH"
-            )
+            reply = await self._command(client.uid("fetch", batch, "(UID INTERNALDATE BODY.PEEK[])"), "FETCH")
             messages += _fetched(reply.lines)
         return sorted(messages, key=lambda m: int(m.ref))
 
@@ -188,9 +186,13 @@ class ImapSource:
             # Plain IMAP4 with an ssl_context is implicit TLS; IMAP4_SSL would
             # drop conn_lost_cb, which reconnecting depends on.
             implicit_tls = self.ssl_context if server.security == "tls" else None
-            client = aioimaplib.IMAP4(server.host, server.port, timeout=self.timeout,
-                                      conn_lost_cb=lambda error: self._lost(made, error),
-                                      ssl_context=implicit_tls)  # fmt: skip
+            client = aioimaplib.IMAP4(
+                server.host,
+                server.port,
+                timeout=self.timeout,
+                conn_lost_cb=lambda error: self._lost(made, error),
+                ssl_context=implicit_tls,
+            )
             made.append(client)
             self._connecting = client
             await self._unless_lost(client.wait_hello_from_server())
@@ -203,15 +205,15 @@ class ImapSource:
             if isinstance(error, SourceError):  # (STARTTLS refused: it says so itself)
                 raise
             if tls_refused(error):
-                raise SourceRefused(f"{where}: cannot connect ({_reason(error)}): "
-                                    f"check security = \"{server.security}\" and the port") from None  # fmt: skip
+                raise SourceRefused(
+                    f'{where}: cannot connect ({_reason(error)}): check security = "{server.security}" and the port'
+                ) from None
             if isinstance(error, (OSError, asyncio.TimeoutError, aioimaplib.Abort)):
                 raise SourceError(f"{where}: cannot connect ({_reason(error)})") from None
             raise
         try:
             await self._command(client.login(server.username, server.password), "LOGIN", settings=True)
-            selected = await self._command(client.select(server.mailbox), f"SELECT {server.mailbox}",
-                                           settings=True)  # fmt: skip
+            selected = await self._command(client.select(server.mailbox), f"SELECT {server.mailbox}", settings=True)
             for folder in (server.processed, server.quarantine):  # NO if it exists: fine
                 await self._bounded(client.create(folder), f"CREATE {folder}")
         except BaseException:
@@ -223,9 +225,13 @@ class ImapSource:
         seen = self.store.mailbox(self.name)
         if seen is None or seen["uidvalidity"] != self.uidvalidity:
             if seen is not None:
-                log.warning("%s: UIDVALIDITY changed from %s to %s; reading the whole mailbox "
-                            "again (mail already handled is recognised)", self.name,
-                            seen["uidvalidity"], self.uidvalidity)  # fmt: skip
+                log.warning(
+                    "%s: UIDVALIDITY changed from %s to %s; reading the whole mailbox "
+                    "again (mail already handled is recognised)",
+                    self.name,
+                    seen["uidvalidity"],
+                    self.uidvalidity,
+                )
             self.store.set_mailbox(self.name, self.uidvalidity, 0)
         self.client = client
         return client
@@ -237,10 +243,13 @@ class ImapSource:
         command = aioimaplib.Command("STARTTLS", protocol.new_tag(), loop=protocol.loop)
         reply = await asyncio.wait_for(protocol.execute(command), self.timeout)
         if reply.result != "OK":
-            raise SourceRefused(f"IMAP server {self.server.host}:{self.server.port}: STARTTLS refused "
-                                f"(check security = \"starttls\" and the port)")  # fmt: skip
-        transport = await protocol.loop.start_tls(protocol.transport, protocol, self.ssl_context,
-                                                  server_hostname=self.server.host)  # fmt: skip
+            raise SourceRefused(
+                f"IMAP server {self.server.host}:{self.server.port}: STARTTLS refused "
+                f'(check security = "starttls" and the port)'
+            )
+        transport = await protocol.loop.start_tls(
+            protocol.transport, protocol, self.ssl_context, server_hostname=self.server.host
+        )
         protocol.transport = transport
         await asyncio.wait_for(protocol.capability(), self.timeout)
 
@@ -366,6 +375,5 @@ def _fetched(lines: list) -> list[Received]:
         if uid is None or date is None:
             log.warning("a FETCH response without UID or INTERNALDATE was skipped")
             continue
-        messages.append(Received(ref=uid[1].decode(), raw=bytes(line),
-                                 received_at=internaldate(date[1].decode())))  # fmt: skip
+        messages.append(Received(ref=uid[1].decode(), raw=bytes(line), received_at=internaldate(date[1].decode())))
     return messages

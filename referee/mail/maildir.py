@@ -68,9 +68,7 @@ class _Found:
 class MaildirSource:
     """Messages from a local Maildir; handled ones are filed in sub-folders."""
 
-    def __init__(
-        self, path: Path, processed: str = "processed", quarantine: str = "quarantine"
-    ) -> None:
+    def __init__(self, path: Path, processed: str = "processed", quarantine: str = "quarantine") -> None:
         for folder in (processed, quarantine):
             if not folder or folder.startswith(".") or any(c in folder for c in "/:\0"):
                 raise ValueError(f"maildir folder {folder!r}: must be a plain name like 'processed'")
@@ -92,8 +90,11 @@ class MaildirSource:
         if not root.is_dir():
             return []
         found = await asyncio.to_thread(self._fetch, root)
-        return [Received(ref=f.key, raw=f.raw, received_at=f.received_at) for f in found
-                if since is None or f.received_at >= since - timedelta(days=1)]  # fmt: skip
+        return [
+            Received(ref=f.key, raw=f.raw, received_at=f.received_at)
+            for f in found
+            if since is None or f.received_at >= since - timedelta(days=1)
+        ]
 
     async def done(self, messages: Sequence[Received], quarantine: bool = False) -> None:
         folder = self.quarantine if quarantine else self.processed

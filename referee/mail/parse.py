@@ -37,8 +37,7 @@ class Incoming:
     oversized: bool = False  # too large to read: only the headers were parsed
 
 
-def parse(raw: bytes, now: datetime, received_at: datetime | None = None,
-          max_size: int | None = None) -> Incoming:  # fmt: skip
+def parse(raw: bytes, now: datetime, received_at: datetime | None = None, max_size: int | None = None) -> Incoming:
     """Read a message.  Its receipt time is ``received_at`` when the source
     knows it (IMAP INTERNALDATE, Maildir delivery), else what the headers
     say, else ``now``.  A message over ``max_size`` bytes is not parsed past
@@ -65,9 +64,17 @@ def parse(raw: bytes, now: datetime, received_at: datetime | None = None,
 
 def unreadable(raw: bytes, now: datetime, received_at: datetime | None = None) -> Incoming:
     """What is known of a message the parser failed on: its bytes."""
-    return Incoming(key="sha256:" + hashlib.sha256(raw).hexdigest(), message_id=None, sender="",
-                    subject="", recipients=(), received_at=received_at or now, text="",
-                    headers=EmailMessage(), raw=raw)  # fmt: skip
+    return Incoming(
+        key="sha256:" + hashlib.sha256(raw).hexdigest(),
+        message_id=None,
+        sender="",
+        subject="",
+        recipients=(),
+        received_at=received_at or now,
+        text="",
+        headers=EmailMessage(),
+        raw=raw,
+    )
 
 
 MAX_PARTS = 200  # MIME parts; people's mail has a handful
@@ -98,13 +105,33 @@ _ADDRESS_FIELDS = ("delivered-to", "x-original-to", "to", "cc")  # read for reci
 # The header fields the referee reads (here and in classify, bounces, dkim
 # and the desk), and those MIME needs to find the body: kept wherever they
 # stand among a hostile mail's thousands of others.
-_READ_FIELDS = frozenset({
-    "from", "to", "cc", "delivered-to", "x-original-to", "subject", "message-id",
-    "in-reply-to", "references", "received", "delivery-date", "return-path",
-    "auto-submitted", "precedence", "x-autoreply", "x-autorespond", "mime-version",
-    "authentication-results", "action", "final-recipient", "original-recipient",
-    "status", "diagnostic-code",  # a delivery-status report's
-})  # fmt: skip
+_READ_FIELDS = frozenset(
+    {
+        "from",
+        "to",
+        "cc",
+        "delivered-to",
+        "x-original-to",
+        "subject",
+        "message-id",
+        "in-reply-to",
+        "references",
+        "received",
+        "delivery-date",
+        "return-path",
+        "auto-submitted",
+        "precedence",
+        "x-autoreply",
+        "x-autorespond",
+        "mime-version",
+        "authentication-results",
+        "action",
+        "final-recipient",
+        "original-recipient",
+        "status",
+        "diagnostic-code",  # a delivery-status report's
+    }
+)
 _READ_PREFIXES = ("list-", "content-")
 
 
@@ -126,8 +153,13 @@ class _TamedMessage(EmailMessage):
         read = lowered in _READ_FIELDS or lowered.startswith(_READ_PREFIXES)
         if self._kept[read] < MAX_FIELDS:
             self._kept[read] += 1
-            limit = (_MAX_CONTENT_FIELD if lowered.startswith("content-")
-                     else _MAX_ADDRESS_FIELD if lowered in _ADDRESS_FIELDS else MAX_FIELD)  # fmt: skip
+            limit = (
+                _MAX_CONTENT_FIELD
+                if lowered.startswith("content-")
+                else _MAX_ADDRESS_FIELD
+                if lowered in _ADDRESS_FIELDS
+                else MAX_FIELD
+            )
             super().set_raw(name, value[:limit])
 
 
@@ -222,8 +254,10 @@ _LABEL = r"[^\x00-\x2c./:-@\[-`{-\xa0]+"
 _ADDRESS = rf"{_ATOM}(?:\.{_ATOM})*@{_LABEL}(?:\.{_LABEL})+"
 _COMMENT = r"\([^()<>\\]*\)"
 _DISPLAY_NAME = rf'(?:"(?:[^"\\]|\\.)*"|{_COMMENT}|[^"<>()\[\]@,;:\\])*'
-_FROM = re.compile(rf"{_DISPLAY_NAME}<\s*({_ADDRESS})\s*>(?:\s*{_COMMENT})?"
-                   rf"|({_ADDRESS})(?:\s*{_COMMENT})?")  # fmt: skip
+_FROM = re.compile(
+    rf"{_DISPLAY_NAME}<\s*({_ADDRESS})\s*>(?:\s*{_COMMENT})?"
+    rf"|({_ADDRESS})(?:\s*{_COMMENT})?"
+)
 _BARE_ADDRESS = re.compile(_ADDRESS)
 _PARENTHESES = re.compile(r"[()]|[^()]+")
 _MESSAGE_ID = re.compile(r"<[!-;=?-~]{1,250}>")  # printable ASCII in angle brackets, as ids are
@@ -395,20 +429,24 @@ def unflow(text: str, delsp: bool = False) -> str:
 # twice): a comment, a declaration, CDATA or a processing instruction, and a
 # tag with its attributes (a quoted value may hold ">").  Anything left open
 # runs to the end, as in a browser.  A "<" that starts none of them is text.
-_MARKUP = re.compile(r"""
+_MARKUP = re.compile(
+    r"""
     <!--.*?(?:--!?>|\Z)
   | <!\[CDATA\[.*?(?:\]\]>|\Z)
   | <[!?][^>]*+(?:>|\Z)
   | </(?![a-zA-Z])[^>]*+(?:>|\Z)
   | <(?P<end>/?)(?P<name>[a-zA-Z][^\t\n\f\r />]*+)
       (?P<attributes>(?:[^>"'=]++|=\s*+(?:"[^"]*+(?:"|\Z)|'[^']*+(?:'|\Z))?+|["'])*+)(?:>|\Z)
-""", re.DOTALL | re.VERBOSE)  # fmt: skip
+""",
+    re.DOTALL | re.VERBOSE,
+)
 # A decimal character reference of more than seven digits names no character
 # (U+10FFFF is 1114111): html.unescape would fail on one of thousands
 _NO_CHARACTER = re.compile(r"&#0*[1-9][0-9]{7,};?")
 _RAW_TEXT = {"script": re.compile(r"</script", re.IGNORECASE), "style": re.compile(r"</style", re.IGNORECASE)}
-_BLOCKS = frozenset({"p", "div", "br", "li", "tr", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6",
-                     "table", "ul", "ol", "pre", "hr"})  # fmt: skip
+_BLOCKS = frozenset(
+    {"p", "div", "br", "li", "tr", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "table", "ul", "ol", "pre", "hr"}
+)
 _HIDDEN = frozenset({"head", "style", "script", "title"})
 
 

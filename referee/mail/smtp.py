@@ -76,8 +76,7 @@ def retry_delay(attempts: int) -> timedelta:
 
 
 class SmtpSender:
-    def __init__(self, server: Server, sender: str, store: Store, clock: Clock,
-                 timeout: float = 30.0):  # fmt: skip
+    def __init__(self, server: Server, sender: str, store: Store, clock: Clock, timeout: float = 30.0):
         self.server, self.sender, self.store, self.clock = server, sender, store, clock
         self.timeout = timeout
 
@@ -139,10 +138,15 @@ class SmtpSender:
                 await client.login(self.server.username, self.server.password or "")
         except (aiosmtplib.SMTPException, OSError) as error:
             if _settings_refused(error):
-                said = (f"{error.code} {error.message}" if isinstance(error, aiosmtplib.SMTPResponseException)
-                        else str(error).rstrip("."))  # fmt: skip
-                raise SmtpRefused(f"SMTP server {self.server.host}:{self.server.port}: {said} "
-                                  "(check username, password and security in [smtp])") from None  # fmt: skip
+                said = (
+                    f"{error.code} {error.message}"
+                    if isinstance(error, aiosmtplib.SMTPResponseException)
+                    else str(error).rstrip(".")
+                )
+                raise SmtpRefused(
+                    f"SMTP server {self.server.host}:{self.server.port}: {said} "
+                    "(check username, password and security in [smtp])"
+                ) from None
             raise self._unreachable(error) from None
         return client
 
@@ -150,12 +154,17 @@ class SmtpSender:
         # An internationalised address needs the server's SMTPUTF8 (RFC 6531).
         utf8 = not all(address.isascii() for address in (self.sender, *mail["recipients"]))
         try:
-            await client.sendmail(self.sender, mail["recipients"], mail["raw"],
-                                  mail_options=["SMTPUTF8"] if utf8 else None)  # fmt: skip
+            await client.sendmail(
+                self.sender, mail["recipients"], mail["raw"], mail_options=["SMTPUTF8"] if utf8 else None
+            )
         except aiosmtplib.SMTPNotSupported:
             # No retry will help: fail this mail alone, not the queue behind it.
-            self._refused(mail, 554, "cannot be sent: the SMTP server does not offer SMTPUTF8, which an "
-                                     "internationalised address needs", report)  # fmt: skip
+            self._refused(
+                mail,
+                554,
+                "cannot be sent: the SMTP server does not offer SMTPUTF8, which an internationalised address needs",
+                report,
+            )
         except aiosmtplib.SMTPRecipientsRefused as error:
             codes = [refusal.code for refusal in error.recipients]
             self._refused(mail, min(codes), "; ".join(str(r) for r in error.recipients), report)
@@ -177,8 +186,7 @@ class SmtpSender:
         else:
             self.store.mark_sent(mail["id"], iso(self.clock()))
             report.sent += 1
-            log.info("sent mail %d %s to %s", mail["id"], mail["message_id"],
-                     ", ".join(mail["recipients"]))  # fmt: skip
+            log.info("sent mail %d %s to %s", mail["id"], mail["message_id"], ", ".join(mail["recipients"]))
 
     def _unreachable(self, error: Exception) -> SmtpUnreachable:
         return SmtpUnreachable(f"SMTP server {self.server.host}:{self.server.port}: {error}")
@@ -190,8 +198,7 @@ class SmtpSender:
         else:
             self.store.fail_mail(mail["id"], error)
             report.failed += 1
-            log.warning("mail %d to %s refused for good: %s", mail["id"],
-                        ", ".join(mail["recipients"]), error)  # fmt: skip
+            log.warning("mail %d to %s refused for good: %s", mail["id"], ", ".join(mail["recipients"]), error)
 
     def _defer(self, mail: OutboxRow, error: str) -> None:
         next_try = self.clock() + retry_delay(mail["attempts"] + 1)

@@ -53,8 +53,32 @@ Move = TypeVar("Move")
 
 
 # Words that say nothing in any game's move: "bid card 7", "bid a 7", "reroll my dice 1 3"
-_NOISE = {"a", "an", "card", "cards", "tile", "tiles", "pyramid", "pyramids", "token", "my", "the", "of", "with",
-          "me", "please", "now", "just", "then", "this", "round", "turn", "time", "for", "again"}  # fmt: skip
+_NOISE = {
+    "a",
+    "an",
+    "card",
+    "cards",
+    "tile",
+    "tiles",
+    "pyramid",
+    "pyramids",
+    "token",
+    "my",
+    "the",
+    "of",
+    "with",
+    "me",
+    "please",
+    "now",
+    "just",
+    "then",
+    "this",
+    "round",
+    "turn",
+    "time",
+    "for",
+    "again",
+}
 
 
 class MoveError(ValueError):
@@ -153,8 +177,10 @@ class Game(ABC, Generic[State, Move]):
                 raise
             move = moves[0]
         if reading.is_question(line):
-            raise MoveError(f"That is a question, so nothing was played. To play {self.move_text(move)}, "
-                            "reply with it alone, without the question mark.")  # fmt: skip
+            raise MoveError(
+                f"That is a question, so nothing was played. To play {self.move_text(move)}, "
+                "reply with it alone, without the question mark."
+            )
         return move
 
     def looks_like_move(self, line: str) -> bool:
@@ -238,17 +264,14 @@ class Game(ABC, Generic[State, Move]):
         """The canonical text of a move; ``parse_move`` reads it back unchanged."""
 
     @abstractmethod
-    def resolve(
-        self, state: State, moves: Mapping[int, Move], rng: Rng
-    ) -> tuple[State, list[dict[str, Any]]]:
+    def resolve(self, state: State, moves: Mapping[int, Move], rng: Rng) -> tuple[State, list[dict[str, Any]]]:
         """Apply one move per mover of the current phase.
 
         Returns the next state and the public events of the resolution (what
         the announcement of this phase reports).
         """
 
-    def revealed(self, state: State, moves: Mapping[int, Move],
-                 events: list[dict[str, Any]]) -> frozenset[int]:  # fmt: skip
+    def revealed(self, state: State, moves: Mapping[int, Move], events: list[dict[str, Any]]) -> frozenset[int]:
         """The seats whose moves the resolution of ``moves`` in ``state``
         made public (``events`` is what it announced): their move texts may
         be published while the game runs; the others' stay secret until the

@@ -25,8 +25,19 @@ BANK_PER_SEAT = 4  # 6 coins each in the box, 2 dealt to each player (B3)
 
 _TILE_NAMES = {0: "null", 1: "ace"}
 _COUNTS = {"no": 0, "zero": 0, "none": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
-_TILE_WORDS = {"null": 0, "n": 0, "blank": 0, "zero": 0, "ace": 1, "a": 1, "one": 1, "two": 2,
-               "three": 3, "four": 4, "five": 5}  # fmt: skip
+_TILE_WORDS = {
+    "null": 0,
+    "n": 0,
+    "blank": 0,
+    "zero": 0,
+    "ace": 1,
+    "a": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+}
 _MOVE = re.compile(r"^\s*(?P<verb>[a-z]+)\b(?P<rest>.*?)\s*\.?\s*$", re.I)
 
 Move = tuple[str, tuple]  # ("bid", (3,)), ("bid", (0, 5)), ("pawn", ()), ("coins", (2,)), ("reroll", ("moons",))
@@ -133,10 +144,19 @@ class Bid(Game[BidState, Move]):
             coins=(2,) * seats,  # "a pawn and two coins to each player"
             bank=BANK_PER_SEAT * seats,
             pawns=frozenset(range(seats)) if options["reroll"] == "pawn" else frozenset(),
-            scores=(0,) * seats, dice=(0, 0, 0, 0), auction=1, rolls=0, arms_paid=0, stage="bids",
-            bids=(), tied=(), winner=None, bots=frozenset(),
-            reroll=options["reroll"], max_auctions=options["max_auctions"],
-        )  # fmt: skip
+            scores=(0,) * seats,
+            dice=(0, 0, 0, 0),
+            auction=1,
+            rolls=0,
+            arms_paid=0,
+            stage="bids",
+            bids=(),
+            tied=(),
+            winner=None,
+            bots=frozenset(),
+            reroll=options["reroll"],
+            max_auctions=options["max_auctions"],
+        )
         state, _ = _roll(state, rng, range(len(DICE)))
         return state
 
@@ -197,15 +217,20 @@ class Bid(Game[BidState, Move]):
         for index, value in enumerate(bid):
             if value not in hand:
                 held = " ".join(tile_name(t) for t in state.hands[seat])
-                raise MoveError(f"You do not hold {'another' if value in bid[:index] else 'a'} "
-                                f"{tile_name(value)}. Your tiles: {held}.")  # fmt: skip
+                raise MoveError(
+                    f"You do not hold {'another' if value in bid[:index] else 'a'} "
+                    f"{tile_name(value)}. Your tiles: {held}."
+                )
             hand.remove(value)
         return ("bid", bid)
 
     def _how(self, state: BidState) -> str:
         example = "bid 5 3" if state.tiles_per_bid == 2 else "bid 4"
-        extra = " or 'pawn' to cancel the auction and reroll" if state.reroll == "pawn" else \
-            " or 'reroll moons' (a coin a die)"  # fmt: skip
+        extra = (
+            " or 'pawn' to cancel the auction and reroll"
+            if state.reroll == "pawn"
+            else " or 'reroll moons' (a coin a die)"
+        )
         return f"A move is '{example}'{extra}."
 
     def _parse_coins(self, state: BidState, seat: int, text: str) -> Move:
@@ -216,8 +241,10 @@ class Bid(Game[BidState, Move]):
             spoken = spoken[:1]  # "1 coin", "no coins"
         count = str(_COUNTS.get(spoken[0], spoken[0])) if len(spoken) == 1 else ""
         if not (count.isascii() and count.isdigit()):
-            raise MoveError(f"The tie-break is bid in coins: reply with a number of coins from 0 to "
-                            f"{state.coins[seat]}, as in 'coins {min(1, state.coins[seat])}'.")  # fmt: skip
+            raise MoveError(
+                f"The tie-break is bid in coins: reply with a number of coins from 0 to "
+                f"{state.coins[seat]}, as in 'coins {min(1, state.coins[seat])}'."
+            )
         coins = int(count)
         if coins > state.coins[seat]:
             raise MoveError(f"You have {state.coins[seat]} coin(s); bid 0 to {state.coins[seat]}.")
@@ -249,8 +276,7 @@ class Bid(Game[BidState, Move]):
 
     # -- resolving -----------------------------------------------------------
 
-    def resolve(self, state: BidState, moves: Mapping[int, Move], rng: Rng
-                ) -> tuple[BidState, list[dict[str, Any]]]:  # fmt: skip
+    def resolve(self, state: BidState, moves: Mapping[int, Move], rng: Rng) -> tuple[BidState, list[dict[str, Any]]]:
         if state.stage == "coins":
             return self._resolve_coins(state, moves, rng)
         cancelling = {seat: move for seat, move in moves.items() if move[0] in ("pawn", "reroll")}
@@ -266,13 +292,21 @@ class Bid(Game[BidState, Move]):
         tied = replace(state, stage="coins", bids=bids, tied=leaders)
         if not any(state.coins[seat] for seat in leaders):  # B5: nobody can bid a coin: a tie again
             return self._complete(state, bids, {seat: 0 for seat in leaders}, None, rng)
-        event = {"type": "tie", "auction": state.auction, "dice": list(state.dice),
-                 "bids": [list(bid) for bid in bids], "tied": list(leaders),
-                 "scores": list(state.scores), "coins": list(state.coins), "bank": state.bank}  # fmt: skip
+        event = {
+            "type": "tie",
+            "auction": state.auction,
+            "dice": list(state.dice),
+            "bids": [list(bid) for bid in bids],
+            "tied": list(leaders),
+            "scores": list(state.scores),
+            "coins": list(state.coins),
+            "bank": state.bank,
+        }
         return tied, [event]
 
-    def _resolve_coins(self, state: BidState, moves: Mapping[int, Move], rng: Rng
-                       ) -> tuple[BidState, list[dict[str, Any]]]:  # fmt: skip
+    def _resolve_coins(
+        self, state: BidState, moves: Mapping[int, Move], rng: Rng
+    ) -> tuple[BidState, list[dict[str, Any]]]:
         offered = {seat: moves[seat][1][0] if seat in moves else 0 for seat in state.tied}
         coins = list(state.coins)
         for seat, count in offered.items():  # "All coins that are bid are returned to the bank."
@@ -283,8 +317,9 @@ class Bid(Game[BidState, Move]):
         winner = leaders[0] if len(leaders) == 1 else None  # "If there is a tie, no one wins."
         return self._complete(state, state.bids, offered, winner, rng)
 
-    def _cancel(self, state: BidState, cancelling: Mapping[int, Move], rng: Rng
-                ) -> tuple[BidState, list[dict[str, Any]]]:  # fmt: skip
+    def _cancel(
+        self, state: BidState, cancelling: Mapping[int, Move], rng: Rng
+    ) -> tuple[BidState, list[dict[str, Any]]]:
         """A pawn (or, in the variant, a paid reroll) cancels the bids: they go
         back unrevealed, the dice are rolled again (B4, B15).  The roll after
         a pawn opens a new auction, whose Ace of Arms pays again; after a coin
@@ -305,15 +340,29 @@ class Bid(Game[BidState, Move]):
         before = state.dice
         state = replace(state, pawns=frozenset(pawns), coins=tuple(coins), bank=bank, arms_paid=arms_paid)
         state, bonus = _roll(state, rng, sorted(dice))
-        event = {"type": "cancelled", "auction": state.auction, "by": sorted(cancelling),
-                 "how": {str(seat): self.move_text(move) for seat, move in sorted(cancelling.items())},
-                 "dice": list(before), "next_dice": list(state.dice), "arms_bonus": bonus,
-                 "scores": list(state.scores), "coins": list(state.coins), "bank": state.bank}  # fmt: skip
+        event = {
+            "type": "cancelled",
+            "auction": state.auction,
+            "by": sorted(cancelling),
+            "how": {str(seat): self.move_text(move) for seat, move in sorted(cancelling.items())},
+            "dice": list(before),
+            "next_dice": list(state.dice),
+            "arms_bonus": bonus,
+            "scores": list(state.scores),
+            "coins": list(state.coins),
+            "bank": state.bank,
+        }
         return _end_if_won(state), [event]
 
-    def _complete(self, state: BidState, bids: tuple[tuple[int, ...], ...],
-                  offered: Mapping[int, int] | None, winner: int | None, rng: Rng,
-                  crowned: tuple[int, ...] = ()) -> tuple[BidState, list[dict[str, Any]]]:  # fmt: skip
+    def _complete(
+        self,
+        state: BidState,
+        bids: tuple[tuple[int, ...], ...],
+        offered: Mapping[int, int] | None,
+        winner: int | None,
+        rng: Rng,
+        crowned: tuple[int, ...] = (),
+    ) -> tuple[BidState, list[dict[str, Any]]]:
         """The auction is over: swap the tiles, pay the prize, roll for the next."""
         hands, swaps = _swap(state.hands, bids, offered or {}, winner)
         scores, coins, bank = list(state.scores), list(state.coins), state.bank
@@ -333,16 +382,25 @@ class Bid(Game[BidState, Move]):
                     coins[seat] += each
                 bank -= each * len(others)
                 moons_coins = each
-        finished = replace(state, hands=hands, scores=tuple(scores), coins=tuple(coins), bank=bank,
-                           stage="bids", bids=(), tied=())  # fmt: skip
+        finished = replace(
+            state, hands=hands, scores=tuple(scores), coins=tuple(coins), bank=bank, stage="bids", bids=(), tied=()
+        )
         event = {
-            "type": "auction", "auction": state.auction, "dice": list(state.dice),
-            "points": state.points, "bids": [list(bid) for bid in bids],
+            "type": "auction",
+            "auction": state.auction,
+            "dice": list(state.dice),
+            "points": state.points,
+            "bids": [list(bid) for bid in bids],
             "coins_bid": {str(s): n for s, n in sorted(offered.items())} if offered else None,
-            "winner": winner, "crowned": list(crowned), "swaps": swaps,
-            "null_coins": null_coins, "moons_coins": moons_coins,
-            "scores": list(scores), "coins": list(coins), "bank": bank,
-        }  # fmt: skip
+            "winner": winner,
+            "crowned": list(crowned),
+            "swaps": swaps,
+            "null_coins": null_coins,
+            "moons_coins": moons_coins,
+            "scores": list(scores),
+            "coins": list(coins),
+            "bank": bank,
+        }
         over = _end_if_won(finished)
         if over.stage == "over" or state.auction >= state.max_auctions:
             over = _end_if_won(over, final=True)
@@ -350,14 +408,12 @@ class Bid(Game[BidState, Move]):
             return over, [event]
         following = replace(finished, auction=state.auction + 1, rolls=0, arms_paid=0)
         following, bonus = _roll(following, rng, range(len(DICE)))
-        event.update(next_dice=list(following.dice), arms_bonus=bonus,
-                     scores=list(following.scores))  # fmt: skip
+        event.update(next_dice=list(following.dice), arms_bonus=bonus, scores=list(following.scores))
         return _end_if_won(following), [event]
 
     # -- what players see ----------------------------------------------------
 
-    def revealed(self, state: BidState, moves: Mapping[int, Move],
-                 events: list[dict[str, Any]]) -> frozenset[int]:  # fmt: skip
+    def revealed(self, state: BidState, moves: Mapping[int, Move], events: list[dict[str, Any]]) -> frozenset[int]:
         """B4: a cancelled auction's bids go back unseen, so only the pawns
         and rerolls its announcement names are public; every other
         resolution announces all its bids (or coins)."""
@@ -368,20 +424,35 @@ class Bid(Game[BidState, Move]):
         """B8: everything is public but the sealed moves not yet revealed: the
         hands too, since every bid and every swap is announced."""
         public = {
-            "auction": state.auction, "rolls": state.rolls, "arms_paid": state.arms_paid, "stage": state.stage,
+            "auction": state.auction,
+            "rolls": state.rolls,
+            "arms_paid": state.arms_paid,
+            "stage": state.stage,
             "over": state.stage == "over",
             "dice": [{"die": DICE[i], "face": face, "name": die_name(i, face)} for i, face in enumerate(state.dice)],
-            "points": state.points, "null_coins": state.null_coins, "tiles_per_bid": state.tiles_per_bid,
+            "points": state.points,
+            "null_coins": state.null_coins,
+            "tiles_per_bid": state.tiles_per_bid,
             "aces": [die for die in DICE if state.ace(die)],
-            "hands": [list(hand) for hand in state.hands], "coins": list(state.coins),
-            "bank": state.bank, "pawns": sorted(state.pawns), "scores": list(state.scores),
-            "bids": [list(bid) for bid in state.bids], "tied": list(state.tied),
-            "reroll": state.reroll, "goal": GOAL,
-        }  # fmt: skip
+            "hands": [list(hand) for hand in state.hands],
+            "coins": list(state.coins),
+            "bank": state.bank,
+            "pawns": sorted(state.pawns),
+            "scores": list(state.scores),
+            "bids": [list(bid) for bid in state.bids],
+            "tied": list(state.tied),
+            "reroll": state.reroll,
+            "goal": GOAL,
+        }
         if seat is None:
             return public
-        return {**public, "seat": seat, "hand": list(state.hands[seat]), "my_coins": state.coins[seat],
-                "has_pawn": seat in state.pawns}  # fmt: skip
+        return {
+            **public,
+            "seat": seat,
+            "hand": list(state.hands[seat]),
+            "my_coins": state.coins[seat],
+            "has_pawn": seat in state.pawns,
+        }
 
     def result(self, state: BidState) -> Result | None:
         if state.stage != "over":
@@ -418,7 +489,7 @@ def _roll(state: BidState, rng: Rng, dice: Any) -> tuple[BidState, list[int]]:
 
 
 def _end_if_won(state: BidState, final: bool = False) -> BidState:
-    """"As soon as any player's score reaches 100 points, they win
+    """ "As soon as any player's score reaches 100 points, they win
     immediately"; tied on top, play goes on (B11).  With ``final`` (the
     auction limit, B9) the game ends whatever the scores.  Either way the
     winner is the single highest seat, and nobody when that seat is a bot
@@ -431,14 +502,20 @@ def _end_if_won(state: BidState, final: bool = False) -> BidState:
     return replace(state, stage="over", winner=winner)
 
 
-def _swap(hands: tuple[tuple[int, ...], ...], bids: tuple[tuple[int, ...], ...],
-          offered: Mapping[int, int], winner: int | None) -> tuple[tuple[tuple[int, ...], ...], list]:  # fmt: skip
+def _swap(
+    hands: tuple[tuple[int, ...], ...],
+    bids: tuple[tuple[int, ...], ...],
+    offered: Mapping[int, int],
+    winner: int | None,
+) -> tuple[tuple[tuple[int, ...], ...], list]:
     """The swap chain (B12).  Seats are ranked by bid, then coins offered in a
     tie-break, the winner first.  A seat that ties another (and is not the
     winner) keeps its tiles.  The others each give their bid to the next one
     down; the lowest gives its bid to the top one (the winner, if any)."""
+
     def key(seat: int) -> tuple[int, int, int]:
         return (seat == winner, sum(bids[seat]), offered.get(seat, -1))
+
     ranked = sorted(range(len(bids)), key=key, reverse=True)
     chain = [seat for seat in ranked if seat == winner or [key(s)[1:] for s in ranked].count(key(seat)[1:]) == 1]
     new = [list(hand) for hand in hands]

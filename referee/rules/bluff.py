@@ -36,13 +36,18 @@ TYPES = ("tool", "weapon", "art")
 ROUNDS = 9
 
 # F2: the special tiles by stage (group I on top); their names as players write them.
-SPECIALS = {1: ("wild", "oneshot", "twodice"), 2: ("token", "outbid2", "room"), 3: ("vpurple", "tie"),
-            4: ("four",)}  # fmt: skip
+SPECIALS = {1: ("wild", "oneshot", "twodice"), 2: ("token", "outbid2", "room"), 3: ("vpurple", "tie"), 4: ("four",)}
 SPECIAL_NAMES = {
-    "wild": "Wild Attribute", "oneshot": "2 Virtual Purple Dice (1-shot)", "twodice": "2 Dice",
-    "token": "Extra Bid Token", "outbid2": "Outbid by 2", "room": "Extra Museum Room",
-    "vpurple": "Virtual Purple Die", "tie": "Overbid with Tie", "four": "4 Points",
-}  # fmt: skip
+    "wild": "Wild Attribute",
+    "oneshot": "2 Virtual Purple Dice (1-shot)",
+    "twodice": "2 Dice",
+    "token": "Extra Bid Token",
+    "outbid2": "Outbid by 2",
+    "room": "Extra Museum Room",
+    "vpurple": "Virtual Purple Die",
+    "tie": "Overbid with Tie",
+    "four": "4 Points",
+}
 STAGE_OF = {name: stage for stage, names in SPECIALS.items() for name in names}
 
 # F3: by seat count: bid tokens, dice, community dice; museum circles and exhibit spaces.
@@ -67,9 +72,40 @@ Bid = tuple[int, int, int, bool]  # (seat, value, order placed, tied)
 _WORD = re.compile(r"[a-z0-9]+")
 _NUMBERS = reading.NUMBER_WORDS
 # Words a move may carry that change nothing ("bid 3 on the red track, please").
-_FILLER = {"on", "to", "at", "from", "of", "token", "tokens", "my", "the", "track", "please", "i", "ll", "will",
-           "it", "them", "dice", "die", "and", "a", "an", "thanks", "thank", "you", "ok", "okay", "for", "now",
-           "numbers", "number", "this", "time"}  # fmt: skip
+_FILLER = {
+    "on",
+    "to",
+    "at",
+    "from",
+    "of",
+    "token",
+    "tokens",
+    "my",
+    "the",
+    "track",
+    "please",
+    "i",
+    "ll",
+    "will",
+    "it",
+    "them",
+    "dice",
+    "die",
+    "and",
+    "a",
+    "an",
+    "thanks",
+    "thank",
+    "you",
+    "ok",
+    "okay",
+    "for",
+    "now",
+    "numbers",
+    "number",
+    "this",
+    "time",
+}
 
 
 # What a one-shot answer may say beside "use" or "keep"
@@ -201,13 +237,33 @@ class BluffAuction(Game[BluffState, Move]):
         start = rng.randbelow(seats)  # "Randomly choose a Start player"
         state = BluffState(
             stacks=tuple(tuple((c, e, t) for e in ERAS for t in TYPES) for c in COLOURS),
-            specials=tuple(SPECIALS[stage] for stage in (1, 2, 3, 4)), offer=(None,) * 6,
-            dice=((),) * seats, community=(), tokens=(0,) * seats, bids=((),) * 6, placed=0, turns=0,
-            passes=0, turn=None, start=start, museum=((),) * seats, held=(frozenset(),) * seats,
-            exhibits=((),) * seats, gone=(), points=(0,) * seats, round=0, stage="tools", tool_step=0, track=0,
-            shown=frozenset(), won=(), used_oneshot=None, exhibit_dice=options["exhibit_dice"],
-            rulings=options["rulings"], bots=frozenset(),
-        )  # fmt: skip
+            specials=tuple(SPECIALS[stage] for stage in (1, 2, 3, 4)),
+            offer=(None,) * 6,
+            dice=((),) * seats,
+            community=(),
+            tokens=(0,) * seats,
+            bids=((),) * 6,
+            placed=0,
+            turns=0,
+            passes=0,
+            turn=None,
+            start=start,
+            museum=((),) * seats,
+            held=(frozenset(),) * seats,
+            exhibits=((),) * seats,
+            gone=(),
+            points=(0,) * seats,
+            round=0,
+            stage="tools",
+            tool_step=0,
+            track=0,
+            shown=frozenset(),
+            won=(),
+            used_oneshot=None,
+            exhibit_dice=options["exhibit_dice"],
+            rulings=options["rulings"],
+            bots=frozenset(),
+        )
         state, events = _new_round(state, start, rng)
         state, _ = _play_on(state, events, rng)
         return state
@@ -222,8 +278,12 @@ class BluffAuction(Game[BluffState, Move]):
         if state.stage == "bidding":
             return Phase(f"Round {r} bidding, turn {state.turns + 1}", (state.mover,), sealed=False)
         if state.stage == "oneshot":
-            return Phase(f"Round {r} {TRACKS[state.track]} auction: the 1-shot tile", (state.mover,),
-                         sealed=False, timer="decision")  # fmt: skip
+            return Phase(
+                f"Round {r} {TRACKS[state.track]} auction: the 1-shot tile",
+                (state.mover,),
+                sealed=False,
+                timer="decision",
+            )
         if state.stage == "acquire":
             seat, tile = state.won[0]
             return Phase(f"Round {r} acquisition: {tile_text(tile)}", (seat,), sealed=False, timer="decision")
@@ -235,7 +295,9 @@ class BluffAuction(Game[BluffState, Move]):
             return []
         if state.stage == "tools":
             dice = len(state.dice[seat])
-            return [("reroll", combo) for n in range(dice + 1) for combo in itertools.combinations(range(1, dice + 1), n)]
+            return [
+                ("reroll", combo) for n in range(dice + 1) for combo in itertools.combinations(range(1, dice + 1), n)
+            ]
         if state.stage == "bidding":
             return _bidding_moves(state, seat)
         if state.stage == "oneshot":
@@ -272,14 +334,20 @@ class BluffAuction(Game[BluffState, Move]):
         if state.stage == "oneshot":
             return "Say 'use' to count your 2 virtual purple dice on this auction (the tile is discarded), or 'keep'."
         if state.stage == "acquire" and _beside(state.won[0][1]):
-            return ("Say 'place' (the new tile goes beside your museum, and you exhibit nothing), or 'exhibit' and "
-                    "the tiles of a set from your museum (for example 'exhibit red ancient tool, red modern art, "
-                    "red medieval weapon').")  # fmt: skip
+            return (
+                "Say 'place' (the new tile goes beside your museum, and you exhibit nothing), or 'exhibit' and "
+                "the tiles of a set from your museum (for example 'exhibit red ancient tool, red modern art, "
+                "red medieval weapon')."
+            )
         if state.stage == "acquire":
-            return ("Say 'place' (into your museum), 'exhibit' and the tiles of a set (for example "
-                    "'exhibit red ancient tool, red modern art, red medieval weapon'), or 'discard' and a tile.")  # fmt: skip
-        return ("A move is 'bid red 3' (a token from your hand), 'move blue 2 to red 4' (your overbid token of 2 "
-                "on blue, to red at 4) or 'pass'.")  # fmt: skip
+            return (
+                "Say 'place' (into your museum), 'exhibit' and the tiles of a set (for example "
+                "'exhibit red ancient tool, red modern art, red medieval weapon'), or 'discard' and a tile."
+            )
+        return (
+            "A move is 'bid red 3' (a token from your hand), 'move blue 2 to red 4' (your overbid token of 2 "
+            "on blue, to red at 4) or 'pass'."
+        )
 
     def move_text(self, move: Move) -> str:
         verb = move[0]
@@ -297,8 +365,9 @@ class BluffAuction(Game[BluffState, Move]):
 
     # -- resolving --------------------------------------------------------------
 
-    def resolve(self, state: BluffState, moves: Mapping[int, Move], rng: Rng
-                ) -> tuple[BluffState, list[dict[str, Any]]]:  # fmt: skip
+    def resolve(
+        self, state: BluffState, moves: Mapping[int, Move], rng: Rng
+    ) -> tuple[BluffState, list[dict[str, Any]]]:
         if state.stage == "tools":
             state, events = _rerolls(state, moves, rng)
             return _play_on(state, events, rng)
@@ -342,25 +411,39 @@ class BluffAuction(Game[BluffState, Move]):
 
     def view(self, state: BluffState, seat: int | None) -> dict[str, Any]:
         public = {
-            "over": state.stage == "over", "round": state.round, "rounds": ROUNDS, "stage": state.stage,
-            "start": state.start, "turn": state.turn, "passes": state.passes,
+            "over": state.stage == "over",
+            "round": state.round,
+            "rounds": ROUNDS,
+            "stage": state.stage,
+            "start": state.start,
+            "turn": state.turn,
+            "passes": state.passes,
             "offer": {t: (tile_text(tile) if tile is not None else None) for t, tile in zip(TRACKS, state.offer)},
-            "bids": {t: [{"seat": b[0], "value": b[1], "tied": b[3]} for b in sorted(bids, key=lambda b: (b[1], b[2]))]
-                     for t, bids in zip(TRACKS, state.bids)},
-            "tokens": list(state.tokens), "dice_counts": [len(d) for d in state.dice],
+            "bids": {
+                t: [{"seat": b[0], "value": b[1], "tied": b[3]} for b in sorted(bids, key=lambda b: (b[1], b[2]))]
+                for t, bids in zip(TRACKS, state.bids)
+            },
+            "tokens": list(state.tokens),
+            "dice_counts": [len(d) for d in state.dice],
             "community": list(state.community),
             "shown": {face: [d.count(face) for d in state.dice] for face in FACES if face in state.shown},
             "museum": [[tile_text(t) for t in m] for m in state.museum],
             "held": [sorted(SPECIAL_NAMES[s] for s in h) for h in state.held],
-            "exhibits": [[len(s) for s in e] for e in state.exhibits], "points": list(state.points),
-            "capacity": [state.capacity(s) for s in range(state.seats)], "spaces": spaces(state.seats),
+            "exhibits": [[len(s) for s in e] for e in state.exhibits],
+            "points": list(state.points),
+            "capacity": [state.capacity(s) for s in range(state.seats)],
+            "spaces": spaces(state.seats),
             "scores": [standing(state, s)["total"] for s in range(state.seats)],
             "stacks": [len(s) for s in state.stacks],
-        }  # fmt: skip
+        }
         if seat is None:
             return public
-        private = {**public, "seat": seat, "dice": list(state.dice[seat]),
-                   "my_dice": [f"{n} {face}" for n, face in enumerate(state.dice[seat], 1)]}  # fmt: skip
+        private = {
+            **public,
+            "seat": seat,
+            "dice": list(state.dice[seat]),
+            "my_dice": [f"{n} {face}" for n, face in enumerate(state.dice[seat], 1)],
+        }
         phase = self.phase(state)
         if phase is not None and seat in phase.movers:
             legal = self.legal_moves(state, seat)
@@ -369,12 +452,16 @@ class BluffAuction(Game[BluffState, Move]):
                 private.update(won=tile_text(state.won[0][1]), beside=_beside(state.won[0][1]))
         return private
 
-    def private_news(self, before: BluffState | None, after: BluffState,
-                     seat: int) -> dict[str, Any] | None:  # fmt: skip
+    def private_news(self, before: BluffState | None, after: BluffState, seat: int) -> dict[str, Any] | None:
         """F13: a seat's dice, when a round's roll gave it new ones, and after
         each of its rerolls (even one that rolled the same faces again)."""
         rerolled = before is not None and before.stage == "tools" and seat in _tool_movers(before, before.tool_step)
-        if before is not None and not rerolled and before.dice[seat] == after.dice[seat] and before.round == after.round:
+        if (
+            before is not None
+            and not rerolled
+            and before.dice[seat] == after.dice[seat]
+            and before.round == after.round
+        ):
             return None
         if after.stage == "over" or not after.dice[seat]:
             return None
@@ -433,14 +520,35 @@ def _new_round(state: BluffState, start: int, rng: Rng) -> tuple[BluffState, lis
     tokens = tuple(base_tokens + ("token" in state.held[s]) for s in range(state.seats))
     offered: tuple[Tile, ...] = (special, *offer)
     state = replace(
-        state, stacks=tuple(stacks), specials=tuple(specials), offer=offered, dice=tuple(dice),
-        community=common, tokens=tokens, bids=((),) * 6, placed=0, turns=0, passes=0, turn=None, start=start,
-        round=state.round + 1, stage="tools", tool_step=1, track=0, shown=frozenset(), won=(),
+        state,
+        stacks=tuple(stacks),
+        specials=tuple(specials),
+        offer=offered,
+        dice=tuple(dice),
+        community=common,
+        tokens=tokens,
+        bids=((),) * 6,
+        placed=0,
+        turns=0,
+        passes=0,
+        turn=None,
+        start=start,
+        round=state.round + 1,
+        stage="tools",
+        tool_step=1,
+        track=0,
+        shown=frozenset(),
+        won=(),
         used_oneshot=None,
-    )  # fmt: skip
-    event = {"type": "round", "round": state.round, "start": start,
-             "offer": {t: tile_text(tile) for t, tile in zip(TRACKS, offered)},
-             "dice": [len(d) for d in state.dice], "community": list(common)}  # fmt: skip
+    )
+    event = {
+        "type": "round",
+        "round": state.round,
+        "start": start,
+        "offer": {t: tile_text(tile) for t, tile in zip(TRACKS, offered)},
+        "dice": [len(d) for d in state.dice],
+        "community": list(common),
+    }
     return state, [event]
 
 
@@ -476,8 +584,7 @@ def _rerolls(state: BluffState, moves: Mapping[int, Move], rng: Rng) -> tuple[Bl
     return state, [{"type": "rerolled", "counts": {str(s): n for s, n in rerolled.items()}}]
 
 
-def _play_on(state: BluffState, events: list[dict[str, Any]], rng: Rng
-             ) -> tuple[BluffState, list[dict[str, Any]]]:  # fmt: skip
+def _play_on(state: BluffState, events: list[dict[str, Any]], rng: Rng) -> tuple[BluffState, list[dict[str, Any]]]:
     """Everything that follows without a decision: tools phases nobody has,
     the start of bidding, resolving the auctions, the next round, the end."""
     while True:
@@ -604,8 +711,9 @@ def _bidding_moves(state: BluffState, seat: int) -> list[Move]:
         for value in range(1, max((r.stop for r in ranges.values()), default=1)):
             for track, allowed in ranges.items():
                 if value in allowed:
-                    moves.append(("bid", track, value) if source is None
-                                 else ("move", source[0], source[1][1], track, value))  # fmt: skip
+                    moves.append(
+                        ("bid", track, value) if source is None else ("move", source[0], source[1][1], track, value)
+                    )
     if not state.tokens[seat] or not moves:  # F14: no pass with tokens in hand, unless nothing else is legal
         moves.append(("pass",))
     return moves
@@ -632,8 +740,9 @@ def _bid(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list[dic
         tied = (high := state.high(track)) is not None and value == high[1]
         bids[track].append((seat, value, state.placed + 1, tied))
         event["tied"] = tied
-        state = replace(state, bids=tuple(tuple(b) for b in bids), tokens=tuple(tokens),
-                        placed=state.placed + 1, passes=0)  # fmt: skip
+        state = replace(
+            state, bids=tuple(tuple(b) for b in bids), tokens=tuple(tokens), placed=state.placed + 1, passes=0
+        )
     state, more = _next_bidder(state, seat, include=False)
     return state, [event, *more]
 
@@ -694,8 +803,14 @@ def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, 
     colour = TRACKS[track]
     events = []
     if colour not in state.shown:
-        events.append({"type": "dice", "colour": colour, "counts": [d.count(colour) for d in state.dice],
-                       "community": state.community.count(colour)})  # fmt: skip
+        events.append(
+            {
+                "type": "dice",
+                "colour": colour,
+                "counts": [d.count(colour) for d in state.dice],
+                "community": state.community.count(colour),
+            }
+        )
         state = replace(state, shown=state.shown | {colour})
     if not asked:
         holder = _oneshot_changes(state, track)
@@ -705,18 +820,34 @@ def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, 
     tile = state.on_offer(track)
     offer = list(state.offer)
     offer[track] = None
-    event = {"type": "auction", "track": colour, "tile": tile_text(tile), "winner": bid[0] if bid else None,
-             "value": bid[1] if bid else None, "bids": len(state.bids[track]),
-             "worth": {str(b[0]): _value(state, b[0], track) for b in state.bids[track]},
-             "dice": [d.count(colour) for d in state.dice], "community": state.community.count(colour)}  # fmt: skip
+    event = {
+        "type": "auction",
+        "track": colour,
+        "tile": tile_text(tile),
+        "winner": bid[0] if bid else None,
+        "value": bid[1] if bid else None,
+        "bids": len(state.bids[track]),
+        "worth": {str(b[0]): _value(state, b[0], track) for b in state.bids[track]},
+        "dice": [d.count(colour) for d in state.dice],
+        "community": state.community.count(colour),
+    }
     won = (*state.won, (bid[0], tile)) if bid else state.won
     gone = state.gone if bid else (*state.gone, tile)
     held = list(state.held)
     if state.used_oneshot is not None:
         held[state.used_oneshot] = held[state.used_oneshot] - {"oneshot"}  # discarded once used
         gone = (*gone, "oneshot")
-    state = replace(state, offer=tuple(offer), won=won, gone=gone, held=tuple(held), used_oneshot=None,
-                    stage="resolve", turn=None, track=track + 1)  # fmt: skip
+    state = replace(
+        state,
+        offer=tuple(offer),
+        won=won,
+        gone=gone,
+        held=tuple(held),
+        used_oneshot=None,
+        stage="resolve",
+        turn=None,
+        track=track + 1,
+    )
     return state, [*events, event], False
 
 
@@ -836,8 +967,15 @@ def _acquire(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list
         event.update(set=[tile_text(t) for t in tiles], points=set_points(len(tiles)))
     museums = list(state.museum)
     museums[seat] = _sorted(museum)
-    state = replace(state, museum=tuple(museums), points=tuple(points), exhibits=tuple(exhibits), gone=gone,
-                    held=tuple(held), won=state.won[1:])  # fmt: skip
+    state = replace(
+        state,
+        museum=tuple(museums),
+        points=tuple(points),
+        exhibits=tuple(exhibits),
+        gone=gone,
+        held=tuple(held),
+        won=state.won[1:],
+    )
     return state, [*taken, event]
 
 
@@ -883,8 +1021,14 @@ def standing(state: BluffState, seat: int) -> dict[str, Any]:
     stars = sum(1 for t in museum if isinstance(t, tuple) and t[2] == "art")
     four = 4 if "four" in state.held[seat] else 0
     total = state.points[seat] + museum_points + set_points(stars) + four
-    return {"exhibited": state.points[seat], "museum": museum_points, "stars": set_points(stars), "four": four,
-            "total": total, "groups": [[tile_text(t) for t in g] for g in groups]}  # fmt: skip
+    return {
+        "exhibited": state.points[seat],
+        "museum": museum_points,
+        "stars": set_points(stars),
+        "four": four,
+        "total": total,
+        "groups": [[tile_text(t) for t in g] for g in groups],
+    }
 
 
 # -- reading moves ------------------------------------------------------------------------
@@ -898,8 +1042,19 @@ def _words(text: str) -> list[str]:
 
 
 def _read_reroll(words: list[str], dice: int) -> Move | None:
-    if words in (["keep"], ["keep", "all"], ["reroll", "none"], ["reroll"], ["pass"], ["no"], ["none"],
-                 ["no", "reroll"], ["don", "t", "reroll"], ["reroll", "nothing"], ["keep", "everything"]):
+    if words in (
+        ["keep"],
+        ["keep", "all"],
+        ["reroll", "none"],
+        ["reroll"],
+        ["pass"],
+        ["no"],
+        ["none"],
+        ["no", "reroll"],
+        ["don", "t", "reroll"],
+        ["reroll", "nothing"],
+        ["keep", "everything"],
+    ):
         return ("reroll", ())
     if words[0] not in ("reroll", "roll"):
         return None
@@ -934,13 +1089,16 @@ def _read_bid(state: BluffState, seat: int, words: list[str]) -> Move | None:
         at = words.index(names[1], words.index(names[0]) + 1)
         token = [int(w) for w in words[1:at] if w.isdigit()]
         if len(token) == 1 and numbers == token:
-            raise MoveError(f"Say the bid your token of {token[0]} makes on {TRACKS[target]}, as in "
-                            f"'move {TRACKS[source]} {token[0]} to {TRACKS[target]} 5'.")  # fmt: skip
+            raise MoveError(
+                f"Say the bid your token of {token[0]} makes on {TRACKS[target]}, as in "
+                f"'move {TRACKS[source]} {token[0]} to {TRACKS[target]} 5'."
+            )
         if len(token) > 1:
             return None
         if not numbers:
-            raise MoveError(f"Say the bid the token makes on {TRACKS[target]}, as in "
-                            f"'move {TRACKS[source]} to {TRACKS[target]} 5'.")  # fmt: skip
+            raise MoveError(
+                f"Say the bid the token makes on {TRACKS[target]}, as in 'move {TRACKS[source]} to {TRACKS[target]} 5'."
+            )
         if len(numbers) == 2 and len(token) == 1:  # "move black 1 to red 5": the token's value, then the new bid
             if numbers[0] not in [b[1] for b in state.bids[source] if b[0] == seat]:
                 raise MoveError(f"You have no token of {numbers[0]} on {TRACKS[source]}.")
@@ -950,11 +1108,14 @@ def _read_bid(state: BluffState, seat: int, words: list[str]) -> Move | None:
             if not movable:
                 raise MoveError(f"You have no overbid token on {TRACKS[source]} to move (high bids are locked in).")
             if len(movable) > 1 and state.rulings >= 2:
-                readings = " or ".join(f"'move {TRACKS[source]} {b[1]} to {TRACKS[target]} {numbers[0]}'"
-                                       for b in movable)  # fmt: skip
-                raise MoveError(f"'move {TRACKS[source]} to {TRACKS[target]} {numbers[0]}' is ambiguous: you have "
-                                f"{len(movable)} tokens on {TRACKS[source]} you may move. Say which by its value: "
-                                f"{readings}.")  # fmt: skip
+                readings = " or ".join(
+                    f"'move {TRACKS[source]} {b[1]} to {TRACKS[target]} {numbers[0]}'" for b in movable
+                )
+                raise MoveError(
+                    f"'move {TRACKS[source]} to {TRACKS[target]} {numbers[0]}' is ambiguous: you have "
+                    f"{len(movable)} tokens on {TRACKS[source]} you may move. Say which by its value: "
+                    f"{readings}."
+                )
             # the only one; or, by the first rulings (F21), the lowest: how old records read
             return ("move", source, movable[0][1], target, numbers[0])
     return None
@@ -966,8 +1127,10 @@ def _read_tile(words: list[str]) -> Tile:
     types = [w for w in words if w in TYPES]
     if len(colours) == len(eras) == len(types) == 1 and len(words) == 3:
         return (colours[0], eras[0], types[0])
-    raise MoveError(f"I do not know the tile '{' '.join(words)[:60]}': write an artifact as its colour, era "
-                    "and type, as in 'red ancient tool'.")  # fmt: skip
+    raise MoveError(
+        f"I do not know the tile '{' '.join(words)[:60]}': write an artifact as its colour, era "
+        "and type, as in 'red ancient tool'."
+    )
 
 
 def _read_tiles(words: list[str]) -> list[Tile]:
@@ -988,8 +1151,10 @@ def _read_tiles(words: list[str]) -> list[Tile]:
             tiles.append(_read_tile(current))
             current = []
     if current:
-        raise MoveError(f"I could not read '{' '.join(current)[:60]}' as a tile: an artifact is its colour, "
-                        "era and type, as in 'red ancient tool'.")  # fmt: skip
+        raise MoveError(
+            f"I could not read '{' '.join(current)[:60]}' as a tile: an artifact is its colour, "
+            "era and type, as in 'red ancient tool'."
+        )
     return tiles
 
 
@@ -1016,16 +1181,14 @@ def _why_not(state: BluffState, seat: int, move: Move) -> str | None:
             return "You cannot pass while you hold bid tokens you have not placed."
         track = move[1] if move[0] == "bid" else move[3]
         if move[0] == "bid" and not state.tokens[seat]:
-            return ("You have no bid token in hand; you may move one of your overbid tokens "
-                    "('move blue 2 to red 4').")  # fmt: skip
+            return "You have no bid token in hand; you may move one of your overbid tokens ('move blue 2 to red 4')."
         if move[0] == "move" and move[1] not in _overbid(state, seat):
             return f"You have no overbid token on {TRACKS[move[1]]} to move (high bids are locked in)."
         moving = None
         if move[0] == "move":
             moving = _token(state, seat, move[1], move[2])
             if moving not in _movable(state, seat, move[1]):
-                return (f"Your token of {move[2]} on {TRACKS[move[1]]} is the high bid there: high bids are locked "
-                        "in.")  # fmt: skip
+                return f"Your token of {move[2]} on {TRACKS[move[1]]} is the high bid there: high bids are locked in."
         lowest = _lowest_bid(state, seat, track, moving)
         if lowest is None:
             return f"The high bid on {TRACKS[track]} is yours: you cannot overbid yourself."
@@ -1036,17 +1199,22 @@ def _why_not(state: BluffState, seat: int, move: Move) -> str | None:
         if value > cap and state.rulings < 2:
             return f"A bid on {TRACKS[track]} above {cap} cannot win: only {state.rolled()} dice were rolled."
         if value > cap:
-            return (f"A bid on {TRACKS[track]} can be at most {cap}: no one can count more than {cap - 1} there "
-                    f"this round, so a bid of {cap} already wins nothing and stops every bid above it.")  # fmt: skip
+            return (
+                f"A bid on {TRACKS[track]} can be at most {cap}: no one can count more than {cap - 1} there "
+                f"this round, so a bid of {cap} already wins nothing and stops every bid above it."
+            )
     if state.stage == "acquire":
         if move[0] == "exhibit":
             if len(state.exhibits[seat]) >= spaces(state.seats):
                 return "Your exhibit spaces are all full: you can no longer exhibit."
             if _beside(state.won[0][1]):
-                return (f"An exhibit is 3 or more tiles from your museum that share a colour, an era or a type "
-                        f"({tile_text(state.won[0][1])} goes beside your museum and joins no set).")  # fmt: skip
-            return ("An exhibit is 3 or more tiles from your museum and the new tile that share a colour, "
-                    "an era or a type.")  # fmt: skip
+                return (
+                    f"An exhibit is 3 or more tiles from your museum that share a colour, an era or a type "
+                    f"({tile_text(state.won[0][1])} goes beside your museum and joins no set)."
+                )
+            return (
+                "An exhibit is 3 or more tiles from your museum and the new tile that share a colour, an era or a type."
+            )
         if move[0] == "place":
             return "Your museum is full: exhibit a set or discard a tile."
         if move[0] == "discard":

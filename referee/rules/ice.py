@@ -36,10 +36,8 @@ Pyramid = tuple[str, int]
 Pile = tuple[Pyramid, ...]
 Move = tuple  # ("pass",), ("bid", pile), ("score", tree, take), ("decline",)
 
-_SIZE_WORDS = {"l": 3, "large": 3, "larges": 3, "m": 2, "medium": 2, "mediums": 2, "s": 1, "small": 1,
-               "smalls": 1}  # fmt: skip
-_COLOUR_WORDS = {**{c: c for c in COLOURS}, "colourless": COLOURLESS, "colorless": COLOURLESS,
-                 "clear": COLOURLESS}  # fmt: skip
+_SIZE_WORDS = {"l": 3, "large": 3, "larges": 3, "m": 2, "medium": 2, "mediums": 2, "s": 1, "small": 1, "smalls": 1}
+_COLOUR_WORDS = {**{c: c for c in COLOURS}, "colourless": COLOURLESS, "colorless": COLOURLESS, "clear": COLOURLESS}
 _COUNTED = re.compile(r"([0-9]+)x?([a-z]*)", re.ASCII)  # "2", "2x", "2L", "2xL"
 _VERB = re.compile(r"^\s*(?P<verb>[a-z]+)\b(?P<rest>.*?)\s*\.?\s*$", re.I)
 
@@ -212,12 +210,30 @@ class IceIceBaby(Game[IceState, Move]):
             active.append(pile(mine))
         start = rng.randbelow(seats)
         state = IceState(
-            scoring_colour=scoring, step=2 if options["short"] else 3, end=8 if options["short"] else 12,
-            bag=tuple(bag), track=(), drawn=0, lot=(), dead=(), active=tuple(active),
-            scored=((),) * seats, start=start, auction=0, turns=0, stage="auction", turn=None,
-            bids=(None,) * seats, high=None, cards=(), scoring_due=False, final=False, offers=(),
-            trees_scored=0, bots=frozenset(),
-        )  # fmt: skip
+            scoring_colour=scoring,
+            step=2 if options["short"] else 3,
+            end=8 if options["short"] else 12,
+            bag=tuple(bag),
+            track=(),
+            drawn=0,
+            lot=(),
+            dead=(),
+            active=tuple(active),
+            scored=((),) * seats,
+            start=start,
+            auction=0,
+            turns=0,
+            stage="auction",
+            turn=None,
+            bids=(None,) * seats,
+            high=None,
+            cards=(),
+            scoring_due=False,
+            final=False,
+            offers=(),
+            trees_scored=0,
+            bots=frozenset(),
+        )
         state, _ = _next_auction(state, start, rng)
         state, _ = _next_turn(state, start, include=True)
         return state
@@ -228,8 +244,12 @@ class IceIceBaby(Game[IceState, Move]):
         if state.stage == "auction":
             return Phase(f"Auction {state.auction}, turn {state.turns + 1}", (state.mover,), sealed=False)
         if state.stage == "scoring":
-            return Phase(f"Auction {state.auction} scoring, offer {state.turns + 1}", (state.mover,),
-                         sealed=False, timer="decision")  # fmt: skip
+            return Phase(
+                f"Auction {state.auction} scoring, offer {state.turns + 1}",
+                (state.mover,),
+                sealed=False,
+                timer="decision",
+            )
         return None
 
     def legal_moves(self, state: IceState, seat: int) -> list[Move]:
@@ -252,8 +272,10 @@ class IceIceBaby(Game[IceState, Move]):
             return self._parse_offer(state, seat, verb, rest)
         if verb == "pass" and (not rest.strip() or reading.bare_move(text, "pass")):  # "pass for now"
             if _must_bid(state):
-                raise MoveError("Everyone else has passed without bidding, so you must bid one "
-                                "pyramid (and you win the auction with it).")  # fmt: skip
+                raise MoveError(
+                    "Everyone else has passed without bidding, so you must bid one "
+                    "pyramid (and you win the auction with it)."
+                )
             return ("pass",)
         if verb != "bid":
             raise MoveError(f"A move is 'pass' or a bid such as '{self._example(state, seat)}'.")
@@ -269,9 +291,11 @@ class IceIceBaby(Game[IceState, Move]):
             most = "one pyramid" if not high else f"{len(high) + 1} pyramids"
             raise MoveError(f"You may raise by at most one pyramid: bid {most} at most.")
         if value(bid) <= value(high):
-            raise MoveError(f"Your bid must beat the high bid, {pile_text(high)}: the same number "
-                            "of pyramids with more larges (or as many larges and more mediums), "
-                            "or one pyramid more.")  # fmt: skip
+            raise MoveError(
+                f"Your bid must beat the high bid, {pile_text(high)}: the same number "
+                "of pyramids with more larges (or as many larges and more mediums), "
+                "or one pyramid more."
+            )
 
     def _example(self, state: IceState, seat: int) -> str:
         bids = _legal_bids(state, seat)
@@ -281,24 +305,28 @@ class IceIceBaby(Game[IceState, Move]):
         if verb in ("decline", "pass") and not rest.strip():
             return ("decline",)
         if verb != "score":
-            raise MoveError("A scoring round asks 'score tree blue' (or 'score tree L-blue M-green "
-                            "S-green take L-yellow M-blue') or 'decline'.")  # fmt: skip
-        tree_text, *take = re.split(r"\s+take\b", re.sub(r"^\s*tree\b", "", rest, flags=re.I), maxsplit=1,
-                                    flags=re.I)  # fmt: skip
+            raise MoveError(
+                "A scoring round asks 'score tree blue' (or 'score tree L-blue M-green "
+                "S-green take L-yellow M-blue') or 'decline'."
+            )
+        tree_text, *take = re.split(r"\s+take\b", re.sub(r"^\s*tree\b", "", rest, flags=re.I), maxsplit=1, flags=re.I)
         take_text = take[0] if take else ""
         earned = min(_earned(state), len(state.dead))
         tree = _read_tree(tree_text, state.active[seat], state.dead, earned)
         if not take_text.strip():
             options = _choices(state.dead, earned)
             if len(options) > 1:
-                raise MoveError(f"Say which {earned} pyramid(s) you take from the dead area "
-                                f"({pile_text(state.dead)}), for example "
-                                f"'score tree {pile_text(tree)} take {pile_text(options[0])}'.")  # fmt: skip
+                raise MoveError(
+                    f"Say which {earned} pyramid(s) you take from the dead area "
+                    f"({pile_text(state.dead)}), for example "
+                    f"'score tree {pile_text(tree)} take {pile_text(options[0])}'."
+                )
             return ("score", tree, options[0])
         took = _read_pile(take_text, state.dead, "take", where="the dead area")
         if len(took) != earned:
-            raise MoveError(f"You take {earned} pyramid(s) from the dead area, not {len(took)}: "
-                            f"it holds {pile_text(state.dead)}.")  # fmt: skip
+            raise MoveError(
+                f"You take {earned} pyramid(s) from the dead area, not {len(took)}: it holds {pile_text(state.dead)}."
+            )
         return ("score", tree, took)
 
     def move_text(self, move: Move) -> str:
@@ -312,8 +340,7 @@ class IceIceBaby(Game[IceState, Move]):
 
     # -- resolving -----------------------------------------------------------------
 
-    def resolve(self, state: IceState, moves: Mapping[int, Move], rng: Rng
-                ) -> tuple[IceState, list[dict[str, Any]]]:  # fmt: skip
+    def resolve(self, state: IceState, moves: Mapping[int, Move], rng: Rng) -> tuple[IceState, list[dict[str, Any]]]:
         seat = state.mover
         move = moves[seat]
         if state.stage == "scoring":
@@ -329,8 +356,9 @@ class IceIceBaby(Game[IceState, Move]):
         state, events = _next_turn(state, seat, include=False)
         return self._play_on(state, [event, *events], rng)
 
-    def _play_on(self, state: IceState, events: list[dict[str, Any]], rng: Rng
-                 ) -> tuple[IceState, list[dict[str, Any]]]:  # fmt: skip
+    def _play_on(
+        self, state: IceState, events: list[dict[str, Any]], rng: Rng
+    ) -> tuple[IceState, list[dict[str, Any]]]:
         """Everything that follows without a decision: the payments of a won
         auction, the start of its scoring round, the next auction's draw, or
         the end; until someone owes a move."""
@@ -347,8 +375,7 @@ class IceIceBaby(Game[IceState, Move]):
             events += more
         return state, _scored(state, events)
 
-    def _offer(self, state: IceState, seat: int, move: Move, rng: Rng
-               ) -> tuple[IceState, list[dict[str, Any]]]:  # fmt: skip
+    def _offer(self, state: IceState, seat: int, move: Move, rng: Rng) -> tuple[IceState, list[dict[str, Any]]]:
         state = replace(state, turns=state.turns + 1, offers=state.offers[1:])
         if move[0] == "decline":
             events = [{"type": "declined", "seat": seat}]
@@ -357,10 +384,16 @@ class IceIceBaby(Game[IceState, Move]):
             active, scored = list(state.active), list(state.scored)
             active[seat] = pile(_without(active[seat], tree) + took)
             scored[seat] = (*scored[seat], tree)
-            state = replace(state, active=tuple(active), scored=tuple(scored),
-                            dead=_without(state.dead, took), trees_scored=state.trees_scored + 1)  # fmt: skip
-            events = [{"type": "tree", "seat": seat, "tree": _names(tree), "uniform": uniform(tree),
-                       "took": _names(took)}]  # fmt: skip
+            state = replace(
+                state,
+                active=tuple(active),
+                scored=tuple(scored),
+                dead=_without(state.dead, took),
+                trees_scored=state.trees_scored + 1,
+            )
+            events = [
+                {"type": "tree", "seat": seat, "tree": _names(tree), "uniform": uniform(tree), "took": _names(took)}
+            ]
         state, more = _next_offer(state)
         return self._play_on(state, events + more, rng)
 
@@ -376,19 +409,36 @@ class IceIceBaby(Game[IceState, Move]):
         high = state.high_bid
         seats = [self._seat_view(state, s) for s in range(state.seats)]
         public = {
-            "stage": state.stage, "over": state.stage == "over", "auction": state.auction,
-            "turns": state.turns, "turn": state.turn, "start": state.start,
-            "scoring_colour": state.scoring_colour, "step": state.step, "end": state.end,
-            "track": {"count": state.drawn, "pyramids": _names(state.track),
-                      "next": _next_multiple(state), "triggers": _multiples(state)},
-            "bag": _bag_counts(state), "lot": _names(state.lot), "dead": _names(state.dead),
+            "stage": state.stage,
+            "over": state.stage == "over",
+            "auction": state.auction,
+            "turns": state.turns,
+            "turn": state.turn,
+            "start": state.start,
+            "scoring_colour": state.scoring_colour,
+            "step": state.step,
+            "end": state.end,
+            "track": {
+                "count": state.drawn,
+                "pyramids": _names(state.track),
+                "next": _next_multiple(state),
+                "triggers": _multiples(state),
+            },
+            "bag": _bag_counts(state),
+            "lot": _names(state.lot),
+            "dead": _names(state.dead),
             "seats": seats,
-            "high": state.high, "high_bid": _names(high), "high_value": list(value(high)),
-            "cards": list(state.cards), "scoring_due": state.scoring_due, "final": state.final,
-            "offers": list(state.offers), "earn": min(_earned(state), len(state.dead)),
+            "high": state.high,
+            "high_bid": _names(high),
+            "high_value": list(value(high)),
+            "cards": list(state.cards),
+            "scoring_due": state.scoring_due,
+            "final": state.final,
+            "offers": list(state.offers),
+            "earn": min(_earned(state), len(state.dead)),
             "scores": [points["total"] for points in standings(state)],
             "must_bid": state.stage == "auction" and _must_bid(state),
-        }  # fmt: skip
+        }
         if seat is None:
             return public
         private = {**public, "seat": seat, "mine": seats[seat]}
@@ -450,8 +500,13 @@ def _pass(state: IceState, seat: int, forced: bool) -> tuple[IceState, dict[str,
     """The seat takes the lowest passing card left, its last bid on it."""
     state = replace(state, cards=(*state.cards, seat))
     bid = state.bids[seat]
-    event = {"type": "pass", "seat": seat, "card": len(state.cards), "forced": forced,
-             "bid": _names(bid) if bid else []}  # fmt: skip
+    event = {
+        "type": "pass",
+        "seat": seat,
+        "card": len(state.cards),
+        "forced": forced,
+        "bid": _names(bid) if bid else [],
+    }
     if forced:
         event["why"] = "no pyramids" if not state.active[seat] else "cannot raise"
     return state, event
@@ -493,10 +548,24 @@ def _pay(state: IceState) -> tuple[IceState, list[dict[str, Any]]]:
         payments.append({"from": giver, "to": taker, "pyramids": _names(bids[giver])})
     dead = pile(state.dead + bids[chain[-1]])
     active[winner] += state.lot
-    event = {"type": "won", "seat": winner, "lot": _names(state.lot), "bid": _names(bids[winner]),
-             "card": state.seats, "payments": payments}  # fmt: skip
-    state = replace(state, active=tuple(pile(a) for a in active), dead=dead, lot=(), start=winner,
-                    stage="after", high=None, bids=(None,) * state.seats)  # fmt: skip
+    event = {
+        "type": "won",
+        "seat": winner,
+        "lot": _names(state.lot),
+        "bid": _names(bids[winner]),
+        "card": state.seats,
+        "payments": payments,
+    }
+    state = replace(
+        state,
+        active=tuple(pile(a) for a in active),
+        dead=dead,
+        lot=(),
+        start=winner,
+        stage="after",
+        high=None,
+        bids=(None,) * state.seats,
+    )
     return state, [event]
 
 
@@ -564,13 +633,35 @@ def _next_auction(state: IceState, start: int, rng: Rng) -> tuple[IceState, dict
     before, after = state.drawn, state.drawn + len(drawn)
     due = any(before < m <= after for m in range(state.step, state.end + 1, state.step))
     state = replace(
-        state, bag=tuple(bag), track=pile(track), drawn=after, lot=pile(lot), start=start,
-        auction=state.auction + 1, turns=0, stage="auction", turn=None, bids=(None,) * state.seats,
-        high=None, cards=(), scoring_due=due, final=after >= state.end, offers=(), trees_scored=0,
-    )  # fmt: skip
-    event = {"type": "lot", "auction": state.auction, "start": start, "lot": _names(state.lot),
-             "to_track": _names(pile(drawn)), "filled": _names(filled), "track": after,
-             "scoring_due": due, "final": state.final}  # fmt: skip
+        state,
+        bag=tuple(bag),
+        track=pile(track),
+        drawn=after,
+        lot=pile(lot),
+        start=start,
+        auction=state.auction + 1,
+        turns=0,
+        stage="auction",
+        turn=None,
+        bids=(None,) * state.seats,
+        high=None,
+        cards=(),
+        scoring_due=due,
+        final=after >= state.end,
+        offers=(),
+        trees_scored=0,
+    )
+    event = {
+        "type": "lot",
+        "auction": state.auction,
+        "start": start,
+        "lot": _names(state.lot),
+        "to_track": _names(pile(drawn)),
+        "filled": _names(filled),
+        "track": after,
+        "scoring_due": due,
+        "final": state.final,
+    }
     return state, event
 
 
@@ -629,8 +720,14 @@ def _points(state: IceState, seat: int, bonuses: dict[str, int], collected: Pile
     mixed_trees = len(state.scored[seat]) - scored_uniform + made_mixed
     single = len(state.active[seat]) - 3 * (made_uniform + made_mixed)
     total = TREE_POINTS[True] * uniform_trees + TREE_POINTS[False] * mixed_trees + single + sum(bonuses.values())
-    return {"uniform": uniform_trees, "mixed": mixed_trees, "single": single, "bonuses": bonuses,
-            "total": total, "collected": list(value(collected))}  # fmt: skip
+    return {
+        "uniform": uniform_trees,
+        "mixed": mixed_trees,
+        "single": single,
+        "bonuses": bonuses,
+        "total": total,
+        "collected": list(value(collected)),
+    }
 
 
 def _scored(state: IceState, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -650,8 +747,7 @@ def _names(pyramids: Iterable[Pyramid]) -> list[str]:
 
 def _bag_counts(state: IceState) -> dict[str, Any]:
     counts = Counter(state.bag)
-    return {"total": len(state.bag),
-            "by_colour": {c: [counts[(c, size)] for size in SIZES] for c in COLOURS}}  # fmt: skip
+    return {"total": len(state.bag), "by_colour": {c: [counts[(c, size)] for size in SIZES] for c in COLOURS}}
 
 
 @dataclass
@@ -689,8 +785,10 @@ def _groups(text: str) -> list[tuple[int, int, str | None]]:
         if size is None and colour is None and rest[:1] in ("l", "m", "s") and rest[1:] in _COLOUR_WORDS:
             size, colour = _SIZE_WORDS[rest[0]], _COLOUR_WORDS[rest[1:]]  # "Lred"
         if size is None and colour is None:
-            raise MoveError(f"I do not know '{word}': pyramids are written like L-red, M-blue, S-green "
-                            "(L large, M medium, S small; red, yellow, green, blue).")  # fmt: skip
+            raise MoveError(
+                f"I do not know '{word}': pyramids are written like L-red, M-blue, S-green "
+                "(L large, M medium, S small; red, yellow, green, blue)."
+            )
         current = groups[-1] if groups and count is None else None
         if size is not None:
             if current is None or current.size is not None:
@@ -717,8 +815,9 @@ def _read_pile(text: str, have: Pile, verb: str, where: str = "your active area"
     named = [(colour, size) for n, size, colour in groups if colour for _ in range(n)]
     missing = Counter(named) - Counter(have)
     if missing:
-        raise MoveError(f"There is no {pile_text(pile(missing.elements()))} in {where} to {verb}; "
-                        f"it holds {pile_text(have)}.")  # fmt: skip
+        raise MoveError(
+            f"There is no {pile_text(pile(missing.elements()))} in {where} to {verb}; it holds {pile_text(have)}."
+        )
     left, chosen = list(_without(have, named)), list(named)
     for n, size, colour in groups:
         if colour:
@@ -726,11 +825,15 @@ def _read_pile(text: str, have: Pile, verb: str, where: str = "your active area"
         colours = sorted({c for c, s in left if s == size}, key=lambda c: _order((c, size)))
         available = [p for p in left if p[1] == size]
         if len(available) < n:
-            raise MoveError(f"You asked for {n} {SIZE_NAME[size]} but {where} has only {len(available)} "
-                            f"more: it holds {pile_text(have)}.")  # fmt: skip
+            raise MoveError(
+                f"You asked for {n} {SIZE_NAME[size]} but {where} has only {len(available)} "
+                f"more: it holds {pile_text(have)}."
+            )
         if len(colours) > 1 and len(available) > n:
-            raise MoveError(f"Say which colour of {SIZE_NAME[size]} pyramid to {verb}: {where} holds "
-                            f"{', '.join(f'{SIZE_LETTER[size]}-{c}' for c in colours)}.")  # fmt: skip
+            raise MoveError(
+                f"Say which colour of {SIZE_NAME[size]} pyramid to {verb}: {where} holds "
+                f"{', '.join(f'{SIZE_LETTER[size]}-{c}' for c in colours)}."
+            )
         for pyramid in available[:n]:
             left.remove(pyramid)
             chosen.append(pyramid)
@@ -750,8 +853,7 @@ def _read_tree(text: str, active: Pile, dead: Pile, earned: int) -> Pile:
             return trees[0]
         take = _choices(dead, earned)[0]
         example = f"score tree {pile_text(trees[0])}" + (f" take {pile_text(take)}" if take else "")
-        raise MoveError(f"Say which tree, for example '{example}'; your active area holds "
-                        f"{pile_text(active)}.")  # fmt: skip
+        raise MoveError(f"Say which tree, for example '{example}'; your active area holds {pile_text(active)}.")
     tree = _read_pile(text, active, "score")
     if sorted(size for _, size in tree) != [1, 2, 3]:
         raise MoveError("A tree is one large, one medium and one small pyramid.")

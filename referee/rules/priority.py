@@ -44,9 +44,43 @@ EMPTY = 0  # a colour space without a card (cards are 1..n)
 Move = tuple  # ("play", card, colour), ("move", from_colour, to_colour), ("pass",)
 
 _NUMBERS = {word: n for word, n in reading.NUMBER_WORDS.items() if n <= 8}  # the cards of 8 players at most
-_FILLER = {"on", "onto", "to", "from", "card", "my", "a", "the", "priority", "colour", "color",
-           "space", "of", "it", "into", "in", "at", "for", "rest", "round", "this", "remainder",
-           "i", "ll", "will", "please", "then", "now", "turn", "ok", "okay", "thanks", "thank", "you", "time"}  # fmt: skip
+_FILLER = {
+    "on",
+    "onto",
+    "to",
+    "from",
+    "card",
+    "my",
+    "a",
+    "the",
+    "priority",
+    "colour",
+    "color",
+    "space",
+    "of",
+    "it",
+    "into",
+    "in",
+    "at",
+    "for",
+    "rest",
+    "round",
+    "this",
+    "remainder",
+    "i",
+    "ll",
+    "will",
+    "please",
+    "then",
+    "now",
+    "turn",
+    "ok",
+    "okay",
+    "thanks",
+    "thank",
+    "you",
+    "time",
+}
 _PLAY_VERBS = {"play", "put", "place", "lay"}
 _WORD = re.compile(r"[a-z]+|[0-9]+")
 
@@ -139,8 +173,9 @@ class PriorityAuction(Game[PriorityState, Move]):
 
     def looks_like_move(self, line: str) -> bool:
         words = [w for w in _WORD.findall(reading.clean(line).lower()) if w not in ("i", "ll", "ok", "okay")]
-        return bool(words) and (words[0] in self.move_words or words[0] in COLOURS or words[0].isdigit()
-                                or words[0] in _NUMBERS)  # fmt: skip
+        return bool(words) and (
+            words[0] in self.move_words or words[0] in COLOURS or words[0].isdigit() or words[0] in _NUMBERS
+        )
 
     # -- setting up --------------------------------------------------------------
 
@@ -154,20 +189,33 @@ class PriorityAuction(Game[PriorityState, Move]):
         first_item = rng.choice([v for v in deck if v != max(deck)])  # P5: never the highest first
         deck.remove(first_item)
         return PriorityState(
-            colours=colours, boards=((EMPTY,) * seats,) * seats, deck=tuple(deck), item=first_item,
-            round=1, rounds=len(ITEMS[seats]), dealer=dealer, first=(dealer + 1) % seats,
-            turn=(dealer + 1) % seats, turn_number=0, passed=(), taken=(0,) * seats,
-            turn_limit=options["turn_limit"] or 2 * seats, won=((),) * seats, discarded=(),
-            revealed=frozenset(), bots=frozenset(),
-        )  # fmt: skip
+            colours=colours,
+            boards=((EMPTY,) * seats,) * seats,
+            deck=tuple(deck),
+            item=first_item,
+            round=1,
+            rounds=len(ITEMS[seats]),
+            dealer=dealer,
+            first=(dealer + 1) % seats,
+            turn=(dealer + 1) % seats,
+            turn_number=0,
+            passed=(),
+            taken=(0,) * seats,
+            turn_limit=options["turn_limit"] or 2 * seats,
+            won=((),) * seats,
+            discarded=(),
+            revealed=frozenset(),
+            bots=frozenset(),
+        )
 
     # -- what is asked now -------------------------------------------------------
 
     def phase(self, state: PriorityState) -> Phase | None:
         if state.over:
             return None
-        return Phase(f"Round {state.round} of {state.rounds}, turn {state.turn_number + 1}",
-                     (state.mover,), sealed=False)  # fmt: skip
+        return Phase(
+            f"Round {state.round} of {state.rounds}, turn {state.turn_number + 1}", (state.mover,), sealed=False
+        )
 
     def legal_moves(self, state: PriorityState, seat: int) -> list[Move]:
         if state.over or seat != state.turn:
@@ -186,8 +234,10 @@ class PriorityAuction(Game[PriorityState, Move]):
                 raise MoveError("'pass' is a move by itself: nothing after it.")
             return ("pass",)
         if state.taken[seat] >= state.turn_limit:
-            raise MoveError(f"You have made all {state.turn_limit} of your plays and moves this round, the "
-                            "most a round allows (ruling P7): you pass when your turn comes.")  # fmt: skip
+            raise MoveError(
+                f"You have made all {state.turn_limit} of your plays and moves this round, the "
+                "most a round allows (ruling P7): you pass when your turn comes."
+            )
         if verb == "move":
             return self._parse_shift(state, seat, words[1:])
         if verb in _PLAY_VERBS:
@@ -197,24 +247,30 @@ class PriorityAuction(Game[PriorityState, Move]):
         raise MoveError(self._forms(state, seat))
 
     def _forms(self, state: PriorityState, seat: int) -> str:
-        return (f"A move is 'play 3 on {state.in_play[0]}' (a card from your hand onto an empty colour "
-                f"of your board), 'move {state.in_play[0]} to {state.in_play[1]}' (one of your cards to "
-                "an empty colour), or 'pass' (for the rest of this round).")  # fmt: skip
+        return (
+            f"A move is 'play 3 on {state.in_play[0]}' (a card from your hand onto an empty colour "
+            f"of your board), 'move {state.in_play[0]} to {state.in_play[1]}' (one of your cards to "
+            "an empty colour), or 'pass' (for the rest of this round)."
+        )
 
     def _parse_play(self, state: PriorityState, seat: int, words: list[str]) -> Move:
         numbers = [n for w in words if (n := _number(w)) is not None]
         colours = [_colour(state, w) for w in words if _number(w) is None]
         if len(numbers) != 1 or len(colours) != 1:
-            raise MoveError(f"Say one card and one colour, as in 'play {state.hand(seat)[0] if state.hand(seat) else 1} "
-                            f"on {state.in_play[0]}'.")  # fmt: skip
+            raise MoveError(
+                f"Say one card and one colour, as in 'play {state.hand(seat)[0] if state.hand(seat) else 1} "
+                f"on {state.in_play[0]}'."
+            )
         card, colour = numbers[0], colours[0]
         board = state.boards[seat]
         if not 1 <= card <= state.seats:
             raise MoveError(f"Your priority cards are 1 to {state.seats}.")
         if card in board:
             where = state.in_play[board.index(card)]
-            raise MoveError(f"Your {card} is on {where} already; to move it, 'move {where} to ...'. "
-                            f"In your hand: {_listed(state.hand(seat))}.")  # fmt: skip
+            raise MoveError(
+                f"Your {card} is on {where} already; to move it, 'move {where} to ...'. "
+                f"In your hand: {_listed(state.hand(seat))}."
+            )
         self._check_empty(state, seat, colour)
         return ("play", card, colour)
 
@@ -229,11 +285,14 @@ class PriorityAuction(Game[PriorityState, Move]):
             colours = [state.in_play[board.index(card)], colours[0]]
         elif len(numbers) == 1 and len(colours) == 2:  # "move 3 from red to blue"
             if board[state.in_play.index(colours[0])] != numbers[0]:
-                raise MoveError(f"Your {numbers[0]} is not on {colours[0]}; cards on your board: "
-                                f"{_board_text(state, seat)}.")  # fmt: skip
+                raise MoveError(
+                    f"Your {numbers[0]} is not on {colours[0]}; cards on your board: {_board_text(state, seat)}."
+                )
         elif numbers or len(colours) != 2:
-            raise MoveError(f"Say which colour to move from and which to move to, as in "
-                            f"'move {state.in_play[0]} to {state.in_play[1]}'.")  # fmt: skip
+            raise MoveError(
+                f"Say which colour to move from and which to move to, as in "
+                f"'move {state.in_play[0]} to {state.in_play[1]}'."
+            )
         source, target = colours
         if board[state.in_play.index(source)] == EMPTY:
             raise MoveError(f"You have no card on {source}; cards on your board: {_board_text(state, seat)}.")
@@ -246,8 +305,10 @@ class PriorityAuction(Game[PriorityState, Move]):
         board = state.boards[seat]
         if board[state.in_play.index(colour)] != EMPTY:
             empty = [c for c, card in zip(state.in_play, board, strict=True) if card == EMPTY]
-            raise MoveError(f"Your {colour} space holds a card already (one card a colour: ruling P6); "
-                            f"your empty colours: {', '.join(empty) or 'none'}.")  # fmt: skip
+            raise MoveError(
+                f"Your {colour} space holds a card already (one card a colour: ruling P6); "
+                f"your empty colours: {', '.join(empty) or 'none'}."
+            )
 
     def move_text(self, move: Move) -> str:
         if move[0] == "play":
@@ -258,8 +319,9 @@ class PriorityAuction(Game[PriorityState, Move]):
 
     # -- resolving ---------------------------------------------------------------
 
-    def resolve(self, state: PriorityState, moves: Mapping[int, Move], rng: Rng
-                ) -> tuple[PriorityState, list[dict[str, Any]]]:  # fmt: skip
+    def resolve(
+        self, state: PriorityState, moves: Mapping[int, Move], rng: Rng
+    ) -> tuple[PriorityState, list[dict[str, Any]]]:
         seat = state.mover
         move = moves[seat]
         state = replace(state, turn_number=state.turn_number + 1)
@@ -283,8 +345,7 @@ class PriorityAuction(Game[PriorityState, Move]):
 
     def _final_event(self, state: PriorityState) -> dict[str, Any]:
         result = self.result(state)
-        return {"type": "over", "colours": list(state.colours),
-                "winner": result.winner if result else None}  # fmt: skip
+        return {"type": "over", "colours": list(state.colours), "winner": result.winner if result else None}
 
     # -- what players see -----------------------------------------------------------
 
@@ -292,43 +353,60 @@ class PriorityAuction(Game[PriorityState, Move]):
         """The table (P8): whose spaces hold a card, never its value; passes;
         the item and the items to come; items won; revealed colours."""
         public = {
-            "over": state.over, "round": state.round, "rounds": state.rounds, "item": state.item,
-            "remaining": list(state.deck), "discarded": list(state.discarded),
-            "colours": list(state.in_play), "dealer": state.dealer, "first": state.first,
-            "turn": state.turn, "turn_number": state.turn_number, "passed": list(state.passed),
-            "turn_limit": state.turn_limit, "taken": list(state.taken),
-            "filled": [[c for c, card in zip(state.in_play, board, strict=True) if card != EMPTY]
-                       for board in state.boards],
+            "over": state.over,
+            "round": state.round,
+            "rounds": state.rounds,
+            "item": state.item,
+            "remaining": list(state.deck),
+            "discarded": list(state.discarded),
+            "colours": list(state.in_play),
+            "dealer": state.dealer,
+            "first": state.first,
+            "turn": state.turn,
+            "turn_number": state.turn_number,
+            "passed": list(state.passed),
+            "turn_limit": state.turn_limit,
+            "taken": list(state.taken),
+            "filled": [
+                [c for c, card in zip(state.in_play, board, strict=True) if card != EMPTY] for board in state.boards
+            ],
             "in_hand": [len(state.hand(s)) for s in range(state.seats)],
             "won": [list(items) for items in state.won],
             "scores": list(_scores(state)),
             "known": _known(state, None),
-        }  # fmt: skip
+        }
         if seat is None:
             return public
         known = _known(state, seat)
         private = {
-            **public, "seat": seat, "colour": state.colours[seat], "right": state.right_of(seat),
-            "right_colour": state.colours[state.right_of(seat)], "known": known,
+            **public,
+            "seat": seat,
+            "colour": state.colours[seat],
+            "right": state.right_of(seat),
+            "right_colour": state.colours[state.right_of(seat)],
+            "known": known,
             "deduced": [s for s in range(state.seats) if known[s] and not _told(state, seat, s)],
             "hand": list(state.hand(seat)),
             "board": {c: card for c, card in zip(state.in_play, state.boards[seat], strict=True) if card},
-        }  # fmt: skip
+        }
         if seat == state.turn:
             legal = self.legal_moves(state, seat)
             shown = legal[:2] + legal[-2:] if len(legal) > 4 else legal
             private.update(legal_count=len(legal), examples=[self.move_text(m) for m in shown])
         return private
 
-    def private_news(self, before: PriorityState | None, after: PriorityState,
-                     seat: int) -> dict[str, Any] | None:  # fmt: skip
+    def private_news(self, before: PriorityState | None, after: PriorityState, seat: int) -> dict[str, Any] | None:
         """At the start, a seat's own colour and its right-hand neighbour's
         (P3), and any colour that follows from them (P13); later, a colour a
         seat can now work out from its own knowledge and a reveal."""
         if before is None:
             view = self.view(after, seat)
-            return {"colour": view["colour"], "right": view["right"], "right_colour": view["right_colour"],
-                    "deduced": [{"seat": s, "colour": view["known"][s]} for s in view["deduced"]]}  # fmt: skip
+            return {
+                "colour": view["colour"],
+                "right": view["right"],
+                "right_colour": view["right_colour"],
+                "deduced": [{"seat": s, "colour": view["known"][s]} for s in view["deduced"]],
+            }
         had, has = _known(before, seat), _known(after, seat)
         new = [s for s in range(after.seats) if has[s] and not had[s] and not _known(after, None)[s]]
         return {"deduced": [{"seat": s, "colour": has[s]} for s in new]} if new else None
@@ -401,11 +479,16 @@ def _tally(state: PriorityState, rng: Rng) -> tuple[PriorityState, list[dict[str
     low = min(totals.values())
     lowest = [c for c in state.in_play if totals[c] == low]
     winner = state.owner(lowest[0]) if len(lowest) == 1 else None
-    event = {"type": "tally", "round": state.round, "item": state.item,
-             "boards": [{c: card for c, card in zip(state.in_play, board, strict=True) if card}
-                        for board in state.boards],
-             "totals": totals, "lowest": lowest, "winner": winner,
-             "colour": lowest[0] if winner is not None else None}  # fmt: skip
+    event = {
+        "type": "tally",
+        "round": state.round,
+        "item": state.item,
+        "boards": [{c: card for c, card in zip(state.in_play, board, strict=True) if card} for board in state.boards],
+        "totals": totals,
+        "lowest": lowest,
+        "winner": winner,
+        "colour": lowest[0] if winner is not None else None,
+    }
     won, discarded, revealed = list(state.won), state.discarded, state.revealed
     item = state.on_offer
     if winner is not None:
@@ -414,9 +497,16 @@ def _tally(state: PriorityState, rng: Rng) -> tuple[PriorityState, list[dict[str
     else:
         discarded = (*discarded, item)
     event["scores"] = [sum(items) for items in won]  # only a tally changes them: the site charts these
-    state = replace(state, won=tuple(won), discarded=discarded, revealed=revealed,
-                    boards=((EMPTY,) * state.seats,) * state.seats, passed=(),
-                    taken=(0,) * state.seats, turn_number=0)  # fmt: skip
+    state = replace(
+        state,
+        won=tuple(won),
+        discarded=discarded,
+        revealed=revealed,
+        boards=((EMPTY,) * state.seats,) * state.seats,
+        passed=(),
+        taken=(0,) * state.seats,
+        turn_number=0,
+    )
     if not state.deck:
         return replace(state, item=None, turn=None), [event]
     deck = list(state.deck)
@@ -434,8 +524,7 @@ def _told(state: PriorityState, seat: int | None, other: int) -> bool:
     """Whether ``seat`` (None: everyone) was shown ``other``'s colour: its own,
     its right-hand neighbour's (P3), one revealed by winning an item, or any
     once the game is over (its record is then published whole)."""
-    return (state.over or other in state.revealed
-            or (seat is not None and other in (seat, state.right_of(seat))))  # fmt: skip
+    return state.over or other in state.revealed or (seat is not None and other in (seat, state.right_of(seat)))
 
 
 def _known(state: PriorityState, seat: int | None) -> list[str | None]:
@@ -468,8 +557,7 @@ def _colour(state: PriorityState, word: str) -> str:
     matches = [c for c in state.in_play if len(word) >= 3 and c.startswith(word)]
     if len(matches) == 1:
         return matches[0]
-    raise MoveError(f"I do not know the colour '{word[:20]}'; the colours of this game are "
-                    f"{', '.join(state.in_play)}.")  # fmt: skip
+    raise MoveError(f"I do not know the colour '{word[:20]}'; the colours of this game are {', '.join(state.in_play)}.")
 
 
 def _listed(cards: tuple[int, ...]) -> str:

@@ -21,10 +21,28 @@ SUITS = ("hearts", "diamonds", "clubs")  # R1: the players' packs, in seating or
 _SHORT = {1: "A", 11: "J", 12: "Q", 13: "K"}
 _LONG = {1: "Ace", 11: "Jack", 12: "Queen", 13: "King"}
 _WORDS = {
-    "a": 1, "ace": 1, "j": 11, "jack": 11, "q": 12, "queen": 12, "k": 13, "king": 13,
-    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
-}  # fmt: skip
+    "a": 1,
+    "ace": 1,
+    "j": 11,
+    "jack": 11,
+    "q": 12,
+    "queen": 12,
+    "k": 13,
+    "king": 13,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+}
 _MOVE = re.compile(r"^\s*bid\b\s*(?P<card>[^\s.]+)?(?:\s+of\s+(?P<suit>\w+))?\s*\.?\s*$", re.I)
 
 
@@ -220,8 +238,7 @@ class PureSkill(Game[PureSkillState, int]):
             return public
         return {**public, "seat": seat, "suit": SUITS[seat], "hand": sorted(state.hands[seat])}
 
-    def private_news(self, before: PureSkillState | None, after: PureSkillState,
-                     seat: int) -> dict[str, Any] | None:  # fmt: skip
+    def private_news(self, before: PureSkillState | None, after: PureSkillState, seat: int) -> dict[str, Any] | None:
         """The deal: each player learns their suit and hand when the game
         starts.  Later a hand changes only by its owner's own bids."""
         if before is not None:

@@ -26,14 +26,40 @@ import unicodedata
 from collections.abc import Mapping
 
 # Typographic marks a phone or word processor puts where ASCII was typed
-_PLAIN = str.maketrans({
-    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
-    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"', "\u00ab": '"', "\u00bb": '"',
-    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2015": "-", "\u2212": "-",
-})  # fmt: skip
+_PLAIN = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201a": "'",
+        "\u201b": "'",
+        "\u2032": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u201e": '"',
+        "\u201f": '"',
+        "\u2033": '"',
+        "\u00ab": '"',
+        "\u00bb": '"',
+        "\u2010": "-",
+        "\u2011": "-",
+        "\u2012": "-",
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2015": "-",
+        "\u2212": "-",
+    }
+)
 _STRUCK = re.compile(r"~~.*?~~")  # struck through: taken back, not typed
-_SUITS = {"♥": "hearts", "♡": "hearts", "♦": "diamonds", "♢": "diamonds", "♣": "clubs", "♧": "clubs",
-          "♠": "spades", "♤": "spades"}  # fmt: skip
+_SUITS = {
+    "♥": "hearts",
+    "♡": "hearts",
+    "♦": "diamonds",
+    "♢": "diamonds",
+    "♣": "clubs",
+    "♧": "clubs",
+    "♠": "spades",
+    "♤": "spades",
+}
 _SUIT_BEFORE = re.compile(r"(?<!\w)([♥♡♦♢♣♧♠♤])(\w+)")  # "♥K"
 _SUIT_AFTER = re.compile(r"(?<=\w)\s?([♥♡♦♢♣♧♠♤])")  # "K♥", "K ♥"
 _EMOTICON = re.compile(r"(?<!\S)[:;=]-?[)(\]\[DPpO/\\|]+(?!\S)|(?<!\S)<3(?!\S)")  # :-) ;) :D =P <3
@@ -45,41 +71,228 @@ _END = re.compile(r"[\s.!?;,:…]+$")  # the end of a sentence
 _QUESTION = re.compile(r"\?[\s.!?…]*$")
 _TOKEN = re.compile(r"[^\s:=]+|[:=]")  # words, with ":" and "=" apart: "bid:K" is "bid", ":", "K"
 
-_COURTESIES = {"ok", "okay", "please", "pls", "so", "well", "alright", "right", "then", "now", "and", "also",
-               "hi", "hello", "hey"}  # fmt: skip
+_COURTESIES = {
+    "ok",
+    "okay",
+    "please",
+    "pls",
+    "so",
+    "well",
+    "alright",
+    "right",
+    "then",
+    "now",
+    "and",
+    "also",
+    "hi",
+    "hello",
+    "hey",
+}
 # Words that open a line before a comma, "!" or a dash, and then the move: "Hi Bob, bid K", "Actually, bid 8"
-_OPENERS = {"hi", "hello", "hey", "dear", "thanks", "thank", "yes", "yeah", "sure", "ok", "okay", "right", "alright",
-            "well", "so", "good", "morning", "evening", "cheers", "actually", "sorry", "oops", "wait", "correction",
-            "edit", "update", "ps", "p.s", "p.s."}  # fmt: skip
-_LEAD_INS = sorted((tuple(lead.split()) for lead in (
-    "i", "i'll", "i'd", "i will", "i shall", "i would", "i want to", "i wish to", "i would like to",
-    "i'd like to", "i choose to", "i'll just", "i just", "we", "we'll", "we will", "let me", "let's",
-    "i meant", "i mean", "i meant to", "i'm", "im", "i am", "i'm going to", "im going to", "i am going to",
-    "going to", "i've decided to", "i decided to", "no wait", "no wait i", "i'll be", "i will be",
-)), key=len, reverse=True)  # fmt: skip
+_OPENERS = {
+    "hi",
+    "hello",
+    "hey",
+    "dear",
+    "thanks",
+    "thank",
+    "yes",
+    "yeah",
+    "sure",
+    "ok",
+    "okay",
+    "right",
+    "alright",
+    "well",
+    "so",
+    "good",
+    "morning",
+    "evening",
+    "cheers",
+    "actually",
+    "sorry",
+    "oops",
+    "wait",
+    "correction",
+    "edit",
+    "update",
+    "ps",
+    "p.s",
+    "p.s.",
+}
+_LEAD_INS = sorted(
+    (
+        tuple(lead.split())
+        for lead in (
+            "i",
+            "i'll",
+            "i'd",
+            "i will",
+            "i shall",
+            "i would",
+            "i want to",
+            "i wish to",
+            "i would like to",
+            "i'd like to",
+            "i choose to",
+            "i'll just",
+            "i just",
+            "we",
+            "we'll",
+            "we will",
+            "let me",
+            "let's",
+            "i meant",
+            "i mean",
+            "i meant to",
+            "i'm",
+            "im",
+            "i am",
+            "i'm going to",
+            "im going to",
+            "i am going to",
+            "going to",
+            "i've decided to",
+            "i decided to",
+            "no wait",
+            "no wait i",
+            "i'll be",
+            "i will be",
+        )
+    ),
+    key=len,
+    reverse=True,
+)
 _LINKS = (("is",), ("will", "be"), ("would", "be"), ("shall", "be"), (":",), ("=",), ("-",))
 _NOUNS = {"move", "bid", "choice", "answer", "play", "pick", "card", "turn", "command"}
 _NOUN_FILLER = {"for", "this", "that", "the", "round", "turn", "auction", "time", "now", "today", "here"}
-_LABELS = {"move", "answer", "reply", "command", "choice", "action", "round", "auction", "turn", "correction",
-           "edit", "update", "ps", "p.s", "p.s."}  # fmt: skip
+_LABELS = {
+    "move",
+    "answer",
+    "reply",
+    "command",
+    "choice",
+    "action",
+    "round",
+    "auction",
+    "turn",
+    "correction",
+    "edit",
+    "update",
+    "ps",
+    "p.s",
+    "p.s.",
+}
 _SEPARATORS = {":", "=", "-", "--", "->", "=>", "is"}
 _ARTICLES = {"the", "my"}
-_TAKING_BACK = {"no", "not", "nope", "wait", "actually", "sorry", "meant", "rather", "instead", "kidding", "scratch",
-                "or", "but", "except", "change", "make", "it", "that", "oops", "correction", "edit", "ignore"}  # fmt: skip
-_SIGN_OFFS = {"good", "luck", "gl", "hf", "have", "fun", "thanks", "thank", "you", "thx", "ty", "cheers", "bye", "see",
-              "ya", "later", "regards", "best", "all", "everyone", "folks", "ciao", "love", "xx", "x", "xo", "again",
-              "and", "to", "a", "great", "game", "nice", "well", "played", "wp", "gg"}  # fmt: skip
+_TAKING_BACK = {
+    "no",
+    "not",
+    "nope",
+    "wait",
+    "actually",
+    "sorry",
+    "meant",
+    "rather",
+    "instead",
+    "kidding",
+    "scratch",
+    "or",
+    "but",
+    "except",
+    "change",
+    "make",
+    "it",
+    "that",
+    "oops",
+    "correction",
+    "edit",
+    "ignore",
+}
+_SIGN_OFFS = {
+    "good",
+    "luck",
+    "gl",
+    "hf",
+    "have",
+    "fun",
+    "thanks",
+    "thank",
+    "you",
+    "thx",
+    "ty",
+    "cheers",
+    "bye",
+    "see",
+    "ya",
+    "later",
+    "regards",
+    "best",
+    "all",
+    "everyone",
+    "folks",
+    "ciao",
+    "love",
+    "xx",
+    "x",
+    "xo",
+    "again",
+    "and",
+    "to",
+    "a",
+    "great",
+    "game",
+    "nice",
+    "well",
+    "played",
+    "wp",
+    "gg",
+}
 _TRAILERS = (("thank", "you"), ("thanks",), ("thx",), ("ty",), ("cheers",), ("please",), ("pls",), ("plz",))
 
 
 # Numbers as words, for the games whose moves count ("reroll one three", "play two on red")
-NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-                "ten": 10, "eleven": 11, "twelve": 12}  # fmt: skip
+NUMBER_WORDS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+}
 
 # Words that may stand around a move that takes nothing ("I'll pass for the rest of this round, thanks"):
 # a game whose fillers are wider checks a bare "pass" against these, so "Pass it on" is no pass
-AROUND_A_BARE_MOVE = {"i", "ll", "will", "please", "now", "for", "the", "rest", "of", "this", "round", "remainder",
-                      "turn", "ok", "okay", "thanks", "thank", "you", "my", "again", "then", "time"}  # fmt: skip
+AROUND_A_BARE_MOVE = {
+    "i",
+    "ll",
+    "will",
+    "please",
+    "now",
+    "for",
+    "the",
+    "rest",
+    "of",
+    "this",
+    "round",
+    "remainder",
+    "turn",
+    "ok",
+    "okay",
+    "thanks",
+    "thank",
+    "you",
+    "my",
+    "again",
+    "then",
+    "time",
+}
 
 
 def bare_move(text: str, verb: str) -> bool:
@@ -92,7 +305,9 @@ def clean(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
     text = "".join(c for c in text if unicodedata.category(c) != "Cf")  # zero-width, BOM, bidi marks
     text = _STRUCK.sub(" ", " ".join(text.translate(_PLAIN).split()))
-    text = _SUIT_AFTER.sub(lambda m: f" of {_SUITS[m[1]]}", _SUIT_BEFORE.sub(lambda m: f"{m[2]} of {_SUITS[m[1]]}", text))
+    text = _SUIT_AFTER.sub(
+        lambda m: f" of {_SUITS[m[1]]}", _SUIT_BEFORE.sub(lambda m: f"{m[2]} of {_SUITS[m[1]]}", text)
+    )
     text = "".join(" " if unicodedata.category(c) == "So" else c for c in _EMOTICON.sub(" ", text))  # emoji
     text = _EMPHASIS.sub("", text)
     while (unmarked := _LIST_MARKER.sub("", text.strip(), count=1)) != text.strip():
@@ -196,9 +411,13 @@ def _past_opener(tokens: list[str], low: list[str], at: int, verbs: Mapping[str,
         return at
     for end in range(at + 1, min(at + 4, len(low))):
         past = end + 1 if low[end] in ("-", ":") else end
-        if ((tokens[end - 1][-1:] in (",", "!", ".") or past > end) and past < len(low)
-                and (verbs is None or _verb(low[past], verbs) or _past_lead_in(low, past, verbs) != past
-                     or low[past] == "my")):
+        if (
+            (tokens[end - 1][-1:] in (",", "!", ".") or past > end)
+            and past < len(low)
+            and (
+                verbs is None or _verb(low[past], verbs) or _past_lead_in(low, past, verbs) != past or low[past] == "my"
+            )
+        ):
             return past
     return at
 
@@ -225,7 +444,7 @@ def _verb(word: str, verbs: Mapping[str, str]) -> str | None:
 
 
 def _noun_phrase(low: list[str], at: int, verbs: Mapping[str, str]) -> tuple[str | None, int] | None:
-    """"my bid is K", "my move: pass", "my choice is to play the king": the
+    """ "my bid is K", "my move: pass", "my choice is to play the king": the
     verb (None: read on from the index, a verb comes next) and where its
     argument starts; None when the line does not start so."""
     if low[at : at + 1] != ["my"] or at + 2 >= len(low) or low[at + 1] not in _NOUNS:

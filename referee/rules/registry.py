@@ -60,8 +60,12 @@ def discover(found: Iterable[EntryPoint] | None = None) -> dict[str, Game]:
         if source == OWN:
             continue
         if point.name in games:
-            log.warning("the game %r of %s is left out: a game of that kind is already in (%s)",
-                        point.name, source, type(games[point.name]).__module__)  # fmt: skip
+            log.warning(
+                "the game %r of %s is left out: a game of that kind is already in (%s)",
+                point.name,
+                source,
+                type(games[point.name]).__module__,
+            )
             continue
         try:
             games[point.name] = load(point.name, point.value)

@@ -61,8 +61,9 @@ def text_width(text: str, size: float = FONT) -> float:
     return sum(char_width(c) for c in text) * size
 
 
-def score_chart(names: Sequence[str], phases: Sequence[Mapping[str, Any]],
-                open_label: str | None = None) -> dict[str, Any]:  # fmt: skip
+def score_chart(
+    names: Sequence[str], phases: Sequence[Mapping[str, Any]], open_label: str | None = None
+) -> dict[str, Any]:
     """The chart of ``names``' scores after each round or auction.
 
     ``phases`` are the resolved phases, in order, each with its ``label`` and
@@ -80,8 +81,9 @@ def _key(phase: Mapping[str, Any]) -> tuple[str, int] | None:
     return (match[1], int(match[2])) if match else None
 
 
-def _points(seats: int, phases: Sequence[Mapping[str, Any]],
-            open_label: str | None) -> tuple[str, list[dict[str, Any]]]:  # fmt: skip
+def _points(
+    seats: int, phases: Sequence[Mapping[str, Any]], open_label: str | None
+) -> tuple[str, list[dict[str, Any]]]:
     """The unit of the x axis, and a point per group: its number and the
     scores after its last phase."""
     groups: list[dict[str, Any]] = []
@@ -97,8 +99,11 @@ def _points(seats: int, phases: Sequence[Mapping[str, Any]],
         groups.pop()  # its round or auction goes on: its point comes at its end
     units = [g["key"][0] for g in groups] or [still[0] if still else "Round"]
     unit = max(dict.fromkeys(units), key=units.count)
-    points = [{"number": g["key"][1], "scores": g["scores"]}
-              for g in groups if g["scores"] is not None and len(g["scores"]) == seats]  # fmt: skip
+    points = [
+        {"number": g["key"][1], "scores": g["scores"]}
+        for g in groups
+        if g["scores"] is not None and len(g["scores"]) == seats
+    ]
     return unit, points
 
 
@@ -161,8 +166,10 @@ def _split(text: str, room: float, keep: int = 0) -> list[str]:
 
 def _marker_path(shape: str, x: float, y: float) -> str:
     """An SVG path of a marker centred on (x, y), about 9 units across."""
+
     def p(dx: float, dy: float) -> str:
         return f"{round(x + dx, 1)},{round(y + dy, 1)}"
+
     if shape in ("circle", "ring"):
         r = 4.5 if shape == "circle" else 4
         return f"M{p(-r, 0)}a{r},{r} 0 1,0 {2 * r},0a{r},{r} 0 1,0 {-2 * r},0Z"
@@ -181,12 +188,16 @@ def _marker_path(shape: str, x: float, y: float) -> str:
 def style(seat: int) -> dict[str, Any]:
     """Seat ``seat``'s line: colour, dash pattern and marker, each its own."""
     marker = MARKERS[seat % len(MARKERS)]
-    return {"colour": COLOURS[seat % len(COLOURS)], "dash": DASHES[seat % len(DASHES)], "marker": marker,
-            "hollow": marker in HOLLOW, "strokes_only": marker == "cross"}  # fmt: skip
+    return {
+        "colour": COLOURS[seat % len(COLOURS)],
+        "dash": DASHES[seat % len(DASHES)],
+        "marker": marker,
+        "hollow": marker in HOLLOW,
+        "strokes_only": marker == "cross",
+    }
 
 
-def layout(names: Sequence[str], unit: str, points: list[dict[str, Any]],
-           pending: str | None = None) -> dict[str, Any]:  # fmt: skip
+def layout(names: Sequence[str], unit: str, points: list[dict[str, Any]], pending: str | None = None) -> dict[str, Any]:
     """Everything the template draws, in the canvas's units."""
     seats = len(names)
     series = [[0] * seats] + [p["scores"] for p in points]  # everyone starts on 0
@@ -237,9 +248,16 @@ def layout(names: Sequence[str], unit: str, points: list[dict[str, Any]],
                 row, cursor = row + 1, 0.0
             texts = _split(label, room - SWATCH - 6, keep=len(label) - len(line["name"]))
         base = key_top + ROW * row
-        entries.append({**line, "texts": texts, "y": base, "x": round(PAD + cursor, 1),
-                        "text_x": round(PAD + cursor + SWATCH + 6, 1),
-                        "key_marker": _marker_path(line["marker"], PAD + cursor + SWATCH / 2, base - 5)})  # fmt: skip
+        entries.append(
+            {
+                **line,
+                "texts": texts,
+                "y": base,
+                "x": round(PAD + cursor, 1),
+                "text_x": round(PAD + cursor + SWATCH + 6, 1),
+                "key_marker": _marker_path(line["marker"], PAD + cursor + SWATCH / 2, base - 5),
+            }
+        )
         if len(texts) > 1:
             row, cursor = row + len(texts), 0.0
         else:
@@ -247,10 +265,19 @@ def layout(names: Sequence[str], unit: str, points: list[dict[str, Any]],
     rows = row + (1 if cursor else 0)
     height = key_top + ROW * (rows - 1) + 4 + PAD
     return {
-        "width": WIDTH, "height": round(height), "font": FONT, "unit": unit, "pending": pending,
-        "count": count, "numbers": numbers, "row": ROW, "plot": plot, "lines": entries,
+        "width": WIDTH,
+        "height": round(height),
+        "font": FONT,
+        "unit": unit,
+        "pending": pending,
+        "count": count,
+        "numbers": numbers,
+        "row": ROW,
+        "plot": plot,
+        "lines": entries,
         "rows": [{"number": p["number"], "scores": p["scores"]} for p in points],
         "xticks": [(numbers[i], x(i)) for i in ticks],
-        "yticks": [(v, y(v)) for v in yticks], "zero": y(0),
+        "yticks": [(v, y(v)) for v in yticks],
+        "zero": y(0),
         "x_title": round((plot["left"] + plot["right"]) / 2, 1),
-    }  # fmt: skip
+    }

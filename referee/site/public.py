@@ -38,8 +38,9 @@ def game_record(table: Table) -> dict[str, Any]:
         entry = table.record_phase(step.number)
         if not finished:
             shown = table.rules.revealed(step.before, step.moves, step.events)
-            entry["moves"] = [{**move, "move": move["move"] if move["seat"] in shown else None}
-                              for move in entry["moves"]]  # fmt: skip
+            entry["moves"] = [
+                {**move, "move": move["move"] if move["seat"] in shown else None} for move in entry["moves"]
+            ]
         phases.append(entry)
     result = table.rules.result(table.state)
     return {
@@ -62,18 +63,26 @@ def page_context(table: Table, now: datetime) -> dict[str, Any]:
     if phase is not None:
         waiting = table.waiting_for(phase)
         deadline = from_iso(phase["deadline"])
-        current = {"label": phase["label"], "deadline": phase["deadline"],
-                   "left": show_duration(deadline - now) if deadline > now else "any moment now",
-                   "moved": [names[s] for s in phase["movers"] if s not in waiting],
-                   "sealed": bool(phase["sealed"]),
-                   "waiting": [names[s] for s in waiting]}  # fmt: skip
+        current = {
+            "label": phase["label"],
+            "deadline": phase["deadline"],
+            "left": show_duration(deadline - now) if deadline > now else "any moment now",
+            "moved": [names[s] for s in phase["movers"] if s not in waiting],
+            "sealed": bool(phase["sealed"]),
+            "waiting": [names[s] for s in waiting],
+        }
     labels = {entry["number"]: entry["label"] for entry in record["phases"]}
     if phase is not None:
         labels[phase["number"]] = phase["label"]
     standing = table.rules.standing(table.state, view)
-    players = [{**p, "score": None if standing is None else standing[p["seat"]],
-                "bot_from": labels.get(p["bot_from_phase"], f"phase {p['bot_from_phase']}")}
-               for p in record["players"]]  # fmt: skip
+    players = [
+        {
+            **p,
+            "score": None if standing is None else standing[p["seat"]],
+            "bot_from": labels.get(p["bot_from_phase"], f"phase {p['bot_from_phase']}"),
+        }
+        for p in record["players"]
+    ]
     return {
         "record": record,
         "game": record["game"],
@@ -81,11 +90,10 @@ def page_context(table: Table, now: datetime) -> dict[str, Any]:
         "bots_ahead": _bots_ahead(players, record["winner"]),
         "names": names,
         "phase": current,
-        "rounds": [{**entry, "how": {m["seat"]: m["source"] for m in entry["moves"]}}
-                   for entry in record["phases"]],
+        "rounds": [{**entry, "how": {m["seat"]: m["source"] for m in entry["moves"]}} for entry in record["phases"]],
         "chart": score_chart(names, record["phases"], phase["label"] if phase is not None else None),
         "view": view,
-    }  # fmt: skip
+    }
 
 
 def _bots_ahead(players: list[dict[str, Any]], winner: str | None) -> list[str]:
@@ -94,8 +102,9 @@ def _bots_ahead(players: list[dict[str, Any]], winner: str | None) -> list[str]:
     best = next((p["score"] for p in players if p["name"] == winner), None)
     if best is None:
         return []
-    return [f"{p['name']} ({p['score']})" for p in players
-            if p["bot_from_phase"] is not None and _beyond(p["score"], best)]  # fmt: skip
+    return [
+        f"{p['name']} ({p['score']})" for p in players if p["bot_from_phase"] is not None and _beyond(p["score"], best)
+    ]
 
 
 def _beyond(score: Any, best: Any) -> bool:

@@ -92,8 +92,7 @@ class Site:
             auto_reload=False,  # templates do not change while the referee runs: no stat per render
             keep_trailing_newline=True,  # iCalendar's last line ends in CRLF too
         )
-        self.env.filters.update(when=show, iso=iso_text, ics_time=_ics_time, ics_text=_ics_text,
-                                duration=show_duration)  # fmt: skip
+        self.env.filters.update(when=show, iso=iso_text, ics_time=_ics_time, ics_text=_ics_text, duration=show_duration)
         for game in GAMES.values():
             self.env.filters.update(game.filters)
 
@@ -147,22 +146,38 @@ class Site:
         """Write a game's files; returns its feed entries, and what the index
         tells of it (who is awaited, who won: both change only with the game)."""
         table = self.records.tables.table(game_id)
-        context = {**page_context(table, now), "now": iso(now),
-                   "referee": self.records.config.address}  # fmt: skip
+        context = {**page_context(table, now), "now": iso(now), "referee": self.records.config.address}
         kind = table.row["kind"]
         context["entries"] = self._entries(context, kind)
         base = f"games/{game_id}"
         self._write(f"{base}/index.html", self.env.get_template("site/game.html.j2").render(**context), report)
         self._write(f"{base}/record.json", json.dumps(context["record"], sort_keys=True, ensure_ascii=False), report)
         own = [entry for entry in context["entries"] if entry["feeds"] != "site"]
-        self._write(f"{base}/feed.atom", self.env.get_template("site/feed.atom.j2").render(
-            title=f"{table.rules.title}, game {game_id}", entries=own,
-            updated=own[0]["updated"] if own else table.row["created_at"],
-            feed_id=f"{self._urn()}:game:{game_id}", link=f"{base}/", base="../../"), report)  # fmt: skip
-        self._write(f"{base}/deadlines.ics", _fold_ics(self.env.get_template("site/deadlines.ics.j2").render(
-            **context, uid=f"{game_id}.{self.records.config.domain}")), report)  # fmt: skip
-        facts = {"waiting": context["phase"]["waiting"] if context["phase"] else [],
-                 "winner": context["record"]["winner"]}  # fmt: skip
+        self._write(
+            f"{base}/feed.atom",
+            self.env.get_template("site/feed.atom.j2").render(
+                title=f"{table.rules.title}, game {game_id}",
+                entries=own,
+                updated=own[0]["updated"] if own else table.row["created_at"],
+                feed_id=f"{self._urn()}:game:{game_id}",
+                link=f"{base}/",
+                base="../../",
+            ),
+            report,
+        )
+        self._write(
+            f"{base}/deadlines.ics",
+            _fold_ics(
+                self.env.get_template("site/deadlines.ics.j2").render(
+                    **context, uid=f"{game_id}.{self.records.config.domain}"
+                )
+            ),
+            report,
+        )
+        facts = {
+            "waiting": context["phase"]["waiting"] if context["phase"] else [],
+            "winner": context["record"]["winner"],
+        }
         return [entry for entry in context["entries"] if entry["feeds"] != "game"], facts
 
     def _entries(self, context: dict[str, Any], kind: str) -> list[dict[str, Any]]:
@@ -172,15 +187,26 @@ class Site:
         start, each round or auction (one entry for an Ice Ice Baby
         auction's many turns), and its end."""
         game, names = context["game"], context["names"]
-        players = ", ".join(p["name"] + (" (a random bot)" if p["bot_from_phase"] == 0 else "")  # as at the start
-                            for p in context["record"]["players"])  # fmt: skip
-        entries = [{"id": f"{self._urn()}:game:{game['id']}:start", "updated": game["created_at"],
-                    "title": f"Game {game['id']} begins", "link": f"games/{game['id']}/",
-                    "content": f"{context['record']['game']['title']}. Players, in seating order: {players}.",
-                    "feeds": "both"}]  # fmt: skip
+        players = ", ".join(
+            p["name"] + (" (a random bot)" if p["bot_from_phase"] == 0 else "")  # as at the start
+            for p in context["record"]["players"]
+        )
+        entries = [
+            {
+                "id": f"{self._urn()}:game:{game['id']}:start",
+                "updated": game["created_at"],
+                "title": f"Game {game['id']} begins",
+                "link": f"games/{game['id']}/",
+                "content": f"{context['record']['game']['title']}. Players, in seating order: {players}.",
+                "feeds": "both",
+            }
+        ]
         # One line per round, in one render: a template per line costs more than the line.
-        titles = self.env.get_template(f"site/{kind}/summary.txt.j2").render(
-            rounds=context["rounds"], names=names).split("\n")  # fmt: skip
+        titles = (
+            self.env.get_template(f"site/{kind}/summary.txt.j2")
+            .render(rounds=context["rounds"], names=names)
+            .split("\n")
+        )
         titles = [title.strip() for title in titles if title.strip()]
         rounds = context["rounds"]
         groups = [_group(entry["label"]) for entry in rounds]
@@ -190,10 +216,14 @@ class Site:
         for i, (entry, title) in enumerate(zip(rounds, titles, strict=True)):
             scores = next((e["scores"] for e in reversed(entry["events"]) if "scores" in e), scores)
             standing = ", ".join(f"{names[seat]} {score}" for seat, score in enumerate(scores))
-            phase = {"id": f"{self._urn()}:game:{game['id']}:phase:{entry['number']}",
-                     "updated": entry["resolved_at"], "title": f"Game {game['id']}, {title}",
-                     "link": f"games/{game['id']}/#phase-{entry['number']}",
-                     "content": f"{title}. Scores: {standing}.", "feeds": "game"}  # fmt: skip
+            phase = {
+                "id": f"{self._urn()}:game:{game['id']}:phase:{entry['number']}",
+                "updated": entry["resolved_at"],
+                "title": f"Game {game['id']}, {title}",
+                "link": f"games/{game['id']}/#phase-{entry['number']}",
+                "content": f"{title}. Scores: {standing}.",
+                "feeds": "game",
+            }
             entries.append(phase)
             group.append(title)
             if groups[i] != after[i] or (game["state"] == "finished" and i == len(rounds) - 1):
@@ -205,24 +235,33 @@ class Site:
         if game["state"] == "finished":
             winner = context["record"]["winner"]
             final = ", ".join(f"{p['name']} {p['score']}" for p in context["players"])
-            entries.append({"id": f"{self._urn()}:game:{game['id']}:end", "updated": game["finished_at"],
-                            "title": f"Game {game['id']} is over: {winner + ' wins' if winner else 'no winner'}",
-                            "link": f"games/{game['id']}/#end",
-                            "content": f"Final scores: {final}. The seed is published: anyone can replay "
-                                       "the game from its record with `referee verify`.",
-                            "feeds": "both"})  # fmt: skip
+            entries.append(
+                {
+                    "id": f"{self._urn()}:game:{game['id']}:end",
+                    "updated": game["finished_at"],
+                    "title": f"Game {game['id']} is over: {winner + ' wins' if winner else 'no winner'}",
+                    "link": f"games/{game['id']}/#end",
+                    "content": f"Final scores: {final}. The seed is published: anyone can replay "
+                    "the game from its record with `referee verify`.",
+                    "feeds": "both",
+                }
+            )
         return entries[::-1]
 
-    def _headline(self, game_id: int, name: str, titles: list[str], last: dict[str, Any],
-                  standing: str) -> dict[str, Any]:  # fmt: skip
+    def _headline(
+        self, game_id: int, name: str, titles: list[str], last: dict[str, Any], standing: str
+    ) -> dict[str, Any]:
         """The site feed's one entry for a round or auction of several phases:
         what they decided (the parts of their lines after the move: "alice
         wins the auction"), at its last phase."""
         outcomes = [part for title in titles for part in title.split("; ")[1:]]
-        return {**last, "id": f"{self._urn()}:game:{game_id}:{name.lower().replace(' ', '-')}",
-                "title": f"Game {game_id}, {name}: {'; '.join(outcomes) or titles[-1]}",
-                "content": f"After {len(titles)} moves, scores: {standing}.",  # the moves: the game's feed
-                "feeds": "site"}  # fmt: skip
+        return {
+            **last,
+            "id": f"{self._urn()}:game:{game_id}:{name.lower().replace(' ', '-')}",
+            "title": f"Game {game_id}, {name}: {'; '.join(outcomes) or titles[-1]}",
+            "content": f"After {len(titles)} moves, scores: {standing}.",  # the moves: the game's feed
+            "feeds": "site",
+        }
 
     def _urn(self) -> str:
         return f"urn:referee:{self.records.config.domain}"
@@ -237,30 +276,54 @@ class Site:
         if phase is not None:
             span = from_iso(phase["deadline"]) - now
             left = show_duration(span) if span.total_seconds() > 0 else "any moment now"
-        return {"id": row["id"], "kind": row["kind"], "title": get_game(row["kind"]).title,
-                "name": row["name"], "state": row["state"], "created_at": row["created_at"],
-                "finished_at": row["finished_at"],
-                "phase": phase and {"label": phase["label"], "deadline": phase["deadline"], "left": left},
-                "signed": len(self.records.store.signups(row["id"])) if row["state"] == "open" else None,
-                "wanted": row["seats_wanted"]}  # fmt: skip
+        return {
+            "id": row["id"],
+            "kind": row["kind"],
+            "title": get_game(row["kind"]).title,
+            "name": row["name"],
+            "state": row["state"],
+            "created_at": row["created_at"],
+            "finished_at": row["finished_at"],
+            "phase": phase and {"label": phase["label"], "deadline": phase["deadline"], "left": left},
+            "signed": len(self.records.store.signups(row["id"])) if row["state"] == "open" else None,
+            "wanted": row["seats_wanted"],
+        }
 
     def _fingerprint(self, game_id: int, summary: dict[str, Any]) -> str:
         """Changes whenever what the game's pages show changes: its record, or
         the "in 2 days 3 hours" before its deadline."""
-        facts = [_LAYOUT, RECORD_FORMAT, self.records.store.game_version(game_id),
-                 json.dumps(summary, sort_keys=True)]  # a new record format rewrites every record.json
+        facts = [
+            _LAYOUT,
+            RECORD_FORMAT,
+            self.records.store.game_version(game_id),
+            json.dumps(summary, sort_keys=True),
+        ]  # a new record format rewrites every record.json
         return hashlib.sha256("\n".join(facts).encode()).hexdigest()[:24]
 
-    def _render_index(self, summaries: list[dict[str, Any]], entries: list[dict[str, Any]],
-                      now: datetime, report: Report) -> None:  # fmt: skip
+    def _render_index(
+        self, summaries: list[dict[str, Any]], entries: list[dict[str, Any]], now: datetime, report: Report
+    ) -> None:
         order = {"running": 0, "open": 1, "finished": 2}
         games = sorted(summaries, key=lambda g: (order.get(g["state"], 3), -g["id"]))
-        self._write("index.html", self.env.get_template("site/index.html.j2").render(
-            games=games, now=iso(now), referee=self.records.config.address), report)  # fmt: skip
-        self._write("feed.atom", self.env.get_template("site/feed.atom.j2").render(
-            title=f"Games refereed by {self.records.config.address}", entries=entries,
-            updated=entries[0]["updated"] if entries else iso(now), feed_id=self._urn(),
-            link="./", base=""), report)  # fmt: skip
+        self._write(
+            "index.html",
+            self.env.get_template("site/index.html.j2").render(
+                games=games, now=iso(now), referee=self.records.config.address
+            ),
+            report,
+        )
+        self._write(
+            "feed.atom",
+            self.env.get_template("site/feed.atom.j2").render(
+                title=f"Games refereed by {self.records.config.address}",
+                entries=entries,
+                updated=entries[0]["updated"] if entries else iso(now),
+                feed_id=self._urn(),
+                link="./",
+                base="",
+            ),
+            report,
+        )
 
     def _render_rules(self, report: Report) -> None:
         """Each kind's rule text and rulings, at rules/<kind>.html, written
@@ -268,8 +331,8 @@ class Site:
         for kind in GAMES:
             rules, rulings = rule_texts(kind)
             page = self.env.get_template("site/rules.html.j2").render(
-                title=get_game(kind).title, now=None, referee=self.records.config.address,
-                rules=rules, rulings=rulings)  # fmt: skip
+                title=get_game(kind).title, now=None, referee=self.records.config.address, rules=rules, rulings=rulings
+            )
             name = rules_page(kind)
             path = self.folder / name
             if not path.exists() or path.read_text(encoding="utf-8") != page:
@@ -300,7 +363,6 @@ class Site:
             raise
         if report is not None:
             report.written.append(name)
-
 
 
 def _group(label: str) -> str:

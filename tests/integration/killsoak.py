@@ -180,9 +180,13 @@ class Players:
         sender, to = self.games[game][seat], str(prompt["Reply-To"])
         message_id = f"<g{game}.r{number}.{next(self._serial)}.{self.seed}@{PLAYERS}>"
         answered = str(prompt["Message-ID"])
-        raw = self.stack.compose(sender, to, f"Re: {subject(prompt)}", f"bid {card}\n",
-                                 headers={"Message-ID": message_id, "In-Reply-To": answered,
-                                          "References": answered})  # fmt: skip
+        raw = self.stack.compose(
+            sender,
+            to,
+            f"Re: {subject(prompt)}",
+            f"bid {card}\n",
+            headers={"Message-ID": message_id, "In-Reply-To": answered, "References": answered},
+        )
         return Bid(game, number, seat, card, late, message_id, sender, to, raw)
 
     def prompt(self, game: int, number: int, seat: int) -> EmailMessage:
@@ -233,31 +237,49 @@ class Report:
         tried = Counter(kill.kind for kill in self.tried)
         landed = Counter(kill.kind for kill in self.kills)
         programs = Counter(kill.program for kill in self.kills)
-        return "\n".join([
-            f"kill soak, seed {self.seed}: {self.games} games of {ROUNDS} rounds in {self.seconds:.1f} s",
-            f"players' mail: {mails['delivered']} delivered, {mails['distinct']} distinct "
-            + f"({mails['change']} changes of mind, {mails['late']} late), {mails['duplicate']} delivered "
-            + f"twice; largest backlog {mails['backlog']}",
-            f"the mail server's UIDs put {mails['reordered']} rounds' moves in another order than sent, "
-            + f"and so another bid counted in {mails['recounted']}",
-            f"kills: {len(self.kills)} of {len(self.tried)} tried ({programs['once']} run --once, "
-            + f"{programs['serve']} serve); {self.runs} referee processes in all",
-            *(f"  {kind}: {landed[kind]} of {tried[kind]}" for kind in sorted(tried)),
-            *([(f"power cuts: {self.cuts['cuts']} (games.db files reverted to their last flush "
-                f"{self.cuts['reverted']} times, removed {self.cuts['removed']}, kept whole {self.cuts['kept']})")]
-              if self.cuts else []),
-            f"referee mail: {out['queued']} queued, {out['taken']} taken by the SMTP server, "
-            + f"{out['copies']} of them again under the same Message-ID",
-            f"violations: {len(self.violations)}",
-            *(f"  {violation}" for violation in self.violations[:40]),
-        ])  # fmt: skip
+        return "\n".join(
+            [
+                f"kill soak, seed {self.seed}: {self.games} games of {ROUNDS} rounds in {self.seconds:.1f} s",
+                f"players' mail: {mails['delivered']} delivered, {mails['distinct']} distinct "
+                + f"({mails['change']} changes of mind, {mails['late']} late), {mails['duplicate']} delivered "
+                + f"twice; largest backlog {mails['backlog']}",
+                f"the mail server's UIDs put {mails['reordered']} rounds' moves in another order than sent, "
+                + f"and so another bid counted in {mails['recounted']}",
+                f"kills: {len(self.kills)} of {len(self.tried)} tried ({programs['once']} run --once, "
+                + f"{programs['serve']} serve); {self.runs} referee processes in all",
+                *(f"  {kind}: {landed[kind]} of {tried[kind]}" for kind in sorted(tried)),
+                *(
+                    [
+                        (
+                            f"power cuts: {self.cuts['cuts']} (games.db files reverted to their last flush "
+                            f"{self.cuts['reverted']} times, removed {self.cuts['removed']}, kept whole {self.cuts['kept']})"
+                        )
+                    ]
+                    if self.cuts
+                    else []
+                ),
+                f"referee mail: {out['queued']} queued, {out['taken']} taken by the SMTP server, "
+                + f"{out['copies']} of them again under the same Message-ID",
+                f"violations: {len(self.violations)}",
+                *(f"  {violation}" for violation in self.violations[:40]),
+            ]
+        )
 
 
 class Soak:
     """One soak over a MailStack: ``Soak(stack, home, ...).run()`` gives a Report."""
 
-    def __init__(self, stack: MailStack, home: Path, *, seed: int = 1, games: int = 8, mails: int = 600,
-                 kills: int = 14, power_cut: Path | None = None):  # fmt: skip
+    def __init__(
+        self,
+        stack: MailStack,
+        home: Path,
+        *,
+        seed: int = 1,
+        games: int = 8,
+        mails: int = 600,
+        kills: int = 14,
+        power_cut: Path | None = None,
+    ):
         """With ``power_cut`` (the shim, powercut.build()), every kill that
         lands is a power cut: what the referee wrote to games.db and never
         flushed is lost before the next run."""
@@ -291,16 +313,19 @@ class Soak:
         shim."""
         status = self.shimmed("status")
         if status.returncode != 0:
-            self.report.violations.append(f"after power cut {self.report.cuts['cuts']}: `referee status` "
-                                          f"exited {status.returncode}: {status.stderr[-400:]}")  # fmt: skip
+            self.report.violations.append(
+                f"after power cut {self.report.cuts['cuts']}: `referee status` "
+                f"exited {status.returncode}: {status.stderr[-400:]}"
+            )
 
     def shimmed(self, *args: str) -> subprocess.CompletedProcess:
         """`referee ARGS` as a process under the power-cut shim."""
         assert self.power_cut is not None
         path = os.pathsep.join(filter(None, [str(CODE), os.environ.get("PYTHONPATH")]))
         env = {**os.environ, "PYTHONPATH": path, **powercut.environment(self.power_cut, self.referee.db)}
-        return subprocess.run(self.referee.command(*args), cwd=self.home, env=env, capture_output=True, text=True,
-                              timeout=60, check=False)  # fmt: skip
+        return subprocess.run(
+            self.referee.command(*args), cwd=self.home, env=env, capture_output=True, text=True, timeout=60, check=False
+        )
 
     def new_game(self, players: list[str]) -> int:
         """`referee new`; under a power cut's shim, as a process of its own
@@ -383,8 +408,11 @@ class Soak:
         if kill.point:
             kill.n = self.reachable(kill.point)
         else:
-            kill.delay = self.rng.uniform(0.4, 2.5) if program == "serve" else \
-                self.rng.uniform(0.15, 0.3 + self.unhandled() / 500)  # about the time the run takes  # fmt: skip
+            kill.delay = (
+                self.rng.uniform(0.4, 2.5)
+                if program == "serve"
+                else self.rng.uniform(0.15, 0.3 + self.unhandled() / 500)
+            )  # about the time the run takes
         kill.landed = self.finish(self.launch(program, kill), kill, delivery)
         if not kill.landed:
             self.pending.insert(0, Kill(kill.point))
@@ -408,16 +436,21 @@ class Soak:
         self.report.runs += 1
         name = f"{self.report.runs:03d}-{program}" + (f"-{kill.point}" if kill and kill.point else "")
         path = os.pathsep.join(filter(None, [str(CODE), os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1",
-               **(powercut.environment(self.power_cut, self.referee.db) if self.power_cut else {})}
-        with open(self.home / "logs" / f"{name}.out", "wb") as out, \
-                open(self.home / "logs" / f"{name}.err", "wb") as err:  # fmt: skip
+        env = {
+            **os.environ,
+            "PYTHONPATH": path,
+            "PYTHONUNBUFFERED": "1",
+            **(powercut.environment(self.power_cut, self.referee.db) if self.power_cut else {}),
+        }
+        with (
+            open(self.home / "logs" / f"{name}.out", "wb") as out,
+            open(self.home / "logs" / f"{name}.err", "wb") as err,
+        ):
             self.running = subprocess.Popen(argv, cwd=self.home, stdout=out, stderr=err, env=env)
         self.running.name = name  # type: ignore[attr-defined]
         return self.running
 
-    def finish(self, process: subprocess.Popen, kill: Kill | None,
-               delivery: threading.Thread | None = None) -> bool:  # fmt: skip
+    def finish(self, process: subprocess.Popen, kill: Kill | None, delivery: threading.Thread | None = None) -> bool:
         """Let the run end: by its random kill, at its crash point, by itself
         (`run --once`), or by SIGTERM once all mail is handled (`serve`).
         Whether a kill landed; a run that ended otherwise must have succeeded."""
@@ -428,8 +461,12 @@ class Soak:
             except subprocess.TimeoutExpired:
                 process.send_signal(signal.SIGKILL)
         elif process.args[-1] == "serve":
-            wait_for(lambda: process.poll() is not None or self.idle(process, delivery),
-                     timeout=120, interval=0.05, message=f"{process.name} never finished its work")  # fmt: skip
+            wait_for(
+                lambda: process.poll() is not None or self.idle(process, delivery),
+                timeout=120,
+                interval=0.05,
+                message=f"{process.name} never finished its work",
+            )
             process.terminate()  # a clean stop (a no-op if the crash point fired)
         status = process.wait(60)
         self.running = None
@@ -553,14 +590,19 @@ class Soak:
         rounds = defaultdict(list)
         for bid in sorted(self.players.sent, key=lambda bid: place.get(bid.message_id, never)[1]):
             rounds[bid.game, bid.round].append(bid)
-        return {key: sorted(round_moves(bids), key=lambda bid: place.get(bid.message_id, never))
-                for key, bids in rounds.items()}  # fmt: skip
+        return {
+            key: sorted(round_moves(bids), key=lambda bid: place.get(bid.message_id, never))
+            for key, bids in rounds.items()
+        }
 
     def count_mail(self, moves: dict[tuple[int, int], list[Bid]]) -> None:
         sent, mails = self.players.sent, self.report.mails
-        mails.update(distinct=len(sent), late=sum(bid.late for bid in sent),
-                     duplicate=mails["delivered"] - len(sent),
-                     change=sum(not bid.late for bid in sent) - 3 * len(moves))  # fmt: skip
+        mails.update(
+            distinct=len(sent),
+            late=sum(bid.late for bid in sent),
+            duplicate=mails["delivered"] - len(sent),
+            change=sum(not bid.late for bid in sent) - 3 * len(moves),
+        )
         for key, counting in moves.items():
             as_sent = round_moves([bid for bid in sent if (bid.game, bid.round) == key])
             mails["reordered"] += counting != as_sent
@@ -571,8 +613,10 @@ class Soak:
         order they count, are the moves expected, none twice, none late."""
         want = {key: [(bid.seat, f"bid {bid.card}", bid.message_id) for bid in bids] for key, bids in moves.items()}
         got = defaultdict(list)
-        rows = db.execute("select game_id, phase, seat, move, message_key from moves where source = 'mail' "
-                          "order by game_id, phase, received_at, id")  # fmt: skip
+        rows = db.execute(
+            "select game_id, phase, seat, move, message_key from moves where source = 'mail' "
+            "order by game_id, phase, received_at, id"
+        )
         for game, number, *move in rows:
             got[game, number].append(tuple(move))
         problems = []
@@ -580,8 +624,10 @@ class Soak:
             made, bids = got[game, number], want.get((game, number), [])
             if made != bids:
                 at = next(i for i, pair in enumerate(zip_longest(made, bids)) if pair[0] != pair[1])
-                problems.append(f"game {game} round {number}: {len(made)} moves by mail for {len(bids)} bids; "
-                                f"move {at + 1} is {_at(made, at)}, bid {at + 1} was {_at(bids, at)}")  # fmt: skip
+                problems.append(
+                    f"game {game} round {number}: {len(made)} moves by mail for {len(bids)} bids; "
+                    f"move {at + 1} is {_at(made, at)}, bid {at + 1} was {_at(bids, at)}"
+                )
         return problems
 
     def check_rounds(self, moves: dict[tuple[int, int], list[Bid]]) -> list[str]:
@@ -602,8 +648,9 @@ class Soak:
             cards, held = [], [list(CARDS)] * 3
             for number in range(1, ROUNDS):
                 if self.players.hands.get((game, number)) != held:
-                    problems.append(f"game {game} round {number}: prompted {self.players.hands.get((game, number))}, "
-                                    f"held {held}")  # fmt: skip
+                    problems.append(
+                        f"game {game} round {number}: prompted {self.players.hands.get((game, number))}, held {held}"
+                    )
                 cards.append(last_cards(moves.get((game, number), [])))
                 held = [[card for card in left if card != bid] for left, bid in zip(held, cards[-1], strict=True)]
             cards.append([left[0] if len(left) == 1 else "none" for left in held])  # round 13: the last card
@@ -629,8 +676,10 @@ class Soak:
             if winner is not None:
                 scores[winner] += event["prize"]
             if (event["bids"], event["winner"], event["scores"]) != (bids, winner, scores):
-                problems.append(f"game {game} round {number}: resolved as {event}, not to bids {bids}, "
-                                f"winner {winner}, scores {scores}")  # fmt: skip
+                problems.append(
+                    f"game {game} round {number}: resolved as {event}, not to bids {bids}, "
+                    f"winner {winner}, scores {scores}"
+                )
         leaders = [seat for seat in range(3) if scores[seat] == max(scores)]
         winner = record["players"][leaders[0]]["name"] if len(leaders) == 1 else None  # 4h
         if record["winner"] != winner:
@@ -660,15 +709,22 @@ class Soak:
                 copies[message_id].append((mail.raw, tuple(mail.rcpt_tos)))
                 answers[str(mail.message["In-Reply-To"])].add(message_id)
         out = self.report.referee_mail
-        out.update(queued=len(queued), taken=sum(map(len, copies.values())),
-                   copies=sum(len(same) - 1 for same in copies.values()))  # fmt: skip
+        out.update(
+            queued=len(queued),
+            taken=sum(map(len, copies.values())),
+            copies=sum(len(same) - 1 for same in copies.values()),
+        )
         problems = [f"{message_id} is {state} in the outbox" for message_id, state in queued.items() if state != "sent"]
         problems += [f"{message_id} never reached the SMTP server" for message_id in set(queued) - set(copies)]
         problems += [f"{message_id} reached the SMTP server, not queued" for message_id in set(copies) - set(queued)]
-        problems += [f"{message_id} was sent as different mails" for message_id, same in copies.items()
-                     if len(set(same)) > 1]  # fmt: skip
-        problems += [f"{bid.message_id} answered {len(answers[bid.message_id])} times" for bid in self.players.sent
-                     if len(answers[bid.message_id]) != 1]  # fmt: skip
+        problems += [
+            f"{message_id} was sent as different mails" for message_id, same in copies.items() if len(set(same)) > 1
+        ]
+        problems += [
+            f"{bid.message_id} answered {len(answers[bid.message_id])} times"
+            for bid in self.players.sent
+            if len(answers[bid.message_id]) != 1
+        ]
         return problems
 
 

@@ -75,8 +75,7 @@ def find_dovecot() -> str | None:
     return None
 
 
-def wait_for(predicate: Callable[[], T], timeout: float = 10, interval: float = 0.05,
-             message: str | None = None) -> T:
+def wait_for(predicate: Callable[[], T], timeout: float = 10, interval: float = 0.05, message: str | None = None) -> T:
     """Poll ``predicate`` until it returns something truthy; return that value.
     Raises AssertionError after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
@@ -169,13 +168,11 @@ class Dovecot:
     Runs as root with the recipe's config (mail owned by nobody); run by another
     user it runs "rootless" with that user's uid for everything."""
 
-    def __init__(self, root: Path | str | None = None, host: str = HOST, binary: str | None = None,
-                 tls: bool = False):  # fmt: skip
+    def __init__(self, root: Path | str | None = None, host: str = HOST, binary: str | None = None, tls: bool = False):
         self.binary = binary or find_dovecot()
         if self.binary is None:
             raise ServerUnavailable(
-                f"dovecot binary not found (Debian/Ubuntu packages {PACKAGES}: "
-                f"apt-get install -y {PACKAGES})"
+                f"dovecot binary not found (Debian/Ubuntu packages {PACKAGES}: apt-get install -y {PACKAGES})"
             )
         # A short path: base_dir holds unix sockets (108-byte limit); and not
         # under pytest's 0700 tmp dirs, which Dovecot's unprivileged users cannot enter.
@@ -234,9 +231,18 @@ class Dovecot:
             ssl_files = f"ssl_cert = <{root}/etc/cert.pem\nssl_key = <{root}/etc/key.pem\n"
         self.conf.write_text(
             CONFIG.format(
-                root=root, host=self.host, hostname=MAIL_HOSTNAME, imap_port=self.imap_port,
-                lmtp_port=self.lmtp_port, uid=uid, gid=gid, extra=extra, login_extra=login_extra,
-                ssl="yes" if self.tls else "no", ssl_files=ssl_files, imaps_port=self.imaps_port,
+                root=root,
+                host=self.host,
+                hostname=MAIL_HOSTNAME,
+                imap_port=self.imap_port,
+                lmtp_port=self.lmtp_port,
+                uid=uid,
+                gid=gid,
+                extra=extra,
+                login_extra=login_extra,
+                ssl="yes" if self.tls else "no",
+                ssl_files=ssl_files,
+                imaps_port=self.imaps_port,
             )
         )
 
@@ -304,7 +310,10 @@ class Dovecot:
         with open(self.root / "log" / "stderr.log", "ab") as stderr:
             self._proc = subprocess.Popen(
                 [self.binary, "-F", "-c", str(self.conf)],
-                stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr, start_new_session=True,
+                stdin=subprocess.DEVNULL,
+                stdout=stderr,
+                stderr=stderr,
+                start_new_session=True,
             )
         deadline = time.monotonic() + timeout
         while not (self._greets(self.imap_port, b"* OK") and self._greets(self.lmtp_port, b"220 ")):
@@ -360,7 +369,8 @@ class Dovecot:
             proc.wait(5)
         wait_for(
             lambda: not port_open(self.host, self.imap_port) and not port_open(self.host, self.lmtp_port),
-            timeout=timeout, message="dovecot's ports stayed open after stop",
+            timeout=timeout,
+            message="dovecot's ports stayed open after stop",
         )
 
     def restart(self) -> None:
@@ -441,8 +451,9 @@ class Dovecot:
         finally:
             _logout(conn)
 
-    def append(self, address: str, raw: bytes, *, mailbox: str = "INBOX",
-               internaldate: datetime | None = None, flags: str = "") -> None:
+    def append(
+        self, address: str, raw: bytes, *, mailbox: str = "INBOX", internaldate: datetime | None = None, flags: str = ""
+    ) -> None:
         """Seed a mailbox by IMAP APPEND (no Received/Delivered-To added); the
         INTERNALDATE may be chosen, e.g. a receipt time before a deadline."""
         conn = self.imap(address)
@@ -465,11 +476,27 @@ class Dovecot:
 def _self_signed(cert: Path, key: Path, host: str) -> None:
     """A throwaway certificate for ``host`` (an IP address), valid for a day."""
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", f"/CN={host}", "-addext", f"subjectAltName=IP:{host}",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            f"/CN={host}",
+            "-addext",
+            f"subjectAltName=IP:{host}",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     os.chmod(key, 0o644)  # Dovecot's master reads it as root; the box is a test box
 
 
@@ -591,8 +618,12 @@ class MailStack:
         for _ in range(3):  # a port picked free may be taken before we bind it
             port = free_port(self.host)
             controller = Controller(
-                _Handler(self), hostname=self.host, port=port, server_hostname=SMTP_HOSTNAME,
-                ready_timeout=10, enable_SMTPUTF8=smtputf8,
+                _Handler(self),
+                hostname=self.host,
+                port=port,
+                server_hostname=SMTP_HOSTNAME,
+                ready_timeout=10,
+                enable_SMTPUTF8=smtputf8,
             )
             try:
                 controller.start()
@@ -648,15 +679,20 @@ class MailStack:
     def _relay(self, mail_from: str, recipients: list[str], raw: bytes) -> None:
         # One LMTP transaction per recipient: that is how Dovecot writes a
         # Delivered-To, and smtplib.LMTP reads one reply per DATA.
-        with smtplib.LMTP(self.dovecot.host, self.dovecot.lmtp_port,
-                          local_hostname=SMTP_HOSTNAME, timeout=30) as lmtp:
+        with smtplib.LMTP(self.dovecot.host, self.dovecot.lmtp_port, local_hostname=SMTP_HOSTNAME, timeout=30) as lmtp:
             for rcpt in recipients:
                 lmtp.sendmail(mail_from, [rcpt], raw)
 
     # -- helpers for tests -----------------------------------------------------
 
-    def compose(self, sender: str, to: str | Iterable[str], subject: str, body: str,
-                headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None) -> bytes:
+    def compose(
+        self,
+        sender: str,
+        to: str | Iterable[str],
+        subject: str,
+        body: str,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+    ) -> bytes:
         """A plain-text mail as bytes (CRLF). ``headers`` add to or replace
         the defaults; give pairs to repeat a header."""
         rcpts = [to] if isinstance(to, str) else list(to)
@@ -674,8 +710,14 @@ class MailStack:
         msg.set_content(body)
         return msg.as_bytes(policy=policy.SMTP)
 
-    def send(self, sender: str, to: str | Iterable[str], subject: str, body: str,
-             headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None) -> bytes:
+    def send(
+        self,
+        sender: str,
+        to: str | Iterable[str],
+        subject: str,
+        body: str,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+    ) -> bytes:
         """SMTP a plain-text mail through this test's SMTP server (so it lands in
         Dovecot via LMTP with Received/Delivered-To and a real INTERNALDATE).
         Returns the bytes sent. Raises smtplib errors if the server refuses."""
@@ -702,6 +744,7 @@ class MailStack:
         return [m for m in self.sent if key in (r.lower() for r in m.rcpt_tos)]
 
     @staticmethod
-    def wait_for(predicate: Callable[[], T], timeout: float = 10, interval: float = 0.05,
-                 message: str | None = None) -> T:
+    def wait_for(
+        predicate: Callable[[], T], timeout: float = 10, interval: float = 0.05, message: str | None = None
+    ) -> T:
         return wait_for(predicate, timeout, interval, message)

@@ -31,8 +31,9 @@ def build(folder: Path) -> Path:
     if compiler is None:
         raise PowerCutUnavailable("no C compiler (cc) to build the power-cut shim")
     library = folder / "durable.so"
-    subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", str(library), str(SOURCE), "-ldl"],
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [compiler, "-shared", "-fPIC", "-O2", "-o", str(library), str(SOURCE), "-ldl"], check=True, capture_output=True
+    )
     return library
 
 
@@ -43,8 +44,11 @@ def environment(library: Path, prefix: Path) -> dict[str, str]:
 
 def files(prefix: Path) -> list[Path]:
     """The files a cut touches: those whose path starts with ``prefix``."""
-    return sorted(p for p in prefix.parent.iterdir()
-                  if str(p).startswith(str(prefix)) and not p.name.endswith((SUFFIX, SUFFIX + "-tmp")))  # fmt: skip
+    return sorted(
+        p
+        for p in prefix.parent.iterdir()
+        if str(p).startswith(str(prefix)) and not p.name.endswith((SUFFIX, SUFFIX + "-tmp"))
+    )
 
 
 def cut(prefix: Path) -> dict[str, str]:

@@ -76,8 +76,7 @@ class Result:
     def counts(self) -> dict[str, int]:
         """``received 3, sent 9, deferred 0, failed 0`` -> a dict."""
         line = next(x for x in self.out.splitlines() if x.startswith("received "))
-        return {word: int(n) for n, word in
-                (part.split()[::-1] for part in line.split(", "))}  # fmt: skip
+        return {word: int(n) for n, word in (part.split()[::-1] for part in line.split(", "))}
 
 
 class Process:
@@ -87,8 +86,9 @@ class Process:
     def __init__(self, argv: list[str], home: Path, name: str, logs: Path | None = None):
         self.out_path, self.err_path = (logs or home) / f"{name}.out", (logs or home) / f"{name}.err"
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
-            self.proc = subprocess.Popen(argv, cwd=home, stdout=out, stderr=err,
-                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+            self.proc = subprocess.Popen(
+                argv, cwd=home, stdout=out, stderr=err, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+            )
 
     @property
     def out(self) -> str:
@@ -233,8 +233,13 @@ def reply(stack: MailStack, player: str, to: EmailMessage, text: str) -> bytes:
     """Answer a referee mail as a mail client does: to its Reply-To, subject
     "Re: ...", In-Reply-To and References set."""
     message_id = str(to["Message-ID"])
-    return stack.send(player, str(to["Reply-To"] or to["From"]), f"Re: {subject(to)}", text,
-                      headers={"In-Reply-To": message_id, "References": message_id})  # fmt: skip
+    return stack.send(
+        player,
+        str(to["Reply-To"] or to["From"]),
+        f"Re: {subject(to)}",
+        text,
+        headers={"In-Reply-To": message_id, "References": message_id},
+    )
 
 
 def round_line(result: EmailMessage, player: str) -> str:

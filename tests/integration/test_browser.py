@@ -91,10 +91,21 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     folder = tmp_path_factory.mktemp("chromium")
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1",
-                 f"--window-size={WIDE},{HEIGHT}", f"--user-data-dir={folder / 'profile'}"):  # fmt: skip
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+        "--force-device-scale-factor=1",
+        f"--window-size={WIDE},{HEIGHT}",
+        f"--user-data-dir={folder / 'profile'}",
+    ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     service = Service(executable_path=str(CHROMEDRIVER), log_output=str(folder / "chromedriver.log"))
@@ -115,8 +126,10 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def viewport(driver: Any, width: int) -> None:
     """Lay pages out on a screen ``width`` CSS pixels wide: below 500 as a
     phone (its <meta name="viewport"> obeyed), else as a laptop."""
-    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-        "width": width, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": width < 500})  # fmt: skip
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": width < 500},
+    )
 
 
 def screenshot(driver: Any, name: str) -> Path:
@@ -146,8 +159,7 @@ def expected_row(phase: dict[str, Any], names: list[str]) -> list[str]:
     prize = card_name(event["prize"])
     if event["pot"]:  # prizes carried over from tied rounds
         prize += " + " + ", ".join(card_name(card) for card in event["pot"])
-    bids = [card_name(bid) + {"random": "*", "bot": "~"}.get(how[seat], "")
-            for seat, bid in enumerate(event["bids"])]  # fmt: skip
+    bids = [card_name(bid) + {"random": "*", "bot": "~"}.get(how[seat], "") for seat, bid in enumerate(event["bids"])]
     if event["winner"] is not None:
         result = f"{names[event['winner']]} +{event['value']}"
     else:
@@ -196,9 +208,11 @@ def test_a_game_page_renders_its_rounds_and_chart_on_a_phone(engine, clock, tmp_
     # The chart: drawn, within the phone's width, its key naming each line with its final score.
     chart = browser.find_element(By.CSS_SELECTOR, "figure svg[role=img]")
     assert chart.accessible_name.startswith("Scores after each round")  # its <title>, then its <desc>
-    box = browser.execute_script("const r = arguments[0].getBoundingClientRect();"
-                                 "return {left: r.left, right: r.right, width: r.width, height: r.height};",
-                                 chart)  # fmt: skip
+    box = browser.execute_script(
+        "const r = arguments[0].getBoundingClientRect();"
+        "return {left: r.left, right: r.right, width: r.width, height: r.height};",
+        chart,
+    )
     assert box["width"] > 0 and box["height"] > 0, box
     assert box["left"] >= 0 and box["right"] <= WIDTH, box
     finals = record["phases"][-1]["events"][-1]["scores"]
@@ -231,8 +245,13 @@ SEATS = {"pure-skill": 3, "bid": 4, "ice": 4, "priority": 6, "bluff": 5}
 # (with the seeds below: a Bid! coin tie-break, an Ice Ice Baby scoring
 # round, an Auction round after a tally, Bluff's second round of bidding
 # with a few bids on the tracks).
-RUNNING = {"pure-skill": "Round 6", "bid": "coin", "ice": "scoring", "priority": "Round 2",
-           "bluff": "Round 2 bidding, turn 5"}  # fmt: skip
+RUNNING = {
+    "pure-skill": "Round 6",
+    "bid": "coin",
+    "ice": "scoring",
+    "priority": "Round 2",
+    "bluff": "Round 2 bidding, turn 5",
+}
 
 
 def every_kind(engine: Engine, clock: FakeClock, seeds: Seeds) -> dict[tuple[str, str], int]:
@@ -248,8 +267,11 @@ def every_kind(engine: Engine, clock: FakeClock, seeds: Seeds) -> dict[tuple[str
         seeds.fixed = hashlib.sha256(b"browser %d" % next(serial)).digest()
         return engine.new_game(*players, **how)
 
-    hour = {"deadline": timedelta(hours=1), "turn_deadline": timedelta(hours=1),
-            "decision_deadline": timedelta(hours=1)}  # fmt: skip
+    hour = {
+        "deadline": timedelta(hours=1),
+        "turn_deadline": timedelta(hours=1),
+        "decision_deadline": timedelta(hours=1),
+    }
     games = {}
     for kind, seats in SEATS.items():
         game = new_game(kind, [LONG, QUOTED], bots=seats - 2, name="A “long” name, <b>not</b> bold", **hour)
@@ -278,8 +300,9 @@ def every_kind(engine: Engine, clock: FakeClock, seeds: Seeds) -> dict[tuple[str
             for seat in table.waiting_for(table.open_phase):
                 move = pick.choice(table.rules.legal_moves(table.state, seat))
                 clock.advance(minutes=1)
-                mail = reply(engine, table.seats[seat]["address"], table.rules.move_text(move), game=game,
-                             received=clock())  # fmt: skip
+                mail = reply(
+                    engine, table.seats[seat]["address"], table.rules.move_text(move), game=game, received=clock()
+                )
                 assert engine.ingest(mail).code == "move"
         assert engine.table(game).open_phase is not None, f"the running game of {kind} ended"
     return games

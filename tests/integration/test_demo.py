@@ -30,8 +30,9 @@ def test_the_demo_plays_a_whole_game_by_mail_with_a_silent_player(tmp_path):
 def test_the_demo_plays_auction_by_mail_too(tmp_path):
     """`referee demo --game priority`: alice and bob answer with a move their
     prompt suggests; carol's turns are random at each deadline."""
-    game_id = asyncio.run(run_demo(tmp_path, timedelta(seconds=1), say=lambda text: None, kind="priority",
-                                   options={"turn_limit": 2}))  # fmt: skip
+    game_id = asyncio.run(
+        run_demo(tmp_path, timedelta(seconds=1), say=lambda text: None, kind="priority", options={"turn_limit": 2})
+    )
     store = Store(tmp_path / "games.db")
     assert store.game(game_id)["state"] == "finished"
     moves = store.moves(game_id)

@@ -85,8 +85,7 @@ def mount_small_disk(path: Path) -> bool:
     path.mkdir()
     if os.geteuid() != 0:
         return False
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(path)],
-                          capture_output=True)  # fmt: skip
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(path)], capture_output=True)
     return done.returncode == 0
 
 
@@ -103,8 +102,9 @@ def fill(folder: Path) -> Path:
     return filler
 
 
-def test_a_full_disk_stops_the_run_and_every_bid_waits_in_the_inbox(mailstack: MailStack, tmp_path,
-                                                                     monkeypatch) -> None:  # fmt: skip
+def test_a_full_disk_stops_the_run_and_every_bid_waits_in_the_inbox(
+    mailstack: MailStack, tmp_path, monkeypatch
+) -> None:
     disk = tmp_path / "small"
     mounted = mount_small_disk(disk)
     try:
@@ -189,8 +189,9 @@ def _limited(pages: int):
     return migrate
 
 
-def test_a_keepers_sqlite3_session_holding_the_lock_stops_the_run(referee: Referee, mailstack: MailStack,
-                                                                  monkeypatch) -> None:  # fmt: skip
+def test_a_keepers_sqlite3_session_holding_the_lock_stops_the_run(
+    referee: Referee, mailstack: MailStack, monkeypatch
+) -> None:
     game_id = start_and_bid(referee, mailstack)
     monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 200)  # not 10 s: the same fault, sooner
     keeper = sqlite3.connect(referee.db, isolation_level=None)
@@ -221,8 +222,9 @@ def test_a_read_only_games_db_is_one_line_saying_what_to_do(referee: Referee, ma
     for path in files:
         path.chmod(0o444)
     try:
-        result = subprocess.run(without_root_powers(referee.command("run", "--once")), cwd=referee.home,
-                                capture_output=True, text=True)  # fmt: skip
+        result = subprocess.run(
+            without_root_powers(referee.command("run", "--once")), cwd=referee.home, capture_output=True, text=True
+        )
     finally:
         for path in files:
             path.chmod(0o644)
@@ -294,8 +296,10 @@ def test_sigterm_at_any_moment_of_start_up_is_a_clean_stop(mailstack: MailStack,
         assert status == 0, (delay, daemon.err)
         assert "SIGTERM" in daemon.err and ": stopping" in daemon.err and "Traceback" not in daemon.err, daemon.err
         assert daemon.err.rstrip().endswith("stopped"), daemon.err
-    print(f"SIGTERM at {', '.join(map(str, START_DELAYS_MS))} ms: "
-          f"ended outright, before the referee's first statement, at {outright or 'none'}")  # shown with -s
+    print(
+        f"SIGTERM at {', '.join(map(str, START_DELAYS_MS))} ms: "
+        f"ended outright, before the referee's first statement, at {outright or 'none'}"
+    )  # shown with -s
 
     # Signalled just after the handler is in place: during the imports, noted, a clean stop.
     referee = Referee(mailstack, tmp_path)
@@ -329,8 +333,9 @@ def test_sigterm_in_a_backlog_stops_within_a_second(referee: Referee, mailstack:
 
 
 @pytest.mark.parametrize("command", [["-v", "serve"], ["-v", "run", "--once"]], ids=["serve", "run --once"])
-def test_sigterm_while_a_costly_mail_is_read_stops_cleanly_and_loses_none(referee: Referee, mailstack: MailStack,
-                                                                          command: list[str]) -> None:  # fmt: skip
+def test_sigterm_while_a_costly_mail_is_read_stops_cleanly_and_loses_none(
+    referee: Referee, mailstack: MailStack, command: list[str]
+) -> None:
     """Issue 29: a stop is honoured mid-mail.  The backlog, read over IMAP,
     begins with the seats' bids, each above about 4.5 MB of blank lines
     (the costliest shape to read: half a second or more each), then a few
@@ -342,10 +347,11 @@ def test_sigterm_while_a_costly_mail_is_read_stops_cleanly_and_loses_none(refere
     game_id = referee.new_game("--deadline", "1h")
     referee.run_once()
     blank = "\n" * (2_250_000)  # CRLF on the wire: about 4.5 MB, under max_message_size
-    sent = [reply(mailstack, player, prompt(mailstack, player), f"bid {card}\n{blank}")
-            for card, player in zip(("7", "8", "9"), mailstack.players, strict=True)]  # fmt: skip
-    sent += [mailstack.send(mailstack.players[n % 3], mailstack.referee, f"question {n}", "status\n")
-             for n in range(6)]  # fmt: skip
+    sent = [
+        reply(mailstack, player, prompt(mailstack, player), f"bid {card}\n{blank}")
+        for card, player in zip(("7", "8", "9"), mailstack.players, strict=True)
+    ]
+    sent += [mailstack.send(mailstack.players[n % 3], mailstack.referee, f"question {n}", "status\n") for n in range(6)]
     ids = sorted(str(message_from_bytes(raw)["Message-ID"]) for raw in sent)
     assert waiting_in_inbox(mailstack) == len(sent)
     answered_before = len(mailstack.sent)
@@ -416,8 +422,9 @@ async def _pending_while_dovecot_restarts(referee: Referee, stack: MailStack) ->
         await source.close()
 
 
-def test_a_dovecot_restart_under_a_command_fails_it_at_once_with_a_reason(referee: Referee,
-                                                                          mailstack: MailStack) -> None:  # fmt: skip
+def test_a_dovecot_restart_under_a_command_fails_it_at_once_with_a_reason(
+    referee: Referee, mailstack: MailStack
+) -> None:
     game_id = start_and_bid(referee, mailstack)
     took, error = asyncio.run(_pending_while_dovecot_restarts(referee, mailstack))
     assert took < 10, f"{took:.1f} s: the 30 s timeout, not the lost connection, ended it"
@@ -454,7 +461,9 @@ class HeldGreeting:
         self.listener.close()
 
 
-async def _greeting_while_dovecot_restarts(referee: Referee, stack: MailStack, relay: HeldGreeting) -> tuple[float, str]:
+async def _greeting_while_dovecot_restarts(
+    referee: Referee, stack: MailStack, relay: HeldGreeting
+) -> tuple[float, str]:
     """How long the wait for the greeting goes on after Dovecot, restarting,
     dropped the connection (its stop takes from 0.01 to 6 s), and its reason."""
     server = dataclasses.replace(referee.config.imap, port=relay.port)
@@ -473,8 +482,9 @@ async def _greeting_while_dovecot_restarts(referee: Referee, stack: MailStack, r
         await source.close()
 
 
-def test_a_dovecot_restart_during_the_greeting_fails_the_connection_at_once(referee: Referee,
-                                                                          mailstack: MailStack) -> None:  # fmt: skip
+def test_a_dovecot_restart_during_the_greeting_fails_the_connection_at_once(
+    referee: Referee, mailstack: MailStack
+) -> None:
     game_id = start_and_bid(referee, mailstack)
     relay = HeldGreeting(mailstack.dovecot.imap_port)
     try:
@@ -488,8 +498,9 @@ def test_a_dovecot_restart_during_the_greeting_fails_the_connection_at_once(refe
     all_bids_taken(referee, mailstack, game_id)
 
 
-def test_after_an_smtp_outage_the_first_connection_sends_the_whole_queue(referee: Referee,
-                                                                         mailstack: MailStack) -> None:  # fmt: skip
+def test_after_an_smtp_outage_the_first_connection_sends_the_whole_queue(
+    referee: Referee, mailstack: MailStack
+) -> None:
     referee.write_config(smtp_port=_free_port())  # nothing listens there: the SMTP server is down
     game_id = referee.new_game("--deadline", "1h")
     for _ in range(3):  # three cron runs in the outage
@@ -519,8 +530,14 @@ def smtp_server_with_auth() -> Iterator[int]:
     """An SMTP server (aiosmtpd) that asks for a password and takes none; its port."""
     from aiosmtpd.controller import Controller
 
-    controller = Controller(object(), hostname="127.0.0.1", port=_free_port(), authenticator=RefusingEveryPassword(),
-                            auth_require_tls=False, ready_timeout=10)  # fmt: skip
+    controller = Controller(
+        object(),
+        hostname="127.0.0.1",
+        port=_free_port(),
+        authenticator=RefusingEveryPassword(),
+        auth_require_tls=False,
+        ready_timeout=10,
+    )
     controller.start()
     try:
         yield controller.port
@@ -568,14 +585,17 @@ SMTP_CASES = {
 
 
 @pytest.mark.parametrize("case", SMTP_CASES)
-def test_an_smtp_server_away_is_status_1_and_wrong_settings_status_4(referee: Referee, mailstack: MailStack,
-                                                                     case: str) -> None:  # fmt: skip
+def test_an_smtp_server_away_is_status_1_and_wrong_settings_status_4(
+    referee: Referee, mailstack: MailStack, case: str
+) -> None:
     referee.new_game("--deadline", "1h")  # mail queued: the run must send it
     with smtp_server_with_auth() as auth_port:
         port = {"the password wrong": auth_port, "the server away": _free_port()}.get(case, mailstack.smtp_port)
         in_section(referee.cfg, "smtp", f"port = {mailstack.smtp_port}", f"port = {port}")
         if case in ("the password wrong", "AUTH the server lacks"):
-            in_section(referee.cfg, "smtp", 'security = "none"', 'security = "none"\nusername = "referee"\npassword = "x"')
+            in_section(
+                referee.cfg, "smtp", 'security = "none"', 'security = "none"\nusername = "referee"\npassword = "x"'
+            )
         if case == "TLS on a plain port":
             in_section(referee.cfg, "smtp", 'security = "none"', 'security = "tls"')
         if case == "STARTTLS the server lacks":

@@ -58,8 +58,9 @@ def test_each_recipient_gets_its_own_delivered_to(mailstack: MailStack) -> None:
 
 def test_internaldate_is_the_delivery_time(mailstack: MailStack) -> None:
     before = datetime.now(UTC)
-    mailstack.send(mailstack.players[1], mailstack.referee, "bid", "bid 3\n",
-                   headers={"Date": "Mon, 01 Jan 2001 00:00:00 +0000"})
+    mailstack.send(
+        mailstack.players[1], mailstack.referee, "bid", "bid 3\n", headers={"Date": "Mon, 01 Jan 2001 00:00:00 +0000"}
+    )
     [m] = mailstack.messages(mailstack.referee)
     assert abs(m.internaldate - before) < timedelta(seconds=5)
     assert m.message["Date"].datetime.year == 2001  # the sender's clock is not used
@@ -70,8 +71,9 @@ def test_refuse_then_accept(mailstack: MailStack) -> None:
     alice = mailstack.players[0]
 
     async def send(code_expected: int | None) -> None:
-        async with aiosmtplib.SMTP(hostname=mailstack.host, port=mailstack.smtp_port,
-                                   local_hostname="client.example.net", start_tls=False) as smtp:
+        async with aiosmtplib.SMTP(
+            hostname=mailstack.host, port=mailstack.smtp_port, local_hostname="client.example.net", start_tls=False
+        ) as smtp:
             raw = mailstack.compose(alice, mailstack.referee, "bid", "bid 9\n")
             if code_expected is None:
                 await smtp.sendmail(alice, [mailstack.referee], raw)
@@ -128,14 +130,18 @@ def test_stopped_dovecot_makes_the_relay_fail_loudly(mailstack: MailStack) -> No
 async def _aio_read(host: str, port: int, user: str, password: str) -> tuple[int, list[tuple[int, str, bytes]]]:
     """UIDVALIDITY and (uid, INTERNALDATE, body) of INBOX via aioimaplib."""
     lost = asyncio.get_running_loop().create_future()
-    imap = aioimaplib.IMAP4(host=host, port=port, timeout=10,
-                            conn_lost_cb=lambda exc: lost.done() or lost.set_result(exc))
+    imap = aioimaplib.IMAP4(
+        host=host, port=port, timeout=10, conn_lost_cb=lambda exc: lost.done() or lost.set_result(exc)
+    )
     await imap.wait_hello_from_server()
     assert (await imap.login(user, password)).result == "OK"
     select = await imap.select("INBOX")
     assert select.result == "OK"
-    [uidvalidity] = [int(m.group(1)) for line in select.lines
-                     if isinstance(line, bytes) and (m := re.search(rb"UIDVALIDITY (\d+)", line))]
+    [uidvalidity] = [
+        int(m.group(1))
+        for line in select.lines
+        if isinstance(line, bytes) and (m := re.search(rb"UIDVALIDITY (\d+)", line))
+    ]
     search = await imap.uid_search("ALL")
     assert search.result == "OK"
     uids = [int(u) for u in search.lines[0].split()]
@@ -158,13 +164,13 @@ def test_reset_uidvalidity_keeps_the_messages(mailstack: MailStack) -> None:
     for n in (1, 2):
         mailstack.send(mailstack.players[0], referee, f"bid {n}", f"bid {n}\n")
     before_validity, before = asyncio.run(
-        _aio_read(dovecot.host, dovecot.imap_port, referee, mailstack.referee_password))
+        _aio_read(dovecot.host, dovecot.imap_port, referee, mailstack.referee_password)
+    )
     assert len(before) == 2 and before_validity == dovecot.uidvalidity(referee)
 
     dovecot.reset_uidvalidity(referee)
 
-    after_validity, after = asyncio.run(
-        _aio_read(dovecot.host, dovecot.imap_port, referee, mailstack.referee_password))
+    after_validity, after = asyncio.run(_aio_read(dovecot.host, dovecot.imap_port, referee, mailstack.referee_password))
     assert after_validity != before_validity
     assert after_validity == dovecot.uidvalidity(referee)
     assert [body for _, _, body in after] == [body for _, _, body in before]

@@ -100,7 +100,8 @@ def test_a_restore_mid_game_loses_no_move_and_sends_nothing_twice(referee: Refer
     store = Store(referee.db)
     for game in (sealed, turns):
         assert [(m["phase"], m["seat"], m["move"], m["source"], m["received_at"]) for m in store.moves(game)] == [
-            (m["phase"], m["seat"], m["move"], m["source"], m["received_at"]) for m in moves[game]]  # fmt: skip
+            (m["phase"], m["seat"], m["move"], m["source"], m["received_at"]) for m in moves[game]
+        ]
     new = mailstack.sent[sent_before:]
     assert sorted(r for m in new for r in m.rcpt_tos) == sorted(mailstack.players), result.out  # one notice each
     assert all(RESTORED.match(subject(m.message)) for m in new)

@@ -90,8 +90,11 @@ def test_whole_game_by_mail_in_cron_mode(referee: Referee, mailstack: MailStack)
     for number in range(1, 13):  # round 13 has one card left: it is bid for everyone
         for player in mailstack.players:
             # Read the prompt as a player does: from the own Dovecot INBOX.
-            [prompt] = [m for m in mails(mailstack, player, PROMPT, from_inbox=True)
-                        if int(PROMPT.match(subject(m))[2]) == number]  # fmt: skip
+            [prompt] = [
+                m
+                for m in mails(mailstack, player, PROMPT, from_inbox=True)
+                if int(PROMPT.match(subject(m))[2]) == number
+            ]
             card = rng.choice(hand(prompt))
             bids[number, player] = card
             reply(mailstack, player, prompt, f"bid {card}\n\nthanks\n")
@@ -107,8 +110,7 @@ def test_whole_game_by_mail_in_cron_mode(referee: Referee, mailstack: MailStack)
         assert len(accepted) == 12
         assert sorted(int(MOVE_ANSWER.search(body(m))[1]) for m in accepted) == list(range(1, 13))
         for number in range(1, 13):
-            [res] = [m for m in mails(mailstack, player, RESULT)
-                     if int(RESULT.match(subject(m))[2]) == number]  # fmt: skip
+            [res] = [m for m in mails(mailstack, player, RESULT) if int(RESULT.match(subject(m))[2]) == number]
             for other in mailstack.players:
                 line = round_line(res, other)
                 assert line.split()[1] == bids[number, other] and "random" not in line, line
@@ -244,8 +246,11 @@ def test_receipt_time_decides_not_reading_time(referee: Referee, mailstack: Mail
     [receipt] = receipts(mailstack, alice)
     assert str(receipt["In-Reply-To"]) == str(email.message_from_bytes(early)["Message-ID"])
     assert receipts(mailstack, bob) == []
-    [refusal] = [m for m in mailstack.sent_to(bob)
-                 if str(m.message["In-Reply-To"]) == str(email.message_from_bytes(late)["Message-ID"])]  # fmt: skip
+    [refusal] = [
+        m
+        for m in mailstack.sent_to(bob)
+        if str(m.message["In-Reply-To"]) == str(email.message_from_bytes(late)["Message-ID"])
+    ]
     text = " ".join(body(refusal.message).split())
     assert text.startswith("> bid J Not done: ") and "after the deadline of Round 1 of 13" in text, text
     assert "Nothing was changed by this line" in text and not MOVE_ANSWER.search(body(refusal.message))
@@ -262,8 +267,13 @@ def deliver_bid(stack: MailStack, player: str, prompt, text: str) -> bytes:
     """A reply straight into the referee's INBOX over LMTP, for when the test's
     SMTP server is refusing everything (the referee's mail included)."""
     message_id = str(prompt["Message-ID"])
-    raw = stack.compose(player, str(prompt["Reply-To"]), f"Re: {subject(prompt)}", text,
-                        headers={"In-Reply-To": message_id, "References": message_id})  # fmt: skip
+    raw = stack.compose(
+        player,
+        str(prompt["Reply-To"]),
+        f"Re: {subject(prompt)}",
+        text,
+        headers={"In-Reply-To": message_id, "References": message_id},
+    )
     stack.dovecot.deliver(stack.referee, raw, mail_from=player)
     return raw
 
@@ -362,9 +372,11 @@ def test_unsendable_reply_does_not_hold_up_the_queue(referee: Referee, mailstack
     mailstack.stop()
     mailstack.start(smtputf8=False)
     referee.write_config(smtp_port=mailstack.smtp_port)
-    raw = (f"From: {stranger}\r\nTo: {mailstack.referee}\r\nSubject: let me play\r\n"
-           f"Message-ID: <intl-1@example.net>\r\nContent-Type: text/plain; charset=utf-8\r\n"
-           f"\r\nbid 7\r\n").encode()  # fmt: skip
+    raw = (
+        f"From: {stranger}\r\nTo: {mailstack.referee}\r\nSubject: let me play\r\n"
+        f"Message-ID: <intl-1@example.net>\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        f"\r\nbid 7\r\n"
+    ).encode()
     mailstack.dovecot.append(mailstack.referee, raw)  # as a server that has SMTPUTF8 delivered it
     reply(mailstack, alice, prompt_for(mailstack, alice, 1), "bid 9\n")
 
@@ -376,8 +388,9 @@ def test_unsendable_reply_does_not_hold_up_the_queue(referee: Referee, mailstack
     assert failed["recipients"] == [stranger] and "SMTPUTF8" in failed["last_error"]
 
 
-def test_an_internationalised_address_is_written_as_an_address_over_smtputf8(referee: Referee,
-                                                                           mailstack: MailStack) -> None:
+def test_an_internationalised_address_is_written_as_an_address_over_smtputf8(
+    referee: Referee, mailstack: MailStack
+) -> None:
     """RFC 6531/6532: to a server that offers SMTPUTF8, mail to jöhn@ goes
     with the SMTPUTF8 option, and its To: is the address in UTF-8, not an
     encoded word (which is no address)."""
@@ -393,14 +406,14 @@ def test_an_internationalised_address_is_written_as_an_address_over_smtputf8(ref
             return "250 OK"
 
     recorder = Recorder()
-    controller = Controller(recorder, hostname="127.0.0.1", port=free_port(), enable_SMTPUTF8=True,
-                            decode_data=False)  # fmt: skip
+    controller = Controller(recorder, hostname="127.0.0.1", port=free_port(), enable_SMTPUTF8=True, decode_data=False)
     controller.start()
     try:
         referee.write_config(smtp_port=controller.port)
         stranger = "jöhn@example.org"
-        result = referee.cli("new", "pure-skill", "--player", stranger, *[
-            x for p in mailstack.players[:2] for x in ("--player", p)])  # fmt: skip
+        result = referee.cli(
+            "new", "pure-skill", "--player", stranger, *[x for p in mailstack.players[:2] for x in ("--player", p)]
+        )
         assert result.status == 0, result.err
         referee.run_once()
     finally:
@@ -514,8 +527,9 @@ def test_daemon_survives_an_imap_restart(referee: Referee, mailstack: MailStack)
         mailstack.dovecot.restart()
         reply(mailstack, alice, prompt_for(mailstack, alice, 1), "bid 8\n")
         try:
-            wait_for(lambda: receipts(mailstack, alice), timeout=4,
-                     message="no receipt 4 s after the IMAP server came back")  # fmt: skip
+            wait_for(
+                lambda: receipts(mailstack, alice), timeout=4, message="no receipt 4 s after the IMAP server came back"
+            )
         finally:
             assert daemon.finish() < 5
     inbox_empty_and_filed(mailstack, 1)
@@ -673,10 +687,16 @@ def test_bounces_and_auto_replies_are_filed_unanswered(referee: Referee, mailsta
     sent_before = len(mailstack.sent)
     prompt = prompt_for(mailstack, alice, 1)
     reply_to = str(prompt["Reply-To"])
-    mailstack.send(alice, reply_to, f"Out of office: {subject(prompt)}", "I am away until Monday.\n",
-                   headers={"Auto-Submitted": "auto-replied", "In-Reply-To": str(prompt["Message-ID"])})  # fmt: skip
-    bounce = mailstack.compose("MAILER-DAEMON@example.net", mailstack.referee,
-                               "Undelivered Mail Returned to Sender", "bid 5\n")  # fmt: skip
+    mailstack.send(
+        alice,
+        reply_to,
+        f"Out of office: {subject(prompt)}",
+        "I am away until Monday.\n",
+        headers={"Auto-Submitted": "auto-replied", "In-Reply-To": str(prompt["Message-ID"])},
+    )
+    bounce = mailstack.compose(
+        "MAILER-DAEMON@example.net", mailstack.referee, "Undelivered Mail Returned to Sender", "bid 5\n"
+    )
     mailstack.dovecot.deliver(mailstack.referee, bounce, mail_from="")  # empty envelope sender
     mailstack.send(bob, mailstack.referee, "list digest", "bid 5\n", headers={"List-Id": "<games.example.net>"})
 
@@ -700,8 +720,9 @@ def test_a_huge_game_number_is_refused_not_failed(referee: Referee, mailstack: M
     referee.run_once()
     sent_before = len(mailstack.sent)
     mailstack.send(alice, mailstack.referee, "Re: [pure-skill-99999999999999999999] Round 1 of 13", "bid 7\n")
-    mailstack.send(alice, mailstack.referee, "Re: [pure-skill-99999999999999999999 abcdefghijklmnop] Round 1 of 13",
-                   "bid 7\n")  # fmt: skip
+    mailstack.send(
+        alice, mailstack.referee, "Re: [pure-skill-99999999999999999999 abcdefghijklmnop] Round 1 of 13", "bid 7\n"
+    )
     assert referee.run_once().counts["received"] == 2
     assert len(mailstack.messages(mailstack.referee, "processed")) == 2
     assert mailstack.messages(mailstack.referee, "quarantine") == []
@@ -776,14 +797,19 @@ def test_clear_text_to_a_remote_server_is_refused_with_file_and_line(referee: Re
     assert "\\Seen" not in waiting.flags
 
 
-@pytest.mark.parametrize("change, setting, message", [
-    pytest.param(('[smtp]\nhost = "127.0.0.1"', '[smtp]\nhost = "192.0.2.1"'), "security",
-                 "smtp.security"),
-    pytest.param(('[smtp]\nhost = "127.0.0.1"\nport = ', '[smtp]\nhost = "127.0.0.1"\nport = 9'),
-                 "port", "smtp.port must be a port number"),
-    (('[smtp]\n', '[smtp]\npasword = "x"\n'), "pasword", "unknown setting smtp.pasword"),
-    (('[smtp]\n', '[smtp]\npassword = "a"\npassword_env = "B"\n'), "password_env", "give only one of"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "change, setting, message",
+    [
+        pytest.param(('[smtp]\nhost = "127.0.0.1"', '[smtp]\nhost = "192.0.2.1"'), "security", "smtp.security"),
+        pytest.param(
+            ('[smtp]\nhost = "127.0.0.1"\nport = ', '[smtp]\nhost = "127.0.0.1"\nport = 9'),
+            "port",
+            "smtp.port must be a port number",
+        ),
+        (("[smtp]\n", '[smtp]\npasword = "x"\n'), "pasword", "unknown setting smtp.pasword"),
+        (("[smtp]\n", '[smtp]\npassword = "a"\npassword_env = "B"\n'), "password_env", "give only one of"),
+    ],
+)
 def test_smtp_setting_errors_name_the_smtp_line(referee: Referee, change, setting, message) -> None:
     """[imap] comes first and has settings of the same names: the line given must be [smtp]'s."""
     referee.cfg.write_text(referee.cfg.read_text().replace(*change))
@@ -800,13 +826,18 @@ def test_other_config_errors_name_file_line_and_setting(referee: Referee) -> Non
     base = cfg.read_text()
     cases = [
         (base.replace('username = "', 'user = "', 1), "user", "unknown setting imap.user"),
-        (base.replace('port = ', 'port = "', 1).replace(f"{referee.stack.dovecot.imap_port}\n", f"{referee.stack.dovecot.imap_port}\"\n", 1),
-         "port", "imap.port must be a port number"),
+        (
+            base.replace("port = ", 'port = "', 1).replace(
+                f"{referee.stack.dovecot.imap_port}\n", f'{referee.stack.dovecot.imap_port}"\n', 1
+            ),
+            "port",
+            "imap.port must be a port number",
+        ),
         (base + '\n[defaults]\ndeadline = "soon"\n', "deadline", "defaults.deadline"),
         (base + '\n[maildir]\npath = "mail"\n', "[maildir]", "either [imap] or [maildir]"),
         (base.replace('password = "', 'password_env = "REFEREE_TEST_UNSET_', 1), "password_env", "is not set"),
         (base.replace('address = "', 'address = "no-at-sign-', 1).replace("@", "", 1), "address", "referee.address"),
-    ]  # fmt: skip
+    ]
     for text, setting, message in cases:
         cfg.write_text(text)
         line = config_error(referee)

@@ -124,9 +124,7 @@ def test_setup_refuses_other_than_3_or_4_seats(seats):
         new_game(seats)
 
 
-@pytest.mark.parametrize(
-    "options", [{"reroll": "dice"}, {"max_auctions": 0}, {"max_auctions": "many"}, {"pawns": 2}]
-)
+@pytest.mark.parametrize("options", [{"reroll": "dice"}, {"max_auctions": 0}, {"max_auctions": "many"}, {"pawns": 2}])
 def test_setup_refuses_bad_options(options):
     with pytest.raises(OptionError):
         new_game(**options)
@@ -166,7 +164,10 @@ def test_auction_example_1():
     assert after.hands[CINDY] == (0, 1, 2, 3, 5, 5)  # gave the 4, took Andy's 5
     assert after.scores == (14, 0, 0)  # NEUTRAL dice: 2+3+4+5
     assert sorted((s["from"], s["to"], s["tiles"][0]) for s in event["swaps"]) == [
-        (ANDY, CINDY, 5), (BOB, ANDY, 0), (CINDY, BOB, 4)]  # fmt: skip
+        (ANDY, CINDY, 5),
+        (BOB, ANDY, 0),
+        (CINDY, BOB, 4),
+    ]
 
 
 def test_auction_example_2():
@@ -177,11 +178,19 @@ def test_auction_example_2():
     assert tie.stage == "coins"
     assert tie.tied == (ANDY, BOB)
     assert tie.hands == after_1.hands and tie.scores == after_1.scores  # nothing is settled yet
-    assert tie_events == [{"type": "tie", "auction": 2, "dice": list(NEUTRAL),
-                           "bids": [[3], [3], [2]], "tied": [ANDY, BOB],
-                           # the standings as they stand while the coins decide
-                           "scores": list(after_1.scores), "coins": list(after_1.coins),
-                           "bank": after_1.bank}]  # fmt: skip
+    assert tie_events == [
+        {
+            "type": "tie",
+            "auction": 2,
+            "dice": list(NEUTRAL),
+            "bids": [[3], [3], [2]],
+            "tied": [ANDY, BOB],
+            # the standings as they stand while the coins decide
+            "scores": list(after_1.scores),
+            "coins": list(after_1.coins),
+            "bank": after_1.bank,
+        }
+    ]
     phase = GAME.phase(tie)
     assert phase.label == "Auction 2: coin tie-break"
     assert phase.movers == (ANDY, BOB) and phase.sealed
@@ -195,7 +204,10 @@ def test_auction_example_2():
     assert Counter(after.hands[BOB]) == Counter(after_1.hands[BOB]) - Counter([3]) + Counter([2])
     assert Counter(after.hands[CINDY]) == Counter(after_1.hands[CINDY]) - Counter([2]) + Counter([3])
     assert sorted((s["from"], s["to"], s["tiles"]) for s in event["swaps"]) == [
-        (ANDY, CINDY, [3]), (BOB, ANDY, [3]), (CINDY, BOB, [2])]  # fmt: skip
+        (ANDY, CINDY, [3]),
+        (BOB, ANDY, [3]),
+        (CINDY, BOB, [2]),
+    ]
     assert after.scores == (14, 14, 0)
     assert after.stage == "bids" and after.auction == 3
 
@@ -249,7 +261,10 @@ def test_dice_example_2():
     assert event["points"] == 16
     assert event["bids"] == [[3, 5], [3, 4], [0, 0]]
     assert sorted((s["from"], s["to"], s["tiles"]) for s in event["swaps"]) == [
-        (ANDY, BOB, [3, 5]), (BOB, CINDY, [3, 4]), (CINDY, ANDY, [0, 0])]  # fmt: skip
+        (ANDY, BOB, [3, 5]),
+        (BOB, CINDY, [3, 4]),
+        (CINDY, ANDY, [0, 0]),
+    ]
     assert after.hands == ((0, 0, 1, 1, 4, 5), (2, 3, 3, 4, 5, 5), (0, 1, 2, 2, 3, 4))
     assert after.scores == (18 + 16, 10, 0)
     assert after.coins == rolled.coins and after.bank == rolled.bank
@@ -273,7 +288,7 @@ def test_dice_example_3():
 
 @pytest.mark.parametrize("offers", [(1, 1), (0, 0), (2, 2)])
 def test_dice_example_3_tie_and_tie_again_everyone_still_gets_the_moons_coin(offers):
-    """"If two or more players tie on the bid and again on the tiebreaker, all
+    """ "If two or more players tie on the bid and again on the tiebreaker, all
     players still get a coin from the Ace of Moons (since no player won)"."""
     before = moons_example()
     tie, _ = play(before, "bid 3", "bid 3", "bid 2")
@@ -302,7 +317,7 @@ def test_dice_example_4():
 
 
 def test_dice_example_4_tied_high_bidders_each_lose_9_and_no_coins_change():
-    """"If two or more players tie for highest bid, they each lose 9 points
+    """ "If two or more players tie for highest bid, they each lose 9 points
     instead (and no coins are gained or lost)": and there is no tie-break."""
     before = replace(crowns_example(), scores=(20, 20, 20))
     after, (event,) = play(before, "bid 5", "bid 2", "bid 5")
@@ -453,16 +468,21 @@ def next_auction(first_roll, reroll="coin"):
 
 def reroll(state, text, faces):
     """Andy sends ``text`` (a reroll, or a pawn); the others bid; the dice rerolled draw ``faces``."""
-    others = {seat: GAME.move_text([move for move in GAME.legal_moves(state, seat) if move[0] == "bid"][-1])
-              for seat in (BOB, CINDY)}  # fmt: skip
+    others = {
+        seat: GAME.move_text([move for move in GAME.legal_moves(state, seat) if move[0] == "bid"][-1])
+        for seat in (BOB, CINDY)
+    }
     return play(state, {ANDY: text, **others}, label=label_drawing(tuple(faces)))
 
 
-@pytest.mark.parametrize(("text", "faces", "dice"), [
-    ("reroll moons", (4,), (2, 4, 2, 1)),
-    ("reroll suns", (1,), (1, 2, 2, 1)),  # the Ace of Suns now: the bonus is not paid again, doubled or not
-    ("reroll suns moons", (3, 0), (3, 0, 2, 1)),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "faces", "dice"),
+    [
+        ("reroll moons", (4,), (2, 4, 2, 1)),
+        ("reroll suns", (1,), (1, 2, 2, 1)),  # the Ace of Suns now: the bonus is not paid again, doubled or not
+        ("reroll suns moons", (3, 0), (3, 0, 2, 1)),
+    ],
+)
 def test_arms_a_coin_reroll_of_other_dice_while_the_ace_shows_pays_nothing(text, faces, dice):
     state, event = next_auction((2, 2, 2, 1))
     assert event["arms_bonus"] == [BOB] and state.scores == (14, 5, 0)  # the auction's first roll pays
@@ -507,8 +527,10 @@ def test_arms_the_next_auction_pays_again_after_a_coin_reroll_paid_in_this_one()
     assert event["type"] == "auction" and state.auction == 3
     rich = [seat for seat, hand in enumerate(state.hands) if sum(hand) >= 16]
     assert rich and event["arms_bonus"] == rich
-    assert all(state.scores[seat] == before.scores[seat] + (6 if seat == BOB else 0) + 5 * (seat in rich)
-               for seat in (ANDY, BOB, CINDY))  # fmt: skip
+    assert all(
+        state.scores[seat] == before.scores[seat] + (6 if seat == BOB else 0) + 5 * (seat in rich)
+        for seat in (ANDY, BOB, CINDY)
+    )
 
 
 def test_arms_a_pawns_new_roll_showing_the_ace_pays_again_it_is_a_new_auction():
@@ -529,13 +551,16 @@ def test_arms_the_prompt_says_what_the_ace_paid_in_this_auction(config):
     state, _ = next_auction((2, 2, 2, 1))
     state, _ = reroll(state, "reroll suns", (1,))  # the Ace of Suns came up after the bonus was paid
     players = [{"seat": seat, "label": name, "bot": False} for seat, name in enumerate(("andy", "bob", "cindy"))]
-    text = Composer(config).env.get_template("mail/bid/_view.txt.j2").render(
-        view=GAME.view(state, ANDY), players=players)  # fmt: skip
+    text = (
+        Composer(config).env.get_template("mail/bid/_view.txt.j2").render(view=GAME.view(state, ANDY), players=players)
+    )
     assert "has scored 5 points already (once an auction)" in text
     assert "10 points" not in text
     event_mail = Composer(config).env.get_template("mail/bid/_event.txt.j2")
-    for move, says in (("reroll suns", "the bids go back unseen and the dice named are rolled again, in the same"),
-                       ("pawn", "the auction is cancelled")):  # fmt: skip
+    for move, says in (
+        ("reroll suns", "the bids go back unseen and the dice named are rolled again, in the same"),
+        ("pawn", "the auction is cancelled"),
+    ):
         event = {"type": "cancelled", "how": {"0": move}, "next_dice": [1, 2, 2, 1], "arms_bonus": []}
         text = event_mail.render(event=event, round={"how": {}}, players=players)
         assert f'andy played "{move}": {says}' in text
@@ -748,9 +773,15 @@ def test_timeout_random_coin_bid_is_0_to_the_coins_held():
 
 @pytest.mark.parametrize(
     ("text", "move"),
-    [("bid 4", ("bid", (4,))), ("BID null", ("bid", (0,))), ("bid ace", ("bid", (1,))),
-     ("bid 0", ("bid", (0,))), ("bid 1", ("bid", (1,))), ("  Bid  5. ", ("bid", (5,)))],
-)  # fmt: skip
+    [
+        ("bid 4", ("bid", (4,))),
+        ("BID null", ("bid", (0,))),
+        ("bid ace", ("bid", (1,))),
+        ("bid 0", ("bid", (0,))),
+        ("bid 1", ("bid", (1,))),
+        ("  Bid  5. ", ("bid", (5,))),
+    ],
+)
 def test_parse_a_one_tile_bid(text, move):
     assert GAME.parse_move(make(), ANDY, text) == move
 
@@ -779,9 +810,13 @@ def test_parse_a_second_tile_not_held_is_refused_as_another(text):
 
 @pytest.mark.parametrize(
     ("dice", "text", "count"),
-    [(NEUTRAL, "bid 4 5", "1 tile"), (NEUTRAL, "bid null null", "1 tile"),
-     ((1, 2, 2, 2), "bid 4", "2 tile"), ((1, 2, 2, 2), "bid 1 2 3", "2 tile")],
-)  # fmt: skip
+    [
+        (NEUTRAL, "bid 4 5", "1 tile"),
+        (NEUTRAL, "bid null null", "1 tile"),
+        ((1, 2, 2, 2), "bid 4", "2 tile"),
+        ((1, 2, 2, 2), "bid 1 2 3", "2 tile"),
+    ],
+)
 def test_parse_the_wrong_number_of_tiles_is_refused_with_the_number_needed(dice, text, count):
     with pytest.raises(MoveError, match=count):
         GAME.parse_move(make(dice=dice), ANDY, text)
@@ -953,8 +988,7 @@ def random_game(seed: bytes, seats: int, options: dict, chooser: random.Random):
                 moves[seat] = chooser.choice(legal)
         state, events = GAME.resolve(state, moves, resolve_rng(seed, number))
         states.append(state)
-        records.append(PhaseRecord(number, {seat: GAME.move_text(move) for seat, move in moves.items()},
-                                   new_bots))  # fmt: skip
+        records.append(PhaseRecord(number, {seat: GAME.move_text(move) for seat, move in moves.items()}, new_bots))
         moves_made.append(moves)
         events_seen.append(events)
     return states, records, moves_made, events_seen
@@ -962,10 +996,12 @@ def random_game(seed: bytes, seats: int, options: dict, chooser: random.Random):
 
 seeds = st.binary(min_size=1, max_size=32)
 seat_counts = st.sampled_from([3, 4])
-game_options = st.fixed_dictionaries({
-    "reroll": st.sampled_from(["pawn", "coin"]),
-    "max_auctions": st.sampled_from([1, 2, 3, 5, 8, 300]),
-})  # fmt: skip
+game_options = st.fixed_dictionaries(
+    {
+        "reroll": st.sampled_from(["pawn", "coin"]),
+        "max_auctions": st.sampled_from([1, 2, 3, 5, 8, 300]),
+    }
+)
 choosers = st.randoms(use_true_random=False)
 
 

@@ -58,8 +58,14 @@ def start(seats: int = 3, seed: bytes = SEED, **options) -> BluffState:
 def bidding(seats: int = 3, turn: int = A, **changes) -> BluffState:
     """Bidding with ``turn`` to move, every die black unless ``changes`` say."""
     state = start(seats)
-    state = replace(state, stage="bidding", turn=turn, passes=0, dice=tuple(("black",) * len(d) for d in state.dice),
-                    community=("black",) * len(state.community))  # fmt: skip
+    state = replace(
+        state,
+        stage="bidding",
+        turn=turn,
+        passes=0,
+        dice=tuple(("black",) * len(d) for d in state.dice),
+        community=("black",) * len(state.community),
+    )
     return replace(state, **changes)
 
 
@@ -73,10 +79,16 @@ def art(text: str) -> tuple[str, str, str]:
 
 
 def census(state: BluffState) -> tuple[Counter, Counter]:
-    tiles = [*(x for stack in state.stacks for x in stack), *(x for x in state.offer if x is not None),
-             *(x for m in state.museum for x in m), *(x for e in state.exhibits for s in e for x in s),
-             *(x for _, x in state.won), *state.gone,
-             *(x for group in state.specials for x in group), *(x for h in state.held for x in h)]  # fmt: skip
+    tiles = [
+        *(x for stack in state.stacks for x in stack),
+        *(x for x in state.offer if x is not None),
+        *(x for m in state.museum for x in m),
+        *(x for e in state.exhibits for s in e for x in s),
+        *(x for _, x in state.won),
+        *state.gone,
+        *(x for group in state.specials for x in group),
+        *(x for h in state.held for x in h),
+    ]
     return Counter(x for x in tiles if isinstance(x, tuple)), Counter(x for x in tiles if isinstance(x, str))
 
 
@@ -196,8 +208,9 @@ def test_bid_cannot_pass_with_tokens_in_hand_must_pass_when_every_bid_is_high():
     bids = ((), ((A, 2, 1, False),), ((A, 2, 2, False),), ((A, 2, 3, False),), (), ())
     state = bidding(bids=bids, placed=3, tokens=(0, 3, 3), turn=C)
     after, events = GAME.resolve(state, {C: ("bid", t("green"), 1)}, resolve_rng(SEED, 1))
-    assert {"type": "pass", "seat": A, "forced": True} in [{k: v for k, v in e.items() if k != "scores"}
-                                                            for e in events]  # A had nothing but pass
+    assert {"type": "pass", "seat": A, "forced": True} in [
+        {k: v for k, v in e.items() if k != "scores"} for e in events
+    ]  # A had nothing but pass
     assert after.turn == B
 
 
@@ -241,8 +254,14 @@ def test_resolve_weapons_and_the_virtual_purple_die_count_for_their_owner_only()
     museum = ((art("red ancient weapon"),), (), ())
     dice = (("black",) * 3,) * 3
     bids = ((), (), ((A, 2, 1, False), (B, 1, 2, False)), (), (), ())
-    state = bidding(dice=dice, community=("black",), bids=bids, placed=2, museum=museum,
-                    held=(frozenset({"vpurple"}), frozenset(), frozenset()))  # fmt: skip
+    state = bidding(
+        dice=dice,
+        community=("black",),
+        bids=bids,
+        placed=2,
+        museum=museum,
+        held=(frozenset({"vpurple"}), frozenset(), frozenset()),
+    )
     _after, events = resolve_now(state)
     red = next(e for e in events if e["type"] == "auction" and e["track"] == "red")
     assert red["worth"] == {"0": 2, "1": 0} and red["winner"] == A
@@ -306,8 +325,9 @@ def test_acquire_wild_attribute_joins_any_set_and_other_specials_go_beside_the_m
     state = replace(acquiring((), "outbid2", seat=B), won=((B, "outbid2"), (A, art("red ancient art"))))
     museum = (art("red ancient tool"), art("red medieval tool"))
     state = replace(state, museum=(museum, (), ()))
-    after, events = GAME.resolve(replace(state, won=((A, art("red modern tool")), (B, "outbid2"))),
-                                 {A: ("place",)}, resolve_rng(SEED, 1))  # fmt: skip
+    after, events = GAME.resolve(
+        replace(state, won=((A, art("red modern tool")), (B, "outbid2"))), {A: ("place",)}, resolve_rng(SEED, 1)
+    )
     assert "outbid2" in after.held[B] and any(e["type"] == "special" for e in events)
 
 
@@ -335,16 +355,21 @@ def test_end_two_tiles_score_3_only_when_they_share_an_attribute():
     assert best_partition((art("red ancient tool"), art("blue ancient art")))[0] == 3  # both ancient
     assert best_partition((art("red ancient tool"), "wild"))[0] == 3  # Wild Attribute shares any
     four = (art("red ancient tool"), art("red medieval weapon"), art("blue modern art"), art("green modern art"))
-    assert best_partition(four) == (6, ((art("red ancient tool"), art("red medieval weapon")),
-                                        (art("blue modern art"), art("green modern art"))))  # fmt: skip
+    assert best_partition(four) == (
+        6,
+        ((art("red ancient tool"), art("red medieval weapon")), (art("blue modern art"), art("green modern art"))),
+    )
     state = replace(start(3), museum=((art("red ancient tool"), art("blue medieval weapon")), (), ()))
     assert standing(state, A)["museum"] == 2
     assert standing(replace(state, rulings=1), A)["museum"] == 3  # the first rulings: any two tiles
 
 
 def test_end_art_stars_and_four_points():
-    state = replace(start(3), museum=((art("red ancient art"), art("blue modern art")), (), ()),
-                    held=(frozenset({"four"}), frozenset(), frozenset()))  # fmt: skip
+    state = replace(
+        start(3),
+        museum=((art("red ancient art"), art("blue modern art")), (), ()),
+        held=(frozenset({"four"}), frozenset(), frozenset()),
+    )
     mine = standing(state, A)
     assert mine["stars"] == 3 and mine["four"] == 4 and mine["museum"] == 3
     assert mine["total"] == 3 + 3 + 4
@@ -372,8 +397,9 @@ def test_secret_dice_reach_only_their_owner():
 
 
 def test_secret_a_reroll_is_news_for_its_owner_and_its_count_for_everyone():
-    state = replace(start(3), stage="tools", tool_step=1,
-                    museum=((art("red ancient tool"),), (), ()), dice=(("black",) * 3,) * 3)  # fmt: skip
+    state = replace(
+        start(3), stage="tools", tool_step=1, museum=((art("red ancient tool"),), (), ()), dice=(("black",) * 3,) * 3
+    )
     assert GAME.phase(state).movers == (A,)
     after, events = GAME.resolve(state, {A: ("reroll", (1, 2, 3))}, resolve_rng(b"some", 1))
     assert {k: v for k, v in events[0].items() if k != "scores"} == {"type": "rerolled", "counts": {"0": 3}}
@@ -385,13 +411,21 @@ def test_secret_a_reroll_is_news_for_its_owner_and_its_count_for_everyone():
 # --- parsing ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text, move", [
-    ("bid red 3", ("bid", 2, 3)), ("Bid 3 on red.", ("bid", 2, 3)), ("bid purple 1", ("bid", 0, 1)),
-    ("pass", ("pass",)),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, move",
+    [
+        ("bid red 3", ("bid", 2, 3)),
+        ("Bid 3 on red.", ("bid", 2, 3)),
+        ("bid purple 1", ("bid", 0, 1)),
+        ("pass", ("pass",)),
+    ],
+)
 def test_parse_bids(text, move):
-    state = bidding(tokens=(1, 3, 3)) if move != ("pass",) else bidding(tokens=(0, 3, 3),
-                                                                        bids=((), ((A, 1, 1, False),), (), (), (), ()))
+    state = (
+        bidding(tokens=(1, 3, 3))
+        if move != ("pass",)
+        else bidding(tokens=(0, 3, 3), bids=((), ((A, 1, 1, False),), (), (), (), ()))
+    )
     assert GAME.parse_move(state, A, text) == move
 
 
@@ -482,8 +516,13 @@ def test_property_the_public_view_and_events_hold_no_unshown_die(seed, seats, ch
         faces = ("black", "red", "yellow", "blue", "green", "purple")
         hidden = [f for f in faces if f not in before.shown]
         if before.stage in ("bidding", "tools") and len(hidden) > 1:
-            other = replace(before, dice=tuple(tuple(hidden[(hidden.index(x) + 1) % len(hidden)] if x in hidden else x
-                                                     for x in d) for d in before.dice))  # fmt: skip
+            other = replace(
+                before,
+                dice=tuple(
+                    tuple(hidden[(hidden.index(x) + 1) % len(hidden)] if x in hidden else x for x in d)
+                    for d in before.dice
+                ),
+            )
             assert GAME.view(other, None) == GAME.view(before, None)
         for event in events:
             if event["type"] in ("rerolled", "pass"):  # what a turn or a reroll tells: never a face
@@ -492,9 +531,14 @@ def test_property_the_public_view_and_events_hold_no_unshown_die(seed, seats, ch
     random_game(seed, seats, chooser, check)
 
 
-@pytest.mark.parametrize("text, move", [
-    ("bid red three", ("bid", 2, 3)), ("Bid 3 on the red track, please", ("bid", 2, 3)), ("bid red, 3", ("bid", 2, 3)),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, move",
+    [
+        ("bid red three", ("bid", 2, 3)),
+        ("Bid 3 on the red track, please", ("bid", 2, 3)),
+        ("bid red, 3", ("bid", 2, 3)),
+    ],
+)
 def test_parse_what_people_write_for_a_bid(text, move):
     assert GAME.parse_move(bidding(), A, text) == move
 
@@ -532,8 +576,9 @@ def test_setup_exhibit_dice_two_each_for_at_most_three_exhibits():
     sets = tuple((art("red ancient tool"),) * 3 for _ in range(4))
     state = replace(start(3, exhibit_dice=2), exhibits=(sets, (), ()))
     state = replace(state, stage="acquire", won=(), round=1)
-    after, _ = GAME.resolve(replace(state, stage="bidding", turn=A, tokens=(0, 0, 0), passes=2),
-                            {A: ("pass",)}, resolve_rng(SEED, 1))  # fmt: skip
+    after, _ = GAME.resolve(
+        replace(state, stage="bidding", turn=A, tokens=(0, 0, 0), passes=2), {A: ("pass",)}, resolve_rng(SEED, 1)
+    )
     assert len(after.dice[A]) == 3 + 2 * 3 and len(after.dice[B]) == 3
 
 
@@ -633,12 +678,23 @@ def test_move_by_the_first_rulings_a_move_without_a_value_takes_the_lowest():
 
 def win_the_special(museum: tuple, **changes) -> tuple[BluffState, list]:
     """The round ends with A's bid of 1 winning Overbid with Tie on purple."""
-    state = bidding(dice=(("purple",) * 3,) * 3, community=("purple",), bids=(((A, 1, 1, False),), (), (), (), (), ()),
-                    placed=1, museum=(museum, (), ()), **changes)  # fmt: skip
+    state = bidding(
+        dice=(("purple",) * 3,) * 3,
+        community=("purple",),
+        bids=(((A, 1, 1, False),), (), (), (), (), ()),
+        placed=1,
+        museum=(museum, (), ()),
+        **changes,
+    )
     return resolve_now(replace(state, offer=("tie", *state.offer[1:])))
 
 
-YELLOW = (art("yellow ancient tool"), art("yellow ancient art"), art("yellow medieval art"), art("yellow modern weapon"))
+YELLOW = (
+    art("yellow ancient tool"),
+    art("yellow ancient art"),
+    art("yellow medieval art"),
+    art("yellow modern weapon"),
+)
 
 
 def test_acquire_a_special_tile_with_a_set_ready_offers_an_exhibit():
@@ -689,9 +745,14 @@ def test_replay_a_record_made_by_the_first_rulings_verifies_as_it_was():
     assert any(re.fullmatch(r"move [a-z]+ to [a-z]+ \d+", m) for m in moves)  # the old text
     verdict = verify(record)  # every phase's events (scores too) and the winner, as recorded
     assert verdict.ok, verdict.message
-    steps = replay(GAME, bytes.fromhex(record["seed"]), len(record["players"]),
-                   GAME.stored_options(record["game"]["options"]), (),
-                   [PhaseRecord(p["number"], {m["seat"]: m["move"] for m in p["moves"]}, ()) for p in record["phases"]])
+    steps = replay(
+        GAME,
+        bytes.fromhex(record["seed"]),
+        len(record["players"]),
+        GAME.stored_options(record["game"]["options"]),
+        (),
+        [PhaseRecord(p["number"], {m["seat"]: m["move"] for m in p["moves"]}, ()) for p in record["phases"]],
+    )
     assert steps.state.rulings == 1 and steps.state.stage == "over"
     assert [s.events for s in steps.steps] == [p["events"] for p in record["phases"]]
     # the same moves by the second rulings make another game: the edition matters

@@ -22,8 +22,9 @@ PURPLE, RED = TRACKS.index("purple"), TRACKS.index("red")
 def bidding(bids: tuple, turn: int = B, **changes):
     """A 2-player game in its bidding, every die black, B to move."""
     state = GAME.setup(2, setup_rng(b"bluff token position"), {})
-    state = replace(state, stage="bidding", turn=turn, passes=0, dice=tuple(("black",) * len(d) for d in state.dice),
-                    community=())  # fmt: skip
+    state = replace(
+        state, stage="bidding", turn=turn, passes=0, dice=tuple(("black",) * len(d) for d in state.dice), community=()
+    )
     return replace(state, bids=(bids, (), (), (), (), ()), placed=len(bids), tokens=(2, 2), **changes)
 
 

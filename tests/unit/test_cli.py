@@ -82,8 +82,7 @@ def status_json(run, game: int) -> dict:
 
 
 def test_new_prints_the_game_id_alone_on_the_last_line(run):
-    status, out, err = run("new", "pure-skill", "--player", ALICE, "--player", BOB,
-                           "--player", CAROL)  # fmt: skip
+    status, out, err = run("new", "pure-skill", "--player", ALICE, "--player", BOB, "--player", CAROL)
     assert status == 0 and err == ""
     last = out.rstrip("\n").splitlines()[-1]
     assert re.fullmatch(r"\d+", last)
@@ -94,8 +93,7 @@ def test_new_prints_the_game_id_alone_on_the_last_line(run):
 def test_status_json_has_the_promised_shape(run, clock):
     game = new_game(run)
     data = status_json(run, game)
-    assert {"id", "kind", "state", "phase", "players", "winner", "seed_commitment",
-            "seed"} <= set(data)  # fmt: skip
+    assert {"id", "kind", "state", "phase", "players", "winner", "seed_commitment", "seed"} <= set(data)
     assert data["id"] == game and data["kind"] == "pure-skill" and data["state"] == "running"
     phase = data["phase"]
     assert phase["number"] == 1
@@ -274,12 +272,10 @@ def _deadline_span(run, game: str, config: Path) -> timedelta:
 
 def test_a_config_can_set_the_default_deadline(tmp_path, run):
     path = tmp_path / "short.toml"
-    path.write_text('[referee]\naddress = "ref@example.org"\ndatabase = "short.db"\n'
-                    '[defaults]\ndeadline = "2h"\n')  # fmt: skip
+    path.write_text('[referee]\naddress = "ref@example.org"\ndatabase = "short.db"\n[defaults]\ndeadline = "2h"\n')
     _, out, _ = run("new", "pure-skill", "--bots", "2", "--player", ALICE, config=path)
     assert _deadline_span(run, out.splitlines()[-1], path) == timedelta(hours=2)
-    _, out, _ = run("new", "pure-skill", "--bots", "2", "--player", BOB, "--deadline", "1d12h",
-                    config=path)  # fmt: skip
+    _, out, _ = run("new", "pure-skill", "--bots", "2", "--player", BOB, "--deadline", "1d12h", config=path)
     assert _deadline_span(run, out.splitlines()[-1], path) == timedelta(hours=36)
     assert (tmp_path / "short.db").exists()  # relative to the config file
 
@@ -299,15 +295,12 @@ def test_a_config_can_set_the_default_deadline(tmp_path, run):
         pytest.param(["new", "chess", "--player", ALICE], id="unknown kind"),
         pytest.param(["new", "pure-skill", "--player", ALICE], id="too few players"),
         pytest.param(["new", "pure-skill", "--bots", "4"], id="too many seats"),
-        pytest.param(["new", "pure-skill", "--player", ALICE, "--player", ALICE, "--bots", "1"],
-                     id="one player twice"),
+        pytest.param(["new", "pure-skill", "--player", ALICE, "--player", ALICE, "--bots", "1"], id="one player twice"),
         pytest.param(["new", "pure-skill", "--player", "alice", "--bots", "2"], id="not an address"),
         pytest.param(["new", "pure-skill", "--bots", "3", "--deadline", "3x"], id="bad duration"),
         pytest.param(["new", "pure-skill", "--bots", "3", "--deadline", "0s"], id="zero deadline"),
-        pytest.param(["new", "pure-skill", "--bots", "3", "--option", "ties=sometimes"],
-                     id="bad option value"),
-        pytest.param(["new", "pure-skill", "--bots", "3", "--option", "colour=red"],
-                     id="unknown option"),
+        pytest.param(["new", "pure-skill", "--bots", "3", "--option", "ties=sometimes"], id="bad option value"),
+        pytest.param(["new", "pure-skill", "--bots", "3", "--option", "colour=red"], id="unknown option"),
         pytest.param(["ingest", "no-such-file.eml"], id="missing mail file"),
     ],
 )
@@ -330,14 +323,11 @@ def test_the_keeper_cannot_resign_someone_without_a_seat(run):
 @pytest.mark.parametrize(
     "text, where",
     [
-        pytest.param('[referee]\naddress = "referee@example.org"\ndatabase = \n', "line 3",
-                     id="invalid TOML"),
-        pytest.param('[referee]\naddress = "referee@example.org"\ncolour = "blue"\n', ":3",
-                     id="unknown setting"),
-        pytest.param('[referee]\naddress = "r@example.org"\n\n[extras]\nx = "1"\n', ":4",
-                     id="unknown section"),
+        pytest.param('[referee]\naddress = "referee@example.org"\ndatabase = \n', "line 3", id="invalid TOML"),
+        pytest.param('[referee]\naddress = "referee@example.org"\ncolour = "blue"\n', ":3", id="unknown setting"),
+        pytest.param('[referee]\naddress = "r@example.org"\n\n[extras]\nx = "1"\n', ":4", id="unknown section"),
         pytest.param('[defaults]\ndeadline = "3 fortnights"\n', ":2", id="bad duration"),
-        pytest.param('[defaults]\ndeadline = 3\n', ":2", id="not a string"),
+        pytest.param("[defaults]\ndeadline = 3\n", ":2", id="not a string"),
         pytest.param('[referee]\naddress = "nobody"\n', ":2", id="bad address"),
     ],
 )
@@ -474,12 +464,19 @@ def test_a_mails_control_characters_reach_neither_the_terminal_nor_the_log(cfg, 
     import subprocess
 
     mail = tmp_path / "evil.eml"
-    mail.write_bytes(b"From: mallory@example.net\r\nTo: referee@example.org\r\n"
-                     b"Subject: =?utf-8?q?hi=1B]0;pwned=07=E2=80=AEthere?=\r\n"
-                     b"Message-ID: =?utf-8?q?<=1B[2J=1B]0;owned=07@example.net>?=\r\n"
-                     b"\r\nhelp\r\n")  # fmt: skip
-    done = subprocess.run([sys.executable, "-m", "referee", "--config", str(cfg), "-vv", "ingest", str(mail)],
-                          capture_output=True, cwd=cfg.parent, timeout=60, check=False)  # fmt: skip
+    mail.write_bytes(
+        b"From: mallory@example.net\r\nTo: referee@example.org\r\n"
+        b"Subject: =?utf-8?q?hi=1B]0;pwned=07=E2=80=AEthere?=\r\n"
+        b"Message-ID: =?utf-8?q?<=1B[2J=1B]0;owned=07@example.net>?=\r\n"
+        b"\r\nhelp\r\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "referee", "--config", str(cfg), "-vv", "ingest", str(mail)],
+        capture_output=True,
+        cwd=cfg.parent,
+        timeout=60,
+        check=False,
+    )
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     assert not re.search(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]|\xe2\x80\xae", out), out
@@ -494,8 +491,9 @@ def test_the_log_formatter_keeps_one_line_and_a_traceback_its_lines():
     from referee.terminal import LogFormatter
 
     formatter = LogFormatter("%(levelname)s %(message)s")
-    record = logging.LogRecord("referee", logging.INFO, __file__, 1, "from %s: %s", ("a\x1b[2J", "b\nWARNING forged"),
-                               None)  # fmt: skip
+    record = logging.LogRecord(
+        "referee", logging.INFO, __file__, 1, "from %s: %s", ("a\x1b[2J", "b\nWARNING forged"), None
+    )
     assert formatter.format(record) == "INFO from a\\x1b[2J: b\\x0aWARNING forged"
     try:
         raise ValueError("boom")

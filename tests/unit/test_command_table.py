@@ -41,8 +41,11 @@ def last_body(engine: Engine, to: str) -> str:
 
 def help_answer(engine: Engine, clock, sender: str = STRANGER, in_game: bool = False) -> str:
     """The HELP answer's text, as a stranger (or a seat, in a reply) reads it."""
-    raw = (reply(engine, sender, "help", received=clock()) if in_game
-           else make_mail(sender, "help", subject="Hello", received=clock()))  # fmt: skip
+    raw = (
+        reply(engine, sender, "help", received=clock())
+        if in_game
+        else make_mail(sender, "help", subject="Hello", received=clock())
+    )
     assert engine.ingest(raw).code == "done"
     return last_body(engine, sender).split("\n-- \n")[0]
 
@@ -100,8 +103,10 @@ def test_every_entry_has_its_words_a_handler_and_a_help_line():
 
 def test_a_word_given_two_entries_is_refused_when_the_table_is_built():
     with pytest.raises(ValueError, match="'quit' has two entries"):
-        CommandTable(Entry("end", Who.ANYONE, Desk._do_end, "stop", synonyms=("quit",)),
-                     Entry("quit", Who.ANYONE, Desk._do_end, "stop"))  # fmt: skip
+        CommandTable(
+            Entry("end", Who.ANYONE, Desk._do_end, "stop", synonyms=("quit",)),
+            Entry("quit", Who.ANYONE, Desk._do_end, "stop"),
+        )
 
 
 def _desk_tree() -> ast.Module:
@@ -112,14 +117,23 @@ def test_the_desk_reaches_each_handler_only_through_the_table():
     tree = _desk_tree()
     handlers = {entry.handler.__name__ for entry in COMMANDS.entries}
     desk = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Desk")
-    table = next(n for n in tree.body if isinstance(n, ast.Assign)
-                 and any(isinstance(t, ast.Name) and t.id == "COMMANDS" for t in n.targets))  # fmt: skip
+    table = next(
+        n
+        for n in tree.body
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "COMMANDS" for t in n.targets)
+    )
     inside_table = {id(node) for node in ast.walk(table)}
-    named = [(node.attr, node.lineno) for node in ast.walk(tree)
-             if isinstance(node, ast.Attribute) and node.attr in handlers and id(node) not in inside_table]  # fmt: skip
+    named = [
+        (node.attr, node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr in handlers and id(node) not in inside_table
+    ]
     assert named == []  # no self._do_status(...) beside the table's own
-    calls = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
-             and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "eval")]  # fmt: skip
+    calls = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "eval")
+    ]
     assert calls == []  # no dispatch by a name made up from the word
     # every method that carries a line out is the table's, but the move's (a line that is no command)
     methods = {n.name for n in desk.body if isinstance(n, ast.FunctionDef) and n.name.startswith("_do_")}
@@ -131,8 +145,9 @@ def test_the_mail_reader_keeps_no_word_list_of_its_own():
     from referee.mail import commands
 
     tree = ast.parse(Path(inspect.getfile(commands)).read_text(encoding="utf-8"))
-    strings = {node.value.lower() for node in ast.walk(tree) if isinstance(node, ast.Constant)
-               and isinstance(node.value, str)}  # fmt: skip
+    strings = {
+        node.value.lower() for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    }
     assert strings & COMMANDS.vocabulary.words.keys() == set()
 
 

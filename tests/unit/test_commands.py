@@ -97,12 +97,16 @@ def signup_mail(engine: Engine, address: str) -> dict:
     return found[-1]
 
 
-def confirm(engine: Engine, clock: FakeClock, address: str, body: str = "",
-            sender: str | None = None):  # fmt: skip
+def confirm(engine: Engine, clock: FakeClock, address: str, body: str = "", sender: str | None = None):
     """A reply to ``address``'s confirmation mail (from ``sender``, by default the same)."""
     confirmation = signup_mail(engine, address)
-    raw = make_mail(sender or address, body, subject=f"Re: {confirmation['subject']}",
-                    to=str(confirmation["message"]["Reply-To"]), received=clock())  # fmt: skip
+    raw = make_mail(
+        sender or address,
+        body,
+        subject=f"Re: {confirmation['subject']}",
+        to=str(confirmation["message"]["Reply-To"]),
+        received=clock(),
+    )
     return engine.ingest(raw)
 
 
@@ -111,12 +115,13 @@ def join(engine: Engine, clock: FakeClock, address: str) -> None:
     confirm(engine, clock, address)
 
 
-def dsn(failed: str, original_id: str, *, part: str = "text/rfc822-headers",
-        message_id: str | None = None) -> bytes:  # fmt: skip
+def dsn(failed: str, original_id: str, *, part: str = "text/rfc822-headers", message_id: str | None = None) -> bytes:
     """A delivery status notification (RFC 3464) saying mail to ``failed``
     (the one with Message-ID ``original_id``) failed with 5.2.2."""
-    original = (f"From: Referee <referee@example.org>\r\nTo: {failed}\r\n"
-                f"Subject: [pure-skill-1] Round 1 of 13\r\nMessage-ID: {original_id}\r\n")  # fmt: skip
+    original = (
+        f"From: Referee <referee@example.org>\r\nTo: {failed}\r\n"
+        f"Subject: [pure-skill-1] Round 1 of 13\r\nMessage-ID: {original_id}\r\n"
+    )
     if part == "message/rfc822":
         original += "Content-Type: text/plain\r\n\r\nThe prize is ...\r\n"
     lines = [
@@ -259,8 +264,7 @@ def test_hand_shows_exactly_the_hand(engine, clock, game):
 
 def test_a_mail_with_no_text_of_its_own_is_read_from_its_subject(engine, clock, game):
     token = engine.table(game).seats[0]["token"]
-    outcome = play(engine, clock, ALICE, "> Round 1 of 13 is open.\n",
-                   subject=f"Re: [pure-skill-1 {token}] Bid King")  # fmt: skip
+    outcome = play(engine, clock, ALICE, "> Round 1 of 13 is open.\n", subject=f"Re: [pure-skill-1 {token}] Bid King")
     assert outcome.code == "move"
     assert bids(engine) == {0: "bid K"}
 
@@ -270,8 +274,18 @@ def test_help_needs_no_token_and_lists_the_commands(engine, clock, game):
     assert write(engine, clock, DAVE, "Help").code == "done"
     ((line, text),) = answers_in(only_mail(engine, DAVE, before)["body"])
     assert line == "HELP"  # to mail that proves nothing, the command word alone is quoted
-    for word in ("STATUS", "HAND", "RESIGN", "LIST", "JOIN <game>", "LEAVE", "TIMEZONE <zone>",
-                 "RULES [<game>]", "END (or QUIT)", "pure-skill (Game of Pure Skill, 3 players)"):  # fmt: skip
+    for word in (
+        "STATUS",
+        "HAND",
+        "RESIGN",
+        "LIST",
+        "JOIN <game>",
+        "LEAVE",
+        "TIMEZONE <zone>",
+        "RULES [<game>]",
+        "END (or QUIT)",
+        "pure-skill (Game of Pure Skill, 3 players)",
+    ):
         assert word in text
 
 
@@ -281,14 +295,17 @@ def test_help_needs_no_token_and_lists_the_commands(engine, clock, game):
 def shipped_rules(kind: str) -> tuple[str, str]:
     """The first lines of a kind's rule text and of its rulings, as shipped."""
     game = GAMES[kind]
-    first = [next(ln.strip() for ln in game_file(game, name).read_text().splitlines() if ln.strip())
-             for name in (game.rule_text, game.rulings_page)]  # fmt: skip
+    first = [
+        next(ln.strip() for ln in game_file(game, name).read_text().splitlines() if ln.strip())
+        for name in (game.rule_text, game.rulings_page)
+    ]
     return first[0], first[1]
 
 
 def sited(tmp_path, clock, url="https://games.example.org/referee") -> Engine:
-    config = Config(address="referee@example.org", database=tmp_path / "sited.db", reminder=None,
-                    outage_gap=None, site_url=url)  # fmt: skip
+    config = Config(
+        address="referee@example.org", database=tmp_path / "sited.db", reminder=None, outage_gap=None, site_url=url
+    )
     return Engine(Store(config.database), config, clock)
 
 
@@ -371,8 +388,10 @@ def test_one_games_rules_a_mail_however_often_asked(engine, clock, game):
     pairs = answers_in(body)
     assert [line for line, _ in pairs] == ["RULES", "rules pure skill", "RULES ice", "bid 4"]
     assert pairs[1][1] == "The rules of Game of Pure Skill are in the answer to line 1 above."
-    assert pairs[2][1] == ('Not sent: one game\'s rules a mail (they are long), and this one carries the\n'
-                           'rules of Game of Pure Skill. Send "RULES ice" in a mail of its own.')
+    assert pairs[2][1] == (
+        "Not sent: one game's rules a mail (they are long), and this one carries the\n"
+        'rules of Game of Pure Skill. Send "RULES ice" in a mail of its own.'
+    )
     assert pairs[3][1].startswith("Your bid for Round 1 of 13 is in: bid 4.")
     rules, rulings = shipped_rules("pure-skill")
     assert body.count(rules) == 1 and body.count(rulings) == 1
@@ -400,11 +419,20 @@ def test_rules_with_a_site_give_the_rules_page_there(tmp_path, clock):
 
 @pytest.mark.parametrize("kind", list(GAMES))
 def test_each_start_mail_says_how_to_get_the_rules(tmp_path, clock, kind):
-    for engine, line in ((Engine(Store(tmp_path / "plain.db"), Config(database=tmp_path / "plain.db",
-                                                                       reminder=None, outage_gap=None), clock),
-                          "For the rules and the referee's rulings, reply to this mail with RULES."),
-                         (sited(tmp_path, clock),
-                          f"The rules, with the referee's rulings: https://games.example.org/referee/rules/{kind}.html")):  # fmt: skip
+    for engine, line in (
+        (
+            Engine(
+                Store(tmp_path / "plain.db"),
+                Config(database=tmp_path / "plain.db", reminder=None, outage_gap=None),
+                clock,
+            ),
+            "For the rules and the referee's rulings, reply to this mail with RULES.",
+        ),
+        (
+            sited(tmp_path, clock),
+            f"The rules, with the referee's rulings: https://games.example.org/referee/rules/{kind}.html",
+        ),
+    ):
         game = engine.new_game(kind, PLAYERS[:3])
         starts = [m for m in mails(engine) if "begins" in m["subject"]]
         assert sorted(m["recipients"][0] for m in starts) == sorted(PLAYERS[:3])
@@ -413,8 +441,15 @@ def test_each_start_mail_says_how_to_get_the_rules(tmp_path, clock, kind):
         if line.startswith("For"):  # and a reply to it with RULES gets them
             player = starts[0]["recipients"][0]
             before = last_id(engine)
-            outcome = engine.ingest(make_mail(player, "RULES", to=str(starts[0]["message"]["Reply-To"]),
-                                              subject=f"Re: {starts[0]['subject']}", received=clock()))  # fmt: skip
+            outcome = engine.ingest(
+                make_mail(
+                    player,
+                    "RULES",
+                    to=str(starts[0]["message"]["Reply-To"]),
+                    subject=f"Re: {starts[0]['subject']}",
+                    received=clock(),
+                )
+            )
             assert outcome.code == "done" and outcome.game_id == game
             assert all(part in only_mail(engine, player, before)["body"] for part in shipped_rules(kind))
 
@@ -501,8 +536,7 @@ def test_only_the_first_25_lines_are_read(engine, clock, game):
 
 
 def test_quoted_lines_and_the_signature_are_never_commands(engine, clock, game):
-    body = ("> bid 2\n> RESIGN\nbid 8\n\nOn Sat, 21 Nov 2026, Referee wrote:\n> bid K\n"
-            "-- \nAlice\nbid 10\nRESIGN\n")  # fmt: skip
+    body = "> bid 2\n> RESIGN\nbid 8\n\nOn Sat, 21 Nov 2026, Referee wrote:\n> bid K\n-- \nAlice\nbid 10\nRESIGN\n"
     before = last_id(engine)
     play(engine, clock, ALICE, body)
     assert [line for line, _ in answers_in(only_mail(engine, ALICE, before)["body"])] == ["bid 8"]
@@ -541,8 +575,7 @@ def test_resign_by_mail_gives_the_seat_to_a_bot_from_now_on(engine, clock, game)
     assert engine.store.seats(game) == seats_before
     answers = answers_in(only_mail(engine, ALICE, before)["body"])
     assert [line for line, _ in answers] == ["bid 9", "RESIGN", "STATUS", "HAND"]
-    assert all(text.startswith("Not done: You left game 1; a random bot plays your seat now.")
-               for _, text in answers)  # fmt: skip
+    assert all(text.startswith("Not done: You left game 1; a random bot plays your seat now.") for _, text in answers)
     assert_all_auto_submitted(engine)
 
 
@@ -693,12 +726,14 @@ def test_timezone_shows_later_deadlines_in_the_players_zone_too(engine, clock, g
     play_round_one(engine, clock)  # the next prompts
     deadline = engine.status(game)["phase"]["deadline"]
     utc_only = f"Deadline: {show(deadline)} (in "
-    results = {m["recipients"][0]: m["body"] for m in mails(engine, after=before)
-               if "The bids:" in m["body"]}  # fmt: skip
+    results = {m["recipients"][0]: m["body"] for m in mails(engine, after=before) if "The bids:" in m["body"]}
     assert f"Deadline {local_deadline(deadline, BERLIN)}. Your private prompt" in results[ALICE]
     assert f"Deadline {show(deadline)}. Your private prompt" in results[BOB]
-    prompts = {m["recipients"][0]: m["body"] for m in mails(engine, after=before)
-               if "Round 2 of 13: the prize is" in m["subject"]}  # fmt: skip
+    prompts = {
+        m["recipients"][0]: m["body"]
+        for m in mails(engine, after=before)
+        if "Round 2 of 13: the prize is" in m["subject"]
+    }
     assert f"Deadline: {local_deadline(deadline, BERLIN)} (in " in prompts[ALICE]
     for other in (BOB, CAROL):
         assert utc_only in prompts[other] and BERLIN not in prompts[other]
@@ -719,9 +754,18 @@ def test_timezone_utc_goes_back_to_utc_only(engine, clock, game):
     assert BERLIN not in mails(engine, ALICE)[-1]["body"]
 
 
-@pytest.mark.parametrize("zone", ["Mars/Olympus_Mons", "", "../../etc/passwd", "europe/berlin",
-                                  "Europe", "America",  # folders of zones, not zones
-                                  pytest.param("x" * 300, id="300-letters")])  # fmt: skip
+@pytest.mark.parametrize(
+    "zone",
+    [
+        "Mars/Olympus_Mons",
+        "",
+        "../../etc/passwd",
+        "europe/berlin",
+        "Europe",
+        "America",  # folders of zones, not zones
+        pytest.param("x" * 300, id="300-letters"),
+    ],
+)
 def test_an_unknown_zone_is_refused_and_changes_nothing(engine, clock, game, zone):
     before = last_id(engine)
     outcome = play(engine, clock, ALICE, f"TIMEZONE {zone}\nbid 7")
@@ -758,8 +802,13 @@ def test_timezone_with_a_sign_up_token_is_taken(engine, clock):
 
 @pytest.fixture
 def limited(tmp_path, clock) -> Engine:
-    config = Config(address="referee@example.org", database=tmp_path / "limited.db",
-                    reminder=None, outage_gap=None, replies_per_hour=3)  # fmt: skip
+    config = Config(
+        address="referee@example.org",
+        database=tmp_path / "limited.db",
+        reminder=None,
+        outage_gap=None,
+        replies_per_hour=3,
+    )
     engine = Engine(Store(config.database), config, clock)
     engine.new_game("pure-skill", PLAYERS)
     return engine
@@ -879,8 +928,11 @@ def test_a_forger_gets_the_player_one_notice_an_hour_and_leaves_their_replies(en
 
 def _game_mail(engine: Engine, player: str) -> list[dict]:
     """Mail to ``player`` that answers nothing: start, prompts, results."""
-    return [m for m in mails(engine, to=player) if m["message"]["In-Reply-To"] is None
-            and "not accepted" not in m["subject"]]  # fmt: skip
+    return [
+        m
+        for m in mails(engine, to=player)
+        if m["message"]["In-Reply-To"] is None and "not accepted" not in m["subject"]
+    ]
 
 
 # -- lines as people write them, quotes as clients write them --------------------
@@ -902,8 +954,7 @@ def test_a_short_indented_quote_is_known_by_the_referees_own_words(engine, clock
     assert bids(engine) == {0: "bid 4"}
 
 
-def test_a_line_that_is_no_move_is_answered_with_what_was_expected_and_the_move_it_likely_meant(
-        engine, clock, game):  # fmt: skip
+def test_a_line_that_is_no_move_is_answered_with_what_was_expected_and_the_move_it_likely_meant(engine, clock, game):
     before = last_id(engine)
     assert play(engine, clock, ALICE, "Queen of hearts").code == "refused"
     ((line, answer),) = answers_in(only_mail(engine, ALICE, before)["body"])
@@ -917,19 +968,32 @@ def test_a_line_that_is_no_move_is_answered_with_what_was_expected_and_the_move_
     assert play(engine, clock, ALICE, "bid Q").code == "move"
 
 
-@pytest.mark.parametrize(("body", "move"), [
-    ("*bid 7*", "bid 7"), ("Bid: King.", "bid K"), ("- bid ten!", "bid 10"), ("I'll play the jack, thanks", "bid J"),
-    ("\uff42\uff49\uff44\u3000\uff17", "bid 7"), ("my bid is\u00a0Queen", "bid Q"), ("\u2022 BID \u201cA\u201d", "bid A"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("body", "move"),
+    [
+        ("*bid 7*", "bid 7"),
+        ("Bid: King.", "bid K"),
+        ("- bid ten!", "bid 10"),
+        ("I'll play the jack, thanks", "bid J"),
+        ("\uff42\uff49\uff44\u3000\uff17", "bid 7"),
+        ("my bid is\u00a0Queen", "bid Q"),
+        ("\u2022 BID \u201cA\u201d", "bid A"),
+    ],
+)
 def test_a_decorated_bid_counts(engine, clock, game, body, move):
     assert play(engine, clock, ALICE, body).code == "move"
     assert bids(engine) == {0: move}
 
 
-@pytest.mark.parametrize(("body", "word"), [
-    ("*STATUS*", "Still to move"), ("Status?", "Still to move"), ("- hand", "Your hand (hearts)"),
-    ("HELP!", "STATUS"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("body", "word"),
+    [
+        ("*STATUS*", "Still to move"),
+        ("Status?", "Still to move"),
+        ("- hand", "Your hand (hearts)"),
+        ("HELP!", "STATUS"),
+    ],
+)
 def test_a_decorated_command_is_carried_out(engine, clock, game, body, word):
     before = last_id(engine)
     assert play(engine, clock, ALICE, body).code == "done"
@@ -977,8 +1041,7 @@ def test_what_follows_a_dash_is_dropped_only_when_it_signs_off(engine, clock, bo
     assert play(engine, clock, ALICE, "pawn - good luck!").code == "move"
 
 
-def test_a_short_indented_quote_in_a_mail_that_names_no_thread_is_known_by_the_last_mails_sent(
-        engine, clock, game):  # fmt: skip
+def test_a_short_indented_quote_in_a_mail_that_names_no_thread_is_known_by_the_last_mails_sent(engine, clock, game):
     """A client that drops In-Reply-To and References: the desk compares the
     newest mails sent to the player instead, so the example is no move."""
     kept = ["To bid, reply to this mail with one line, for example:", "", "    bid K"]

@@ -13,8 +13,13 @@ header_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=120)
 
 
 @settings(max_examples=300, deadline=None)
-@given(body=st.text(st.characters(blacklist_categories=("Cs",)), max_size=400), subject=header_text, name=header_text,
-       to=st.lists(st.emails(), min_size=1, max_size=4), references=st.lists(st.emails(), max_size=10))  # fmt: skip
+@given(
+    body=st.text(st.characters(blacklist_categories=("Cs",)), max_size=400),
+    subject=header_text,
+    name=header_text,
+    to=st.lists(st.emails(), min_size=1, max_size=4),
+    references=st.lists(st.emails(), max_size=10),
+)
 def test_the_quick_serialiser_writes_exactly_what_the_email_library_would(body, subject, name, to, references):
     mail = MIMEText(body, "plain", _UTF8_QP)
     subject = header_safe(subject)
@@ -30,8 +35,13 @@ def test_the_quick_serialiser_writes_exactly_what_the_email_library_would(body, 
 def test_a_composed_mail_reads_back_as_written(engine):
     subject = "Re: [pure-skill-1] Round 3 of 13 — ünïcode and a rather long subject line " * 2
     message_id, raw = engine.post.composer.message(
-        to=["alice@example.org"], subject=subject, body="Bid 7.\n-- \nthe referee\n", now=engine.clock(),
-        in_reply_to="<a@b>", references="<x@y> <a@b>")  # fmt: skip
+        to=["alice@example.org"],
+        subject=subject,
+        body="Bid 7.\n-- \nthe referee\n",
+        now=engine.clock(),
+        in_reply_to="<a@b>",
+        references="<x@y> <a@b>",
+    )
     mail = message_from_bytes(raw, policy=policy.default)
     assert mail["Subject"] == header_safe(subject) and mail["Message-ID"] == message_id
     assert mail.get_content().replace("\r\n", "\n") == "Bid 7.\n-- \nthe referee\n"

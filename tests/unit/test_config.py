@@ -80,26 +80,35 @@ def test_zero_turns_reminders_and_the_guard_off(write):
     assert config.reminder is None and config.outage_gap is None
 
 
-@pytest.mark.parametrize(("text", "line", "words"), [
-    ('[imap]\nhost = "mail.example.org"\nsecurity = "none"\nusername = "r"\npassword = "p"\n',
-     3, "only allowed for a server on this machine"),
-    ('[imap]\nhost = "127.0.0.1"\nsecurity = "none"\n', 1, "needs a username and a password"),
-    ('[imap]\nusername = "r"\n', 1, "needs a host"),
-    ('[smtp]\nhost = "h"\nport = 99999\n', 3, "port number"),
-    ('[smtp]\nhost = "h"\nsecurity = "ssl"\n', 3, "one of tls, starttls, none"),
-    ('[smtp]\nhost = "h"\npassword = "a"\npassword_env = "B"\n', 4, "only one of"),
-    ('[imap]\nhost = "h"\nusername = "u"\npassword_env = "REFEREE_NO_SUCH_VAR"\n', 4, "is not set"),
-    ('[smtp]\nhost = "h"\npassword_file = "missing.txt"\n', 3, "cannot read"),
-    ('\n[referee]\naddress = "not an address"\n', 3, "must be a mail address"),
-    ('[referee]\nsite_url = "games.example.org"\n', 2, "must be a web address"),
-    ('[referee]\nsite_url = "https://games.example.org/a b"\n', 2, "must be a web address"),
-    ('[referee]\nsite_url = "https://games.example.org/?x=1"\n', 2, "must be a web address"),
-    ('[defaults]\nreminder = "soon"\n', 2, "not a duration"),
-    ('[imap]\nhost = "127.0.0.1"\nusername = "u"\npassword = "p"\n[maildir]\npath = "m"\n', 5,
-     "either [imap] or [maildir]"),
-    ('[imaps]\nhost = "h"\n', 1, "unknown section"),
-    ('[smtp]\nhost = "h"\nuser = "u"\n', 3, "unknown setting smtp.user"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        (
+            '[imap]\nhost = "mail.example.org"\nsecurity = "none"\nusername = "r"\npassword = "p"\n',
+            3,
+            "only allowed for a server on this machine",
+        ),
+        ('[imap]\nhost = "127.0.0.1"\nsecurity = "none"\n', 1, "needs a username and a password"),
+        ('[imap]\nusername = "r"\n', 1, "needs a host"),
+        ('[smtp]\nhost = "h"\nport = 99999\n', 3, "port number"),
+        ('[smtp]\nhost = "h"\nsecurity = "ssl"\n', 3, "one of tls, starttls, none"),
+        ('[smtp]\nhost = "h"\npassword = "a"\npassword_env = "B"\n', 4, "only one of"),
+        ('[imap]\nhost = "h"\nusername = "u"\npassword_env = "REFEREE_NO_SUCH_VAR"\n', 4, "is not set"),
+        ('[smtp]\nhost = "h"\npassword_file = "missing.txt"\n', 3, "cannot read"),
+        ('\n[referee]\naddress = "not an address"\n', 3, "must be a mail address"),
+        ('[referee]\nsite_url = "games.example.org"\n', 2, "must be a web address"),
+        ('[referee]\nsite_url = "https://games.example.org/a b"\n', 2, "must be a web address"),
+        ('[referee]\nsite_url = "https://games.example.org/?x=1"\n', 2, "must be a web address"),
+        ('[defaults]\nreminder = "soon"\n', 2, "not a duration"),
+        (
+            '[imap]\nhost = "127.0.0.1"\nusername = "u"\npassword = "p"\n[maildir]\npath = "m"\n',
+            5,
+            "either [imap] or [maildir]",
+        ),
+        ('[imaps]\nhost = "h"\n', 1, "unknown section"),
+        ('[smtp]\nhost = "h"\nuser = "u"\n', 3, "unknown setting smtp.user"),
+    ],
+)
 def test_a_wrong_setting_is_named_with_its_file_and_line(write, text, line, words):
     path = write(text)
     message = error_of(path)
@@ -109,9 +118,10 @@ def test_a_wrong_setting_is_named_with_its_file_and_line(write, text, line, word
 
 def test_the_sites_address_is_kept_without_its_last_slash(write):
     assert load(write('[referee]\nsite_url = "https://games.example.org/referee/"\n')).site_url == (
-        "https://games.example.org/referee")
+        "https://games.example.org/referee"
+    )
     assert load(write('[referee]\nsite_url = "http://localhost:8000"\n')).site_url == "http://localhost:8000"
-    assert load(write('[referee]\n')).site_url is None
+    assert load(write("[referee]\n")).site_url is None
 
 
 def test_loopback_may_go_without_tls(write):
@@ -148,8 +158,9 @@ def test_folder_names_are_checked_at_load(write, name):
     assert error_of(path).startswith(f"{path}:3: maildir.processed must be a plain folder name")
 
 
-@pytest.mark.parametrize(("text", "size"), [("5MB", 5 * 2**20), ("512KB", 512 * 2**10),
-                                            ("2 MiB", 2 * 2**20), ("1000", 1000), (4096, 4096)])
+@pytest.mark.parametrize(
+    ("text", "size"), [("5MB", 5 * 2**20), ("512KB", 512 * 2**10), ("2 MiB", 2 * 2**20), ("1000", 1000), (4096, 4096)]
+)
 def test_message_size_limits_are_read(write, text, size):
     value = f'"{text}"' if isinstance(text, str) else text
     assert load(write(f"[referee]\nmax_message_size = {value}\n")).max_message_size == size

@@ -59,12 +59,15 @@ MAX_PHASES = 5000  # a bound, so a game that never ends fails instead of hanging
 # game not named here is played with its defaults.
 VARIANTS: dict[str, list[dict[str, Any]]] = {
     "pure-skill": [{"ties": "discard"}, {"ties": "carry"}],
-    "bid": [{"reroll": "pawn", "max_auctions": 3}, {"reroll": "coin", "max_auctions": 5},
-            {"reroll": "pawn", "max_auctions": 300}],
+    "bid": [
+        {"reroll": "pawn", "max_auctions": 3},
+        {"reroll": "coin", "max_auctions": 5},
+        {"reroll": "pawn", "max_auctions": 300},
+    ],
     "ice": [{"short": True, "scoring_colour": "green"}, {"short": False}],
     "priority": [{"turn_limit": 0}, {"turn_limit": 1}, {"turn_limit": 3}],
     "bluff": [{"exhibit_dice": 1}, {"exhibit_dice": 2}, {"rulings": 1}],
-}  # fmt: skip
+}
 
 # Event types a game's site leaves out on purpose, and why (its mail must
 # still show them).
@@ -79,8 +82,15 @@ def plain(value: Any) -> Any:
 # -- the rules alone --------------------------------------------------------------------
 
 
-def random_game(game: Game, seed: bytes, seats: int, options: dict[str, Any], chooser: random.Random,
-                initial_bots: tuple[int, ...] = (), thorough: bool = True) -> dict[str, Any]:  # fmt: skip
+def random_game(
+    game: Game,
+    seed: bytes,
+    seats: int,
+    options: dict[str, Any],
+    chooser: random.Random,
+    initial_bots: tuple[int, ...] = (),
+    thorough: bool = True,
+) -> dict[str, Any]:
     """A whole game played by the rules alone, the contract checked on the
     way; what a replay must reproduce.  Not ``thorough``: only a few of each
     mover's legal moves are read back, and the seats' views only at the end
@@ -136,8 +146,17 @@ def random_game(game: Game, seed: bytes, seats: int, options: dict[str, Any], ch
     check_views(game, state, seats)
     standing = game.standing(state)
     assert standing is not None and len(standing) == seats
-    return {"seed": seed, "seats": seats, "options": options, "bots": initial_bots, "state": state,
-            "befores": befores, "records": records, "moves": moves_made, "events": events_seen}  # fmt: skip
+    return {
+        "seed": seed,
+        "seats": seats,
+        "options": options,
+        "bots": initial_bots,
+        "state": state,
+        "befores": befores,
+        "records": records,
+        "moves": moves_made,
+        "events": events_seen,
+    }
 
 
 def check_phase(game: Game, state: Any, phase: Any, seats: int, thorough: bool) -> None:
@@ -246,8 +265,14 @@ class ByMail:
         self.engine = Engine(Store(":memory:"), config, self.clock, Seeds(live["seed"]))
         self.players = [f"player{seat}@example.org" for seat in range(live["seats"] - len(live["bots"]))]
         assert list(live["bots"]) == list(range(len(self.players), live["seats"]))  # the engine's bots sit last
-        self.game = self.engine.new_game(kind, self.players, bots=len(live["bots"]), options=live["options"],
-                                         deadline=timedelta(hours=12), settle=timedelta(0))  # fmt: skip
+        self.game = self.engine.new_game(
+            kind,
+            self.players,
+            bots=len(live["bots"]),
+            options=live["options"],
+            deadline=timedelta(hours=12),
+            settle=timedelta(0),
+        )
         self.site = Site(self.engine, folder)
         self.outcomes: list[str] = []
         # The first context each mail of a game's own was rendered with, by
@@ -266,8 +291,9 @@ class ByMail:
         return self.engine.table(self.game)
 
     def send(self, seat: int, text: str) -> str:
-        outcome = self.engine.ingest(reply(self.engine, self.players[seat], text, game=self.game,
-                                           received=self.clock()))  # fmt: skip
+        outcome = self.engine.ingest(
+            reply(self.engine, self.players[seat], text, game=self.game, received=self.clock())
+        )
         self.outcomes.append(outcome.code)
         return outcome.code
 
@@ -299,8 +325,9 @@ class ByMail:
 
     def mails(self) -> list[tuple[str, str]]:
         """(to, text) of every mail the referee wrote, subject and body."""
-        return [(row["recipients"][0], f"{row['subject']}\n{body_of(row['raw'])}")
-                for row in self.engine.store.outbox(None)]  # fmt: skip
+        return [
+            (row["recipients"][0], f"{row['subject']}\n{body_of(row['raw'])}") for row in self.engine.store.outbox(None)
+        ]
 
 
 def site_text(folder: Path) -> str:
@@ -314,14 +341,14 @@ def shows(render: Callable[[list[dict[str, Any]]], str], events: list[dict[str, 
     default for any other type (it renders the same, and without the event
     a word or a number less: more than a separator such as "; " or "<br>")."""
     whole = render(events)
-    retyped = [*events[:index], {**events[index], "type": "(a type no game has)"}, *events[index + 1:]]
+    retyped = [*events[:index], {**events[index], "type": "(a type no game has)"}, *events[index + 1 :]]
     try:
         if render(retyped) != whole:
             return True
     except Exception:  # noqa: BLE001 - a template that cannot do without its type shows it
         return True
     try:
-        without = render(events[:index] + events[index + 1:])
+        without = render(events[:index] + events[index + 1 :])
     except Exception:  # noqa: BLE001 - nor one that cannot do without the event
         return True
     return _letters(whole) - _letters(without) >= 3
@@ -363,8 +390,14 @@ def check_by_mail(played: ByMail) -> None:
     assert set(played.outcomes) <= {"move", "done"}, played.outcomes
     played.site.render()
     engine = played.engine
-    public = [seen["site"], seen["status"], seen["history"], site_text(played.site.folder),
-              json.dumps(engine.status(played.game), ensure_ascii=False), engine.history(played.game)]  # fmt: skip
+    public = [
+        seen["site"],
+        seen["status"],
+        seen["history"],
+        site_text(played.site.folder),
+        json.dumps(engine.status(played.game), ensure_ascii=False),
+        engine.history(played.game),
+    ]
     for text in public:
         assert not MARKED.search(text), f"a seat's view in public: {MARKED.search(text)[0]}"
     own = 0
@@ -388,19 +421,30 @@ def unshown(played: ByMail, types: dict[str, tuple[int, int]]) -> list[str]:
     def mail(number: int) -> Callable[[list[dict[str, Any]]], str]:
         """The phase's round mail and the final mail, as the engine wrote
         them (the contexts it used), with these events for the phase's."""
+
         def render(events: list[dict[str, Any]]) -> str:
             announced = played.contexts[f"{kind}/round", number]
             final = played.contexts[f"{kind}/final", None]
             rounds = [r if r["number"] != number else {**r, "events": events} for r in final["rounds"]]
-            return "\n".join([*compose(f"{kind}/round", **{**announced, "round": {**announced["round"], "events": events}}),
-                              *compose(f"{kind}/final", **{**final, "rounds": rounds})])  # fmt: skip
+            return "\n".join(
+                [
+                    *compose(f"{kind}/round", **{**announced, "round": {**announced["round"], "events": events}}),
+                    *compose(f"{kind}/final", **{**final, "rounds": rounds}),
+                ]
+            )
+
         return render
 
     def site(number: int) -> Callable[[list[dict[str, Any]]], str]:
         def render(events: list[dict[str, Any]]) -> str:
             rounds = [r if r["number"] != number else {**r, "events": events} for r in page["rounds"]]
-            return "\n".join([env.get_template(f"site/{kind}/rounds.html.j2").render(**{**page, "rounds": rounds}),
-                              env.get_template(f"site/{kind}/summary.txt.j2").render(rounds=rounds, names=table.names)])
+            return "\n".join(
+                [
+                    env.get_template(f"site/{kind}/rounds.html.j2").render(**{**page, "rounds": rounds}),
+                    env.get_template(f"site/{kind}/summary.txt.j2").render(rounds=rounds, names=table.names),
+                ]
+            )
+
         return render
 
     missing = []
@@ -457,8 +501,9 @@ def test_a_game_whose_view_has_no_scores_shows_none_until_its_result(engine, clo
     views = rules.view
 
     def scoreless() -> None:
-        monkeypatch.setattr(rules, "view", lambda state, seat: {k: v for k, v in views(state, seat).items()
-                                                                if k != "scores"})  # fmt: skip
+        monkeypatch.setattr(
+            rules, "view", lambda state, seat: {k: v for k, v in views(state, seat).items() if k != "scores"}
+        )
 
     game = engine.new_game("pure-skill", ["alice@example.org", "bob@example.org"], bots=1)
     scoreless()  # (this game's own templates show the scores: they are made without it)

@@ -13,8 +13,13 @@ TRUSTED = "mx.example.org"
 
 
 def _engine(tmp_path) -> Engine:
-    config = Config(address="referee@example.org", database=tmp_path / "games.db",
-                    reminder=None, outage_gap=None, dkim_authserv_id=TRUSTED)  # fmt: skip
+    config = Config(
+        address="referee@example.org",
+        database=tmp_path / "games.db",
+        reminder=None,
+        outage_gap=None,
+        dkim_authserv_id=TRUSTED,
+    )
     engine = Engine(Store(config.database), config, FakeClock())
     engine.new_game("pure-skill", PLAYERS)
     return engine
@@ -27,7 +32,9 @@ def _bid(engine: Engine, results: str | None, card: str = "5") -> str:
 
 def test_a_passing_signature_from_the_trusted_server_lets_the_move_count(tmp_path):
     engine = _engine(tmp_path)
-    results = f"{TRUSTED}; spf=pass smtp.mailfrom=example.org; dkim=pass (2048-bit key) header.d=example.org header.s=s1"
+    results = (
+        f"{TRUSTED}; spf=pass smtp.mailfrom=example.org; dkim=pass (2048-bit key) header.d=example.org header.s=s1"
+    )
     assert _bid(engine, results) == "move"
     assert [m["move"] for m in engine.store.moves(1)] == ["bid 5"]
 
@@ -37,7 +44,9 @@ def test_a_parent_domain_signature_is_aligned(tmp_path):
     alice = "alice@mail.example.org"
     # a seat whose address is in a subdomain of the signing domain
     engine.store.db["seats"].update((1, 0), {"address": alice})
-    raw = reply(engine, alice, "bid 5", headers={"Authentication-Results": f"{TRUSTED}; dkim=pass header.d=example.org"})
+    raw = reply(
+        engine, alice, "bid 5", headers={"Authentication-Results": f"{TRUSTED}; dkim=pass header.d=example.org"}
+    )
     assert engine.ingest(raw).code == "move"
 
 

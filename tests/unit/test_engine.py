@@ -154,8 +154,13 @@ def test_no_mail_to_others_depends_on_an_unresolved_bid(tmp_path):
     seen = []
     for alice_bid in ("3", "Q"):
         # the same secret key too, so both games give each seat the same reply token
-        config = Config(address="referee@example.org", reminder=None, outage_gap=None,
-                        database=tmp_path / f"{alice_bid}.db", secret_key=b"one key")  # fmt: skip
+        config = Config(
+            address="referee@example.org",
+            reminder=None,
+            outage_gap=None,
+            database=tmp_path / f"{alice_bid}.db",
+            secret_key=b"one key",
+        )
         clock = FakeClock()
         engine = Engine(Store(config.database), config, clock, Seeds(bytes(range(32))))  # the same seed
         engine.new_game("pure-skill", PLAYERS)
@@ -216,8 +221,9 @@ def test_a_bid_received_after_the_deadline_is_refused_and_changes_nothing(engine
     deadline = from_iso(engine.status(1)["phase"]["deadline"])
     clock.advance(days=4)
     before, sent = snapshot(engine), last_id(engine)
-    outcome = send(engine, clock, ALICE, "bid 7", received=deadline + timedelta(seconds=1),
-                   message_id="<late@example.net>")  # fmt: skip
+    outcome = send(
+        engine, clock, ALICE, "bid 7", received=deadline + timedelta(seconds=1), message_id="<late@example.net>"
+    )
     assert outcome.code == "refused"
     assert snapshot(engine) == before
     (answer,) = mails(engine, after=sent)
@@ -530,8 +536,7 @@ def test_logs_at_info_never_show_a_bid(engine, clock, caplog):
         pytest.param(DAVE, "Re: [pure-skill-42] Round 1 of 13", "bid 5", id="unknown game tag"),
     ],
 )
-def test_a_message_that_is_no_move_changes_nothing_and_gets_one_reply(engine, clock, sender,
-                                                                      subject, body):  # fmt: skip
+def test_a_message_that_is_no_move_changes_nothing_and_gets_one_reply(engine, clock, sender, subject, body):
     engine.new_game("pure-skill", PLAYERS)
     before, sent = snapshot(engine), last_id(engine)
     # a player replies to their game mail; a stranger can only write to the plain address
@@ -573,8 +578,7 @@ def test_an_error_reply_lists_the_moves_the_player_can_make(engine, clock):
         pytest.param(ALICE, {"Auto-Submitted": "auto-generated"}, id="auto-generated"),
         pytest.param(ALICE, {"Auto-Submitted": "(vacation) auto-replied"}, id="comment first"),
         pytest.param(ALICE, {"Auto-Submitted": "(out (of) office)auto-replied"}, id="nested comment"),
-        pytest.param(ALICE, {"Auto-Submitted": "auto-replied; owner-email=a@example.org"},
-                     id="with a parameter"),
+        pytest.param(ALICE, {"Auto-Submitted": "auto-replied; owner-email=a@example.org"}, id="with a parameter"),
         pytest.param(ALICE, {"Return-Path": "<>"}, id="bounce, empty return path"),
         pytest.param("MAILER-DAEMON@mx.example.org", {}, id="bounce from MAILER-DAEMON"),
         pytest.param(DAVE, {"List-Id": "<players.lists.example.org>"}, id="list mail"),
@@ -597,8 +601,7 @@ def test_mail_that_must_not_be_answered_gets_no_reply(engine, clock, sender, hea
 def test_mail_marked_auto_submitted_no_is_a_persons_and_answered(engine, clock, value):
     engine.new_game("pure-skill", PLAYERS)
     sent = last_id(engine)
-    outcome = write(engine, clock, ALICE, "bid 5", headers={"Auto-Submitted": value},
-                    to=seat_address(engine, ALICE))  # fmt: skip
+    outcome = write(engine, clock, ALICE, "bid 5", headers={"Auto-Submitted": value}, to=seat_address(engine, ALICE))
     assert outcome.code == "move"
     assert [m["recipients"] for m in mails(engine, after=sent)] == [[ALICE]]  # her receipt
 
@@ -610,8 +613,10 @@ def test_the_same_message_is_handled_once(engine, clock):
     sent = last_id(engine)
     assert engine.ingest(raw).code == "duplicate"
     # the same Message-ID with other bytes (a copy from another folder) too
-    assert engine.ingest(reply(engine, ALICE, "bid 9", received=clock(),
-                               message_id="<once@example.net>")).code == "duplicate"  # fmt: skip
+    assert (
+        engine.ingest(reply(engine, ALICE, "bid 9", received=clock(), message_id="<once@example.net>")).code
+        == "duplicate"
+    )
     assert len(engine.store.moves(1)) == 1
     assert last_id(engine) == sent
     assert len(engine.store.messages()) == 1
@@ -668,10 +673,10 @@ def test_a_greeting_above_the_bid_does_not_stop_it(engine, clock):
     (answer,) = mails(engine, after=sent)
     body = answer["body"]
     assert body.index("> Hi,") < body.index("> bid 5") < body.index("> Thanks, Alice")
-    greeting = body[body.index("> Hi,"):body.index("> bid 5")]
+    greeting = body[body.index("> Hi,") : body.index("> bid 5")]
     assert "Not done" in greeting and "Nothing was changed by this line." in greeting
     assert "Moves you can make now" not in body  # the mail made a move: no list of moves
-    bid = body[body.index("> bid 5"):body.index("> Thanks, Alice")]
+    bid = body[body.index("> bid 5") : body.index("> Thanks, Alice")]
     assert "Your bid for Round 1 of 13 is in: bid 5." in bid
 
 
@@ -690,16 +695,16 @@ def test_a_move_for_a_game_where_the_sender_has_no_seat_is_refused(engine, clock
     # the tag of a game she does not play, sent to the plain address: no token,
     # so nothing counts and alice (whose From it bears) is told
     sent = last_id(engine)
-    outcome = write(engine, clock, ALICE, "bid 5", subject="Re: [pure-skill-2] Round 1 of 13",
-                    message_id="<tag2@example.net>")  # fmt: skip
+    outcome = write(
+        engine, clock, ALICE, "bid 5", subject="Re: [pure-skill-2] Round 1 of 13", message_id="<tag2@example.net>"
+    )
     assert outcome.code == "refused"
     assert (snapshot(engine, 1), snapshot(engine, 2)) == before
     assert_notice_only(engine, sent, ALICE, "<tag2@example.net>")
     # dave's reply address for game 2 (she saw one of his mails), from alice:
     # refused too, and only dave, the token's owner, is told
     sent = last_id(engine)
-    outcome = write(engine, clock, ALICE, "bid 5", to=seat_address(engine, DAVE, 2),
-                    message_id="<dave2@example.net>")  # fmt: skip
+    outcome = write(engine, clock, ALICE, "bid 5", to=seat_address(engine, DAVE, 2), message_id="<dave2@example.net>")
     assert outcome.code == "refused"
     assert (snapshot(engine, 1), snapshot(engine, 2)) == before
     notice = assert_notice_only(engine, sent, DAVE, "<dave2@example.net>")
@@ -724,12 +729,12 @@ def test_the_game_is_found_by_the_reply_token(engine, clock):
     assert engine.store.final_moves(2, 1)[0]["move"] == "bid 5"
     # the old per-game plus-address and the bare game tag prove nothing: refused,
     # and alice is told how to reply instead (one such notice an hour at most)
-    for number, (to, subject) in enumerate((("referee+pure-skill-2@example.org", "my bid"),
-                                            ("referee@example.org", "Re: [pure-skill-2] my bid"))):  # fmt: skip
+    for number, (to, subject) in enumerate(
+        (("referee+pure-skill-2@example.org", "my bid"), ("referee@example.org", "Re: [pure-skill-2] my bid"))
+    ):
         clock.advance(minutes=61)
         before, sent = (snapshot(engine, 1), snapshot(engine, 2)), last_id(engine)
-        outcome = write(engine, clock, ALICE, "bid 7", to=to, subject=subject,
-                        message_id=f"<old-{number}@example.net>")  # fmt: skip
+        outcome = write(engine, clock, ALICE, "bid 7", to=to, subject=subject, message_id=f"<old-{number}@example.net>")
         assert outcome.code == "refused"
         assert (snapshot(engine, 1), snapshot(engine, 2)) == before
         notice = assert_notice_only(engine, sent, ALICE, f"<old-{number}@example.net>")
@@ -751,7 +756,6 @@ def test_the_game_is_found_by_the_reply_token(engine, clock):
 
 def test_a_players_address_matches_whatever_its_case(engine, clock):
     engine.new_game("pure-skill", PLAYERS)
-    outcome = write(engine, clock, "Alice Liddell <ALICE@Example.ORG>", "bid 5",
-                    to=seat_address(engine, ALICE).upper())  # fmt: skip
+    outcome = write(engine, clock, "Alice Liddell <ALICE@Example.ORG>", "bid 5", to=seat_address(engine, ALICE).upper())
     assert outcome.code == "move"
     assert mails(engine)[-1]["recipients"] == [ALICE]

@@ -145,8 +145,12 @@ def serve() -> Iterator[Callable[..., Server]]:
 
 def ok(body: bytes, status: str = "200 OK", headers: str = "") -> Callable[[Server, socket.socket], None]:
     def answer(server: Server, conn: socket.socket) -> None:
-        server.send(conn, f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
-                          f"Content-Length: {len(body)}\r\n{headers}\r\n".encode() + body)  # fmt: skip
+        server.send(
+            conn,
+            f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n{headers}\r\n".encode()
+            + body,
+        )
 
     return answer
 
@@ -180,7 +184,7 @@ def test_a_record_from_a_url(serve):
 
 def test_a_record_in_chunks(serve):
     def answer(server: Server, conn: socket.socket) -> None:
-        chunks = b"".join(b"%x\r\n%s\r\n" % (len(BODY[i:i + 50]), BODY[i:i + 50]) for i in range(0, len(BODY), 50))
+        chunks = b"".join(b"%x\r\n%s\r\n" % (len(BODY[i : i + 50]), BODY[i : i + 50]) for i in range(0, len(BODY), 50))
         server.send(conn, b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n")
 
     url = serve(answer).url
@@ -233,8 +237,7 @@ def test_nesting_at_the_limit_is_read_and_one_more_is_refused(tmp_path):
 def test_more_arrays_and_objects_than_a_record_holds_are_refused_before_parsing(tmp_path):
     path = tmp_path / "r.json"
     path.write_text("[" + "[]," * MAX_CONTAINERS + "{}]")
-    assert refused(str(path)).endswith(f": holds more than {MAX_CONTAINERS:,} arrays and objects, "
-                                       "which no record does")  # fmt: skip
+    assert refused(str(path)).endswith(f": holds more than {MAX_CONTAINERS:,} arrays and objects, which no record does")
     path.write_text('["[[[[", {"a": [{}]}]')
     assert load_record(str(path), max_containers=4) == ["[[[[", {"a": [{}]}]
     assert "holds more than 3 arrays" in refused(str(path), max_containers=3)
@@ -257,7 +260,7 @@ def test_brackets_inside_strings_do_not_count(tmp_path):
     path = tmp_path / "r.json"
     path.write_text(text)
     assert load_record(str(path), max_depth=2) == json.loads(text)
-    assert nesting_exceeds(json.dumps(["x\\", ["[\\\"["]]), 2) is False
+    assert nesting_exceeds(json.dumps(["x\\", ['[\\"[']]), 2) is False
     assert nesting_exceeds(json.dumps(["x\\", [["]"]]]), 2) is True
 
 
@@ -277,9 +280,11 @@ def depth_of(value: object) -> int:
 
 
 TRICKY = st.text(alphabet='[]{}"\\ab\n', max_size=8)
-VALUES = st.recursive(st.none() | st.integers() | TRICKY,
-                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TRICKY, inner, max_size=3),
-                      max_leaves=20)  # fmt: skip
+VALUES = st.recursive(
+    st.none() | st.integers() | TRICKY,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TRICKY, inner, max_size=3),
+    max_leaves=20,
+)
 
 
 def containers_in(value: object) -> int:
@@ -303,23 +308,26 @@ def test_the_scan_measures_the_nesting_and_the_arrays_and_objects_json_has(value
 # -- not a record ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("text", "reason"), [
-    ('{"a": NaN}', "not a record: it holds NaN, which JSON does not allow"),
-    ("[1, Infinity]", "not a record: it holds Infinity, which JSON does not allow"),
-    ("[-Infinity]", "not a record: it holds -Infinity, which JSON does not allow"),
-    ("[1e400]", "not a record: the number 1e400 is too large"),
-    ('{"seed": 1, "players": [], "seed": 2}', 'not a record: the key "seed" appears twice in one object'),
-    ('{"a": [{"b": 1, "b": 1}]}', 'not a record: the key "b" appears twice in one object'),
-    ('{\n  "a": 1,\n  "b": ]\n}', "not JSON: line 3 column 8: Expecting value"),
-    ('{"a": "unterminated', "not JSON: line 1 column 7: Unterminated string starting at"),
-    ("[1] [2]", "not JSON: line 1 column 5: Extra data"),
-    ("]]]", "not JSON: line 1 column 1: Expecting value"),
-    ("[" + "9" * 5000 + "]", "not a record: Exceeds the limit (4300 digits) for integer string conversion"),
-    (r'["ok", ["\ud800"]]', "not a record: a string in it holds half a character (a lone surrogate escape)"),
-    (r'{"\udc00x": 1}', "not a record: a string in it holds half a character (a lone surrogate escape)"),
-    ("", "empty: no record in it"),
-    (" \n", "empty: no record in it"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"a": NaN}', "not a record: it holds NaN, which JSON does not allow"),
+        ("[1, Infinity]", "not a record: it holds Infinity, which JSON does not allow"),
+        ("[-Infinity]", "not a record: it holds -Infinity, which JSON does not allow"),
+        ("[1e400]", "not a record: the number 1e400 is too large"),
+        ('{"seed": 1, "players": [], "seed": 2}', 'not a record: the key "seed" appears twice in one object'),
+        ('{"a": [{"b": 1, "b": 1}]}', 'not a record: the key "b" appears twice in one object'),
+        ('{\n  "a": 1,\n  "b": ]\n}', "not JSON: line 3 column 8: Expecting value"),
+        ('{"a": "unterminated', "not JSON: line 1 column 7: Unterminated string starting at"),
+        ("[1] [2]", "not JSON: line 1 column 5: Extra data"),
+        ("]]]", "not JSON: line 1 column 1: Expecting value"),
+        ("[" + "9" * 5000 + "]", "not a record: Exceeds the limit (4300 digits) for integer string conversion"),
+        (r'["ok", ["\ud800"]]', "not a record: a string in it holds half a character (a lone surrogate escape)"),
+        (r'{"\udc00x": 1}', "not a record: a string in it holds half a character (a lone surrogate escape)"),
+        ("", "empty: no record in it"),
+        (" \n", "empty: no record in it"),
+    ],
+)
 def test_what_is_not_a_record(tmp_path, text, reason):
     path = tmp_path / "r.json"
     path.write_text(text)
@@ -349,7 +357,10 @@ def test_a_file_larger_than_the_limit_is_refused_by_its_size(tmp_path):
 
 
 def test_a_special_file_is_read_only_to_the_limit():
-    assert refused("/dev/zero", max_bytes=1000) == "/dev/zero: the file is larger than 1,000 bytes, more than any game's record"
+    assert (
+        refused("/dev/zero", max_bytes=1000)
+        == "/dev/zero: the file is larger than 1,000 bytes, more than any game's record"
+    )
 
 
 def test_a_directory(tmp_path):
@@ -377,7 +388,10 @@ def test_a_path_that_looks_like_another_scheme_is_a_file():
 
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.binary(max_size=300) | st.text(alphabet='[]{}"\\:,0-1.eE tnrufalsNIy\ufeff\x00é', max_size=60).map(str.encode))
+@given(
+    data=st.binary(max_size=300)
+    | st.text(alphabet='[]{}"\\:,0-1.eE tnrufalsNIy\ufeff\x00é', max_size=60).map(str.encode)
+)
 def test_any_bytes_load_or_are_unreadable(data):
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder, "r.json")
@@ -459,7 +473,8 @@ def test_a_body_larger_than_the_limit_is_cut_off(serve):
     server = serve(endless(None))
     start = time.monotonic()
     assert refused(server.url, max_bytes=100_000).endswith(
-        ": the answer is larger than 100,000 bytes, more than any game's record")
+        ": the answer is larger than 100,000 bytes, more than any game's record"
+    )
     assert server.done.wait(5) and server.cut.is_set()  # the client closed the connection under it
     assert server.sent < 16 * 1024 * 1024  # of 64 MB: it stopped reading at the limit
     assert time.monotonic() - start < 30
@@ -467,8 +482,9 @@ def test_a_body_larger_than_the_limit_is_cut_off(serve):
 
 def test_a_body_announced_larger_than_the_limit_is_not_read(serve):
     server = serve(endless(64 * 1024 * 1024))
-    assert refused(server.url, max_bytes=100_000).endswith("the answer is larger than 100,000 bytes, "
-                                                           "more than any game's record")  # fmt: skip
+    assert refused(server.url, max_bytes=100_000).endswith(
+        "the answer is larger than 100,000 bytes, more than any game's record"
+    )
     assert server.done.wait(5) and server.cut.is_set()
     assert server.sent < 16 * 1024 * 1024
 
@@ -477,8 +493,10 @@ def test_the_body_of_a_redirect_is_not_read(serve):
     target = serve(ok(BODY))
 
     def answer(server: Server, conn: socket.socket) -> None:
-        server.send(conn, f"HTTP/1.1 302 Found\r\nLocation: {target.url}/record.json\r\n"
-                          "Content-Length: 67108864\r\n\r\n".encode())  # fmt: skip
+        server.send(
+            conn,
+            f"HTTP/1.1 302 Found\r\nLocation: {target.url}/record.json\r\nContent-Length: 67108864\r\n\r\n".encode(),
+        )
         piece = b" " * 65536
         for _ in range(1024):
             server.send(conn, piece)
@@ -520,11 +538,29 @@ def certificate(tmp_path_factory) -> tuple[Path, ssl.SSLContext]:
     folder = tmp_path_factory.mktemp("tls")
     cert, key = folder / "cert.pem", folder / "key.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     return cert, context

@@ -27,9 +27,7 @@ from referee.store import Store
 from referee.timeutil import iso
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "mail"
-EXPECTED: dict[str, dict[str, Any]] = tomllib.loads(
-    (FIXTURES / "expected.toml").read_text(encoding="utf-8")
-)
+EXPECTED: dict[str, dict[str, Any]] = tomllib.loads((FIXTURES / "expected.toml").read_text(encoding="utf-8"))
 ROUND_1_DEADLINE = START + timedelta(days=3)  # the default deadline
 SECRET_KEY = b"fixture-secret"  # the fixtures' reply tokens were made with it
 REFEREE = "referee@example.org"
@@ -40,8 +38,9 @@ def engine(tmp_path, clock: FakeClock) -> Engine:
     """A referee whose secret key and game seed are fixed, so each seat's reply
     token in game 1, and the game, are those the fixtures were written for
     (see expected.toml)."""
-    config = Config(address=REFEREE, database=tmp_path / "games.db", secret_key=SECRET_KEY,
-                    reminder=None, outage_gap=None)  # fmt: skip
+    config = Config(
+        address=REFEREE, database=tmp_path / "games.db", secret_key=SECRET_KEY, reminder=None, outage_gap=None
+    )
     return Engine(Store(config.database), config, clock, Seeds(bytes(range(32))))
 
 
@@ -109,8 +108,9 @@ def test_expectations_are_complete(name):
         assert not {"seat", "move", "received"} & spec.keys()
 
 
-@pytest.mark.parametrize("name", [name for name in fixture_names()
-                                  if EXPECTED.get(name, {}).get("outcome") in ("move", "refused")])
+@pytest.mark.parametrize(
+    "name", [name for name in fixture_names() if EXPECTED.get(name, {}).get("outcome") in ("move", "refused")]
+)
 def test_a_reply_names_the_repliers_own_token_and_a_forgery_none(name):
     """What a mail client does with the prompt: reply to its Reply-To, and keep
     its subject tag.  A forger has neither."""
@@ -139,8 +139,7 @@ def test_each_fixture_arrived_at_our_server_in_round_1_with_its_own_message_id(n
     assert "mx.example.org" in top, "the top Received header is our server's"
     arrived = parsedate_to_datetime(top.rpartition(";")[2].strip())
     assert START < arrived < ROUND_1_DEADLINE
-    ids = [one_line(read((FIXTURES / other).read_bytes())["Message-ID"])
-           for other in fixture_names()]  # fmt: skip
+    ids = [one_line(read((FIXTURES / other).read_bytes())["Message-ID"]) for other in fixture_names()]
     assert ids.count(one_line(message["Message-ID"])) == 1
 
 
@@ -191,7 +190,10 @@ def test_fixture_through_ingest(name, engine, clock):
         assert "not accepted" in notice["subject"]
         # no token: a reply to it proves no seat, so nothing in one can count
         assert headers["Reply-To"] is None
-        assert seat_address(engine, players[spec["seat"]]).partition("+")[2].partition("@")[0] not in notice["raw"].decode()
+        assert (
+            seat_address(engine, players[spec["seat"]]).partition("+")[2].partition("@")[0]
+            not in notice["raw"].decode()
+        )
         return
 
     assert outcome.game_id == game_id
@@ -218,9 +220,11 @@ def test_a_list_copy_read_first_does_not_swallow_the_players_own_copy(engine):
     engine.new_game("pure-skill", [sender] + [p for p in PLAYERS if p != sender][:2])
     assert engine.ingest(list_copy).code == "ignored"
     # her direct copy goes to her private reply address (here she holds seat 0)
-    direct = (f"Received: from client by mx.example.org; {message['Date']}\r\n"
-              f"From: {sender}\r\nTo: {seat_address(engine, sender)}\r\n"
-              f"Subject: Re: {engine.table(1).tag(0)} Round 1 of 13\r\n"
-              f"Message-ID: {message['Message-ID']}\r\n\r\nbid 7\r\n").encode()  # fmt: skip
+    direct = (
+        f"Received: from client by mx.example.org; {message['Date']}\r\n"
+        f"From: {sender}\r\nTo: {seat_address(engine, sender)}\r\n"
+        f"Subject: Re: {engine.table(1).tag(0)} Round 1 of 13\r\n"
+        f"Message-ID: {message['Message-ID']}\r\n\r\nbid 7\r\n"
+    ).encode()
     assert engine.ingest(direct).code == "move"
     assert engine.ingest(direct).code == "duplicate"  # the direct copy itself only once

@@ -47,8 +47,7 @@ _SERIAL = count(1)
 
 
 def build(tmp_path: Path, clock: FakeClock, **settings: Any) -> Engine:
-    config = Config(address=REFEREE, database=tmp_path / "games.db", reminder=None, outage_gap=None,
-                    **settings)  # fmt: skip
+    config = Config(address=REFEREE, database=tmp_path / "games.db", reminder=None, outage_gap=None, **settings)
     return Engine(Store(config.database), config, clock)
 
 
@@ -63,8 +62,9 @@ def arrived(raw: bytes, when: datetime, network: str | None = None, results: str
     return top.encode() + raw
 
 
-def mail_from(clock: FakeClock, sender: str, body: str, network: str | None = None,
-              results: str | None = None, **kwargs: Any) -> bytes:  # fmt: skip
+def mail_from(
+    clock: FakeClock, sender: str, body: str, network: str | None = None, results: str | None = None, **kwargs: Any
+) -> bytes:
     kwargs.setdefault("subject", "Hello referee")
     kwargs.setdefault("message_id", f"<forgers-{next(_SERIAL)}@example.net>")
     return arrived(make_mail(sender, body, **kwargs), clock(), network, results)
@@ -80,19 +80,31 @@ def queued(engine: Engine, after: int = 0, to: str | None = None) -> list[dict[s
 
 
 def snapshot(engine: Engine, game: int = 1) -> dict[str, Any]:
-    return {"seats": engine.store.seats(game), "phases": engine.store.phases(game),
-            "moves": engine.store.moves(game)}  # fmt: skip
+    return {"seats": engine.store.seats(game), "phases": engine.store.phases(game), "moves": engine.store.moves(game)}
 
 
-def answer(engine: Engine, clock: FakeClock, mail: dict[str, Any], body: str, thread: bool = True,
-           to: str | None = None, sender: str | None = None) -> Any:  # fmt: skip
+def answer(
+    engine: Engine,
+    clock: FakeClock,
+    mail: dict[str, Any],
+    body: str,
+    thread: bool = True,
+    to: str | None = None,
+    sender: str | None = None,
+) -> Any:
     """Reply to a queued ``mail`` as a mail client does: to its Reply-To (else
     its From), "Re:" its subject, In-Reply-To and References its Message-ID
     (unless the client drops them: ``thread=False``)."""
     reply_to = mail["message"]["Reply-To"]
     headers = {"In-Reply-To": mail["message_id"], "References": mail["message_id"]} if thread else {}
-    raw = make_mail(sender or mail["recipients"][0], body, subject=f"Re: {mail['subject']}", headers=headers,
-                    to=to or (str(reply_to) if reply_to else REFEREE), received=clock())  # fmt: skip
+    raw = make_mail(
+        sender or mail["recipients"][0],
+        body,
+        subject=f"Re: {mail['subject']}",
+        headers=headers,
+        to=to or (str(reply_to) if reply_to else REFEREE),
+        received=clock(),
+    )
     return engine.ingest(raw)
 
 
@@ -111,8 +123,9 @@ def test_a_notice_says_when_and_what_to_do_and_repeats_no_word_the_forger_chose(
     if problem == "no token":  # her From, to the plain address
         raw = make_mail(ALICE, f"bid 7 {words}", subject=f"Re: [pure-skill-1] {words}", received=clock())
     else:  # her reply address, from another
-        raw = make_mail("mallory@evil.example", f"bid 7 {words}", subject=words, received=clock(),
-                        to=seat_address(engine, ALICE))  # fmt: skip
+        raw = make_mail(
+            "mallory@evil.example", f"bid 7 {words}", subject=words, received=clock(), to=seat_address(engine, ALICE)
+        )
     before = last_id(engine)
 
     assert engine.ingest(raw).code == "refused"
@@ -135,8 +148,9 @@ def test_a_notice_says_when_and_what_to_do_and_repeats_no_word_the_forger_chose(
 
 FORGED = ["RESIGN", "bid 7"]  # what a forger put in the subject of a mail in alice's name
 SHAPES = {  # how the review's victims replied to the notice, its old "Its subject: ..." line and all
-    "quoted": lambda notice, words: "That was not me!\n\n" + "\n".join(
-        f"> {line}" for line in [f"Its subject: {words}", *notice.splitlines()]),
+    "quoted": lambda notice, words: (
+        "That was not me!\n\n" + "\n".join(f"> {line}" for line in [f"Its subject: {words}", *notice.splitlines()])
+    ),
     "indented": lambda notice, words: f"That was not me!\n\n    Its subject:\n    {words}\n",
     "indented-line": lambda notice, words: f"Not me.\n\n  {words}\n",
     "wrapped": lambda notice, words: f"That was not me!\n\n> Its subject:\n{words}\n\n> It changed nothing.",
@@ -185,8 +199,14 @@ def test_a_reply_to_a_notice_sent_to_her_reply_address_still_moves_nothing(engin
     for to in (seat_address(engine, ALICE), REFEREE):
         clock.advance(minutes=1)
         subject_token = f"[pure-skill-1 {token_of(engine, ALICE)}]" if to == REFEREE else ""
-        raw = make_mail(ALICE, "RESIGN\nbid 9", subject=f"Re: {subject_token} {notice['subject']}", to=to,
-                        headers={"In-Reply-To": notice["message_id"]}, received=clock())  # fmt: skip
+        raw = make_mail(
+            ALICE,
+            "RESIGN\nbid 9",
+            subject=f"Re: {subject_token} {notice['subject']}",
+            to=to,
+            headers={"In-Reply-To": notice["message_id"]},
+            received=clock(),
+        )
         assert engine.ingest(raw).code == "refused"
     assert snapshot(engine) == before
 
@@ -202,8 +222,13 @@ def test_a_reply_further_down_a_notices_thread_is_not_read_either(engine, clock)
     before = snapshot(engine)
     clock.advance(minutes=1)
     thread = f"{notice['message_id']} {told['message_id']}"
-    raw = make_mail(ALICE, "bid 7", subject=f"Re: {told['subject']}", received=clock(),
-                    headers={"In-Reply-To": told["message_id"], "References": thread})  # fmt: skip
+    raw = make_mail(
+        ALICE,
+        "bid 7",
+        subject=f"Re: {told['subject']}",
+        received=clock(),
+        headers={"In-Reply-To": told["message_id"], "References": thread},
+    )
     assert engine.ingest(raw).code == "refused"
     assert snapshot(engine) == before
 
@@ -245,12 +270,22 @@ def test_a_flood_from_many_networks_leaves_a_checked_newcomer_answered(tmp_path,
     have; a newcomer whose mail our server found sent by her domain has her own."""
     engine = build(tmp_path, clock, dkim_authserv_id=TRUSTED)
     for number in range(150):
-        engine.ingest(mail_from(clock, f"victim{number}@example.net", "help", f"45.{number}.10.7",
-                                results="dkim=none; spf=softfail smtp.mailfrom=example.net"))  # fmt: skip
+        engine.ingest(
+            mail_from(
+                clock,
+                f"victim{number}@example.net",
+                "help",
+                f"45.{number}.10.7",
+                results="dkim=none; spf=softfail smtp.mailfrom=example.net",
+            )
+        )
     assert len(queued(engine)) == Config.open_replies_total_per_hour  # the cap on backscatter stays
 
-    for results in ("dkim=pass header.d=example.net", "spf=pass smtp.mailfrom=bounces.example.net",
-                    "dmarc=pass header.from=example.net"):  # fmt: skip
+    for results in (
+        "dkim=pass header.d=example.net",
+        "spf=pass smtp.mailfrom=bounces.example.net",
+        "dmarc=pass header.from=example.net",
+    ):
         newcomer = f"{results[:4]}-{NEWCOMER}"
         sent = last_id(engine)
         engine.ingest(mail_from(clock, newcomer, "JOIN pure-skill", f"45.{len(results)}.10.8", results))
@@ -356,22 +391,38 @@ def _parsed(*received: str, results: str | None = None, sender: str = "a@example
     return parse(f"{head}From: {sender}\r\nSubject: x\r\n\r\nhi\r\n".encode(), datetime.now())
 
 
-@pytest.mark.parametrize("received, network", [
-    (["from mail.example.net (mail.example.net [81.2.69.160]) by mx.example.org (Postfix) with ESMTPS id X; "
-      + "Sat, 21 Nov 2026 12:00:00 +0000"], "81.2.69.0/24"),  # Postfix
-    (["by 2002:a05:6a10:1::1 with SMTP id x; Sat, 21 Nov 2026 12:00:00 -0800",
-      "from mail-sor-f41.google.com (mail-sor-f41.google.com. [209.85.220.41]) by mx.google.com; Sat"],
-     "209.85.220.0/24"),  # Gmail: its own hop first
-    (["from compute3.internal (compute3.internal [10.202.2.43]) by imap.internal; Sat",
-      "from mx6.internal ([10.202.2.205]) by compute3.internal; Sat",
-      "from [81.2.69.1] (unknown [45.33.10.7]) by mx6.messagingengine.com; Sat"],
-     "45.33.10.0/24"),  # a provider's internal hops, and a HELO that names another address
-    (["from host ([2a01:4f8:1:2::5] helo=host) by mx with esmtp; Sat"], "2a01:4f8:1::/48"),  # Exim, IPv6
-    (["from [45.33.10.7] (helo=[81.2.69.9]) by mx; Sat"], "45.33.10.0/24"),  # the HELO's literal is not it
-    (["from x (x [IPv6:2a01:4f8:1:2::5]) by mx; Sat"], "2a01:4f8:1::/48"),
-    (["from client.example.net by mx.example.org; Sat"], None),  # no address: unknown
-    ([], None),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "received, network",
+    [
+        (
+            [
+                "from mail.example.net (mail.example.net [81.2.69.160]) by mx.example.org (Postfix) with ESMTPS id X; "
+                + "Sat, 21 Nov 2026 12:00:00 +0000"
+            ],
+            "81.2.69.0/24",
+        ),  # Postfix
+        (
+            [
+                "by 2002:a05:6a10:1::1 with SMTP id x; Sat, 21 Nov 2026 12:00:00 -0800",
+                "from mail-sor-f41.google.com (mail-sor-f41.google.com. [209.85.220.41]) by mx.google.com; Sat",
+            ],
+            "209.85.220.0/24",
+        ),  # Gmail: its own hop first
+        (
+            [
+                "from compute3.internal (compute3.internal [10.202.2.43]) by imap.internal; Sat",
+                "from mx6.internal ([10.202.2.205]) by compute3.internal; Sat",
+                "from [81.2.69.1] (unknown [45.33.10.7]) by mx6.messagingengine.com; Sat",
+            ],
+            "45.33.10.0/24",
+        ),  # a provider's internal hops, and a HELO that names another address
+        (["from host ([2a01:4f8:1:2::5] helo=host) by mx with esmtp; Sat"], "2a01:4f8:1::/48"),  # Exim, IPv6
+        (["from [45.33.10.7] (helo=[81.2.69.9]) by mx; Sat"], "45.33.10.0/24"),  # the HELO's literal is not it
+        (["from x (x [IPv6:2a01:4f8:1:2::5]) by mx; Sat"], "2a01:4f8:1::/48"),
+        (["from client.example.net by mx.example.org; Sat"], None),  # no address: unknown
+        ([], None),
+    ],
+)
 def test_the_network_is_the_one_our_server_took_the_mail_from(received, network):
     assert connecting_network(_parsed(*received)) == network
 
@@ -381,10 +432,12 @@ def test_only_the_trusted_servers_verdict_makes_mail_checked():
     assert origin(_parsed(hop, results=f"{TRUSTED}; dkim=pass header.d=example.org"), TRUSTED) == "checked"
     assert origin(_parsed(hop, results=f"{TRUSTED}; dkim=pass header.d=example.org"), None) == "net:45.33.10.0/24"
     assert origin(_parsed(hop, results="evil.example; dkim=pass header.d=example.org"), TRUSTED) == (
-        "net:45.33.10.0/24")
+        "net:45.33.10.0/24"
+    )
     assert origin(_parsed(results=f"{TRUSTED}; spf=pass smtp.mailfrom=evil.example"), TRUSTED) == "unknown"
     assert origin(_parsed(results=f"{TRUSTED}; spf=pass smtp.mailfrom=x@mail.example.org"), TRUSTED) == "checked"
     assert origin(_parsed(results=f"{TRUSTED}; spf=pass smtp.mailfrom=co.uk", sender="a@co.uk"), TRUSTED) == (
-        "unknown")  # a public suffix aligns nobody
+        "unknown"
+    )  # a public suffix aligns nobody
     assert origin(_parsed(results=f"{TRUSTED}; dmarc=pass header.from=example.org"), TRUSTED) == "checked"
     assert origin(_parsed(results=f"{TRUSTED}; dmarc=pass header.from=evil.example"), TRUSTED) == "unknown"

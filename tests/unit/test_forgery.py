@@ -71,8 +71,9 @@ def test_genuine_records_verify_and_every_mails_digest_is_the_records(kind):
         assert genuine.last <= genuine.held
         # every digest the record has (the start's, each phase's, the end's) reached someone by mail
         assert {label for label, _ in genuine.held} == {d.label for d in verdict.digests}, genuine.name
-        assert {"the start", *(entry["label"] for entry in genuine.record["phases"])} <= {d.label for d in
-                                                                                          verdict.digests}
+        assert {"the start", *(entry["label"] for entry in genuine.record["phases"])} <= {
+            d.label for d in verdict.digests
+        }
 
 
 def test_the_games_have_every_kind_of_move_and_seat():
@@ -83,8 +84,9 @@ def test_the_games_have_every_kind_of_move_and_seat():
     assert left and all(p["left_at"] for p in left)
     assert any(p["bot"] for record in records for p in record["players"])
     for kind in KINDS:
-        assert {"mail", "random"} <= {m["source"] for g in games(kind) for e in g.record["phases"]
-                                      for m in e["moves"]}, kind  # fmt: skip
+        assert {"mail", "random"} <= {
+            m["source"] for g in games(kind) for e in g.record["phases"] for m in e["moves"]
+        }, kind
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -133,21 +135,30 @@ def test_the_reviews_forgeries_are_among_the_changes_and_caught(kind):
     field changed, a random move relabelled mail or dated before its
     deadline, a phase number as text; and the game's finished_at moved
     later, which once nothing covered."""
-    genuine = next(g for g in games(kind) if any(m["source"] == "random" for e in g.record["phases"]
-                                                 for m in e["moves"]))  # fmt: skip
+    genuine = next(
+        g for g in games(kind) if any(m["source"] == "random" for e in g.record["phases"] for m in e["moves"])
+    )
     record = genuine.record
     assert _caught(genuine, _find(genuine, lambda c: c.path == ("phases",) and c.op == "swap")) == {"record"}
     assert _caught(genuine, _find(genuine, lambda c: c.path == ("phases", 0, "number") and c.new == "1")) == {"record"}
     assert _caught(genuine, _find(genuine, lambda c: c.path == ("phases", 0, "number") and c.new == 2)) == {"record"}
     assert _caught(genuine, _find(genuine, lambda c: c.path == ("players", 0, "seat") and c.new == 1)) == {"record"}
-    randoms = [(k, j) for k, entry in enumerate(record["phases"]) for j, move in enumerate(entry["moves"])
-               if move["source"] == "random"]  # fmt: skip
+    randoms = [
+        (k, j)
+        for k, entry in enumerate(record["phases"])
+        for j, move in enumerate(entry["moves"])
+        if move["source"] == "random"
+    ]
     k, j = randoms[0]
     relabelled = _find(genuine, lambda c: c.path == ("phases", k, "moves", j, "source") and c.new == "mail")
     assert _caught(genuine, relabelled) == {"digest"}  # a person could have mailed that move
-    early = _find(genuine, lambda c: c.path == ("phases", k, "moves", j, "received_at")
-                  and c.new == shift(c.old, timedelta(seconds=-1)))  # fmt: skip
+    early = _find(
+        genuine,
+        lambda c: c.path == ("phases", k, "moves", j, "received_at") and c.new == shift(c.old, timedelta(seconds=-1)),
+    )
     assert _caught(genuine, early) == {"record"}
-    later = _find(genuine, lambda c: c.path == ("game", "finished_at") and c.op == "set"
-                  and c.new == shift(c.old, timedelta(days=1)))  # fmt: skip
+    later = _find(
+        genuine,
+        lambda c: c.path == ("game", "finished_at") and c.op == "set" and c.new == shift(c.old, timedelta(days=1)),
+    )
     assert _caught(genuine, later) == {"digest"}  # the final mail's (the end's digest)

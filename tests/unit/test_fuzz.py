@@ -23,7 +23,7 @@ from fuzzmail import (
     Fuzzer,
     count_game_changes,
     game_seeds,
-    hostile_head,  # fmt: skip
+    hostile_head,
     hostile_mails,
     hostile_part,
     names_a_token,
@@ -85,8 +85,9 @@ def fuzz(tmp_path) -> None:
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-@pytest.mark.parametrize(("kind", "shape"), [*(("plain", name) for name in TEXT_SHAPES),
-                                             *(("html", name) for name in HTML_SHAPES)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kind", "shape"), [*(("plain", name) for name in TEXT_SHAPES), *(("html", name) for name in HTML_SHAPES)]
+)
 def test_each_hostile_shape_at_its_largest_is_read_in_bounded_time(tmp_path, kind, shape):
     """Each shape of tests/fuzzmail.py filling MOST_TEXT (64 KB), below a
     move: read within READING_BOUND, the move taken.  (Before issue 29, 64 KB
@@ -115,8 +116,13 @@ def test_hostile_shapes_are_read_in_bounded_time_and_answered_politely(tmp_path)
     player = PLAYERS[0]
     subject = f"Re: {engine.table(1).tag(0)} Round 1 of 13"
 
-    @settings(max_examples=80, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
+    @settings(
+        max_examples=80,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+    )
     @given(raw=hostile_mails(player, seat_address(engine, player), subject))
     def check(raw: bytes) -> None:
         last = max((row["id"] for row in engine.store.outbox()), default=0)

@@ -50,7 +50,7 @@ ALL_SIXTY = Counter({(colour, size): 5 for colour in COLOURS for size in (1, 2, 
 
 
 def pyr(text: str) -> tuple[str, int]:
-    """"L-blue" -> ("blue", 3)."""
+    """ "L-blue" -> ("blue", 3)."""
     size, colour = text.split("-")
     return (colour, LETTER[size])
 
@@ -87,18 +87,42 @@ def new_game(seats: int = 3, seed: bytes = SEED, **options) -> IceState:
     return GAME.setup(seats, setup_rng(seed), options)
 
 
-def make(seats: int = 3, options=None, *, active, scored=None, dead="", lot="L-yellow M-yellow S-yellow",
-         track="", bids=None, **fields) -> IceState:  # fmt: skip
+def make(
+    seats: int = 3,
+    options=None,
+    *,
+    active,
+    scored=None,
+    dead="",
+    lot="L-yellow M-yellow S-yellow",
+    track="",
+    bids=None,
+    **fields,
+) -> IceState:
     """A real setup state at the start of an auction (A starts and moves), with
     the areas given; the bag holds the rest of the 60 pyramids."""
     base = new_game(seats, **(options or {}))
     state = replace(
-        base, active=tuple(pl(a) for a in active),
+        base,
+        active=tuple(pl(a) for a in active),
         scored=tuple(tuple(pl(t) for t in trees) for trees in (scored or [[]] * seats)),
-        dead=pl(dead), lot=pl(lot), track=pl(track), drawn=len(pl(track)), start=A, turn=A, auction=1,
-        turns=0, stage="auction", bids=tuple(pl(b) if b is not None else None for b in (bids or [None] * seats)),
-        high=None, cards=(), scoring_due=False, final=False, offers=(), trees_scored=0,
-    )  # fmt: skip
+        dead=pl(dead),
+        lot=pl(lot),
+        track=pl(track),
+        drawn=len(pl(track)),
+        start=A,
+        turn=A,
+        auction=1,
+        turns=0,
+        stage="auction",
+        bids=tuple(pl(b) if b is not None else None for b in (bids or [None] * seats)),
+        high=None,
+        cards=(),
+        scoring_due=False,
+        final=False,
+        offers=(),
+        trees_scored=0,
+    )
     state = replace(state, bag=(), **fields)
     used = census(state)
     assert not used - ALL_SIXTY, f"a hand-built state uses pyramids that do not exist: {used - ALL_SIXTY}"
@@ -163,10 +187,17 @@ def test_example_three_smalls_are_worth_more_than_two_larges():
     assert value(pl("S-blue S-green S-yellow")) > value(pl("L-blue L-green"))
     # in an auction: three smalls raise two larges, and a seat with only two larges cannot answer
     state = make(2, active=["L-blue L-green", "S-blue S-green S-yellow"])
-    state, events = play(state, (A, "bid L-blue"), (B, "bid S-blue S-green"), (A, "bid L-blue L-green"),
-                         (B, "bid S-blue S-green S-yellow"))  # fmt: skip
-    assert like(of_type(events, "pass"), [{"type": "pass", "seat": A, "card": 1, "forced": True,
-                                           "bid": names("L-blue L-green")}])  # fmt: skip
+    state, events = play(
+        state,
+        (A, "bid L-blue"),
+        (B, "bid S-blue S-green"),
+        (A, "bid L-blue L-green"),
+        (B, "bid S-blue S-green S-yellow"),
+    )
+    assert like(
+        of_type(events, "pass"),
+        [{"type": "pass", "seat": A, "card": 1, "forced": True, "bid": names("L-blue L-green")}],
+    )
     (won,) = of_type(events, "won")
     assert won["seat"] == B
     assert state.active[A] == pl("S-blue S-green S-yellow")  # B's three smalls paid to A
@@ -177,9 +208,15 @@ def test_example_three_smalls_are_worth_more_than_two_larges():
 def test_example_large_medium_and_two_smalls_are_worth_more_than_four_mediums():
     assert value(pl("L-blue M-green S-green S-blue")) > value(pl("M-yellow M-yellow M-green M-blue"))
     state = make(2, active=["M-yellow M-yellow M-green M-blue", "L-blue M-green S-green S-blue S-yellow"])
-    state, events = play(state, (A, "bid M-yellow"), (B, "bid S-green S-blue"), (A, "bid 2 M-yellow M-green"),
-                         (B, "bid L-blue S-green S-blue"), (A, "bid M-yellow M-yellow M-green M-blue"),
-                         (B, "bid L-blue M-green S-green S-blue"))  # fmt: skip
+    state, events = play(
+        state,
+        (A, "bid M-yellow"),
+        (B, "bid S-green S-blue"),
+        (A, "bid 2 M-yellow M-green"),
+        (B, "bid L-blue S-green S-blue"),
+        (A, "bid M-yellow M-yellow M-green M-blue"),
+        (B, "bid L-blue M-green S-green S-blue"),
+    )
     (won,) = of_type(events, "won")
     assert won["seat"] == B and won["bid"] == names("L-blue M-green S-green S-blue")
     assert of_type(events, "pass")[0]["forced"]  # four mediums cannot beat it, and five are not there
@@ -188,8 +225,14 @@ def test_example_large_medium_and_two_smalls_are_worth_more_than_four_mediums():
 
 
 def test_example_four_mediums_do_not_beat_a_large_a_medium_and_two_smalls():
-    state = make(2, active=["L-blue M-green S-green S-blue", "M-yellow M-yellow M-green M-blue"],
-                 bids=["L-blue M-green S-green S-blue", None], high=A, turn=B, turns=5)  # fmt: skip
+    state = make(
+        2,
+        active=["L-blue M-green S-green S-blue", "M-yellow M-yellow M-green M-blue"],
+        bids=["L-blue M-green S-green S-blue", None],
+        high=A,
+        turn=B,
+        turns=5,
+    )
     with pytest.raises(MoveError, match="beat the high bid"):
         GAME.parse_move(state, B, "bid M-yellow M-yellow M-green M-blue")
 
@@ -202,9 +245,15 @@ def track_of(count: int, colour: str = "red") -> str:
 def auction_about_to_end(short=False, drawn=8):
     """3 seats, A holds the high bid and B and C are to pass: the next lot is drawn
     with the track at ``drawn``; every seat has a tree to score."""
-    return make(active=["L-blue M-blue S-blue S-green", "L-green M-green S-green M-yellow", "L-green M-blue S-green"],
-                track=track_of(drawn), bids=["S-blue", None, None], high=A, turn=B, turns=1,
-                options={"short": short})  # fmt: skip
+    return make(
+        active=["L-blue M-blue S-blue S-green", "L-green M-green S-green M-yellow", "L-green M-blue S-green"],
+        track=track_of(drawn),
+        bids=["S-blue", None, None],
+        high=A,
+        turn=B,
+        turns=1,
+        options={"short": short},
+    )
 
 
 def test_example_eight_on_the_track_a_draw_to_twelve_gives_one_scoring_round_and_the_end():
@@ -268,8 +317,9 @@ def test_example_short_game_ends_after_the_auction_that_reaches_8():
     state = auction_about_to_end(short=True, drawn=6)
     state, events = play(state, (B, "pass"), (C, "pass"), rng=Draws(scoring=2))
     assert state.drawn == 8 and state.final and state.scoring_due
-    state, events = play(state, (A, "bid S-green"), (B, "pass"), (C, "pass"), (A, "decline"), (C, "decline"),
-                         (B, "decline"))  # fmt: skip
+    state, events = play(
+        state, (A, "bid S-green"), (B, "pass"), (C, "pass"), (A, "decline"), (C, "decline"), (B, "decline")
+    )
     assert GAME.phase(state) is None and GAME.result(state) is not None
     assert len(of_type(events, "scoring")) == 1
 
@@ -342,7 +392,7 @@ def test_setup_order_of_chance_seat_by_seat_small_medium_large_then_start_then_l
             assert len(items) == 15 - seat and all(c != "red" for c, _ in items)
             assert pick in state.active[seat]
     assert log[3 * seats] == ("randbelow", seats, state.start)
-    lot_draws = log[3 * seats + 1:]
+    lot_draws = log[3 * seats + 1 :]
     sizes = [items[0][1] for _, items, _ in lot_draws]
     assert sizes == sorted(sizes) and set(sizes) == {1, 2, 3}
     assert [pick for _, _, pick in lot_draws if pick[0] == "red"] == sorted(state.track, key=lambda p: p[1])
@@ -414,14 +464,31 @@ def test_auction_bids_come_from_the_active_area_not_the_trees():
 
 
 def test_auction_pass_takes_the_lowest_card_left_with_the_last_bid_on_it():
-    state = make(4, active=["L-blue M-blue S-blue", "L-green M-green S-green", "M-yellow S-yellow S-green",
-                            "S-blue S-green M-green"])  # fmt: skip
-    state, events = play(state, (A, "bid S-blue"), (B, "pass"), (C, "bid M-yellow"), (D, "bid S-blue S-green"),
-                         (A, "bid M-blue S-blue"), (C, "pass"))  # fmt: skip
-    assert like(of_type(events, "pass"), [
-        {"type": "pass", "seat": B, "card": 1, "forced": False, "bid": []},  # not a bidding player
-        {"type": "pass", "seat": C, "card": 2, "forced": False, "bid": names("M-yellow")},
-    ])  # fmt: skip
+    state = make(
+        4,
+        active=[
+            "L-blue M-blue S-blue",
+            "L-green M-green S-green",
+            "M-yellow S-yellow S-green",
+            "S-blue S-green M-green",
+        ],
+    )
+    state, events = play(
+        state,
+        (A, "bid S-blue"),
+        (B, "pass"),
+        (C, "bid M-yellow"),
+        (D, "bid S-blue S-green"),
+        (A, "bid M-blue S-blue"),
+        (C, "pass"),
+    )
+    assert like(
+        of_type(events, "pass"),
+        [
+            {"type": "pass", "seat": B, "card": 1, "forced": False, "bid": []},  # not a bidding player
+            {"type": "pass", "seat": C, "card": 2, "forced": False, "bid": names("M-yellow")},
+        ],
+    )
     assert state.cards == (B, C) and mover(state) == (D,)
     assert state.active[C] == pl("M-yellow S-yellow S-green")  # the bid stays in the active area until the end (I1)
 
@@ -436,8 +503,10 @@ def test_auction_a_seat_that_cannot_raise_passes_at_once_and_is_never_asked():
     assert GAME.legal_moves(state, B) == []
     # C raises to two; A can answer with L M; C with two smalls cannot beat that
     state, events = play(state, (C, "bid S-green S-blue"), (A, "bid L-blue M-blue"))
-    assert like(of_type(events, "pass"), [{"type": "pass", "seat": C, "card": 2, "forced": True,
-                                           "bid": names("S-green S-blue")}])  # fmt: skip
+    assert like(
+        of_type(events, "pass"),
+        [{"type": "pass", "seat": C, "card": 2, "forced": True, "bid": names("S-green S-blue")}],
+    )
     assert of_type(events, "won")[0]["seat"] == A
 
 
@@ -470,10 +539,12 @@ def test_auction_very_rare_case_a_last_seat_with_no_pyramids_takes_the_lot_free(
 
 
 def test_auction_the_turn_goes_round_in_seat_order_from_the_starting_player():
-    state = make(4, active=["L-blue", "L-green M-green", "M-yellow S-yellow S-green", "S-blue M-blue L-yellow"],
-                 start=C, turn=C)  # fmt: skip
-    state, _ = play(state, (C, "bid S-yellow"), (D, "bid M-blue"), (A, "pass"), (B, "bid L-green"),
-                    (C, "bid M-yellow S-yellow"))  # fmt: skip
+    state = make(
+        4, active=["L-blue", "L-green M-green", "M-yellow S-yellow S-green", "S-blue M-blue L-yellow"], start=C, turn=C
+    )
+    state, _ = play(
+        state, (C, "bid S-yellow"), (D, "bid M-blue"), (A, "pass"), (B, "bid L-green"), (C, "bid M-yellow S-yellow")
+    )
     assert mover(state) == (D,)
 
 
@@ -481,19 +552,33 @@ def test_auction_the_turn_goes_round_in_seat_order_from_the_starting_player():
 
 
 def test_payment_chain_down_the_bidding_passers_skipping_non_bidders():
-    state = make(4, active=["S-yellow M-green S-blue", "M-blue L-blue S-blue", "S-green S-yellow", "L-green S-green L-yellow"],
-                 dead="M-yellow")  # fmt: skip
-    state, events = play(state, (A, "bid S-yellow"), (B, "bid M-blue"), (C, "pass"), (D, "bid L-green S-green"),
-                         (A, "pass"), (B, "bid L-blue M-blue S-blue"), (D, "pass"))  # fmt: skip
+    state = make(
+        4,
+        active=["S-yellow M-green S-blue", "M-blue L-blue S-blue", "S-green S-yellow", "L-green S-green L-yellow"],
+        dead="M-yellow",
+    )
+    state, events = play(
+        state,
+        (A, "bid S-yellow"),
+        (B, "bid M-blue"),
+        (C, "pass"),
+        (D, "bid L-green S-green"),
+        (A, "pass"),
+        (B, "bid L-blue M-blue S-blue"),
+        (D, "pass"),
+    )
     cards = {e["seat"]: e["card"] for e in of_type(events, "pass")}
     assert cards == {C: 1, A: 2, D: 3}
     (won,) = of_type(events, "won")
     assert won["seat"] == B and won["card"] == 4 and won["lot"] == names("L-yellow M-yellow S-yellow")
-    assert like(won["payments"], [
-        {"from": B, "to": D, "pyramids": names("L-blue M-blue S-blue")},  # to the highest card
-        {"from": D, "to": A, "pyramids": names("L-green S-green")},  # its own bid on down
-        {"from": A, "to": None, "pyramids": names("S-yellow")},  # the lowest bidding passer's to dead
-    ])  # fmt: skip
+    assert like(
+        won["payments"],
+        [
+            {"from": B, "to": D, "pyramids": names("L-blue M-blue S-blue")},  # to the highest card
+            {"from": D, "to": A, "pyramids": names("L-green S-green")},  # its own bid on down
+            {"from": A, "to": None, "pyramids": names("S-yellow")},  # the lowest bidding passer's to dead
+        ],
+    )
     assert state.active == (
         pl("M-green S-blue L-green S-green"),
         pl("L-yellow M-yellow S-yellow"),
@@ -523,8 +608,10 @@ def test_payment_a_single_bidding_passer_takes_the_winning_bid_and_its_own_goes_
     state, events = play(state, (A, "pass"), (B, "bid S-green"), (C, "bid M-green"), (B, "pass"))
     (won,) = of_type(events, "won")
     assert won["seat"] == C
-    assert like(won["payments"], [{"from": C, "to": B, "pyramids": names("M-green")},
-                                  {"from": B, "to": None, "pyramids": names("S-green")}])  # fmt: skip
+    assert like(
+        won["payments"],
+        [{"from": C, "to": B, "pyramids": names("M-green")}, {"from": B, "to": None, "pyramids": names("S-green")}],
+    )
     assert state.active == (pl("M-blue S-blue"), pl("L-green M-green"), pl("S-green L-yellow M-yellow S-yellow"))
     assert state.dead == pl("S-green")
 
@@ -535,9 +622,18 @@ def test_payment_a_single_bidding_passer_takes_the_winning_bid_and_its_own_goes_
 def scoring_auction(dead="L-green M-yellow S-blue"):
     """4 seats; A bids, B, C, D pass without bidding, so A wins (card 4) and the
     offers go A, D (card 3), C (card 2), B (card 1).  D has no tree."""
-    return make(4, active=["L-blue M-blue S-blue S-yellow", "L-green M-green S-green", "L-yellow M-green S-blue",
-                           "L-green M-yellow"],
-                dead=dead, track="S-red M-red L-red", scoring_due=True)  # fmt: skip
+    return make(
+        4,
+        active=[
+            "L-blue M-blue S-blue S-yellow",
+            "L-green M-green S-green",
+            "L-yellow M-green S-blue",
+            "L-green M-yellow",
+        ],
+        dead=dead,
+        track="S-red M-red L-red",
+        scoring_due=True,
+    )
 
 
 def test_scoring_offers_winner_first_then_descending_cards_skipping_seats_without_a_tree():
@@ -555,8 +651,16 @@ def test_scoring_offers_winner_first_then_descending_cards_skipping_seats_withou
     with pytest.raises(MoveError, match="take 2"):
         GAME.parse_move(state, C, "score tree L-yellow M-green S-blue take L-green")
     state, events = play(state, (C, "score tree L-yellow M-green S-blue take L-green M-yellow"))
-    assert like(events[0], {"type": "tree", "seat": C, "tree": names("L-yellow M-green S-blue"), "uniform": False,
-                            "took": names("L-green M-yellow")})  # fmt: skip
+    assert like(
+        events[0],
+        {
+            "type": "tree",
+            "seat": C,
+            "tree": names("L-yellow M-green S-blue"),
+            "uniform": False,
+            "took": names("L-green M-yellow"),
+        },
+    )
     assert state.scored[C] == (pl("L-yellow M-green S-blue"),) and state.active[C] == pl("L-green M-yellow")
     assert state.dead == pl("S-yellow S-blue")
     assert mover(state) == (B,)  # the second tree earns one
@@ -572,9 +676,13 @@ def test_scoring_offers_winner_first_then_descending_cards_skipping_seats_withou
 
 
 def test_scoring_no_third_tree_in_a_round():
-    state = make(active=["L-blue M-blue S-blue", "L-green M-green S-green", "L-yellow M-yellow S-yellow"],
-                 lot="L-green M-yellow S-green", dead="S-blue M-green L-yellow", scoring_due=True,
-                 track="S-red M-red L-red")  # fmt: skip
+    state = make(
+        active=["L-blue M-blue S-blue", "L-green M-green S-green", "L-yellow M-yellow S-yellow"],
+        lot="L-green M-yellow S-green",
+        dead="S-blue M-green L-yellow",
+        scoring_due=True,
+        track="S-red M-red L-red",
+    )
     state, events = play(state, (A, "bid S-blue"), (B, "pass"), (C, "pass"))
     offered = []
     while state.stage == "scoring":
@@ -587,8 +695,12 @@ def test_scoring_no_third_tree_in_a_round():
 
 
 def test_scoring_a_seat_scores_at_most_one_tree_per_round():
-    state = make(active=["L-blue M-blue S-blue L-green M-green S-green S-yellow", "M-yellow", "L-yellow"],
-                 dead="S-blue M-blue", scoring_due=True, track="S-red M-red L-red")  # fmt: skip
+    state = make(
+        active=["L-blue M-blue S-blue L-green M-green S-green S-yellow", "M-yellow", "L-yellow"],
+        dead="S-blue M-blue",
+        scoring_due=True,
+        track="S-red M-red L-red",
+    )
     state, events = play(state, (A, "bid S-yellow"), (B, "pass"), (C, "pass"))
     state, events = play(state, (A, "score tree blue take S-blue S-yellow"))
     assert like(of_type(events, "scoring over"), [{"trees": 1}])  # B and C have no tree; A is not asked again
@@ -597,8 +709,12 @@ def test_scoring_a_seat_scores_at_most_one_tree_per_round():
 
 
 def test_scoring_the_first_tree_takes_what_the_dead_area_has_when_fewer_than_two():
-    state = make(active=["L-blue M-blue S-blue S-yellow", "L-green M-green S-green", "M-yellow"],
-                 dead="", scoring_due=True, track="S-red M-red L-red")  # fmt: skip
+    state = make(
+        active=["L-blue M-blue S-blue S-yellow", "L-green M-green S-green", "M-yellow"],
+        dead="",
+        scoring_due=True,
+        track="S-red M-red L-red",
+    )
     state, events = play(state, (A, "bid S-yellow"), (B, "pass"), (C, "pass"))
     assert state.dead == pl("S-yellow")
     assert {m[2] for m in GAME.legal_moves(state, A) if m[0] == "score"} == {pl("S-yellow")}
@@ -610,13 +726,25 @@ def test_scoring_the_first_tree_takes_what_the_dead_area_has_when_fewer_than_two
 
 
 def test_scoring_parse_forms():
-    state = make(active=["L-red M-blue S-blue L-blue", "M-green", "S-green"], dead="L-green M-yellow S-yellow",
-                 stage="scoring", offers=(A, C, B), turn=A, scoring_due=True)  # fmt: skip
+    state = make(
+        active=["L-red M-blue S-blue L-blue", "M-green", "S-green"],
+        dead="L-green M-yellow S-yellow",
+        stage="scoring",
+        offers=(A, C, B),
+        turn=A,
+        scoring_due=True,
+    )
     # the ruling's own examples (I10)
     assert GAME.parse_move(state, A, "score tree L-red M-blue S-blue take L-green M-yellow") == (
-        "score", pl("L-red M-blue S-blue"), pl("L-green M-yellow"))  # fmt: skip
+        "score",
+        pl("L-red M-blue S-blue"),
+        pl("L-green M-yellow"),
+    )
     assert GAME.parse_move(state, A, "Score tree blue take M-yellow S-yellow.") == (
-        "score", pl("L-blue M-blue S-blue"), pl("M-yellow S-yellow"))  # fmt: skip
+        "score",
+        pl("L-blue M-blue S-blue"),
+        pl("M-yellow S-yellow"),
+    )
     assert GAME.parse_move(state, A, "decline") == ("decline",)
     with pytest.raises(MoveError, match="Say which 2"):  # three ways to take two
         GAME.parse_move(state, A, "score tree blue")
@@ -631,9 +759,19 @@ def test_scoring_parse_forms():
     with pytest.raises(MoveError, match="one large, one medium and one small"):
         GAME.parse_move(state, A, "score tree L-red L-blue S-blue take L-green M-yellow")
     # the dead area leaves no choice: two alike
-    state = make(active=["M-blue S-blue L-blue", "M-green", "S-green"], dead="S-yellow S-yellow",
-                 stage="scoring", offers=(A, C, B), turn=A, scoring_due=True)  # fmt: skip
-    assert GAME.parse_move(state, A, "score tree blue") == ("score", pl("L-blue M-blue S-blue"), pl("S-yellow S-yellow"))
+    state = make(
+        active=["M-blue S-blue L-blue", "M-green", "S-green"],
+        dead="S-yellow S-yellow",
+        stage="scoring",
+        offers=(A, C, B),
+        turn=A,
+        scoring_due=True,
+    )
+    assert GAME.parse_move(state, A, "score tree blue") == (
+        "score",
+        pl("L-blue M-blue S-blue"),
+        pl("S-yellow S-yellow"),
+    )
 
 
 # --- the end-game fill (I11) ---------------------------------------------------------------
@@ -644,9 +782,13 @@ def test_fill_an_empty_bag_fills_the_lot_from_the_track_with_colourless_pyramids
     pyramids: they all go to the track (11 -> 15), then each size of the lot
     comes off the track, colourless."""
     trees = [f"L-{c} M-{c} S-{c}" for c in ("blue", "green", "yellow") for _ in range(4)]
-    state = make(2, active=[" ".join(trees[:6]), " ".join(trees[6:])], lot="",
-                 track="S-red S-red S-red M-red M-red M-red M-red L-red L-red L-red L-red",
-                 dead="L-blue M-blue S-green L-green M-yellow S-yellow L-yellow M-green S-blue")  # fmt: skip
+    state = make(
+        2,
+        active=[" ".join(trees[:6]), " ".join(trees[6:])],
+        lot="",
+        track="S-red S-red S-red M-red M-red M-red M-red L-red L-red L-red L-red",
+        dead="L-blue M-blue S-green L-green M-yellow S-yellow L-yellow M-green S-blue",
+    )
     assert Counter(state.bag) == Counter(pl("S-red S-red M-red L-red"))  # no other pyramid left
     after, event = _next_auction(state, B, Draws())
     assert event["to_track"] == names("S-red S-red M-red L-red")
@@ -663,8 +805,14 @@ def test_fill_colourless_trees_are_mixed_and_colourless_never_wins_a_colour_bonu
     assert not uniform(tree)
     assert best_trees(tree) == (0, 1)
     assert best_trees(pl("L-colourless M-blue S-blue L-blue M-blue S-blue")) == (1, 1)
-    state = make(2, active=["L-colourless M-colourless S-colourless S-colourless", "S-blue"],
-                 scored=[[], ["L-colourless M-green S-green"]], track=track_of(9), stage="over", turn=None)  # fmt: skip
+    state = make(
+        2,
+        active=["L-colourless M-colourless S-colourless S-colourless", "S-blue"],
+        scored=[[], ["L-colourless M-green S-green"]],
+        track=track_of(9),
+        stage="over",
+        turn=None,
+    )
     a, b = breakdown(state, A), breakdown(state, B)
     assert (a["uniform"], a["mixed"], a["single"], a["bonuses"], a["total"]) == (0, 1, 1, {}, 6)
     # B: a mixed scored tree, one single; most blue and most green (A holds none)
@@ -673,14 +821,29 @@ def test_fill_colourless_trees_are_mixed_and_colourless_never_wins_a_colour_bonu
 
 
 def test_fill_a_won_colourless_tree_scores_as_mixed():
-    state = make(2, active=["L-blue", "M-green S-green"], lot="L-colourless M-colourless S-colourless",
-                 track=track_of(12), dead="", scoring_due=True, final=True)  # fmt: skip
+    state = make(
+        2,
+        active=["L-blue", "M-green S-green"],
+        lot="L-colourless M-colourless S-colourless",
+        track=track_of(12),
+        dead="",
+        scoring_due=True,
+        final=True,
+    )
     state, events = play(state, (A, "bid L-blue"), (B, "bid M-green S-green"))  # A cannot answer two
     assert state.active == (pl("M-green S-green"), pl("L-colourless M-colourless S-colourless"))
     assert state.dead == pl("L-blue") and mover(state) == (B,)
     state, events = play(state, (B, "score tree colourless"))  # one pyramid dead: no choice of take
-    assert like(events[0], {"type": "tree", "seat": B, "tree": names("L-colourless M-colourless S-colourless"),
-                            "uniform": False, "took": ["L-blue"]})  # fmt: skip
+    assert like(
+        events[0],
+        {
+            "type": "tree",
+            "seat": B,
+            "tree": names("L-colourless M-colourless S-colourless"),
+            "uniform": False,
+            "took": ["L-blue"],
+        },
+    )
     assert like(of_type(events, "no tree"), [{"type": "no tree", "seat": A}])
     assert GAME.phase(state) is None
     b = breakdown(state, B)
@@ -697,8 +860,11 @@ def over(seats=2, track=None, **kwargs):
 
 
 def test_final_seven_a_uniform_tree_five_a_mixed_one_a_leftover():
-    state = over(3, active=["L-blue M-blue S-blue L-green M-yellow S-yellow S-green", "S-blue", "L-yellow"],
-                 scored=[["L-yellow M-green S-green"], ["L-green M-green S-green"], []])  # fmt: skip
+    state = over(
+        3,
+        active=["L-blue M-blue S-blue L-green M-yellow S-yellow S-green", "S-blue", "L-yellow"],
+        scored=[["L-yellow M-green S-green"], ["L-green M-green S-green"], []],
+    )
     a = breakdown(state, A)
     # active: the blue tree (7), a mixed tree L-green M-yellow S-* (5), one left (1); scored: mixed (5)
     assert (a["uniform"], a["mixed"], a["single"]) == (1, 2, 1)
@@ -721,15 +887,22 @@ def test_final_colour_bonus_single_most_tied_and_nobody():
     assert all("yellow" not in breakdown(state, s)["bonuses"] for s in range(3))
     state = over(3, active=["M-green S-blue", "S-green S-blue", "L-yellow"])
     assert [breakdown(state, s)["bonuses"] for s in range(3)] == [
-        {"green": 3, "blue": 3}, {"green": 3, "blue": 3}, {"yellow": 5}]  # fmt: skip
+        {"green": 3, "blue": 3},
+        {"green": 3, "blue": 3},
+        {"yellow": 5},
+    ]
     assert [breakdown(state, s)["total"] for s in range(3)] == [2 + 6, 2 + 6, 1 + 5]
     state = over(3, active=["M-green", "S-green", "L-green"])
     assert [breakdown(state, s)["bonuses"] for s in range(3)] == [{"green": 3}] * 3
 
 
 def test_final_the_scoring_colour_never_gives_a_bonus():
-    state = over(2, active=["S-red S-red S-colourless", "S-green"], options={"scoring_colour": "blue"},
-                 track=track_of(12, "blue"))  # fmt: skip
+    state = over(
+        2,
+        active=["S-red S-red S-colourless", "S-green"],
+        options={"scoring_colour": "blue"},
+        track=track_of(12, "blue"),
+    )
     assert breakdown(state, A)["bonuses"] == {"red": 5}  # red is an ordinary colour here
     assert breakdown(state, B)["bonuses"] == {"green": 5}
     state = over(2, active=["S-colourless S-colourless", "S-green"], track=track_of(9))
@@ -794,12 +967,22 @@ def test_final_best_trees_is_optimal_against_brute_force(active):
 
 def auction_for_b(active_b, high="S-green"):
     """B to move against A's one-pyramid bid, so B may bid one or two pyramids."""
-    return make(active=[high + " M-green", active_b, "L-yellow"], bids=[high, None, None], high=A, turn=B,
-                turns=1)  # fmt: skip
+    return make(active=[high + " M-green", active_b, "L-yellow"], bids=[high, None, None], high=A, turn=B, turns=1)
 
 
-@pytest.mark.parametrize("text", ["bid L-blue", "bid large blue", "bid blue L", "bid Lblue", "BID l-BLUE",
-                                  "bid blue large.", "bid 1 large blue", "bid L blue"])  # fmt: skip
+@pytest.mark.parametrize(
+    "text",
+    [
+        "bid L-blue",
+        "bid large blue",
+        "bid blue L",
+        "bid Lblue",
+        "BID l-BLUE",
+        "bid blue large.",
+        "bid 1 large blue",
+        "bid L blue",
+    ],
+)
 def test_parse_ways_of_writing_a_pyramid(text):
     state = auction_for_b("L-blue L-green M-blue")
     assert GAME.parse_move(state, B, text) == ("bid", pl("L-blue"))
@@ -823,13 +1006,29 @@ def test_parse_a_size_without_colour_only_when_there_is_no_choice():
 
 
 def test_parse_counts_with_a_colour():
-    assert GAME.parse_move(auction_for_b("L-blue L-blue M-green"), B, "bid 2 large blue") == ("bid", pl("L-blue L-blue"))
+    assert GAME.parse_move(auction_for_b("L-blue L-blue M-green"), B, "bid 2 large blue") == (
+        "bid",
+        pl("L-blue L-blue"),
+    )
     with pytest.raises(MoveError, match="no L-blue in your active area"):
         GAME.parse_move(auction_for_b("L-blue L-green M-green"), B, "bid 2 large blue")
 
 
-@pytest.mark.parametrize("text", ["bid L-purple", "bid potato", "bid 2", "bid L-blue please", "offer L-blue",
-                                  "bid blue", "hello", "pass L-blue", "bid 0L", "decline"])  # fmt: skip
+@pytest.mark.parametrize(
+    "text",
+    [
+        "bid L-purple",
+        "bid potato",
+        "bid 2",
+        "bid L-blue please",
+        "offer L-blue",
+        "bid blue",
+        "hello",
+        "pass L-blue",
+        "bid 0L",
+        "decline",
+    ],
+)
 def test_parse_unknown_words_and_incomplete_pyramids_are_refused(text):
     with pytest.raises(MoveError):
         GAME.parse_move(auction_for_b("L-blue L-green M-blue"), B, text)
@@ -892,8 +1091,9 @@ def random_game(seed: bytes, seats: int, options: dict, chooser: random.Random, 
 
 seeds = st.binary(min_size=1, max_size=16)
 seat_counts = st.sampled_from([2, 3, 4])
-game_options = st.fixed_dictionaries({"short": st.booleans(),
-                                      "scoring_colour": st.sampled_from(["red", "red", "green"])})  # fmt: skip
+game_options = st.fixed_dictionaries(
+    {"short": st.booleans(), "scoring_colour": st.sampled_from(["red", "red", "green"])}
+)
 choosers = st.randoms(use_true_random=False)
 
 
@@ -952,7 +1152,9 @@ def test_property_auctions_and_payments_follow_the_rules(seed, seats, options, c
         if before.stage == "auction":
             assert seat not in before.cards
             assert any(m[0] == "bid" for m in GAME.legal_moves(before, seat))
-            assert (("pass",) in GAME.legal_moves(before, seat)) == (before.high is not None or len(before.cards) < before.seats - 1)
+            assert (("pass",) in GAME.legal_moves(before, seat)) == (
+                before.high is not None or len(before.cards) < before.seats - 1
+            )
         actives = before.active
         types = [e["type"] for e in events]
         for index, event in enumerate(events):
@@ -967,11 +1169,15 @@ def test_property_auctions_and_payments_follow_the_rules(seed, seats, options, c
                     assert not can_raise(actives[event["seat"]], auction["high"])
             elif event["type"] == "won":
                 chain = [event["seat"]] + [s for _, (s, bid) in sorted(auction["cards"].items(), reverse=True) if bid]
-                assert [(p["from"], p["to"]) for p in event["payments"]] == list(zip(chain, [*chain[1:], None], strict=True))
+                assert [(p["from"], p["to"]) for p in event["payments"]] == list(
+                    zip(chain, [*chain[1:], None], strict=True)
+                )
                 assert pl(" ".join(event["bid"])) == auction["high"]
                 assert event["card"] == before.seats == len(auction["cards"]) + 1
                 assert ("scoring" in types[index:]) == auction["due"]  # a round follows a due auction only
-                auction["offers"] = [event["seat"]] + [s for _, (s, _) in sorted(auction["cards"].items(), reverse=True)]
+                auction["offers"] = [event["seat"]] + [
+                    s for _, (s, _) in sorted(auction["cards"].items(), reverse=True)
+                ]
                 auction["high"], auction["cards"] = (), {}
             elif event["type"] == "scoring":
                 assert event["offers"] == auction["offers"]  # the winner, then descending cards (I10)
@@ -1050,8 +1256,9 @@ def test_property_every_game_ends_and_the_result_is_set_exactly_then(seed, seats
     assert events[-1][-1]["type"] == "over"
     # I16: the best person by points, then by the value of all collected; a tie on both is no winner
     people = [s for s in range(seats) if s not in final.bots]
-    rank = {s: (result.scores[s], value(final.active[s] + tuple(p for t in final.scored[s] for p in t)))
-            for s in people}  # fmt: skip
+    rank = {
+        s: (result.scores[s], value(final.active[s] + tuple(p for t in final.scored[s] for p in t))) for s in people
+    }
     best = [s for s in people if rank[s] == max(rank.values(), default=None)]
     assert result.winner == (best[0] if len(best) == 1 else None)  # (no people: no winner)
     scoring_rounds = sum(e["type"] == "scoring" for phase_events in events for e in phase_events)

@@ -91,8 +91,7 @@ class Played:
     """A whole game of Bid!, played once for the tests below."""
 
     def __init__(self, root: Path, seed: bytes):
-        self.config = Config(address="referee@example.org", database=root / "games.db",
-                             reminder=None, outage_gap=None)  # fmt: skip
+        self.config = Config(address="referee@example.org", database=root / "games.db", reminder=None, outage_gap=None)
         self.clock = FakeClock()
         self.engine = Engine(Store(self.config.database), self.config, self.clock, Seeds(seed))
         self.box = Mailbox(self.engine)
@@ -108,8 +107,7 @@ class Played:
         for _ in range(2000):
             if engine.status(game)["state"] != "running":
                 return
-            pending = [m for m in self.box.to(ALICE) + self.box.to(BOB)
-                       if is_prompt(m) and m["id"] not in answered]  # fmt: skip
+            pending = [m for m in self.box.to(ALICE) + self.box.to(BOB) if is_prompt(m) and m["id"] not in answered]
             if not pending:
                 # only carol owes a move now: the deadline fills it in
                 assert engine.status(game)["phase"]["waiting_for"] == [CAROL]
@@ -168,8 +166,7 @@ def test_a_whole_game_ends_with_the_rules_winner(played):
     assert any(e.get("crowned") for e in events) and any(e.get("moons_coins") for e in events)
     assert any(e.get("arms_bonus") for e in events) and any(e.get("swaps") for e in events)
     doubles = [step for step in table.replay.steps if step.before.stage == "bids" and step.before.ace("suns")]
-    assert doubles and all(len(move[1]) == 2 for step in doubles for move in step.moves.values()
-                           if move[0] == "bid")  # fmt: skip
+    assert doubles and all(len(move[1]) == 2 for step in doubles for move in step.moves.values() if move[0] == "bid")
 
 
 def test_carol_never_answers_so_all_her_moves_are_random_bids(played):
@@ -216,8 +213,9 @@ def test_alices_pawn_cancels_one_auction_and_the_next_gets_a_fresh_deadline(play
     assert from_iso(new["deadline"]) - from_iso(new["opened_at"]) == DAY
     # everyone is prompted again, with the new deadline
     for address in PLAYERS:
-        prompts = [m for m in played.box.to(address)
-                   if is_prompt(m) and _OPEN.search(m["body"])["label"] == new["label"]]  # fmt: skip
+        prompts = [
+            m for m in played.box.to(address) if is_prompt(m) and _OPEN.search(m["body"])["label"] == new["label"]
+        ]
         assert len(prompts) == 1
         prompt = prompts[0]
         assert prompt["created_at"] == new["opened_at"]
@@ -235,8 +233,10 @@ def _check_round_mail(body: str, step, how: dict[int, str]) -> None:
         assert "The bids:" not in body  # the bids go back unseen
         return
     dice = event["dice"]
-    assert (f"Dice: Suns {die_text(dice[0])}, Moons {die_text(dice[1])}, "
-            f"Crowns {die_text(dice[2])}, Arms {die_text(dice[3])}.") in body, body  # fmt: skip
+    assert (
+        f"Dice: Suns {die_text(dice[0])}, Moons {die_text(dice[1])}, "
+        f"Crowns {die_text(dice[2])}, Arms {die_text(dice[3])}."
+    ) in body, body
     points = prize(dice)
     assert f"The winner takes {points} point" in body, body
     bids = body.split("The bids:\n", 1)[1].split("\n\n", 1)[0]
@@ -397,10 +397,12 @@ def test_under_the_ace_of_suns_a_one_tile_bid_is_refused_and_changes_nothing(eng
 def _tie_seed() -> tuple[bytes, tuple]:
     """A seed whose first auction has no Ace of Suns or Crowns and carol's
     random bid (the one she gets at the deadline) is above null."""
+
     def wanted(state, seed):
         if state.ace("suns") or state.ace("crowns"):
             return False
         return RULES.random_move(state, 2, random_move_rng(seed, 1, 2))[1][0] > 0
+
     seed = seed_where(wanted)
     state = RULES.setup(3, setup_rng(seed), {})
     return seed, RULES.random_move(state, 2, random_move_rng(seed, 1, 2))[1]
@@ -479,8 +481,9 @@ def _open_auction(root: Path, alice_bid: str, seed: bytes) -> tuple[list, str, s
     """Auction 1 with alice's bid in, then bob and carol write (a bid, a
     mistake, STATUS, HAND): what they are sent, and the site's game page and record."""
     root.mkdir()
-    config = Config(address="referee@example.org", reminder=None, outage_gap=None,
-                    database=root / "games.db", secret_key=b"one key")  # fmt: skip
+    config = Config(
+        address="referee@example.org", reminder=None, outage_gap=None, database=root / "games.db", secret_key=b"one key"
+    )
     clock = FakeClock()
     engine = Engine(Store(config.database), config, clock, Seeds(seed))
     engine.new_game("bid", PLAYERS, deadline=DAY)
@@ -489,8 +492,14 @@ def _open_auction(root: Path, alice_bid: str, seed: bytes) -> tuple[list, str, s
     clock.advance(hours=1)
     assert send(engine, clock, ALICE, alice_bid, subject=AUCTION).code == "move"
     clock.advance(hours=1)
-    for sender, text in ((BOB, "bid 2"), (BOB, "status"), (BOB, "bid 9"), (CAROL, "status"),
-                         (CAROL, "hand"), (BOB, "bid 3")):  # fmt: skip
+    for sender, text in (
+        (BOB, "bid 2"),
+        (BOB, "status"),
+        (BOB, "bid 9"),
+        (CAROL, "status"),
+        (CAROL, "hand"),
+        (BOB, "bid 3"),
+    ):
         send(engine, clock, sender, text, subject=AUCTION)
     assert engine.status(1)["phase"]["waiting_for"] == [CAROL]
     Site(engine, root / "site").render()
@@ -516,8 +525,7 @@ def test_a_bot_that_reaches_100_first_ends_the_game_with_no_winner(tmp_path):
     seeds' games where a bot reaches 100 first, nobody is named winner, and
     the final mail says why instead of crowning alice with fewer points."""
     for n in range(20):
-        config = Config(address="referee@example.org", database=tmp_path / f"{n}.db",
-                        reminder=None, outage_gap=None)  # fmt: skip
+        config = Config(address="referee@example.org", database=tmp_path / f"{n}.db", reminder=None, outage_gap=None)
         clock = FakeClock()
         engine = Engine(Store(config.database), config, clock, Seeds(n.to_bytes(4, "big") * 8))
         game = engine.new_game("bid", [ALICE], bots=2, deadline=DAY)

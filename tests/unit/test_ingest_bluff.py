@@ -40,8 +40,7 @@ class Played:
     one of the moves it suggests; carol never answers.  The log at INFO is kept."""
 
     def __init__(self, root: Path, seed: bytes):
-        config = Config(address="referee@example.org", database=root / "games.db", reminder=None,
-                        outage_gap=None)  # fmt: skip
+        config = Config(address="referee@example.org", database=root / "games.db", reminder=None, outage_gap=None)
         self.clock = FakeClock()
         self.engine = Engine(Store(config.database), config, self.clock, Seeds(seed))
         self.box = Mailbox(self.engine)
@@ -115,7 +114,10 @@ def test_each_player_gets_their_own_dice_and_no_one_elses(played: Played):
         for number, dice in _NEWS.findall(mail["body"]):
             seat = PLAYERS.index(mail["to"])
             faces = ", ".join(d.split(" ", 1)[1] for d in dice.split(", "))
-            assert faces in replayed.get(int(number), [set()] * 3)[seat] or int(number) not in replayed, (mail["to"], number)
+            assert faces in replayed.get(int(number), [set()] * 3)[seat] or int(number) not in replayed, (
+                mail["to"],
+                number,
+            )
             news_rounds[mail["to"]].add(int(number))
         for _dice in _DICE.findall(mail["body"]):
             assert mail["subject"].startswith("Re:") or prompt_label(mail), mail["subject"]
@@ -125,12 +127,17 @@ def test_each_player_gets_their_own_dice_and_no_one_elses(played: Played):
 
 
 # What each special tile does, in words a prompt must use (F2, the text's "Tile powers")
-_POWERS = {"Wild Attribute": "joins any set as any colour, era or type",
-           "2 Virtual Purple Dice (1-shot)": "once, 2 purple dice only you count",
-           "2 Dice": "you roll 2 more dice every round", "Extra Bid Token": "one more bid token every round",
-           "Outbid by 2": "must outbid your high bids by 2", "Extra Museum Room": "your museum holds 2 more tiles",
-           "Virtual Purple Die": "a purple die only you count, in every auction",
-           "Overbid with Tie": "bid equal to the high bid", "4 Points": "4 points at the end"}  # fmt: skip
+_POWERS = {
+    "Wild Attribute": "joins any set as any colour, era or type",
+    "2 Virtual Purple Dice (1-shot)": "once, 2 purple dice only you count",
+    "2 Dice": "you roll 2 more dice every round",
+    "Extra Bid Token": "one more bid token every round",
+    "Outbid by 2": "must outbid your high bids by 2",
+    "Extra Museum Room": "your museum holds 2 more tiles",
+    "Virtual Purple Die": "a purple die only you count, in every auction",
+    "Overbid with Tie": "bid equal to the high bid",
+    "4 Points": "4 points at the end",
+}
 _ON_PURPLE = re.compile(r"^  purple  ([^:\n]+)", re.MULTILINE)  # the tile, before its bids
 _SPECIAL = re.compile(r"^Purple's special tile, (.+?): (.+)$", re.MULTILINE)
 
@@ -171,8 +178,12 @@ def test_the_site_shows_every_auction_and_the_record_verifies(played: Played):
     verdict = verify(record)
     assert verdict.ok, verdict.message
     tampered = json.loads(json.dumps(record))
-    entry, move = next((e, m) for e in tampered["phases"] for m in e["moves"]
-                       if m["source"] == "random" and m["move"].startswith("bid"))  # fmt: skip
+    entry, move = next(
+        (e, m)
+        for e in tampered["phases"]
+        for m in e["moves"]
+        if m["source"] == "random" and m["move"].startswith("bid")
+    )
     parts = move["move"].split()
     move["move"] = f"bid {parts[1]} {int(parts[2]) + 1}"
     verdict = verify(tampered)
@@ -222,8 +233,11 @@ def test_a_bluff_game_gets_its_own_short_deadlines_unless_the_keeper_or_config_s
     config = Config(address="referee@example.org", database=tmp_path / "games.db", reminder=None, outage_gap=None)
     engine = Engine(Store(config.database), config, clock)
     game = engine.new_game("bluff", PLAYERS)
-    assert deadlines(engine.store.game(game)) == {"round": config.deadline, "turn": timedelta(hours=12),
-                                                         "decision": timedelta(hours=6)}  # fmt: skip
+    assert deadlines(engine.store.game(game)) == {
+        "round": config.deadline,
+        "turn": timedelta(hours=12),
+        "decision": timedelta(hours=6),
+    }
     game = engine.new_game("bluff", PLAYERS, turn_deadline=timedelta(days=1))
     assert deadlines(engine.store.game(game))["turn"] == timedelta(days=1)
     other = Engine(Store(tmp_path / "other.db"), changed(config, turn_deadline=timedelta(hours=3)), clock)
@@ -234,7 +248,7 @@ def test_a_bluff_game_gets_its_own_short_deadlines_unless_the_keeper_or_config_s
 
 
 def test_a_receipt_calls_a_move_that_is_no_bid_a_move(played: Played):
-    """"Your bid for Round 2 tools is in: keep." said a sealed reroll's receipt."""
+    """ "Your bid for Round 2 tools is in: keep." said a sealed reroll's receipt."""
     receipts = [m["body"] for m in played.box.all if m["subject"].startswith("Re: ")]
     kept = [body for body in receipts if re.search(r"is in: (keep|reroll)", body)]
     assert kept, "no receipt of a reroll phase"
@@ -260,8 +274,12 @@ def test_the_final_mail_names_each_part_of_the_points(played: Played):
     """Star points are points, with the right plural ("1 star point", "3 star
     points", never "1 stars"); 4 Points is named when a player has it."""
     final = next(m for m in played.box.all if "Game over" in m["subject"])
-    lines = re.findall(r"^  \S.*? +(\d+) = (\d+) exhibited \+ (\d+) museum \+ (\d+) star (point|points)"
-                       r"(?: \+ (4) for 4 Points)?$", final["body"], re.MULTILINE)  # fmt: skip
+    lines = re.findall(
+        r"^  \S.*? +(\d+) = (\d+) exhibited \+ (\d+) museum \+ (\d+) star (point|points)"
+        r"(?: \+ (4) for 4 Points)?$",
+        final["body"],
+        re.MULTILINE,
+    )
     assert len(lines) == 3, final["body"]
     for total, exhibited, museum, stars, word, four in lines:
         assert int(total) == int(exhibited) + int(museum) + int(stars) + int(four or 0)
@@ -272,7 +290,12 @@ def test_the_final_mail_names_each_part_of_the_points(played: Played):
 def test_a_special_tile_won_with_a_set_ready_is_asked_about_and_a_move_names_its_token(played: Played):
     """F16: the winner of a special tile with a set ready is prompted to
     exhibit it (or not); F20: the announcements say which token moved."""
-    asked = [m for m in played.box.all if (label := prompt_label(m)) and "acquisition:" in label
-             and "goes beside your museum (it takes no circle)" in m["body"]]  # fmt: skip
+    asked = [
+        m
+        for m in played.box.all
+        if (label := prompt_label(m))
+        and "acquisition:" in label
+        and "goes beside your museum (it takes no circle)" in m["body"]
+    ]
     assert asked and all("    place\n" in m["body"] for m in asked)
     assert any(re.search(r"moves their token of \d+ from \w+ to \w+ at \d+", m["body"]) for m in played.box.all)

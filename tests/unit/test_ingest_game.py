@@ -81,9 +81,13 @@ def test_a_whole_game_with_a_silent_player(engine, clock, config):
             assert hand == sorted(engine.table(game).state.hands[seat])
             clock.advance(hours=2)
             # as a mail client replies: to the prompt's Reply-To, "Re:" its subject
-            mail = make_mail(address, f"bid {card_name(choose.choice(hand))}",
-                             to=prompt["reply_to"], subject=f"Re: {prompt['subject']}",
-                             received=clock())  # fmt: skip
+            mail = make_mail(
+                address,
+                f"bid {card_name(choose.choice(hand))}",
+                to=prompt["reply_to"],
+                subject=f"Re: {prompt['subject']}",
+                received=clock(),
+            )
             assert engine.ingest(mail).code == "move"
         assert engine.status(game)["phase"]["waiting_for"] == [CAROL]
         assert engine.tick() == []  # carol still has time
@@ -136,9 +140,13 @@ def test_a_whole_game_with_a_silent_player(engine, clock, config):
     record = again.table(game)
 
     rerun = replay(
-        record.rules, seed, 3, record.row["options"], (),
+        record.rules,
+        seed,
+        3,
+        record.row["options"],
+        (),
         [PhaseRecord(n, {s: m["move"] for s, m in moves[n].items()}) for n in range(1, 14)],
-    )  # fmt: skip
+    )
     assert list(rerun.state.scores) == scores
     winner = status["winner"]
     best = max(scores)
@@ -155,8 +163,11 @@ def _rendered(engine: Engine, game: int) -> dict[int, dict[int, tuple[str, str]]
     kind = table.row["kind"]
     rendered: dict[int, dict[int, tuple[str, str]]] = {}
     for step in table.replay.steps:
-        context = {**engine.post.context(table), "round": engine.post.round_context(table, step.number),
-                   "digest": digest_line(step.phase.label, table.digest(step.number))}  # fmt: skip
+        context = {
+            **engine.post.context(table),
+            "round": engine.post.round_context(table, step.number),
+            "digest": digest_line(step.phase.label, table.digest(step.number)),
+        }
         rendered[step.number] = {
             seat: engine.composer.render(
                 f"{kind}/round", **{**context, "game": {**context["game"], "tag": table.tag(seat)}}
@@ -173,10 +184,13 @@ def _rendered(engine: Engine, game: int) -> dict[int, dict[int, tuple[str, str]]
     leaves=st.one_of(st.none(), st.integers(min_value=1, max_value=12)),
     settle=st.sampled_from([timedelta(0), timedelta(minutes=30)]),
 )
-def test_announcements_replay_exactly_from_seed_and_moves(tmp_path_factory, data, ties,
-                                                          leaves, settle):  # fmt: skip
-    config = Config(address="referee@example.org", reminder=None, outage_gap=None,
-                    database=tmp_path_factory.mktemp("db") / "games.db")  # fmt: skip
+def test_announcements_replay_exactly_from_seed_and_moves(tmp_path_factory, data, ties, leaves, settle):
+    config = Config(
+        address="referee@example.org",
+        reminder=None,
+        outage_gap=None,
+        database=tmp_path_factory.mktemp("db") / "games.db",
+    )
     clock = FakeClock()
     engine = Engine(Store(config.database), config, clock)
     game = engine.new_game("pure-skill", PLAYERS, settle=settle, options={"ties": ties})
@@ -192,8 +206,16 @@ def test_announcements_replay_exactly_from_seed_and_moves(tmp_path_factory, data
                 continue
             card = data.draw(st.sampled_from(sorted(state.hands[seat])), label=address)
             clock.advance(minutes=data.draw(st.integers(1, 600), label="minutes"))
-            engine.ingest(reply(engine, address, f"bid {card_name(card)}", game=game,
-                                received=clock(), subject=f"Re: [pure-skill-{game}]"))  # fmt: skip
+            engine.ingest(
+                reply(
+                    engine,
+                    address,
+                    f"bid {card_name(card)}",
+                    game=game,
+                    received=clock(),
+                    subject=f"Re: [pure-skill-{game}]",
+                )
+            )
             if engine.status(game)["state"] != "running":
                 break
         if engine.status(game)["state"] == "running" and engine.status(game)["phase"]["number"] == number:

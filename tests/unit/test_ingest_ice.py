@@ -49,8 +49,11 @@ SEED = bytes([3]) * 32  # the whole game's seed (see the fixture: what the game 
 
 _PROMPT = re.compile(r"^(?P<label>.+) of game \d+: it is your turn\.$", re.M)
 _LABEL = re.compile(r"^\[ice-\d+ [^\]]+\] (?P<label>Auction \d+(?:, turn \d+| scoring, offer \d+)): ")
-_NEXT = re.compile(r"^Next: (?P<label>.+), (?P<who>\S+@\S+) to (?P<what>move|decide), "
-                   r"deadline (?P<deadline>.+)\.$", re.M)  # fmt: skip
+_NEXT = re.compile(
+    r"^Next: (?P<label>.+), (?P<who>\S+@\S+) to (?P<what>move|decide), "
+    r"deadline (?P<deadline>.+)\.$",
+    re.M,
+)
 _OVER = "The game is over; the final result follows."
 _TAG = re.compile(r"\[ice-\d+ [^\]]+\]")
 
@@ -142,8 +145,7 @@ class Played:
     """A whole game of Ice Ice Baby by mail, played once for the tests below."""
 
     def __init__(self, root: Path, seed: bytes):
-        self.config = Config(address="referee@example.org", database=root / "games.db",
-                             reminder=None, outage_gap=None)  # fmt: skip
+        self.config = Config(address="referee@example.org", database=root / "games.db", reminder=None, outage_gap=None)
         self.clock = FakeClock()
         self.engine = Engine(Store(self.config.database), self.config, self.clock, Seeds(seed))
         self.box = Mailbox(self.engine)
@@ -158,8 +160,7 @@ class Played:
 
     def play(self) -> None:
         engine, clock, choose = self.engine, self.clock, random.Random(11)
-        game = engine.new_game("ice", PLAYERS, deadline=ROUND, turn_deadline=TURN,
-                               decision_deadline=DECISION)  # fmt: skip
+        game = engine.new_game("ice", PLAYERS, deadline=ROUND, turn_deadline=TURN, decision_deadline=DECISION)
         for _ in range(400):
             status = engine.status(game)
             if status["state"] != "running":
@@ -179,7 +180,8 @@ class Played:
             legal = [RULES.move_text(m) for m in RULES.legal_moves(state, seat)]
             assert offered and set(offered) <= set(legal), (offered, legal)
             assert f"the referee picks one of your {len(legal)} legal moves at random" in " ".join(
-                prompt["body"].split())
+                prompt["body"].split()
+            )
             self._maybe_colour_choice(prompt, state, seat)
             self._maybe_render_mid(state, phase)
             text = choose.choice(offered)
@@ -219,10 +221,15 @@ class Played:
         outcome = answer(self.engine, self.clock, prompt, "bid 2L")
         fresh = self.box.new()
         self.colour_choice = {
-            "outcome": outcome, "mail": fresh, "to": prompt["to"], "larges": larges,
-            "state_before": state, "state_after": self.engine.table(1).state,
-            "moves_before": moves_before, "moves_after": self.engine.store.moves(1),
-        }  # fmt: skip
+            "outcome": outcome,
+            "mail": fresh,
+            "to": prompt["to"],
+            "larges": larges,
+            "state_before": state,
+            "state_after": self.engine.table(1).state,
+            "moves_before": moves_before,
+            "moves_after": self.engine.store.moves(1),
+        }
 
     def _maybe_render_mid(self, state, phase: dict) -> None:
         """Once, in an auction with a high bid after trees were scored, render the site."""
@@ -230,9 +237,12 @@ class Played:
             return
         folder = self.root / "site-mid"
         Site(self.engine, folder).render()
-        self.mid = {"page": (folder / "games/1/index.html").read_text(encoding="utf-8"),
-                    "view": RULES.view(state, None), "phase": phase,
-                    "resolved": len(self.engine.table(1).replay.steps)}  # fmt: skip
+        self.mid = {
+            "page": (folder / "games/1/index.html").read_text(encoding="utf-8"),
+            "view": RULES.view(state, None),
+            "phase": phase,
+            "resolved": len(self.engine.table(1).replay.steps),
+        }
 
 
 @pytest.fixture(scope="module")
@@ -464,8 +474,7 @@ def test_a_scoring_offer_names_who_started_the_auction_it_follows(played):
     table = played.engine.table(1)
     starts = {e["auction"]: e["start"] for step in table.replay.steps for e in step.events if e["type"] == "lot"}
     starts[1] = table.replay.steps[0].before.start
-    offers = [m for a in PLAYERS for m in played.box.to(a)
-              if prompt_label(m) and " scoring, offer " in prompt_label(m)]  # fmt: skip
+    offers = [m for a in PLAYERS for m in played.box.to(a) if prompt_label(m) and " scoring, offer " in prompt_label(m)]
     assert offers
     for mail in offers:
         auction = int(re.match(r"Auction (\d+)", prompt_label(mail))[1])
@@ -482,12 +491,12 @@ def test_the_published_record_verifies_and_a_changed_random_move_does_not(played
     from_site = json.loads((played.site / "games/1/record.json").read_text(encoding="utf-8"))
     assert from_site == json.loads(json.dumps(record))
     assert verify(from_site).ok
-    assert from_site["winner"] == (public_names(table)[RULES.result(table.state).winner]
-                                   if RULES.result(table.state).winner is not None else None)  # fmt: skip
+    assert from_site["winner"] == (
+        public_names(table)[RULES.result(table.state).winner] if RULES.result(table.state).winner is not None else None
+    )
     # carol's random moves come from the seed: change one, and verify says where
     steps = {step.number: step for step in table.replay.steps}
-    candidates = [(i, entry) for i, entry in enumerate(from_site["phases"])
-                  if entry["moves"][0]["source"] == "random"]  # fmt: skip
+    candidates = [(i, entry) for i, entry in enumerate(from_site["phases"]) if entry["moves"][0]["source"] == "random"]
     assert candidates
     index, entry = random.Random(5).choice(candidates)
     step = steps[entry["number"]]
@@ -512,12 +521,18 @@ def _board(page: str) -> dict:
     for row in re.findall(r"<tr><th scope=\"row\">(.*?)</tr>", board, re.S):
         name, value = cells("<th>" + row)
         common[name.split(" (")[0]] = value
-    players = [c for c in (cells(r) for r in re.findall(r"<tr>(.*?)</tr>", board, re.S))
-               if len(c) == 5 and c[0] != "Player"]  # fmt: skip
+    players = [
+        c for c in (cells(r) for r in re.findall(r"<tr>(.*?)</tr>", board, re.S)) if len(c) == 5 and c[0] != "Player"
+    ]
     track = re.search(r"Scoring track \((\w+)\): (\d+) drawn", text_of(board))
     on_track = re.search(r"On the track: (.*?)\.", text_of(board))
-    return {"common": common, "players": players, "colour": track[1], "drawn": int(track[2]),
-            "track": on_track[1].strip()}  # fmt: skip
+    return {
+        "common": common,
+        "players": players,
+        "colour": track[1],
+        "drawn": int(track[2]),
+        "track": on_track[1].strip(),
+    }
 
 
 def _check_board(page: str, view: dict) -> None:
@@ -582,7 +597,11 @@ def test_the_game_page_at_the_end_shows_the_table_every_phase_and_the_final_scor
         breakdown = over["breakdown"][seat]
         assert breakdown["total"] == result.scores[seat] == view["scores"][seat]
         assert (int(uniform), int(mixed), int(single), int(total)) == (
-            breakdown["uniform"], breakdown["mixed"], breakdown["single"], breakdown["total"])
+            breakdown["uniform"],
+            breakdown["mixed"],
+            breakdown["single"],
+            breakdown["total"],
+        )
         assert collected == ", ".join(str(n) for n in breakdown["collected"])
         shown = ", ".join(f"{c} {p}" for c, p in breakdown["bonuses"].items()) or "none"
         assert bonuses == shown
@@ -686,8 +705,11 @@ def test_the_mover_gets_one_reminder_before_each_deadline(tmp_path):
             if phase["resolved_at"] and phase["number"] not in checked:
                 checked.append(phase["number"])
                 (mover,) = phase["movers"]
-                reminders = [m for m in box.to(PLAYERS[mover]) if is_reminder(m)
-                             and m["subject"].split("] ", 1)[1].startswith(f"{phase['label']}: ")]  # fmt: skip
+                reminders = [
+                    m
+                    for m in box.to(PLAYERS[mover])
+                    if is_reminder(m) and m["subject"].split("] ", 1)[1].startswith(f"{phase['label']}: ")
+                ]
                 if engine.store.final_moves(1, phase["number"])[mover]["source"] == "forced":
                     continue
                 assert len(reminders) == 1, phase["label"]
@@ -697,8 +719,13 @@ def test_the_mover_gets_one_reminder_before_each_deadline(tmp_path):
                 assert "6 hours left to move" in mail["subject"]
                 legal = re.split(r"Moves you can make now(?: \(the first \d+\))?: ", " ".join(mail["body"].split()))[1]
                 assert legal.startswith(("pass, bid ", "bid ", "decline, score tree ")), legal
-                others = [m for a in PLAYERS if a != PLAYERS[mover] for m in box.to(a)
-                          if is_reminder(m) and phase["label"] + ":" in m["subject"]]  # fmt: skip
+                others = [
+                    m
+                    for a in PLAYERS
+                    if a != PLAYERS[mover]
+                    for m in box.to(a)
+                    if is_reminder(m) and phase["label"] + ":" in m["subject"]
+                ]
                 assert others == []
                 assert phase["resolved_at"] == phase["deadline"]  # then the random move
                 assert engine.store.final_moves(1, phase["number"])[mover]["source"] == "random"
@@ -709,7 +736,8 @@ def test_the_mover_gets_one_reminder_before_each_deadline(tmp_path):
     assert any(" scoring, offer " in label for label in labels) and any(", turn " in label for label in labels)
     assert len([m for a in PLAYERS for m in box.to(a) if is_reminder(m)]) == len(checked) - sum(
         engine.store.final_moves(1, n)[engine.store.phases(1)[n - 1]["movers"][0]]["source"] == "forced"
-        for n in checked)
+        for n in checked
+    )
 
 
 # -- the command line ----------------------------------------------------------------
@@ -721,8 +749,10 @@ def cli(tmp_path, monkeypatch, clock):
     monkeypatch.delenv("REFEREE_CONFIG", raising=False)
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "referee.toml"
-    path.write_text('[referee]\naddress = "referee@example.org"\ndatabase = "games.db"\n'
-                    '[defaults]\nreminder = "0s"\n[outage]\ngap = "0s"\n')  # fmt: skip
+    path.write_text(
+        '[referee]\naddress = "referee@example.org"\ndatabase = "games.db"\n'
+        '[defaults]\nreminder = "0s"\n[outage]\ngap = "0s"\n'
+    )
 
     def run(*args: str):
         status = main(["--config", str(path), *args], clock=clock)
@@ -769,8 +799,11 @@ def test_cli_new_ice_without_a_turn_deadline_uses_the_deadline(cli, capsys):
     engine = cli.engine()
     (phase,) = engine.store.phases(game)
     assert span(phase) == timedelta(days=2)
-    assert deadlines(engine.store.game(game)) == {"round": timedelta(days=2), "turn": timedelta(days=2),
-                                                         "decision": timedelta(days=2)}  # fmt: skip
+    assert deadlines(engine.store.game(game)) == {
+        "round": timedelta(days=2),
+        "turn": timedelta(days=2),
+        "decision": timedelta(days=2),
+    }
 
 
 def test_cli_new_ice_with_a_zero_turn_deadline_uses_the_deadline(cli, capsys):
@@ -781,8 +814,7 @@ def test_cli_new_ice_with_a_zero_turn_deadline_uses_the_deadline(cli, capsys):
     assert deadlines(engine.store.game(game))["decision"] == DECISION
 
 
-def test_the_receipt_of_a_turn_never_offers_a_change_even_when_the_server_clock_runs_ahead(engine, clock,
-                                                                                           seeds):  # fmt: skip
+def test_the_receipt_of_a_turn_never_offers_a_change_even_when_the_server_clock_runs_ahead(engine, clock, seeds):
     """The turn closes at the move's receipt time; a mail server a minute
     ahead of the referee's clock leaves it closing "in the future", which is
     no reason to tell a player that a final move may still change."""

@@ -36,8 +36,7 @@ def prompt_label(mail: dict) -> str | None:
 
 def make_engine(root: Path, clock: FakeClock, seed: bytes | None = None) -> Engine:
     """An engine whose new games have ``seed`` (unset: the system's)."""
-    config = Config(address="referee@example.org", database=root / "games.db", reminder=None,
-                    outage_gap=None)  # fmt: skip
+    config = Config(address="referee@example.org", database=root / "games.db", reminder=None, outage_gap=None)
     return Engine(Store(config.database), config, clock, Seeds(seed))
 
 
@@ -106,7 +105,9 @@ def test_a_silent_players_turns_are_random_and_announced_without_the_card(played
     assert played.randoms, "carol never had a turn"
     sources = {m["source"] for m in played.engine.store.moves(played.game) if m["seat"] == 2}
     assert sources == {"random"}
-    announced = [m for m in played.box.all if m["to"] == ALICE and "(chosen at random: no move by the deadline)" in m["body"]]
+    announced = [
+        m for m in played.box.all if m["to"] == ALICE and "(chosen at random: no move by the deadline)" in m["body"]
+    ]
     assert announced
     for mail in announced:
         line = next(ln for ln in mail["body"].splitlines() if "chosen at random" in ln).strip()
@@ -153,12 +154,18 @@ def private_colours(body: str, reader: str) -> dict[str, str]:
 
 
 def turn_notices(mails: list[dict]) -> list[dict]:
-    return [m for m in mails if not m["subject"].startswith("Re:") and not prompt_label(m)
-            and re.search(r"\] Round \d+ of \d+, turn \d+: ", m["subject"])]  # fmt: skip
+    return [
+        m
+        for m in mails
+        if not m["subject"].startswith("Re:")
+        and not prompt_label(m)
+        and re.search(r"\] Round \d+ of \d+, turn \d+: ", m["subject"])
+    ]
 
 
-def assert_notices_tell_each_reader_the_colours_they_know(mails: list[dict], players: list[str],
-                                                         colours: tuple[str, ...]) -> int:  # fmt: skip
+def assert_notices_tell_each_reader_the_colours_they_know(
+    mails: list[dict], players: list[str], colours: tuple[str, ...]
+) -> int:
     """Each copy of a turn notice tells its reader, below the table, the
     colours they know (their own, their right-hand neighbour's, any that
     follows: P3, P13) that the table has not been shown; right, and no more."""
@@ -236,7 +243,8 @@ def test_a_move_that_cannot_be_made_gets_the_reason_and_the_legal_moves(tmp_path
     assert answer(engine, clock, prompt, "play 3 on pink").code == "refused"
     (reply,) = [m for m in box.to(mover) if m["subject"].startswith("Re:")]
     assert "I do not know the colour 'pink'; the colours of this game are red, blue, green, yellow." in " ".join(
-        reply["body"].split())
+        reply["body"].split()
+    )
     assert "play 1 on red" in reply["body"] and "pass" in reply["body"]
     assert engine.store.moves(game) == before
 
@@ -245,8 +253,9 @@ def test_verify_finds_a_random_move_or_a_players_move_changed(played: Played):
     record = json.loads((played.site / f"games/{played.game}/record.json").read_text())
     for source in ("random", "mail"):
         tampered = json.loads(json.dumps(record))
-        entry, move = next((e, m) for e in tampered["phases"] for m in e["moves"]
-                           if m["source"] == source and m["move"] != "pass")  # fmt: skip
+        entry, move = next(
+            (e, m) for e in tampered["phases"] for m in e["moves"] if m["source"] == source and m["move"] != "pass"
+        )
         move["move"] = "pass"
         verdict = verify(tampered)
         assert (verdict.ok, verdict.phase) == (False, entry["number"]), (source, verdict)
@@ -257,8 +266,7 @@ def test_verify_finds_a_random_move_or_a_players_move_changed(played: Played):
 
 def site_files(folder: Path) -> dict[str, bytes]:
     drop = re.compile(rb"<p>Written .*? by the referee.*?</p>|DTSTAMP:\d{8}T\d{6}Z")
-    return {str(p.relative_to(folder)): drop.sub(b"", p.read_bytes())
-            for p in sorted(folder.rglob("*")) if p.is_file()}  # fmt: skip
+    return {str(p.relative_to(folder)): drop.sub(b"", p.read_bytes()) for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 # The record's running digest covers every move, a hidden card too (that is
@@ -269,8 +277,11 @@ _DIGEST = re.compile(r"(Record digest [^:\n]*(?::[^:\n]*)*: )[0-9a-f-]{19}")
 
 
 def mails_to(engine: Engine, players: list[str]) -> list[tuple[str, str, str]]:
-    return [(m["recipients"][0], m["subject"], _DIGEST.sub(r"\1<digest>", body_of(m["raw"])))
-            for m in engine.store.outbox(None) if m["recipients"][0] in players]  # fmt: skip
+    return [
+        (m["recipients"][0], m["subject"], _DIGEST.sub(r"\1<digest>", body_of(m["raw"])))
+        for m in engine.store.outbox(None)
+        if m["recipients"][0] in players
+    ]
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

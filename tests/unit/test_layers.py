@@ -46,8 +46,9 @@ def files(*parts: str) -> list[Path]:
 def offending(paths: list[Path], forbidden: tuple[str, ...], typing_too: bool = True) -> dict[str, set[str]]:
     found = {}
     for path in paths:
-        bad = {name for name in imports(path, typing_too)
-               if any(name == f or name.startswith(f + ".") for f in forbidden)}  # fmt: skip
+        bad = {
+            name for name in imports(path, typing_too) if any(name == f or name.startswith(f + ".") for f in forbidden)
+        }
         if bad:
             found[str(path.relative_to(PACKAGE))] = bad
     return found
@@ -64,8 +65,7 @@ def test_the_rules_import_nothing_else_of_ours():
 
 def test_the_record_store_and_tables_import_nothing_that_acts():
     below = files("record") + files("store") + files("tables") + files("errors")
-    assert offending(below, ("referee.engine", "referee.desk", "referee.site", "referee.cli",
-                             "referee.runner")) == {}  # fmt: skip
+    assert offending(below, ("referee.engine", "referee.desk", "referee.site", "referee.cli", "referee.runner")) == {}
 
 
 def test_the_engines_rooms_never_call_up_to_the_desk_or_the_engine():
@@ -84,8 +84,10 @@ def test_the_desk_sits_above_the_engine_and_imports_none_of_it_when_it_runs():
 
 
 def test_the_site_reads_the_record_not_the_engine():
-    assert offending(files("site"), ("referee.engine", "referee.desk", "referee.mail",
-                                     "referee.runner", "referee.cli")) == {}  # fmt: skip
+    assert (
+        offending(files("site"), ("referee.engine", "referee.desk", "referee.mail", "referee.runner", "referee.cli"))
+        == {}
+    )
 
 
 def test_the_engine_and_its_rooms_have_no_method_only_the_tests_call():
@@ -107,8 +109,14 @@ def test_the_engine_and_its_rooms_have_no_method_only_the_tests_call():
                 receiver = node.value
                 name = receiver.id if isinstance(receiver, ast.Name) else getattr(receiver, "attr", None)
                 called.setdefault((path if name == "self" else None, str(name)), set()).add(node.attr)
-    for room, name in ((Engine, "engine"), (Phases, "phases"), (Post, "post"), (Reports, "reports"),
-                       (Seating, "seating"), (Timers, "timers")):  # fmt: skip
+    for room, name in (
+        (Engine, "engine"),
+        (Phases, "phases"),
+        (Post, "post"),
+        (Reports, "reports"),
+        (Seating, "seating"),
+        (Timers, "timers"),
+    ):
         used = called.get((None, name), set()) | called.get((Path(inspect.getfile(room)), "self"), set())
         own = [key for key, value in vars(room).items() if callable(value) or isinstance(value, staticmethod)]
         unused = [key for key in own if not key.startswith("_") and key not in used]

@@ -53,8 +53,9 @@ def test_forged_helps_cannot_spend_a_players_answers(engine: Engine, clock: Fake
 def test_two_hundred_forged_senders_get_at_most_the_hours_total(engine: Engine, clock: FakeClock):
     start = len(engine.store.outbox(None))
     for number in range(200):
-        engine.ingest(make_mail(f"victim{number}@example.net", "help", subject="Cheap pills: example.com",
-                                received=clock()))  # fmt: skip
+        engine.ingest(
+            make_mail(f"victim{number}@example.net", "help", subject="Cheap pills: example.com", received=clock())
+        )
     answers = queued_to(engine, start)
     assert len(answers) == Config.open_replies_total_per_hour
     assert not any(b"pills" in a["raw"] or b"example.com" in a["raw"] for a in answers)
@@ -78,9 +79,15 @@ def test_plus_variants_and_case_of_one_inbox_share_its_budget(engine: Engine, cl
 def test_an_answer_to_mail_that_proves_nothing_repeats_none_of_its_words(engine: Engine, clock):
     spam = "Visit https://spam.example.com now"
     sent = len(engine.store.outbox(None))
-    engine.ingest(make_mail("victim@example.net", f"{spam}\nhelp\nJOIN {spam}", subject=spam,
-                            headers={"References": "<visit-spam.example.com@example.net>"},
-                            received=clock()))  # fmt: skip
+    engine.ingest(
+        make_mail(
+            "victim@example.net",
+            f"{spam}\nhelp\nJOIN {spam}",
+            subject=spam,
+            headers={"References": "<visit-spam.example.com@example.net>"},
+            received=clock(),
+        )
+    )
     [answer] = queued_to(engine, sent)
     raw = answer["raw"].decode()
     assert "spam" not in raw and "Visit" not in raw
@@ -89,8 +96,9 @@ def test_an_answer_to_mail_that_proves_nothing_repeats_none_of_its_words(engine:
 
 
 def test_a_stranger_at_a_players_plus_address_cannot_use_up_her_paused_note(tmp_path, clock):
-    config = Config(address="referee@example.org", database=tmp_path / "g.db", reminder=None,
-                    outage_gap=None, replies_per_hour=3)  # fmt: skip
+    config = Config(
+        address="referee@example.org", database=tmp_path / "g.db", reminder=None, outage_gap=None, replies_per_hour=3
+    )
     engine = Engine(Store(config.database), config, clock)
     engine.new_game("pure-skill", PLAYERS)
     for _ in range(8):  # the open budget of alice's inbox, and its note, spent by someone else
@@ -106,8 +114,14 @@ def test_a_stranger_at_a_players_plus_address_cannot_use_up_her_paused_note(tmp_
 
 
 def test_a_players_reply_too_large_to_read_is_answered_from_her_own_budget(tmp_path, clock):
-    config = Config(address="referee@example.org", database=tmp_path / "g.db", reminder=None,
-                    outage_gap=None, open_replies_total_per_hour=2, max_message_size=4096)  # fmt: skip
+    config = Config(
+        address="referee@example.org",
+        database=tmp_path / "g.db",
+        reminder=None,
+        outage_gap=None,
+        open_replies_total_per_hour=2,
+        max_message_size=4096,
+    )
     engine = Engine(Store(config.database), config, clock)
     engine.new_game("pure-skill", PLAYERS)
     for number in range(3):  # strangers use up the hour's total

@@ -1,5 +1,5 @@
-"""The code stays as ruff's lint keeps it (its rules, and the reason for
-each rule left out, are in pyproject.toml's [tool.ruff.lint]).  The ruff
+"""The code stays as ruff's lint and formatter keep it (the rules, and the
+reason for each rule left out, are in pyproject.toml's [tool.ruff.lint]).  The ruff
 version is pinned in the test extras, so CI and a keeper's checkout judge
 alike."""
 
@@ -13,10 +13,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def ruff(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ruff", *args], cwd=ROOT, capture_output=True, text=True,
-                          check=False)
+    return subprocess.run([sys.executable, "-m", "ruff", *args], cwd=ROOT, capture_output=True, text=True, check=False)
 
 
 def test_ruff_finds_nothing_to_say_about_the_code():
     result = ruff("check", "--no-cache", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_file_is_as_ruff_format_lays_it_out():
+    result = ruff("format", "--check", "--no-cache", ".")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -27,8 +27,11 @@ def unreadable_templates(monkeypatch, error: OSError) -> None:
     monkeypatch.setattr(jinja2.FileSystemLoader, "get_source", get_source)
 
 
-@pytest.mark.parametrize("error", [OSError(errno.EIO, "Input/output error", "templates/mail/x.txt.j2"),
-                                   OSError(errno.EMFILE, "Too many open files")], ids=["EIO", "EMFILE"])  # fmt: skip
+@pytest.mark.parametrize(
+    "error",
+    [OSError(errno.EIO, "Input/output error", "templates/mail/x.txt.j2"), OSError(errno.EMFILE, "Too many open files")],
+    ids=["EIO", "EMFILE"],
+)
 def test_a_template_the_machine_cannot_read_keeps_no_message_as_failed(engine, monkeypatch, error):
     engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
     raw = reply(engine, ALICE, "bid 5")
@@ -43,7 +46,8 @@ def test_a_template_the_machine_cannot_read_keeps_no_message_as_failed(engine, m
 
 
 def test_a_pass_whose_deadline_mail_meets_an_unreadable_template_is_a_fault_noted_for_status(
-        config, clock, tmp_path, monkeypatch):  # fmt: skip
+    config, clock, tmp_path, monkeypatch
+):
     """The tick's mail too: the pass stops with the one line a keeper reads
     (noted for `referee status`, and waited out by serve), not an OSError
     that ends the daemon with a traceback."""

@@ -47,28 +47,34 @@ def html_mail(html: str, *, plain: str | None = None, to: str = "referee@example
 
 def test_the_receipt_time_is_the_topmost_received_header():
     ours, earlier, sent = START, START - timedelta(minutes=7), START - timedelta(days=2)
-    raw = mail([
-        ("Received", f"from relay.example.net by mx.example.org; {format_datetime(ours)}"),
-        ("Received", f"from client by relay.example.net; {format_datetime(earlier)}"),
-        ("Delivery-date", format_datetime(earlier)),
-        ("From", ALICE),
-        ("Date", format_datetime(sent)),
-    ])  # fmt: skip
+    raw = mail(
+        [
+            ("Received", f"from relay.example.net by mx.example.org; {format_datetime(ours)}"),
+            ("Received", f"from client by relay.example.net; {format_datetime(earlier)}"),
+            ("Delivery-date", format_datetime(earlier)),
+            ("From", ALICE),
+            ("Date", format_datetime(sent)),
+        ]
+    )
     assert parse(raw, NOW).received_at == ours
 
 
 def test_the_receipt_time_is_in_utc_whatever_zone_the_server_writes():
     local = START.astimezone(timezone(timedelta(hours=-5)))
-    raw = mail([("Received", f"by mx.example.org; {format_datetime(local)} (EST)"),
-                ("From", ALICE)])  # fmt: skip
+    raw = mail([("Received", f"by mx.example.org; {format_datetime(local)} (EST)"), ("From", ALICE)])
     received = parse(raw, NOW).received_at
     assert received == START
     assert received.utcoffset() == timedelta(0)
 
 
 def test_without_received_the_delivery_date_counts():
-    raw = mail([("Delivery-date", format_datetime(START)), ("From", ALICE),
-                ("Date", format_datetime(START - timedelta(days=3)))])  # fmt: skip
+    raw = mail(
+        [
+            ("Delivery-date", format_datetime(START)),
+            ("From", ALICE),
+            ("Date", format_datetime(START - timedelta(days=3))),
+        ]
+    )
     assert parse(raw, NOW).received_at == START
 
 
@@ -81,11 +87,16 @@ def test_a_sender_cannot_backdate_a_bid_with_the_date_header(engine, clock):
     engine.new_game("pure-skill", PLAYERS)
     deadline = START + timedelta(days=3)
     clock.advance(days=4)
-    raw = mail([
-        ("Received", f"by mx.example.org; {format_datetime(deadline + timedelta(hours=2))}"),
-        ("From", ALICE), ("To", seat_address(engine, ALICE)), ("Subject", "Re: [pure-skill-1]"),
-        ("Date", format_datetime(START)), ("Message-ID", "<backdated@example.net>"),
-    ])  # fmt: skip
+    raw = mail(
+        [
+            ("Received", f"by mx.example.org; {format_datetime(deadline + timedelta(hours=2))}"),
+            ("From", ALICE),
+            ("To", seat_address(engine, ALICE)),
+            ("Subject", "Re: [pure-skill-1]"),
+            ("Date", format_datetime(START)),
+            ("Message-ID", "<backdated@example.net>"),
+        ]
+    )
     assert engine.ingest(raw).code == "refused"
     assert engine.store.moves(1) == []
     answer = engine.store.outbox()[-1]  # the reply says why: received after the deadline
@@ -117,13 +128,15 @@ def test_the_sender_is_the_from_address_in_lower_case():
 
 
 def test_recipients_come_from_delivered_to_x_original_to_to_and_cc():
-    raw = mail([
-        ("Delivered-To", "Referee+abcdefghijklmnop@example.org"),
-        ("X-Original-To", "referee+qrstuvwxyz234567@example.org"),
-        ("To", "Someone <someone@example.net>"),
-        ("Cc", "referee@example.org, bob@example.org"),
-        ("From", ALICE),
-    ])  # fmt: skip
+    raw = mail(
+        [
+            ("Delivered-To", "Referee+abcdefghijklmnop@example.org"),
+            ("X-Original-To", "referee+qrstuvwxyz234567@example.org"),
+            ("To", "Someone <someone@example.net>"),
+            ("Cc", "referee@example.org, bob@example.org"),
+            ("From", ALICE),
+        ]
+    )
     recipients = parse(raw, NOW).recipients
     assert "referee+abcdefghijklmnop@example.org" in recipients
     assert "referee+qrstuvwxyz234567@example.org" in recipients
@@ -131,15 +144,16 @@ def test_recipients_come_from_delivered_to_x_original_to_to_and_cc():
 
 
 def test_tokens_are_named_by_plus_addresses_and_subject_tags():
-    raw = mail([
-        ("Delivered-To", "Referee+ABCDEFGHIJKLMNOP@example.org"),
-        ("To", "referee+pure-skill-1@example.org, other+qrstuvwxyz234567@example.org"),
-        ("From", ALICE),
-        ("Subject", "Re: [pure-skill-1 mnopqrstuvwxyz23] Round 1 of 13"),
-    ])  # fmt: skip
+    raw = mail(
+        [
+            ("Delivered-To", "Referee+ABCDEFGHIJKLMNOP@example.org"),
+            ("To", "referee+pure-skill-1@example.org, other+qrstuvwxyz234567@example.org"),
+            ("From", ALICE),
+            ("Subject", "Re: [pure-skill-1 mnopqrstuvwxyz23] Round 1 of 13"),
+        ]
+    )
     # the old per-game plus-address and another mailbox's plus-address are no tokens
-    assert tokens_named(parse(raw, NOW), "referee@example.org") == [
-        "abcdefghijklmnop", "mnopqrstuvwxyz23"]
+    assert tokens_named(parse(raw, NOW), "referee@example.org") == ["abcdefghijklmnop", "mnopqrstuvwxyz23"]
 
 
 def test_a_mail_with_broken_headers_still_parses():
@@ -154,8 +168,12 @@ def test_a_mail_with_broken_headers_still_parses():
 
 
 def test_an_html_only_body_is_read_as_text():
-    incoming = parse(html_mail("<html><body><div dir=\"ltr\">bid K<br></div><div><br>"
-                               "</div><blockquote>bid 2</blockquote></body></html>"), NOW)  # fmt: skip
+    incoming = parse(
+        html_mail(
+            '<html><body><div dir="ltr">bid K<br></div><div><br></div><blockquote>bid 2</blockquote></body></html>'
+        ),
+        NOW,
+    )
     assert "<" not in incoming.text
     assert first_own_line(incoming.text) == "bid K"
 
@@ -183,8 +201,7 @@ def test_html_entities_are_decoded():
 
 
 def test_html_head_and_style_are_not_text():
-    html = ("<html><head><title>Re: game</title><style>p { margin: 0 }</style></head>"
-            "<body><p>bid K</p></body></html>")  # fmt: skip
+    html = "<html><head><title>Re: game</title><style>p { margin: 0 }</style></head><body><p>bid K</p></body></html>"
     assert first_own_line(parse(html_mail(html), NOW).text) == "bid K"
 
 
@@ -227,12 +244,15 @@ def test_outlook_s_unquoted_original_ends_the_own_text():
     assert first_own_line("-----Original Message-----\nbid 3\n") is None
 
 
-@pytest.mark.parametrize("marker", [
-    "----- Forwarded message from Referee <referee@example.org> -----",  # mutt
-    "---------- Forwarded message ---------",  # Gmail
-    "Begin forwarded message:",  # Apple Mail
-    "-------- Message transféré --------",  # Thunderbird, fr
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "marker",
+    [
+        "----- Forwarded message from Referee <referee@example.org> -----",  # mutt
+        "---------- Forwarded message ---------",  # Gmail
+        "Begin forwarded message:",  # Apple Mail
+        "-------- Message transféré --------",  # Thunderbird, fr
+    ],
+)
 def test_a_forwarded_original_ends_the_own_text(marker):
     assert own_lines(f"FYI\n\n{marker}\nDate: Sat\n\n    bid K\n") == ["FYI"]
 
@@ -275,35 +295,38 @@ def test_without_tags_drops_reply_prefixes_and_game_tags():
     assert without_tags("Re: [pure-skill-1]") == ""
 
 
-@pytest.mark.parametrize(("line", "word", "argument"), [
-    ("STATUS", "status", ""),
-    ("  Help!  ", "help", ""),
-    ("join Pure-Skill", "join", "Pure-Skill"),
-    ("TIMEZONE   Europe/Berlin", "timezone", "Europe/Berlin"),
-    ("Quit.", "quit", ""),
-    ("*STATUS*", "status", ""),
-    ("- help", "help", ""),
-    ("\uff28\uff25\uff2c\uff30", "help", ""),  # full-width
-    ("Timezone: America/Port_of_Spain.", "timezone", "America/Port_of_Spain"),
-    ("JOIN: pure-skill!", "join", "pure-skill"),
-    ("I resign.", "resign", ""),
-    ("bid 5", "", ""),  # a move, not a command
-    ("Hi,", "", ""),
-    ("Thanks for the game", "", ""),
-    ("Note: resign if you must", "", ""),  # a sentence, not RESIGN
-    ("Resign.", "resign", ""),
-    ("I resign", "resign", ""),
-    ("I'll resign if I lose this round.", "", ""),  # what cannot be undone counts only said alone
-    ("Resign?", "", ""),
-    ("Hi, resign", "", ""),
-    ("I'll end up bidding K", "", ""),  # END and QUIT stop the reading: never in a sentence
-    ("I quit smoking", "", ""),
-    ("I'll leave it to you", "", ""),
-    ("I'll join you for a beer", "", ""),  # after a lead-in, an argument must name a game
-    ("Let me list my reasons", "", ""),
-    ("I'd like to join Ice Ice Baby", "join", "Ice Ice Baby"),
-    ("Command: status", "status", ""),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("line", "word", "argument"),
+    [
+        ("STATUS", "status", ""),
+        ("  Help!  ", "help", ""),
+        ("join Pure-Skill", "join", "Pure-Skill"),
+        ("TIMEZONE   Europe/Berlin", "timezone", "Europe/Berlin"),
+        ("Quit.", "quit", ""),
+        ("*STATUS*", "status", ""),
+        ("- help", "help", ""),
+        ("\uff28\uff25\uff2c\uff30", "help", ""),  # full-width
+        ("Timezone: America/Port_of_Spain.", "timezone", "America/Port_of_Spain"),
+        ("JOIN: pure-skill!", "join", "pure-skill"),
+        ("I resign.", "resign", ""),
+        ("bid 5", "", ""),  # a move, not a command
+        ("Hi,", "", ""),
+        ("Thanks for the game", "", ""),
+        ("Note: resign if you must", "", ""),  # a sentence, not RESIGN
+        ("Resign.", "resign", ""),
+        ("I resign", "resign", ""),
+        ("I'll resign if I lose this round.", "", ""),  # what cannot be undone counts only said alone
+        ("Resign?", "", ""),
+        ("Hi, resign", "", ""),
+        ("I'll end up bidding K", "", ""),  # END and QUIT stop the reading: never in a sentence
+        ("I quit smoking", "", ""),
+        ("I'll leave it to you", "", ""),
+        ("I'll join you for a beer", "", ""),  # after a lead-in, an argument must name a game
+        ("Let me list my reasons", "", ""),
+        ("I'd like to join Ice Ice Baby", "join", "Ice Ice Baby"),
+        ("Command: status", "status", ""),
+    ],
+)
 def test_a_line_is_read_as_a_command_word_and_its_argument(line, word, argument):
     command = COMMANDS.read(line)
     assert (command.word, command.argument, command.line) == (word, argument, line.strip())
@@ -314,8 +337,7 @@ _line = st.lists(_words, min_size=1, max_size=5).map(" ".join)
 
 
 @settings(max_examples=60, deadline=None)
-@given(quoted=st.lists(_line, max_size=4), blanks=st.integers(0, 3), own=_line,
-       after=st.lists(_line, max_size=3))  # fmt: skip
+@given(quoted=st.lists(_line, max_size=4), blanks=st.integers(0, 3), own=_line, after=st.lists(_line, max_size=3))
 def test_the_first_own_line_is_the_first_unquoted_line(quoted, blanks, own, after):
     text = "\n".join(["> " + line for line in quoted] + [""] * blanks + [own] + after)
     assert first_own_line(text) == own
@@ -336,12 +358,15 @@ def test_auto_submitted_no_with_a_comment_is_a_person_s_mail():
     assert _classified({"Auto-Submitted": "no (sent by hand)"}) is None
 
 
-@pytest.mark.parametrize("headers", [
-    {"Auto-Submitted": "auto-replied (vacation)"},
-    {"Precedence": "auto_reply"},
-    {"List-Unsubscribe": "<mailto:leave@lists.example.org>"},
-    {"List-Post": "<mailto:club@lists.example.org>"},
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Auto-Submitted": "auto-replied (vacation)"},
+        {"Precedence": "auto_reply"},
+        {"List-Unsubscribe": "<mailto:leave@lists.example.org>"},
+        {"List-Post": "<mailto:club@lists.example.org>"},
+    ],
+)
 def test_automatic_and_list_mail_is_never_answered(headers):
     assert _classified(headers) is not None
 
@@ -356,15 +381,18 @@ def test_mail_from_our_own_plus_address_is_ours():
 
 
 def _plain(body: bytes, content_type: str = "text/plain") -> bytes:
-    head = (f"From: alice@example.org\r\nTo: referee@example.org\r\nSubject: Re: x\r\n"
-            f"Message-ID: <p@x>\r\nMIME-Version: 1.0\r\nContent-Type: {content_type}\r\n"
-            "Content-Transfer-Encoding: 8bit\r\n\r\n")  # fmt: skip
+    head = (
+        f"From: alice@example.org\r\nTo: referee@example.org\r\nSubject: Re: x\r\n"
+        f"Message-ID: <p@x>\r\nMIME-Version: 1.0\r\nContent-Type: {content_type}\r\n"
+        "Content-Transfer-Encoding: 8bit\r\n\r\n"
+    )
     return head.encode() + body
 
 
 def test_format_flowed_soft_breaks_are_joined_and_quotes_kept():
-    text = parse(_plain(b"bid \r\nK\r\n> quoted \r\n> prompt\r\n",
-                        "text/plain; charset=utf-8; format=flowed"), NOW).text  # fmt: skip
+    text = parse(
+        _plain(b"bid \r\nK\r\n> quoted \r\n> prompt\r\n", "text/plain; charset=utf-8; format=flowed"), NOW
+    ).text
     assert text.splitlines() == ["bid K", "> quoted prompt"]
     assert first_own_line(text) == "bid K"
 
@@ -374,23 +402,29 @@ def test_format_flowed_delsp_removes_the_added_space():
     assert text.splitlines()[0] == "bid K"
 
 
-@pytest.mark.parametrize(("body", "content_type"), [
-    ("Jürgen: bid K".encode(), "text/plain"),  # undeclared 8-bit UTF-8
-    ("Jürgen: bid K".encode("latin-1"), "text/plain"),  # undeclared Latin-1
-    ("Jürgen: bid K".encode("latin-1"), "text/plain; charset=x-unheard-of"),
-    ("Jürgen: bid K".encode("cp1252"), "text/plain; charset=windows-1252"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        ("Jürgen: bid K".encode(), "text/plain"),  # undeclared 8-bit UTF-8
+        ("Jürgen: bid K".encode("latin-1"), "text/plain"),  # undeclared Latin-1
+        ("Jürgen: bid K".encode("latin-1"), "text/plain; charset=x-unheard-of"),
+        ("Jürgen: bid K".encode("cp1252"), "text/plain; charset=windows-1252"),
+    ],
+)
 def test_any_charset_or_none_is_read(body, content_type):
     assert parse(_plain(body, content_type), NOW).text.startswith("Jürgen: bid K")
 
 
-@pytest.mark.parametrize("attribution", [
-    "On Sat, Nov 21, 2026 at 12:00 PM Referee <\nreferee@example.org> wrote:",  # Gmail, wrapped
-    "Am 21.11.2026 um 12:00 schrieb Referee <referee@example.org>:",
-    "Le 21 nov. 2026 à 12:00, Referee <referee@example.org> a écrit :",
-    "El sáb, 21 nov 2026 a las 12:00, Referee escribió:",
-    "Op 21 nov. 2026 om 12:00 schreef Referee:",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "attribution",
+    [
+        "On Sat, Nov 21, 2026 at 12:00 PM Referee <\nreferee@example.org> wrote:",  # Gmail, wrapped
+        "Am 21.11.2026 um 12:00 schrieb Referee <referee@example.org>:",
+        "Le 21 nov. 2026 à 12:00, Referee <referee@example.org> a écrit :",
+        "El sáb, 21 nov 2026 a las 12:00, Referee escribió:",
+        "Op 21 nov. 2026 om 12:00 schreef Referee:",
+    ],
+)
 def test_attribution_lines_in_many_forms_are_skipped(attribution):
     assert first_own_line(f"{attribution}\n> the prompt\n\nbid 5\n") == "bid 5"
 
@@ -410,36 +444,42 @@ def test_an_oversized_message_is_not_parsed_past_its_headers():
 # -- hostile input (issue 12) -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", [
-    "Alice <alice@example.org>",
-    '"Smith, Alice" <alice@example.org>',
-    "alice@example.org",
-    "alice@example.org (Alice)",
-    "<Alice@Example.org>",
-    "=?utf-8?q?Al=C3=AFce?= <alice@example.org>",
-    "Al\u00efce L. <alice@example.org>",  # a raw UTF-8 display name
-    '"alice@example.org" <alice@example.org>',
-    "Alice\r\n <alice@example.org>",  # folded
-    "Alice (home) <alice@example.org>",
-    "Alice <alice@example.org> (home)",
-    '"Eve" (not alice@example.org) <alice@example.org>',
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Alice <alice@example.org>",
+        '"Smith, Alice" <alice@example.org>',
+        "alice@example.org",
+        "alice@example.org (Alice)",
+        "<Alice@Example.org>",
+        "=?utf-8?q?Al=C3=AFce?= <alice@example.org>",
+        "Al\u00efce L. <alice@example.org>",  # a raw UTF-8 display name
+        '"alice@example.org" <alice@example.org>',
+        "Alice\r\n <alice@example.org>",  # folded
+        "Alice (home) <alice@example.org>",
+        "Alice <alice@example.org> (home)",
+        '"Eve" (not alice@example.org) <alice@example.org>',
+    ],
+)
 def test_an_ordinary_from_names_its_address(value):
     assert parse(mail([("From", value)]), NOW).sender == ALICE
 
 
-@pytest.mark.parametrize("headers", [
-    [("From", "alice@example.org <eve@example.org>")],
-    [("From", "<alice@example.org> eve@example.org")],
-    [("From", "=?utf-8?q?alice@example.org?=")],  # the address in an encoded word
-    [("From", 'ali"ce@example.org')],
-    [("From", "Alice <alice@example.org>, eve@example.org")],
-    [("From", "friends: alice@example.org;")],
-    [("From", "=?utf-8?q?=0BName:?=")],  # decodes to a control character
-    [("From", "Alice\x0b <alice@example.org>")],
-    [("From", "<>")],
-    [("From", ALICE), ("From", "eve@example.org")],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [("From", "alice@example.org <eve@example.org>")],
+        [("From", "<alice@example.org> eve@example.org")],
+        [("From", "=?utf-8?q?alice@example.org?=")],  # the address in an encoded word
+        [("From", 'ali"ce@example.org')],
+        [("From", "Alice <alice@example.org>, eve@example.org")],
+        [("From", "friends: alice@example.org;")],
+        [("From", "=?utf-8?q?=0BName:?=")],  # decodes to a control character
+        [("From", "Alice\x0b <alice@example.org>")],
+        [("From", "<>")],
+        [("From", ALICE), ("From", "eve@example.org")],
+    ],
+)
 def test_an_ambiguous_or_malformed_from_names_nobody(headers):
     assert parse(mail(headers), NOW).sender == ""
 
@@ -449,8 +489,9 @@ def test_an_internationalised_from_names_its_address():
     assert parse(raw, NOW).sender == "j\u00f6rg@b\u00fccher.example"
 
 
-@pytest.mark.parametrize("address", ["a\u2028b@example.org", "a\u00a0b@example.org",
-                                     "a\x85b@example.org", "a\u200bb@example.org"])  # fmt: skip
+@pytest.mark.parametrize(
+    "address", ["a\u2028b@example.org", "a\u00a0b@example.org", "a\x85b@example.org", "a\u200bb@example.org"]
+)
 def test_a_from_address_with_an_invisible_or_breaking_character_names_nobody(address):
     assert parse(f"From: {address}\r\n\r\nbid 5\r\n".encode(), NOW).sender == ""
 
@@ -481,13 +522,16 @@ def test_a_from_too_long_to_keep_whole_names_nobody():
 
 def test_the_fields_the_referee_reads_are_kept_among_thousands_of_others():
     junk = [(f"X-Junk-{i}", "x") for i in range(2000)]
-    raw = mail(junk + [
-        ("From", f"Al\u00efce <{ALICE}>"),
-        ("To", "referee+abcdefghijklmnop@example.org"),
-        ("Subject", "Re: [pure-skill-1] Round 1"),
-        ("Message-ID", "<late@example.net>"),
-        ("X-Long", "y" * 10_000),
-    ])  # fmt: skip
+    raw = mail(
+        junk
+        + [
+            ("From", f"Al\u00efce <{ALICE}>"),
+            ("To", "referee+abcdefghijklmnop@example.org"),
+            ("Subject", "Re: [pure-skill-1] Round 1"),
+            ("Message-ID", "<late@example.net>"),
+            ("X-Long", "y" * 10_000),
+        ]
+    )
     incoming = parse(raw, NOW)
     assert incoming.sender == ALICE
     assert incoming.recipients == ("referee+abcdefghijklmnop@example.org",)
@@ -498,8 +542,13 @@ def test_the_fields_the_referee_reads_are_kept_among_thousands_of_others():
 
 
 def test_a_raw_utf8_header_survives_a_long_field_beside_it():
-    raw = mail([("From", f"J\u00fcrgen <{ALICE}>"), ("Subject", "Gr\u00fc\u00dfe: bid 5"),
-                ("References", "<a@example.net> " * 1000)])  # fmt: skip
+    raw = mail(
+        [
+            ("From", f"J\u00fcrgen <{ALICE}>"),
+            ("Subject", "Gr\u00fc\u00dfe: bid 5"),
+            ("References", "<a@example.net> " * 1000),
+        ]
+    )
     incoming = parse(raw, NOW)
     assert (incoming.sender, incoming.subject) == (ALICE, "Grüße: bid 5")
 
@@ -522,8 +571,13 @@ def test_a_character_reference_beyond_unicode_reads_as_a_replacement_character(r
 
 
 def test_a_received_date_beyond_what_utc_can_hold_is_no_receipt_time():
-    raw = mail([("Received", "by mx.example.org; Fri, 31 Dec 9999 23:59:59 -1200"),
-                ("Delivery-date", format_datetime(START)), ("From", ALICE)])  # fmt: skip
+    raw = mail(
+        [
+            ("Received", "by mx.example.org; Fri, 31 Dec 9999 23:59:59 -1200"),
+            ("Delivery-date", format_datetime(START)),
+            ("From", ALICE),
+        ]
+    )
     assert parse(raw, NOW).received_at == START
 
 
@@ -544,7 +598,9 @@ def test_an_address_may_hold_any_letter_of_its_part_and_any_non_ascii_character(
     label), and, for RFC 6532, any printable character from U+00A1 up; a
     dot between two of them."""
     address = f"a{char}b@example.org" if where == "local" else f"alice@ex{char}ample.org"
-    allowed = (_ATEXT if where == "local" else set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")) | {"."}
+    allowed = (
+        _ATEXT if where == "local" else set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
+    ) | {"."}
     readable = char in allowed or (ord(char) >= 0xA1 and char.isprintable())
     raw = f"From: Alice <{address}>\r\nSubject: x\r\n\r\nbid 5\r\n".encode("utf-8", "surrogatepass")
     sender = parse(raw, START).sender
@@ -559,9 +615,16 @@ def test_a_hostile_line_is_read_in_linear_time(line):
     assert own_lines(f"{line}\nbid 7\n", 2) == [line.strip(), "bid 7"]
 
 
-PROMPT = ["Round 1 of 13 of game 1 is open.", "", "To bid, reply to this mail with one line, for example:", "",
-          "    bid K", "", "Cards may be written A (or ace, 1), 2 to 10, J (jack), Q (queen), K (king),",
-          "in any case."]  # fmt: skip
+PROMPT = [
+    "Round 1 of 13 of game 1 is open.",
+    "",
+    "To bid, reply to this mail with one line, for example:",
+    "",
+    "    bid K",
+    "",
+    "Cards may be written A (or ace, 1), 2 to 10, J (jack), Q (queen), K (king),",
+    "in any case.",
+]
 
 
 def test_a_lone_quoted_example_indented_further_than_the_referee_wrote_it_is_a_quote():
@@ -581,7 +644,9 @@ def test_an_unmarked_copy_of_the_referees_mail_is_a_quote_whoever_heads_it():
 def test_an_attribution_left_standing_above_a_reply_does_not_hide_it():
     assert own_lines("On Sat, 21 Nov 2026 at 12:00, Referee <referee@example.org> wrote:\n\nbid 7\n") == ["bid 7"]
     assert own_lines("Referee <referee@example.org> writes:\n\nbid 7\n") == ["bid 7"]
-    long = "On Sat, 21 Nov 2026 at 12:00, Referee <referee@example.org> wrote:\n\nHi referee,\n\nbid K\n\nThanks,\nAlice"
+    long = (
+        "On Sat, 21 Nov 2026 at 12:00, Referee <referee@example.org> wrote:\n\nHi referee,\n\nbid K\n\nThanks,\nAlice"
+    )
     assert own_lines(long, answered=PROMPT) == ["Hi referee,", "bid K", "Thanks,", "Alice"]
     # an original pasted unmarked below it is not hers
     pasted = "On Sat, 21 Nov 2026 at 12:00, Referee <referee@example.org> wrote:\n" + "\n".join(PROMPT)
@@ -599,8 +664,17 @@ def test_an_arrow_is_no_supercite_quote(line):
     assert own_lines(f"{line}\n") == [line]
 
 
-@pytest.mark.parametrize("header", ["Fra: Referee", "Kimden: Referee", "差出人: Referee", "*From:* Referee",
-                                    "-----Oprindelig meddelelse-----", "-------- Message original --------"])
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Fra: Referee",
+        "Kimden: Referee",
+        "差出人: Referee",
+        "*From:* Referee",
+        "-----Oprindelig meddelelse-----",
+        "-------- Message original --------",
+    ],
+)
 def test_outlooks_original_in_other_languages_ends_the_own_text(header):
     assert own_lines(f"bid Q\n\n{header}\n\n    bid K\n") == ["bid Q"]
 

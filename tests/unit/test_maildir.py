@@ -75,10 +75,7 @@ def test_receipt_time_from_the_name(box):
 
 
 def test_receipt_time_from_mtime_when_the_name_has_none(box):
-    raw = (
-        b"Received: from x by y; Tue, 2 Jan 2001 00:00:00 +0000\r\n"
-        b"Date: Mon, 1 Jan 2001 00:00:00 +0000\r\n\r\nhi\r\n"
-    )
+    raw = b"Received: from x by y; Tue, 2 Jan 2001 00:00:00 +0000\r\nDate: Mon, 1 Jan 2001 00:00:00 +0000\r\n\r\nhi\r\n"
     deliver(box, "no-timestamp-here", raw)
     os.utime(box / "new" / "no-timestamp-here", (T0, T0 + 0.25))
     (message,) = fetch(MaildirSource(box))

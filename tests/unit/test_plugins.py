@@ -57,8 +57,15 @@ def high_card(installed: Path, monkeypatch) -> object:
 def referee(installed: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
     """`python -m referee ARGS` in a new process, with High Card installed."""
     path = os.pathsep.join([str(installed), str(EXAMPLE), str(ROOT), os.environ.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-m", "referee", *args], capture_output=True, text=True, cwd=cwd,
-                          env={**os.environ, "PYTHONPATH": path}, timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "referee", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": path},
+        timeout=120,
+        check=False,
+    )
 
 
 def test_kinds_lists_the_installed_game_with_its_option_and_rulings(installed, tmp_path):
@@ -67,10 +74,15 @@ def test_kinds_lists_the_installed_game_with_its_option_and_rulings(installed, t
     lines = done.stdout.splitlines()
     at = next(i for i, line in enumerate(lines) if line.split()[0] == KIND)
     assert lines[at].split(None, 1)[1] == "High Card (2 to 5 seats)"
-    assert lines[at + 1].split(None, 2) == ["--option", "hand=5",
-                                            "cards dealt to each player, and so rounds played: 2 to 10 (H1)"]  # fmt: skip
-    assert lines[at + 2:at + 4] == [f"    rules:   {EXAMPLE / 'high_card' / 'rules.txt'}",
-                                    f"    rulings: {EXAMPLE / 'high_card' / 'rulings.md'}"]  # fmt: skip
+    assert lines[at + 1].split(None, 2) == [
+        "--option",
+        "hand=5",
+        "cards dealt to each player, and so rounds played: 2 to 10 (H1)",
+    ]
+    assert lines[at + 2 : at + 4] == [
+        f"    rules:   {EXAMPLE / 'high_card' / 'rules.txt'}",
+        f"    rulings: {EXAMPLE / 'high_card' / 'rulings.md'}",
+    ]
     assert [line.split()[0] for line in lines if not line.startswith(" ")][:5] == list(GAMES)[:5]
 
 
@@ -99,22 +111,30 @@ def test_a_game_played_by_mail_to_the_end_with_its_site_and_a_record_that_verifi
         hands = [high_card.view(table.state, seat)["hand"] for seat in range(3)]
         if number < 3:
             (rank, suit), words = hands[0][0], {"C": "clubs", "D": "diamonds", "H": "hearts", "S": "spades"}
-            assert send(engine, clock, PLAYERS[0], f"I play the {'10' if rank == 'T' else rank} of {words[suit]}.").code == "move"
+            assert (
+                send(engine, clock, PLAYERS[0], f"I play the {'10' if rank == 'T' else rank} of {words[suit]}.").code
+                == "move"
+            )
             assert send(engine, clock, PLAYERS[1], f"play {hands[1][-1].lower()}").code == "move"
             to_deadline(engine, clock)  # carol's card: at random
             engine.tick()
         site.render()
         assert engine.table(game).row["state"] == ("finished" if number >= 2 else "running")  # round 3: forced
     rounds = [m for m in mails(engine, PLAYERS[2]) if "takes the trick" in m["subject"]]
-    assert [m["subject"].split("]", 1)[1].split(":")[0].strip() for m in rounds] == ["Round 1 of 3", "Round 2 of 3",
-                                                                                        "Round 3 of 3"]  # fmt: skip
+    assert [m["subject"].split("]", 1)[1].split(":")[0].strip() for m in rounds] == [
+        "Round 1 of 3",
+        "Round 2 of 3",
+        "Round 3 of 3",
+    ]
     assert "(random: none by the deadline)" in rounds[0]["body"] and "(the last card)" in rounds[2]["body"]
     final = mails(engine, PLAYERS[0])[-1]
     assert "Game over" in final["subject"] and engine.table(game).seed.hex() in final["body"]
     page = (tmp_path / "site" / "games" / str(game) / "index.html").read_text(encoding="utf-8")
     assert "High Card" in page and 'id="phase-3"' in page
     assert "Round 1 of 3:" in (tmp_path / "site" / "feed.atom").read_text(encoding="utf-8")
-    assert "takes the trick, worth one point" in (tmp_path / "site" / "rules" / f"{KIND}.html").read_text(encoding="utf-8")
+    assert "takes the trick, worth one point" in (tmp_path / "site" / "rules" / f"{KIND}.html").read_text(
+        encoding="utf-8"
+    )
     record = tmp_path / "site" / "games" / str(game) / "record.json"
     assert json.loads(record.read_text(encoding="utf-8"))["game"]["kind"] == KIND
     done = referee(installed, "verify", str(record), cwd=tmp_path)  # as a player with the package installed checks it

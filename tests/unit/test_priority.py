@@ -152,8 +152,7 @@ def test_turn_one_card_a_colour_and_moves_go_to_an_empty_colour():
 def test_turn_goes_clockwise_and_skips_those_who_passed_until_all_have_passed():
     state = at(start(4), 1, first=1)
     order = []
-    for text in ["pass", "play 1 on red", "play 1 on red", "play 1 on red", "play 2 on blue", "pass",
-                 "pass", "pass"]:  # fmt: skip
+    for text in ["pass", "play 1 on red", "play 1 on red", "play 1 on red", "play 2 on blue", "pass", "pass", "pass"]:
         order.append(state.turn)
         state, events = play(state, text)
     assert order == [1, 2, 3, 0, 2, 3, 0, 2]
@@ -188,7 +187,11 @@ def test_limit_a_seat_at_its_turn_limit_passes_without_being_asked():
     assert state.turn == 1 and state.passed == (0,)
     state, events = play(state, "play 1 on red")  # seat 1's second: everyone is at the limit
     assert [(e["type"], e.get("seat"), e.get("why")) for e in events[:4]] == [
-        ("play", 1, None), ("pass", 2, "turn limit"), ("pass", 1, "turn limit"), ("tally", None, None)]
+        ("play", 1, None),
+        ("pass", 2, "turn limit"),
+        ("pass", 1, "turn limit"),
+        ("tally", None, None),
+    ]
     assert state.round == 2
 
 
@@ -197,8 +200,12 @@ def test_limit_a_full_board_with_an_empty_hand_passes_without_being_asked():
     state, events = play(state, "play 3 on green")
     state, events = play(state, "pass")  # seat 1
     state, events = play(state, "pass")  # seat 2: seat 0 is next, with nothing but pass
-    assert events[0]["type"] == "pass" and bare(events[1]) == {"type": "pass", "seat": 0, "forced": True,
-                                                               "why": "board full"}  # fmt: skip
+    assert events[0]["type"] == "pass" and bare(events[1]) == {
+        "type": "pass",
+        "seat": 0,
+        "forced": True,
+        "why": "board full",
+    }
 
 
 def test_limit_parse_refuses_plays_past_the_limit():
@@ -251,18 +258,27 @@ def test_tally_the_last_round_ends_the_game():
 # --- the end ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scores, bots, winner", [
-    ((8, 3, 5, 1), (), 0),
-    ((8, 8, 5, 3), (), 2),  # "the next highest total wins"
-    ((8, 8, 5, 5, 3), (), 4),  # and again
-    ((5, 5, 2, 2), (), None),  # every total shared: no winner
-    ((9, 8, 5), (0,), 1),  # a bot is not a player when the winner is decided
-    ((9, 9, 5), (0,), 1),  # nor does a bot's total knock a player's out
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "scores, bots, winner",
+    [
+        ((8, 3, 5, 1), (), 0),
+        ((8, 8, 5, 3), (), 2),  # "the next highest total wins"
+        ((8, 8, 5, 5, 3), (), 4),  # and again
+        ((5, 5, 2, 2), (), None),  # every total shared: no winner
+        ((9, 8, 5), (0,), 1),  # a bot is not a player when the winner is decided
+        ((9, 9, 5), (0,), 1),  # nor does a bot's total knock a player's out
+    ],
+)
 def test_final_the_highest_total_no_one_shares_wins(scores, bots, winner):
     seats = max(3, len(scores))
-    state = replace(start(seats), item=None, deck=(), turn=None, bots=frozenset(bots),
-                    won=tuple((s,) if s else () for s in scores) + ((),) * (seats - len(scores)))  # fmt: skip
+    state = replace(
+        start(seats),
+        item=None,
+        deck=(),
+        turn=None,
+        bots=frozenset(bots),
+        won=tuple((s,) if s else () for s in scores) + ((),) * (seats - len(scores)),
+    )
     result = GAME.result(state)
     assert result.winner == winner and result.scores[: len(scores)] == scores
 
@@ -295,8 +311,7 @@ def test_secret_a_seat_sees_its_own_colour_its_right_neighbours_and_its_own_card
 def test_secret_with_three_players_the_third_colour_follows_and_the_start_news_says_so():
     state = replace(start(3), colours=("green", "red", "blue"))
     news = GAME.private_news(None, state, 0)
-    assert news == {"colour": "green", "right": 2, "right_colour": "blue",
-                    "deduced": [{"seat": 1, "colour": "red"}]}  # fmt: skip
+    assert news == {"colour": "green", "right": 2, "right_colour": "blue", "deduced": [{"seat": 1, "colour": "red"}]}
 
 
 def test_secret_a_colour_that_follows_from_a_reveal_is_news_for_that_seat_only():
@@ -316,37 +331,72 @@ def test_secret_a_colour_that_follows_from_a_reveal_is_news_for_that_seat_only()
 # --- parsing ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", ["play 3 on blue", "PLAY 3 BLUE", "play blue 3", "put 3 on blue",
-                                  "3 on blue", "play three on blue", "Play 3 on blu.", "place card 3 onto blue",
-                                  "Blue 3", "play 3 on blue, thanks"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "play 3 on blue",
+        "PLAY 3 BLUE",
+        "play blue 3",
+        "put 3 on blue",
+        "3 on blue",
+        "play three on blue",
+        "Play 3 on blu.",
+        "place card 3 onto blue",
+        "Blue 3",
+        "play 3 on blue, thanks",
+    ],
+)
 def test_parse_ways_of_writing_a_play(text):
     assert GAME.parse_move(at(start(4), 0), 0, text) == ("play", 3, "blue")
 
 
-@pytest.mark.parametrize("text", ["move red to green", "move red green", "move from red to green",
-                                  "move 2 to green", "move 2 from red to green", "move my card on red to gre"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "move red to green",
+        "move red green",
+        "move from red to green",
+        "move 2 to green",
+        "move 2 from red to green",
+        "move my card on red to gre",
+    ],
+)
 def test_parse_ways_of_writing_a_move(text):
     state = at(boards(start(4), {"red": 2}), 0)
     assert GAME.parse_move(state, 0, text) == ("move", "red", "green")
 
 
-@pytest.mark.parametrize("text", ["pass", "Pass.", "I pass", "I'll pass", "ok, pass", "pass for now", "pass this turn",
-                                  "pass for the rest of the round"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pass",
+        "Pass.",
+        "I pass",
+        "I'll pass",
+        "ok, pass",
+        "pass for now",
+        "pass this turn",
+        "pass for the rest of the round",
+    ],
+)
 def test_parse_ways_of_writing_a_pass(text):
     assert GAME.parse_move(at(start(4), 0), 0, text) == ("pass",)
 
 
-@pytest.mark.parametrize("text, why", [
-    ("play 3 on pink", "colours of this game are red, blue, green, yellow"),
-    ("play 3 on purple", "colours of this game"),  # not in a 4-player game
-    ("play 9 on red", "1 to 4"),
-    ("play 3", "one card and one colour"),
-    ("play 3 on bl", "do not know the colour 'bl'"),
-    ("bid 3 on red", "A move is"),
-    ("move red", "which colour to move from"),
-    ("move 2 from blue to green", "not on blue"),
-    ("play 1 on blue and 3 on green", "One move a turn"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("play 3 on pink", "colours of this game are red, blue, green, yellow"),
+        ("play 3 on purple", "colours of this game"),  # not in a 4-player game
+        ("play 9 on red", "1 to 4"),
+        ("play 3", "one card and one colour"),
+        ("play 3 on bl", "do not know the colour 'bl'"),
+        ("bid 3 on red", "A move is"),
+        ("move red", "which colour to move from"),
+        ("move 2 from blue to green", "not on blue"),
+        ("play 1 on blue and 3 on green", "One move a turn"),
+    ],
+)
 def test_parse_refuses_with_a_reason(text, why):
     state = at(boards(start(4), {"red": 2}), 0)
     with pytest.raises(MoveError, match=why):
@@ -413,8 +463,9 @@ def test_property_every_card_is_in_hand_or_on_one_space_and_totals_are_the_sums(
                 totals = {c: sum(b.get(c, 0) for b in event["boards"]) for c in before.in_play}
                 assert event["totals"] == totals
                 if cards is not None:  # the round ended on this pass: the boards as they were
-                    assert event["boards"] == [{c: v for c, v in zip(before.in_play, b, strict=True) if v}
-                                               for b in cards]  # fmt: skip
+                    assert event["boards"] == [
+                        {c: v for c, v in zip(before.in_play, b, strict=True) if v} for b in cards
+                    ]
                 low = min(totals.values())
                 lowest = [c for c in before.in_play if totals[c] == low]
                 assert event["winner"] == (before.colours.index(lowest[0]) if len(lowest) == 1 else None)

@@ -49,9 +49,14 @@ def test_each_seats_news_reaches_only_that_seat_once(tmp_path, monkeypatch, capl
         return {"secret": secret}
 
     monkeypatch.setattr(type(GAMES[kind]), "private_news", news)
-    config = Config(address="referee@example.org", database=tmp_path / "games.db", reminder=None,
-                    outage_gap=None, templates=secret_templates(tmp_path / "templates"),
-                    site_dir=tmp_path / "site")  # fmt: skip
+    config = Config(
+        address="referee@example.org",
+        database=tmp_path / "games.db",
+        reminder=None,
+        outage_gap=None,
+        templates=secret_templates(tmp_path / "templates"),
+        site_dir=tmp_path / "site",
+    )
     clock = FakeClock()
     engine = Engine(Store(config.database), config, clock)
     caplog.set_level(logging.INFO, logger="referee")
@@ -75,8 +80,9 @@ def test_each_seats_news_reaches_only_that_seat_once(tmp_path, monkeypatch, capl
 
 def test_pure_skill_players_learn_their_hand_in_the_start_mail(engine: Engine):
     engine.new_game("pure-skill", PLAYERS)
-    starts = {mail["recipients"][0]: body_of(mail["raw"]) for mail in engine.store.outbox(None)
-              if "begins" in mail["subject"]}  # fmt: skip
+    starts = {
+        mail["recipients"][0]: body_of(mail["raw"]) for mail in engine.store.outbox(None) if "begins" in mail["subject"]
+    }
     for player, suit in zip(PLAYERS, ("hearts", "diamonds", "clubs")):
         assert f"Only for you:\n  You bid from {suit}, and hold A 2 3 4 5 6 7 8 9 10 J Q K." in starts[player]
         others = [s for s in ("hearts", "diamonds", "clubs") if s != suit]
@@ -84,8 +90,9 @@ def test_pure_skill_players_learn_their_hand_in_the_start_mail(engine: Engine):
 
 
 def test_a_game_without_its_own_news_template_shows_the_news_as_lines(engine, monkeypatch):
-    monkeypatch.setattr(type(GAMES["ice"]), "private_news",
-                        lambda self, before, after, seat: {"your colour": "red", "dice": [3, 5]})
+    monkeypatch.setattr(
+        type(GAMES["ice"]), "private_news", lambda self, before, after, seat: {"your colour": "red", "dice": [3, 5]}
+    )
     engine.new_game("ice", PLAYERS)
     start = next(m for m in engine.store.outbox(None) if m["recipients"] == [PLAYERS[0]])
     assert "Only for you:\n  your colour: red\n  dice: 3 5\n" in body_of(start["raw"])

@@ -33,8 +33,7 @@ CANCELLING = ("pawn", "reroll")  # Bid!'s moves that cancel an auction (B4)
 
 
 def site_files(folder: Path) -> dict[str, bytes]:
-    return {str(path.relative_to(folder)): path.read_bytes()
-            for path in sorted(folder.rglob("*")) if path.is_file()}  # fmt: skip
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
 
 
 _SITES: dict[str, Site] = {}
@@ -53,8 +52,7 @@ class Twins:
 
     def __init__(self, root: Path, kind: str, options: dict):
         self.clock = FakeClock()
-        config = Config(address="referee@example.org", database=root / "unused.db", reminder=None,
-                        outage_gap=None)  # fmt: skip
+        config = Config(address="referee@example.org", database=root / "unused.db", reminder=None, outage_gap=None)
         self.engine = Engine(Store(":memory:"), config, self.clock)
         self.game = self.engine.new_game(kind, PLAYERS, deadline=ROUND, settle=SETTLE, options=options)
         self.twin = Engine(Store(":memory:"), config, self.clock)
@@ -65,8 +63,16 @@ class Twins:
 
     def send(self, engine: Engine, seat: int, text: str) -> str:
         label = engine.table(self.game).open_phase["label"]
-        return engine.ingest(reply(engine, PLAYERS[seat], text, game=self.game, received=self.clock(),
-                                   subject=f"Re: [{self.kind}-{self.game}] {label}")).code  # fmt: skip
+        return engine.ingest(
+            reply(
+                engine,
+                PLAYERS[seat],
+                text,
+                game=self.game,
+                received=self.clock(),
+                subject=f"Re: [{self.kind}-{self.game}] {label}",
+            )
+        ).code
 
     def render(self) -> None:
         self.site.render()
@@ -81,8 +87,9 @@ class Twins:
         return self.engine.table(self.game).row["state"] == "running"
 
 
-def choose(rules, state, seat: int, chooser: random.Random, avoid: str | None = None,
-           verbs: tuple[str, ...] | None = None) -> str | None:  # fmt: skip
+def choose(
+    rules, state, seat: int, chooser: random.Random, avoid: str | None = None, verbs: tuple[str, ...] | None = None
+) -> str | None:
     """A legal move's text: a verb first, uniformly (so a pawn is played
     now and then), then a move of that verb; None if there is no other."""
     texts = [rules.move_text(move) for move in rules.legal_moves(state, seat)]
@@ -99,9 +106,12 @@ def unseen_bids(twins: Twins, planned: dict[int, str], chooser: random.Random) -
     if twins.kind != "bid" or not any(text.split()[0] in CANCELLING for text in planned.values()):
         return planned
     table = twins.engine.table(twins.game)
-    return {seat: text if text.split()[0] in CANCELLING
-            else choose(table.rules, table.state, seat, chooser, avoid=text, verbs=("bid",)) or text
-            for seat, text in planned.items()}  # fmt: skip
+    return {
+        seat: text
+        if text.split()[0] in CANCELLING
+        else choose(table.rules, table.state, seat, chooser, avoid=text, verbs=("bid",)) or text
+        for seat, text in planned.items()
+    }
 
 
 def play_phase(twins: Twins, chooser: random.Random) -> None:
@@ -110,8 +120,7 @@ def play_phase(twins: Twins, chooser: random.Random) -> None:
     table = twins.engine.table(twins.game)
     phase = table.open_phase
     movers = [seat for seat in table.waiting_for(phase) if table.human(seat)]
-    planned = {seat: choose(table.rules, table.state, seat, chooser) for seat in movers
-               if chooser.random() < 0.9}  # fmt: skip
+    planned = {seat: choose(table.rules, table.state, seat, chooser) for seat in movers if chooser.random() < 0.9}
     finals = unseen_bids(twins, planned, chooser)
     for seat, text in planned.items():
         if not phase["sealed"]:  # a turn's move is final: the twin's mover is first refused
@@ -151,12 +160,15 @@ def check_cancelled_bids_unseen(twins: Twins) -> int:
     return cancelled
 
 
-@pytest.mark.parametrize(("kind", "options", "seed", "phases"), [
-    ("pure-skill", {}, 1, 13),
-    ("bid", {"max_auctions": 10}, 2, 99),
-    ("bid", {"reroll": "coin", "max_auctions": 6}, 3, 99),
-    ("ice", {}, 4, 20),  # nothing is hidden in Ice Ice Baby but a refused move: a part of a game will do
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kind", "options", "seed", "phases"),
+    [
+        ("pure-skill", {}, 1, 13),
+        ("bid", {"max_auctions": 10}, 2, 99),
+        ("bid", {"reroll": "coin", "max_auctions": 6}, 3, 99),
+        ("ice", {}, 4, 20),  # nothing is hidden in Ice Ice Baby but a refused move: a part of a game will do
+    ],
+)
 def test_public_files_depend_on_public_facts_only(tmp_path, kind, options, seed, phases):
     twins = Twins(tmp_path, kind, options)
     chooser = random.Random(seed)

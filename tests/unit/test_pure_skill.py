@@ -23,8 +23,7 @@ GAME = PureSkill()
 CARDS = list(range(1, 14))
 ALL = frozenset(CARDS)
 # The rule text's names (4b), written out here rather than taken from the code.
-WORDS = ["ace", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-         "jack", "queen", "king"]  # fmt: skip
+WORDS = ["ace", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "jack", "queen", "king"]
 SHORT = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"]
 
 
@@ -69,9 +68,14 @@ def finished(takes, bots=()) -> PureSkillState:
     """A game after round 13: spades nobody took were discarded."""
     won = set(chain.from_iterable(takes))
     return make_state(
-        round=14, prize=None, hands=((), (), ()), takes=takes, spades=(),
-        discarded=sorted(ALL - won), bots=bots,
-    )  # fmt: skip
+        round=14,
+        prize=None,
+        hands=((), (), ()),
+        takes=takes,
+        spades=(),
+        discarded=sorted(ALL - won),
+        bots=bots,
+    )
 
 
 def bid(state, b0, b1, b2, label="test resolve"):
@@ -533,9 +537,7 @@ ties = st.sampled_from(["discard", "carry"])
 
 def _spades_accounted_for(state):
     prize = [] if state.prize is None else [state.prize]
-    return sorted(
-        [*state.spades, *prize, *state.pot, *chain.from_iterable(state.takes), *state.discarded_prizes]
-    )
+    return sorted([*state.spades, *prize, *state.pot, *chain.from_iterable(state.takes), *state.discarded_prizes])
 
 
 @settings(max_examples=80, deadline=None)

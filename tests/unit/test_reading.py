@@ -70,16 +70,63 @@ def with_invisibles(text: str) -> str:
 
 
 CASES = {"as is": str, "lower": str.lower, "upper": str.upper, "capitalised": str.capitalize}
-SPACING = {"plain": str, "nbsp": lambda t: t.replace(" ", "\u00a0"), "zero-width": with_invisibles,
-           "full-width": full_width, "doubled": lambda t: t.replace(" ", "  ")}  # fmt: skip
-VERB_MARKS = {"none": "{verb} {rest}", "colon": "{verb}: {rest}", "tight colon": "{verb}:{rest}",
-              "dash": "{verb} - {rest}", "arrow": "{verb} -> {rest}", "quoted argument": '{verb} "{rest}"',
-              "bold verb": "*{verb}* {rest}"}  # fmt: skip
-LEAD_INS = ["", "I ", "I'll ", "I'd like to ", "ok, ", "Please ", "so ", "Hi referee, ", "Thanks! ", "OK - ",
-            "I'm going to "]  # fmt: skip
-WRAPS = ["{}", "*{}*", "**{}**", "_{}_", '"{}"', "'{}'", "\u201c{}\u201d", "({})", "[{}]", "`{}`", "- {}",
-         "* {}", "\u2022 {}", "1. {}", "2) {}", "{}.", "{}!", "{} !!", "{}...", "{}, please", "{} thanks",
-         "{} - good luck!", "{} -- Alice", "{} :-)", "{} \U0001f44d", "~~bid 1~~ {}"]  # fmt: skip
+SPACING = {
+    "plain": str,
+    "nbsp": lambda t: t.replace(" ", "\u00a0"),
+    "zero-width": with_invisibles,
+    "full-width": full_width,
+    "doubled": lambda t: t.replace(" ", "  "),
+}
+VERB_MARKS = {
+    "none": "{verb} {rest}",
+    "colon": "{verb}: {rest}",
+    "tight colon": "{verb}:{rest}",
+    "dash": "{verb} - {rest}",
+    "arrow": "{verb} -> {rest}",
+    "quoted argument": '{verb} "{rest}"',
+    "bold verb": "*{verb}* {rest}",
+}
+LEAD_INS = [
+    "",
+    "I ",
+    "I'll ",
+    "I'd like to ",
+    "ok, ",
+    "Please ",
+    "so ",
+    "Hi referee, ",
+    "Thanks! ",
+    "OK - ",
+    "I'm going to ",
+]
+WRAPS = [
+    "{}",
+    "*{}*",
+    "**{}**",
+    "_{}_",
+    '"{}"',
+    "'{}'",
+    "\u201c{}\u201d",
+    "({})",
+    "[{}]",
+    "`{}`",
+    "- {}",
+    "* {}",
+    "\u2022 {}",
+    "1. {}",
+    "2) {}",
+    "{}.",
+    "{}!",
+    "{} !!",
+    "{}...",
+    "{}, please",
+    "{} thanks",
+    "{} - good luck!",
+    "{} -- Alice",
+    "{} :-)",
+    "{} \U0001f44d",
+    "~~bid 1~~ {}",
+]
 
 
 @st.composite
@@ -101,23 +148,35 @@ def typed(draw, game: Game, move_text: str) -> str:
 # -- how clients quote ---------------------------------------------------------------
 
 ATTRIBUTIONS = [
-    "", "On Sat, 21 Nov 2026 at 12:00, Referee <referee@example.org> wrote:",
-    "Referee <referee@example.org> writes:", "referee@example.org wrote:",
+    "",
+    "On Sat, 21 Nov 2026 at 12:00, Referee <referee@example.org> wrote:",
+    "Referee <referee@example.org> writes:",
+    "referee@example.org wrote:",
     "Le sam. 21 nov. 2026 à 12:00, Referee <referee@example.org> a écrit :",
     "Am Sa., 21. Nov. 2026 um 12:00 Uhr schrieb Referee <referee@example.org>:",
-    "Quoting Referee <referee@example.org>:", "* Referee <referee@example.org> [2026-11-21 12:00]:",
+    "Quoting Referee <referee@example.org>:",
+    "* Referee <referee@example.org> [2026-11-21 12:00]:",
     "2026年11月21日(土) 12:00 Referee <referee@example.org>:",
-]  # fmt: skip
+]
 MARKS = ["> ", ">", "| ", ": ", "\t", "   ", "    ", "referee> "]
 
 
 def prompt(examples: list[str]) -> list[str]:
     """A prompt of the referee's, with example moves as its mails show them."""
-    return ["Round 1 of game 1 is open.", "", "Your hand: A 2 3 4 5 6 7 8 9 10 J Q K", "",
-            "Reply to this mail with one line, for example:", "",
-            *[f"    {example}" for example in examples], "",
-            "Deadline: 2026-11-24 12:00 UTC (in 3 days).", "", "-- ",
-            "Game 1, refereed by mail at referee@example.org."]  # fmt: skip
+    return [
+        "Round 1 of game 1 is open.",
+        "",
+        "Your hand: A 2 3 4 5 6 7 8 9 10 J Q K",
+        "",
+        "Reply to this mail with one line, for example:",
+        "",
+        *[f"    {example}" for example in examples],
+        "",
+        "Deadline: 2026-11-24 12:00 UTC (in 3 days).",
+        "",
+        "-- ",
+        "Game 1, refereed by mail at referee@example.org.",
+    ]
 
 
 def quoted(lines: list[str], style: tuple[str, str]) -> str:
@@ -156,10 +215,14 @@ def test_every_legal_move_in_every_decoration_reads_back_to_itself(data, positio
 
 
 @PROPERTY
-@given(data=st.data(), position=positions(), style=styles,
-       placement=st.sampled_from(["top", "bottom", "inline"]), known=st.booleans())  # fmt: skip
-def test_a_decorated_move_in_a_reply_in_every_quote_style_is_the_one_move_read(
-        data, position, style, placement, known):  # fmt: skip
+@given(
+    data=st.data(),
+    position=positions(),
+    style=styles,
+    placement=st.sampled_from(["top", "bottom", "inline"]),
+    known=st.booleans(),
+)
+def test_a_decorated_move_in_a_reply_in_every_quote_style_is_the_one_move_read(data, position, style, placement, known):
     game, state, seat, move = position
     others = [m for m in game.legal_moves(state, seat) if m != move][:3]
     examples = [data.draw(typed(game, game.move_text(m))) for m in others]
@@ -179,8 +242,13 @@ def test_a_decorated_move_in_a_reply_in_every_quote_style_is_the_one_move_read(
 
 
 @PROPERTY
-@given(data=st.data(), position=positions(), style=styles, known=st.booleans(),
-       greeting=st.sampled_from(["", "Thanks!", "Hi referee,"]))  # fmt: skip
+@given(
+    data=st.data(),
+    position=positions(),
+    style=styles,
+    known=st.booleans(),
+    greeting=st.sampled_from(["", "Thanks!", "Hi referee,"]),
+)
 def test_no_decoration_of_a_quoted_example_is_ever_read_as_a_move(data, position, style, known, greeting):
     game, state, seat, _ = position
     legal = game.legal_moves(state, seat)
@@ -207,52 +275,109 @@ def pure_skill_state():
     return reached("pure-skill", 0, 0)
 
 
-@pytest.mark.parametrize(("line", "card"), [
-    ("bid 7", "7"), ("Bid: King.", "K"), ("bid - Q!", "Q"), ("*bid 4*", "4"), ("**bid J**", "J"),
-    ('"bid 8"', "8"), ("(bid 3)", "3"), ("- bid 6", "6"), ("1. bid 2", "2"), ("I bid the 10.", "10"),
-    ("My bid is Queen.", "Q"), ("play the jack", "J"), ("bid Queen of hearts", "Q"), ("bid ｑ", "Q"),
-    ("ｂｉｄ\u3000７", "7"), ("bid\u00a07", "7"), ("b\u200bid 7", "7"), ("BID: ACE", "A"),
-    ("Ok, bid 7 please", "7"), ("I'd like to bid nine, thanks", "9"), ("my move: bid 5", "5"),
-    ("Move: bid 5", "5"), ("bid:K", "K"), ("bid \u201cK\u201d", "K"), ("my choice is to play the king", "K"),
-    ("I'll play my Ace", "A"), ("bid A", "A"), ("• bid 9", "9"), ("bid=7", "7"), ("bid -> K", "K"),
-    ("_bid 7_", "7"), ("bid 7 thank you", "7"), ("Bid ten of Hearts!", "10"), ("bid \U0001d7d5", "7"),
-    ("Hi referee, bid K", "K"), ("Thanks! bid 9", "9"), ("OK - bid 4", "4"), ("Dear referee, play the 5", "5"),
-    ("bid K - A.", "K"), ("bid K -- Alice", "K"), ("bid 3 - good luck!", "3"), ("bid K \U0001f44d", "K"),
-    ("bid 8 :-)", "8"), ("I'm going to bid 6", "6"), ("I am bidding the king", "K"), ("bidding: 2", "2"),
-    ("My bid for this round is 7", "7"), ("bid K\u2665", "K"), ("bid \u26657", "7"), ("bid->Q", "Q"),
-    ("Actually, bid 8", "8"), ("Sorry, I meant bid 8", "8"), ("No wait, bid 8", "8"), ("Correction: bid 8", "8"),
-    ("PS: bid 8", "8"), ("~~bid 7~~ bid 8", "8"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("line", "card"),
+    [
+        ("bid 7", "7"),
+        ("Bid: King.", "K"),
+        ("bid - Q!", "Q"),
+        ("*bid 4*", "4"),
+        ("**bid J**", "J"),
+        ('"bid 8"', "8"),
+        ("(bid 3)", "3"),
+        ("- bid 6", "6"),
+        ("1. bid 2", "2"),
+        ("I bid the 10.", "10"),
+        ("My bid is Queen.", "Q"),
+        ("play the jack", "J"),
+        ("bid Queen of hearts", "Q"),
+        ("bid ｑ", "Q"),
+        ("ｂｉｄ\u3000７", "7"),
+        ("bid\u00a07", "7"),
+        ("b\u200bid 7", "7"),
+        ("BID: ACE", "A"),
+        ("Ok, bid 7 please", "7"),
+        ("I'd like to bid nine, thanks", "9"),
+        ("my move: bid 5", "5"),
+        ("Move: bid 5", "5"),
+        ("bid:K", "K"),
+        ("bid \u201cK\u201d", "K"),
+        ("my choice is to play the king", "K"),
+        ("I'll play my Ace", "A"),
+        ("bid A", "A"),
+        ("• bid 9", "9"),
+        ("bid=7", "7"),
+        ("bid -> K", "K"),
+        ("_bid 7_", "7"),
+        ("bid 7 thank you", "7"),
+        ("Bid ten of Hearts!", "10"),
+        ("bid \U0001d7d5", "7"),
+        ("Hi referee, bid K", "K"),
+        ("Thanks! bid 9", "9"),
+        ("OK - bid 4", "4"),
+        ("Dear referee, play the 5", "5"),
+        ("bid K - A.", "K"),
+        ("bid K -- Alice", "K"),
+        ("bid 3 - good luck!", "3"),
+        ("bid K \U0001f44d", "K"),
+        ("bid 8 :-)", "8"),
+        ("I'm going to bid 6", "6"),
+        ("I am bidding the king", "K"),
+        ("bidding: 2", "2"),
+        ("My bid for this round is 7", "7"),
+        ("bid K\u2665", "K"),
+        ("bid \u26657", "7"),
+        ("bid->Q", "Q"),
+        ("Actually, bid 8", "8"),
+        ("Sorry, I meant bid 8", "8"),
+        ("No wait, bid 8", "8"),
+        ("Correction: bid 8", "8"),
+        ("PS: bid 8", "8"),
+        ("~~bid 7~~ bid 8", "8"),
+    ],
+)
 def test_a_pure_skill_bid_as_people_write_it(line, card):
     game = GAMES["pure-skill"]
     assert game.move_text(game.read_move(pure_skill_state(), 0, line)) == f"bid {card}"
 
 
-@pytest.mark.parametrize("line", [
-    "King",  # no verb: suggested, never played
-    "bid K or Q",  # two cards
-    "I don't bid 7",  # a sentence, not a move
-    "bid 7 and then bid 8",
-    "I think bid 7",
-    "bid K of spades",  # not her suit
-    "bid K\u2660",  # the same, as a symbol
-    "bid 7?",  # a question
-    "~~bid 7~~",  # taken back
-    "If I lose, bid K",  # a sentence
-    "bid K - no, Q",  # what follows a dash is dropped only when it signs off
-    "bid K - no wait, bid Q",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "line",
+    [
+        "King",  # no verb: suggested, never played
+        "bid K or Q",  # two cards
+        "I don't bid 7",  # a sentence, not a move
+        "bid 7 and then bid 8",
+        "I think bid 7",
+        "bid K of spades",  # not her suit
+        "bid K\u2660",  # the same, as a symbol
+        "bid 7?",  # a question
+        "~~bid 7~~",  # taken back
+        "If I lose, bid K",  # a sentence
+        "bid K - no, Q",  # what follows a dash is dropped only when it signs off
+        "bid K - no wait, bid Q",
+    ],
+)
 def test_what_is_not_plainly_one_bid_is_no_bid(line):
     with pytest.raises(MoveError):
         GAMES["pure-skill"].read_move(pure_skill_state(), 0, line)
 
 
-@pytest.mark.parametrize(("kind", "line", "move"), [
-    ("bid", "Bid: 4!", "bid 4"), ("bid", "- bid ace", "bid 1"), ("bid", "my bid is 2", "bid 2"),
-    ("bid", "*PAWN*", "pawn"), ("bid", "I play my pawn.", None), ("bid", "bid null.", "bid 0"), ("bid", "pawn 3", None),
-    ("pure-skill", "I'll play the Queen of Hearts.", "bid Q"), ("bid", "use my pawn", "pawn"), ("bid", "bid pawn", "pawn"),
-])  # fmt: skip
-
+@pytest.mark.parametrize(
+    ("kind", "line", "move"),
+    [
+        ("bid", "Bid: 4!", "bid 4"),
+        ("bid", "- bid ace", "bid 1"),
+        ("bid", "my bid is 2", "bid 2"),
+        ("bid", "*PAWN*", "pawn"),
+        ("bid", "I play my pawn.", None),
+        ("bid", "bid null.", "bid 0"),
+        ("bid", "pawn 3", None),
+        ("pure-skill", "I'll play the Queen of Hearts.", "bid Q"),
+        ("bid", "use my pawn", "pawn"),
+        ("bid", "bid pawn", "pawn"),
+    ],
+)
 def test_other_games_moves_as_people_write_them(kind, line, move):
     game = GAMES[kind]
     state = reached(kind, 0, 0)
@@ -261,6 +386,7 @@ def test_other_games_moves_as_people_write_them(kind, line, move):
             game.read_move(state, 0, line)
         return
     assert game.move_text(game.read_move(state, 0, line)).replace("ace", "1").replace("null", "0") == move
+
 
 def test_a_tie_breaks_coins_as_people_say_them():
     game = GAMES["bid"]
@@ -274,8 +400,13 @@ def test_a_tie_breaks_coins_as_people_say_them():
 @pytest.mark.parametrize("kind", ["priority", "bluff"])
 def test_pass_it_on_is_no_pass(kind):
     game = GAMES[kind]
-    state = next(s for steps in range(40) if (s := reached(kind, 0, steps)) and game.phase(s)
-                 and ("pass",) in game.legal_moves(s, game.phase(s).movers[0]))  # fmt: skip
+    state = next(
+        s
+        for steps in range(40)
+        if (s := reached(kind, 0, steps))
+        and game.phase(s)
+        and ("pass",) in game.legal_moves(s, game.phase(s).movers[0])
+    )
     seat = game.phase(state).movers[0]
     assert game.read_move(state, seat, "Pass.") == ("pass",)
     for line in ("Pass it on", "pass on my thanks to the others"):
@@ -283,10 +414,20 @@ def test_pass_it_on_is_no_pass(kind):
             game.read_move(state, seat, line)
 
 
-@pytest.mark.parametrize(("line", "suggestion"), [
-    ("King", "bid K"), ("Queen of hearts", "bid Q"), ("bdi 7", "bid 7"), ("bid card 7", "bid 7"), ("bid a 7", "bid 7"), ("bid 7?", "bid 7"),
-    ("bid K or Q", None), ("Hi,", None), ("7 please", "bid 7"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("line", "suggestion"),
+    [
+        ("King", "bid K"),
+        ("Queen of hearts", "bid Q"),
+        ("bdi 7", "bid 7"),
+        ("bid card 7", "bid 7"),
+        ("bid a 7", "bid 7"),
+        ("bid 7?", "bid 7"),
+        ("bid K or Q", None),
+        ("Hi,", None),
+        ("7 please", "bid 7"),
+    ],
+)
 def test_a_line_that_is_no_move_gets_the_one_legal_move_it_likely_meant(line, suggestion):
     game = GAMES["pure-skill"]
     assert game.suggest(pure_skill_state(), 0, line) == suggestion
@@ -301,12 +442,20 @@ def test_a_suggestion_is_only_ever_a_legal_move():
         assert suggestion in (None, game.move_text(only))
 
 
-@pytest.mark.parametrize(("text", "plain"), [
-    ("**bid K**", "bid K"), ("\u2022 bid 7", "bid 7"), ("bid\u00a0\u00a07 .", "bid 7"), ("\u201cbid K\u201d!", "bid K"),
-    ("bid L\u2013red", "bid L-red"), ("(a) bid 3", "bid 3"), ("I'll pass.", "I'll pass"),
-    ("exhibit red ancient tool, red modern art.", "exhibit red ancient tool, red modern art"),
-    ("America/Port_of_Spain", "America/Port_of_Spain"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "plain"),
+    [
+        ("**bid K**", "bid K"),
+        ("\u2022 bid 7", "bid 7"),
+        ("bid\u00a0\u00a07 .", "bid 7"),
+        ("\u201cbid K\u201d!", "bid K"),
+        ("bid L\u2013red", "bid L-red"),
+        ("(a) bid 3", "bid 3"),
+        ("I'll pass.", "I'll pass"),
+        ("exhibit red ancient tool, red modern art.", "exhibit red ancient tool, red modern art"),
+        ("America/Port_of_Spain", "America/Port_of_Spain"),
+    ],
+)
 def test_clean_takes_off_decoration_and_keeps_what_matters(text, plain):
     assert clean(text) == plain
 
@@ -320,8 +469,19 @@ def test_every_games_verbs_are_words_the_grammar_keeps():
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("line", ["Thanks!", "Hi,", "ok", "yes please", "See you next round", "Alice",
-                                  "Auction 1: 9 points, Ace of Moons", "I am away next week"])  # fmt: skip
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Thanks!",
+        "Hi,",
+        "ok",
+        "yes please",
+        "See you next round",
+        "Alice",
+        "Auction 1: 9 points, Ace of Moons",
+        "I am away next week",
+    ],
+)
 def test_a_line_with_no_move_in_it_gets_no_suggestion(kind, line):
     """A greeting is not a pass: a verb that takes nothing (pass, pawn) must
     not swallow the line it was put before."""
@@ -377,14 +537,27 @@ def test_a_tie_break_bid_of_one_coin_however_it_is_put(line):
 @pytest.mark.parametrize("line", ["pass for now", "I'll pass this time", "Pass."])
 def test_pass_with_words_that_say_nothing_more_is_a_pass_in_every_game(kind, line):
     game = GAMES[kind]
-    state = next(s for seed in range(5) for steps in range(40) if (s := reached(kind, seed, steps)) and game.phase(s)
-                 and ("pass",) in game.legal_moves(s, game.phase(s).movers[0]))  # fmt: skip
+    state = next(
+        s
+        for seed in range(5)
+        for steps in range(40)
+        if (s := reached(kind, seed, steps))
+        and game.phase(s)
+        and ("pass",) in game.legal_moves(s, game.phase(s).movers[0])
+    )
     assert game.read_move(state, game.phase(state).movers[0], line) == ("pass",)
 
 
-@pytest.mark.parametrize(("line", "move"), [("Keep it for later", ("keep",)), ("No, keep it.", ("keep",)),
-                                            ("Use the 1-shot", ("use",)), ("use my virtual dice", ("use",)),
-                                            ("Yes, use it", ("use",))])  # fmt: skip
+@pytest.mark.parametrize(
+    ("line", "move"),
+    [
+        ("Keep it for later", ("keep",)),
+        ("No, keep it.", ("keep",)),
+        ("Use the 1-shot", ("use",)),
+        ("use my virtual dice", ("use",)),
+        ("Yes, use it", ("use",)),
+    ],
+)
 def test_bluff_one_shot_answers_as_people_give_them(line, move):
     state, seat = bluff_stage("oneshot")
     assert GAMES["bluff"].read_move(state, seat, line) == move

@@ -61,8 +61,10 @@ def auction_page() -> tuple[list[str], dict[int, list[int]]]:
     listed = re.search(r"the first n of ([a-z, ]+?)\s*\(", text.replace("\n", " "))
     assert listed, "P1 names the colours"
     colours = [c.strip() for c in listed[1].replace(" and ", ", ").split(",")]
-    decks = {int(row[1]): [int(v) for v in row[2].split()]
-             for row in re.finditer(r"^\| (\d) \| ([\d ]+) \| \d+ \| \d+ \|$", text, re.MULTILINE)}  # fmt: skip
+    decks = {
+        int(row[1]): [int(v) for v in row[2].split()]
+        for row in re.finditer(r"^\| (\d) \| ([\d ]+) \| \d+ \| \d+ \|$", text, re.MULTILINE)
+    }
     return colours, decks
 
 
@@ -102,8 +104,11 @@ def rebuild_auction(seed: bytes, record: dict[str, Any]) -> dict[str, Any]:
             hand = [card for card in range(1, n + 1) if card not in boards[seat].values()]
             empty = [c for c in in_play if c not in boards[seat]]
             held = [c for c in in_play if c in boards[seat]]
-            legal = ([f"play {card} on {c}" for card in hand for c in empty]
-                     + [f"move {a} to {b}" for a in held for b in empty] + ["pass"])  # fmt: skip
+            legal = (
+                [f"play {card} on {c}" for card in hand for c in empty]
+                + [f"move {a} to {b}" for a in held for b in empty]
+                + ["pass"]
+            )
             assert choice(Rng(seed, f"phase {number} random seat {seat}"), legal) == text, (number, seat)
             found["drawn"] += 1
         if play := re.fullmatch(r"play (\d) on ([a-z]+)", text):
@@ -119,11 +124,15 @@ def rebuild_auction(seed: bytes, record: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-@pytest.mark.parametrize(("people", "bots", "turn_limit", "seed"), [
-    (1, 2, 2, bytes(range(32))),
-    (2, 3, 5, bytes(range(1, 33))),  # a limit high enough to move among several cards and spaces
-    (0, 8, 3, bytes(range(2, 34))),
-], ids=["3 seats", "5 seats", "8 bots"])  # fmt: skip
+@pytest.mark.parametrize(
+    ("people", "bots", "turn_limit", "seed"),
+    [
+        (1, 2, 2, bytes(range(32))),
+        (2, 3, 5, bytes(range(1, 33))),  # a limit high enough to move among several cards and spaces
+        (0, 8, 3, bytes(range(2, 34))),
+    ],
+    ids=["3 seats", "5 seats", "8 bots"],
+)
 def test_an_auction_rebuilt_from_its_seed_by_the_recipe_is_its_record(people, bots, turn_limit, seed):
     """Each seat's colour (the record's final event lists them, seat 0
     first), who opened round 1, every item in turn, every random or bot
@@ -145,12 +154,14 @@ def test_an_auction_rebuilt_from_its_seed_by_the_recipe_is_its_record(people, bo
             won[tally["winner"]] += tally["item"]
         assert tally["scores"] == won  # each seat's items so far, seat 0 first
     # a round that ended on passes made at once drew in the turn before them (the recipe's case)
-    assert any(any(e["type"] == "pass" and e["forced"] for e in entry["events"])
-               and any(e["type"] == "tally" for e in entry["events"]) for entry in record["phases"])
+    assert any(
+        any(e["type"] == "pass" and e["forced"] for e in entry["events"])
+        and any(e["type"] == "tally" for e in entry["events"])
+        for entry in record["phases"]
+    )
     moved = sum(m["source"] in ("random", "bot") for entry in record["phases"] for m in entry["moves"])
     assert found["drawn"] == moved > 0
     if turn_limit >= 3:  # moves from colour to colour among several cards: their order is drawn from too
         assert any(m["move"].startswith("move") for entry in record["phases"] for m in entry["moves"])
     if people:
         assert any(m["source"] == "random" for entry in record["phases"] for m in entry["moves"])
-

@@ -31,7 +31,8 @@ def test_a_frozen_record_verifies_as_a_player_would_check_it(path, tmp_path, cap
     assert main(["verify", str(path)]) == 0
     winner = record["winner"] or "nobody"
     assert capsys.readouterr().out.splitlines()[-1] == (
-        f"verified: {len(record['phases'])} phases replay exactly; winner: {winner}")  # fmt: skip
+        f"verified: {len(record['phases'])} phases replay exactly; winner: {winner}"
+    )
     # and the same record naming another winner does not
     record["winner"] = None if record["winner"] else record["players"][0]["name"]
     altered = tmp_path / "record.json"

@@ -21,62 +21,133 @@ KINDS = ["pure-skill", "bid", "ice", "priority", "bluff"]
 EXAMPLES = {
     Why.SEAT_ENDED: ({"game": 3}, "Game 3 has ended; its mails no longer take commands."),
     Why.UNKNOWN_COMMAND: ({}, "That is not a command I know. Send HELP for the list of commands."),
-    Why.NEEDS_SEAT: ({"word": "status"}, ("STATUS is about a game you play: reply to one of the game's mails "
-                                         "to you (its reply address names your seat).")),
+    Why.NEEDS_SEAT: (
+        {"word": "status"},
+        (
+            "STATUS is about a game you play: reply to one of the game's mails "
+            "to you (its reply address names your seat)."
+        ),
+    ),
     Why.GAME_ENDED: ({"game": 2}, "Game 2 has ended."),
     Why.RESIGNED: ({"game": 2}, "You left game 2; a random bot plays your seat now."),
     Why.BAD_MOVE: ({"error": "A bid must be a number."}, "A bid must be a number."),
-    Why.NOT_UNDERSTOOD: ({"line": "x" * 70, "error": "A bid must be a number."},
-                         (f'"{"x" * 60}" is neither a command nor a move. A bid must be a number. HELP lists '
-                         "the commands.")),
-    Why.AMBIGUOUS: ({"asked": [{"number": 1, "line": "bid 3", "move": "3"}, {"number": 2, "line": "y" * 61,
-                                                                             "move": "4"}]},
-                    (f'Your mail asks for more than one move (line 1, "bid 3", asks for 3; line 2, "{"y" * 60}", '
-                    "asks for 4), and I cannot tell which you mean, so I made none of them. Reply with the one "
-                    "move you mean, alone.")),
-    Why.NO_COMMAND: ({}, ("I found no command in your mail: quoted lines are not read. Write your move on a "
-                         "line of its own, above or below the quote.")),
+    Why.NOT_UNDERSTOOD: (
+        {"line": "x" * 70, "error": "A bid must be a number."},
+        (f'"{"x" * 60}" is neither a command nor a move. A bid must be a number. HELP lists the commands.'),
+    ),
+    Why.AMBIGUOUS: (
+        {"asked": [{"number": 1, "line": "bid 3", "move": "3"}, {"number": 2, "line": "y" * 61, "move": "4"}]},
+        (
+            f'Your mail asks for more than one move (line 1, "bid 3", asks for 3; line 2, "{"y" * 60}", '
+            "asks for 4), and I cannot tell which you mean, so I made none of them. Reply with the one "
+            "move you mean, alone."
+        ),
+    ),
+    Why.NO_COMMAND: (
+        {},
+        (
+            "I found no command in your mail: quoted lines are not read. Write your move on a "
+            "line of its own, above or below the quote."
+        ),
+    ),
     Why.LEFT_ALONE: ({}, "not a command or a move, so I left it alone."),
-    Why.TOO_LARGE: ({"size": 300, "limit": 256}, ("Your mail is 300 KB; the referee reads mail of up to 256 KB "
-                    "(an attachment, perhaps?). Please send your move again as a short plain-text reply.")),
-    Why.MOVED_ALREADY: ({"phase": "round 2", "move": "5"}, ("Your move for round 2 is in already (5); a move in "
-                                                            "turn is final.")),
-    Why.LATE_FOR_THREAD: ({"received": RECEIVED, "phase": "round 2", "deadline": "2026-11-21T06:00:00Z",
-                           "now": "round 3", "mover": True, "waiting": []},
-                          ("Your mail reached the server at 2026-11-21T06:14:26Z, after the deadline of round 2 "
-                          "(2026-11-21T06:00:00Z): a move missing at the deadline is chosen at random. round 3 "
-                          "is open now: to make this move there, send it again in a reply to this mail.")),
-    Why.THREAD_OVER: ({"phase": "round 2", "now": "turn 5", "mover": False, "waiting": ["ann", "bob"]},
-                      ("Your mail answers the referee's mail about round 2, which is over. turn 5 is open now, "
-                      "and waits for ann, bob.")),
-    Why.BEFORE_OPEN: ({"received": RECEIVED, "phase": "round 2"},
-                      ("Your mail reached the server at 2026-11-21T06:14:26Z, before round 2 opened; the round "
-                      "it was meant for has closed. Please send your move again.")),
-    Why.AFTER_DEADLINE: ({"received": RECEIVED, "phase": "round 2", "deadline": "2026-11-21T06:00:00Z"},
-                         ("Your mail reached the server at 2026-11-21T06:14:26Z, after the deadline of round 2 "
-                         "(2026-11-21T06:00:00Z). A move missing at the deadline is chosen at random.")),
-    Why.AFTER_CLOSE: ({"received": RECEIVED, "phase": "round 2", "closed": "2026-11-21T06:10:00Z"},
-                      ("Your mail reached the server at 2026-11-21T06:14:26Z, after round 2 closed "
-                      "(2026-11-21T06:10:00Z, when its settle time after the last move ran out).")),
-    Why.NOT_YOUR_MOVE: ({"phase": "turn 4", "waiting": ["ann", "cy"]}, ("It is not your move; turn 4 waits for "
-                                                                       "ann, cy.")),
-    Why.NO_SUCH_GAME: ({"kinds": KINDS}, ("There is no game of that name; the games are: pure-skill, bid, ice, "
-                                         "priority, bluff.")),
-    Why.JOIN_WHICH: ({"kinds": KINDS}, ("JOIN needs the kind of game, one of: pure-skill, bid, ice, priority, "
-                                       "bluff; for example, JOIN pure-skill.")),
-    Why.SIGNED_ALREADY: ({"game": 4, "more": 2}, ("You are signed up for game 4 already; it starts when 2 more "
-                                                 "player(s) join.")),
-    Why.TOO_MANY_MAILS: ({}, ("The referee has sent you too many mails this hour to send a confirmation now; "
-                             "please send JOIN again in an hour.")),
-    Why.LEAVE_BEGUN: ({"game": 4}, ("Game 4 has begun; to leave it, send RESIGN (a random bot then plays your "
-                                   "seat).")),
-    Why.LEAVE_NOT_SIGNED: ({}, ("You are not signed up for a game that has yet to begin. (To leave, reply to the "
-                               "mail that confirmed your sign-up.)")),
-    Why.TIMEZONE_UNPROVEN: ({}, ("TIMEZONE works in a reply to one of the referee's mails to you (its reply "
-                                "address shows it is you).")),
-    Why.UNKNOWN_ZONE: ({"zone": "Mars/" + "z" * 50}, (f'"Mars/{"z" * 35}" is not a time zone I know. Use an '
-                       "Area/City name such as Europe/Berlin or America/New_York, or UTC.")),
-}  # fmt: skip
+    Why.TOO_LARGE: (
+        {"size": 300, "limit": 256},
+        (
+            "Your mail is 300 KB; the referee reads mail of up to 256 KB "
+            "(an attachment, perhaps?). Please send your move again as a short plain-text reply."
+        ),
+    ),
+    Why.MOVED_ALREADY: (
+        {"phase": "round 2", "move": "5"},
+        ("Your move for round 2 is in already (5); a move in turn is final."),
+    ),
+    Why.LATE_FOR_THREAD: (
+        {
+            "received": RECEIVED,
+            "phase": "round 2",
+            "deadline": "2026-11-21T06:00:00Z",
+            "now": "round 3",
+            "mover": True,
+            "waiting": [],
+        },
+        (
+            "Your mail reached the server at 2026-11-21T06:14:26Z, after the deadline of round 2 "
+            "(2026-11-21T06:00:00Z): a move missing at the deadline is chosen at random. round 3 "
+            "is open now: to make this move there, send it again in a reply to this mail."
+        ),
+    ),
+    Why.THREAD_OVER: (
+        {"phase": "round 2", "now": "turn 5", "mover": False, "waiting": ["ann", "bob"]},
+        (
+            "Your mail answers the referee's mail about round 2, which is over. turn 5 is open now, "
+            "and waits for ann, bob."
+        ),
+    ),
+    Why.BEFORE_OPEN: (
+        {"received": RECEIVED, "phase": "round 2"},
+        (
+            "Your mail reached the server at 2026-11-21T06:14:26Z, before round 2 opened; the round "
+            "it was meant for has closed. Please send your move again."
+        ),
+    ),
+    Why.AFTER_DEADLINE: (
+        {"received": RECEIVED, "phase": "round 2", "deadline": "2026-11-21T06:00:00Z"},
+        (
+            "Your mail reached the server at 2026-11-21T06:14:26Z, after the deadline of round 2 "
+            "(2026-11-21T06:00:00Z). A move missing at the deadline is chosen at random."
+        ),
+    ),
+    Why.AFTER_CLOSE: (
+        {"received": RECEIVED, "phase": "round 2", "closed": "2026-11-21T06:10:00Z"},
+        (
+            "Your mail reached the server at 2026-11-21T06:14:26Z, after round 2 closed "
+            "(2026-11-21T06:10:00Z, when its settle time after the last move ran out)."
+        ),
+    ),
+    Why.NOT_YOUR_MOVE: (
+        {"phase": "turn 4", "waiting": ["ann", "cy"]},
+        ("It is not your move; turn 4 waits for ann, cy."),
+    ),
+    Why.NO_SUCH_GAME: (
+        {"kinds": KINDS},
+        ("There is no game of that name; the games are: pure-skill, bid, ice, priority, bluff."),
+    ),
+    Why.JOIN_WHICH: (
+        {"kinds": KINDS},
+        ("JOIN needs the kind of game, one of: pure-skill, bid, ice, priority, bluff; for example, JOIN pure-skill."),
+    ),
+    Why.SIGNED_ALREADY: (
+        {"game": 4, "more": 2},
+        ("You are signed up for game 4 already; it starts when 2 more player(s) join."),
+    ),
+    Why.TOO_MANY_MAILS: (
+        {},
+        (
+            "The referee has sent you too many mails this hour to send a confirmation now; "
+            "please send JOIN again in an hour."
+        ),
+    ),
+    Why.LEAVE_BEGUN: ({"game": 4}, ("Game 4 has begun; to leave it, send RESIGN (a random bot then plays your seat).")),
+    Why.LEAVE_NOT_SIGNED: (
+        {},
+        (
+            "You are not signed up for a game that has yet to begin. (To leave, reply to the "
+            "mail that confirmed your sign-up.)"
+        ),
+    ),
+    Why.TIMEZONE_UNPROVEN: (
+        {},
+        ("TIMEZONE works in a reply to one of the referee's mails to you (its reply address shows it is you)."),
+    ),
+    Why.UNKNOWN_ZONE: (
+        {"zone": "Mars/" + "z" * 50},
+        (
+            f'"Mars/{"z" * 35}" is not a time zone I know. Use an '
+            "Area/City name such as Europe/Berlin or America/New_York, or UTC."
+        ),
+    ),
+}
 
 
 @pytest.fixture
@@ -100,7 +171,8 @@ def test_each_code_says_what_the_code_said_before(composer, code):
 def test_rules_names_an_example_and_join_does_not(composer):
     assert composer.refusal(Refusal(Why.NO_SUCH_GAME, kinds=KINDS, command="rules")) == (
         "There is no game of that name; the games are: pure-skill, bid, ice, priority, bluff. "
-        "For example, RULES pure-skill.")  # fmt: skip
+        "For example, RULES pure-skill."
+    )
 
 
 def test_a_fact_missing_or_unknown_is_an_error_not_a_blank(composer):
@@ -117,5 +189,9 @@ def test_a_keeper_may_reword_a_refusal_in_their_own_templates(config, tmp_path):
     shipped = env.loader.get_source(env, REFUSALS)[0]
     (own / "refusals.txt.j2").write_text(
         shipped.replace("Game {{ game }} has ended.{% endmacro %}", "Partie {{ game }} ist vorbei.{% endmacro %}"),
-        encoding="utf-8")  # fmt: skip
-    assert Composer(replace(config, templates=tmp_path / "own")).refusal(Refusal(Why.GAME_ENDED, game=7)) == "Partie 7 ist vorbei."
+        encoding="utf-8",
+    )
+    assert (
+        Composer(replace(config, templates=tmp_path / "own")).refusal(Refusal(Why.GAME_ENDED, game=7))
+        == "Partie 7 ist vorbei."
+    )

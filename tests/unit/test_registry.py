@@ -59,15 +59,27 @@ def test_another_packages_game_that_cannot_be_its_kind_is_left_out_with_a_warnin
     (tmp_path / "broken_game.py").write_text("raise ImportError('no such thing')\n")
     (tmp_path / "not_a_game.py").write_text("class Thing:\n    kind = 'thing'\n")
     (tmp_path / "misnamed.py").write_text("from referee.rules.bid import Bid\n\n\nclass Misnamed(Bid):\n    pass\n")
-    dist_info(tmp_path, "referee-extras", {"broken": "broken_game:Game", "thing": "not_a_game:Thing",
-                                           "misnamed": "misnamed:Misnamed", "bid": "misnamed:Misnamed"})  # fmt: skip
+    dist_info(
+        tmp_path,
+        "referee-extras",
+        {
+            "broken": "broken_game:Game",
+            "thing": "not_a_game:Thing",
+            "misnamed": "misnamed:Misnamed",
+            "bid": "misnamed:Misnamed",
+        },
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     with caplog.at_level(logging.WARNING, logger="referee.rules.registry"):
         games = discover()
     assert list(games) == list(BUILT_IN) and type(games["bid"]) is Bid
     said = "\n".join(caplog.messages)
-    for kind, why in (("broken", "no such thing"), ("thing", "no referee.rules.api.Game"),
-                      ("misnamed", "of kind 'bid', registered as 'misnamed'"), ("bid", "already in")):  # fmt: skip
+    for kind, why in (
+        ("broken", "no such thing"),
+        ("thing", "no referee.rules.api.Game"),
+        ("misnamed", "of kind 'bid', registered as 'misnamed'"),
+        ("bid", "already in"),
+    ):
         assert f"the game {kind!r} of referee-extras is left out" in said and why in said
 
 

@@ -164,8 +164,9 @@ def test_replay_going_on_from_an_earlier_replay_is_the_same_as_from_the_seed():
     resumed = replay(GAME, SEED, 3, {}, (), records, start=first)
     whole = run(records)
     assert resumed.state == whole.state
-    assert [(s.number, s.moves, s.events) for s in resumed.steps] == \
-        [(s.number, s.moves, s.events) for s in whole.steps]  # fmt: skip
+    assert [(s.number, s.moves, s.events) for s in resumed.steps] == [
+        (s.number, s.moves, s.events) for s in whole.steps
+    ]
     assert len(first.steps) == 5  # the earlier replay is left as it was
 
 

@@ -73,15 +73,20 @@ class Club:
                 continue
             move = self.choose.choice(table.rules.legal_moves(table.state, seat))
             self.clock.advance(minutes=minutes)
-            deliver(self.box, reply(self.engine, player, table.rules.move_text(move), game=game,
-                                    received=self.clock()), self.clock())  # fmt: skip
+            deliver(
+                self.box,
+                reply(self.engine, player, table.rules.move_text(move), game=game, received=self.clock()),
+                self.clock(),
+            )
         self.clock.advance(minutes=1)
         self.run(sent)
 
     def cli(self, tmp_path, *args: str) -> int:
         cfg = tmp_path / "referee.toml"
-        cfg.write_text(f'[referee]\naddress = "{self.config.address}"\ndatabase = "{self.config.database}"\n'
-                       f'[maildir]\npath = "{self.box}"\n')
+        cfg.write_text(
+            f'[referee]\naddress = "{self.config.address}"\ndatabase = "{self.config.database}"\n'
+            f'[maildir]\npath = "{self.box}"\n'
+        )
         return main(["--config", str(cfg), *args])
 
 
@@ -104,8 +109,7 @@ def test_a_restore_loses_no_move_and_floods_no_one(config, clock, maildir, tmp_p
     club.move(sealed, minutes=2)
     ann = club.engine.table(sealed)
     card = club.choose.choice(ann.rules.legal_moves(ann.state, 0))
-    deliver(maildir, reply(club.engine, SEALED[0], ann.rules.move_text(card), game=sealed,
-                           received=clock()), clock())  # fmt: skip
+    deliver(maildir, reply(club.engine, SEALED[0], ann.rules.move_text(card), game=sealed, received=clock()), clock())
     clock.advance(minutes=30)
     club.run()
     for _ in range(4):
@@ -262,9 +266,12 @@ def _sent(club: Club) -> set[str]:
 def _restore(club: Club, tmp_path) -> dict[str, object]:
     """games.db is lost (after noting what the checks compare); restore; the next run."""
     game = club.engine.store.games()[0]["id"]
-    before = {"record": public(club.engine, game), "open": club.engine.table(game).open_phase,
-              "moves": [(m["phase"], m["seat"], m["move"], m["source"]) for m in club.engine.store.moves(game)],
-              "had": _sent(club)}  # fmt: skip
+    before = {
+        "record": public(club.engine, game),
+        "open": club.engine.table(game).open_phase,
+        "moves": [(m["phase"], m["seat"], m["move"], m["source"]) for m in club.engine.store.moves(game)],
+        "had": _sent(club),
+    }
     club.close()
     assert club.cli(tmp_path, "restore", str(tmp_path / "backup.db")) == 0
     club.open()
@@ -273,8 +280,9 @@ def _restore(club: Club, tmp_path) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("runs_after", [0, 5], ids=["restored-at-once", "restored-26-minutes-on"])
-def test_what_fell_due_after_the_last_mail_handled_again_is_done_as_before(config, clock, maildir, tmp_path,
-                                                                          runs_after):  # fmt: skip
+def test_what_fell_due_after_the_last_mail_handled_again_is_done_as_before(
+    config, clock, maildir, tmp_path, runs_after
+):
     """Round 2's deadline (13:15) passes after the last mail handled again
     (12:15); cron, every 5 minutes, resolved it at 13:16 (random moves) and
     prompted round 3, due 14:15.  Restored at once, the first run resolves
@@ -346,7 +354,9 @@ def test_a_mail_between_a_deadline_and_the_next_run_is_handled_as_before(config,
     clock.advance(seconds=30)
     club.run()
     assert [(m["phase"], m["source"]) for m in club.engine.store.moves(game) if m["seat"] == 2] == [
-        (1, "random"), (2, "mail")]  # fmt: skip
+        (1, "random"),
+        (2, "mail"),
+    ]
     before = _restore(club, tmp_path)
     assert [(m["phase"], m["seat"], m["move"], m["source"]) for m in club.engine.store.moves(game)] == before["moves"]
 

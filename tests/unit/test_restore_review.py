@@ -37,8 +37,9 @@ def _backup_restore(club: Club, tmp_path) -> None:
 
 
 def _mail_to(club: Club, player: str, template_word: str) -> dict:
-    return [m for m in club.engine.store.outbox(None)
-            if m["recipients"] == [player] and template_word in m["subject"]][-1]
+    return [m for m in club.engine.store.outbox(None) if m["recipients"] == [player] and template_word in m["subject"]][
+        -1
+    ]
 
 
 # -- 1. restore replays "catch up, then the mail"; the run it replays read the mail first ----------
@@ -179,15 +180,22 @@ def _join_by_mail(club: Club, player: str) -> None:
     club.run()
     confirmation = _mail_to(club, player, "[pure-skill ")
     import email as _email
+
     reply_to = str(_email.message_from_bytes(confirmation["raw"])["Reply-To"])
     club.clock.advance(minutes=1)
-    deliver(club.box, make_mail(player, "JOIN", subject=f"Re: {confirmation['subject']}", to=reply_to,
-                                received=club.clock()), club.clock())  # fmt: skip
+    deliver(
+        club.box,
+        make_mail(player, "JOIN", subject=f"Re: {confirmation['subject']}", to=reply_to, received=club.clock()),
+        club.clock(),
+    )
     club.run()
 
 
-@pytest.mark.xfail(strict=True, reason="review #5: game ids are not kept across a restore: a JOIN-opened game "
-                   "gets another id, so its players' reply tokens and Message-IDs no longer match")
+@pytest.mark.xfail(
+    strict=True,
+    reason="review #5: game ids are not kept across a restore: a JOIN-opened game "
+    "gets another id, so its players' reply tokens and Message-IDs no longer match",
+)
 def test_restore_keeps_the_id_of_a_game_join_opened_after_a_keepers_game(config, clock, maildir, tmp_path):
     club = Club(config, clock, maildir)
     club.engine.new_game("pure-skill", SEALED)
@@ -205,19 +213,28 @@ def test_restore_keeps_the_id_of_a_game_join_opened_after_a_keepers_game(config,
     # gil answers the prompt he had, as any player would
     table = club.engine.table(joined) if club.engine.store.game(joined) else None
     import email as _email
+
     reply_to = str(_email.message_from_bytes(prompt["raw"])["Reply-To"])
     club.clock.advance(minutes=1)
     thread = {"In-Reply-To": prompt["message_id"], "References": prompt["message_id"]}
-    deliver(maildir, make_mail(JOINERS[0], "bid 5", subject=f"Re: {prompt['subject']}", to=reply_to,
-                               headers=thread, received=club.clock()), club.clock())  # fmt: skip
+    deliver(
+        maildir,
+        make_mail(
+            JOINERS[0], "bid 5", subject=f"Re: {prompt['subject']}", to=reply_to, headers=thread, received=club.clock()
+        ),
+        club.clock(),
+    )
     club.run()
     assert table is not None and [s["address"] for s in table.seats] == JOINERS
     assert any(m["seat"] == 0 and m["source"] == "mail" for m in club.engine.store.moves(joined, phase=1))
 
 
-@pytest.mark.xfail(strict=True, reason="review #5: after the restore the keeper makes his game again (as "
-                   "docs/operations.md says) and it takes the JOIN game's old id: a JOIN player's reply "
-                   "now names another game's seat, whose owner is told of a forgery naming the player")
+@pytest.mark.xfail(
+    strict=True,
+    reason="review #5: after the restore the keeper makes his game again (as "
+    "docs/operations.md says) and it takes the JOIN game's old id: a JOIN player's reply "
+    "now names another game's seat, whose owner is told of a forgery naming the player",
+)
 def test_restore_then_the_keepers_game_again_tells_no_stranger_of_a_forgery(config, clock, maildir, tmp_path):
     import email as _email
 
@@ -237,8 +254,13 @@ def test_restore_then_the_keepers_game_again_tells_no_stranger_of_a_forgery(conf
     reply_to = str(_email.message_from_bytes(prompt["raw"])["Reply-To"])
     club.clock.advance(minutes=1)
     thread = {"In-Reply-To": prompt["message_id"], "References": prompt["message_id"]}
-    deliver(maildir, make_mail(JOINERS[0], "bid 5", subject=f"Re: {prompt['subject']}", to=reply_to,
-                               headers=thread, received=club.clock()), club.clock())  # fmt: skip
+    deliver(
+        maildir,
+        make_mail(
+            JOINERS[0], "bid 5", subject=f"Re: {prompt['subject']}", to=reply_to, headers=thread, received=club.clock()
+        ),
+        club.clock(),
+    )
     before = max(m["id"] for m in club.engine.store.outbox(None))
     club.run()
     told = [m for m in club.engine.store.outbox(None) if m["id"] > before]
@@ -287,8 +309,9 @@ def test_a_restore_killed_half_way_still_tells_every_player(config, clock, maild
 
 
 def test_no_reminder_in_the_same_tick_as_a_late_prompt(config, clock):
-    engine = Engine(Store(config.database),
-                    replace(config, outage_gap=timedelta(hours=6), reminder=timedelta(days=1)), clock)
+    engine = Engine(
+        Store(config.database), replace(config, outage_gap=timedelta(hours=6), reminder=timedelta(days=1)), clock
+    )
     game = engine.new_game("pure-skill", SEALED, deadline=timedelta(hours=12), settle=timedelta(minutes=10))
     engine.tick()
     for player, card in zip(SEALED, ("3", "7", "J")):
@@ -333,8 +356,11 @@ def test_restore_a_bid_received_a_second_before_the_deadline_counts_as_it_did(co
     table = club.engine.table(game)
     card = table.rules.move_text(table.rules.legal_moves(table.state, 2)[0])
     # cat's mail reached the server a second before the deadline, just after that pass had looked
-    deliver(maildir, reply(club.engine, CAT, card, game=game, received=deadline - timedelta(seconds=1)),
-            deadline - timedelta(seconds=1))  # fmt: skip
+    deliver(
+        maildir,
+        reply(club.engine, CAT, card, game=game, received=deadline - timedelta(seconds=1)),
+        deadline - timedelta(seconds=1),
+    )
     clock.advance(seconds=5)
     club.run()  # R8: in time, and read before the round was resolved: it counts
     assert any(m["phase"] == 1 and m["seat"] == 2 and m["source"] == "mail" for m in club.engine.store.moves(game))

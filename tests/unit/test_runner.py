@@ -221,8 +221,9 @@ def test_a_messages_receipt_goes_out_while_the_next_messages_are_read(config, cl
     assert events.index("sent") < len(events) - 1 - events[::-1].index("read")  # a receipt before the last read
 
 
-def test_the_daemon_logs_settings_a_server_refused_as_an_error_and_a_server_away_as_a_warning(config, clock,
-                                                                                             maildir, caplog):  # fmt: skip
+def test_the_daemon_logs_settings_a_server_refused_as_an_error_and_a_server_away_as_a_warning(
+    config, clock, maildir, caplog
+):
     """A wrong password needs the keeper (ERROR); a server away does not (WARNING)."""
     import logging
 

@@ -63,8 +63,7 @@ def unique_id() -> str:
 def build(tmp: Path, seeds: Seeds | None = None, **settings_: Any) -> Engine:
     """An engine over a fresh games.db in ``tmp``, on a FakeClock at START;
     its games' seeds from ``seeds`` (unset: the system's)."""
-    config = Config(address=REFEREE, database=tmp / "games.db", reminder=None, outage_gap=None,
-                    **settings_)  # fmt: skip
+    config = Config(address=REFEREE, database=tmp / "games.db", reminder=None, outage_gap=None, **settings_)
     return Engine(Store(config.database), config, FakeClock(), seeds or secrets.token_bytes)
 
 
@@ -150,8 +149,7 @@ def test_forged_from_without_token_changes_nothing_and_tells_only_the_seat(engin
     engine.new_game("pure-skill", PLAYERS)
     before, sent = snapshot(engine), outbox_size(engine)
 
-    outcome = engine.ingest(make_mail(ALICE, "bid 7", to=to, subject=subject,
-                                      headers={"Reply-To": FORGER}))  # fmt: skip
+    outcome = engine.ingest(make_mail(ALICE, "bid 7", to=to, subject=subject, headers={"Reply-To": FORGER}))
 
     assert outcome.code == "refused", str(outcome)
     assert f"{ALICE} was told" in outcome.detail
@@ -183,16 +181,17 @@ def test_forged_from_of_a_player_in_two_games_tells_only_her(engine):
 
 @pytest.mark.parametrize("sender", [BOB, STRANGER], ids=["another-seat", "stranger"])
 @pytest.mark.parametrize("where", ["to", "subject"])
-def test_valid_token_with_another_from_changes_nothing_and_tells_only_the_owner(engine, sender,
-                                                                                where):  # fmt: skip
+def test_valid_token_with_another_from_changes_nothing_and_tells_only_the_owner(engine, sender, where):
     engine.new_game("pure-skill", PLAYERS)
     token = token_of(engine, ALICE)
-    kwargs = ({"to": token_address(REFEREE, token)} if where == "to"
-              else {"subject": f"Re: [pure-skill-1 {token}] Round 1 of 13"})  # fmt: skip
+    kwargs = (
+        {"to": token_address(REFEREE, token)}
+        if where == "to"
+        else {"subject": f"Re: [pure-skill-1 {token}] Round 1 of 13"}
+    )
     before, sent = snapshot(engine), outbox_size(engine)
 
-    outcome = engine.ingest(make_mail(sender, "bid 7\nresign", headers={"Reply-To": FORGER},
-                                      **kwargs))  # fmt: skip
+    outcome = engine.ingest(make_mail(sender, "bid 7\nresign", headers={"Reply-To": FORGER}, **kwargs))
 
     assert outcome.code == "refused", str(outcome)
     assert snapshot(engine) == before
@@ -211,8 +210,7 @@ def test_with_accept_token_alone_the_token_authenticates_and_the_owner_is_answer
     sent = outbox_size(relaxed)
 
     # bob's From, alice's token: the token decides the seat, not the From
-    outcome = relaxed.ingest(make_mail(BOB, "bid 7", to=seat_address(relaxed, ALICE),
-                                       headers={"Reply-To": FORGER}))  # fmt: skip
+    outcome = relaxed.ingest(make_mail(BOB, "bid 7", to=seat_address(relaxed, ALICE), headers={"Reply-To": FORGER}))
 
     assert outcome.code == "move", str(outcome)
     moves = mail_moves(relaxed)
@@ -238,9 +236,11 @@ def test_the_token_decides_the_game_not_the_subject(engine, where):
     engine.new_game("pure-skill", PLAYERS)
     engine.new_game("pure-skill", [DAVE, ALICE, ERIN])  # alice holds seat 1 of game 2
     token = token_of(engine, ALICE, game=2)
-    kwargs = ({"to": token_address(REFEREE, token),
-               "subject": "Re: [pure-skill-1] Round 1 of 13"} if where == "to"
-              else {"subject": f"Re: [pure-skill-1 {token}] Round 1 of 13"})  # fmt: skip
+    kwargs = (
+        {"to": token_address(REFEREE, token), "subject": "Re: [pure-skill-1] Round 1 of 13"}
+        if where == "to"
+        else {"subject": f"Re: [pure-skill-1 {token}] Round 1 of 13"}
+    )
     before, sent = snapshot(engine), outbox_size(engine)
 
     outcome = engine.ingest(make_mail(ALICE, "bid 7", **kwargs))
@@ -260,8 +260,7 @@ def test_another_games_token_with_a_from_that_holds_no_such_seat_changes_nothing
     engine.new_game("pure-skill", [DAVE, ALICE, ERIN])
     before, sent = snapshot(engine), outbox_size(engine)
 
-    outcome = engine.ingest(make_mail(sender, "bid 7", to=seat_address(engine, ALICE, 2),
-                                      headers={"Reply-To": FORGER}))  # fmt: skip
+    outcome = engine.ingest(make_mail(sender, "bid 7", to=seat_address(engine, ALICE, 2), headers={"Reply-To": FORGER}))
 
     assert outcome.code == "refused", str(outcome)
     assert snapshot(engine) == before
@@ -278,12 +277,14 @@ def test_a_finished_games_token_takes_no_command(engine, where):
     play_to_the_end(engine, 1)
     engine.new_game("pure-skill", [DAVE, ALICE, ERIN])  # a running game of alice's
     token = token_of(engine, ALICE, game=1)
-    kwargs = ({"to": token_address(REFEREE, token)} if where == "to"
-              else {"subject": f"Re: [pure-skill-1 {token}] Final result"})  # fmt: skip
+    kwargs = (
+        {"to": token_address(REFEREE, token)}
+        if where == "to"
+        else {"subject": f"Re: [pure-skill-1 {token}] Final result"}
+    )
     before, sent = snapshot(engine), outbox_size(engine)
 
-    outcome = engine.ingest(make_mail(ALICE, "bid 7\nresign\nstatus", received=engine.clock(),
-                                      **kwargs))  # fmt: skip
+    outcome = engine.ingest(make_mail(ALICE, "bid 7\nresign\nstatus", received=engine.clock(), **kwargs))
 
     assert outcome.code == "refused", str(outcome)
     assert snapshot(engine) == before, "neither the finished game nor her running one changes"
@@ -297,8 +298,7 @@ def test_a_finished_games_token_with_another_from_tells_only_the_owner(engine):
     play_to_the_end(engine, 1)
     before, sent = snapshot(engine), outbox_size(engine)
 
-    outcome = engine.ingest(make_mail(BOB, "bid 7", to=seat_address(engine, ALICE),
-                                      headers={"Reply-To": FORGER}))  # fmt: skip
+    outcome = engine.ingest(make_mail(BOB, "bid 7", to=seat_address(engine, ALICE), headers={"Reply-To": FORGER}))
 
     assert outcome.code == "refused", str(outcome)
     assert snapshot(engine) == before
@@ -316,13 +316,15 @@ def test_guessed_tokens_never_authenticate(tmp_path):
     before = snapshot(engine)
 
     @settings(max_examples=20, deadline=None, derandomize=True, database=None)
-    @given(guess=st.text(alphabet=BASE32, min_size=16, max_size=16),
-           where=st.sampled_from(["to", "subject"]))  # fmt: skip
+    @given(guess=st.text(alphabet=BASE32, min_size=16, max_size=16), where=st.sampled_from(["to", "subject"]))
     def check(guess: str, where: str) -> None:
         if guess in real:  # 1 in 2**80: not a guess any more
             return
-        kwargs = ({"to": token_address(REFEREE, guess)} if where == "to"
-                  else {"subject": f"Re: [pure-skill-1 {guess}] Round 1 of 13"})  # fmt: skip
+        kwargs = (
+            {"to": token_address(REFEREE, guess)}
+            if where == "to"
+            else {"subject": f"Re: [pure-skill-1 {guess}] Round 1 of 13"}
+        )
         sent = outbox_size(engine)
         outcome = engine.ingest(make_mail(ALICE, "bid 7", message_id=unique_id(), **kwargs))
         assert outcome.code == "refused", str(outcome)
@@ -352,8 +354,7 @@ def test_a_token_one_character_off_never_authenticates(engine):
 def documented_token(key: bytes, game: int, seat: int) -> str:
     """docs/design.md: HMAC-SHA256(secret key, "seat" 0x1f game 0x1f seat),
     base32, lower case, the first 16 characters."""
-    digest = hmac.new(key, b"\x1f".join([b"seat", str(game).encode(), str(seat).encode()]),
-                      hashlib.sha256).digest()  # fmt: skip
+    digest = hmac.new(key, b"\x1f".join([b"seat", str(game).encode(), str(seat).encode()]), hashlib.sha256).digest()
     return base64.b32encode(digest).decode().lower()[:16]
 
 
@@ -397,8 +398,7 @@ def test_without_a_configured_key_tokens_are_random_per_database_and_kept(tmp_pa
 
 # Each alone (so one that a renderer would choke on cannot hide another it
 # would evaluate), and all together.
-PAYLOADS = ["<script>alert(1)</script>", "{{ 7*7 }}", "{{7*7}}", "{% raw %}", "${x}",
-            "{# gone? #}", "{{ config }}"]
+PAYLOADS = ["<script>alert(1)</script>", "{{ 7*7 }}", "{{7*7}}", "{% raw %}", "${x}", "{# gone? #}", "{{ config }}"]
 PAYLOADS.append(" ".join(PAYLOADS))
 EVIL_CASES = pytest.mark.parametrize("evil", PAYLOADS, ids=[f"payload{i}" for i in range(len(PAYLOADS))])
 
@@ -426,8 +426,7 @@ def test_template_syntax_in_a_forged_mail_is_shown_literally_to_the_owner(engine
     engine.new_game("pure-skill", PLAYERS)
     sent = outbox_size(engine)
     sender = "{{7*7}}@evil.example"
-    raw = make_mail(f'"{evil}" <{sender}>', "bid 7", to=seat_address(engine, ALICE),
-                    subject=f"Re: {evil}")  # fmt: skip
+    raw = make_mail(f'"{evil}" <{sender}>', "bid 7", to=seat_address(engine, ALICE), subject=f"Re: {evil}")
 
     outcome = engine.ingest(raw)
 
@@ -511,42 +510,47 @@ def within(cpu_seconds: float, traced_bytes: int | None = None) -> Iterator[None
 
 
 def hostile_head(sender: str = STRANGER, subject: str = "hello") -> str:
-    return (f"Received: from evil.example by mx.example.org; Sat, 21 Nov 2026 13:00:00 +0000\r\n"
-            f"From: {sender}\r\nTo: {REFEREE}\r\nReply-To: {FORGER}\r\nSubject: {subject}\r\n"
-            f"Message-ID: {unique_id()}\r\n"
-            "MIME-Version: 1.0\r\n")  # fmt: skip
+    return (
+        f"Received: from evil.example by mx.example.org; Sat, 21 Nov 2026 13:00:00 +0000\r\n"
+        f"From: {sender}\r\nTo: {REFEREE}\r\nReply-To: {FORGER}\r\nSubject: {subject}\r\n"
+        f"Message-ID: {unique_id()}\r\n"
+        "MIME-Version: 1.0\r\n"
+    )
 
 
 def deep_nesting(depth: int) -> bytes:
-    opening = "".join(f'Content-Type: multipart/mixed; boundary="b{i}"\r\n\r\n--b{i}\r\n'
-                      for i in range(depth))  # fmt: skip
+    opening = "".join(f'Content-Type: multipart/mixed; boundary="b{i}"\r\n\r\n--b{i}\r\n' for i in range(depth))
     closing = "".join(f"\r\n--b{i}--" for i in reversed(range(depth)))
     body = "Content-Type: text/plain\r\n\r\nbid 7\r\n"
     return (hostile_head() + opening + body + closing + "\r\n").encode()
 
 
 def rfc822_nesting(depth: int) -> bytes:
-    inner = "".join(f"From: x{i}@evil.example\r\nContent-Type: message/rfc822\r\n\r\n"
-                    for i in range(depth))  # fmt: skip
-    return (hostile_head() + "Content-Type: message/rfc822\r\n\r\n" + inner
-            + "Content-Type: text/plain\r\n\r\nbid 7\r\n").encode()  # fmt: skip
+    inner = "".join(f"From: x{i}@evil.example\r\nContent-Type: message/rfc822\r\n\r\n" for i in range(depth))
+    return (
+        hostile_head() + "Content-Type: message/rfc822\r\n\r\n" + inner + "Content-Type: text/plain\r\n\r\nbid 7\r\n"
+    ).encode()
 
 
 def many_parts(count: int) -> bytes:
     parts = "".join("--b\r\nContent-Type: text/plain\r\n\r\nbid 7\r\n" for _ in range(count))
-    return (hostile_head() + 'Content-Type: multipart/mixed; boundary="b"\r\n\r\n' + parts
-            + "--b--\r\n").encode()  # fmt: skip
+    return (hostile_head() + 'Content-Type: multipart/mixed; boundary="b"\r\n\r\n' + parts + "--b--\r\n").encode()
 
 
 def base64_bomb(size: int) -> bytes:
     encoded = base64.encodebytes(b"A" * size).decode().replace("\n", "\r\n")
-    return (hostile_head() + "Content-Type: text/plain; charset=us-ascii\r\n"
-            "Content-Transfer-Encoding: base64\r\n\r\n" + encoded).encode()  # fmt: skip
+    return (
+        hostile_head() + "Content-Type: text/plain; charset=us-ascii\r\n"
+        "Content-Transfer-Encoding: base64\r\n\r\n" + encoded
+    ).encode()
 
 
 def many_headers(name: str, count: int) -> bytes:
-    value = {"X-Junk": "x{}", "To": "someone{}@example.net",
-             "Received": "from relay{}.example.net by mx.example.org; Sat, 21 Nov 2026 12:30:00 +0000"}[name]
+    value = {
+        "X-Junk": "x{}",
+        "To": "someone{}@example.net",
+        "Received": "from relay{}.example.net by mx.example.org; Sat, 21 Nov 2026 12:30:00 +0000",
+    }[name]
     extra = "".join(f"{name}: {value.format(i)}\r\n" for i in range(count))
     return (hostile_head() + extra + "Content-Type: text/plain\r\n\r\nbid 7\r\n").encode()
 
@@ -560,22 +564,22 @@ def huge_header(name: str) -> bytes:
     return (head + "Content-Type: text/plain\r\n\r\nbid 7\r\n").encode()
 
 
-
 def parts_behind_an_encoded_word(count: int) -> bytes:
     """Parts of a multipart whose type and boundary stand in an encoded word,
     which the counting pass did not decode and the parser did (23 s once)."""
     parts = "".join("--b\r\nContent-Type: text/plain\r\n\r\nbid 7\r\n" for _ in range(count))
-    return (hostile_head() + "Content-Type: =?utf-8?q?multipart=2Fmixed=3B_boundary=3Db?=\r\n\r\n" + parts
-            + "--b--\r\n").encode()  # fmt: skip
+    return (
+        hostile_head() + "Content-Type: =?utf-8?q?multipart=2Fmixed=3B_boundary=3Db?=\r\n\r\n" + parts + "--b--\r\n"
+    ).encode()
 
 
 def semicolon_parts(count: int) -> bytes:
     """Parts whose Content-Type and Content-Disposition hold 8 KB of ";" (133 s once)."""
     field = "text/plain" + ";" * 8170
-    parts = "".join(f"--b\r\nContent-Type: {field}\r\nContent-Disposition: {field}\r\n\r\nbid 7\r\n"
-                    for _ in range(count))  # fmt: skip
-    return (hostile_head() + 'Content-Type: multipart/mixed; boundary="b"\r\n\r\n' + parts
-            + "--b--\r\n").encode()  # fmt: skip
+    parts = "".join(
+        f"--b\r\nContent-Type: {field}\r\nContent-Disposition: {field}\r\n\r\nbid 7\r\n" for _ in range(count)
+    )
+    return (hostile_head() + 'Content-Type: multipart/mixed; boundary="b"\r\n\r\n' + parts + "--b--\r\n").encode()
 
 
 def comma_address_fields(count: int) -> bytes:
@@ -674,14 +678,11 @@ def test_a_message_just_over_the_size_limit_is_not_read(engine):
     assert FORGER not in recipients_ever(small)
 
 
-
-
 @pytest.mark.parametrize("where", ["line", "subject"])
 def test_the_answer_to_a_huge_line_stays_small(engine, where):
     engine.new_game("pure-skill", PLAYERS)
     huge = "x" * 2**20
-    raw = (make_mail(STRANGER, huge) if where == "line"
-           else make_mail(STRANGER, "help", subject=huge))  # fmt: skip
+    raw = make_mail(STRANGER, huge) if where == "line" else make_mail(STRANGER, "help", subject=huge)
     sent = outbox_size(engine)
 
     outcome = engine.ingest(raw)
@@ -690,8 +691,6 @@ def test_the_answer_to_a_huge_line_stays_small(engine, where):
     answer = queued_since(engine, sent)
     assert [m["recipients"] for m in answer] == [[STRANGER]]
     assert len(answer[0]["raw"]) < 64 * 1024, f"{len(answer[0]['raw'])} bytes mailed back"
-
-
 
 
 @pytest.mark.parametrize("header", ["To", "Cc", "From", "Delivered-To", "X-Original-To"])
@@ -733,8 +732,7 @@ def _duplicate_header(raw: bytearray, index: int) -> bytearray:
 def mutated_fixtures(draw: st.DrawFn, fixtures: dict[str, bytes]) -> bytes:
     raw = bytearray(fixtures[draw(st.sampled_from(sorted(fixtures)))])
     for _ in range(draw(st.integers(1, 6))):
-        op = draw(st.sampled_from(["flip", "insert", "delete", "truncate", "duplicate_header",
-                                   "replace_token"]))  # fmt: skip
+        op = draw(st.sampled_from(["flip", "insert", "delete", "truncate", "duplicate_header", "replace_token"]))
         at = draw(st.integers(0, max(len(raw) - 1, 0)))
         if op == "flip" and raw:
             raw[at] ^= 1 << draw(st.integers(0, 7))
@@ -748,13 +746,22 @@ def mutated_fixtures(draw: st.DrawFn, fixtures: dict[str, bytes]) -> bytes:
             raw = _duplicate_header(raw, at)
         elif op == "replace_token":
             other = draw(st.text(alphabet=BASE32, min_size=0, max_size=20)).encode()
-            raw = bytearray(re.sub(rb"(?i)(?<=referee\+)[a-z0-9-]+(?=@)|(?<=\[pure-skill-1 )[a-z2-7]+",
-                                   lambda _m, other=other: other, bytes(raw)))  # fmt: skip
+            raw = bytearray(
+                re.sub(
+                    rb"(?i)(?<=referee\+)[a-z0-9-]+(?=@)|(?<=\[pure-skill-1 )[a-z2-7]+",
+                    lambda _m, other=other: other,
+                    bytes(raw),
+                )
+            )
     return bytes(raw)
 
 
-PROPERTY = {"deadline": None, "derandomize": True, "database": None,
-            "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
+PROPERTY = {
+    "deadline": None,
+    "derandomize": True,
+    "database": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+}
 
 
 def test_random_bytes_never_crash_ingest_nor_change_a_game(tmp_path):
@@ -778,11 +785,9 @@ def test_random_bodies_from_players_without_tokens_never_change_a_game(tmp_path)
     before = snapshot(engine)
 
     @settings(max_examples=25, **PROPERTY)
-    @given(sender=st.sampled_from(PLAYERS + [STRANGER]), subject=st.text(max_size=80),
-           body=st.binary(max_size=2048))  # fmt: skip
+    @given(sender=st.sampled_from(PLAYERS + [STRANGER]), subject=st.text(max_size=80), body=st.binary(max_size=2048))
     def check(sender: str, subject: str, body: bytes) -> None:
-        head = make_mail(sender, "", subject=" ".join(subject.split()),
-                         message_id=unique_id()).rstrip(b"\r\n")
+        head = make_mail(sender, "", subject=" ".join(subject.split()), message_id=unique_id()).rstrip(b"\r\n")
         outcome = engine.ingest(head + b"\r\n" + body)
         assert outcome.code != "failed", str(outcome)
         assert snapshot(engine) == before
@@ -833,14 +838,21 @@ READING_BOUND = 2.0  # seconds of CPU for any one mail up to the maximum size (5
 ATTRIBUTION = "On Sat, 21 Nov 2026 at 12:00, Referee <referee@example.org> wrote:"
 # What the review found (and what it cost then): bench/reading.py has these and their kin at up to 10 MB
 ISSUE_29 = {
-    "attributions above long lines, 1 MB (14 s)":
-        ("text/plain", "bid 7\n" + (ATTRIBUTION + "\n") * 4900 + ("lorem " * 5500 + "\n") * 24),
+    "attributions above long lines, 1 MB (14 s)": (
+        "text/plain",
+        "bid 7\n" + (ATTRIBUTION + "\n") * 4900 + ("lorem " * 5500 + "\n") * 24,
+    ),
     "'<a ' repeated, 120 KB (96 s)": ("text/html", "<p>bid 7</p>" + "<a " * 40_000),
-    "flowed, every line continuing, 5 MB (53 s)": ("text/plain; format=flowed", "bid 7\n\n" + "lorem ipsum \n" * 380_000),
-    "lines a pattern backtracked on, above indented ones, 1.5 MB (15 s)":
-        ("text/plain", "bid 7\n" + ("* " + "[1" * 149 + "\n  x\n") * 5000),
+    "flowed, every line continuing, 5 MB (53 s)": (
+        "text/plain; format=flowed",
+        "bid 7\n\n" + "lorem ipsum \n" * 380_000,
+    ),
+    "lines a pattern backtracked on, above indented ones, 1.5 MB (15 s)": (
+        "text/plain",
+        "bid 7\n" + ("* " + "[1" * 149 + "\n  x\n") * 5000,
+    ),
     "5,000 x 'On x wrote:', 60 KB (2.9 s)": ("text/plain", "bid 7\n" + "On x wrote:\n" * 5000),
-}  # fmt: skip
+}
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
@@ -848,8 +860,10 @@ ISSUE_29 = {
 def test_mail_issue_29_found_slow_is_read_within_two_seconds(engine, case):
     engine.new_game("pure-skill", PLAYERS)
     content_type, body = ISSUE_29[case]
-    raw = (f"From: {ALICE}\r\nTo: {seat_address(engine, ALICE)}\r\nSubject: Re: Round 1\r\n"
-           f"Message-ID: {unique_id()}\r\nContent-Type: {content_type}; charset=utf-8\r\n\r\n{body}").encode()
+    raw = (
+        f"From: {ALICE}\r\nTo: {seat_address(engine, ALICE)}\r\nSubject: Re: Round 1\r\n"
+        f"Message-ID: {unique_id()}\r\nContent-Type: {content_type}; charset=utf-8\r\n\r\n{body}"
+    ).encode()
     assert len(raw) <= engine.config.max_message_size
 
     try:
@@ -888,8 +902,9 @@ def test_many_distinct_header_names_are_handled_in_bounded_time_and_memory(tmp_p
 
 
 def plain_from_stranger(content_type: str, body: bytes, extra: str = "") -> bytes:
-    return (hostile_head() + extra + f"Content-Type: {content_type}\r\n"
-            "Content-Transfer-Encoding: 8bit\r\n\r\n").encode() + body  # fmt: skip
+    return (
+        hostile_head() + extra + f"Content-Type: {content_type}\r\nContent-Transfer-Encoding: 8bit\r\n\r\n"
+    ).encode() + body
 
 
 REGRESSIONS = Path(__file__).resolve().parents[1] / "fixtures" / "fuzz"
@@ -988,7 +1003,7 @@ HOSTILE_SUBJECTS = {
     "next-line-and-separators": "=?utf-8?b?" + base64.b64encode("a\x85b\u2028c\u2029d".encode()).decode() + "?=",
     "lone-surrogate-utf7": "=?utf-7?q?+2AA-?=",
     "lone-surrogate-escape": "=?unicode_escape?q?=5Cud800?=",
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("subject", [pytest.param(v, id=k) for k, v in HOSTILE_SUBJECTS.items()])
@@ -1008,15 +1023,28 @@ def test_a_reply_to_a_hostile_subject_has_clean_headers(engine, subject, who):
     assert_clean_headers(answer["raw"])
     assert answer["subject"].isprintable()  # as `referee outbox` prints it to the keeper
     names = set(headers_of(answer["raw"]).keys())  # none smuggled in, none pushed into the body
-    assert names - {"Reply-To"} == {"From", "To", "Subject", "Date", "Message-ID", "In-Reply-To",
-                                    "References", "Auto-Submitted", "Content-Type",
-                                    "MIME-Version", "Content-Transfer-Encoding"}  # fmt: skip
+    assert names - {"Reply-To"} == {
+        "From",
+        "To",
+        "Subject",
+        "Date",
+        "Message-ID",
+        "In-Reply-To",
+        "References",
+        "Auto-Submitted",
+        "Content-Type",
+        "MIME-Version",
+        "Content-Transfer-Encoding",
+    }
 
 
-@pytest.mark.parametrize("charset, body", [
-    ("utf-7", b"bid +2AA-\r\n"),  # a lone surrogate in the line quoted back
-    ("unicode_escape", b"bid \\ud800\r\n"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "charset, body",
+    [
+        ("utf-7", b"bid +2AA-\r\n"),  # a lone surrogate in the line quoted back
+        ("unicode_escape", b"bid \\ud800\r\n"),
+    ],
+)
 def test_a_line_that_decodes_to_a_lone_surrogate_is_answered(engine, charset, body):
     engine.new_game("pure-skill", PLAYERS)
     sent = outbox_size(engine)
@@ -1033,8 +1061,7 @@ def test_a_line_that_decodes_to_a_lone_surrogate_is_answered(engine, charset, bo
 def test_the_references_of_a_reply_are_only_well_formed_message_ids(engine):
     engine.new_game("pure-skill", PLAYERS)
     sent = outbox_size(engine)
-    junk = ("<ok@example.net> <bad\x01id@example.net> nonsense <two words@x> <" + "y" * 5000 + "@x> "
-            + "<old@x> " * 50)  # fmt: skip
+    junk = "<ok@example.net> <bad\x01id@example.net> nonsense <two words@x> <" + "y" * 5000 + "@x> " + "<old@x> " * 50
     raw = reply(engine, ALICE, "bid 7", headers={"References": junk}, message_id="<m1@example.net>")
 
     engine.ingest(raw)
@@ -1049,6 +1076,8 @@ def test_the_references_of_a_reply_are_only_well_formed_message_ids(engine):
 @pytest.mark.parametrize("address", ["alice@example.org\x0b", "al ice@example.org", "<>", "bot 2"])
 def test_the_referee_mails_only_an_address_smtp_can_carry(engine, address):
     sent = outbox_size(engine)
-    assert engine.post.mail(None, address, "reply", {"answers": [], "subject": "x", "game": None,
-                                                     "referee": REFEREE}) is False  # fmt: skip
+    assert (
+        engine.post.mail(None, address, "reply", {"answers": [], "subject": "x", "game": None, "referee": REFEREE})
+        is False
+    )
     assert queued_since(engine, sent) == []

@@ -55,8 +55,9 @@ def hand(engine: Engine, game: int, seat: int) -> list[int]:
 
 def bid(engine: Engine, player: str, card: int, game: int = 1) -> None:
     """``player`` replies to their mail about ``game`` with a bid, received now."""
-    outcome = engine.ingest(reply(engine, player, f"bid {card_name(card)}", game=game,
-                                  message_id=f"<site-{next(_SERIAL)}@example.net>"))  # fmt: skip
+    outcome = engine.ingest(
+        reply(engine, player, f"bid {card_name(card)}", game=game, message_id=f"<site-{next(_SERIAL)}@example.net>")
+    )
     assert outcome.code in ("move", "replaced"), outcome
 
 
@@ -176,7 +177,7 @@ class Page(HTMLParser):
         if not self.stack or self.stack[-1] != tag:
             self.problems.append(f"</{tag}> while {self.stack[-1:]} is open")
             if tag in self.stack:
-                del self.stack[self.stack.index(tag):]
+                del self.stack[self.stack.index(tag) :]
             return
         self.stack.pop()
         if tag in ("td", "th"):
@@ -210,8 +211,11 @@ class Page(HTMLParser):
 
     def table(self, header: str) -> dict:
         """The one table with a column headed ``header``."""
-        (found,) = [t for t in self.tables if t["rows"]
-                    and header in [c["text"].strip() for c in t["rows"][0]["cells"] if c["tag"] == "th"]]
+        (found,) = [
+            t
+            for t in self.tables
+            if t["rows"] and header in [c["text"].strip() for c in t["rows"][0]["cells"] if c["tag"] == "th"]
+        ]
         return found
 
 
@@ -230,13 +234,15 @@ def public_text(folder: Path) -> dict[str, str]:
     """What the site publishes of its games (the rules pages are the same
     on every referee's site: text shipped with it, whose examples look like
     moves)."""
-    return {name: data.decode("utf-8") for name, data in site_files(folder).items()
-            if not name.startswith("rules/")}  # fmt: skip
+    return {name: data.decode("utf-8") for name, data in site_files(folder).items() if not name.startswith("rules/")}
 
 
 def stats(folder: Path) -> dict[str, tuple[int, int]]:
-    return {p.relative_to(folder).as_posix(): (p.stat().st_ino, p.stat().st_mtime_ns)
-            for p in folder.rglob("*") if p.is_file()}  # fmt: skip
+    return {
+        p.relative_to(folder).as_posix(): (p.stat().st_ino, p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
 
 
 def temporary_files(folder: Path) -> list[str]:
@@ -320,7 +326,10 @@ def test_a_running_bid_page_shows_the_dice_and_everyones_tiles_coins_and_pawns(e
     names = [name.partition("@")[0] for name in PLAYERS]
     for seat, name in enumerate(names):
         tiles = " ".join(tile_name(t) for t in view["hands"][seat])
-        assert f"{name}: tiles {tiles}; {view['coins'][seat]} coins; pawn to play" in page(tmp_path / "site", "games/1/index.html").items
+        assert (
+            f"{name}: tiles {tiles}; {view['coins'][seat]} coins; pawn to play"
+            in page(tmp_path / "site", "games/1/index.html").items
+        )
 
 
 def test_a_games_page_title_carries_its_name(site):
@@ -334,7 +343,10 @@ def test_a_games_page_title_carries_its_name(site):
 def test_players_are_named_by_the_local_part_of_their_address(site):
     players = page(site, "games/1/index.html").table("Player")
     assert [[c["text"] for c in row["cells"][:2]] for row in players["rows"][1:]] == [
-        ["1", "alice"], ["2", "bob"], ["3", "carol"]]  # fmt: skip
+        ["1", "alice"],
+        ["2", "bob"],
+        ["3", "carol"],
+    ]
     players = page(site, "games/2/index.html").table("Player")
     assert [row["cells"][1]["text"] for row in players["rows"][1:]] == ["dave", "erin", "bot 3 (a random bot)"]
 
@@ -397,8 +409,15 @@ def test_a_game_page_shows_every_resolved_round_with_prize_and_bids(played, site
     assert rows[0][2:5] == ["K", "K", "Q"] and rows[0][5] == "tie: discarded"
     assert rows[1][2] == "5" and rows[1][3].endswith("*") and rows[1][4].endswith("*")
     header = page(site, "games/1/index.html").table("Prize")["rows"][0]["cells"]
-    assert [c["text"] for c in header] == ["Round", "Prize", "alice", "bob", "carol", "Result",
-                                           "Totals (alice · bob · carol)"]
+    assert [c["text"] for c in header] == [
+        "Round",
+        "Prize",
+        "alice",
+        "bob",
+        "carol",
+        "Result",
+        "Totals (alice · bob · carol)",
+    ]
     bots = rounds_table(page(site, "games/2/index.html"))
     assert bots == expected_rounds(played, 2)
     assert bots[0][2].endswith("*") and bots[0][3].endswith("*") and bots[0][4].endswith("~")
@@ -466,7 +485,7 @@ def contrast(colour: str, background: str = "#ffffff") -> float:
         hex_colour = hex_colour.lstrip("#")
         if len(hex_colour) == 3:
             hex_colour = "".join(c * 2 for c in hex_colour)
-        channels = [int(hex_colour[i:i + 2], 16) / 255 for i in (0, 2, 4)]
+        channels = [int(hex_colour[i : i + 2], 16) / 255 for i in (0, 2, 4)]
         linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
         return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
 
@@ -484,8 +503,9 @@ def test_every_page_is_well_formed_and_accessible(site):
         parsed = page(site, name)  # balanced: every non-void element closed, in order
         (html,) = parsed.find("html")
         assert html.get("lang"), name
-        assert any(m.get("name") == "viewport" and "width=device-width" in m.get("content", "")
-                   for m in parsed.find("meta")), name  # fmt: skip
+        assert any(
+            m.get("name") == "viewport" and "width=device-width" in m.get("content", "") for m in parsed.find("meta")
+        ), name
         assert any(m.get("charset", "").lower() == "utf-8" for m in parsed.find("meta")), name
         assert len(parsed.find("h1")) == 1, name
         levels = [int(tag[1]) for tag, _ in parsed.headings]
@@ -500,7 +520,7 @@ def test_every_page_is_well_formed_and_accessible(site):
         for svg in parsed.find("svg"):
             assert svg.get("role") == "img" and svg.get("aria-labelledby"), name
         # colours: text at least 4.5:1 on white, lines at least 3:1
-        css = text[text.index("<style>"):text.index("</style>")]
+        css = text[text.index("<style>") : text.index("</style>")]
         assert "max-width: 100%" in css and "overflow-x: auto" in css
         for colour in re.findall(r"(?<![-\w])color:\s*(#[0-9a-fA-F]{3,6})", css):
             assert contrast(colour) >= 4.5, (name, colour)
@@ -808,9 +828,16 @@ def different_secret(engine: Engine) -> bool:
     for seat, move in engine.store.final_moves(1, phase["number"]).items():
         others = [c for c in hand(engine, 1, seat) if f"bid {card_name(c)}" != move["move"]]
         if others:
-            engine.store.add_move(game_id=1, phase=phase["number"], seat=seat, move=f"bid {card_name(others[0])}",
-                                  source=move["source"], message_key=None, received_at=move["received_at"],
-                                  recorded_at=move["recorded_at"])  # fmt: skip
+            engine.store.add_move(
+                game_id=1,
+                phase=phase["number"],
+                seat=seat,
+                move=f"bid {card_name(others[0])}",
+                source=move["source"],
+                message_key=None,
+                received_at=move["received_at"],
+                recorded_at=move["recorded_at"],
+            )
             changed = True
     return changed
 
@@ -996,7 +1023,10 @@ def cfg(tmp_path, monkeypatch) -> Path:
 
 
 def test_render_without_a_folder_is_a_usage_error(cfg, clock, capsys):
-    assert main(["--config", str(cfg), "new", "pure-skill", *[x for p in PLAYERS for x in ("--player", p)]], clock=clock) == 0
+    assert (
+        main(["--config", str(cfg), "new", "pure-skill", *[x for p in PLAYERS for x in ("--player", p)]], clock=clock)
+        == 0
+    )
     capsys.readouterr()
     assert main(["--config", str(cfg), "render"], clock=clock) == 2
     out, err = capsys.readouterr()
@@ -1005,7 +1035,10 @@ def test_render_without_a_folder_is_a_usage_error(cfg, clock, capsys):
 
 
 def test_render_writes_the_site_to_dir_or_site_dir(cfg, clock, capsys, tmp_path):
-    assert main(["--config", str(cfg), "new", "pure-skill", *[x for p in PLAYERS for x in ("--player", p)]], clock=clock) == 0
+    assert (
+        main(["--config", str(cfg), "new", "pure-skill", *[x for p in PLAYERS for x in ("--player", p)]], clock=clock)
+        == 0
+    )
     capsys.readouterr()
     folder = tmp_path / "public"
     assert main(["--config", str(cfg), "render", "--dir", str(folder)], clock=clock) == 0
@@ -1025,7 +1058,7 @@ def test_render_writes_the_site_to_dir_or_site_dir(cfg, clock, capsys, tmp_path)
 
 # -- escaping ------------------------------------------------------------------------------
 
-NASTY = "<script>alert(1)</script> & \"quotes\" </h1>"
+NASTY = '<script>alert(1)</script> & "quotes" </h1>'
 
 
 def test_a_games_name_is_shown_as_text_everywhere(engine, clock, tmp_path):
@@ -1037,7 +1070,7 @@ def test_a_games_name_is_shown_as_text_everywhere(engine, clock, tmp_path):
     texts = public_text(folder)
     for name, text in texts.items():
         if not name.endswith(".json"):  # JSON holds the name as a string; nothing renders it
-            assert "<script" not in text.lower() and "</h1>\"" not in text and "</h1>”" not in text, name
+            assert "<script" not in text.lower() and '</h1>"' not in text and "</h1>”" not in text, name
     for name in ("index.html", "games/1/index.html"):
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in texts[name]
         parsed = page(folder, name)  # still balanced: the name closed nothing
@@ -1148,10 +1181,13 @@ def test_a_player_who_left_is_a_bot_from_a_phase_named_as_the_mails_name_it(engi
 
 def test_every_game_page_links_to_its_rules_and_rulings(played, site):
     docs = Path(__file__).parents[2] / "docs"
-    for kind, rules, rulings in (("pure-skill", "pure-skill.txt", "pure-skill.md"), ("bid", "bid-piecepack.txt", "bid.md"),
-                                 ("ice", "ice-ice-baby.txt", "ice-ice-baby.md"),
-                                 ("priority", "priority-auction.txt", "priority-auction.md"),
-                                 ("bluff", "bluff-auction.txt", "bluff-auction.md")):  # fmt: skip
+    for kind, rules, rulings in (
+        ("pure-skill", "pure-skill.txt", "pure-skill.md"),
+        ("bid", "bid-piecepack.txt", "bid.md"),
+        ("ice", "ice-ice-baby.txt", "ice-ice-baby.md"),
+        ("priority", "priority-auction.txt", "priority-auction.md"),
+        ("bluff", "bluff-auction.txt", "bluff-auction.md"),
+    ):
         text = page(site, f"rules/{kind}.html").text
         first_rule = next(line for line in (docs / "rules" / rules).read_text().splitlines() if line.strip())
         heading = (docs / "games" / rulings).read_text().splitlines()[0].lstrip("# ")

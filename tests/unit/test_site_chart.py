@@ -31,7 +31,7 @@ from referee.store import Store
 SVG = "{http://www.w3.org/2000/svg}"
 EM = 0.6  # a character's estimated width, in em
 LONG = "carol.with.a.long.name.that.goes.on.and.on"
-NASTY = "o'hara & <co> \"quoted\""
+NASTY = 'o\'hara & <co> "quoted"'
 
 
 # -- drawing a chart ------------------------------------------------------------------------
@@ -49,7 +49,7 @@ def rounds(scores: list[list[int]], word: str = "Round") -> list[dict]:
 
 
 def svg_of(html: str) -> ET.Element:
-    return ET.fromstring(html[html.index("<svg"):html.index("</svg>") + len("</svg>")])
+    return ET.fromstring(html[html.index("<svg") : html.index("</svg>") + len("</svg>")])
 
 
 def view_box(svg: ET.Element) -> tuple[float, float, float, float]:
@@ -132,7 +132,7 @@ def key_text(entry: ET.Element) -> str:
 def alternative(html: str) -> Page:
     """The table that stands for the chart, under its <details>."""
     start = html.index("<details>")
-    return Page(html[start:html.index("</details>", start) + len("</details>")])
+    return Page(html[start : html.index("</details>", start) + len("</details>")])
 
 
 def check_canvas(svg: ET.Element) -> None:
@@ -148,7 +148,7 @@ def check_canvas(svg: ET.Element) -> None:
     for words, x0, y0, x1, y1 in boxes:
         assert left <= x0 and x1 <= right and top <= y0 and y1 <= bottom, (words, x0, y0, x1, y1, view_box(svg))
     for i, a in enumerate(boxes):
-        for b in boxes[i + 1:]:
+        for b in boxes[i + 1 :]:
             apart = a[3] <= b[1] or b[3] <= a[1] or a[4] <= b[2] or b[4] <= a[2]
             assert apart, f"{a[0]!r} runs into {b[0]!r}"
 
@@ -159,7 +159,8 @@ SHAPES = {
     "13 rounds, 3 players": (["alice", "bob", "carol"], rounds([[r, 2 * r, 41 - r] for r in range(13)])),
     "Bid!, negative scores, long names": (
         ["alice", LONG, "bob", NASTY],
-        rounds([[5 * r - 40, -3 * r, 7 * r, (-1) ** r * 9] for r in range(30)], "Auction")),
+        rounds([[5 * r - 40, -3 * r, 7 * r, (-1) ** r * 9] for r in range(30)], "Auction"),
+    ),
     "8 players, 14 rounds": ([f"player {n}" for n in range(8)], rounds([[r * n for n in range(8)] for r in range(14)])),
     "200 auctions": (["alice", "bob", "carol"], rounds([[r, 100 - r, r // 2] for r in range(200)], "Auction")),
     "1 round": (["alice", "bob"], rounds([[1, 0]])),
@@ -205,9 +206,14 @@ def test_the_x_axis_shows_at_most_ten_numbers_always_the_first_and_last_and_none
 def test_a_game_of_200_turns_counts_its_auctions_along_the_x_axis():
     """Ice Ice Baby: 25 auctions of 8 turns each are 25 points, each the
     score after the auction's last turn, and at most ten numbers."""
-    phases = [{"label": f"Auction {a}, turn {t}" if t <= 6 else f"Auction {a} scoring, offer {t - 6}",
-               "events": [{"type": "bid", "scores": [a * 10 + t, a]}]}
-              for a in range(1, 26) for t in range(1, 9)]  # fmt: skip
+    phases = [
+        {
+            "label": f"Auction {a}, turn {t}" if t <= 6 else f"Auction {a} scoring, offer {t - 6}",
+            "events": [{"type": "bid", "scores": [a * 10 + t, a]}],
+        }
+        for a in range(1, 26)
+        for t in range(1, 9)
+    ]
     assert len(phases) == 200
     html = draw(["alice", "bob"], phases)
     svg = svg_of(html)
@@ -215,8 +221,9 @@ def test_a_game_of_200_turns_counts_its_auctions_along_the_x_axis():
     assert len(texts_of(svg, "xtick")) <= 10 and texts_of(svg, "xtick")[-1].text == "25"
     assert [t.text for t in texts_of(svg, "axis-title")] == ["Points", "Auction"]
     rows = alternative(html).table("Auction")["rows"][1:]
-    assert [[c["text"] for c in row["cells"]] for row in rows] == [[str(a), str(a * 10 + 8), str(a)]
-                                                                  for a in range(1, 26)]  # fmt: skip
+    assert [[c["text"] for c in row["cells"]] for row in rows] == [
+        [str(a), str(a * 10 + 8), str(a)] for a in range(1, 26)
+    ]
     check_canvas(svg)
 
 
@@ -252,7 +259,9 @@ def test_the_key_and_the_table_name_everyone_in_full_escaped():
     table = alternative(html).table("Round")
     assert [c["text"] for c in table["rows"][0]["cells"]] == ["Round", *names]
     assert [[c["text"] for c in row["cells"]] for row in table["rows"][1:]] == [
-        ["1", *map(str, scores[0])], ["2", *map(str, scores[1])]]
+        ["1", *map(str, scores[0])],
+        ["2", *map(str, scores[1])],
+    ]
     assert table["caption"].strip()
     check_canvas(svg)
 
@@ -309,8 +318,7 @@ def games(tmp_path_factory) -> tuple[Engine, Path, dict[str, int]]:
     auction."""
     root = tmp_path_factory.mktemp("charts")
     clock = FakeClock()
-    config = Config(address="referee@example.org", database=root / "games.db", reminder=None,
-                    outage_gap=None)  # fmt: skip
+    config = Config(address="referee@example.org", database=root / "games.db", reminder=None, outage_gap=None)
     engine = Engine(Store(config.database), config, clock)
     ids = {}
     for kind, seats in KINDS.items():
@@ -365,7 +373,8 @@ def test_a_games_page_charts_each_round_or_auction_in_its_own_unit(games, kind):
     rows = alternative(html).table(unit)["rows"]
     assert [c["text"] for c in rows[0]["cells"]] == [unit, *names]
     assert [[c["text"] for c in row["cells"]] for row in rows[1:]] == [
-        [name.split()[1], *map(str, scores)] for name, scores in expected]
+        [name.split()[1], *map(str, scores)] for name, scores in expected
+    ]
     assert [len(line_points(g)) for g in series(svg)] == [len(expected) + 1] * len(names)
     assert [key_text(entry) for entry in key_entries(svg)] == [f"{n}: {s}" for n, s in zip(names, expected[-1][1])]
     assert len(texts_of(svg, "xtick")) <= 10

@@ -60,7 +60,8 @@ def signal_while_reading(signum: int) -> threading.Thread:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_stop_while_a_mail_is_read_ends_the_run_and_the_next_reads_every_mail_once(
-        signum, config, maildir, tmp_path, capsys, caplog):  # fmt: skip
+    signum, config, maildir, tmp_path, capsys, caplog
+):
     now = utc_now()
     engine = Engine(Store(config.database), config, lambda: now - timedelta(minutes=10))
     game = engine.new_game("pure-skill", PLAYERS)
@@ -71,8 +72,9 @@ def test_a_stop_while_a_mail_is_read_ends_the_run_and_the_next_reads_every_mail_
     deliver(maildir, reply(engine, "cat@example.org", "bid 4"), now - timedelta(minutes=1))
     engine.store.db.conn.close()
     cfg = tmp_path / "referee.toml"
-    cfg.write_text(f'[referee]\naddress = "{config.address}"\ndatabase = "{config.database}"\n'
-                   f'[maildir]\npath = "{maildir}"\n')  # fmt: skip
+    cfg.write_text(
+        f'[referee]\naddress = "{config.address}"\ndatabase = "{config.database}"\n[maildir]\npath = "{maildir}"\n'
+    )
     capsys.readouterr()
     caplog.set_level(logging.INFO, logger="referee")
 
@@ -151,4 +153,3 @@ def test_a_stop_cuts_short_only_a_reading_wherever_between_two_steps_it_lands():
             done.set()
             thread.join()
     assert cut > 0 and outside == 0, (cut, outside)
-

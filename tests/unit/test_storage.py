@@ -47,8 +47,10 @@ def free_space(store: Store) -> None:
 def bids(engine: Engine, count: int) -> list[bytes]:
     """``count`` bids with long bodies (each needs new pages), alternating players."""
     padding = "\n\n" + "A word of explanation for my bid, at length. " * 60
-    return [reply(engine, PLAYERS[i % 3], f"bid {i // 3 + 1}{padding}", message_id=f"<b{i}@example.org>")
-            for i in range(count)]  # fmt: skip
+    return [
+        reply(engine, PLAYERS[i % 3], f"bid {i // 3 + 1}{padding}", message_id=f"<b{i}@example.org>")
+        for i in range(count)
+    ]
 
 
 # -- a storage fault is no fault of the message ---------------------------------------
@@ -94,8 +96,12 @@ def test_the_store_raises_storage_faults_and_nothing_else_of_sqlite_s(config, cl
     keeper = sqlite3.connect(config.database, isolation_level=None)
     keeper.execute("BEGIN IMMEDIATE")
     try:
-        for write in (lambda: store.set_meta("k", "v"), lambda: store.finish_game(game, "now"),
-                      lambda: store.add_signup(game, ALICE, "now"), lambda: store.sync(always=True)):  # fmt: skip
+        for write in (
+            lambda: store.set_meta("k", "v"),
+            lambda: store.finish_game(game, "now"),
+            lambda: store.add_signup(game, ALICE, "now"),
+            lambda: store.sync(always=True),
+        ):
             with pytest.raises(StorageFault, match=r"locked.*write lock"):
                 write()
         with pytest.raises(StorageFault, match="locked"), store.transaction():
@@ -117,8 +123,13 @@ def test_no_code_outside_the_store_turns_errors_into_storage_faults():
     """The store alone knows SQLite's errors: no caller converts them."""
     root = Path(store_module.__file__).parent
     converting = re.compile(r"storage_fault\(|_is_fault|is_storage_fault|sqlite3\.OperationalError")
-    outside = [f"{path.relative_to(root)}:{n}" for path in sorted(root.rglob("*.py")) if path.name != "store.py"
-               for n, line in enumerate(path.read_text().splitlines(), 1) if converting.search(line)]  # fmt: skip
+    outside = [
+        f"{path.relative_to(root)}:{n}"
+        for path in sorted(root.rglob("*.py"))
+        if path.name != "store.py"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if converting.search(line)
+    ]
     assert outside == []
 
 
@@ -130,8 +141,7 @@ def maildir_runner(config, clock, box: Path) -> tuple[Engine, Runner]:
     return engine, Runner.from_config(config, engine)
 
 
-def test_a_pass_that_meets_a_full_disk_quarantines_nothing_and_the_next_takes_every_bid(
-        config, clock, tmp_path):  # fmt: skip
+def test_a_pass_that_meets_a_full_disk_quarantines_nothing_and_the_next_takes_every_bid(config, clock, tmp_path):
     box = tmp_path / "Maildir"
     engine, runner = maildir_runner(config, clock, box)
     engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
@@ -168,8 +178,13 @@ def test_a_disk_io_error_on_a_disk_with_next_to_no_room_says_the_disk_is_full(fr
     said as what it is."""
     real = os.statvfs(tmp_path)
     blocks = free_kib * 1024 // real.f_frsize
-    monkeypatch.setattr(os, "statvfs", lambda path: os.statvfs_result(
-        (real.f_bsize, real.f_frsize, real.f_blocks, blocks, blocks, 100, 50, 50, 0, 255)))
+    monkeypatch.setattr(
+        os,
+        "statvfs",
+        lambda path: os.statvfs_result(
+            (real.f_bsize, real.f_frsize, real.f_blocks, blocks, blocks, 100, 50, 50, 0, 255)
+        ),
+    )
     line = str(store_module.storage_fault(tmp_path / "games.db", sqlite3.OperationalError("disk I/O error")))
     if full:
         assert f"disk I/O error, with {free_kib} KiB free on its disk: the disk is full: free some space" in line
@@ -179,8 +194,11 @@ def test_a_disk_io_error_on_a_disk_with_next_to_no_room_says_the_disk_is_full(fr
 
 def test_a_disk_out_of_inodes_is_full_too(tmp_path, monkeypatch):
     real = os.statvfs(tmp_path)
-    monkeypatch.setattr(os, "statvfs", lambda path: os.statvfs_result(
-        (real.f_bsize, real.f_frsize, real.f_blocks, 10**6, 10**6, 100, 0, 0, 0, 255)))
+    monkeypatch.setattr(
+        os,
+        "statvfs",
+        lambda path: os.statvfs_result((real.f_bsize, real.f_frsize, real.f_blocks, 10**6, 10**6, 100, 0, 0, 0, 255)),
+    )
     line = str(store_module.storage_fault(tmp_path / "games.db", sqlite3.OperationalError("disk I/O error")))
     assert "with no inode free on its disk: the disk is full" in line
 
@@ -206,7 +224,7 @@ def test_a_damaged_games_db_is_refused_with_how_to_restore(engine, config, where
     data = bytearray(config.database.read_bytes())
     page = 4096
     start = 0 if where == "header" else page * 2  # the first page of a table's b-tree, past the schema
-    data[start:start + 100] = b"\x99" * 100
+    data[start : start + 100] = b"\x99" * 100
     config.database.write_bytes(bytes(data))
     with pytest.raises(StorageFault, match="restore the newest backup"):
         Store(config.database)
@@ -217,10 +235,11 @@ def schema_of(path: Path) -> dict:
         tables = [r[0] for r in db.execute("select name from sqlite_master where type = 'table'")]
         return {
             "columns": {t: sorted((c[1], c[2]) for c in db.execute(f"PRAGMA table_info([{t}])")) for t in tables},
-            "indexes": sorted(r[0] for r in db.execute("select sql from sqlite_master where type = 'index' "
-                                                       "and sql is not null")),
+            "indexes": sorted(
+                r[0] for r in db.execute("select sql from sqlite_master where type = 'index' and sql is not null")
+            ),
             "version": db.execute("PRAGMA user_version").fetchone()[0],
-        }  # fmt: skip
+        }
 
 
 @pytest.mark.parametrize("dump", SCHEMAS, ids=[p.stem for p in SCHEMAS])
@@ -260,11 +279,14 @@ def test_an_earlier_games_db_keeps_the_outage_guard(dump, config, clock):
     phase = engine.status(running)["phase"]
     clock.now = datetime(2026, 11, 25, 9, 0, tzinfo=UTC)  # days after its deadline, 2026-11-21
     done = engine.tick()
-    assert done == [f"extended game {running} {phase['label']} to 2026-11-26T09:00:00Z: "
-                    f"the referee did not run from 2026-11-21T15:05:00Z to 2026-11-25T09:00:00Z"
-                    if "last_tick" in dump.read_text() else  # the record's last work: a's bid, handled 15:00
-                    f"extended game {running} {phase['label']} to 2026-11-26T09:00:00Z: "
-                    f"the referee did not run from 2026-11-21T15:00:00Z to 2026-11-25T09:00:00Z"]  # fmt: skip
+    assert done == [
+        f"extended game {running} {phase['label']} to 2026-11-26T09:00:00Z: "
+        f"the referee did not run from 2026-11-21T15:05:00Z to 2026-11-25T09:00:00Z"
+        if "last_tick" in dump.read_text()
+        # the record's last work: a's bid, handled 15:00
+        else f"extended game {running} {phase['label']} to 2026-11-26T09:00:00Z: "
+        f"the referee did not run from 2026-11-21T15:00:00Z to 2026-11-25T09:00:00Z"
+    ]
     assert engine.status(running)["phase"]["number"] == phase["number"]  # nobody got a random bid
     assert not [m for m in engine.store.moves(running, phase["number"]) if m["source"] == "random"]
 
@@ -280,8 +302,9 @@ def test_an_earlier_games_db_keeps_what_became_of_each_message_as_code_and_detai
     after = {m["key"]: m for m in store.messages()}
     assert {key: f"{m['code']}: {m['detail']}" for key, m in after.items()} == before
     assert all(m["code"] in ("move", "refused", "ignored", "failed") for m in after.values())
-    assert {key for key in after if not store.seen(key)} == {key for key, m in after.items()
-                                                            if m["code"] in ("failed", "ignored")}  # fmt: skip
+    assert {key for key in after if not store.seen(key)} == {
+        key for key, m in after.items() if m["code"] in ("failed", "ignored")
+    }
     assert [m["key"] for m in store.failed_messages()] == [key for key, m in after.items() if m["code"] == "failed"]
 
 
@@ -315,8 +338,7 @@ def cli(tmp_path: Path, database: Path, *args: str) -> int:
     return main(["--config", str(cfg), *args])
 
 
-def test_a_backup_taken_while_another_process_writes_is_whole_and_restores(
-        engine, config, clock, tmp_path, capsys):  # fmt: skip
+def test_a_backup_taken_while_another_process_writes_is_whole_and_restores(engine, config, clock, tmp_path, capsys):
     engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
     engine.ingest(reply(engine, ALICE, "bid 5"))
     writer = sqlite3.connect(config.database, isolation_level=None)  # the daemon, mid-transaction
@@ -357,8 +379,9 @@ def test_only_a_whole_backup_is_restored(engine, config, tmp_path, capsys):
     assert config.database.read_bytes() == before
 
 
-@pytest.mark.parametrize("target", ["games.db", "games.db-wal", "games.db-shm", "games.db.lock", "referee.toml",
-                                    "existing.db"])
+@pytest.mark.parametrize(
+    "target", ["games.db", "games.db-wal", "games.db-shm", "games.db.lock", "referee.toml", "existing.db"]
+)
 def test_a_backup_never_writes_over_a_file(engine, config, tmp_path, capsys, target):
     """Not games.db, its journal or lock, the config, nor any file that
     exists: one line says why, and every file stays as it was."""
@@ -382,13 +405,17 @@ def _tampered(path: Path, sql: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("sql", [
-    "create trigger publish after insert on moves begin update seats set address = token; end",
-    "create view tokens as select token from seats",
-    "create table spare (x)",
-])  # fmt: skip
-def test_a_backup_that_holds_more_than_a_games_db_is_refused_before_anything_moves(engine, config, tmp_path,
-                                                                                  capsys, sql):  # fmt: skip
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "create trigger publish after insert on moves begin update seats set address = token; end",
+        "create view tokens as select token from seats",
+        "create table spare (x)",
+    ],
+)
+def test_a_backup_that_holds_more_than_a_games_db_is_refused_before_anything_moves(
+    engine, config, tmp_path, capsys, sql
+):
     engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
     backup = tmp_path / "backup.db"
     assert cli(tmp_path, config.database, "backup", str(backup)) == 0
@@ -415,8 +442,7 @@ def test_restore_takes_the_path_literally_and_never_games_db_itself(engine, conf
     assert len(Store(config.database).moves(1)) == 1  # new.db#1's, not new.db's
 
 
-def test_a_restore_that_cannot_finish_leaves_the_old_games_db_in_place(engine, config, tmp_path, capsys,
-                                                                       monkeypatch):  # fmt: skip
+def test_a_restore_that_cannot_finish_leaves_the_old_games_db_in_place(engine, config, tmp_path, capsys, monkeypatch):
     engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
     backup = tmp_path / "backup.db"
     assert cli(tmp_path, config.database, "backup", str(backup)) == 0
@@ -465,8 +491,9 @@ def test_status_shows_trouble_at_a_glance(config, clock, tmp_path, capsys):
     assert health["last_fault"]["at"] > health["last_pass"]["at"] and health["outbox"]["queued"] > 0
 
 
-def test_a_fault_games_db_could_not_take_is_shown_by_status_and_written_later(config, clock, tmp_path, capsys,
-                                                                               monkeypatch):  # fmt: skip
+def test_a_fault_games_db_could_not_take_is_shown_by_status_and_written_later(
+    config, clock, tmp_path, capsys, monkeypatch
+):
     """A keeper's sqlite3 session holds games.db's write lock: the pass
     fails, and games.db cannot take the note of why either.  `status` says
     so all the same (it reads the note kept beside games.db), and the next

@@ -30,8 +30,7 @@ def everything(path) -> dict[str, list]:
     committed, not what one connection happens to see.  A message that failed
     is kept (raw, unanswered) but is no effect of it, so it is left out."""
     db = Store(path).db
-    tables = {name: list(db[name].rows) for name in ("games", "seats", "phases", "moves",
-                                                     "messages", "outbox")}  # fmt: skip
+    tables = {name: list(db[name].rows) for name in ("games", "seats", "phases", "moves", "messages", "outbox")}
     tables["messages"] = [m for m in tables["messages"] if m["code"] != "failed"]
     return tables
 
@@ -90,8 +89,7 @@ def test_a_failure_queueing_the_reply_leaves_no_trace(engine, clock, config, mon
     assert len(engine.store.messages()) == 1
 
 
-def test_a_failure_while_announcing_a_resolved_round_undoes_the_last_bid(engine, clock, config,
-                                                                         monkeypatch):  # fmt: skip
+def test_a_failure_while_announcing_a_resolved_round_undoes_the_last_bid(engine, clock, config, monkeypatch):
     engine.new_game("pure-skill", PLAYERS)
     engine.ingest(reply(engine, ALICE, "bid 7", received=clock()))
     engine.ingest(reply(engine, BOB, "bid 8", received=clock()))
@@ -105,8 +103,7 @@ def test_a_failure_while_announcing_a_resolved_round_undoes_the_last_bid(engine,
     assert engine.status(1)["phase"]["number"] == 2
 
 
-def test_a_failing_tick_resolves_nothing_and_the_next_one_does(engine, clock, config,
-                                                               monkeypatch):  # fmt: skip
+def test_a_failing_tick_resolves_nothing_and_the_next_one_does(engine, clock, config, monkeypatch):
     engine.new_game("pure-skill", PLAYERS)
     clock.advance(days=3)
     before = everything(config.database)
@@ -201,8 +198,7 @@ def test_moves_carry_the_message_and_the_server_receipt_time(engine, clock):
     assert message["sender"] == ALICE and message["game_id"] == 1
 
 
-def test_a_message_that_trips_a_bug_is_kept_unanswered_and_tried_again_later(engine, clock,
-                                                                            monkeypatch, caplog):  # fmt: skip
+def test_a_message_that_trips_a_bug_is_kept_unanswered_and_tried_again_later(engine, clock, monkeypatch, caplog):
     engine.new_game("pure-skill", PLAYERS)
 
     def broken(*args, **kwargs):
@@ -226,8 +222,13 @@ def test_a_message_that_trips_a_bug_is_kept_unanswered_and_tried_again_later(eng
 
 def test_a_reply_to_ids_with_encoded_line_breaks_stays_one_header(engine, clock):
     engine.new_game("pure-skill", PLAYERS)
-    raw = reply(engine, PLAYERS[0], "hello", message_id="=?utf-8?q?<x=0D=0ABcc:_v@e>?=",
-                    headers={"References": "=?utf-8?q?<a@b>=0D=0ABcc:_evil@example.net?="})
+    raw = reply(
+        engine,
+        PLAYERS[0],
+        "hello",
+        message_id="=?utf-8?q?<x=0D=0ABcc:_v@e>?=",
+        headers={"References": "=?utf-8?q?<a@b>=0D=0ABcc:_evil@example.net?="},
+    )
     assert engine.ingest(raw).code == "refused"
     answer = engine.store.outbox()[-1]
     headers = email.message_from_bytes(answer["raw"])
@@ -290,8 +291,16 @@ def test_a_game_read_inside_a_transaction_that_failed_is_read_afresh(engine):
     engine.new_game("pure-skill", PLAYERS)
     phase = engine.table(1).open_phase["number"]
     with pytest.raises(Boom), engine.store.transaction():
-        engine.store.add_move(game_id=1, phase=phase, seat=0, move="bid 7", source="mail", message_key=None,
-                              received_at=None, recorded_at=None)  # fmt: skip
+        engine.store.add_move(
+            game_id=1,
+            phase=phase,
+            seat=0,
+            move="bid 7",
+            source="mail",
+            message_key=None,
+            received_at=None,
+            recorded_at=None,
+        )
         assert engine.table(1).waiting_for(engine.table(1).open_phase) == [1, 2]
         raise Boom("undone")
     assert engine.table(1).waiting_for(engine.table(1).open_phase) == [0, 1, 2]
@@ -317,8 +326,12 @@ def test_a_game_read_in_parts_is_the_game_read_whole(engine, clock):
         clock.advance(days=4)
         engine.tick()  # carol's random bid, before she resigned
         parts, whole = engine.table(1), Tables(engine.store).table(1)
-        assert (parts.row, parts.seats, parts.phases, parts.counted) == (whole.row, whole.seats, whole.phases,
-                                                                         whole.counted)  # fmt: skip
+        assert (parts.row, parts.seats, parts.phases, parts.counted) == (
+            whole.row,
+            whole.seats,
+            whole.phases,
+            whole.counted,
+        )
         assert parts.state == whole.state
 
 

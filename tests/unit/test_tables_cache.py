@@ -13,9 +13,7 @@ from referee.store import Store
 from referee.tables import Table, Tables
 
 GAMES = 6
-ROUNDS = (
-    3  # resolved in each game: each game's record has ROUNDS + 1 phases (the last open)
-)
+ROUNDS = 3  # resolved in each game: each game's record has ROUNDS + 1 phases (the last open)
 
 
 @pytest.fixture
@@ -45,14 +43,20 @@ def played(tmp_path) -> Engine:
 
 def phases_kept(tables: Tables) -> tuple[int, int]:
     """The phases the two caches hold: the last reads', the replays'."""
-    return (sum(len(kept[2]) for kept in tables._tables.values()),
-            sum(len(kept[1]) for kept in tables._replays.values()))  # fmt: skip
+    return (
+        sum(len(kept[2]) for kept in tables._tables.values()),
+        sum(len(kept[1]) for kept in tables._replays.values()),
+    )
 
 
 def same(a: Table, b: Table) -> bool:
-    return (a.state == b.state and a.phases == b.phases and a.counted == b.counted
-            and [(s.number, s.moves, s.events) for s in a.replay.steps]
-            == [(s.number, s.moves, s.events) for s in b.replay.steps])  # fmt: skip
+    return (
+        a.state == b.state
+        and a.phases == b.phases
+        and a.counted == b.counted
+        and [(s.number, s.moves, s.events) for s in a.replay.steps]
+        == [(s.number, s.moves, s.events) for s in b.replay.steps]
+    )
 
 
 def test_the_cache_keeps_at_most_its_games(played, monkeypatch):
@@ -68,9 +72,7 @@ def test_the_cache_keeps_at_most_its_games(played, monkeypatch):
 
 
 def test_the_cache_keeps_at_most_its_phases_in_all(played, monkeypatch):
-    monkeypatch.setattr(
-        referee.tables, "_PHASES_KEPT", 10
-    )  # two games of 4 phases (3 resolved), not three
+    monkeypatch.setattr(referee.tables, "_PHASES_KEPT", 10)  # two games of 4 phases (3 resolved), not three
     tables = Tables(played.store)
     for _ in range(2):
         for game in range(1, GAMES + 1):
@@ -81,16 +83,12 @@ def test_the_cache_keeps_at_most_its_phases_in_all(played, monkeypatch):
     assert list(tables._replays) == [4, 5, 6]  # 3 resolved phases each
 
 
-def test_a_game_longer_than_the_bound_is_still_kept_while_it_is_read(
-    played, monkeypatch
-):
+def test_a_game_longer_than_the_bound_is_still_kept_while_it_is_read(played, monkeypatch):
     monkeypatch.setattr(referee.tables, "_PHASES_KEPT", 2)
     tables = Tables(played.store)
     first = tables.table(1)
     assert list(tables._tables) == [1] and list(tables._replays) == [1]
-    assert (
-        tables.table(1) is first
-    )  # the next read of the same record is served from the cache
+    assert tables.table(1) is first  # the next read of the same record is served from the cache
     tables.table(2)
     assert list(tables._tables) == [2] and list(tables._replays) == [2]
 

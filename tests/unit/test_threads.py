@@ -54,15 +54,21 @@ def test_a_move_answering_a_phase_that_is_over_is_refused_and_changes_nothing(en
         for seat in table.waiting_for(phase):
             address, move = PLAYERS[seat], first_legal(engine, seat)
             mails = game_mails(box, address)
-            stale = [m for m in mails if 0 < phase_of(m) < phase["number"]  # a phase she moved in
-                     and seat in table.phases[phase_of(m) - 1]["movers"]]  # fmt: skip
+            stale = [
+                m
+                for m in mails
+                if 0 < phase_of(m) < phase["number"]  # a phase she moved in
+                and seat in table.phases[phase_of(m) - 1]["movers"]
+            ]
             if stale:
                 before = moves_and_phases(engine)
                 assert answer(engine, clock, stale[-1], move).code == "refused"
                 assert moves_and_phases(engine) == before
                 said = " ".join(last_answer(engine).split())
                 over = table.phases[phase_of(stale[-1]) - 1]["label"]
-                assert f"answers the referee's mail about {over}, which is over. {phase['label']} is open now" in said, said
+                assert (
+                    f"answers the referee's mail about {over}, which is over. {phase['label']} is open now" in said
+                ), said
                 refused += 1
                 told_to_resend += "send it again" in said
             assert answer(engine, clock, mails[-1], move).code in ("move", "replaced"), mails[-1]["subject"]
@@ -119,8 +125,13 @@ def test_a_move_whose_thread_says_nothing_keeps_the_old_rule(engine: Engine, clo
     box = Mailbox(engine)
     for player, card in zip(PLAYERS, ("5", "6", "7")):
         answer(engine, clock, game_mails(box, player)[-1], f"bid {card}")
-    plain = make_mail(ALICE, "bid 9", to=seat_address(engine, ALICE), received=clock(),
-                      headers={"In-Reply-To": "<her-own-draft@example.net>"})  # fmt: skip
+    plain = make_mail(
+        ALICE,
+        "bid 9",
+        to=seat_address(engine, ALICE),
+        received=clock(),
+        headers={"In-Reply-To": "<her-own-draft@example.net>"},
+    )
 
     assert engine.ingest(plain).code == "move"
     assert [m["phase"] for m in engine.store.moves(1)][-1] == 2
@@ -132,8 +143,7 @@ def test_another_games_tag_in_the_thread_says_nothing_about_this_one(engine, clo
     for player, card in zip(PLAYERS, ("5", "6", "7")):
         answer(engine, clock, game_mails(box, player)[-1], f"bid {card}")
     other = game_mails(box, ALICE)[0]["message_id"].replace(".g1p", ".g2p")
-    raw = make_mail(ALICE, "bid 9", to=seat_address(engine, ALICE), received=clock(),
-                    headers={"In-Reply-To": other})  # fmt: skip
+    raw = make_mail(ALICE, "bid 9", to=seat_address(engine, ALICE), received=clock(), headers={"In-Reply-To": other})
 
     assert engine.ingest(raw).code == "move"
 
@@ -149,8 +159,12 @@ def test_a_move_answering_the_mail_of_a_bots_turn_counts_for_the_players_turn_no
         phase = table.open_phase
         (seat,) = table.waiting_for(phase)
         mails = game_mails(box, PLAYERS[seat])
-        between = [m for m in mails if 0 < phase_of(m) < phase["number"] and not any(
-            seat in p["movers"] for p in table.phases[phase_of(m) - 1 : phase["number"] - 1])]  # fmt: skip
+        between = [
+            m
+            for m in mails
+            if 0 < phase_of(m) < phase["number"]
+            and not any(seat in p["movers"] for p in table.phases[phase_of(m) - 1 : phase["number"] - 1])
+        ]
         if between:
             assert answer(engine, clock, between[-1], first_legal(engine, seat)).code == "move"
             assert [m["phase"] for m in engine.store.moves(1) if m["seat"] == seat][-1] == phase["number"]

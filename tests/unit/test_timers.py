@@ -17,8 +17,9 @@ ALICE, BOB, CAROL = PLAYERS
 def timed(config, clock):
     """An engine with the documented defaults: reminders 1 day before the
     deadline, and the outage guard (6 hours' gap, 24 hours' grace)."""
-    config = replace(config, reminder=timedelta(days=1), outage_gap=timedelta(hours=6),
-                     outage_grace=timedelta(hours=24))  # fmt: skip
+    config = replace(
+        config, reminder=timedelta(days=1), outage_gap=timedelta(hours=6), outage_grace=timedelta(hours=24)
+    )
     return Engine(Store(config.database), config, clock)
 
 
@@ -32,8 +33,11 @@ def cron(engine, clock, hours: int, every: float = 1.0) -> list[str]:
 
 
 def mails_to(engine, address: str, template_word: str) -> list[str]:
-    return [body_of(m["raw"]) for m in engine.store.outbox()
-            if m["recipients"] == [address] and template_word in m["subject"]]  # fmt: skip
+    return [
+        body_of(m["raw"])
+        for m in engine.store.outbox()
+        if m["recipients"] == [address] and template_word in m["subject"]
+    ]
 
 
 def test_one_reminder_a_day_before_to_those_who_have_not_moved(timed, clock):

@@ -47,8 +47,7 @@ _SERIAL = itertools.count(1)
 
 def fresh_engine(clock: FakeClock, seed: bytes | None = None) -> Engine:
     """An engine in memory whose new games have ``seed`` (unset: the system's)."""
-    config = Config(address="referee@example.org", database=Path(":memory:"), reminder=None,
-                    outage_gap=None)  # fmt: skip
+    config = Config(address="referee@example.org", database=Path(":memory:"), reminder=None, outage_gap=None)
     return Engine(Store(":memory:"), config, clock, Seeds(seed))
 
 
@@ -57,8 +56,9 @@ def hand(engine: Engine, game: int, seat: int) -> list[int]:
 
 
 def bid(engine: Engine, game: int, player: str, card: int) -> None:
-    outcome = engine.ingest(reply(engine, player, f"bid {card_name(card)}", game=game,
-                                  message_id=f"<verify-{next(_SERIAL)}@example.net>"))  # fmt: skip
+    outcome = engine.ingest(
+        reply(engine, player, f"bid {card_name(card)}", game=game, message_id=f"<verify-{next(_SERIAL)}@example.net>")
+    )
     assert outcome.code in ("move", "replaced"), outcome
 
 
@@ -172,8 +172,7 @@ def test_verify_needs_no_database_nor_config(record, run_verify, tmp_path, monke
     """The record alone: a config naming a database in a folder that does
     not exist, and any attempt to open a store, changes nothing."""
     config = tmp_path / "referee.toml"
-    config.write_text(f'[referee]\naddress = "referee@example.org"\n'
-                      f'database = "{tmp_path / "nowhere" / "games.db"}"\n')  # fmt: skip
+    config.write_text(f'[referee]\naddress = "referee@example.org"\ndatabase = "{tmp_path / "nowhere" / "games.db"}"\n')
 
     def no_store(*args, **kwargs):
         raise AssertionError("verify opened a store")
@@ -496,18 +495,22 @@ def test_a_seat_whose_player_left_is_flagged_a_bot_from_the_phase_they_left(reco
 def test_bots_from_the_start_are_flagged_bots_from_phase_0():
     record = bots_record("pure-skill")
     assert [(p["name"], p["bot"], p["bot_from_phase"], p["left_at"]) for p in record["players"]] == [
-        (f"bot {seat}", True, 0, None) for seat in (1, 2, 3)]  # fmt: skip
+        (f"bot {seat}", True, 0, None) for seat in (1, 2, 3)
+    ]
     assert verify(record).ok
 
 
-@pytest.mark.parametrize(("seat", "field", "value", "message"), [
-    (2, "bot", False, "seat 3 is flagged a person, but its bot_from_phase is 6"),
-    (0, "bot", True, "seat 1 is flagged a bot, but its bot_from_phase is null"),
-    (2, "bot_from_phase", None, "seat 3 is flagged a bot, but its bot_from_phase is null"),
-    (0, "bot_from_phase", 6, "seat 1 is flagged a person, but its bot_from_phase is 6"),
-    (2, "bot_from_phase", 0, "seat 3 is named 'carol': a bot from the start is named 'bot 3', and only it"),
-    (2, "bot_from_phase", 14, "seat 3 became a bot in phase '14', which the record does not have"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("seat", "field", "value", "message"),
+    [
+        (2, "bot", False, "seat 3 is flagged a person, but its bot_from_phase is 6"),
+        (0, "bot", True, "seat 1 is flagged a bot, but its bot_from_phase is null"),
+        (2, "bot_from_phase", None, "seat 3 is flagged a bot, but its bot_from_phase is null"),
+        (0, "bot_from_phase", 6, "seat 1 is flagged a person, but its bot_from_phase is 6"),
+        (2, "bot_from_phase", 0, "seat 3 is named 'carol': a bot from the start is named 'bot 3', and only it"),
+        (2, "bot_from_phase", 14, "seat 3 became a bot in phase '14', which the record does not have"),
+    ],
+)
 def test_a_seats_bot_flag_or_phase_changed_alone_is_refused_as_no_record(record, seat, field, value, message):
     """The flag and the phase say the same thing, and each is checked
     against the other: changing either one alone is a record no referee
@@ -517,11 +520,14 @@ def test_a_seats_bot_flag_or_phase_changed_alone_is_refused_as_no_record(record,
     assert (verdict.ok, verdict.phase, verdict.message) == (False, None, message)
 
 
-@pytest.mark.parametrize(("left", "failing", "message"), [
-    (5, 5, "seat 3's player left at {left_at}, while the phase was not open"),
-    (7, 6, "seat 3 is a person's, but its move is marked as a bot's"),
-    (12, 6, "seat 3 is a person's, but its move is marked as a bot's"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("left", "failing", "message"),
+    [
+        (5, 5, "seat 3's player left at {left_at}, while the phase was not open"),
+        (7, 6, "seat 3 is a person's, but its move is marked as a bot's"),
+        (12, 6, "seat 3 is a person's, but its move is marked as a bot's"),
+    ],
+)
 def test_a_seat_made_a_bot_from_another_phase_fails_at_the_phase_that_betrays_it(record, left, failing, message):
     """Carol's leaving moved to another phase (bot flag and all): in an
     earlier phase she left while it was not open; in a later one, her seat
@@ -658,11 +664,12 @@ def test_verify_of_a_missing_url_is_a_usage_error(web_folder, capsys):
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    picks=st.lists(st.lists(st.one_of(st.none(), st.integers(0, 12)), min_size=3, max_size=3),
-                   min_size=13, max_size=13),
+    picks=st.lists(
+        st.lists(st.one_of(st.none(), st.integers(0, 12)), min_size=3, max_size=3), min_size=13, max_size=13
+    ),
     leaver=st.one_of(st.none(), st.tuples(st.sampled_from(PLAYERS), st.integers(1, 12))),
     alter_at=st.tuples(st.integers(1, 13), st.integers(0, 2), st.integers(0, 12)),
-)  # fmt: skip
+)
 def test_any_game_verifies_and_any_altered_bid_fails_at_its_phase(picks, leaver, alter_at):
     """Each round each seat bids a card of its choice, or misses the deadline;
     a player may leave.  The record verifies, naming the engine's winner; a
@@ -728,11 +735,14 @@ def passed(text: str) -> str | None:
     return "pass" if text != "pass" else None
 
 
-@pytest.mark.parametrize(("kind", "label", "change"), [
-    ("bid", r"Auction (\d+): coin tie-break", other_coins),
-    ("ice", r"Auction (\d+) scoring, offer (\d+)", declined),
-    ("priority", r"Round ([2-9]|1\d) of \d+, turn (\d+)", passed),  # round 1's turn N is phase N
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kind", "label", "change"),
+    [
+        ("bid", r"Auction (\d+): coin tie-break", other_coins),
+        ("ice", r"Auction (\d+) scoring, offer (\d+)", declined),
+        ("priority", r"Round ([2-9]|1\d) of \d+, turn (\d+)", passed),  # round 1's turn N is phase N
+    ],
+)
 def test_each_kind_names_the_phase_as_its_mails_do(kind, label, change, run_verify):
     """A bot's move changed in Bid!'s coin tie-break, in an Ice Ice Baby
     scoring offer, or in a later round of Auction: verify names the phase by
@@ -740,8 +750,9 @@ def test_each_kind_names_the_phase_as_its_mails_do(kind, label, change, run_veri
     every turn of an auction)."""
     record = bots_record(kind)
     assert verify(record).ok
-    entry, move = next((e, m) for e in record["phases"] if re.fullmatch(label, e["label"])
-                       for m in e["moves"] if change(m["move"]))  # fmt: skip
+    entry, move = next(
+        (e, m) for e in record["phases"] if re.fullmatch(label, e["label"]) for m in e["moves"] if change(m["move"])
+    )
     assert f"{entry['number']}" not in re.fullmatch(label, entry["label"]).groups()
     move["move"] = change(move["move"])
     verdict = verify(record)
@@ -856,10 +867,12 @@ def carol_left_a_phase_later(record: dict) -> int:
     return 6
 
 
-@pytest.mark.parametrize("rewrite", [relabel_random_as_mail, move_a_receipt_time, renumber_nothing_but_a_name,
-                                     carol_left_a_phase_later], ids=lambda f: f.__name__)  # fmt: skip
-def test_a_record_rewritten_after_the_fact_verifies_alone_but_not_against_a_kept_mail(kept, tmp_path, capsys,
-                                                                                      rewrite):  # fmt: skip
+@pytest.mark.parametrize(
+    "rewrite",
+    [relabel_random_as_mail, move_a_receipt_time, renumber_nothing_but_a_name, carol_left_a_phase_later],
+    ids=lambda f: f.__name__,
+)
+def test_a_record_rewritten_after_the_fact_verifies_alone_but_not_against_a_kept_mail(kept, tmp_path, capsys, rewrite):
     """What the replay cannot see (the record is consistent) a kept mail
     does: the final result's digest covers every phase before it."""
     record = copy.deepcopy(kept[0])
@@ -935,10 +948,11 @@ def test_verify_json_says_everything_it_checked(kept, tmp_path, capsys):
 
 # -- no input gives a traceback ----------------------------------------------------------------
 
-_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                                   max_size=4),
-                     max_leaves=20)  # fmt: skip
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -1005,7 +1019,8 @@ def test_nothing_from_the_record_reaches_the_terminal_as_it_came(record, tmp_pat
     main(["verify", str(path)])
     out = capsys.readouterr().out
     assert "\x1b" not in out and [line for line in out.splitlines() if line.startswith("verified")] == [
-        "verified: 13 phases replay exactly; winner: alice"]  # the verdict's own line, no other
+        "verified: 13 phases replay exactly; winner: alice"
+    ]  # the verdict's own line, no other
     record["players"][0]["name"] = "alice\x1b[30;40m"
     path.write_text(json.dumps(record), encoding="utf-8")
     assert main(["verify", str(path)]) == 1

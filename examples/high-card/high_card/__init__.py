@@ -23,10 +23,37 @@ from referee.rules.rng import Rng
 
 RANKS = "23456789TJQKA"  # low to high (rule 3)
 SUITS = "CDHS"  # clubs, diamonds, hearts, spades: low to high (H2)
-RANK_WORDS = {"two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
-              "nine": "9", "ten": "T", "10": "T", "jack": "J", "queen": "Q", "king": "K", "ace": "A", "1": "A"}  # fmt: skip
-SUIT_WORDS = {"club": "C", "clubs": "C", "diamond": "D", "diamonds": "D", "heart": "H", "hearts": "H",
-              "spade": "S", "spades": "S", "♣": "C", "♦": "D", "♥": "H", "♠": "S"}  # fmt: skip
+RANK_WORDS = {
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "ten": "T",
+    "10": "T",
+    "jack": "J",
+    "queen": "Q",
+    "king": "K",
+    "ace": "A",
+    "1": "A",
+}
+SUIT_WORDS = {
+    "club": "C",
+    "clubs": "C",
+    "diamond": "D",
+    "diamonds": "D",
+    "heart": "H",
+    "hearts": "H",
+    "spade": "S",
+    "spades": "S",
+    "♣": "C",
+    "♦": "D",
+    "♥": "H",
+    "♠": "S",
+}
 NAMES = {"T": "10", "J": "jack", "Q": "queen", "K": "king", "A": "ace"}
 SUIT_NAMES = {"C": "clubs", "D": "diamonds", "H": "hearts", "S": "spades"}
 _MOVE = re.compile(r"^\s*play\s+(?P<card>.*?)\s*$", re.IGNORECASE)
@@ -75,7 +102,9 @@ class HighCard(Game[HighCardState, str]):
     synonyms: Mapping[str, str] = {"bid": "play"}
     options: Mapping[str, Any] = {"hand": 5}
     option_help: Mapping[str, str] = {"hand": "cards dealt to each player, and so rounds played: 2 to 10 (H1)"}
-    filters: Mapping[str, Callable[..., str]] = {"high_card": card_long}  # (filter names are shared by every game's templates: prefixed)
+    filters: Mapping[str, Callable[..., str]] = {
+        "high_card": card_long
+    }  # (filter names are shared by every game's templates: prefixed)
     rule_text = "rules.txt"
     rulings_page = "rulings.md"
 
@@ -94,7 +123,7 @@ class HighCard(Game[HighCardState, str]):
             raise OptionError("High Card is for 2 to 5 players")
         size = self.check_options(options)["hand"]
         deck = rng.shuffled([rank + suit for suit in SUITS for rank in RANKS])  # rule 2
-        hands = tuple(tuple(sorted(deck[seat * size:(seat + 1) * size], key=card_order)) for seat in range(seats))
+        hands = tuple(tuple(sorted(deck[seat * size : (seat + 1) * size], key=card_order)) for seat in range(seats))
         return HighCardState(hands=hands, scores=(0,) * seats, round=1, rounds=size)
 
     def phase(self, state: HighCardState) -> Phase | None:
@@ -111,8 +140,10 @@ class HighCard(Game[HighCardState, str]):
             raise MoveError("A move is 'play' and a card of your hand, for example 'play QS' or 'play 10 of hearts'.")
         card = read_card(match["card"])
         if card is None:
-            raise MoveError(f"'{match['card']}' is not a card. Name its rank (2 to 10, J, Q, K, A) and suit "
-                            "(C, D, H, S), for example 'play QS' or 'play 10 of hearts'.")  # fmt: skip
+            raise MoveError(
+                f"'{match['card']}' is not a card. Name its rank (2 to 10, J, Q, K, A) and suit "
+                "(C, D, H, S), for example 'play QS' or 'play 10 of hearts'."
+            )
         if card not in state.hands[seat]:
             raise MoveError(f"The {card_long(card)} is not in your hand; you hold {' '.join(state.hands[seat])}.")
         return card
@@ -120,18 +151,30 @@ class HighCard(Game[HighCardState, str]):
     def move_text(self, move: str) -> str:
         return f"play {move}"
 
-    def resolve(self, state: HighCardState, moves: Mapping[int, str], rng: Rng) -> tuple[HighCardState, list[dict[str, Any]]]:
+    def resolve(
+        self, state: HighCardState, moves: Mapping[int, str], rng: Rng
+    ) -> tuple[HighCardState, list[dict[str, Any]]]:
         seats = range(len(state.hands))
         winner = max(seats, key=lambda seat: card_order(moves[seat]))  # rule 4, H2: no two cards tie
         scores = tuple(score + (seat == winner) for seat, score in enumerate(state.scores))
         hands = tuple(tuple(card for card in hand if card != moves[seat]) for seat, hand in enumerate(state.hands))
-        event = {"type": "trick", "round": state.round, "cards": [moves[seat] for seat in seats], "winner": winner,
-                 "scores": list(scores)}  # fmt: skip
+        event = {
+            "type": "trick",
+            "round": state.round,
+            "cards": [moves[seat] for seat in seats],
+            "winner": winner,
+            "scores": list(scores),
+        }
         return replace(state, hands=hands, scores=scores, round=state.round + 1), [event]
 
     def view(self, state: HighCardState, seat: int | None) -> dict[str, Any]:
-        public = {"round": min(state.round, state.rounds), "rounds": state.rounds, "over": state.round > state.rounds,
-                  "scores": list(state.scores), "cards_left": [len(hand) for hand in state.hands]}  # fmt: skip
+        public = {
+            "round": min(state.round, state.rounds),
+            "rounds": state.rounds,
+            "over": state.round > state.rounds,
+            "scores": list(state.scores),
+            "cards_left": [len(hand) for hand in state.hands],
+        }
         return public if seat is None else {**public, "hand": list(state.hands[seat])}
 
     def private_news(self, before: HighCardState | None, after: HighCardState, seat: int) -> dict[str, Any] | None:
