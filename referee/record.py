@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from referee.rules import GAMES, Game, MoveError, OptionError, Phase, Rng, get_game
@@ -121,9 +122,18 @@ RECORD_FORMAT = "referee-record/3"
 # record is still read, by that meaning (a copy saved before the change).
 OLD_BOT_FLAG_FORMAT = "referee-record/2"
 
-# How a move was made, as the engine records it: by mail; at random for a
-# missed deadline; by a bot; the only legal move, made for the seat at once.
-SOURCES = ("mail", "random", "bot", "forced")
+
+class MoveSource(StrEnum):
+    """How a move was made, as the engine records it (the ``source`` of a
+    move in games.db and in a record, written as its value)."""
+
+    MAIL = "mail"  # a person's, by mail
+    RANDOM = "random"  # drawn at random for a missed deadline
+    BOT = "bot"  # a bot's: drawn at random as soon as it is owed
+    FORCED = "forced"  # the only legal move, made for the seat at once
+
+
+SOURCES = tuple(MoveSource)  # in that order: what a record's move may be marked
 
 # Every field of a record, at each level: anything else is refused, so that
 # nothing a replay might read goes unchecked.
@@ -317,11 +327,11 @@ def _check_source(
             where,
         )
     left = player["bot_from_phase"]
-    if left is not None and left < number and source != "bot":
+    if left is not None and left < number and source != MoveSource.BOT:
         raise ReplayError(number, f"seat {seat + 1} is a bot by then, but its move is marked {_shown(source)}", where)
-    if (left is None or left > number) and source == "bot":
+    if (left is None or left > number) and source == MoveSource.BOT:
         raise ReplayError(number, f"seat {seat + 1} is a person's, but its move is marked as a bot's", where)
-    if left == number and source == "random":  # a bot took the seat before the deadline, and moved at once
+    if left == number and source == MoveSource.RANDOM:  # a bot took the seat before the deadline, and moved at once
         raise ReplayError(
             number,
             f"seat {seat + 1}'s player left in this phase, but its move is marked random (for a missed deadline)",
@@ -329,19 +339,19 @@ def _check_source(
         )
     received, opened = _when(move["received_at"]), _when(entry["opened_at"])
     deadline, resolved = _when(entry["deadline"]), _when(entry["resolved_at"])
-    if source == "mail" and not opened <= received <= deadline:
+    if source == MoveSource.MAIL and not opened <= received <= deadline:
         raise ReplayError(
             number,
             f"seat {seat + 1}'s move by mail was received at {move['received_at']}, "
             f"outside the phase ({entry['opened_at']} to {entry['deadline']})",
             where,
         )
-    if source == "mail":
+    if source == MoveSource.MAIL:
         return
-    due = deadline if source == "random" else opened
-    if source == "bot" and left == number:
+    due = deadline if source == MoveSource.RANDOM else opened
+    if source == MoveSource.BOT and left == number:
         due = max(due, _when(player["left_at"]))
-    slack = timedelta(0) if source == "random" else CLOCK_SLACK  # the deadline is written as the time
+    slack = timedelta(0) if source == MoveSource.RANDOM else CLOCK_SLACK  # the deadline is written as the time
     if not due - slack <= received <= resolved + CLOCK_SLACK:
         raise ReplayError(
             number,
@@ -358,13 +368,13 @@ def _check_made(
     move is what the seat's seeded stream draws, a forced move the seat's
     only legal move (parsing proved it legal).  A move by mail is the
     player's own choice."""
-    if move["source"] in ("random", "bot"):
+    if move["source"] in (MoveSource.RANDOM, MoveSource.BOT):
         drawn = game.move_text(game.random_move(state, seat, random_move_rng(seed, number, seat)))
         if drawn != game.move_text(parsed):
             raise ReplayError(
                 number, f"seat {seat + 1}'s random move is {_shown(move['move'])}, but the seed draws {drawn!r}", where
             )
-    elif move["source"] == "forced":
+    elif move["source"] == MoveSource.FORCED:
         legal = len(game.legal_moves(state, seat))
         if legal != 1:
             raise ReplayError(

@@ -79,7 +79,7 @@ class MoveRow(TypedDict):
     phase: int
     seat: int
     move: str
-    source: str
+    source: str  # a record.MoveSource, read back as its value
     message_key: str | None
     received_at: str
     recorded_at: str

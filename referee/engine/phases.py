@@ -15,7 +15,7 @@ from referee.engine.post import Post
 from referee.errors import EngineError, Refusal, Why
 from referee.mail.parse import Incoming
 from referee.mail.tokens import phase_answered
-from referee.record import digest_line, random_move_rng
+from referee.record import MoveSource, digest_line, random_move_rng
 from referee.store import PhaseRow, Store
 from referee.tables import Table, Tables, deadlines
 from referee.timeutil import EventClock, ceil_second, from_iso, iso
@@ -100,7 +100,7 @@ class Phases:
                 continue
             legal = table.rules.legal_moves(table.state, seat)
             if len(legal) == 1:
-                self._record_move(table, phase, seat, legal[0], "forced", opened)
+                self._record_move(table, phase, seat, legal[0], MoveSource.FORCED, opened)
             else:
                 self.post.send(table, seat, f"{table.row['kind']}/prompt", self.post.context(table, seat))
         self.bot_moves(table, phase, opened)
@@ -110,14 +110,16 @@ class Phases:
         moved = self.store.final_moves(table.id, phase["number"])
         for seat in phase["movers"]:
             if not table.human(seat) and seat not in moved:
-                self._random_move(table, phase, seat, "bot", now)
+                self._random_move(table, phase, seat, MoveSource.BOT, now)
         self._note_complete(table.id, phase["number"])
 
-    def _random_move(self, table: Table, phase: PhaseRow, seat: int, source: str, at: datetime) -> None:
+    def _random_move(self, table: Table, phase: PhaseRow, seat: int, source: MoveSource, at: datetime) -> None:
         rng = random_move_rng(table.seed, phase["number"], seat)
         self._record_move(table, phase, seat, table.rules.random_move(table.state, seat, rng), source, at)
 
-    def _record_move(self, table: Table, phase: PhaseRow, seat: int, move: Any, source: str, at: datetime) -> None:
+    def _record_move(
+        self, table: Table, phase: PhaseRow, seat: int, move: Any, source: MoveSource, at: datetime
+    ) -> None:
         """A move the referee makes for a seat: random, a bot's, or forced."""
         text = table.rules.move_text(move)
         self.store.add_move(
@@ -144,7 +146,7 @@ class Phases:
             return
         counted = table.counted.get(number, {}).values()
         closes = max(from_iso(move["received_at"]) for move in counted)
-        by_mail = any(move["source"] == "mail" for move in counted)
+        by_mail = any(move["source"] == MoveSource.MAIL for move in counted)
         if phase["sealed"] and by_mail and table.row["settle_seconds"]:
             closes = min(closes + timedelta(seconds=table.row["settle_seconds"]), from_iso(phase["deadline"]))
         self.store.update_phase(game_id, number, closes_at=iso(closes))
@@ -168,7 +170,7 @@ class Phases:
         before = table.state
         deadline = from_iso(phase["deadline"])
         for seat in table.waiting_for(phase):  # 4e: a random bid for a missed deadline
-            self._random_move(table, phase, seat, "random", deadline)
+            self._random_move(table, phase, seat, MoveSource.RANDOM, deadline)
         resolved = self.due_at(self.store.phases(table.id, since=phase["number"])[0])
         self.store.update_phase(table.id, phase["number"], resolved_at=iso(resolved))
         table = self.tables.table(table.id)
@@ -217,7 +219,7 @@ class Phases:
             phase=phase["number"],
             seat=seat,
             move=text,
-            source="mail",
+            source=MoveSource.MAIL,
             message_key=message.key,
             received_at=iso(received),
             recorded_at=iso(self.clock()),
