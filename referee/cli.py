@@ -43,6 +43,7 @@ from referee.site.render import Site
 from referee.store import (
     SCHEMA_VERSION,
     FaultAside,
+    OutcomeCode,
     StorageFault,
     Store,
     copy_database,
@@ -482,7 +483,7 @@ def _ingest(engine: Engine, args) -> int:
         raise UsageError(f"cannot read {args.file}: {error.strerror}") from None
     outcome = engine.ingest(raw)
     print(outcome)
-    return 1 if outcome.code == "failed" else 0
+    return 1 if outcome.code == OutcomeCode.FAILED else 0
 
 
 def _tick(engine: Engine, args) -> int:

@@ -61,6 +61,7 @@ from referee.mail.parse import Incoming, one_line, parse, thread_ids
 from referee.mail.tokens import signup_token, tagged, token_address, tokens_named
 from referee.resources import rule_texts, rules_page
 from referee.rules import GAMES, MoveError, kind_named
+from referee.store import MOVE_CODES, OutcomeCode
 from referee.timeutil import iso
 
 if TYPE_CHECKING:
@@ -70,7 +71,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("referee")
 
-_MOVE_CODES = ("move", "replaced", "superseded")
 _MAX_NOT_UNDERSTOOD = 5  # then the rest of the mail is not read
 _RECENT_MAILS = 3  # compared with a quote in a mail whose thread names none of the referee's
 _THREAD_IDS_READ = 10  # of a mail's In-Reply-To and References, looked up for a notice it answers
@@ -80,7 +80,7 @@ _THREAD_IDS_READ = 10  # of a mail's In-Reply-To and References, looked up for a
 class Outcome:
     """What became of an ingested message."""
 
-    code: str  # move, replaced, superseded, done, refused, bounce, ignored, duplicate, failed
+    code: OutcomeCode
     detail: str
     game_id: int | None = None
 
@@ -110,7 +110,7 @@ class Answer:
     line: str
     part: str
     context: dict[str, Any]
-    code: str  # a move's code, "done", or "refused"
+    code: OutcomeCode  # a move's code, DONE, or REFUSED
 
 
 class Desk:
@@ -131,7 +131,7 @@ class Desk:
             return bounce
         why = never_answer(message, self.config.address)
         if why:
-            return Outcome("ignored", why)
+            return Outcome(OutcomeCode.IGNORED, why)
         notice = self._notice_answered(message)
         if notice is not None:
             return self._reply_to_notice(message, notice)
@@ -145,10 +145,10 @@ class Desk:
                 Why.TOO_LARGE, attempt=True, size=len(message.raw) // 1024, limit=self.config.max_message_size // 1024
             )
             self._reply(message, sender, [self._error("", refusal)])  # a player's: her own budget
-            return Outcome("refused", "too large to read", sender.game_id)
+            return Outcome(OutcomeCode.REFUSED, "too large to read", sender.game_id)
         answers = self._run_all(sender, lines)
         self._reply(message, sender, answers)
-        if sender.game_id is not None and any(answer.code in _MOVE_CODES for answer in answers):
+        if sender.game_id is not None and any(answer.code in MOVE_CODES for answer in answers):
             # Resolve what the moves completed only now, so a player reads the
             # receipt before the result it announces.  A mail that moved
             # nothing changes nothing.
@@ -178,7 +178,7 @@ class Desk:
         if not recorded:
             return None
         failure, game_id = recorded[0]
-        return Outcome("bounce", f"mail to {failure.address} failed ({failure.status})", game_id)
+        return Outcome(OutcomeCode.BOUNCE, f"mail to {failure.address} failed ({failure.status})", game_id)
 
     @cached_property
     def _origin(self) -> str:
@@ -280,7 +280,7 @@ class Desk:
             "dkim": "no passing DKIM signature of the sender's domain",
             "no token": "no valid reply token",
         }[problem]
-        return Outcome("refused", f"{detail}; {owner} was told", table.id if table else None)
+        return Outcome(OutcomeCode.REFUSED, f"{detail}; {owner} was told", table.id if table else None)
 
     def _newest_game_mail(self, owner: str, table: Table | None) -> dict[str, Any] | None:
         """The newest mail to ``owner`` about the game that carries their reply
@@ -338,7 +338,7 @@ class Desk:
         )
         log.info("message %s answers a notice to %s; nothing in it was read", message.key, owner)
         return Outcome(
-            "refused",
+            OutcomeCode.REFUSED,
             f"a reply to a notice of a mail not accepted; nothing in it was read; {owner} was told",
             table.id if table else None,
         )
@@ -359,16 +359,19 @@ class Desk:
             if move is not None and len(set(moves.values())) > 1:
                 answers.append(self._ambiguous(line, moves, lines))
             elif move is not None and move in made:
-                answers.append(Answer(line, "repeat", {"move": move, "number": made[move]}, "done"))
+                answers.append(Answer(line, "repeat", {"move": move, "number": made[move]}, OutcomeCode.DONE))
             else:
                 answers.append(self._run(sender, command))
                 if move is not None:
                     made[move] = number
-            if sum(a.code == "refused" for a in answers) >= _MAX_NOT_UNDERSTOOD and max(moves, default=0) <= number:
-                answers.append(Answer("...", "stop", {"errors": True}, "refused"))
+            if (
+                sum(a.code == OutcomeCode.REFUSED for a in answers) >= _MAX_NOT_UNDERSTOOD
+                and max(moves, default=0) <= number
+            ):
+                answers.append(Answer("...", "stop", {"errors": True}, OutcomeCode.REFUSED))
                 return answers
         if len(lines) > MAX_LINES:
-            answers.append(Answer("...", "stop", {"lines": MAX_LINES}, "refused"))
+            answers.append(Answer("...", "stop", {"lines": MAX_LINES}, OutcomeCode.REFUSED))
         if not answers:
             answers.append(self._error("", Refusal(Why.NO_COMMAND, legal=True, attempt=True), sender))
         return answers
@@ -426,7 +429,7 @@ class Desk:
             if phase and sender.seat in phase["movers"] and table.human(sender.seat):
                 context.update(self.post.legal(table, sender.seat))
             context["game"] = self.post.game_info(table)
-        return Answer(line, "error", context, "refused")
+        return Answer(line, "error", context, OutcomeCode.REFUSED)
 
     def _seat(self, sender: Sender, command: Command) -> tuple[Table, int]:
         """The game a seat's command is about, and the seat; refused when the
@@ -472,16 +475,16 @@ class Desk:
         context.update(
             moved=moved, waiting=[table.label(s) for s in owed], timezone=self.store.timezone(sender.address)
         )
-        return Answer(command.line, "status", context, "done")
+        return Answer(command.line, "status", context, OutcomeCode.DONE)
 
     def _do_hand(self, sender: Sender, command: Command) -> Answer:
         table, seat = self._seat(sender, command)
-        return Answer(command.line, "hand", self.post.context(table, seat), "done")
+        return Answer(command.line, "hand", self.post.context(table, seat), OutcomeCode.DONE)
 
     def _do_resign(self, sender: Sender, command: Command) -> Answer:
         table, seat = self._seat(sender, command)
         self.seating.resign_seat(table, seat, confirm=False)
-        return Answer(command.line, "resign", self.post.context(table), "done")
+        return Answer(command.line, "resign", self.post.context(table), OutcomeCode.DONE)
 
     def _do_help(self, sender: Sender, command: Command) -> Answer:
         """The commands, as the table lists them, and the games."""
@@ -491,11 +494,11 @@ class Desk:
             "kinds": [{"kind": k, "title": g.title, "seats": g.seat_range} for k, g in GAMES.items()],
             **COMMANDS.help(),
         }
-        return Answer(command.line, "help", context, "done")
+        return Answer(command.line, "help", context, OutcomeCode.DONE)
 
     def _do_end(self, sender: Sender, command: Command) -> Answer:
         """END or QUIT: the rest of the mail is not read (the table says it stops)."""
-        return Answer(command.line, "stop", {}, "done")
+        return Answer(command.line, "stop", {}, OutcomeCode.DONE)
 
     def _do_rules(self, sender: Sender, command: Command) -> Answer:
         """A game's rules and the referee's rulings: the game named, else the
@@ -512,7 +515,7 @@ class Desk:
             raise Refusal(Why.NO_SUCH_GAME, kinds=list(GAMES), command="rules")
         if kind is None:
             kinds = [{"kind": k, "title": g.title, "url": site and f"{site}/{rules_page(k)}"} for k, g in GAMES.items()]
-            return Answer(command.line, "rules", {"kinds": kinds}, "done")
+            return Answer(command.line, "rules", {"kinds": kinds}, OutcomeCode.DONE)
         context: dict[str, Any] = {
             "kind": kind,
             "title": GAMES[kind].title,
@@ -526,7 +529,7 @@ class Desk:
             else:
                 self._rules_mailed[kind] = self._line
                 context["rules"], context["rulings"] = rule_texts(kind)
-        return Answer(command.line, "rules", context, "done")
+        return Answer(command.line, "rules", context, OutcomeCode.DONE)
 
     def _kind_of(self, sender: Sender) -> str | None:
         """The kind of game a mail is about, by the token it names, if one."""
@@ -537,7 +540,7 @@ class Desk:
         return next(iter(sender.signed)) if len(sender.signed) == 1 else None
 
     def _do_list(self, sender: Sender, command: Command) -> Answer:
-        return Answer(command.line, "list", self.reports.listing(), "done")
+        return Answer(command.line, "list", self.reports.listing(), OutcomeCode.DONE)
 
     def _do_join(self, sender: Sender, command: Command) -> Answer:
         named = command.argument
@@ -569,7 +572,7 @@ class Desk:
             )
             if not sent:
                 raise Refusal(Why.TOO_MANY_MAILS)
-            return Answer(command.line, "join", {"confirm": True, "title": GAMES[kind].title}, "done")
+            return Answer(command.line, "join", {"confirm": True, "title": GAMES[kind].title}, OutcomeCode.DONE)
         game_id, started = self.seating.join(kind, sender.address, self.message.key)
         context = {
             "confirm": False,
@@ -578,7 +581,7 @@ class Desk:
             "started": started,
             "signup": self.reports.listing(game_id),
         }
-        return Answer(command.line, "join", context, "done")
+        return Answer(command.line, "join", context, OutcomeCode.DONE)
 
     def _do_leave(self, sender: Sender, command: Command) -> Answer:
         if sender.game_id is not None:
@@ -588,7 +591,7 @@ class Desk:
             raise Refusal(Why.LEAVE_NOT_SIGNED)
         for kind in kinds:
             self.seating.leave(kind, sender.address)
-        return Answer(command.line, "leave", {"titles": [GAMES[k].title for k in kinds]}, "done")
+        return Answer(command.line, "leave", {"titles": [GAMES[k].title for k in kinds]}, OutcomeCode.DONE)
 
     def _do_timezone(self, sender: Sender, command: Command) -> Answer:
         if not sender.authenticated:
@@ -596,13 +599,13 @@ class Desk:
         zone = command.argument.strip()
         if zone.upper() in ("UTC", "GMT", "NONE", "OFF"):
             self.store.set_timezone(sender.address, None)
-            return Answer(command.line, "timezone", {"zone": None}, "done")
+            return Answer(command.line, "timezone", {"zone": None}, OutcomeCode.DONE)
         try:
             ZoneInfo(zone)
         except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: "Europe" is a folder
             raise Refusal(Why.UNKNOWN_ZONE, zone=zone) from None
         self.store.set_timezone(sender.address, zone)
-        return Answer(command.line, "timezone", {"zone": zone}, "done")
+        return Answer(command.line, "timezone", {"zone": zone}, OutcomeCode.DONE)
 
     # -- 6. the answer ---------------------------------------------------------
 
@@ -644,7 +647,7 @@ class Desk:
         """List the legal moves under a line that tried a move, and under the
         first other line not understood when the mail made no move.  When it
         made one, a "Hi," or "Thanks" around it is only said to be left alone."""
-        moved = any(a.code in _MOVE_CODES for a in answers)
+        moved = any(a.code in MOVE_CODES for a in answers)
         trimmed, shown = [], False
         for answer in answers:
             context = answer.context
@@ -671,11 +674,11 @@ class Desk:
         return f"Re: {table.tag(sender.seat)} {said}" if table else f"Re: {said}"
 
     def _outcome(self, sender: Sender, answers: list[Answer]) -> Outcome:
-        moves = [a for a in answers if a.code in _MOVE_CODES]
-        done = [a for a in answers if a.code != "refused"]
+        moves = [a for a in answers if a.code in MOVE_CODES]
+        done = [a for a in answers if a.code != OutcomeCode.REFUSED]
         # Line numbers, never the lines: this is printed and logged, and a line may be a sealed bid.
         summary = "; ".join(f"line {number}: {a.code}" for number, a in enumerate(answers, 1))
-        code = moves[-1].code if moves else "done" if done else "refused"
+        code = moves[-1].code if moves else OutcomeCode.DONE if done else OutcomeCode.REFUSED
         return Outcome(code, summary, sender.game_id)
 
 

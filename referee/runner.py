@@ -43,6 +43,7 @@ from referee.mail.source import Source, SourceError, WrongSettings
 from referee.site.render import Site
 from referee.store import (
     FaultAside,
+    OutcomeCode,
     StorageFault,
     read_only,
 )
@@ -322,7 +323,7 @@ class Runner:
                 self.caught_up += self.engine.catch_up(message.received_at)
                 due = min(self.engine.next_due(), default=None)
             outcome = self.engine.ingest(message.raw, received_at=message.received_at)
-            if outcome.code == "failed":
+            if outcome.code == OutcomeCode.FAILED:
                 failed.add(message.ref)
             if outcome.game_id is not None:  # a message changes its own game's moments only
                 due = min((*self.engine.next_due(outcome.game_id), *([due] if due else [])), default=None)
@@ -359,7 +360,7 @@ class Runner:
         with engine.restoring(_sent_before(restore["replaced"], restore["since"])):
             for message in messages:
                 engine.catch_up(message.received_at)
-                again += engine.ingest(message.raw, received_at=message.received_at).code != "duplicate"
+                again += engine.ingest(message.raw, received_at=message.received_at).code != OutcomeCode.DUPLICATE
             ran = [from_iso(restore["ran_until"])] if restore["ran_until"] else []
             until = max([*ran, *(message.received_at for message in messages)], default=None)
             if until is not None:

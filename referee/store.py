@@ -22,6 +22,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
@@ -85,6 +86,24 @@ class MoveRow(TypedDict):
     recorded_at: str
 
 
+class OutcomeCode(StrEnum):
+    """What became of a message handled: its ``code`` in games.db's
+    ``messages`` (written as its value), and of each line of it."""
+
+    MOVE = "move"  # a move was made
+    REPLACED = "replaced"  # a move was made, in place of the seat's earlier one
+    SUPERSEDED = "superseded"  # a move was recorded, but one received after it counts
+    DONE = "done"  # commands carried out, no move
+    REFUSED = "refused"  # nothing counted: the sender was told why (or the seat's owner)
+    BOUNCE = "bounce"  # a bounce of the referee's own mail, recorded against the player
+    IGNORED = "ignored"  # mail never answered (an auto-reply, a list's); a later copy is tried afresh
+    DUPLICATE = "duplicate"  # handled before (not stored: the first one's row stays)
+    FAILED = "failed"  # met a bug, or could not be parsed: kept for the keeper, tried afresh if delivered again
+
+
+MOVE_CODES = (OutcomeCode.MOVE, OutcomeCode.REPLACED, OutcomeCode.SUPERSEDED)  # a move was made
+
+
 class MessageRow(TypedDict):
     key: str
     message_id: str | None
@@ -93,7 +112,7 @@ class MessageRow(TypedDict):
     received_at: str | None
     handled_at: str
     game_id: int | None
-    code: str  # what became of it: move, replaced, superseded, done, refused, bounce, ignored, duplicate, failed
+    code: str  # what became of it: an OutcomeCode, read back as its value
     detail: str  # in words, for the keeper
     raw: bytes
 
@@ -775,7 +794,10 @@ class Store:
         that was ignored (it had no effect): a later delivery of it is tried
         afresh.  So a mailing list's copy of a bid, ignored, never makes the
         player's own copy, with the same Message-ID, a duplicate."""
-        return self._count("messages", "key = ? and code not in ('failed', 'ignored')", [key]) > 0
+        return (
+            self._count("messages", "key = ? and code not in (?, ?)", [key, OutcomeCode.FAILED, OutcomeCode.IGNORED])
+            > 0
+        )
 
     def record_message(
         self,
@@ -786,7 +808,7 @@ class Store:
         received_at: str | None,
         handled_at: str,
         game_id: int | None,
-        code: str,
+        code: OutcomeCode,
         detail: str,
         raw: bytes,
     ) -> None:
@@ -809,7 +831,8 @@ class Store:
         server, and tried afresh if delivered again), newest first."""
         return self._read(
             "select key, sender, subject, handled_at, code, detail from messages "
-            "where code = 'failed' order by handled_at desc"
+            "where code = ? order by handled_at desc",
+            [OutcomeCode.FAILED],
         )
 
     def messages(self) -> list[MessageRow]:
@@ -886,9 +909,9 @@ class Store:
         cursor = self._write(
             "update messages set raw = substr(raw, 1, case when instr(raw, X'0D0A0D0A') > 0 "
             "then instr(raw, X'0D0A0D0A') + 3 else instr(raw, X'0A0A') + 1 end) "
-            "where handled_at >= ? and handled_at < ? and code != 'failed' "
+            "where handled_at >= ? and handled_at < ? and code != ? "
             "and (instr(raw, X'0D0A0D0A') > 0 or instr(raw, X'0A0A') > 0)",
-            [done, before],
+            [done, before, OutcomeCode.FAILED],
         )
         self.set_meta("received_trimmed_before", before)
         return cursor.rowcount

@@ -30,7 +30,7 @@ from referee.engine.rooms import Rooms
 from referee.errors import EngineError
 from referee.interrupt import reading
 from referee.mail.parse import Incoming, parse, unreadable
-from referee.store import StorageFault
+from referee.store import OutcomeCode, StorageFault
 from referee.tables import Table
 from referee.timeutil import iso
 
@@ -87,7 +87,7 @@ class Engine(Rooms):
         except Exception:  # (a parser bug must not stop the daemon on this mail)
             log.exception("a message of %d bytes could not be parsed", len(raw))
             message = unreadable(raw, now, received_at)
-            outcome = Outcome("failed", "the message could not be parsed; it is kept in the store")
+            outcome = Outcome(OutcomeCode.FAILED, "the message could not be parsed; it is kept in the store")
             with self.store.transaction():
                 if not self.store.seen(message.key):
                     self._record(message, now, outcome)
@@ -100,7 +100,7 @@ class Engine(Rooms):
         try:
             with self.store.transaction():
                 if self.store.seen(message.key):
-                    return Outcome("duplicate", f"{message.key} was handled before")
+                    return Outcome(OutcomeCode.DUPLICATE, f"{message.key} was handled before")
                 with self.clock.at(message.received_at):  # see EventClock
                     outcome = Desk(self, message).handle()
                 self._record(message, now, outcome)
@@ -110,7 +110,7 @@ class Engine(Rooms):
             # A bug must neither lose the message nor fail on it at every
             # redelivery: keep it, unanswered, for the keeper to look at.
             log.exception("message %s from %s could not be handled", message.key, message.sender)
-            outcome = Outcome("failed", "an internal error; the message is kept in the store")
+            outcome = Outcome(OutcomeCode.FAILED, "an internal error; the message is kept in the store")
             with self.store.transaction():
                 self._record(message, now, outcome)
         return outcome

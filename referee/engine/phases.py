@@ -16,7 +16,7 @@ from referee.errors import EngineError, Refusal, Why
 from referee.mail.parse import Incoming
 from referee.mail.tokens import phase_answered
 from referee.record import MoveSource, digest_line, random_move_rng
-from referee.store import PhaseRow, Store
+from referee.store import OutcomeCode, PhaseRow, Store
 from referee.tables import Table, Tables, deadlines
 from referee.timeutil import EventClock, ceil_second, from_iso, iso
 
@@ -200,7 +200,7 @@ class Phases:
 
     # -- a move by mail (the Desk reads the message and calls this) -----------
 
-    def take_move(self, table: Table, seat: int, move: Any, message: Incoming) -> tuple[str, dict[str, Any]]:
+    def take_move(self, table: Table, seat: int, move: Any, message: Incoming) -> tuple[OutcomeCode, dict[str, Any]]:
         """Record a seat's move from a message, if the message came in time;
         returns its outcome code (move, replaced, superseded) and what the
         receipt shows.  Refusal when the phase is not open to it.  The phase
@@ -239,7 +239,7 @@ class Phases:
             "settling": not self._due(table.phases[phase["number"] - 1]),
         }
         log.info("game %d %s: move accepted from seat %d", table.id, phase["label"], seat)
-        code = "superseded" if superseded else "replaced" if earlier else "move"
+        code = OutcomeCode.SUPERSEDED if superseded else OutcomeCode.REPLACED if earlier else OutcomeCode.MOVE
         return code, context
 
     def check_thread(self, table: Table, phase: PhaseRow, seat: int, message: Incoming) -> None:
