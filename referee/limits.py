@@ -37,6 +37,7 @@ silence until the hour has passed; when a total runs out, silence.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from enum import Enum
 from typing import Literal
 
 from referee.config import Config
@@ -45,6 +46,16 @@ from referee.store import Store
 from referee.timeutil import from_iso, iso
 
 Budget = Literal["player", "open", "signup", "notice"]
+
+
+class Verdict(Enum):
+    """What becomes of an answer (never stored: the answers spent are)."""
+
+    SEND = "send"  # send the answer
+    NOTIFY = "notify"  # send the over-limit notice instead, once an hour
+    HOLD = "hold"  # send nothing
+
+
 WINDOW = timedelta(hours=1)
 NETWORKS_PER_INBOX = 4  # unchecked origins' worth of answers an inbox gets in an hour, at most
 
@@ -65,32 +76,32 @@ def normalised(address: str) -> str:
     return f"{local.partition('+')[0]}@{domain}"
 
 
-def verdict(store: Store, config: Config, to: str, budget: Budget, now: datetime, origin: str = UNKNOWN) -> str:
-    """ "send" the answer; "notify" (send the over-limit notice instead, once
-    an hour); or "hold" it.  ``origin`` is the answered mail's."""
+def verdict(store: Store, config: Config, to: str, budget: Budget, now: datetime, origin: str = UNKNOWN) -> Verdict:
+    """SEND the answer; NOTIFY (send the over-limit notice instead, once an
+    hour); or HOLD it.  ``origin`` is the answered mail's."""
     since, who = iso(now - WINDOW), normalised(to)
     if budget == "player":
         if store.answers_since(since, ("player",), who) < config.replies_per_hour:
-            return "send"
-        return "notify" if store.answers_since(since, (over_limit("player"),), who) == 0 else "hold"
+            return Verdict.SEND
+        return Verdict.NOTIFY if store.answers_since(since, (over_limit("player"),), who) == 0 else Verdict.HOLD
     checked = origin == CHECKED
     if budget in ("open", "signup"):
         if store.answers_since(since, _POOL, checked=checked) >= config.open_replies_total_per_hour:
-            return "hold"
+            return Verdict.HOLD
         if (
             origin.startswith("net:")
             and store.answers_since(since, _POOL, origin=origin) >= config.open_replies_per_network_per_hour
         ):
-            return "hold"
+            return Verdict.HOLD
     limit = 1 if budget == "notice" else config.open_replies_per_hour
     spent = (budget, over_limit(budget))
     if not checked and store.answers_since(since, spent, who, checked=False) >= NETWORKS_PER_INBOX * limit:
-        return "hold"
+        return Verdict.HOLD
     if store.answers_since(since, (budget,), who, origin=origin) < limit:
-        return "send"
+        return Verdict.SEND
     if budget == "open" and store.answers_since(since, (over_limit(budget),), who, origin=origin) == 0:
-        return "notify"
-    return "hold"
+        return Verdict.NOTIFY
+    return Verdict.HOLD
 
 
 def resumes_at(store: Store, to: str, budget: Budget, now: datetime, origin: str = UNKNOWN) -> datetime:

@@ -199,9 +199,9 @@ class Post:
             return False
         if answers:
             decision = limits.verdict(self.store, self.config, to, budget, now, origin)
-            if decision != "send":
+            if decision != limits.Verdict.SEND:
                 log.info("not answering %s: over its %s answers for the hour", to, budget)
-                if decision == "notify":
+                if decision == limits.Verdict.NOTIFY:
                     context = {
                         "game": context.get("game"),
                         "referee": self.config.address,
