@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from enum import StrEnum
 from typing import Any
 
 from referee.rules import reading
@@ -67,6 +68,20 @@ def set_points(tiles: int) -> int:
 Artifact = tuple[str, str, str]  # (colour, era, type)
 Tile = Artifact | str  # an artifact, or a special tile by name
 Move = tuple  # see move_text
+
+
+class Stage(StrEnum):
+    """Where a round of Bluff Auction stands: ``stage`` in the state and in
+    the view the templates read (its value, as before)."""
+
+    TOOLS = "tools"  # the seats with Tools reroll their dice, a sealed phase per step
+    BIDDING = "bidding"  # turns of bids, moves and passes
+    RESOLVE = "resolve"  # the tracks resolved in order (passing through: no seat is asked)
+    ONESHOT = "oneshot"  # the holder of a 1-shot tile is asked whether to use it on this track
+    ACQUIRE = "acquire"  # a tile won is placed, exhibited with a set, or discarded
+    OVER = "over"  # the game has ended
+
+
 Bid = tuple[int, int, int, bool]  # (seat, value, order placed, tied)
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -148,7 +163,7 @@ class BluffState:
     gone: tuple[Tile, ...]  # out of the game: unsold, discarded, or a 1-shot used
     points: tuple[int, ...]  # points scored so far (exhibits)
     round: int
-    stage: str  # "tools", "bidding", "resolve" (passing through), "oneshot", "acquire" or "over"
+    stage: Stage
     tool_step: int  # the tools phase: seats with at least this many Tools reroll
     track: int  # resolution: the track being resolved (index into TRACKS)
     shown: frozenset[str]  # faces revealed so far this round (F13)
@@ -167,7 +182,7 @@ class BluffState:
         """``turn`` where a seat is sure to hold it: the bidder of a bidding
         turn, or the seat asked about its 1-shot tile."""
         if self.turn is None:
-            raise ValueError(f"no seat holds the turn at stage {self.stage!r}")
+            raise ValueError(f"no seat holds the turn at stage {str(self.stage)!r}")
         return self.turn
 
     def on_offer(self, track: int) -> Tile:
@@ -254,7 +269,7 @@ class BluffAuction(Game[BluffState, Move]):
             gone=(),
             points=(0,) * seats,
             round=0,
-            stage="tools",
+            stage=Stage.TOOLS,
             tool_step=0,
             track=0,
             shown=frozenset(),
@@ -272,19 +287,19 @@ class BluffAuction(Game[BluffState, Move]):
 
     def phase(self, state: BluffState) -> Phase | None:
         r = state.round
-        if state.stage == "tools":
+        if state.stage == Stage.TOOLS:
             label = f"Round {r} tools" + (f" {state.tool_step}" if state.tool_step > 1 else "")
             return Phase(label, _tool_movers(state, state.tool_step), sealed=True, timer="decision")
-        if state.stage == "bidding":
+        if state.stage == Stage.BIDDING:
             return Phase(f"Round {r} bidding, turn {state.turns + 1}", (state.mover,), sealed=False)
-        if state.stage == "oneshot":
+        if state.stage == Stage.ONESHOT:
             return Phase(
                 f"Round {r} {TRACKS[state.track]} auction: the 1-shot tile",
                 (state.mover,),
                 sealed=False,
                 timer="decision",
             )
-        if state.stage == "acquire":
+        if state.stage == Stage.ACQUIRE:
             seat, tile = state.won[0]
             return Phase(f"Round {r} acquisition: {tile_text(tile)}", (seat,), sealed=False, timer="decision")
         return None
@@ -293,14 +308,14 @@ class BluffAuction(Game[BluffState, Move]):
         phase = self.phase(state)
         if phase is None or seat not in phase.movers:
             return []
-        if state.stage == "tools":
+        if state.stage == Stage.TOOLS:
             dice = len(state.dice[seat])
             return [
                 ("reroll", combo) for n in range(dice + 1) for combo in itertools.combinations(range(1, dice + 1), n)
             ]
-        if state.stage == "bidding":
+        if state.stage == Stage.BIDDING:
             return _bidding_moves(state, seat)
-        if state.stage == "oneshot":
+        if state.stage == Stage.ONESHOT:
             return [("use",), ("keep",)]
         return _acquisitions(state, seat, state.won[0][1])
 
@@ -309,14 +324,14 @@ class BluffAuction(Game[BluffState, Move]):
         legal = self.legal_moves(state, seat)
         if not words:
             raise MoveError(self._forms(state))
-        if state.stage == "tools":
+        if state.stage == Stage.TOOLS:
             move = _read_reroll(words, len(state.dice[seat]))
-        elif state.stage == "oneshot":
+        elif state.stage == Stage.ONESHOT:
             said = [w for w in words if w not in _ONESHOT_WORDS]  # "No, keep it for later", "use the 1-shot"
             said = said[1:] if said[:1] in (["yes"], ["no"]) and said[1:] in (["use"], ["keep"]) else said
             move = (said[0],) if said in (["use"], ["keep"]) else None
             move = ("use",) if said == ["yes"] else ("keep",) if said == ["no"] else move
-        elif state.stage == "acquire":
+        elif state.stage == Stage.ACQUIRE:
             move = _read_acquisition(state, seat, words)
         else:
             move = _read_bid(state, seat, words)
@@ -329,17 +344,17 @@ class BluffAuction(Game[BluffState, Move]):
         return move
 
     def _forms(self, state: BluffState) -> str:
-        if state.stage == "tools":
+        if state.stage == Stage.TOOLS:
             return "Say which of your dice to roll again, by number: 'reroll 1 3', 'reroll all' or 'keep'."
-        if state.stage == "oneshot":
+        if state.stage == Stage.ONESHOT:
             return "Say 'use' to count your 2 virtual purple dice on this auction (the tile is discarded), or 'keep'."
-        if state.stage == "acquire" and _beside(state.won[0][1]):
+        if state.stage == Stage.ACQUIRE and _beside(state.won[0][1]):
             return (
                 "Say 'place' (the new tile goes beside your museum, and you exhibit nothing), or 'exhibit' and "
                 "the tiles of a set from your museum (for example 'exhibit red ancient tool, red modern art, "
                 "red medieval weapon')."
             )
-        if state.stage == "acquire":
+        if state.stage == Stage.ACQUIRE:
             return (
                 "Say 'place' (into your museum), 'exhibit' and the tiles of a set (for example "
                 "'exhibit red ancient tool, red modern art, red medieval weapon'), or 'discard' and a tile."
@@ -368,14 +383,14 @@ class BluffAuction(Game[BluffState, Move]):
     def resolve(
         self, state: BluffState, moves: Mapping[int, Move], rng: Rng
     ) -> tuple[BluffState, list[dict[str, Any]]]:
-        if state.stage == "tools":
+        if state.stage == Stage.TOOLS:
             state, events = _rerolls(state, moves, rng)
             return _play_on(state, events, rng)
-        seat = state.mover if state.stage != "acquire" else state.won[0][0]
+        seat = state.mover if state.stage != Stage.ACQUIRE else state.won[0][0]
         move = moves[seat]
-        if state.stage == "bidding":
+        if state.stage == Stage.BIDDING:
             state, events = _bid(state, seat, move)
-        elif state.stage == "oneshot":
+        elif state.stage == Stage.ONESHOT:
             state, events = _oneshot(state, seat, move)
         else:
             state, events = _acquire(state, seat, move)
@@ -388,11 +403,11 @@ class BluffAuction(Game[BluffState, Move]):
         One-shot: use (it is offered only when it wins the tile).  A tile won:
         place it, else the largest set it can exhibit, else discard it."""
         legal = self.legal_moves(state, seat)
-        if state.stage == "tools":
+        if state.stage == Stage.TOOLS:
             return ("reroll", ())
-        if state.stage == "oneshot":
+        if state.stage == Stage.ONESHOT:
             return ("use",)
-        if state.stage == "acquire":
+        if state.stage == Stage.ACQUIRE:
             if ("place",) in legal:
                 return ("place",)
             exhibits = [m for m in legal if m[0] == "exhibit"]
@@ -411,7 +426,7 @@ class BluffAuction(Game[BluffState, Move]):
 
     def view(self, state: BluffState, seat: int | None) -> dict[str, Any]:
         public = {
-            "over": state.stage == "over",
+            "over": state.stage == Stage.OVER,
             "round": state.round,
             "rounds": ROUNDS,
             "stage": state.stage,
@@ -448,14 +463,14 @@ class BluffAuction(Game[BluffState, Move]):
         if phase is not None and seat in phase.movers:
             legal = self.legal_moves(state, seat)
             private.update(legal_count=len(legal), examples=[self.move_text(m) for m in _examples(state, legal)])
-            if state.stage == "acquire":  # the tile to place; a special one goes beside the museum (F5)
+            if state.stage == Stage.ACQUIRE:  # the tile to place; a special one goes beside the museum (F5)
                 private.update(won=tile_text(state.won[0][1]), beside=_beside(state.won[0][1]))
         return private
 
     def private_news(self, before: BluffState | None, after: BluffState, seat: int) -> dict[str, Any] | None:
         """F13: a seat's dice, when a round's roll gave it new ones, and after
         each of its rerolls (even one that rolled the same faces again)."""
-        rerolled = before is not None and before.stage == "tools" and seat in _tool_movers(before, before.tool_step)
+        rerolled = before is not None and before.stage == Stage.TOOLS and seat in _tool_movers(before, before.tool_step)
         if (
             before is not None
             and not rerolled
@@ -463,12 +478,12 @@ class BluffAuction(Game[BluffState, Move]):
             and before.round == after.round
         ):
             return None
-        if after.stage == "over" or not after.dice[seat]:
+        if after.stage == Stage.OVER or not after.dice[seat]:
             return None
         return {"round": after.round, "dice": list(after.dice[seat])}
 
     def result(self, state: BluffState) -> Result | None:
-        if state.stage != "over":
+        if state.stage != Stage.OVER:
             return None
         totals = [standing(state, s)["total"] for s in range(state.seats)]
         people = [s for s in range(state.seats) if s not in state.bots]  # F17: a bot never wins
@@ -483,7 +498,7 @@ class BluffAuction(Game[BluffState, Move]):
 def _examples(state: BluffState, legal: list[Move]) -> list[Move]:
     """A few of the legal moves for a prompt: in bidding, the lowest bid on
     each of a few tracks, a move of a token, and pass where they are legal."""
-    if state.stage != "bidding":
+    if state.stage != Stage.BIDDING:
         return legal[:3] + legal[-2:] if len(legal) > 5 else legal
     lowest: dict[tuple, Move] = {}
     for move in legal:
@@ -534,7 +549,7 @@ def _new_round(state: BluffState, start: int, rng: Rng) -> tuple[BluffState, lis
         turn=None,
         start=start,
         round=state.round + 1,
-        stage="tools",
+        stage=Stage.TOOLS,
         tool_step=1,
         track=0,
         shown=frozenset(),
@@ -588,31 +603,31 @@ def _play_on(state: BluffState, events: list[dict[str, Any]], rng: Rng) -> tuple
     """Everything that follows without a decision: tools phases nobody has,
     the start of bidding, resolving the auctions, the next round, the end."""
     while True:
-        if state.stage == "tools":
+        if state.stage == Stage.TOOLS:
             if _tool_movers(state, state.tool_step):
                 break
-            state = replace(state, stage="bidding", passes=0)
+            state = replace(state, stage=Stage.BIDDING, passes=0)
             state, more = _next_bidder(state, state.start, include=True)
             events += more
-        elif state.stage == "bidding":
+        elif state.stage == Stage.BIDDING:
             if state.turn is not None:
                 break
-            state = replace(state, stage="resolve", track=0)
-        elif state.stage == "resolve":
+            state = replace(state, stage=Stage.RESOLVE, track=0)
+        elif state.stage == Stage.RESOLVE:
             if state.track == len(TRACKS):
-                state = replace(state, stage="acquire")
+                state = replace(state, stage=Stage.ACQUIRE)
                 continue
             state, more, asked = _resolve_track(state)
             events += more
             if asked:
                 break
-        elif state.stage == "acquire":
+        elif state.stage == Stage.ACQUIRE:
             state, more = _skip_settled(state)
             events += more
             if state.won:
                 break
             if state.round == ROUNDS:
-                state = replace(state, stage="over", turn=None)
+                state = replace(state, stage=Stage.OVER, turn=None)
                 events.append({"type": "over", "standings": [standing(state, s) for s in range(state.seats)]})
                 break
             state, more = _new_round(state, (state.start + 1) % state.seats, rng)  # F11: it moves on
@@ -815,7 +830,7 @@ def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, 
     if not asked:
         holder = _oneshot_changes(state, track)
         if holder is not None:
-            return replace(state, stage="oneshot", turn=holder), events, True
+            return replace(state, stage=Stage.ONESHOT, turn=holder), events, True
     bid = _winner(state, track)
     tile = state.on_offer(track)
     offer = list(state.offer)
@@ -844,7 +859,7 @@ def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, 
         gone=gone,
         held=tuple(held),
         used_oneshot=None,
-        stage="resolve",
+        stage=Stage.RESOLVE,
         turn=None,
         track=track + 1,
     )
@@ -1176,7 +1191,7 @@ def _read_acquisition(state: BluffState, seat: int, words: list[str]) -> Move | 
 
 def _why_not(state: BluffState, seat: int, move: Move) -> str | None:
     """Why a well-formed move is not legal now, for the player."""
-    if state.stage == "bidding":
+    if state.stage == Stage.BIDDING:
         if move[0] == "pass":
             return "You cannot pass while you hold bid tokens you have not placed."
         track = move[1] if move[0] == "bid" else move[3]
@@ -1203,7 +1218,7 @@ def _why_not(state: BluffState, seat: int, move: Move) -> str | None:
                 f"A bid on {TRACKS[track]} can be at most {cap}: no one can count more than {cap - 1} there "
                 f"this round, so a bid of {cap} already wins nothing and stops every bid above it."
             )
-    if state.stage == "acquire":
+    if state.stage == Stage.ACQUIRE:
         if move[0] == "exhibit":
             if len(state.exhibits[seat]) >= spaces(state.seats):
                 return "Your exhibit spaces are all full: you can no longer exhibit."
