@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from referee.rules import reading
 from referee.rules.api import Game, MoveError, OptionError, Phase, Result
@@ -67,7 +67,16 @@ def set_points(tiles: int) -> int:
 
 Artifact = tuple[str, str, str]  # (colour, era, type)
 Tile = Artifact | str  # an artifact, or a special tile by name
-Move = tuple  # see move_text
+# A move is a tuple tagged by its verb, as move_text writes it:
+# ("reroll", dice numbers), ("bid", track, value),
+# ("move", from track, its value, to track, new value), ("pass",), ("use",),
+# ("keep",), ("place",), ("exhibit", tiles), ("discard", tile).  The verb is a
+# Literal, not an Enum: a move is a plain tuple, built, compared ("pass",) in
+# legal and read by its first item all through this module and never stored
+# (move_text writes it), so mypy checking the verb's spelling is all an Enum
+# would add, at the cost of a longer tag in every tuple.
+Verb = Literal["reroll", "bid", "move", "pass", "use", "keep", "place", "exhibit", "discard"]
+Move = tuple[Verb, *tuple[Any, ...]]
 
 
 class Stage(StrEnum):
@@ -329,8 +338,7 @@ class BluffAuction(Game[BluffState, Move]):
         elif state.stage == Stage.ONESHOT:
             said = [w for w in words if w not in _ONESHOT_WORDS]  # "No, keep it for later", "use the 1-shot"
             said = said[1:] if said[:1] in (["yes"], ["no"]) and said[1:] in (["use"], ["keep"]) else said
-            move = (said[0],) if said in (["use"], ["keep"]) else None
-            move = ("use",) if said == ["yes"] else ("keep",) if said == ["no"] else move
+            move = ("use",) if said in (["use"], ["yes"]) else ("keep",) if said in (["keep"], ["no"]) else None
         elif state.stage == Stage.ACQUIRE:
             move = _read_acquisition(state, seat, words)
         else:
@@ -1207,7 +1215,7 @@ def _why_not(state: BluffState, seat: int, move: Move) -> str | None:
         lowest = _lowest_bid(state, seat, track, moving)
         if lowest is None:
             return f"The high bid on {TRACKS[track]} is yours: you cannot overbid yourself."
-        value = move[-1]
+        value = move[2] if move[0] == "bid" else move[4]
         cap = _cap(state, seat, track)
         if value < lowest[0]:
             return f"On {TRACKS[track]} you must bid at least {lowest[0]}."
