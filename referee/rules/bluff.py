@@ -236,20 +236,16 @@ class BluffAuction(Game[BluffState, Move]):
 
     def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         options = super().check_options(options)
-        try:
-            dice = int(options["exhibit_dice"])
-        except (TypeError, ValueError):
-            raise OptionError("exhibit_dice must be 1 or 2") from None
-        if dice not in (1, 2):
-            raise OptionError("exhibit_dice must be 1 or 2")
-        options["exhibit_dice"] = dice
-        try:
-            rulings = int(options["rulings"])
-        except (TypeError, ValueError):
-            raise OptionError("rulings must be 1 or 2 (ruling F21)") from None
-        if rulings not in (1, 2):
-            raise OptionError("rulings must be 1 or 2 (ruling F21)")
-        options["rulings"] = rulings
+        for name, refusal in (
+            ("exhibit_dice", "exhibit_dice must be 1 or 2"),
+            ("rulings", "rulings must be 1 or 2 (ruling F21)"),
+        ):
+            try:
+                options[name] = int(options[name])
+            except (TypeError, ValueError):
+                raise OptionError(refusal) from None
+            if options[name] not in (1, 2):
+                raise OptionError(refusal)
         return options
 
     # -- setting up -------------------------------------------------------------
