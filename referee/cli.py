@@ -21,11 +21,10 @@ import logging
 import os
 import shutil
 import signal
-import sqlite3
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import NoReturn
@@ -41,13 +40,14 @@ from referee.rules import GAMES
 from referee.runner import Busy, Report, RunLock, Runner, run_lock, until_stopped
 from referee.site.render import Site
 from referee.store import (
-    SCHEMA_VERSION,
     FaultAside,
+    GameState,
+    MailState,
     OutcomeCode,
+    Snapshot,
     StorageFault,
     Store,
-    copy_database,
-    read_only,
+    Unreadable,
 )
 from referee.terminal import LogFormatter, PrintableStream
 from referee.timeutil import (
@@ -355,9 +355,9 @@ def _status(engine: Engine, args) -> int:
         for line in _health_lines(health(engine)):
             print(line)
         for game in games:
-            phase = game["phase"]["label"] if game["phase"] else {"open": "sign-up"}.get(game["state"], "over")
+            phase = game["phase"]["label"] if game["phase"] else {GameState.OPEN: "sign-up"}.get(game["state"], "over")
             print(f"{game['id']:5}  {game['kind']:18} {game['state']:9} {phase}  {game['name'] or ''}")
-            for change in game["deadline_changes"] if game["state"] == "running" else []:
+            for change in game["deadline_changes"] if game["state"] == GameState.RUNNING else []:
                 print(f"       deadline of phase {change['phase']} moved to {change['new']}: {change['reason']}")
         return 0
     status = engine.status(args.game)
@@ -365,7 +365,7 @@ def _status(engine: Engine, args) -> int:
         print(json.dumps(status, indent=2))
         return 0
     print(f"Game {status['id']} ({status['kind']}{', ' + status['name'] if status['name'] else ''}): {status['state']}")
-    if status["state"] == "open":
+    if status["state"] == GameState.OPEN:
         signed = [p["address"] for p in status["players"]]
         print(f"Open for sign-up: {len(signed)} of {status['seats_wanted']} seats taken: {', '.join(signed) or 'none'}")
         return 0
@@ -375,7 +375,7 @@ def _status(engine: Engine, args) -> int:
             f"{phase['label']}, deadline {phase['deadline']}, waiting for: "
             f"{', '.join(phase['waiting_for']) or 'nobody'}"
         )
-    if status["winner"] or status["state"] == "finished":
+    if status["winner"] or status["state"] == GameState.FINISHED:
         print(f"Winner: {status['winner'] or 'none'}")
     for change in status["deadline_changes"]:
         print(f"Deadline of phase {change['phase']} moved from {change['old']} to {change['new']}: {change['reason']}")
@@ -401,7 +401,7 @@ def health(engine: Engine) -> dict:
     aside = FaultAside(store.path)
     if kept := aside.read():  # games.db could not take it, and no pass has gone through since
         last_fault = {**kept, "kept_in": str(aside.path)}
-    queued, refused = store.outbox("queued"), store.outbox("failed")
+    queued, refused = store.outbox(MailState.QUEUED), store.outbox(MailState.FAILED)
     quarantined = [
         {
             "key": m["key"],
@@ -664,8 +664,10 @@ def _restore(config: config_module.Config, args) -> int:
     _check_backup(backup)
     with run_lock(database):
         incoming = database.with_name(f"{database.name}.restoring")
-        with closing(read_only(backup)) as source:
-            copy_database(source, incoming)
+        try:
+            Snapshot(backup).copy_to(incoming)
+        except Unreadable as error:
+            raise UsageError(f"{backup} is not a backup of games.db: {error}") from None
         aside = database.with_name(f"{database.name}.replaced-{utc_now():%Y%m%dT%H%M%S}")
         moved = []
         try:
@@ -692,7 +694,7 @@ def _restore(config: config_module.Config, args) -> int:
                         "since": since,
                         "at": iso(utc_now()),
                         "replaced": str(aside) if moved else None,
-                        "ran_until": args.ran_until or (_last_run(aside) if moved else None),
+                        "ran_until": args.ran_until or (Snapshot(aside).last_tick() if moved else None),
                         "games": {game["id"]: _extent(store, game["id"]) for game in store.games()},
                     }
                 ),
@@ -719,66 +721,19 @@ def _restore(config: config_module.Config, args) -> int:
     return 0
 
 
-def _last_run(database: Path) -> str | None:
-    """When the referee last ran over a games.db (its last tick), if the
-    file can still be read: a restore replays what fell due until then."""
-    try:
-        with closing(read_only(database)) as db:
-            row = db.execute("select value from meta where key = 'last_tick'").fetchone()
-    except sqlite3.Error:
-        return None
-    return row[0] if row else None
-
-
 def _extent(store: Store, game_id: int) -> list[int]:
     """How far a game's record goes: its phases and moves."""
     return [len(store.phases(game_id)), len(store.moves(game_id))]
 
 
-_BACKUP_TABLES = {
-    "games",
-    "seats",
-    "phases",
-    "moves",
-    "messages",
-    "outbox",
-    "mailboxes",
-    "meta",
-    "deadline_changes",
-    "signups",
-    "players",
-    "bounces",
-    "sqlite_sequence",
-    "sqlite_stat1",
-}
-
-
 def _check_backup(path: Path) -> None:
-    """A backup fit to restore: a whole SQLite file (every page and index
-    checked) of a schema this referee knows, with its tables and indexes
-    and nothing else (no trigger or view: a tampered file's trigger would
-    run inside the referee)."""
+    """A backup fit to restore (see Snapshot.check_backup)."""
     if not path.is_file():
         raise UsageError(f"{path} is not a file")
     try:
-        with closing(read_only(path)) as db:
-            problems = [row[0] for row in db.execute("PRAGMA integrity_check")]
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            objects = db.execute("select type, name from sqlite_master").fetchall()
-    except sqlite3.Error as error:
-        raise UsageError(f"{path} is not a backup of games.db: {error}") from None
-    tables = {name for kind, name in objects if kind == "table"}
-    if problems != ["ok"] or not {"games", "messages", "outbox"} <= tables:
-        raise UsageError(f"{path} is not a whole backup of games.db ({'; '.join(problems[:3])})")
-    if version > SCHEMA_VERSION:
-        raise UsageError(f"{path} has schema version {version}, from a newer referee than this one")
-    strange = sorted(
-        f"{kind} {name}"
-        for kind, name in objects
-        if kind not in ("table", "index") or (kind == "table" and name not in _BACKUP_TABLES)
-    )
-    if strange:
-        raise UsageError(f"{path} holds what no games.db has ({', '.join(strange[:5])}): not restored")
+        Snapshot(path).check_backup()
+    except Unreadable as why:
+        raise UsageError(f"{path} {why}") from None
 
 
 def _render(engine: Engine, args) -> int:

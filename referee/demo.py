@@ -31,7 +31,7 @@ from aiosmtpd.controller import Controller
 from referee.config import Config, MaildirSettings, Server
 from referee.engine import Engine
 from referee.runner import Runner
-from referee.store import Store
+from referee.store import GameState, Store
 from referee.timeutil import utc_now
 
 PLAYERS = ["alice@example.org", "bob@example.org", "carol@example.org"]  # carol never answers
@@ -167,7 +167,7 @@ async def run_demo(
         stop = asyncio.Event()
         serving = asyncio.ensure_future(runner.serve(stop))
         shown = 0
-        while engine.status(game_id)["state"] == "running":
+        while engine.status(game_id)["state"] == GameState.RUNNING:
             await asyncio.sleep(0.1)
             steps = engine.table(game_id).replay.steps
             for step in steps[shown:]:

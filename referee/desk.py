@@ -61,7 +61,7 @@ from referee.mail.parse import Incoming, one_line, parse, thread_ids
 from referee.mail.tokens import signup_token, tagged, token_address, tokens_named
 from referee.resources import rule_texts, rules_page
 from referee.rules import GAMES, MoveError, kind_named
-from referee.store import MOVE_CODES, OutcomeCode
+from referee.store import MOVE_CODES, GameState, OutcomeCode
 from referee.timeutil import iso
 
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ class Desk:
             if authserv and not dkim_passed(message, authserv):
                 return self._forged_token(message, seat["game_id"], seat["address"], "dkim")
             game = self.tables.row(seat["game_id"])
-            if game["state"] != "running":
+            if game["state"] != GameState.RUNNING:
                 ended = game["id"]
                 continue
             return Sender(seat["address"], game["id"], seat["seat"])
@@ -382,7 +382,7 @@ class Desk:
         if sender.game_id is None or sender.seat is None:
             return {}
         table = self.tables.table(sender.game_id)
-        phase = table.open_phase if table.row["state"] == "running" else None
+        phase = table.open_phase if table.row["state"] == GameState.RUNNING else None
         if phase is None or sender.seat not in phase["movers"] or not table.human(sender.seat):
             return {}
         moves = {}
@@ -441,7 +441,7 @@ class Desk:
                 raise Refusal(Why.UNKNOWN_COMMAND)
             raise Refusal(Why.NEEDS_SEAT, word=command.word)
         table = self.tables.table(sender.game_id)
-        if table.row["state"] != "running":
+        if table.row["state"] != GameState.RUNNING:
             raise Refusal(Why.GAME_ENDED, game=table.id)
         if not table.human(sender.seat):
             raise Refusal(Why.RESIGNED, game=table.id)

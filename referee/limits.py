@@ -60,14 +60,26 @@ WINDOW = timedelta(hours=1)
 NETWORKS_PER_INBOX = 4  # unchecked origins' worth of answers an inbox gets in an hour, at most
 
 
-def over_limit(budget: Budget) -> str:
-    """What an over-limit note about ``budget`` is counted as: one budget's
-    note apart from the other's, so a stranger writing from a player's
-    plus-address cannot use up the note the player's own budget owes her."""
-    return f"over-limit {budget}"
+OverLimit = Literal["over-limit player", "over-limit open", "over-limit signup", "over-limit notice"]
+Counted = Budget | OverLimit  # what an answer is counted as (outbox.budget): its budget, or a note about one
+
+# What an over-limit note about a budget is counted as: one budget's note
+# apart from the other's, so a stranger writing from a player's plus-address
+# cannot use up the note the player's own budget owes her.
+_NOTE: dict[Budget, OverLimit] = {
+    "player": "over-limit player",
+    "open": "over-limit open",
+    "signup": "over-limit signup",
+    "notice": "over-limit notice",
+}
 
 
-_POOL = ("open", "signup", over_limit("open"))  # what the totals and a network's share count
+def over_limit(budget: Budget) -> OverLimit:
+    """What an over-limit note about ``budget`` is counted as."""
+    return _NOTE[budget]
+
+
+_POOL: tuple[Counted, ...] = ("open", "signup", over_limit("open"))  # what the totals and a network's share count
 
 
 def normalised(address: str) -> str:
@@ -94,7 +106,7 @@ def verdict(store: Store, config: Config, to: str, budget: Budget, now: datetime
         ):
             return Verdict.HOLD
     limit = 1 if budget == "notice" else config.open_replies_per_hour
-    spent = (budget, over_limit(budget))
+    spent: tuple[Counted, ...] = (budget, over_limit(budget))
     if not checked and store.answers_since(since, spent, who, checked=False) >= NETWORKS_PER_INBOX * limit:
         return Verdict.HOLD
     if store.answers_since(since, (budget,), who, origin=origin) < limit:

@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from referee.rules import GAMES, Game, MoveError, OptionError, Phase, Rng, get_game
+from referee.store import GameState
 
 
 def commitment(seed: bytes) -> str:
@@ -416,7 +417,7 @@ def _check_fields(record: Any) -> None:
         )
     _keys(record, "the record", _RECORD_KEYS)
     game = _keys(record["game"], "the game", _GAME_KEYS)
-    if game["state"] != "finished" or record["seed"] is None:
+    if game["state"] != GameState.FINISHED or record["seed"] is None:
         raise RecordError("the game has not ended: its seed is still secret")
     _int(game["id"], "the game's id", low=1)
     rules = _rules(game)

@@ -25,9 +25,8 @@ import asyncio
 import fcntl
 import json
 import logging
-import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import closing, contextmanager, suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -43,9 +42,11 @@ from referee.mail.source import Source, SourceError, WrongSettings
 from referee.site.render import Site
 from referee.store import (
     FaultAside,
+    MailState,
     OutcomeCode,
+    Snapshot,
     StorageFault,
-    read_only,
+    Unreadable,
 )
 from referee.timeutil import from_iso, iso
 
@@ -424,7 +425,7 @@ class Runner:
         heartbeat = min(HEARTBEAT, gap / 2) if gap else HEARTBEAT
         # A deadline is done by the first pass that looks at the inbox after its second.
         moments = [now + heartbeat, *(moment + timedelta(seconds=1) for moment in self.engine.next_due())]
-        for mail in self.engine.store.outbox("queued") if self.sender else []:
+        for mail in self.engine.store.outbox(MailState.QUEUED) if self.sender else []:
             moments.append(from_iso(mail["next_try_at"]) if mail["next_try_at"] else now)
         return max(0.0, (min(moments) - now).total_seconds())
 
@@ -465,15 +466,8 @@ def _sent_before(replaced: str | None, since: str | None) -> Callable[[str], boo
     if replaced is None:
         return lambda message_id: True
     try:
-        with closing(read_only(replaced)) as db:
-            sent = {
-                row[0]
-                for row in db.execute(
-                    "select message_id from outbox where state = 'sent' and created_at >= ?",
-                    [iso(from_iso(since) - timedelta(days=2)) if since else ""],
-                )
-            }
-    except sqlite3.Error as error:
+        sent = Snapshot(replaced).sent_since(iso(from_iso(since) - timedelta(days=2)) if since else "")
+    except Unreadable as error:
         log.warning("cannot read %s (%s): every mail made again is taken as sent", replaced, error)
         return lambda message_id: True
     return sent.__contains__

@@ -31,6 +31,26 @@ import sqlite_utils
 Row = dict[str, Any]  # a row as written, column by column
 
 
+# -- the closed sets a column holds (written as their values) ----------------
+
+
+class GameState(StrEnum):
+    """Where a game is in its life: ``games.state``."""
+
+    OPEN = "open"  # taking sign-ups (JOIN)
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+class MailState(StrEnum):
+    """What became of a mail in the outbox: ``outbox.state``."""
+
+    QUEUED = "queued"  # to be sent (again, after a deferral, at next_try_at)
+    SENT = "sent"
+    FAILED = "failed"  # refused for good by the server
+    RESTORED = "restored"  # made again after a restore, and sent before it: not sent again
+
+
 # -- the rows the store hands back, one kind per table (JSON columns decoded) --
 
 
@@ -41,7 +61,7 @@ class GameRow(TypedDict):
     options: dict[str, Any]  # (JSON in games.db)
     seed: str
     seed_commitment: str | None
-    state: str  # open, running, finished
+    state: str  # a GameState, read back as its value
     deadline_seconds: int
     settle_seconds: int | None
     created_at: str | None
@@ -134,7 +154,7 @@ class OutboxRow(TypedDict):
     subject: str
     raw: bytes
     created_at: str
-    state: str  # queued, sent, failed, restored
+    state: str  # a MailState, read back as its value
     attempts: int
     next_try_at: str | None
     last_error: str | None
@@ -286,6 +306,96 @@ def copy_database(source: sqlite3.Connection, target: Path) -> None:
             partial.unlink(missing_ok=True)
     except (sqlite3.Error, OSError) as error:
         raise _as_fault(target, error) from None
+
+
+class Unreadable(Exception):
+    """Another games.db than the one open (a backup, the file a restore
+    replaced) could not be read, or is not fit for what it was wanted for:
+    the text says why."""
+
+
+# Every table a games.db of this code holds (SQLite's own among them): a
+# backup with any other is not one the referee made.
+_TABLES = {
+    "games",
+    "seats",
+    "phases",
+    "moves",
+    "messages",
+    "outbox",
+    "mailboxes",
+    "meta",
+    "deadline_changes",
+    "signups",
+    "players",
+    "bounces",
+    "sqlite_sequence",
+    "sqlite_stat1",
+}
+
+
+class Snapshot:
+    """A games.db file other than the one open, read and never written: a
+    backup before `referee restore` puts it in place, or the games.db a
+    restore moved aside.  Each question opens the file afresh, read only."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+
+    def _read(self, sql: str, args: list[Any] | tuple[Any, ...] = ()) -> list[Any]:
+        try:
+            with closing(read_only(self.path)) as db:
+                return db.execute(sql, args).fetchall()
+        except sqlite3.Error as error:
+            raise Unreadable(str(error)) from None
+
+    def check_backup(self) -> None:
+        """A backup fit to restore: a whole SQLite file (every page and index
+        checked) of a schema this referee knows, with its tables and indexes
+        and nothing else (no trigger or view: a tampered file's trigger would
+        run inside the referee); else Unreadable, saying what it is (words
+        that follow its path: "is not a whole backup of games.db")."""
+        try:
+            problems = [row[0] for row in self._read("PRAGMA integrity_check")]
+            version = self._read("PRAGMA user_version")[0][0]
+            objects = self._read("select type, name from sqlite_master")
+        except Unreadable as error:
+            raise Unreadable(f"is not a backup of games.db: {error}") from None
+        tables = {name for kind, name in objects if kind == "table"}
+        if problems != ["ok"] or not {"games", "messages", "outbox"} <= tables:
+            raise Unreadable(f"is not a whole backup of games.db ({'; '.join(problems[:3])})")
+        if version > SCHEMA_VERSION:
+            raise Unreadable(f"has schema version {version}, from a newer referee than this one")
+        strange = sorted(
+            f"{kind} {name}"
+            for kind, name in objects
+            if kind not in ("table", "index") or (kind == "table" and name not in _TABLES)
+        )
+        if strange:
+            raise Unreadable(f"holds what no games.db has ({', '.join(strange[:5])}): not restored")
+
+    def copy_to(self, target: Path) -> None:
+        """Copy it to ``target`` (see copy_database)."""
+        try:
+            source = read_only(self.path)
+        except sqlite3.Error as error:
+            raise Unreadable(str(error)) from None
+        with closing(source):
+            copy_database(source, target)
+
+    def last_tick(self) -> str | None:
+        """When the referee last ran over it (its last tick), if it can still
+        be read."""
+        try:
+            rows = self._read("select value from meta where key = 'last_tick'")
+        except Unreadable:
+            return None
+        return rows[0][0] if rows else None
+
+    def sent_since(self, since: str) -> set[str]:
+        """The Message-IDs of the mail it had sent, of mail queued since then."""
+        rows = self._read("select message_id from outbox where state = ? and created_at >= ?", [MailState.SENT, since])
+        return {row[0] for row in rows}
 
 
 class FaultAside:
@@ -622,12 +732,12 @@ class Store:
         rows = list(self._rows("games", "id = ?", [game_id]))
         return _decode_game(rows[0]) if rows else None
 
-    def games(self, state: str | None = None) -> list[GameRow]:
+    def games(self, state: GameState | None = None) -> list[GameRow]:
         where, args = ("state = ?", [state]) if state else (None, None)
         return [_decode_game(r) for r in self._rows("games", where, args, order_by="id")]
 
     def finish_game(self, game_id: int, at: str) -> None:
-        self._update("games", "id = ?", [game_id], {"state": "finished", "finished_at": at})
+        self._update("games", "id = ?", [game_id], {"state": GameState.FINISHED, "finished_at": at})
 
     def add_seat(self, game_id: int, seat: int, address: str | None, bot: bool, token: str) -> None:
         self._insert(
@@ -655,7 +765,7 @@ class Store:
         self._update("seats", "game_id = ? and seat = ?", [game_id, seat], {"token": token})
 
     def start_game(self, game_id: int) -> None:
-        self._update("games", "id = ?", [game_id], {"state": "running"})
+        self._update("games", "id = ?", [game_id], {"state": GameState.RUNNING})
 
     def game_version(self, game_id: int) -> str:
         """A string that changes whenever the public part of the game's
@@ -714,8 +824,8 @@ class Store:
         """Running games in which ``address`` holds a seat it still plays."""
         sql = """select distinct games.* from games join seats on seats.game_id = games.id
                  where lower(seats.address) = lower(?) and seats.bot = 0
-                 and games.state = 'running' order by games.id"""
-        return [_decode_game(r) for r in self._read(sql, [address])]
+                 and games.state = ? order by games.id"""
+        return [_decode_game(r) for r in self._read(sql, [address, GameState.RUNNING])]
 
     # -- phases and moves ------------------------------------------------
 
@@ -866,10 +976,10 @@ class Store:
 
     def queue_mail(self, **row: Any) -> None:
         row["recipients"] = json.dumps(row["recipients"])
-        self._insert("outbox", {"state": "queued", "attempts": 0, **row})
+        self._insert("outbox", {"state": MailState.QUEUED, "attempts": 0, **row})
 
     def mark_sent(self, mail_id: int, at: str) -> None:
-        self._update("outbox", "id = ?", [mail_id], {"state": "sent", "sent_at": at})
+        self._update("outbox", "id = ?", [mail_id], {"state": MailState.SENT, "sent_at": at})
 
     def defer_mail(self, mail_id: int, error: str, next_try_at: str) -> None:
         """A temporary failure: the mail stays queued and is tried again later."""
@@ -881,7 +991,8 @@ class Store:
     def fail_mail(self, mail_id: int, error: str) -> None:
         """A permanent failure: the mail is never tried again; status reports it."""
         self._write(
-            "update outbox set state = 'failed', attempts = attempts + 1, last_error = ? where id = ?", [error, mail_id]
+            "update outbox set state = ?, attempts = attempts + 1, last_error = ? where id = ?",
+            [MailState.FAILED, error, mail_id],
         )
 
     def forget_sent_bodies(self, before: str) -> int:
@@ -890,10 +1001,10 @@ class Store:
         quotes.  Returns how many mails were trimmed."""
         cursor = self._write(
             "update outbox set raw = substr(raw, 1, instr(raw, X'0D0A0D0A') + 3) "
-            "where state in ('sent', 'restored') and coalesce(sent_at, created_at) < ? "
+            "where state in (?, ?) and coalesce(sent_at, created_at) < ? "
             "and instr(raw, X'0D0A0D0A') > 0 "
             "and length(raw) > instr(raw, X'0D0A0D0A') + 3",
-            [before],
+            [MailState.SENT, MailState.RESTORED, before],
         )
         return cursor.rowcount
 
@@ -970,7 +1081,11 @@ class Store:
         return self._value(f"select min(created_at) from outbox where {where}", values)
 
     def outbox(
-        self, state: str | None = "queued", due: str | None = None, game_id: int | None = None, after: int = 0
+        self,
+        state: MailState | None = MailState.QUEUED,
+        due: str | None = None,
+        game_id: int | None = None,
+        after: int = 0,
     ) -> list[OutboxRow]:
         """Mail in ``state`` (queued, sent, or failed: refused for good; all
         with None), oldest first; with ``due``, only mail whose next try is not

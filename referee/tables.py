@@ -22,7 +22,7 @@ from referee.record import (
     replay,
 )
 from referee.rules import Game, get_game
-from referee.store import GameRow, MoveRow, PhaseRow, SeatRow, Store
+from referee.store import GameRow, GameState, MoveRow, PhaseRow, SeatRow, Store
 
 # The reading cache of Tables keeps a game's last read and its replay for
 # at most _REPLAYS_KEPT games and _PHASES_KEPT phases in all, forgetting the
@@ -289,7 +289,7 @@ class Tables:
     def running(self, game_id: int) -> Table:
         """A game the keeper may still act on."""
         table = self.table(game_id)
-        if table.row["state"] != "running":
+        if table.row["state"] != GameState.RUNNING:
             raise EngineError(f"game {game_id} has ended")
         return table
 

@@ -30,7 +30,7 @@ from referee.engine.rooms import Rooms
 from referee.errors import EngineError
 from referee.interrupt import reading
 from referee.mail.parse import Incoming, parse, unreadable
-from referee.store import OutcomeCode, StorageFault
+from referee.store import GameState, OutcomeCode, StorageFault
 from referee.tables import Table
 from referee.timeutil import iso
 
@@ -177,7 +177,7 @@ class Engine(Rooms):
         addresses: dict[str, list[str]] = {}
         for game_id in game_ids:
             table = self.tables.table(game_id)
-            if table.row["state"] != "running":
+            if table.row["state"] != GameState.RUNNING:
                 continue
             for seat in table.seats:
                 if table.human(seat["seat"]):

@@ -16,7 +16,7 @@ from referee.errors import EngineError, Refusal, Why
 from referee.mail.parse import Incoming
 from referee.mail.tokens import phase_answered
 from referee.record import MoveSource, digest_line, random_move_rng
-from referee.store import OutcomeCode, PhaseRow, Store
+from referee.store import GameState, OutcomeCode, PhaseRow, Store
 from referee.tables import Table, Tables, deadlines
 from referee.timeutil import EventClock, ceil_second, from_iso, iso
 
@@ -48,7 +48,7 @@ class Phases:
         resolved: list[str] = []
         while True:
             table = self.tables.table(game_id)
-            if table.row["state"] != "running":
+            if table.row["state"] != GameState.RUNNING:
                 return resolved
             phase = table.open_phase
             if phase is None:  # a new game (it starts now): open its first phase

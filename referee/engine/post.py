@@ -23,7 +23,7 @@ from referee.mail.origin import UNKNOWN
 from referee.mail.parse import is_address
 from referee.mail.tokens import phase_tag, token_address
 from referee.resources import rules_page
-from referee.store import Store
+from referee.store import GameState, MailState, Store
 from referee.tables import Table, deadlines
 from referee.timeutil import EventClock, from_iso, iso
 
@@ -105,7 +105,7 @@ class Post:
             "move_word": table.rules.move_word,
             "example": table.rules.example or f"{table.rules.move_word} 7",
             "seed_commitment": table.row["seed_commitment"],
-            "seed": table.row["seed"] if table.row["state"] == "finished" else None,
+            "seed": table.row["seed"] if table.row["state"] == GameState.FINISHED else None,
             "deadline": timedelta(seconds=table.row["deadline_seconds"]),
             "deadlines": deadlines(table.row),
             "options": table.row["options"],
@@ -231,7 +231,7 @@ class Post:
         context: dict[str, Any],
         now: datetime,
         answers: str | None,
-        budget: str | None,
+        budget: limits.Counted | None,
         headers: dict[str, Any],
         origin: str = UNKNOWN,
     ) -> None:
@@ -246,7 +246,7 @@ class Post:
             message_id=message_id,
             game_id=game_id,
             recipients=[to],
-            state="restored" if self.sent_before and self.sent_before(message_id) else "queued",
+            state=MailState.RESTORED if self.sent_before and self.sent_before(message_id) else MailState.QUEUED,
             subject=subject,
             raw=raw,
             created_at=iso(now),

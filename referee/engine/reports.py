@@ -8,7 +8,7 @@ from typing import Any
 
 from referee.engine.post import Post
 from referee.rules import get_game
-from referee.store import GameRow, Store
+from referee.store import GameRow, GameState, MailState, Store
 from referee.tables import Tables
 
 
@@ -29,11 +29,11 @@ class Reports:
                 "signed": len(self.store.signups(g["id"])),
                 "wanted": g["seats_wanted"],
             }
-            for g in self.store.games("open")
+            for g in self.store.games(GameState.OPEN)
             if game_id is None or g["id"] == game_id
         ]
         running = []
-        for game in self.store.games("running") if game_id is None else []:
+        for game in self.store.games(GameState.RUNNING) if game_id is None else []:
             phase = self.store.phases(game["id"])[-1]
             running.append(
                 {
@@ -49,13 +49,13 @@ class Reports:
     def status(self, game_id: int) -> dict[str, Any]:
         """The public state of a game, as ``referee status --json`` prints it."""
         row = self.store.game(game_id)
-        if row is not None and row["state"] == "open":
+        if row is not None and row["state"] == GameState.OPEN:
             return self._signup_status(row)
         table = self.tables.table(game_id)
         standing = table.rules.standing(table.state)
         result = table.rules.result(table.state)
         phase = table.open_phase
-        finished = table.row["state"] == "finished"
+        finished = table.row["state"] == GameState.FINISHED
         return {
             "id": table.id,
             "kind": table.row["kind"],
@@ -89,7 +89,7 @@ class Reports:
             ],
             "undelivered": [
                 {"to": m["recipients"], "subject": m["subject"], "error": m["last_error"]}
-                for m in self.store.outbox("failed", game_id=table.id)
+                for m in self.store.outbox(MailState.FAILED, game_id=table.id)
             ],
         }
 
@@ -100,7 +100,7 @@ class Reports:
             "id": row["id"],
             "kind": row["kind"],
             "name": row["name"],
-            "state": "open",
+            "state": GameState.OPEN,
             "phase": None,
             "seats_wanted": row["seats_wanted"],
             "players": [

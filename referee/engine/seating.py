@@ -20,7 +20,7 @@ from referee.mail.parse import is_address
 from referee.mail.tokens import seat_token
 from referee.record import commitment, digest_line
 from referee.rules import Game, OptionError, get_game
-from referee.store import GameRow, Store
+from referee.store import GameRow, GameState, Store
 from referee.tables import Table, Tables
 from referee.timeutil import Clock, from_iso, iso
 
@@ -72,7 +72,7 @@ class Seating:
         deadlines = self._deadlines(rules, deadline, turn_deadline, decision_deadline)
         settle = settle if settle is not None else self.config.settle
         with self.store.transaction():
-            game_id = self._create(kind, options, deadlines, settle, name, "running")
+            game_id = self._create(kind, options, deadlines, settle, name, GameState.RUNNING)
             self._begin(game_id, addresses, bots)
         log.info("game %d (%s) created with %d seats", game_id, kind, len(addresses) + bots)
         return game_id
@@ -116,7 +116,7 @@ class Seating:
         deadlines: dict[str, timedelta],
         settle: timedelta,
         name: str | None,
-        state: str,
+        state: GameState,
         seats_wanted: int | None = None,
         seed: bytes | None = None,
     ) -> int:
@@ -153,7 +153,7 @@ class Seating:
 
     def open_game(self, kind: str) -> GameRow | None:
         """The game of ``kind`` open for sign-up, if there is one."""
-        games = [g for g in self.store.games("open") if g["kind"] == kind]
+        games = [g for g in self.store.games(GameState.OPEN) if g["kind"] == kind]
         return games[0] if games else None
 
     def join(self, kind: str, address: str, message_key: str | None = None) -> tuple[int, bool]:
@@ -175,7 +175,14 @@ class Seating:
             )
             wanted = rules.max_seats
             game_id = self._create(
-                kind, rules.check_options({}), self._deadlines(rules), self.config.settle, None, "open", wanted, seed
+                kind,
+                rules.check_options({}),
+                self._deadlines(rules),
+                self.config.settle,
+                None,
+                GameState.OPEN,
+                wanted,
+                seed,
             )
         signed = [s["address"] for s in self.store.signups(game_id)]
         if address in signed:

@@ -25,7 +25,7 @@ import aiosmtplib
 
 from referee.config import Server
 from referee.mail.source import WrongSettings, tls_refused
-from referee.store import OutboxRow, Store
+from referee.store import MailState, OutboxRow, Store
 from referee.timeutil import Clock, iso
 
 log = logging.getLogger("referee.smtp")
@@ -100,7 +100,7 @@ class SmtpSender:
         report, client, last = Drained(), None, 0
         try:
             while True:
-                due = self.store.outbox("queued", due=iso(self.clock()), after=last)
+                due = self.store.outbox(MailState.QUEUED, due=iso(self.clock()), after=last)
                 if not due:
                     if feed is None or feed.closed:
                         return report

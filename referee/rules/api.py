@@ -31,7 +31,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from referee.rules import reading
 from referee.rules.rng import Rng
@@ -89,6 +89,9 @@ class OptionError(ValueError):
     """A game option that the game does not know or cannot take."""
 
 
+Timer = Literal["round", "turn", "decision"]  # a game's deadlines, one for each kind of phase
+
+
 @dataclass(frozen=True)
 class Phase:
     """One decision the game is waiting for.
@@ -106,10 +109,10 @@ class Phase:
     # Which of a game's deadlines applies: "round" (a sealed round), "turn",
     # or "decision" (a choice inside a resolution, such as a scoring offer).
     # Empty: "round" if sealed, else "turn".
-    timer: str = ""
+    timer: Timer | Literal[""] = ""
 
     @property
-    def deadline_kind(self) -> str:
+    def deadline_kind(self) -> Timer:
         return self.timer or ("round" if self.sealed else "turn")
 
 

@@ -13,7 +13,7 @@ import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from referee.rules.api import Game, MoveError, OptionError, Phase, Result
 from referee.rules.rng import Rng
@@ -40,7 +40,11 @@ _TILE_WORDS = {
 }
 _MOVE = re.compile(r"^\s*(?P<verb>[a-z]+)\b(?P<rest>.*?)\s*\.?\s*$", re.I)
 
-Move = tuple[str, tuple]  # ("bid", (3,)), ("bid", (0, 5)), ("pawn", ()), ("coins", (2,)), ("reroll", ("moons",))
+# A move is its verb and what it names: ("bid", (3,)), ("bid", (0, 5)),
+# ("pawn", ()), ("coins", (2,)), ("reroll", ("moons",)).  A Literal verb, as
+# Bluff Auction's: mypy checks its spelling wherever a move is built or read.
+Verb = Literal["bid", "pawn", "coins", "reroll"]
+Move = tuple[Verb, tuple]
 
 
 def tile_name(value: int) -> str:

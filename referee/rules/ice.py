@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from referee.rules import reading
 from referee.rules.api import Game, MoveError, OptionError, Phase, Result
@@ -32,9 +32,17 @@ SIZE_NAME = {3: "large", 2: "medium", 1: "small"}
 TREE_POINTS = {True: 7, False: 5}  # uniform, mixed
 BONUS, SHARED_BONUS = 5, 3
 
+# An auction, its scoring round, or the game's end; "won" (an auction just
+# won) and "after" (a scoring round just done) only inside a resolution,
+# until _play_on moves on: no view or stored state ever has them.
+Stage = Literal["auction", "scoring", "over", "won", "after"]
 Pyramid = tuple[str, int]
 Pile = tuple[Pyramid, ...]
-Move = tuple  # ("pass",), ("bid", pile), ("score", tree, take), ("decline",)
+# A move is a tuple tagged by its verb: ("pass",), ("bid", pile),
+# ("score", tree, take), ("decline",).  A Literal verb, as Bluff Auction's:
+# mypy checks its spelling wherever a move is built or read.
+Verb = Literal["pass", "bid", "score", "decline"]
+Move = tuple[Verb, *tuple[Any, ...]]
 
 _SIZE_WORDS = {"l": 3, "large": 3, "larges": 3, "m": 2, "medium": 2, "mediums": 2, "s": 1, "small": 1, "smalls": 1}
 _COLOUR_WORDS = {**{c: c for c in COLOURS}, "colourless": COLOURLESS, "colorless": COLOURLESS, "clear": COLOURLESS}
@@ -127,7 +135,7 @@ class IceState:
     start: int  # the starting player of this auction
     auction: int  # 1, 2, ...
     turns: int  # turns taken in this auction (or offers made in its scoring round)
-    stage: str  # "auction", "scoring" or "over"
+    stage: Stage
     turn: int | None  # who acts now (auction turn, or the seat offered a tree)
     bids: tuple[Pile | None, ...]  # each seat's last bid in this auction; None: no bid yet
     high: int | None  # the seat holding the high bid
@@ -261,7 +269,8 @@ class IceIceBaby(Game[IceState, Move]):
         if state.stage == "scoring":
             take = min(_earned(state), len(state.dead))
             takes = _choices(state.dead, take)
-            return [("decline",)] + [("score", tree, got) for tree in _trees(state.active[seat]) for got in takes]
+            scores: list[Move] = [("score", tree, got) for tree in _trees(state.active[seat]) for got in takes]
+            return [("decline",), *scores]
         return []
 
     def parse_move(self, state: IceState, seat: int, text: str) -> Move:

@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 from referee.rules import reading
 from referee.rules.api import Game, MoveError, OptionError, Phase, Result
@@ -41,7 +41,11 @@ ITEMS = {
 
 EMPTY = 0  # a colour space without a card (cards are 1..n)
 
-Move = tuple  # ("play", card, colour), ("move", from_colour, to_colour), ("pass",)
+# A move is a tuple tagged by its verb: ("play", card, colour),
+# ("move", from_colour, to_colour), ("pass",).  A Literal verb, as Bluff
+# Auction's: mypy checks its spelling wherever a move is built or read.
+Verb = Literal["play", "move", "pass"]
+Move = tuple[Verb, *tuple[Any, ...]]
 
 _NUMBERS = {word: n for word, n in reading.NUMBER_WORDS.items() if n <= 8}  # the cards of 8 players at most
 _FILLER = {
@@ -434,8 +438,8 @@ def _actions(state: PriorityState, seat: int) -> list[Move]:
     board = state.boards[seat]
     empty = [c for c, card in zip(state.in_play, board, strict=True) if card == EMPTY]
     held = [c for c, card in zip(state.in_play, board, strict=True) if card != EMPTY]
-    plays = [("play", card, colour) for card in state.hand(seat) for colour in empty]
-    shifts = [("move", source, target) for source in held for target in empty]
+    plays: list[Move] = [("play", card, colour) for card in state.hand(seat) for colour in empty]
+    shifts: list[Move] = [("move", source, target) for source in held for target in empty]
     return plays + shifts
 
 

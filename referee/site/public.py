@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from referee.site.chart import score_chart
+from referee.store import GameState
 from referee.tables import Table
 from referee.timeutil import from_iso, show_duration
 
@@ -31,7 +32,7 @@ def game_record(table: Table) -> dict[str, Any]:
     (how each was made and when the server received it; what each was, once
     the rules revealed it) and the events the rules announced; after the
     end, the seed, the winner and every move."""
-    finished = table.row["state"] == "finished"
+    finished = table.row["state"] == GameState.FINISHED
     record = table.record_head()
     phases = []
     for step in table.replay.steps:

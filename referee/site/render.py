@@ -35,7 +35,7 @@ from referee.resources import rule_texts, rules_page, template_folders
 from referee.rules import GAMES, get_game
 from referee.site.chart import UNIT
 from referee.site.public import page_context
-from referee.store import GameRow, StorageFault, Store
+from referee.store import GameRow, GameState, StorageFault, Store
 from referee.tables import Tables
 from referee.timeutil import Clock, from_iso, iso, show, show_duration
 
@@ -121,7 +121,7 @@ class Site:
                 report.games_unchanged += 1
                 state[str(row["id"])] = before
                 continue
-            entries, facts = self._render_game(row["id"], now, report) if row["state"] != "open" else ([], {})
+            entries, facts = self._render_game(row["id"], now, report) if row["state"] != GameState.OPEN else ([], {})
             state[str(row["id"])] = {"fingerprint": fingerprint, "entries": entries, "facts": facts}
             report.games_rendered += 1
         if report.games_rendered or force or not (self.folder / "index.html").exists():
@@ -226,13 +226,13 @@ class Site:
             }
             entries.append(phase)
             group.append(title)
-            if groups[i] != after[i] or (game["state"] == "finished" and i == len(rounds) - 1):
+            if groups[i] != after[i] or (game["state"] == GameState.FINISHED and i == len(rounds) - 1):
                 if len(group) == 1:
                     phase["feeds"] = "both"
                 else:
                     entries.append(self._headline(game["id"], groups[i], group, phase, standing))
                 group = []
-        if game["state"] == "finished":
+        if game["state"] == GameState.FINISHED:
             winner = context["record"]["winner"]
             final = ", ".join(f"{p['name']} {p['score']}" for p in context["players"])
             entries.append(
@@ -270,7 +270,7 @@ class Site:
 
     def _summary(self, row: GameRow, now: datetime) -> dict[str, Any]:
         """A line of the index about one game, from the store alone (cheap)."""
-        phases = self.records.store.phases(row["id"]) if row["state"] == "running" else []
+        phases = self.records.store.phases(row["id"]) if row["state"] == GameState.RUNNING else []
         phase = phases[-1] if phases else None
         left = None
         if phase is not None:
@@ -285,7 +285,7 @@ class Site:
             "created_at": row["created_at"],
             "finished_at": row["finished_at"],
             "phase": phase and {"label": phase["label"], "deadline": phase["deadline"], "left": left},
-            "signed": len(self.records.store.signups(row["id"])) if row["state"] == "open" else None,
+            "signed": len(self.records.store.signups(row["id"])) if row["state"] == GameState.OPEN else None,
             "wanted": row["seats_wanted"],
         }
 
@@ -303,7 +303,7 @@ class Site:
     def _render_index(
         self, summaries: list[dict[str, Any]], entries: list[dict[str, Any]], now: datetime, report: Report
     ) -> None:
-        order = {"running": 0, "open": 1, "finished": 2}
+        order = {GameState.RUNNING: 0, GameState.OPEN: 1, GameState.FINISHED: 2}
         games = sorted(summaries, key=lambda g: (order.get(g["state"], 3), -g["id"]))
         self._write(
             "index.html",

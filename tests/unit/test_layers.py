@@ -121,3 +121,23 @@ def test_the_engine_and_its_rooms_have_no_method_only_the_tests_call():
         own = [key for key, value in vars(room).items() if callable(value) or isinstance(value, staticmethod)]
         unused = [key for key in own if not key.startswith("_") and key not in used]
         assert unused == [], f"{room.__name__}: {unused} called only from outside referee/"
+
+
+def test_only_the_store_speaks_sql():
+    """One store (issue 31): every read and write of games.db, and of the
+    other games.db files a restore meets (a backup, the file it replaced),
+    goes through referee.store, which alone turns SQLite's faults into
+    StorageFault; no other module opens a database of its own."""
+    speaking = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            if any(name.split(".")[0] in ("sqlite3", "sqlite_utils") for name in names):
+                speaking.add(str(path.relative_to(PACKAGE)))
+    assert speaking == {"store.py"}
