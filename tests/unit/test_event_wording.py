@@ -1,13 +1,16 @@
-"""A game's moves are worded once for its mail and its site: Ice Ice Baby's
-in templates/events/ice.txt.j2, imported by both template environments (the
+"""A game's moves are worded once for its mail and its site: each game's in
+templates/events/<kind>.txt.j2, imported by both template environments (the
 mail's, which never escapes, and the site's, which escapes HTML), and safe
 in both: plain text unless the caller asks for HTML, and then escaped
-(which every page of the site does)."""
+(which every page of the site does).  A round's mail says in its Subject
+what the site's feed calls it: the game's ``headline`` macro, in both."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from markupsafe import Markup
@@ -15,7 +18,7 @@ from markupsafe import Markup
 from referee.mail.compose import Composer
 from referee.site.render import Site
 
-NAMES = ["ann", "<b>o'b&c</b>"]
+NAMES = ["ann", "<b>o'b&c</b>", "carol"]
 ROUND = {
     "how": {1: "mail"},
     "events": [{"type": "bid", "seat": 1, "bid": ["L-red", "S-blue"]}, {"type": "won", "seat": 0}],
@@ -76,8 +79,94 @@ def test_every_page_that_words_a_move_with_them_asks_for_html():
     calls = [
         (page.name, call)
         for page in pages.rglob("*.html.j2")
-        if '"events/' in (text := page.read_text(encoding="utf-8"))
-        for call in re.findall(r"\b(?:ice)\.\w+\([^{}]*?\)(?= *}})", text)
+        for alias in re.findall(r'{% import "events/[\w-]+\.txt\.j2" as (\w+) %}', page.read_text(encoding="utf-8"))
+        for call in re.findall(rf"\b{alias}\.\w+\([^{{}}]*?\)(?= *}}}})", page.read_text(encoding="utf-8"))
     ]
-    assert calls
+    assert {page for page, _ in calls} >= {"rounds.html.j2"}
     assert [c for c in calls if "html=true" not in c[1]] == []
+
+
+# -- a round's Subject and its feed title, every game ---------------------------------------
+
+# A round of each game (as its round mail and the site's feed see it: its
+# label, the movers' sources, its events), the game's options, and what its
+# mail's Subject and its feed's title say of it after the label; the names
+# are as players might choose them.
+HEADLINES: dict[str, list[tuple[dict[str, Any], dict[str, Any], str]]] = {
+    "pure-skill": [
+        (
+            {"label": "Round 2 of 13", "how": {}, "events": [{"winner": 1, "prize": 12, "value": 12}]},
+            {},
+            "<b>o'b&c</b> takes the Q",
+        ),
+        (
+            {"label": "Round 3 of 13", "how": {}, "events": [{"winner": None, "outcome": "carried", "prize": 1}]},
+            {},
+            "tie, the A carries over",
+        ),
+        (
+            {"label": "Round 4 of 13", "how": {}, "events": [{"winner": None, "outcome": "discarded", "prize": 10}]},
+            {},
+            "tie, the 10 is discarded",
+        ),
+    ],
+    "ice": [({**ROUND, "label": "Round 1, turn 1"}, {}, "<b>o'b&c</b> bids L-red S-blue; ann wins the auction")],
+}
+CASES = [(kind, *case) for kind, cases in HEADLINES.items() for case in cases]
+
+
+def subject(composer: Composer, kind: str, round_: dict[str, Any], options: dict[str, Any]) -> str:
+    """The Subject of ``round_``'s mail, as mail/<kind>/round.txt.j2 writes
+    it: the template's lines up to its Subject line, rendered."""
+    source = composer.env.loader.get_source(composer.env, f"mail/{kind}/round.txt.j2")[0]
+    head = source[: source.index("\n", source.index("Subject:"))]
+    players = [{"seat": seat, "label": name, "bot": False} for seat, name in enumerate(NAMES)]
+    over = any(event.get("type") == "over" for event in round_["events"])
+    context = {"game": {"tag": f"[{kind}-1]", "options": options}, "players": players, "view": {"over": over}}
+    return composer.env.from_string(head).render(round=round_, **context).removeprefix("Subject: ")
+
+
+def title(site: Site, kind: str, round_: dict[str, Any], options: dict[str, Any]) -> str:
+    """Its feed entry's title, as site/<kind>/summary.txt.j2 writes it."""
+    game = {"id": 1, "kind": kind, "options": options}
+    return site.env.get_template(f"site/{kind}/summary.txt.j2").render(rounds=[round_], names=NAMES, game=game).strip()
+
+
+@pytest.mark.parametrize(("kind", "round_", "options", "said"), CASES)
+def test_a_rounds_mail_and_its_feed_entry_say_the_same(config, tmp_path, kind, round_, options, said):
+    assert title(Site(None, tmp_path), kind, round_, options) == f"{round_['label']}: {said}"
+    assert subject(Composer(config), kind, round_, options) == f"[{kind}-1] {round_['label']}: {said}"
+
+
+@pytest.mark.parametrize("kind", sorted(HEADLINES))
+def test_the_words_are_the_macros_changed_once_both_change(config, tmp_path, kind):
+    """A keeper's own templates folder rewords a game's events for its mail
+    and its site at once: the macro is the only place they are worded."""
+    ours = tmp_path / "templates"
+    (ours / "events").mkdir(parents=True)
+    (ours / "events" / f"{kind}.txt.j2").write_text(
+        '{% macro headline() %}reworded{{ "" if varargs or kwargs }}{% endmacro %}', encoding="utf-8"
+    )
+    round_, options, _ = HEADLINES[kind][0]
+    composer = Composer(dataclasses.replace(config, templates=ours))
+    assert subject(composer, kind, round_, options) == f"[{kind}-1] {round_['label']}: reworded"
+    assert title(Site(None, tmp_path / "site", templates=ours), kind, round_, options) == f"{round_['label']}: reworded"
+
+
+# Each game's words in brief for its site's table (in a page that escapes), and what they say.
+TABLE = {
+    "pure-skill": [
+        (
+            '{{ m.result({"winner": 1, "value": 7}, names, compact=true, html=true) }}',
+            "&lt;b&gt;o&#39;b&amp;c&lt;/b&gt; +7",
+        ),
+        ('{{ m.result({"winner": none, "outcome": "carried"}, names, compact=true, html=true) }}', "tie: carried over"),
+        ('{{ m.result({"winner": none, "outcome": "x"}, names, compact=true, html=true) }}', "tie: discarded"),
+    ],
+}
+
+
+@pytest.mark.parametrize(("kind", "call", "shown"), [(kind, *case) for kind, cases in TABLE.items() for case in cases])
+def test_on_a_page_the_tables_words_escape_a_name_once(tmp_path, kind, call, shown):
+    page = Site(None, tmp_path).env.from_string(f'{{% import "events/{kind}.txt.j2" as m %}}{call}')
+    assert page.render(names=NAMES) == shown
