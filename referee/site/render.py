@@ -204,7 +204,7 @@ class Site:
         # One line per round, in one render: a template per line costs more than the line.
         titles = (
             self.env.get_template(f"site/{kind}/summary.txt.j2")
-            .render(rounds=context["rounds"], names=names)
+            .render(rounds=context["rounds"], names=names, game=game)
             .split("\n")
         )
         titles = [title.strip() for title in titles if title.strip()]

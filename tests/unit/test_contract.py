@@ -441,7 +441,9 @@ def unshown(played: ByMail, types: dict[str, tuple[int, int]]) -> list[str]:
             return "\n".join(
                 [
                     env.get_template(f"site/{kind}/rounds.html.j2").render(**{**page, "rounds": rounds}),
-                    env.get_template(f"site/{kind}/summary.txt.j2").render(rounds=rounds, names=table.names),
+                    env.get_template(f"site/{kind}/summary.txt.j2").render(
+                        rounds=rounds, names=table.names, game=page["game"]
+                    ),
                 ]
             )
 

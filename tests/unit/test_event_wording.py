@@ -92,6 +92,7 @@ def test_every_page_that_words_a_move_with_them_asks_for_html():
 # label, the movers' sources, its events), the game's options, and what its
 # mail's Subject and its feed's title say of it after the label; the names
 # are as players might choose them.
+PAWN, COIN = {"reroll": "pawn"}, {"reroll": "coin"}  # Bid!'s two ways to reroll the dice
 HEADLINES: dict[str, list[tuple[dict[str, Any], dict[str, Any], str]]] = {
     "pure-skill": [
         (
@@ -109,6 +110,30 @@ HEADLINES: dict[str, list[tuple[dict[str, Any], dict[str, Any], str]]] = {
             {},
             "tie, the 10 is discarded",
         ),
+    ],
+    "bid": [
+        (
+            {"label": "Auction 2", "how": {}, "events": [{"type": "auction", "winner": 1, "points": 9}]},
+            PAWN,
+            "<b>o'b&c</b> wins 9",
+        ),
+        ({"label": "Auction 3", "how": {}, "events": [{"type": "tie"}]}, PAWN, "a tie, coins decide"),
+        (
+            {"label": "Auction 4", "how": {}, "events": [{"type": "cancelled"}]},
+            PAWN,
+            "cancelled, the dice are rolled again",
+        ),
+        ({"label": "Auction 4", "how": {}, "events": [{"type": "cancelled"}]}, COIN, "dice rerolled, bid again"),
+        (
+            {
+                "label": "Auction 5",
+                "how": {},
+                "events": [{"type": "auction", "winner": None, "crowned": [0, 1], "points": 4}],
+            },
+            PAWN,
+            "a tie under the Ace of Crowns",
+        ),
+        ({"label": "Auction 6", "how": {}, "events": [{"type": "auction", "crowned": []}]}, PAWN, "nobody wins"),
     ],
     "ice": [({**ROUND, "label": "Round 1, turn 1"}, {}, "<b>o'b&c</b> bids L-red S-blue; ann wins the auction")],
 }
@@ -162,6 +187,22 @@ TABLE = {
         ),
         ('{{ m.result({"winner": none, "outcome": "carried"}, names, compact=true, html=true) }}', "tie: carried over"),
         ('{{ m.result({"winner": none, "outcome": "x"}, names, compact=true, html=true) }}', "tie: discarded"),
+    ],
+    "bid": [
+        (
+            '{{ m.result({"type": "auction", "winner": 1, "points": 9}, names, {}, compact=true, html=true) }}',
+            "&lt;b&gt;o&#39;b&amp;c&lt;/b&gt; +9",
+        ),
+        (
+            '{{ m.result({"type": "cancelled"}, names, {"reroll": "coin"}, compact=true, html=true) }}',
+            "cancelled: rolled again",
+        ),
+        ('{{ m.result({"type": "tie"}, names, {}, compact=true, html=true) }}', "tie: coins decide"),
+        (
+            '{{ m.result({"type": "auction", "crowned": [0], "points": 4}, names, {}, compact=true, html=true) }}',
+            "Crowns: tied lose 4",
+        ),
+        ('{{ m.result({"type": "auction", "crowned": []}, names, {}, compact=true, html=true) }}', "no winner"),
     ],
 }
 
