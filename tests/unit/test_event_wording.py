@@ -135,6 +135,38 @@ HEADLINES: dict[str, list[tuple[dict[str, Any], dict[str, Any], str]]] = {
         ),
         ({"label": "Auction 6", "how": {}, "events": [{"type": "auction", "crowned": []}]}, PAWN, "nobody wins"),
     ],
+    "priority": [
+        (
+            {
+                "label": "Round 1 of 8, turn 3",
+                "how": {1: "mail"},
+                "events": [{"type": "play", "seat": 1, "colour": "red"}],
+            },
+            {},
+            "<b>o'b&c</b> plays on red",
+        ),
+        (
+            {
+                "label": "Round 1 of 8, turn 4",
+                "how": {2: "random"},
+                "events": [
+                    {"type": "move", "seat": 2, "from": "red", "to": "blue"},
+                    {"type": "tally", "round": 1, "item": 5, "winner": 1, "colour": "blue"},
+                ],
+            },
+            {},
+            "carol moves red to blue; <b>o'b&c</b> (blue) wins 5",
+        ),
+        (
+            {
+                "label": "Round 2 of 8, turn 9",
+                "how": {0: "bot"},
+                "events": [{"type": "pass", "seat": 0}, {"type": "tally", "round": 2, "item": 3, "winner": None}],
+            },
+            {},
+            "ann passes; tie, 3 discarded",
+        ),
+    ],
     "ice": [({**ROUND, "label": "Round 1, turn 1"}, {}, "<b>o'b&c</b> bids L-red S-blue; ann wins the auction")],
 }
 CASES = [(kind, *case) for kind, cases in HEADLINES.items() for case in cases]
@@ -187,6 +219,14 @@ TABLE = {
         ),
         ('{{ m.result({"winner": none, "outcome": "carried"}, names, compact=true, html=true) }}', "tie: carried over"),
         ('{{ m.result({"winner": none, "outcome": "x"}, names, compact=true, html=true) }}', "tie: discarded"),
+    ],
+    "priority": [
+        ('{{ m.move({"type": "move", "from": "<red>", "to": "blue"}, html=true) }}', "moves &lt;red&gt; to blue"),
+        (
+            '{{ m.tally({"winner": 1, "colour": "red", "item": 5}, names, html=true) }}',
+            "&lt;b&gt;o&#39;b&amp;c&lt;/b&gt; (red) wins 5",
+        ),
+        ('{{ m.tally({"winner": none, "item": 5}, names, html=true) }}', "tie, 5 discarded"),
     ],
     "bid": [
         (
