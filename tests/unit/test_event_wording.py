@@ -92,6 +92,17 @@ def test_every_page_that_words_a_move_with_them_asks_for_html():
 # label, the movers' sources, its events), the game's options, and what its
 # mail's Subject and its feed's title say of it after the label; the names
 # are as players might choose them.
+BLUFF = {  # Bluff Auction's moves, by type, as its events hold them
+    "bid": {"type": "bid", "seat": 1, "track": "red", "value": 3, "tied": True},
+    "move": {"type": "move", "seat": 1, "from": "purple", "track": "red", "value": 1, "token": 3, "tied": False},
+    "pass": {"type": "pass", "seat": 1, "forced": True},
+    "rerolled": {"type": "rerolled", "counts": {"1": 2, "0": 1}},
+    "oneshot": {"type": "oneshot", "seat": 1, "used": True},
+    "special": {"type": "special", "seat": 1, "tile": "Overbid with Tie"},
+    "exhibit": {"type": "exhibit", "seat": 1, "tile": "red art", "set": ["red art", "2 Dice"], "points": 3},
+    "discard": {"type": "discard", "seat": 1, "tile": "blue art", "discarded": "blue ancient art"},
+    "place": {"type": "place", "seat": 1, "tile": "green modern art"},
+}
 PAWN, COIN = {"reroll": "pawn"}, {"reroll": "coin"}  # Bid!'s two ways to reroll the dice
 HEADLINES: dict[str, list[tuple[dict[str, Any], dict[str, Any], str]]] = {
     "pure-skill": [
@@ -167,6 +178,77 @@ HEADLINES: dict[str, list[tuple[dict[str, Any], dict[str, Any], str]]] = {
             "ann passes; tie, 3 discarded",
         ),
     ],
+    "bluff": [
+        (
+            {"label": "Round 1 bidding, turn 2", "how": {1: "mail"}, "events": [BLUFF["bid"]]},
+            {},
+            "<b>o'b&c</b> bids 3 on red",
+        ),
+        (
+            {"label": "Round 1 bidding, turn 5", "how": {1: "mail"}, "events": [BLUFF["move"]]},
+            {},
+            "<b>o'b&c</b> moves their token of 3 from purple to red at 1",
+        ),
+        (  # a first-rulings record: its tokens are not told apart
+            {
+                "label": "Round 1 bidding, turn 6",
+                "how": {0: "mail"},
+                "events": [{key: value for key, value in BLUFF["move"].items() if key != "token"} | {"seat": 0}],
+            },
+            {},
+            "ann moves a token from purple to red at 1",
+        ),
+        (
+            {
+                "label": "Round 1 bidding, turn 9",
+                "how": {2: "random"},
+                "events": [
+                    {**BLUFF["pass"], "seat": 2},
+                    {"type": "dice", "colour": "red", "counts": [1, 2, 0]},
+                    {"type": "auction", "track": "red", "tile": "red modern art", "winner": 1, "value": 5},
+                    {"type": "auction", "track": "blue", "tile": "Purple 5", "winner": None, "bids": {}},
+                    {"type": "auction", "track": "black", "tile": "black ancient tool", "winner": 0, "value": 2},
+                ],
+            },
+            {},
+            "carol passes; <b>o'b&c</b> wins red modern art; ann wins black ancient tool",
+        ),
+        ({"label": "Round 2 tools", "how": {}, "events": [BLUFF["rerolled"]]}, {}, "rerolls"),
+        (
+            {"label": "Round 2 red auction: the 1-shot tile", "how": {1: "mail"}, "events": [BLUFF["oneshot"]]},
+            {},
+            "<b>o'b&c</b> uses the 1-shot tile",
+        ),
+        (
+            {"label": "Round 2 acquisition: Overbid with Tie", "how": {1: "mail"}, "events": [BLUFF["special"]]},
+            {},
+            "<b>o'b&c</b> takes Overbid with Tie",
+        ),
+        (
+            {
+                "label": "Round 2 acquisition: 2 Dice",
+                "how": {1: "mail"},
+                "events": [{**BLUFF["special"], "tile": "2 Dice"}, BLUFF["exhibit"]],
+            },
+            {},
+            "<b>o'b&c</b> takes 2 Dice and exhibits a set of 2 for 3 points",
+        ),
+        (
+            {"label": "Round 3 acquisition: red art", "how": {1: "mail"}, "events": [BLUFF["exhibit"]]},
+            {},
+            "<b>o'b&c</b> exhibits a set of 2 for 3 points",
+        ),
+        (
+            {"label": "Round 3 acquisition: blue art", "how": {1: "mail"}, "events": [BLUFF["discard"]]},
+            {},
+            "<b>o'b&c</b> discards blue ancient art",
+        ),
+        (
+            {"label": "Round 3 acquisition: green art", "how": {1: "mail"}, "events": [BLUFF["place"]]},
+            {},
+            "<b>o'b&c</b> places green modern art",
+        ),
+    ],
     "ice": [({**ROUND, "label": "Round 1, turn 1"}, {}, "<b>o'b&c</b> bids L-red S-blue; ann wins the auction")],
 }
 CASES = [(kind, *case) for kind, cases in HEADLINES.items() for case in cases]
@@ -210,6 +292,8 @@ def test_the_words_are_the_macros_changed_once_both_change(config, tmp_path, kin
     assert title(Site(None, tmp_path / "site", templates=ours), kind, round_, options) == f"{round_['label']}: reworded"
 
 
+ESCAPED = "&lt;b&gt;o&#39;b&amp;c&lt;/b&gt;"  # NAMES[1] on a page
+
 # Each game's words in brief for its site's table (in a page that escapes), and what they say.
 TABLE = {
     "pure-skill": [
@@ -227,6 +311,26 @@ TABLE = {
             "&lt;b&gt;o&#39;b&amp;c&lt;/b&gt; (red) wins 5",
         ),
         ('{{ m.tally({"winner": none, "item": 5}, names, html=true) }}', "tie, 5 discarded"),
+    ],
+    "bluff": [
+        *(
+            (f"{{{{ m.move({event!r}, names, detail=true, html=true) }}}}", shown)
+            for event, shown in [
+                (BLUFF["bid"], f"{ESCAPED} bids 3 on red (tie)"),
+                (BLUFF["move"], f"{ESCAPED} moves purple 3 to red at 1"),
+                (BLUFF["pass"], f"{ESCAPED} passes (nothing else to do)"),
+                (BLUFF["rerolled"], f"{ESCAPED} rerolls 2, ann rerolls 1"),
+                (BLUFF["oneshot"], f"{ESCAPED} uses the 1-shot tile"),
+                (BLUFF["special"], f"{ESCAPED} takes Overbid with Tie"),
+                (BLUFF["exhibit"], f"{ESCAPED} exhibits red art, 2 Dice for 3"),
+                (BLUFF["discard"], f"{ESCAPED} discards blue ancient art"),
+                (BLUFF["place"], f"{ESCAPED} places green modern art"),
+            ]
+        ),
+        (
+            '{{ m.won({"winner": 1, "tile": "red <art>", "value": 5}, names, detail=true, html=true) }}',
+            f"{ESCAPED} wins red &lt;art&gt; with 5",
+        ),
     ],
     "bid": [
         (
