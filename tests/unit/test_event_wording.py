@@ -92,6 +92,7 @@ def test_every_page_that_words_a_move_with_them_asks_for_html():
 # label, the movers' sources, its events), the game's options, and what its
 # mail's Subject and its feed's title say of it after the label; the names
 # are as players might choose them.
+OVER = {"type": "over", "winner": 0}  # a game's end, in its last round's events
 BLUFF = {  # Bluff Auction's moves, by type, as its events hold them
     "bid": {"type": "bid", "seat": 1, "track": "red", "value": 3, "tied": True},
     "move": {"type": "move", "seat": 1, "from": "purple", "track": "red", "value": 1, "token": 3, "tied": False},
@@ -177,6 +178,19 @@ HEADLINES: dict[str, list[tuple[dict[str, Any], dict[str, Any], str]]] = {
             {},
             "ann passes; tie, 3 discarded",
         ),
+        (
+            {
+                "label": "Round 8 of 8, turn 9",
+                "how": {2: "mail"},
+                "events": [
+                    {"type": "play", "seat": 2, "colour": "red"},
+                    {"type": "tally", "round": 8, "item": 1, "winner": 0, "colour": "red"},
+                    OVER,
+                ],
+            },
+            {},
+            "carol plays on red; ann (red) wins 1; game over",
+        ),
     ],
     "bluff": [
         (
@@ -248,8 +262,20 @@ HEADLINES: dict[str, list[tuple[dict[str, Any], dict[str, Any], str]]] = {
             {},
             "<b>o'b&c</b> places green modern art",
         ),
+        (
+            {"label": "Round 9 acquisition: green art", "how": {1: "mail"}, "events": [BLUFF["place"], OVER]},
+            {},
+            "<b>o'b&c</b> places green modern art; game over",
+        ),
     ],
-    "ice": [({**ROUND, "label": "Round 1, turn 1"}, {}, "<b>o'b&c</b> bids L-red S-blue; ann wins the auction")],
+    "ice": [
+        ({**ROUND, "label": "Round 1, turn 1"}, {}, "<b>o'b&c</b> bids L-red S-blue; ann wins the auction"),
+        (
+            {"label": "Round 4, turn 2", "how": {0: "mail"}, "events": [{"type": "declined", "seat": 0}, OVER]},
+            {},
+            "ann declines; game over",
+        ),
+    ],
 }
 CASES = [(kind, *case) for kind, cases in HEADLINES.items() for case in cases]
 
