@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from referee.mail.compose import Composer
 from referee.site.render import Site
@@ -297,6 +297,11 @@ def title(site: Site, kind: str, round_: dict[str, Any], options: dict[str, Any]
     return site.env.get_template(f"site/{kind}/summary.txt.j2").render(rounds=[round_], names=NAMES, game=game).strip()
 
 
+def test_every_games_words_are_held_here():
+    events = Path(__file__).parents[2] / "templates" / "events"
+    assert {path.name.removesuffix(".txt.j2") for path in events.glob("*.txt.j2")} == set(HEADLINES) == set(TABLE)
+
+
 @pytest.mark.parametrize(("kind", "round_", "options", "said"), CASES)
 def test_a_rounds_mail_and_its_feed_entry_say_the_same(config, tmp_path, kind, round_, options, said):
     assert title(Site(None, tmp_path), kind, round_, options) == f"{round_['label']}: {said}"
@@ -325,7 +330,7 @@ TABLE = {
     "pure-skill": [
         (
             '{{ m.result({"winner": 1, "value": 7}, names, compact=true, html=true) }}',
-            "&lt;b&gt;o&#39;b&amp;c&lt;/b&gt; +7",
+            f"{ESCAPED} +7",
         ),
         ('{{ m.result({"winner": none, "outcome": "carried"}, names, compact=true, html=true) }}', "tie: carried over"),
         ('{{ m.result({"winner": none, "outcome": "x"}, names, compact=true, html=true) }}', "tie: discarded"),
@@ -334,7 +339,7 @@ TABLE = {
         ('{{ m.move({"type": "move", "from": "<red>", "to": "blue"}, html=true) }}', "moves &lt;red&gt; to blue"),
         (
             '{{ m.tally({"winner": 1, "colour": "red", "item": 5}, names, html=true) }}',
-            "&lt;b&gt;o&#39;b&amp;c&lt;/b&gt; (red) wins 5",
+            f"{ESCAPED} (red) wins 5",
         ),
         ('{{ m.tally({"winner": none, "item": 5}, names, html=true) }}', "tie, 5 discarded"),
     ],
@@ -358,10 +363,16 @@ TABLE = {
             f"{ESCAPED} wins red &lt;art&gt; with 5",
         ),
     ],
+    "ice": [  # (its names and pyramids: test_on_a_page_a_name_is_escaped_once_and_the_coloured_pyramids_are_markup)
+        (
+            '{{ m.move({"type": "pass", "card": 3, "bid": ["M-blue"]}, detail=true, html=true) }}',
+            "passes (card 3, M-blue)",
+        ),
+    ],
     "bid": [
         (
             '{{ m.result({"type": "auction", "winner": 1, "points": 9}, names, {}, compact=true, html=true) }}',
-            "&lt;b&gt;o&#39;b&amp;c&lt;/b&gt; +9",
+            f"{ESCAPED} +9",
         ),
         (
             '{{ m.result({"type": "cancelled"}, names, {"reroll": "coin"}, compact=true, html=true) }}',
@@ -381,3 +392,13 @@ TABLE = {
 def test_on_a_page_the_tables_words_escape_a_name_once(tmp_path, kind, call, shown):
     page = Site(None, tmp_path).env.from_string(f'{{% import "events/{kind}.txt.j2" as m %}}{call}')
     assert page.render(names=NAMES) == shown
+
+
+@pytest.mark.parametrize(("kind", "round_", "options", "said"), CASES)
+def test_on_a_page_a_headline_escapes_a_name_once(tmp_path, kind, round_, options, said):
+    env = Site(None, tmp_path).env
+    more = ", options" if "options" in env.get_template(f"events/{kind}.txt.j2").module.headline.arguments else ""
+    page = env.from_string(
+        f'{{% import "events/{kind}.txt.j2" as m %}}{{{{ m.headline(round, names{more}, html=true) }}}}'
+    )
+    assert page.render(round=round_, names=NAMES, options=options) == escape(said)
