@@ -3,14 +3,14 @@
 import asyncio
 import os
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from conftest import PLAYERS, reply
 
 from referee.config import MaildirSettings
 from referee.engine import Engine
-from referee.mail.source import SourceError
+from referee.mail.source import Received, SourceError
 from referee.runner import HEARTBEAT, Runner
 from referee.store import Store
 
@@ -253,3 +253,55 @@ def test_the_daemon_logs_settings_a_server_refused_as_an_error_and_a_server_away
         [record] = [r for r in caplog.records if r.levelno >= logging.WARNING]
         levels[type(fault).__name__] = record.levelname
     assert levels == {"SourceRefused": "ERROR", "SourceError": "WARNING"}
+
+
+class Numbered:
+    """An IMAP INBOX as the runner sees it: each mail with its UID and its
+    INTERNALDATE, which need not rise with the UID."""
+
+    def __init__(self, mail: list[tuple[bytes, datetime]]):
+        self.mail = [Received(str(uid), raw, at) for uid, (raw, at) in enumerate(mail, 1)]
+
+    async def fetch(self) -> list[Received]:
+        return list(self.mail)
+
+    async def done(self, messages, quarantine=False) -> None:
+        self.mail = [m for m in self.mail if m not in messages]
+
+    async def handled(self, since) -> list[Received]:
+        return []
+
+    async def close(self) -> None:
+        pass
+
+
+def test_a_pass_reads_in_receipt_order_so_a_bid_numbered_after_the_closing_one_but_received_before_counts(
+    config, clock
+):
+    """Dovecot numbers mail out of delivery order now and then.  Bob's two
+    bids came in the same second, Carol's closing bid a second later, but
+    the server numbered Carol's before Bob's first.  Read in one pass,
+    Bob's first bid came in time (pure-skill.md R7, R8), and of his two
+    bids in one second the one numbered last counts (design.md, "Time")."""
+    engine = Engine(Store(config.database), config, clock)
+    engine.new_game("pure-skill", PLAYERS)
+    second, next_second = clock() + timedelta(minutes=5), clock() + timedelta(minutes=5, seconds=1)
+    clock.advance(minutes=10)
+    inbox = Numbered(
+        [
+            (reply(engine, ALICE, "bid 4"), second),
+            (reply(engine, BOB, "bid 10"), second),  # his change of mind, numbered first
+            (reply(engine, CAROL, "bid 6"), next_second),  # the bid that closes the round
+            (reply(engine, BOB, "bid 2"), second),  # his first bid, numbered last
+        ]
+    )
+    report = asyncio.run(Runner(engine, inbox, None).once())
+    assert report.received == 4 and not inbox.mail
+    moves = [(move["seat"], move["move"]) for move in engine.store.moves(1, 1)]
+    assert moves == [(0, "bid 4"), (1, "bid 10"), (1, "bid 2"), (2, "bid 6")]  # in the order they count
+    assert {seat: move["move"] for seat, move in engine.store.final_moves(1, 1).items()} == {
+        0: "bid 4",
+        1: "bid 2",
+        2: "bid 6",
+    }
+    assert engine.status(1)["phase"]["number"] == 2  # round 1 resolved with those bids
