@@ -20,14 +20,19 @@ game's record); the INBOX empty; every queued mail delivered, copies only
 under one Message-ID; every player's mail answered once; and no run that
 ended by itself failed.
 
-What the referee should have made of the mail is reckoned from the mail
-server's view of it, as the referee sees it (docs/games/pure-skill.md, R7
-and R8): it reads mail in UID order, so a round closes with the third
-seat's first bid in UID order, and the mail after it is late; of a seat's
-moves the last by INTERNALDATE (whole seconds), then UID, counts.  That is
-not always the order sent: Dovecot (Maildir) gives mails that arrive while
-an IMAP session syncs the mailbox UIDs out of delivery order now and then.
-The report counts the rounds where that made a difference.
+What the referee should have made of the mail is reckoned from the order
+it read the mail in (docs/games/pure-skill.md, R7 and R8; docs/design.md,
+"Time"): a round closes with the third seat's first bid as read, and the
+mail read after it is late; of a seat's moves the last by INTERNALDATE
+(whole seconds), then UID, counts.  Each pass reads the new mail (UIDs
+above those read before) in receipt order, UID order within a second, so
+the order read depends on where passes began, which only games.db knows
+(its messages, in the order handled): the check takes that order once it
+has found it one the runner could have read in (``misread``).  It is not
+always the order sent: Dovecot (Maildir) gives mails that arrive while an
+IMAP session syncs the mailbox UIDs out of delivery order now and then,
+within a second or across one.  The report counts the rounds where that
+made a difference.
 """
 
 from __future__ import annotations
@@ -97,6 +102,40 @@ def round_moves(bids: list[Bid]) -> list[Bid]:
         moves.append(bid)
         seats.add(bid.seat)
     return moves
+
+
+Place = tuple[datetime, int]  # where the mail server has a mail: its INTERNALDATE and UID
+NEVER: Place = (datetime.max.replace(tzinfo=UTC), 0)  # a mail not filed (check_mailbox says so)
+
+
+def expected_moves(sent: list[Bid], place: dict[str, Place], read: list[str]) -> dict[tuple[int, int], list[Bid]]:
+    """Each round's moves, in the order they count: the round's mails in the
+    order read (``read``: the Message-IDs in the order the referee handled
+    them; mail it never read after, in UID order) until every seat has bid,
+    then counted by INTERNALDATE, then UID."""
+    order = {message_id: n for n, message_id in enumerate(read)}
+    rounds = defaultdict(list)
+    for bid in sorted(sent, key=lambda bid: (order.get(bid.message_id, len(order)), place.get(bid.message_id, NEVER))):
+        rounds[bid.game, bid.round].append(bid)
+    return {
+        key: sorted(round_moves(bids), key=lambda bid: place.get(bid.message_id, NEVER)) for key, bids in rounds.items()
+    }
+
+
+def misread(place: dict[str, Place], read: list[str]) -> list[str]:
+    """Where the order read is none the runner reads in: a pass reads the
+    mail with UIDs above those read before, in receipt order, UID order
+    within a second.  So a mail is read before one with a lower UID only if
+    the server received it in an earlier second (both in one pass)."""
+    problems, before = [], []
+    for message_id in read:
+        if message_id not in place:
+            continue
+        received, uid = place[message_id]
+        if wrong := [earlier for earlier in before if place[earlier][1] > uid and place[earlier][0] >= received]:
+            problems.append(f"{message_id} (UID {uid}) was read after {wrong[0]} (UID {place[wrong[0]][1]})")
+        before.append(message_id)
+    return problems
 
 
 def last_cards(moves: list[Bid]) -> list[str]:
@@ -243,8 +282,8 @@ class Report:
                 f"players' mail: {mails['delivered']} delivered, {mails['distinct']} distinct "
                 + f"({mails['change']} changes of mind, {mails['late']} late), {mails['duplicate']} delivered "
                 + f"twice; largest backlog {mails['backlog']}",
-                f"the mail server's UIDs put {mails['reordered']} rounds' moves in another order than sent, "
-                + f"and so another bid counted in {mails['recounted']}",
+                f"the mail server's UIDs and receipt times had {mails['reordered']} rounds' moves read in another "
+                + f"order than sent, and so another bid counted in {mails['recounted']}",
                 f"kills: {len(self.kills)} of {len(self.tried)} tried ({programs['once']} run --once, "
                 + f"{programs['serve']} serve); {self.runs} referee processes in all",
                 *(f"  {kind}: {landed[kind]} of {tried[kind]}" for kind in sorted(tried)),
@@ -569,31 +608,19 @@ class Soak:
 
     def check(self) -> None:
         processed = self.stack.messages(self.stack.referee, "processed")
-        moves = self.expected_moves(processed)
-        self.count_mail(moves)
-        problems = [*self.players.problems, *self.check_mailbox(processed)]
-        with self.db() as db:
+        place = {}
+        for message in processed:  # in UID order: of two copies, the first is the one the referee read
+            message_id = re.search(rb"^Message-ID: *(<[^>]*>)", message.raw, re.IGNORECASE | re.MULTILINE)[1]
+            place.setdefault(message_id.decode(), (message.internaldate, message.uid))  # (MOVE keeps UID order)
+        with closing(self.db()) as db:
+            read = [row[0] for row in db.execute("select message_id from messages order by rowid")]  # as handled
+            moves = expected_moves(self.players.sent, place, read)
+            self.count_mail(moves)
+            problems = [*self.players.problems, *self.check_mailbox(processed), *misread(place, read)]
             problems += self.check_moves(db, moves)
             problems += self.check_mail_out(db)
         problems += self.check_rounds(moves)
         self.report.violations += problems
-
-    def expected_moves(self, processed: list) -> dict[tuple[int, int], list[Bid]]:
-        """Each round's moves, in the order they count, from the mail server's
-        view: read in UID order, counted by INTERNALDATE, then UID (MOVE
-        keeps the INBOX's UID order in processed)."""
-        place = {}
-        for message in processed:  # in UID order: of two copies, the first is the one the referee read
-            message_id = re.search(rb"^Message-ID: *(<[^>]*>)", message.raw, re.IGNORECASE | re.MULTILINE)[1]
-            place.setdefault(message_id.decode(), (message.internaldate, message.uid))
-        never = (datetime.max.replace(tzinfo=UTC), 0)  # not filed: check_mailbox says so
-        rounds = defaultdict(list)
-        for bid in sorted(self.players.sent, key=lambda bid: place.get(bid.message_id, never)[1]):
-            rounds[bid.game, bid.round].append(bid)
-        return {
-            key: sorted(round_moves(bids), key=lambda bid: place.get(bid.message_id, never))
-            for key, bids in rounds.items()
-        }
 
     def count_mail(self, moves: dict[tuple[int, int], list[Bid]]) -> None:
         sent, mails = self.players.sent, self.report.mails
