@@ -75,6 +75,12 @@ _SETTINGS: dict[str, dict[str, str]] = {
         "password_env": "text",
     },
     "maildir": {"path": "path", "processed": "folder", "quarantine": "folder"},
+    "keepers": {
+        "addresses": "addresses",
+        "longest_extension": "duration",
+        "most_pause": "duration",
+        "daily_summary": "bool",
+    },
 }
 _DEFAULT_PORTS = {"imap": {"tls": 993, "starttls": 143, "none": 143}, "smtp": {"tls": 465, "starttls": 587, "none": 25}}
 
@@ -142,6 +148,12 @@ class Config:
     imap: Server | None = None
     smtp: Server | None = None
     maildir: MaildirSettings | None = None
+    # [keepers]: who may act on games by mail, and how far a keeper may go
+    # without --force at the shell.
+    keepers: tuple[str, ...] = ()  # addresses, lower case
+    longest_extension: timedelta = timedelta(days=7)  # one EXTEND at most
+    most_pause: timedelta = timedelta(days=30)  # all of a game's pauses together at most
+    daily_summary: bool = False  # keepers get a summary of every game once a day
 
     @property
     def domain(self) -> str:
@@ -213,6 +225,10 @@ class _Reader:
             if "path" not in maildir:
                 raise self.error("maildir", None, "[maildir] needs a path")
             values["maildir"] = MaildirSettings(**maildir)
+        keepers = sections.get("keepers", {})
+        if "addresses" in keepers:
+            values["keepers"] = keepers["addresses"]
+        values.update({k: v for k, v in keepers.items() if k != "addresses"})
         if "imap" in values and "maildir" in values:
             raise self.error("maildir", None, "use either [imap] or [maildir], not both")
         return Config(**values)
@@ -239,6 +255,12 @@ class _Reader:
             if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 65536:
                 raise self.error(section, key, f"{name} must be a port number from 1 to 65535")
             return value
+        if kind == "addresses":
+            if not isinstance(value, list) or not all(isinstance(a, str) and is_address(a) for a in value):
+                raise self.error(
+                    section, key, f'{name} must be a list of mail addresses such as ["keeper@example.org"]'
+                )
+            return tuple(dict.fromkeys(a.strip().lower() for a in value))
         if not isinstance(value, str):
             raise self.error(section, key, f"{name} must be a string in quotes")
         if kind == "duration":

@@ -169,3 +169,28 @@ def test_message_size_limits_are_read(write, text, size):
 def test_a_bad_size_is_named(write):
     path = write('[referee]\nmax_message_size = "huge"\n')
     assert error_of(path).startswith(f"{path}:2: referee.max_message_size must be a size")
+
+
+def test_keepers_are_read_folded_and_their_caps_have_defaults(write):
+    config = load(write('[keepers]\naddresses = ["Keeper@Example.org", "keeper@example.org", "b@example.net"]\n'))
+    assert config.keepers == ("keeper@example.org", "b@example.net")
+    assert (config.longest_extension, config.most_pause, config.daily_summary) == (
+        timedelta(days=7),
+        timedelta(days=30),
+        False,
+    )
+    capped = load(write('[keepers]\nlongest_extension = "2d"\nmost_pause = "10d"\ndaily_summary = true\n'))
+    assert (capped.keepers, capped.longest_extension, capped.most_pause, capped.daily_summary) == (
+        (),
+        timedelta(days=2),
+        timedelta(days=10),
+        True,
+    )
+
+
+@pytest.mark.parametrize("value", ['"keeper@example.org"', '["not an address"]', "[1]"])
+def test_keepers_must_be_a_list_of_addresses(write, value):
+    path = write(f"[keepers]\naddresses = {value}\n")
+    assert error_of(path) == (
+        f'{path}:2: keepers.addresses must be a list of mail addresses such as ["keeper@example.org"]'
+    )
