@@ -27,11 +27,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from referee import config as config_module
 from referee import launch
 from referee.engine import Engine, EngineError
+from referee.engine.keeping import SHELL
 from referee.interrupt import stop_signals_cut_reading_short
 from referee.mail.smtp import SmtpUnreachable
 from referee.mail.source import SourceError, WrongSettings
@@ -215,7 +216,43 @@ def build_parser() -> argparse.ArgumentParser:
     resign = commands.add_parser("resign", help="a player left: a random bot takes the seat")
     resign.add_argument("game", type=int)
     resign.add_argument("address")
+    _keeper_commands(commands)
     return parser
+
+
+def _keeper_commands(commands) -> None:
+    """The keeper's hands (docs/operations.md, "The keeper's hands"): each
+    act goes on the game's record and is announced to its players."""
+    why = {"metavar": "TEXT", "default": "", "help": "why: the players are told"}
+    force = {"action": "store_true", "help": "go past the caps in [keepers] (longest_extension, most_pause)"}
+    extend = commands.add_parser("extend", help="move the open phase's deadline later")
+    extend.add_argument("game", type=int)
+    extend.add_argument("length", type=_duration, metavar="DURATION", help="how much later, e.g. 2d or 12h")
+    extend.add_argument("--phase", type=int, help="only if this phase (by number) is still the open one")
+    extend.add_argument("--why", **why)
+    extend.add_argument("--force", **force)
+    pause = commands.add_parser("pause", help="stop a game's clock: no deadline, reminder or random move")
+    pause.add_argument("game", type=int)
+    until = pause.add_mutually_exclusive_group()
+    until.add_argument("--until", type=_utc_time, metavar="TIME", help="resume by itself then (UTC)")
+    until.add_argument("--for", dest="length", type=_duration, metavar="DURATION", help="resume by itself after")
+    pause.add_argument("--why", **why)
+    pause.add_argument("--force", **force)
+    resume = commands.add_parser("resume", help="start a paused game's clock again: its deadline moves by the pause")
+    resume.add_argument("game", type=int)
+    resume.add_argument("--why", **why)
+    cancel = commands.add_parser("cancel", help="end a game without a winner (its seed is published)")
+    cancel.add_argument("game", type=int)
+    cancel.add_argument("--why", metavar="TEXT", required=True, help="why: the players are told")
+    replace = commands.add_parser("replace", help="a newcomer takes over a seat (a player's, or a bot's)")
+    replace.add_argument("game", type=int)
+    replace.add_argument("seat", metavar="OLD", help="the seat: its player's address, its number, or 'bot N'")
+    replace.add_argument("address", metavar="NEW", help="the newcomer's address")
+    replace.add_argument("--why", **why)
+    say = commands.add_parser("say", help="mail the keeper's words to a game's players (on its record)")
+    say.add_argument("game", type=int)
+    say.add_argument("text", help="the words (- reads them from stdin)")
+    say.add_argument("--seat", help="to this seat alone: its player's address or its number")
 
 
 def main(argv: list[str] | None = None, clock: Clock = utc_now) -> int:
@@ -282,7 +319,8 @@ def _main(argv: list[str] | None, clock: Clock) -> int:
         return STORAGE_FAULT
 
 
-_CHANGING = {"new", "ingest", "tick", "resign"}  # commands that may change a game's pages
+# commands that may change a game's pages
+_CHANGING = {"new", "ingest", "tick", "resign", "extend", "pause", "resume", "cancel", "replace", "say"}
 
 
 def _open(database: Path, command: str, clock: Clock) -> Store:
@@ -357,8 +395,11 @@ def _status(engine: Engine, args) -> int:
         for game in games:
             phase = game["phase"]["label"] if game["phase"] else {GameState.OPEN: "sign-up"}.get(game["state"], "over")
             print(f"{game['id']:5}  {game['kind']:18} {game['state']:9} {phase}  {game['name'] or ''}")
-            for change in game["deadline_changes"] if game["state"] == GameState.RUNNING else []:
-                print(f"       deadline of phase {change['phase']} moved to {change['new']}: {change['reason']}")
+            if game["paused"]:
+                print(f"       paused since {game['paused']['at']}" + _until(game["paused"].get("until")))
+            for act in game["interventions"] if game["state"] == GameState.RUNNING else []:
+                if act["act"] in ("extend", "outage", "resume"):
+                    print(f"       deadline of phase {act['phase']} moved to {act['new']}: {act['why'] or act['act']}")
         return 0
     status = engine.status(args.game)
     if args.json:
@@ -377,8 +418,10 @@ def _status(engine: Engine, args) -> int:
         )
     if status["winner"] or status["state"] == GameState.FINISHED:
         print(f"Winner: {status['winner'] or 'none'}")
-    for change in status["deadline_changes"]:
-        print(f"Deadline of phase {change['phase']} moved from {change['old']} to {change['new']}: {change['reason']}")
+    if status["paused"]:
+        print(f"Paused since {status['paused']['at']}{_until(status['paused'].get('until'))}")
+    for act in status["interventions"]:
+        print(_intervention_line(act))
     for mail in status["undelivered"]:
         print(f"Undelivered to {', '.join(mail['to'])}: {mail['subject']} ({mail['error']})")
     for player in status["players"]:
@@ -617,6 +660,38 @@ def _resign(engine: Engine, args) -> int:
     return 0
 
 
+def _extend(engine: Engine, args) -> int:
+    print(engine.extend(args.game, args.length, SHELL, args.why, force=args.force, phase=args.phase))
+    return 0
+
+
+def _pause(engine: Engine, args) -> int:
+    until = from_iso(args.until) if args.until else engine.clock() + args.length if args.length else None
+    print(engine.pause(args.game, SHELL, args.why, until=until, force=args.force))
+    return 0
+
+
+def _resume(engine: Engine, args) -> int:
+    print(engine.resume(args.game, SHELL, args.why))
+    return 0
+
+
+def _cancel(engine: Engine, args) -> int:
+    print(engine.cancel(args.game, SHELL, args.why))
+    return 0
+
+
+def _replace(engine: Engine, args) -> int:
+    print(engine.replace(args.game, args.seat, args.address, SHELL, args.why))
+    return 0
+
+
+def _say(engine: Engine, args) -> int:
+    text = sys.stdin.read() if args.text == "-" else args.text
+    print(engine.say(args.game, text, SHELL, args.seat))
+    return 0
+
+
 def _backup(config: config_module.Config, args) -> int:
     """A copy made with no write to games.db, so no wait on the daemon.  It
     goes to a new file only: never over games.db, its journal, its lock,
@@ -721,6 +796,24 @@ def _restore(config: config_module.Config, args) -> int:
     return 0
 
 
+def _until(until: str | None) -> str:
+    return f", until {until}" if until else ", until resumed"
+
+
+def _intervention_line(act: dict[str, Any]) -> str:
+    """One intervention, as `referee status GAME` lists it."""
+    what = {
+        "extend": lambda: f"deadline moved from {act['old']} to {act['new']}",
+        "outage": lambda: f"deadline moved from {act['old']} to {act['new']} after an outage",
+        "pause": lambda: "paused" + _until(act.get("until")),
+        "resume": lambda: f"resumed; deadline moved from {act['old']} to {act['new']}",
+        "replace": lambda: f"seat {act['seat'] + 1} taken over by {act['address']} from {act['was_address']}",
+        "cancel": lambda: "cancelled",
+        "say": lambda: "said to " + ("everyone" if act.get("seat") is None else f"seat {act['seat'] + 1}"),
+    }[act["act"]]()
+    return f"Phase {act['phase']}, {act['at']}, {act['by']}: {what}" + (f" ({act['why']})" if act["why"] else "")
+
+
 def _extent(store: Store, game_id: int) -> list[int]:
     """How far a game's record goes: its phases and moves."""
     return [len(store.phases(game_id)), len(store.moves(game_id))]
@@ -766,6 +859,12 @@ COMMANDS = {
     "tick": _tick,
     "outbox": _outbox,
     "resign": _resign,
+    "extend": _extend,
+    "pause": _pause,
+    "resume": _resume,
+    "cancel": _cancel,
+    "replace": _replace,
+    "say": _say,
     "run": _run,
     "serve": _run,
 }

@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import Any
 
 from referee.rules import GAMES, Game, MoveError, OptionError, Phase, Rng, get_game
-from referee.store import GameState
+from referee.store import Act, GameState
 
 
 def commitment(seed: bytes) -> str:
@@ -44,6 +44,7 @@ class PhaseRecord:
     number: int
     moves: Mapping[int, str] | None  # seat -> move text that counted; None while open
     new_bots: tuple[int, ...] = ()  # seats whose player left during this phase
+    new_people: tuple[int, ...] = ()  # bot seats a person takes over from this phase
 
 
 @dataclass
@@ -97,6 +98,8 @@ def replay(
         phase = game.phase(result.state)
         if phase is None:
             raise ReplayError(record.number, "the record goes on after the game ended")
+        for seat in record.new_people:  # (first: in one phase a person may take a bot's seat, then leave it)
+            result.state = game.replace_by_person(result.state, seat)
         for seat in record.new_bots:
             result.state = game.replace_by_bot(result.state, seat)
         if record.moves is None:
@@ -117,7 +120,10 @@ def replay(
 
 # -- the published record, and checking it -----------------------------------
 
-RECORD_FORMAT = "referee-record/3"
+RECORD_FORMAT = "referee-record/4"
+# The format before: the same fields but ``interventions`` (none were made:
+# the deadlines moved only by outages, which it does not list).
+NO_INTERVENTIONS_FORMAT = "referee-record/3"
 # The format before: the same fields, but a player's ``bot`` flag meant "a
 # bot from the start", so a seat whose player left said ``false``.  Such a
 # record is still read, by that meaning (a copy saved before the change).
@@ -144,6 +150,19 @@ _DEADLINE_KEYS = {"round", "turn", "decision", "settle"}
 _PLAYER_KEYS = {"seat", "name", "bot", "bot_from_phase", "left_at"}
 _PHASE_KEYS = {"number", "label", "opened_at", "deadline", "resolved_at", "moves", "events"}
 _MOVE_KEYS = {"seat", "move", "source", "received_at"}
+# An intervention's fields: those of every act, and each act's own.
+_INTERVENTION_KEYS = {"phase", "at", "act", "by", "why"}
+_ACT_KEYS = {
+    Act.EXTEND: {"old", "new"},
+    Act.OUTAGE: {"old", "new"},
+    Act.PAUSE: {"until"},
+    Act.RESUME: {"old", "new"},
+    Act.REPLACE: {"seat", "name", "was", "old", "new", "bot_from_phase", "left_at"},
+    Act.CANCEL: set(),
+    Act.SAY: {"text", "seat"},
+}
+_DEADLINE_ACTS = (Act.EXTEND, Act.OUTAGE, Act.RESUME, Act.REPLACE)  # those that may move the deadline
+BY_KEEPER, BY_REFEREE = "keeper", "referee"  # who made an intervention, as the record says
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")  # the one form the referee writes (timeutil.iso)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _BOT_NAME = re.compile(r"bot \d+")
@@ -206,25 +225,62 @@ def verify(record: Any) -> Verdict:
         return Verdict(False, f"the record cannot be replayed: {type(error).__name__} in the rules", None, digests)
 
 
+@dataclass(frozen=True)
+class Stint:
+    """Phases in which a random bot played a seat: from ``start`` (0: from
+    the start) until ``end`` (a person took the seat over from that phase;
+    None: to the end), its player having left at ``left_at`` (None: a bot
+    from the start)."""
+
+    seat: int
+    start: int
+    end: int | None
+    left_at: str | None
+
+    def covers(self, number: int) -> bool:
+        return self.start <= number and (self.end is None or number < self.end)
+
+
+def stints(record: Mapping[str, Any]) -> list[Stint]:
+    """Every bot's stint in a seat: those a person's takeover ended (each
+    replace intervention says which), then each seat's bot now, in seat order."""
+    ended = [
+        Stint(i["seat"], i["bot_from_phase"], i["phase"] + 1, i["left_at"])
+        for i in record.get("interventions", [])
+        if i["act"] == Act.REPLACE and i["bot_from_phase"] is not None
+    ]
+    now = [Stint(p["seat"], p["bot_from_phase"], None, p["left_at"]) for p in record["players"]]
+    return sorted([*ended, *(stint for stint in now if stint.start is not None)], key=lambda t: (t.seat, t.start))
+
+
 def _verify(record: Mapping[str, Any]) -> Verdict:
     seed = bytes.fromhex(record["seed"])
     game = get_game(record["game"]["kind"])
     players = record["players"]
+    bots = stints(record)
     state = game.setup(len(players), setup_rng(seed), game.stored_options(record["game"]["options"]))
-    for player in players:
-        if player["bot_from_phase"] == 0:  # (its bot flag agrees: _check_player)
-            state = game.replace_by_bot(state, player["seat"])
+    for stint in bots:
+        if stint.start == 0:  # (a seat's bot flag agrees: _check_player)
+            state = game.replace_by_bot(state, stint.seat)
+    _check_interventions(record)
     previous = _when(record["game"]["created_at"])
     for entry in record["phases"]:
-        state = _check_phase(game, seed, state, record, entry, previous)
+        state = _check_phase(game, seed, state, record, bots, entry, previous)
         previous = _when(entry["resolved_at"])
     phases = len(record["phases"])
+    cancel = _cancelled(record)
     missing = game.phase(state)
-    if missing is not None:
+    if missing is not None and cancel is None:
         raise ReplayError(phases + 1, "the record ends before the game does", missing.label)
+    if missing is None and cancel is not None:
+        raise ReplayError(phases + 1, "the record says the game was cancelled after it ended", "at the end")
     last = f"after {record['phases'][-1]['label']}" if phases else "at the start"  # labels checked by then
     if _when(record["game"]["finished_at"]) < previous - CLOCK_SLACK:
         raise ReplayError(phases, "the record says the game finished before its last phase was resolved", last)
+    if cancel is not None:
+        if record["winner"] is not None:
+            raise ReplayError(phases + 1, "the record names a winner of a game that was cancelled", "at the end")
+        return Verdict(True, f"verified: {phases} phases replay exactly; the game was cancelled: {cancel['why']}")
     result = game.result(state)
     winner = None if result is None or result.winner is None else players[result.winner]["name"]
     if winner != record["winner"]:
@@ -235,7 +291,13 @@ def _verify(record: Mapping[str, Any]) -> Verdict:
 
 
 def _check_phase(
-    game: Game, seed: bytes, state: Any, record: Mapping[str, Any], entry: Mapping[str, Any], previous: datetime
+    game: Game,
+    seed: bytes,
+    state: Any,
+    record: Mapping[str, Any],
+    bots: list[Stint],
+    entry: Mapping[str, Any],
+    previous: datetime,
 ) -> Any:
     """One phase of the record against the rules; the state after it.  Errors
     name the phase by the rules' label, whatever label the record gives it."""
@@ -248,18 +310,22 @@ def _check_phase(
     where = phase.label
     if phase.label != entry["label"]:
         raise ReplayError(number, f"the record calls this phase {_shown(entry['label'])}", where)
-    _check_times(record, entry, phase, previous, where)
-    players = record["players"]
-    for player in players:
-        if player["bot_from_phase"] == number:
-            state = game.replace_by_bot(state, player["seat"])
+    _check_times(record, bots, entry, phase, previous, where)
+    for stint in bots:
+        if stint.end == number:
+            state = game.replace_by_person(state, stint.seat)
+    for stint in bots:
+        if stint.start == number:
+            state = game.replace_by_bot(state, stint.seat)
     recorded = {move["seat"]: move for move in entry["moves"]}
     if list(recorded) != sorted(phase.movers) or len(recorded) != len(entry["moves"]):
         raise ReplayError(number, "the moves recorded are not one from each seat that owed one, in seat order", where)
     moves = {}
     for seat in phase.movers:
         move = recorded[seat]
-        _check_source(number, where, seat, move, players[seat], entry)
+        _check_source(
+            number, where, seat, move, next((t for t in bots if t.seat == seat and t.covers(number)), None), entry
+        )
         try:
             moves[seat] = game.parse_move(state, seat, move["move"])
         except MoveError as error:
@@ -274,12 +340,15 @@ def _check_phase(
 
 
 def _check_times(
-    record: Mapping[str, Any], entry: Mapping[str, Any], phase: Phase, previous: datetime, where: str
+    record: Mapping[str, Any], bots: list[Stint], entry: Mapping[str, Any], phase: Phase, previous: datetime, where: str
 ) -> None:
     """A phase opens after the one before it was resolved (the first after
-    the game was made), lasts at least the game's deadline for its kind of
-    phase (an outage may have extended it, never shortened it), and anyone
-    who left the game in it left while it was open."""
+    the game was made), its deadline is the game's deadline for its kind of
+    phase after it opened, moved by the interventions made while it was open
+    and by nothing else (a record before interventions were listed: at least
+    that; an outage may have extended it, never shortened it), it was not
+    resolved while paused, and anyone who left the game in it left while it
+    was open."""
     number = entry["number"]
     opened, deadline, resolved = (_when(entry[key]) for key in ("opened_at", "deadline", "resolved_at"))
     if opened < previous - CLOCK_SLACK:
@@ -292,26 +361,40 @@ def _check_times(
     if resolved < opened - CLOCK_SLACK:
         raise ReplayError(number, f"the record says it was resolved at {entry['resolved_at']}, before it opened", where)
     length = timedelta(seconds=record["game"]["deadlines"][phase.deadline_kind])
-    if deadline < opened + length:
-        raise ReplayError(
-            number,
-            f"its deadline {entry['deadline']} is less than the game's {phase.deadline_kind} "
-            f"deadline ({length}) after it opened",
-            where,
-        )
-    for player in record["players"]:
-        if player["bot_from_phase"] == number and not (
-            opened - CLOCK_SLACK <= _when(player["left_at"]) <= resolved + CLOCK_SLACK
-        ):
+    if "interventions" not in record:
+        if deadline < opened + length:
             raise ReplayError(
                 number,
-                f"seat {player['seat'] + 1}'s player left at {player['left_at']}, while the phase was not open",
+                f"its deadline {entry['deadline']} is less than the game's {phase.deadline_kind} "
+                f"deadline ({length}) after it opened",
+                where,
+            )
+    else:
+        moved = _moved_deadline(record, number, opened + length, length, where)
+        if deadline != moved:
+            raise ReplayError(
+                number,
+                f"its deadline is {entry['deadline']}, but the game's {phase.deadline_kind} deadline ({length}) "
+                f"after it opened, moved by the interventions recorded, is {_iso(moved)}",
+                where,
+            )
+        if (paused := _paused_at(record, number, resolved)) is not None:
+            raise ReplayError(
+                number,
+                f"the record says it was resolved at {entry['resolved_at']}, while paused (from {paused})",
+                where,
+            )
+    for stint in bots:
+        if stint.start == number and not (opened - CLOCK_SLACK <= _when(stint.left_at) <= resolved + CLOCK_SLACK):
+            raise ReplayError(
+                number,
+                f"seat {stint.seat + 1}'s player left at {stint.left_at}, while the phase was not open",
                 where,
             )
 
 
 def _check_source(
-    number: int, where: str, seat: int, move: Mapping[str, Any], player: Mapping[str, Any], entry: Mapping[str, Any]
+    number: int, where: str, seat: int, move: Mapping[str, Any], stint: Stint | None, entry: Mapping[str, Any]
 ) -> None:
     """A move's "how" must be one the engine writes, fit the seat, and have
     been made when it could be: a bot's seat moves as a bot (random, so the
@@ -327,10 +410,10 @@ def _check_source(
             f"move is made (only {', '.join(SOURCES)})",
             where,
         )
-    left = player["bot_from_phase"]
+    left = stint.start if stint else None  # the bot playing the seat in this phase, since
     if left is not None and left < number and source != MoveSource.BOT:
         raise ReplayError(number, f"seat {seat + 1} is a bot by then, but its move is marked {_shown(source)}", where)
-    if (left is None or left > number) and source == MoveSource.BOT:
+    if left is None and source == MoveSource.BOT:
         raise ReplayError(number, f"seat {seat + 1} is a person's, but its move is marked as a bot's", where)
     if left == number and source == MoveSource.RANDOM:  # a bot took the seat before the deadline, and moved at once
         raise ReplayError(
@@ -350,8 +433,8 @@ def _check_source(
     if source == MoveSource.MAIL:
         return
     due = deadline if source == MoveSource.RANDOM else opened
-    if source == MoveSource.BOT and left == number:
-        due = max(due, _when(player["left_at"]))
+    if source == MoveSource.BOT and stint and left == number:
+        due = max(due, _when(stint.left_at))
     slack = timedelta(0) if source == MoveSource.RANDOM else CLOCK_SLACK  # the deadline is written as the time
     if not due - slack <= received <= resolved + CLOCK_SLACK:
         raise ReplayError(
@@ -360,6 +443,100 @@ def _check_source(
             f"due at {_iso(due)} and the phase was resolved at {entry['resolved_at']}",
             where,
         )
+
+
+def _interventions(record: Mapping[str, Any], number: int | None = None) -> list[Mapping[str, Any]]:
+    """The record's interventions (made while phase ``number`` was open)."""
+    return [i for i in record.get("interventions", []) if number is None or i["phase"] == number]
+
+
+def _cancelled(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    return next((i for i in _interventions(record) if i["act"] == Act.CANCEL), None)
+
+
+def _check_interventions(record: Mapping[str, Any]) -> None:
+    """Each intervention was made while its phase was open (a phase after the
+    last only in a cancelled game: the one open when it was cancelled), in
+    the order made; a cancel is the last; pauses and resumes alternate, each
+    resumed in the phase it paused; only the referee moves a deadline for an
+    outage, and only a keeper does the rest (but a pause's end it was told)."""
+    phases = record["phases"]
+    cancel = _cancelled(record)
+    found = _interventions(record)
+    if cancel is not None and found[-1] is not cancel:
+        raise RecordError("an intervention is recorded after the game was cancelled")
+    paused: Mapping[str, Any] | None = None
+    before = (0, _when(record["game"]["created_at"]))
+    for index, i in enumerate(found):
+        where = f"intervention {index + 1} ({i['act']})"
+        number = i["phase"]
+        if not 1 <= number <= len(phases) + (cancel is not None):
+            raise RecordError(f"{where} was made in phase {number}, which was never open")
+        at = _when(i["at"])
+        if (number, at) < (before[0], before[1] - CLOCK_SLACK):
+            raise RecordError(f"{where} is listed after one made later")
+        before = (number, at)
+        if number <= len(phases):
+            entry = phases[number - 1]
+            if not _when(entry["opened_at"]) - CLOCK_SLACK <= at <= _when(entry["resolved_at"]) + CLOCK_SLACK:
+                raise RecordError(f"{where} is dated {i['at']}, while phase {number} was not open")
+        if (i["by"] == BY_REFEREE) != (i["act"] == Act.OUTAGE) and i["act"] != Act.RESUME:
+            raise RecordError(f"{where} says it was made by the {i['by']}, who makes no {i['act']}")
+        if i["act"] == Act.PAUSE:
+            if paused is not None:
+                raise RecordError(f"{where} pauses a game already paused")
+            paused = i
+        elif i["act"] == Act.RESUME:
+            if paused is None or paused["phase"] != number:
+                raise RecordError(f"{where} resumes a game not paused in that phase")
+            paused = None
+        if i["act"] == Act.REPLACE and i["bot_from_phase"] is not None:
+            if not 0 <= i["bot_from_phase"] <= number:
+                raise RecordError(f"{where} ends a bot's stint that began in phase {i['bot_from_phase']}")
+            if (i["left_at"] is None) != (i["bot_from_phase"] == 0):
+                raise RecordError(f"{where} must say when the seat's player left, and only if one did")
+    if paused is not None and paused["phase"] <= len(phases):
+        raise RecordError("a pause is recorded that was never resumed, in a phase that was resolved")
+
+
+def _moved_deadline(
+    record: Mapping[str, Any], number: int, deadline: datetime, length: timedelta, where: str
+) -> datetime:
+    """A phase's deadline after the interventions made in it moved it: each
+    says where it moved it from, which must be where it was; an extension
+    and an outage move it later, a resume by the length of the pause, a
+    takeover to the game's deadline after it."""
+    pause_at = None
+    for i in _interventions(record, number):
+        if i["act"] == Act.PAUSE:
+            pause_at = _when(i["at"])
+        if i["act"] not in _DEADLINE_ACTS or (i["act"] == Act.REPLACE and i["old"] is None):
+            continue
+        old, new = _when(i["old"]), _when(i["new"])
+        if old != deadline:
+            raise ReplayError(
+                number, f"its {i['act']} at {i['at']} moved the deadline from {i['old']}, not {_iso(deadline)}", where
+            )
+        made = {
+            Act.EXTEND: new > old,
+            Act.OUTAGE: new > old,
+            Act.RESUME: pause_at is not None and new - old == _when(i["at"]) - pause_at,
+            Act.REPLACE: new == _when(i["at"]) + length,
+        }[i["act"]]
+        if not made:
+            raise ReplayError(number, f"its {i['act']} at {i['at']} moved the deadline to {i['new']}", where)
+        deadline = new
+    return deadline
+
+
+def _paused_at(record: Mapping[str, Any], number: int, moment: datetime) -> str | None:
+    """When the pause in force at ``moment`` in phase ``number`` began, if one was."""
+    since = None
+    for i in _interventions(record, number):
+        if _when(i["at"]) > moment:
+            break
+        since = i["at"] if i["act"] == Act.PAUSE else None if i["act"] == Act.RESUME else since
+    return since
 
 
 def _check_made(
@@ -405,7 +582,8 @@ def _check_fields(record: Any) -> None:
     its place, a player's seat is theirs, a seat's bot flag is its
     bot_from_phase's, only a bot from the start is named "bot N").  What the
     fields say is checked by the replay."""
-    if not isinstance(record, dict) or record.get("format") not in (RECORD_FORMAT, OLD_BOT_FLAG_FORMAT):
+    formats = (RECORD_FORMAT, NO_INTERVENTIONS_FORMAT, OLD_BOT_FLAG_FORMAT)
+    if not isinstance(record, dict) or record.get("format") not in formats:
         found = record.get("format") if isinstance(record, dict) else None
         raise RecordError(
             f"not a {RECORD_FORMAT} record"
@@ -415,7 +593,7 @@ def _check_fields(record: Any) -> None:
                 else ""
             )
         )
-    _keys(record, "the record", _RECORD_KEYS)
+    _keys(record, "the record", _RECORD_KEYS | ({"interventions"} if record["format"] == RECORD_FORMAT else set()))
     game = _keys(record["game"], "the game", _GAME_KEYS)
     if game["state"] != GameState.FINISHED or record["seed"] is None:
         raise RecordError("the game has not ended: its seed is still secret")
@@ -441,7 +619,44 @@ def _check_fields(record: Any) -> None:
         raise RecordError("two seats have the same name")
     for index, entry in enumerate(phases):
         _check_entry(entry, index + 1, len(players))
+    for index, intervention in enumerate(_list(record.get("interventions", []), "the interventions")):
+        _check_intervention(intervention, index, len(players))
     _optional(record["winner"], "the winner", str)
+
+
+def _check_intervention(intervention: Any, index: int, seats: int) -> None:
+    where = f"intervention {index + 1}"
+    if not isinstance(intervention, dict) or intervention.get("act") not in _ACT_KEYS:
+        raise RecordError(f"{where} is not one of the acts a keeper makes ({', '.join(_ACT_KEYS)})")
+    act = Act(intervention["act"])
+    _keys(intervention, where, _INTERVENTION_KEYS | _ACT_KEYS[act])
+    _int(intervention["phase"], f"{where}'s phase", low=1)
+    _when(intervention["at"], f"{where}'s time")
+    if intervention["by"] not in (BY_KEEPER, BY_REFEREE):
+        raise RecordError(f"{where} was made by {_shown(str(intervention['by']))}: only a keeper or the referee")
+    if not isinstance(intervention["why"], str):
+        raise RecordError(f"{where}'s why is not text")
+    if act in (Act.EXTEND, Act.OUTAGE, Act.RESUME):
+        _when(intervention["old"], f"{where}'s old deadline")
+        _when(intervention["new"], f"{where}'s new deadline")
+    elif act == Act.PAUSE:
+        _optional(intervention["until"], f"{where}'s until", "time")
+    elif act == Act.SAY:
+        seat = _optional(intervention["seat"], f"{where}'s seat", int)
+        text = _optional(intervention["text"], f"{where}'s text", str)
+        if (seat is None) == (text is None) or (seat is not None and not 0 <= seat < seats):
+            raise RecordError(f"{where} says what was said to everyone, or which seat was told, and not both")
+    elif act == Act.REPLACE:
+        _int(intervention["seat"], f"{where}'s seat", low=0, high=seats - 1)
+        for key in ("name", "was"):
+            if not isinstance(intervention[key], str) or not _NAME.fullmatch(intervention[key]):
+                raise RecordError(f"{where}'s {key} is no name a referee writes")
+        if (intervention["old"] is None) != (intervention["new"] is None):
+            raise RecordError(f"{where} gives an old deadline and a new one, or neither")
+        _optional(intervention["old"], f"{where}'s old deadline", "time")
+        _optional(intervention["new"], f"{where}'s new deadline", "time")
+        _optional(intervention["bot_from_phase"], f"{where}'s bot_from_phase", int)
+        _optional(intervention["left_at"], f"{where}'s left_at", "time")
 
 
 def _rules(game: Mapping[str, Any]) -> Game:
@@ -619,15 +834,26 @@ def chain_digest(
     covered = {
         "previous": previous.hex(),
         "phase": phase,
-        "left": [[p["seat"], p["left_at"]] for p in head["players"] if p["bot_from_phase"] == number],
+        "left": [[stint.seat, stint.left_at] for stint in stints(head) if stint.start == number],
     }
+    # The interventions made while it was open, once there were any (a
+    # record without them digests as it always did).
+    if made := _interventions(head, number):
+        covered["interventions"] = made
     return _keyed(seed, f"digest phase {number}", covered)
 
 
-def end_digest(seed: bytes, finished_at: str, winner: str | None, previous: bytes) -> bytes:
+def end_digest(
+    seed: bytes, finished_at: str, winner: str | None, previous: bytes, interventions: list[Any] | None = None
+) -> bytes:
     """The digest at the end, chained on the last phase's: when the game
-    finished and who won, as the final mail announced them."""
-    return _keyed(seed, "digest end", {"previous": previous.hex(), "finished_at": finished_at, "winner": winner})
+    finished and who won, as the final mail announced them, and the
+    interventions made after the last phase (in the one open when the game
+    was cancelled), if any."""
+    covered: dict[str, Any] = {"previous": previous.hex(), "finished_at": finished_at, "winner": winner}
+    if interventions:
+        covered["interventions"] = interventions
+    return _keyed(seed, "digest end", covered)
 
 
 def _keyed(seed: bytes, label: str, covered: Mapping[str, Any]) -> bytes:
@@ -658,7 +884,8 @@ def record_digests(record: Mapping[str, Any]) -> tuple[Digest, ...]:
     for entry in record["phases"]:
         digest = chain_digest(seed, record, entry, digest)
         found.append(Digest(entry["number"], entry["label"], short_digest(digest)))
-    digest = end_digest(seed, record["game"]["finished_at"], record["winner"], digest)
+    after = _interventions(record, len(record["phases"]) + 1)
+    digest = end_digest(seed, record["game"]["finished_at"], record["winner"], digest, list(after))
     found.append(Digest(len(record["phases"]) + 1, "the end", short_digest(digest)))
     return tuple(found)
 

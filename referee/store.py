@@ -51,6 +51,19 @@ class MailState(StrEnum):
     RESTORED = "restored"  # made again after a restore, and sent before it: not sent again
 
 
+class Act(StrEnum):
+    """What a keeper (or the referee itself) did to a game: the ``act`` of
+    an intervention, in games.db and in the game's record."""
+
+    EXTEND = "extend"  # the open phase's deadline moved later (detail: old, new)
+    OUTAGE = "outage"  # the same, by the referee, for a deadline it slept through
+    PAUSE = "pause"  # no deadline, reminder or random move until resumed (detail: until)
+    RESUME = "resume"  # the pause ended: the deadline moved by its length (detail: old, new)
+    REPLACE = "replace"  # a newcomer took over a seat (detail: seat, was, name; a bot's stint)
+    CANCEL = "cancel"  # the game ended without a winner
+    SAY = "say"  # the keeper's words to the players (detail: text, or the seat told)
+
+
 # -- the rows the store hands back, one kind per table (JSON columns decoded) --
 
 
@@ -181,14 +194,15 @@ class BounceRow(TypedDict):
     at: str
 
 
-class DeadlineChangeRow(TypedDict):
-    game_id: int
+class InterventionRow(TypedDict):
     id: int
-    phase: int
-    old: str
-    new: str
-    reason: str
+    game_id: int
+    phase: int  # the phase open when it was done (resolved ones never change)
     at: str
+    act: str  # an Act, read back as its value
+    by: str | None  # the keeper's address, "shell" for the keeper at the shell; None: the referee itself
+    why: str
+    detail: dict[str, Any]  # (JSON in games.db) what the act needs to be replayed and told
 
 
 class MailboxRow(TypedDict):
@@ -199,7 +213,7 @@ class MailboxRow(TypedDict):
 
 BUSY_TIMEOUT_MS = 10_000  # how long a write waits for another process's write lock
 NEARLY_FULL = 1 << 20  # bytes: a disk with less free than this is full, whatever SQLite said
-SCHEMA_VERSION = 3  # the user_version of a games.db this code writes; see MIGRATIONS
+SCHEMA_VERSION = 4  # the user_version of a games.db this code writes; see MIGRATIONS
 
 
 class StorageFault(RuntimeError):
@@ -325,7 +339,8 @@ _TABLES = {
     "outbox",
     "mailboxes",
     "meta",
-    "deadline_changes",
+    "deadline_changes",  # (schema 3 and before)
+    "interventions",
     "signups",
     "players",
     "bounces",
@@ -514,7 +529,13 @@ class Store:
 
     # -- knowing when a game's record changed ------------------------------
 
-    _RECORD = (("games", "id"), ("seats", "game_id"), ("phases", "game_id"), ("moves", "game_id"))
+    _RECORD = (
+        ("games", "id"),
+        ("seats", "game_id"),
+        ("phases", "game_id"),
+        ("moves", "game_id"),
+        ("interventions", "game_id"),
+    )
 
     def _watch_records(self) -> None:
         """Count the writes to each game's record (its rows in games, seats,
@@ -820,6 +841,15 @@ class Store:
             {"bot": 1, "bot_since_phase": phase, "resigned_at": at},
         )
 
+    def take_seat(self, game_id: int, seat: int, address: str) -> None:
+        """A person takes over a seat (its token stays: the seat's reply address)."""
+        self._update(
+            "seats",
+            "game_id = ? and seat = ?",
+            [game_id, seat],
+            {"address": address, "bot": 0, "bot_since_phase": None, "resigned_at": None},
+        )
+
     def games_of(self, address: str) -> list[GameRow]:
         """Running games in which ``address`` holds a seat it still plays."""
         sql = """select distinct games.* from games join seats on seats.game_id = games.id
@@ -860,12 +890,17 @@ class Store:
         return [_decode_phase(r) for r in rows]
 
     def open_phases(self, game_id: int | None = None) -> list[PhaseRow]:
-        """The phases not yet resolved (of one game, with ``game_id``), by deadline."""
-        where, args = (
-            ("resolved_at is null", []) if game_id is None else ("resolved_at is null and game_id = ?", [game_id])
+        """The phases not yet resolved of running games (of one game, with
+        ``game_id``), by deadline.  (A cancelled game's last phase was never
+        resolved, and never will be.)"""
+        sql = (
+            "select phases.* from phases join games on games.id = phases.game_id "
+            "where phases.resolved_at is null and games.state = ?"
         )
-        rows = self._rows("phases", where, args or None, order_by="deadline")
-        return [_decode_phase(r) for r in rows]
+        args: list[Any] = [GameState.RUNNING]
+        if game_id is not None:
+            sql, args = f"{sql} and phases.game_id = ?", [*args, game_id]
+        return [_decode_phase(r) for r in self._read(f"{sql} order by phases.deadline", args)]
 
     def update_phase(self, game_id: int, number: int, **changes: Any) -> None:
         self._update("phases", "game_id = ? and number = ?", [game_id, number], changes)
@@ -885,17 +920,48 @@ class Store:
         """Per seat, the move that counts: the last one received."""
         return {move["seat"]: move for move in self.moves(game_id, phase)}
 
-    def change_deadline(self, game_id: int, number: int, new: str, reason: str, at: str) -> None:
-        """Move a phase's deadline, keeping the change on record."""
-        old = self._value("select deadline from phases where game_id = ? and number = ?", [game_id, number])
+    def intervene(
+        self,
+        game_id: int,
+        phase: int,
+        at: str,
+        act: Act,
+        by: str | None,
+        why: str = "",
+        deadline: str | None = None,
+        **detail: Any,
+    ) -> None:
+        """Put an intervention on the game's record; with ``deadline``, the
+        phase's deadline moves there, and the detail says from where to where."""
+        if deadline is not None:
+            old = self._value("select deadline from phases where game_id = ? and number = ?", [game_id, phase])
+            detail = {"old": old, "new": deadline, **detail}
+            self.update_phase(game_id, phase, deadline=deadline)
         self._insert(
-            "deadline_changes",
-            {"game_id": game_id, "phase": number, "old": old, "new": new, "reason": reason, "at": at},
+            "interventions",
+            {
+                "game_id": game_id,
+                "phase": phase,
+                "at": at,
+                "act": act,
+                "by": by,
+                "why": why,
+                "detail": json.dumps(detail),
+            },
         )
-        self.update_phase(game_id, number, deadline=new)
 
-    def deadline_changes(self, game_id: int) -> list[DeadlineChangeRow]:
-        return list(self._rows("deadline_changes", "game_id = ?", [game_id], order_by="id"))
+    def interventions(self, game_id: int) -> list[InterventionRow]:
+        """A game's interventions, in the order they were made."""
+        return [_decode_intervention(r) for r in self._rows("interventions", "game_id = ?", [game_id], order_by="id")]
+
+    def paused(self) -> dict[int, InterventionRow]:
+        """The games paused now: each one's pause (the last pause or resume
+        of a running game, when it is a pause)."""
+        sql = """select i.* from interventions i join games g on g.id = i.game_id
+                 where g.state = ? and i.id = (select max(id) from interventions
+                     where game_id = i.game_id and act in (?, ?)) and i.act = ?"""
+        rows = self._read(sql, [GameState.RUNNING, Act.PAUSE, Act.RESUME, Act.PAUSE])
+        return {row["game_id"]: _decode_intervention(row) for row in rows}
 
     # -- messages --------------------------------------------------------
 
@@ -1286,10 +1352,32 @@ def _schema_3(db: sqlite_utils.Database) -> None:
     )
 
 
+def _schema_4(db: sqlite_utils.Database) -> None:
+    """Schema 4: ``interventions``, every act of a keeper on a game (extend,
+    pause, resume, replace, cancel, say) and the referee's own deadline
+    moves after an outage, on the game's record; the outage moves of
+    ``deadline_changes`` move there, and that table goes."""
+    db.table("interventions").create(
+        {"id": int, "game_id": int, "phase": int, "at": str, "act": str, "by": str, "why": str, "detail": str},
+        pk="id",
+        foreign_keys=[("game_id", "games", "id")],
+        not_null={"game_id", "phase", "at", "act", "why", "detail"},
+        if_not_exists=True,
+    )
+    db.table("interventions").create_index(["game_id"], if_not_exists=True)
+    if "deadline_changes" in db.table_names():
+        db.execute(
+            "insert into interventions (game_id, phase, at, act, by, why, detail) "
+            "select game_id, phase, at, 'outage', null, reason, json_object('old', old, 'new', new) "
+            "from deadline_changes order by id"
+        )
+        db.execute("drop table deadline_changes")
+
+
 # MIGRATIONS[n] takes a games.db from schema n to n + 1.  To change the
 # schema: append a step, raise SCHEMA_VERSION, and add a fixture of the
 # schema it starts from to tests/fixtures/schemas (see test_storage).
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_schema_1, _schema_2, _schema_3]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_schema_1, _schema_2, _schema_3, _schema_4]
 
 
 # The rows read are fresh dicts: their JSON and flag columns are decoded in place.
@@ -1297,6 +1385,11 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_schema_1, _schema_
 
 def _decode_game(row: Any) -> GameRow:
     row["options"] = json.loads(row["options"])
+    return row
+
+
+def _decode_intervention(row: Any) -> InterventionRow:
+    row["detail"] = json.loads(row["detail"])
     return row
 
 

@@ -14,15 +14,19 @@ from referee.errors import EngineError
 from referee.mail.commands import tag
 from referee.mail.tokens import tagged
 from referee.record import (
+    BY_KEEPER,
+    BY_REFEREE,
     RECORD_FORMAT,
     PhaseRecord,
     Replay,
+    Stint,
     chain_digest,
     end_digest,
     replay,
+    stints,
 )
 from referee.rules import Game, get_game
-from referee.store import GameRow, GameState, MoveRow, PhaseRow, SeatRow, Store
+from referee.store import Act, GameRow, GameState, InterventionRow, MoveRow, PhaseRow, SeatRow, Store
 
 # The reading cache of Tables keeps a game's last read and its replay for
 # at most _REPLAYS_KEPT games and _PHASES_KEPT phases in all, forgetting the
@@ -59,6 +63,7 @@ class Table:
     phases: list[PhaseRow]
     replay: Replay
     counted: dict[int, dict[int, MoveRow]]  # phase -> seat -> the move that counts (its row)
+    interventions: list[InterventionRow]  # what keepers (and the referee, for outages) did to it, in order
     # The record's running digest: the start's, then each resolved phase's
     # (record.chain_digest), as far as it was asked for; a later read of the
     # same record goes on from it (a resolved phase never changes).
@@ -97,8 +102,24 @@ class Table:
 
     def human(self, seat: int, phase: int | None = None) -> bool:
         """Whether a person plays ``seat`` (during ``phase``, or now)."""
-        since = self.seats[seat]["bot_since_phase"]
-        return since is None or (phase is not None and since > phase)
+        if phase is None:
+            return self.seats[seat]["bot_since_phase"] is None
+        return not any(stint.seat == seat and stint.covers(phase) for stint in self.stints)
+
+    @cached_property
+    def stints(self) -> list[Stint]:
+        """Every bot's stint in a seat (record.stints)."""
+        return _stints(self.seats, self.interventions)
+
+    @property
+    def paused(self) -> InterventionRow | None:
+        """The pause in force, if the game is paused."""
+        last = next((i for i in reversed(self.interventions) if i["act"] in (Act.PAUSE, Act.RESUME)), None)
+        return last if last is not None and last["act"] == Act.PAUSE else None
+
+    @property
+    def cancelled(self) -> InterventionRow | None:
+        return next((i for i in self.interventions if i["act"] == Act.CANCEL), None)
 
     def label(self, seat: int) -> str:
         return self.seats[seat]["address"] or f"bot {seat + 1}"
@@ -161,6 +182,7 @@ class Table:
             ],
             "seed_commitment": row["seed_commitment"],
             "seed": row["seed"],
+            "interventions": [public_intervention(i) for i in self.interventions],
         }
 
     def record_phase(self, number: int) -> dict[str, Any]:
@@ -206,7 +228,10 @@ class Table:
         won, chained on the last phase's; what the final mail carries."""
         result = self.rules.result(self.state)
         winner = self.names[result.winner] if result and result.winner is not None else None
-        return end_digest(self.seed, cast(str, self.row["finished_at"]), winner, self.digest())  # (set: finished)
+        after = [public_intervention(i) for i in self.interventions if i["phase"] > len(self.replay.steps)]
+        return end_digest(
+            self.seed, cast(str, self.row["finished_at"]), winner, self.digest(), after
+        )  # (set: finished)
 
     def seat_of(self, address: str) -> int | None:
         for row in self.seats:
@@ -263,6 +288,8 @@ class Tables:
             counted = {number: earlier.counted[number] for number in range(1, kept + 1) if number in earlier.counted}
             chain = earlier.chain[: kept + 1]
         phases = phases + self.store.phases(game_id, since=kept + 1)
+        interventions = self.store.interventions(game_id)
+        bots = _stints(seats, interventions)
         for move in self.store.moves(game_id, since=kept + 1):
             counted.setdefault(move["phase"], {})[move["seat"]] = move
         records = records + [
@@ -271,11 +298,14 @@ class Tables:
                 moves=None
                 if phase["resolved_at"] is None
                 else {seat: move["move"] for seat, move in counted[phase["number"]].items()},
-                new_bots=tuple(s["seat"] for s in seats if s["bot_since_phase"] == phase["number"]),
+                new_bots=tuple(stint.seat for stint in bots if stint.start == phase["number"]),
+                new_people=tuple(stint.seat for stint in bots if stint.end == phase["number"]),
             )
             for phase in phases[kept:]
         ]
-        table = Table(row, rules, seats, phases, self._replay(row, rules, seats, records), counted, chain)
+        initial_bots = tuple(stint.seat for stint in bots if stint.start == 0)
+        replayed = self._replay(row, rules, len(seats), initial_bots, records)
+        table = Table(row, rules, seats, phases, replayed, counted, interventions, chain)
         return table, records
 
     def row(self, game_id: int) -> GameRow:
@@ -293,22 +323,63 @@ class Tables:
             raise EngineError(f"game {game_id} has ended")
         return table
 
-    def _replay(self, row: GameRow, rules: Game, seats: list[SeatRow], records: list[PhaseRecord]) -> Replay:
+    def _replay(
+        self, row: GameRow, rules: Game, seats: int, initial_bots: tuple[int, ...], records: list[PhaseRecord]
+    ) -> Replay:
         """The game's state by replay, from the cache where it still matches
         the record; a record that does not match is replayed from the seed."""
         seed = bytes.fromhex(row["seed"])
-        initial_bots = tuple(s["seat"] for s in seats if s["bot_since_phase"] == 0)
         resolved = [r for r in records if r.moves is not None]
-        key = (seed, len(seats), initial_bots)
+        key = (seed, seats, initial_bots)
         cached = self._replays.pop(row["id"], None)
         start = None
         if cached and cached[0] == key and resolved[: len(cached[1])] == cached[1]:
             start = cached[2]
-        done = replay(rules, seed, len(seats), rules.stored_options(row["options"]), initial_bots, resolved, start)
+        done = replay(rules, seed, seats, rules.stored_options(row["options"]), initial_bots, resolved, start)
         _remember(self._replays, row["id"], (key, resolved, done), records_at=1)
         if len(resolved) == len(records):
             return done
-        return replay(rules, seed, len(seats), rules.stored_options(row["options"]), initial_bots, records, done)
+        return replay(rules, seed, seats, rules.stored_options(row["options"]), initial_bots, records, done)
+
+
+def _stints(seats: list[SeatRow], interventions: list[InterventionRow]) -> list[Stint]:
+    """The bots' stints of a game's seats, from its rows (record.stints)."""
+    return stints(
+        {
+            "players": [
+                {"seat": s["seat"], "bot_from_phase": s["bot_since_phase"], "left_at": _left_at(s)} for s in seats
+            ],
+            "interventions": [public_intervention(i) for i in interventions if i["act"] == Act.REPLACE],
+        }
+    )
+
+
+def public_intervention(row: InterventionRow) -> dict[str, Any]:
+    """An intervention as the game's record has it: what was done, when, by
+    a keeper or the referee, and why, with what a replay needs (deadlines
+    moved, seats taken over, by name); never an address, nor the words the
+    keeper wrote to one seat alone."""
+    detail = row["detail"]
+    act = Act(row["act"])
+    public: dict[str, Any] = {
+        "phase": row["phase"],
+        "at": row["at"],
+        "act": act.value,
+        "by": BY_REFEREE if row["by"] is None else BY_KEEPER,
+        "why": row["why"],
+    }
+    if act in (Act.EXTEND, Act.OUTAGE, Act.RESUME):
+        public.update(old=detail["old"], new=detail["new"])
+    elif act == Act.PAUSE:
+        public.update(until=detail.get("until"))
+    elif act == Act.REPLACE:
+        public.update(
+            {key: detail.get(key) for key in ("seat", "name", "was", "old", "new", "bot_from_phase", "left_at")}
+        )
+    elif act == Act.SAY:
+        seat = detail.get("seat")
+        public.update(seat=seat, text=detail["text"] if seat is None else None)
+    return public
 
 
 def _left_at(seat: SeatRow) -> str | None:

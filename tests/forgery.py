@@ -435,7 +435,7 @@ def _texts(
 ) -> list[Any]:
     record = genuine.record
     if path == ("format",):
-        return ["referee-record/1", "referee-record/2", "referee-record/4"]
+        return ["referee-record/1", "referee-record/2", "referee-record/3", "referee-record/5"]
     if path == ("game", "kind"):
         return [kind for kind in GAMES if kind != value]
     if path == ("game", "title"):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from referee.desk import Desk, Outcome
@@ -139,6 +139,38 @@ class Engine(Rooms):
         with self.store.transaction():  # the guard's deadline moves too: all or nothing
             self.guard_outage()  # then the seat's phase is resolved first if it is due (Seating.resign_seat)
             self.seating.resign(game_id, address)
+
+    # The keeper's acts (Keeping): each in one transaction, after the outage
+    # guard (a deadline the referee slept through moves first), each
+    # returning its one line for the keeper.
+
+    def extend(self, game_id: int, length: timedelta, who: str, why: str = "", **how: Any) -> str:
+        with self.store.transaction():
+            self.guard_outage()
+            return self.keeping.extend(game_id, length, who, why, **how)
+
+    def pause(self, game_id: int, who: str, why: str = "", **how: Any) -> str:
+        with self.store.transaction():
+            self.guard_outage()
+            return self.keeping.pause(game_id, who, why, **how)
+
+    def resume(self, game_id: int, who: str, why: str = "") -> str:
+        with self.store.transaction():
+            return self.keeping.resume(game_id, who, why)
+
+    def cancel(self, game_id: int, who: str, why: str) -> str:
+        with self.store.transaction():
+            self.guard_outage()
+            return self.keeping.cancel(game_id, who, why)
+
+    def replace(self, game_id: int, seat: str, address: str, who: str, why: str = "") -> str:
+        with self.store.transaction():
+            self.guard_outage()
+            return self.keeping.replace(game_id, seat, address, who, why)
+
+    def say(self, game_id: int, text: str, who: str, seat: str | None = None) -> str:
+        with self.store.transaction():
+            return self.keeping.say(game_id, text, who, seat)
 
     def tick(self) -> list[str]:
         return self.timers.tick()

@@ -57,7 +57,7 @@ class Phases:
                     raise EngineError(f"game {game_id} is over before its first phase")
                 self._start(table, first)
                 continue
-            if not self._due(phase, deadlines):
+            if table.paused or not self._due(phase, deadlines):  # a paused game waits for its keeper
                 return resolved
             self._resolve(table, phase)
             resolved.append(f"game {game_id} {phase['label']}")
@@ -279,6 +279,9 @@ class Phases:
         that does not move in it."""
         if received < from_iso(phase["opened_at"]):
             raise Refusal(Why.BEFORE_OPEN, received=received, phase=phase["label"])
+        if table.paused:  # no deadline while paused: it moves on by the pause when it ends
+            self.check_mover(table, phase, seat)
+            return
         if received > from_iso(phase["deadline"]):
             raise Refusal(Why.AFTER_DEADLINE, received=received, phase=phase["label"], deadline=phase["deadline"])
         if phase["closes_at"] and received > from_iso(phase["closes_at"]):

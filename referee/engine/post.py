@@ -141,7 +141,13 @@ class Post:
     # -- sending ---------------------------------------------------------------
 
     def announce(
-        self, table: Table, template: str, context: dict[str, Any], news_since: Any = NO_NEWS, leavers: bool = False
+        self,
+        table: Table,
+        template: str,
+        context: dict[str, Any],
+        news_since: Any = NO_NEWS,
+        leavers: bool = False,
+        skip: int | None = None,
     ) -> None:
         """A public mail to every person still playing: one copy each, so each
         copy can carry that player's own reply address; with ``leavers``, to
@@ -150,8 +156,10 @@ class Post:
         seat's private news (Game.private_news), if any: one seat's news
         reaches only that seat's copy.  Each copy may also show what its
         reader knows now, as their own prompt would (``mine``: their seat's
-        view, made only if the template reads it)."""
+        view, made only if the template reads it).  Every seat but ``skip``."""
         for seat in range(len(table.seats)):
+            if seat == skip:
+                continue
             if table.human(seat) or (leavers and table.seats[seat]["address"] is not None):
                 news = None if news_since is NO_NEWS else table.rules.private_news(news_since, table.state, seat)
                 self.send(table, seat, template, {**context, "news": news, "mine": OwnView(table, seat)})

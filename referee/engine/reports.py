@@ -83,9 +83,17 @@ class Reports:
             "seed": table.row["seed"] if finished else None,
             "created_at": table.row["created_at"],
             "finished_at": table.row["finished_at"],
-            "deadline_changes": [
-                {"phase": c["phase"], "old": c["old"], "new": c["new"], "reason": c["reason"]}
-                for c in self.store.deadline_changes(table.id)
+            "paused": None if (pause := table.paused) is None else {"at": pause["at"], **pause["detail"]},
+            "interventions": [
+                {
+                    "phase": i["phase"],
+                    "at": i["at"],
+                    "act": i["act"],
+                    "by": i["by"] or "the referee",
+                    "why": i["why"],
+                    **i["detail"],
+                }
+                for i in table.interventions
             ],
             "undelivered": [
                 {"to": m["recipients"], "subject": m["subject"], "error": m["last_error"]}
@@ -118,7 +126,8 @@ class Reports:
             "seed": None,
             "created_at": row["created_at"],
             "finished_at": None,
-            "deadline_changes": [],
+            "paused": None,
+            "interventions": [],
             "undelivered": [],
         }
 

@@ -5,7 +5,8 @@ Each room is handed only the rooms below it, so arrows run one way:
     tables (referee.tables)   a game read from its record, state by replay
     post                      mail contexts and every mail queued
     phases                    open, take moves, resolve, open the next
-    seating, timers           games and seats; deadlines and reminders
+    seating, keeping          games and seats; the keeper's acts (extend, pause, replace...)
+    timers                    deadlines, reminders, the ends of pauses
     reports                   LIST, status, history (reads only)
 
 The desk (one message) is handed the Rooms; the Engine (referee.engine) is
@@ -22,6 +23,7 @@ from __future__ import annotations
 import secrets
 
 from referee.config import Config
+from referee.engine.keeping import Keeping
 from referee.engine.phases import Phases
 from referee.engine.post import Post
 from referee.engine.reports import Reports
@@ -45,7 +47,8 @@ class Rooms:
         # every room reads the one clock (see EventClock)
         self.phases = Phases(store, config, self.clock, self.tables, self.post)
         self.seating = Seating(store, config, self.clock, self.key, self.tables, self.post, self.phases, seeds)
-        self.timers = Timers(store, config, self.clock, self.tables, self.post, self.phases)
+        self.keeping = Keeping(store, config, self.clock, self.tables, self.post, self.phases)
+        self.timers = Timers(store, config, self.clock, self.tables, self.post, self.phases, self.keeping)
         self.reports = Reports(store, self.tables, self.post)
         for seat in store.seats_without_token():  # a games.db from before reply tokens
             store.set_token(seat["game_id"], seat["seat"], self.seating.token(seat["game_id"], seat["seat"]))

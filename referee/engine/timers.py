@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from referee.config import Config
+from referee.engine.keeping import Keeping
 from referee.engine.phases import Phases
 from referee.engine.post import Post
-from referee.store import PhaseRow, Store
+from referee.store import Act, PhaseRow, Store
 from referee.tables import Table, Tables
 from referee.timeutil import EventClock, from_iso, iso
 
@@ -29,20 +30,26 @@ class Timers:
     tables: Tables
     post: Post
     phases: Phases
+    keeping: Keeping
 
     def tick(self, guard: bool = True) -> list[str]:
-        """Guard against an outage, enforce deadlines and settle windows, send
-        due reminders; returns what it did, one line each."""
+        """Guard against an outage, end the pauses whose time has come,
+        enforce deadlines and settle windows, send due reminders; returns
+        what it did, one line each.  A paused game has no deadline."""
         now = self.clock()
         done = self.guard_outage() if guard else []
+        done += self.keeping.resume_due()
+        paused = self.store.paused()
         # Only games with something due are read (a read replays the game):
         # the cost of a tick follows the work it does, not the games running.
         for phase in self.store.open_phases():
-            if self._due(phase, now):
+            if phase["game_id"] not in paused and self._due(phase, now):
                 with self.store.transaction():
                     resolved = self.phases.advance(phase["game_id"], deadlines=True)
                     done += [f"resolved {line}" for line in resolved]
         for phase in self.store.open_phases():
+            if phase["game_id"] in paused:
+                continue
             remind = self._reminder_time(phase)
             if remind is not None and remind <= now < from_iso(phase["deadline"]):
                 with self.store.transaction():
@@ -83,7 +90,12 @@ class Timers:
         """When tick() next has work: every open phase's deadline, settle end
         and reminder time (of one game's, with ``game_id``)."""
         moments = []
+        paused = self.store.paused()
         for phase in self.store.open_phases(game_id):
+            if phase["game_id"] in paused:  # only its pause's end, if it has one
+                until = paused[phase["game_id"]]["detail"].get("until")
+                moments += [from_iso(until)] if until else []
+                continue
             moments.append(from_iso(phase["deadline"]))
             if phase["closes_at"]:
                 moments.append(from_iso(phase["closes_at"]))
@@ -105,8 +117,9 @@ class Timers:
         gap = self.config.outage_gap
         if gap is None or now - last <= gap:
             return []
+        paused = self.store.paused()
         for phase in self.store.open_phases():
-            if not last < from_iso(phase["deadline"]) <= now:
+            if phase["game_id"] in paused or not last < from_iso(phase["deadline"]) <= now:
                 continue  # no deadline slept through: nothing to read
             with self.store.transaction():
                 table = self.tables.table(phase["game_id"])
@@ -127,7 +140,7 @@ class Timers:
     def _extend_after_outage(self, table: Table, phase: PhaseRow, last_run: datetime, now: datetime) -> str:
         new = iso(now + self.config.outage_grace)
         reason = f"the referee did not run from {iso(last_run)} to {iso(now)}"
-        self.store.change_deadline(table.id, phase["number"], new, reason, iso(now))
+        self.store.intervene(table.id, phase["number"], iso(now), Act.OUTAGE, None, reason, deadline=new)
         # The notice below tells everyone the new deadline: it is the reminder too.
         self.store.update_phase(table.id, phase["number"], reminded_at=iso(now))
         table = self.tables.table(table.id)

@@ -161,6 +161,10 @@ class Game(ABC, Generic[State, Move]):
     rule_text: str = ""
     rulings_page: str = ""
     templates: str = "templates"
+    # Whether a person may take over a seat a bot plays (`referee replace`):
+    # False where the rules make a bot's seat a bot's for good (Pure Skill's
+    # rule 8: bots are not players).
+    bots_replaceable: bool = True
 
     @property
     def verbs(self) -> dict[str, str]:
@@ -323,3 +327,8 @@ class Game(ABC, Generic[State, Move]):
         not a player when the winner is decided.
         """
         return dataclasses.replace(state, bots=state.bots | {seat})
+
+    def replace_by_person(self, state: State, seat: int) -> State:
+        """A person takes over a seat a bot played (only where
+        ``bots_replaceable``): the seat is a player's again."""
+        return dataclasses.replace(state, bots=state.bots - {seat})

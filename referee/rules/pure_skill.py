@@ -91,6 +91,7 @@ class PureSkill(Game[PureSkillState, int]):
     title = "Game of Pure Skill"
     min_seats = max_seats = 3  # rule 2
     move_word = "bid"
+    bots_replaceable = False  # rule 8: a bot plays the seat of a player who left, and is no player
     synonyms = {"play": "bid"}  # "play the king"
     options = {"ties": "discard"}
     option_help: Mapping[str, str] = {

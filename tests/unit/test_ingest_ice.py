@@ -731,7 +731,7 @@ def test_the_mover_gets_one_reminder_before_each_deadline(tmp_path):
                 assert engine.store.final_moves(1, phase["number"])[mover]["source"] == "random"
     else:
         raise AssertionError("no scoring offer was resolved")
-    assert engine.status(1)["deadline_changes"] == []  # hourly ticks: no outage
+    assert engine.status(1)["interventions"] == []  # hourly ticks: no outage
     labels = [engine.store.phases(1)[n - 1]["label"] for n in checked]
     assert any(" scoring, offer " in label for label in labels) and any(", turn " in label for label in labels)
     assert len([m for a in PLAYERS for m in box.to(a) if is_reminder(m)]) == len(checked) - sum(

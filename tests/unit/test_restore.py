@@ -249,7 +249,12 @@ def test_with_games_db_gone_the_keeper_says_until_when_the_referee_ran(config, c
     assert club.cli(tmp_path, "restore", str(tmp_path / "backup.db"), "--ran-until", ran_until) == 0
     club.open()
     club.run()
-    assert public(club.engine, game) == record
+    # The same game, but for the day the referee was really down, which
+    # moved the open phase's deadline (on the record, after the restore).
+    after = json.loads(public(club.engine, game))
+    [outage] = after.pop("interventions")
+    assert outage["act"] == "outage" and outage["at"] > ran_until
+    assert json.dumps({**after, "interventions": []}, sort_keys=True) == record
     assert any(m["source"] == "random" for m in club.engine.store.moves(game, phase=1))
 
 

@@ -151,7 +151,7 @@ def test_a_failing_resignation_undoes_the_outage_guard_before_it_too(config, clo
     assert everything(config.database) == before
     monkeypatch.undo()
     engine.resign(1, ALICE)
-    assert engine.store.deadline_changes(1) and engine.status(1)["players"][0]["bot"] is True
+    assert engine.store.interventions(1) and engine.status(1)["players"][0]["bot"] is True
 
 
 def test_a_restore_s_notices_go_out_all_or_none(engine, config, monkeypatch):

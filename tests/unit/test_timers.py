@@ -70,8 +70,9 @@ def test_a_deadline_slept_through_is_extended_not_filled_at_random(timed, clock)
     assert status["phase"]["number"] == 1  # nobody got a random bid
     assert status["phase"]["deadline"] == iso(clock() + timedelta(hours=24))
     assert status["phase"]["waiting_for"] == [BOB, CAROL]
-    (change,) = status["deadline_changes"]
-    assert change["old"] == deadline and "did not run" in change["reason"]
+    (change,) = status["interventions"]
+    assert (change["act"], change["by"]) == ("outage", "the referee")
+    assert change["old"] == deadline and "did not run" in change["why"]
     (notice,) = mails_to(timed, BOB, "deadline extended")
     assert "was not running" in notice and status["phase"]["deadline"][:10] in notice
     # A bid after the old deadline but before the new one counts.

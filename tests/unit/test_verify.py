@@ -554,6 +554,7 @@ def test_a_record_of_the_format_before_reads_its_bot_flag_as_from_the_start(reco
     genuine = verify(record)
     old = copy.deepcopy(record)
     old["format"] = "referee-record/2"
+    assert old.pop("interventions") == []
     old["players"][2]["bot"] = False
     verdict = verify(old)
     assert verdict.ok, verdict
@@ -562,7 +563,7 @@ def test_a_record_of_the_format_before_reads_its_bot_flag_as_from_the_start(reco
     verdict = verify(old)
     assert (verdict.ok, verdict.message) == (False, "seat 3 is flagged a bot, but its bot_from_phase is 6")
     record["format"] = "referee-record/1"
-    assert verify(record).message.startswith("not a referee-record/3 record (it is referee-record/1")
+    assert verify(record).message.startswith("not a referee-record/4 record (it is referee-record/1")
 
 
 def test_two_moves_for_one_seat_in_a_phase_fail_at_that_phase(record):

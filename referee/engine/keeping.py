@@ -1,0 +1,266 @@
+"""The keeper's hands: extend a deadline, pause and resume a game, cancel
+it, put a newcomer in a seat, and speak to the table.
+
+Each act is an intervention on the game's record (store.intervene): who,
+when, what and why, with what a replay needs (record.verify checks every
+deadline against them). Each is announced to the players at once, in the
+caller's transaction, like any other change of a game.
+
+The caps (config: ``longest_extension`` for one extension, ``most_pause``
+for all of a game's pauses together) bind a keeper by mail; the shell may
+go past them with ``force``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from referee.config import Config
+from referee.engine.phases import Phases
+from referee.engine.post import Post
+from referee.errors import EngineError
+from referee.mail.parse import is_address
+from referee.record import digest_line
+from referee.store import Act, InterventionRow, PhaseRow, Store
+from referee.tables import Table, Tables, deadlines
+from referee.timeutil import EventClock, ceil_second, from_iso, iso, show_duration
+
+log = logging.getLogger("referee")
+
+SHELL = "shell"  # who acted, for the keeper at the shell (a keeper by mail is their address)
+_LONGEST_SAY = 4000  # characters: the keeper's words, a few paragraphs at most
+
+
+@dataclass(eq=False)
+class Keeping:
+    store: Store
+    config: Config
+    clock: EventClock
+    tables: Tables
+    post: Post
+    phases: Phases
+
+    # -- deadlines --------------------------------------------------------
+
+    def extend(
+        self, game_id: int, length: timedelta, who: str, why: str = "", force: bool = False, phase: int | None = None
+    ) -> str:
+        """The open phase's deadline, ``length`` later (only if the open
+        phase is ``phase``, when given)."""
+        table, open_ = self._open(game_id, phase)
+        if length <= timedelta(0):
+            raise EngineError("an extension must be longer than nothing")
+        if length > self.config.longest_extension and not force:
+            raise EngineError(
+                f"an extension of {show_duration(length)} is longer than the longest allowed "
+                f"({show_duration(self.config.longest_extension)}, longest_extension in [keepers]): "
+                f"ask for less{', or add --force' if who == SHELL else ''}"
+            )
+        if table.paused:
+            raise EngineError(f"game {game_id} is paused: its deadline moves when it is resumed")
+        new = iso(from_iso(open_["deadline"]) + length)
+        self._intervene(table, open_, Act.EXTEND, who, why, deadline=new)
+        self.store.update_phase(game_id, open_["number"], reminded_at=None)  # a reminder before the new one
+        self._announce(game_id, "keeper/extended", old=open_["deadline"], why=why)
+        return f"game {game_id} {open_['label']}: deadline moved from {open_['deadline']} to {new}"
+
+    # -- pauses -------------------------------------------------------------
+
+    def pause(self, game_id: int, who: str, why: str = "", until: datetime | None = None, force: bool = False) -> str:
+        """No deadline, reminder, random move or resolution until resumed
+        (by the keeper, or at ``until``); moves by mail are still taken.
+        Without ``force`` a pause ends by itself when the game's pauses
+        reach ``most_pause`` together."""
+        table, open_ = self._open(game_id)
+        if table.paused:
+            raise EngineError(f"game {game_id} is paused already")
+        now = self._now(open_)
+        if until is not None and until <= now:
+            raise EngineError(f"a pause until {iso(until)} would end before it began")
+        if not force:
+            left = self.config.most_pause - paused_for(table.interventions)
+            if left <= timedelta(0) or (until is not None and until - now > left):
+                raise EngineError(
+                    f"game {game_id} may be paused for {show_duration(max(left, timedelta(0)))} more "
+                    f"(most_pause in [keepers] allows {show_duration(self.config.most_pause)} in all)"
+                    + (": add --force to go past it" if who == SHELL else "")
+                )
+            until = until or ceil_second(now + left)
+        self._intervene(table, open_, Act.PAUSE, who, why, until=until and iso(until))
+        self._announce(game_id, "keeper/paused", why=why)
+        return f"game {game_id} paused" + (f" until {iso(until)}" if until else "")
+
+    def resume(self, game_id: int, who: str | None, why: str = "") -> str:
+        """End the pause (``who`` None: the referee, at the time the pause
+        named): the deadline moves by the pause's length, and a phase whose
+        moves all came meanwhile is resolved."""
+        table, open_ = self._open(game_id)
+        pause = table.paused
+        if pause is None:
+            raise EngineError(f"game {game_id} is not paused")
+        at = iso(self.clock()) if who is not None else pause["detail"]["until"]
+        length = from_iso(at) - from_iso(pause["at"])
+        new = iso(from_iso(open_["deadline"]) + length)
+        closes = open_["closes_at"]
+        if closes is not None and closes < at:  # every move came during the pause: it closes now
+            self.store.update_phase(game_id, open_["number"], closes_at=at)
+        self.store.intervene(game_id, open_["number"], at, Act.RESUME, who, why, deadline=new)
+        self.store.update_phase(game_id, open_["number"], reminded_at=None)
+        self._announce(game_id, "keeper/resumed", old=open_["deadline"], paused_at=pause["at"], why=why)
+        with self.clock.at(max(from_iso(at), self.clock())):
+            self.phases.advance(game_id)
+        return f"game {game_id} resumed: deadline moved from {open_['deadline']} to {new}"
+
+    def resume_due(self) -> list[str]:
+        """Resume every pause whose time has come (Timers.tick)."""
+        now = iso(self.clock())
+        done = []
+        for game_id, pause in self.store.paused().items():
+            until = pause["detail"].get("until")
+            if until is not None and until <= now:
+                with self.store.transaction():
+                    done.append(self.resume(game_id, None))
+        return done
+
+    # -- the end of a game ------------------------------------------------------
+
+    def cancel(self, game_id: int, who: str, why: str) -> str:
+        """The game ends here, without a winner; its seed is published with
+        its record, so every phase played can still be checked."""
+        if not why.strip():
+            raise EngineError("say why the game is cancelled: the players are told")
+        table, open_ = self._open(game_id)
+        at = self._intervene(table, open_, Act.CANCEL, who, why)
+        self.store.finish_game(game_id, at)
+        table = self.tables.table(game_id)
+        digest = digest_line(None, table.end_digest(), end=True)
+        context = {
+            **self.post.context(table),
+            "why": why,
+            "phase": open_,
+            "digest": digest,
+            "digest_help": "end",
+            "over": True,
+        }
+        self.post.announce(table, "keeper/cancelled", context, leavers=True)
+        log.info("game %d cancelled by %s", game_id, who)
+        return f"game {game_id} cancelled in {open_['label']}"
+
+    # -- seats -------------------------------------------------------------
+
+    def replace(self, game_id: int, seat_named: str, address: str, who: str, why: str = "") -> str:
+        """``address`` takes over a seat (named by its player's address, its
+        number or "bot N"): the seat's reply address, hand and history stay
+        with it; the newcomer is sent everything the seat knows and, if the
+        seat owes a move now, the whole deadline for it."""
+        address = address.strip().lower()
+        if not is_address(address):
+            raise EngineError(f"{address!r} is not a mail address")
+        table, open_ = self._open(game_id)
+        seat = _seat(table, seat_named)
+        if table.seat_of(address) is not None:
+            raise EngineError(f"{address} plays a seat in game {game_id} already")
+        was, was_name, bot = table.seats[seat]["address"], table.names[seat], not table.human(seat)
+        if bot and not table.rules.bots_replaceable:
+            raise EngineError(f"{table.rules.title}'s rules keep a bot's seat a bot's: nobody may take it over")
+        now = self._now(open_)
+        owes = seat in table.waiting_for(open_) and not bot
+        length = deadlines(table.row)[table.rules.phase(table.state).deadline_kind]  # type: ignore[union-attr]
+        fresh = iso(now + length) if owes and iso(now + length) > open_["deadline"] else None
+        self.store.take_seat(game_id, seat, address)
+        detail = {
+            "seat": seat,
+            "address": address,
+            "was_address": was,
+            "was": was_name,
+            "name": self.tables.table(game_id).names[seat],
+            "bot_from_phase": table.seats[seat]["bot_since_phase"] if bot else None,
+            "left_at": table.seats[seat]["resigned_at"] if bot else None,
+        }
+        self._intervene(table, open_, Act.REPLACE, who, why, at=now, deadline=fresh, **detail)
+        table = self.tables.table(game_id)
+        context = {**self.post.context(table), "seat": seat, "was": was_name, "name": detail["name"], "why": why}
+        if was is not None:
+            self.post.mail(game_id, was, "keeper/replaced-out", {**context, "address": address, "former": True})
+        self.post.announce(table, "keeper/replaced", context, skip=seat)  # the newcomer is welcomed instead
+        self.post.send(table, seat, "keeper/welcome", {**context, **self.post.context(table, seat)})
+        if owes:
+            self.post.send(table, seat, f"{table.row['kind']}/prompt", self.post.context(table, seat))
+        log.info("game %d: seat %d taken over by a newcomer", game_id, seat)
+        return f"game {game_id}: {address} plays seat {seat + 1} (was {was or f'bot {seat + 1}'})"
+
+    # -- words -------------------------------------------------------------
+
+    def say(self, game_id: int, text: str, who: str, seat_named: str | None = None) -> str:
+        """The keeper's words, to every player (or one seat), on the record."""
+        text = text.strip()
+        if not text:
+            raise EngineError("say something: the text is empty")
+        if len(text) > _LONGEST_SAY:
+            raise EngineError(f"that is {len(text)} characters: a keeper's word is at most {_LONGEST_SAY}")
+        table, open_ = self._open(game_id)
+        seat = None if seat_named is None else _seat(table, seat_named)
+        self._intervene(table, open_, Act.SAY, who, "", text=text, seat=seat)
+        table = self.tables.table(game_id)
+        context = {**self.post.context(table), "text": text, "to_one": seat is not None}
+        if seat is None:
+            self.post.announce(table, "keeper/said", context)
+        else:
+            self.post.send(table, seat, "keeper/said", {**context, **self.post.context(table, seat)})
+        return f"game {game_id}: said to " + ("everyone" if seat is None else f"seat {seat + 1}")
+
+    # -- helpers -------------------------------------------------------------
+
+    def _open(self, game_id: int, phase: int | None = None) -> tuple[Table, PhaseRow]:
+        """A running game and its open phase, with whatever fell due before
+        now resolved first (as of then: the act meets the game as it is)."""
+        table = self.tables.running(game_id)
+        if not table.paused:
+            self.phases.advance(game_id, deadlines=True)
+        table = self.tables.running(game_id)
+        open_ = table.phase_to_move()
+        if phase is not None and phase != open_["number"]:
+            raise EngineError(f"game {game_id} is at phase {open_['number']} ({open_['label']}), not phase {phase}")
+        return table, open_
+
+    def _now(self, phase: PhaseRow) -> datetime:
+        """Now, but never before the open phase opened (a catch-up's clock)."""
+        return max(self.clock(), from_iso(phase["opened_at"])).replace(microsecond=0)
+
+    def _intervene(
+        self, table: Table, phase: PhaseRow, act: Act, who: str, why: str, at: datetime | None = None, **detail: Any
+    ) -> str:
+        when = iso(at or self._now(phase))
+        self.store.intervene(table.id, phase["number"], when, act, who, why.strip(), **detail)
+        log.info("game %d %s: %s by %s", table.id, phase["label"], act.value, who)
+        return when
+
+    def _announce(self, game_id: int, template: str, **context: Any) -> None:
+        table = self.tables.table(game_id)
+        self.post.announce(table, template, {**self.post.context(table), **context, "paused": table.paused})
+
+
+def paused_for(interventions: list[InterventionRow]) -> timedelta:
+    """How long a game has been paused in all (pauses that ended)."""
+    total, since = timedelta(0), None
+    for i in interventions:
+        if i["act"] == Act.PAUSE:
+            since = from_iso(i["at"])
+        elif i["act"] == Act.RESUME and since is not None:
+            total, since = total + (from_iso(i["at"]) - since), None
+    return total
+
+
+def _seat(table: Table, named: str) -> int:
+    """A seat named by its player's address, its number ("2", "seat 2") or its bot's name ("bot 2")."""
+    text = named.strip().lower()
+    number = text.removeprefix("seat").removeprefix("bot").strip()
+    if number.isdigit() and 1 <= int(number) <= len(table.seats):
+        return int(number) - 1
+    seat = table.seat_of(text)
+    if seat is None:
+        raise EngineError(f"{named!r} names no seat of game {table.id}: give its player's address or its number")
+    return seat

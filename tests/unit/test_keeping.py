@@ -1,0 +1,225 @@
+"""The keeper's hands (issue 32): extend, pause and resume, cancel, replace
+and say, each on the game's record, announced, and replayed by verify.
+
+Played as a keeper lives it: a game by mail, an act in the middle, the
+game played on to its end, and the published record verified (and refused
+once an intervention in it is altered)."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+from conftest import PLAYERS, Mailbox, make_mail, seat_address, send, to_deadline
+
+from referee.engine import Engine
+from referee.engine.keeping import SHELL
+from referee.errors import EngineError
+from referee.record import verify
+from referee.site.public import game_record
+from referee.store import Store
+from referee.timeutil import from_iso
+
+ALICE, BOB, CAROL = PLAYERS
+
+
+def play_out(engine: Engine, clock, game: int = 1) -> None:
+    """Every phase to its deadline until the game ends (random moves)."""
+    for _ in range(2000):
+        if engine.status(game)["state"] != "running":
+            return
+        to_deadline(engine, clock, game)
+        engine.tick()
+    raise AssertionError("the game did not end")
+
+
+def record(engine: Engine, game: int = 1) -> dict:
+    return game_record(engine.table(game))
+
+
+@pytest.fixture
+def pure(engine: Engine) -> Engine:
+    engine.new_game("pure-skill", PLAYERS)
+    return engine
+
+
+@pytest.fixture
+def turns(config, clock, seeds) -> Engine:
+    """Auction (priority cards): a turn-based game, whose bots may be replaced."""
+    engine = Engine(Store(config.database), config, clock, seeds)
+    engine.new_game("priority", PLAYERS, options={"turn_limit": 2})
+    return engine
+
+
+def test_an_extension_moves_the_deadline_tells_everyone_and_verifies(pure, clock):
+    box = Mailbox(pure)
+    box.new()
+    old = pure.status(1)["phase"]["deadline"]
+    line = pure.extend(1, timedelta(days=2), SHELL, "Bob is at a wedding")
+    new = pure.status(1)["phase"]["deadline"]
+    assert from_iso(new) - from_iso(old) == timedelta(days=2)
+    assert line == f"game 1 Round 1 of 13: deadline moved from {old} to {new}"
+    told = box.new()
+    assert sorted(m["to"] for m in told) == sorted(PLAYERS)
+    assert all("Bob is at a wedding" in m["body"] and "extended the deadline" in m["subject"] for m in told)
+    # A bid after the old deadline, before the new one, counts.
+    clock.advance(days=3, hours=12)
+    assert pure.tick() == []  # nobody got a random bid at the old deadline
+    assert send(pure, clock, ALICE, "bid 7").code == "move"
+    play_out(pure, clock)
+    published = record(pure)
+    assert [i["act"] for i in published["interventions"]] == ["extend"]
+    assert verify(published).ok
+
+
+def test_an_extension_past_the_cap_needs_force_and_a_wrong_phase_is_refused(pure):
+    with pytest.raises(EngineError, match="longer than the longest allowed"):
+        pure.extend(1, timedelta(days=8), SHELL)
+    with pytest.raises(EngineError, match="not phase 3"):
+        pure.extend(1, timedelta(days=1), SHELL, phase=3)
+    assert pure.store.interventions(1) == []
+    pure.extend(1, timedelta(days=8), SHELL, force=True)
+    assert len(pure.store.interventions(1)) == 1
+
+
+def test_a_paused_game_crosses_its_deadline_without_a_random_move_and_goes_on(pure, clock):
+    deadline = from_iso(pure.status(1)["phase"]["deadline"])
+    pure.pause(1, SHELL, "holidays")
+    assert send(pure, clock, ALICE, "bid 5").code == "move"
+    clock.advance(days=10)  # far past the deadline
+    assert pure.tick() == []
+    assert pure.next_due(1) == [from_iso(pure.store.paused()[1]["detail"]["until"])]  # only the pause's end
+    assert send(pure, clock, BOB, "bid 6").code == "move"  # late for the old deadline, but it was paused
+    assert send(pure, clock, CAROL, "bid 4").code == "move"
+    assert pure.status(1)["phase"]["number"] == 1  # all moved, but nothing resolves while paused
+    pure.resume(1, SHELL)
+    status = pure.status(1)
+    assert status["phase"]["number"] == 2  # resolved at once on resuming
+    moved = next(i for i in pure.store.interventions(1) if i["act"] == "resume")["detail"]
+    assert from_iso(moved["new"]) - deadline == timedelta(days=10)
+    play_out(pure, clock)
+    verdict = verify(record(pure))
+    assert verdict.ok, verdict
+
+
+def test_a_pause_ends_by_itself_at_its_time_and_the_cap_bounds_an_open_pause(pure, clock):
+    capped = Engine(pure.store, replace(pure.config, most_pause=timedelta(days=4)), clock)
+    line = capped.pause(1, SHELL)
+    until = capped.store.paused()[1]["detail"]["until"]
+    assert from_iso(until) - clock() == timedelta(days=4) and line == f"game 1 paused until {until}"
+    clock.advance(days=4)
+    assert capped.tick()[0].startswith("game 1 resumed")
+    assert capped.store.paused() == {}
+    with pytest.raises(EngineError, match="may be paused for 0 seconds more"):
+        capped.pause(1, SHELL)
+    play_out(capped, clock)
+    assert verify(record(capped)).ok
+
+
+def test_a_cancelled_game_ends_without_a_winner_and_its_record_verifies(pure, clock):
+    send(pure, clock, ALICE, "bid 5")
+    to_deadline(pure, clock)
+    pure.tick()
+    box = Mailbox(pure)
+    box.new()
+    pure.cancel(1, SHELL, "the club closed")
+    status = pure.status(1)
+    assert status["state"] == "finished" and status["winner"] is None and status["seed"]
+    told = box.new()
+    assert sorted(m["to"] for m in told) == sorted(PLAYERS)
+    assert all(status["seed"] in m["body"] and "the club closed" in m["body"] for m in told)
+    assert pure.next_due() == []  # its open phase is never resolved
+    published = record(pure)
+    verdict = verify(published)
+    assert verdict.ok and "cancelled: the club closed" in verdict.message, verdict
+    forged = copy.deepcopy(published)
+    forged["interventions"][-1]["why"] = "the winner cheated"
+    assert verify(forged).digests[-1] != verdict.digests[-1]  # the end's digest covers it
+    forged = copy.deepcopy(published)
+    forged["interventions"].pop()
+    assert not verify(forged).ok  # a record that ends early, not cancelled
+
+
+def test_a_cancel_needs_a_reason(pure):
+    with pytest.raises(EngineError, match="say why"):
+        pure.cancel(1, SHELL, " ")
+
+
+def test_a_newcomer_takes_a_seat_gets_its_hand_and_time_and_can_win(pure, clock):
+    box = Mailbox(pure)
+    box.new()
+    clock.advance(days=2)
+    old_deadline = pure.status(1)["phase"]["deadline"]
+    bobs = seat_address(pure, BOB)
+    pure.replace(1, BOB, "dora@example.net", SHELL, "Bob moved abroad")
+    assert from_iso(pure.status(1)["phase"]["deadline"]) == clock() + timedelta(days=3)  # a fresh deadline
+    assert from_iso(old_deadline) < clock() + timedelta(days=3)
+    told = [(m["to"], m["subject"].split("] ")[1]) for m in box.new()]
+    assert told == [
+        (BOB, "You no longer play in game 1"),
+        (ALICE, "dora takes over seat 2 from bob"),
+        (CAROL, "dora takes over seat 2 from bob"),
+        ("dora@example.net", "Welcome to game 1: you play seat 2"),
+        ("dora@example.net", "Round 1 of 13: the prize is the " + told[-1][1].rpartition("the ")[2]),
+    ]
+    welcome = box.to("dora@example.net")[0]["body"]
+    assert "Your hand (diamonds): A 2 3 4 5 6 7 8 9 10 J Q K" in welcome and "Bob moved abroad" in welcome
+    assert pure.ingest(make_mail(BOB, "bid 5", to=bobs, received=clock())).code == "refused"  # Bob plays no more
+    assert send(pure, clock, "dora@example.net", "bid 5").code == "move"
+    play_out(pure, clock)
+    published = record(pure)
+    assert published["players"][1]["name"] == "dora"
+    assert [(i["act"], i["was"], i["name"]) for i in published["interventions"]] == [("replace", "bob", "dora")]
+    assert verify(published).ok
+
+
+def test_a_bot_seat_is_taken_over_where_the_rules_allow_it(turns, pure, clock):
+    turns.resign(1, BOB)
+    clock.advance(hours=1)
+    turns.replace(1, "seat 2", "dora@example.net", SHELL)
+    play_out(turns, clock)
+    published = record(turns)
+    [taken] = published["interventions"]
+    assert taken["bot_from_phase"] is not None and taken["left_at"] is not None
+    assert published["players"][1]["bot_from_phase"] is None
+    verdict = verify(published)
+    assert verdict.ok, verdict
+    forged = copy.deepcopy(published)
+    forged["interventions"][0]["bot_from_phase"] += 1
+    assert not verify(forged).ok
+
+
+def test_pure_skill_keeps_a_bots_seat_a_bots(pure, clock):
+    pure.resign(1, BOB)
+    with pytest.raises(EngineError, match="keep a bot's seat a bot's"):
+        pure.replace(1, "2", "dora@example.net", SHELL)
+
+
+def test_the_keepers_words_reach_every_player_or_one_and_only_the_public_ones_are_published(pure, clock):
+    box = Mailbox(pure)
+    box.new()
+    pure.say(1, "Round 2 starts late: the server moves on Sunday.", SHELL)
+    pure.say(1, "Please answer your mail, Carol.", SHELL, seat=CAROL)
+    mails = box.new()
+    assert sorted(m["to"] for m in mails) == sorted([*PLAYERS, CAROL])
+    assert [m["to"] for m in mails if "Please answer" in m["body"]] == [CAROL]
+    play_out(pure, clock)
+    published = record(pure)
+    assert [(i["text"], i["seat"]) for i in published["interventions"]] == [
+        ("Round 2 starts late: the server moves on Sunday.", None),
+        (None, 2),
+    ]
+    assert "Please answer" not in str(published)
+    assert verify(published).ok
+
+
+def test_an_altered_deadline_move_is_refused(pure, clock):
+    pure.extend(1, timedelta(days=1), SHELL)
+    play_out(pure, clock)
+    published = record(pure)
+    forged = copy.deepcopy(published)
+    forged["interventions"][0]["new"] = forged["phases"][0]["deadline"] = "2026-11-30T12:00:00Z"
+    verdict = verify(forged)
+    assert not verdict.ok
