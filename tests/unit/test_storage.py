@@ -265,7 +265,11 @@ def test_every_earlier_schema_is_brought_up_to_date_and_its_games_go_on(dump, co
     assert schema_of(config.database)["version"] == SCHEMA_VERSION
 
 
-@pytest.mark.parametrize("dump", SCHEMAS, ids=[p.stem for p in SCHEMAS])
+# (schema-10's referee ran on 2026-11-25 and extended the deadline it had slept through)
+SLEPT_THROUGH = [p for p in SCHEMAS if "last_tick','2026-11-25" not in p.read_text()]
+
+
+@pytest.mark.parametrize("dump", SLEPT_THROUGH, ids=[p.stem for p in SLEPT_THROUGH])
 def test_an_earlier_games_db_keeps_the_outage_guard(dump, config, clock):
     """The referee, upgraded, first runs days after the old one last did: the
     deadline it slept through is extended, as with a games.db of today, not
@@ -291,7 +295,10 @@ def test_an_earlier_games_db_keeps_the_outage_guard(dump, config, clock):
     assert not [m for m in engine.store.moves(running, phase["number"]) if m["source"] == "random"]
 
 
-@pytest.mark.parametrize("dump", SCHEMAS, ids=[p.stem for p in SCHEMAS])
+BEFORE_CODES = [p for p in SCHEMAS if "user_version = 3" not in p.read_text()]  # messages.outcome, one line
+
+
+@pytest.mark.parametrize("dump", BEFORE_CODES, ids=[p.stem for p in BEFORE_CODES])
 def test_an_earlier_games_db_keeps_what_became_of_each_message_as_code_and_detail(dump, config):
     """Schema 3 splits the one line of text ("refused: line 1: ...") into the
     outcome's code, which the store selects by, and its detail."""
@@ -569,3 +576,33 @@ def test_serve_logs_a_storage_fault_as_one_line_and_goes_on(config, clock, tmp_p
     [line] = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert "full" in line.getMessage() and "trying again in 1 s" in line.getMessage()
     assert line.exc_info is None and len(list((box / "new").iterdir())) == 24  # none filed
+
+
+def test_schema_4_moves_the_outage_deadline_changes_onto_the_games_record(config, clock):
+    """Schema 3 kept the referee's deadline moves after an outage in
+    deadline_changes; schema 4 makes them interventions on the game's
+    record (by the referee), which status lists and verify checks."""
+    with sqlite3.connect(config.database) as db:
+        db.executescript(SCHEMAS[-1].read_text())
+        [before] = db.execute("select game_id, phase, old, new, reason, at from deadline_changes").fetchall()
+    engine = Engine(Store(config.database), config, clock)
+    game, phase, old, new, reason, at = before
+    [moved] = engine.store.interventions(game)
+    assert (moved["phase"], moved["at"], moved["act"], moved["by"], moved["why"], moved["detail"]) == (
+        phase,
+        at,
+        "outage",
+        None,
+        reason,
+        {"old": old, "new": new},
+    )
+    assert "deadline_changes" not in engine.store.db.table_names()
+    assert [(i["act"], i["by"], i["new"]) for i in engine.status(game)["interventions"]] == [
+        ("outage", "the referee", new)
+    ]
+    clock.advance(days=3650)
+    for _ in range(13):
+        engine.tick()
+        clock.advance(days=4)
+    verdict = verify(game_record(engine.table(game)))
+    assert verdict.ok, verdict
