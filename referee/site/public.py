@@ -59,7 +59,8 @@ def page_context(table: Table, now: datetime) -> dict[str, Any]:
     record = game_record(table)
     names = public_names(table)
     view = table.rules.view(table.state, None)
-    phase = table.open_phase
+    running = table.row["state"] == GameState.RUNNING
+    phase = table.open_phase if running else None  # (a cancelled game's last phase never closes)
     current = None
     if phase is not None:
         waiting = table.waiting_for(phase)
@@ -71,10 +72,11 @@ def page_context(table: Table, now: datetime) -> dict[str, Any]:
             "moved": [names[s] for s in phase["movers"] if s not in waiting],
             "sealed": bool(phase["sealed"]),
             "waiting": [names[s] for s in waiting],
+            "paused": table.paused and {"at": table.paused["at"], "until": table.paused["detail"].get("until")},
         }
     labels = {entry["number"]: entry["label"] for entry in record["phases"]}
-    if phase is not None:
-        labels[phase["number"]] = phase["label"]
+    if table.open_phase is not None:
+        labels[table.open_phase["number"]] = table.open_phase["label"]
     standing = table.rules.standing(table.state, view)
     players = [
         {
@@ -94,6 +96,8 @@ def page_context(table: Table, now: datetime) -> dict[str, Any]:
         "rounds": [{**entry, "how": {m["seat"]: m["source"] for m in entry["moves"]}} for entry in record["phases"]],
         "chart": score_chart(names, record["phases"], phase["label"] if phase is not None else None),
         "view": view,
+        "acts": [{**act, "label": labels.get(act["phase"], f"phase {act['phase']}")} for act in record["interventions"]],
+        "cancelled": next((act for act in record["interventions"] if act["act"] == "cancel"), None),
     }
 
 

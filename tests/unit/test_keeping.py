@@ -13,12 +13,14 @@ from datetime import timedelta
 
 import pytest
 from conftest import PLAYERS, Mailbox, make_mail, seat_address, send, to_deadline
+from test_site import page
 
 from referee.engine import Engine
 from referee.engine.keeping import SHELL
 from referee.errors import EngineError
 from referee.record import verify
 from referee.site.public import game_record
+from referee.site.render import Site
 from referee.store import Store
 from referee.timeutil import from_iso
 
@@ -223,3 +225,19 @@ def test_an_altered_deadline_move_is_refused(pure, clock):
     forged["interventions"][0]["new"] = forged["phases"][0]["deadline"] = "2026-11-30T12:00:00Z"
     verdict = verify(forged)
     assert not verdict.ok
+
+
+def test_the_site_shows_a_pause_the_acts_and_a_cancelled_end(pure, clock, tmp_path):
+    pure.extend(1, timedelta(days=1), SHELL, "Bob <asked> & got it")
+    pure.pause(1, SHELL, "holidays", until=clock() + timedelta(days=5))
+    Site(pure, tmp_path / "site").render()
+    running = page(tmp_path / "site", "games/1/index.html").text
+    assert "Paused by the keeper since" in running and "Deadline:" not in running
+    assert "the keeper moved the deadline from" in running and "(Bob <asked> & got it)" in running
+    assert "the keeper paused the game until" in running
+    pure.resume(1, SHELL)
+    pure.cancel(1, SHELL, "the club closed")
+    Site(pure, tmp_path / "site").render()
+    ended = page(tmp_path / "site", "games/1/index.html").text
+    assert "The keeper cancelled the game on" in ended and "the club closed. There is no winner." in ended
+    assert "Now:" not in ended
