@@ -799,7 +799,8 @@ class Store:
                       (select count(*) || '/' || count(resolved_at) || '/' || coalesce(max(deadline), '')
                        from phases where game_id = g.id),
                       (select group_concat(coalesce(bot_since_phase, '-')) from seats where game_id = g.id),
-                      (select count(*) from signups where game_id = g.id)
+                      (select count(*) from signups where game_id = g.id),
+                      (select count(*) from interventions where game_id = g.id)
                from games g where g.id = ?""",
             [game_id],
         ).fetchone()

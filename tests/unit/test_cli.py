@@ -500,3 +500,40 @@ def test_the_log_formatter_keeps_one_line_and_a_traceback_its_lines():
     except ValueError:
         record = logging.LogRecord("referee", logging.ERROR, __file__, 1, "failed", (), sys.exc_info())
     assert formatter.format(record).count("\n") >= 2
+
+
+def test_the_keepers_hands_at_the_shell(run, cfg, clock, tmp_path, monkeypatch):
+    """extend, pause/resume, replace, say and cancel, as a keeper types them:
+    each prints what it did, refreshes the site, and is on the record that
+    the last verifies."""
+    cfg.write_text(cfg.read_text() + 'site_dir = "site"\n')
+    game = new_game(run)
+    page = tmp_path / f"site/games/{game}/index.html"
+    status, out, err = run("extend", str(game), "8d")
+    assert (status, out) == (2, "") and "longer than the longest allowed" in err and "--force" in err
+    status, out, _ = run("extend", str(game), "8d", "--force", "--why", "the club's holidays")
+    assert status == 0 and out.startswith(f"game {game} Round 1 of 13: deadline moved from ")
+    assert "the club&#39;s holidays" in page.read_text()
+    assert run("pause", str(game), "--for", "2d")[1] == f"game {game} paused until 2026-11-23T12:00:00Z\n"
+    assert "Paused by the keeper" in page.read_text()
+    assert run("pause", str(game))[2] == f"referee: game {game} is paused already\n"
+    clock.advance(days=1)
+    assert run("resume", str(game))[1].startswith(f"game {game} resumed: deadline moved from ")
+    assert run("replace", str(game), BOB, "dora@example.net")[1] == (
+        f"game {game}: dora@example.net plays seat 2 (was {BOB})\n"
+    )
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Round 2 starts late.\n"))
+    assert run("say", str(game), "-")[1] == f"game {game}: said to everyone\n"
+    assert run("say", str(game), "Please answer.", "--seat", "3")[1] == f"game {game}: said to seat 3\n"
+    status, _, err = run("cancel", str(game))
+    assert status == 2 and "--why" in err
+    assert run("cancel", str(game), "--why", "the club closed")[1] == f"game {game} cancelled in Round 1 of 13\n"
+    assert run("extend", str(game), "1d")[2] == f"referee: game {game} has ended\n"
+    status, out, _ = run("status", str(game))
+    lines = [line for line in out.splitlines() if line.startswith("Phase 1,")]
+    assert [line.split(", ", 2)[2].split(":")[0] for line in lines] == ["shell"] * 7
+    assert "seat 2 taken over by dora@example.net from bob@example.org" in out
+    record = tmp_path / "record.json"
+    record.write_bytes((tmp_path / f"site/games/{game}/record.json").read_bytes())
+    status, out, _ = run("verify", str(record), config=None)
+    assert status == 0 and "the game was cancelled: the club closed" in out
