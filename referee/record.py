@@ -797,7 +797,7 @@ def _iso(moment: datetime) -> str:
 # new DIGEST_VERSION, never by changing these.
 DIGEST_VERSION = "referee-digest/1"
 _START_GAME = ("id", "kind", "name", "options", "created_at", "deadlines")
-_START_PLAYER = ("seat", "name")  # and "bot": whether it was a bot at the start (bot_from_phase 0)
+# A seat's "seat" and "name" (its first player's) and "bot": whether a bot played it from the start.
 _PHASE_COVERED = ("number", "label", "opened_at", "deadline", "resolved_at", "moves")
 _MOVE_COVERED = ("seat", "move", "source", "received_at")
 _DIGEST_LINE = re.compile(
@@ -821,9 +821,7 @@ def chain_digest(
         covered: dict[str, Any] = {
             "version": DIGEST_VERSION,
             "game": {key: head["game"][key] for key in _START_GAME},
-            "players": [
-                {**{key: p[key] for key in _START_PLAYER}, "bot": p["bot_from_phase"] == 0} for p in head["players"]
-            ],
+            "players": _players_at_start(head),
             "seed_commitment": head["seed_commitment"],
         }
         return _keyed(seed, "digest start", covered)
@@ -841,6 +839,21 @@ def chain_digest(
     if made := _interventions(head, number):
         covered["interventions"] = made
     return _keyed(seed, f"digest phase {number}", covered)
+
+
+def _players_at_start(head: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The seats as the start mail showed them: each seat's first player's
+    name (a seat taken over since names them in its first takeover's
+    ``was``), and whether a bot played it from the start."""
+    first: dict[int, str] = {}
+    for i in _interventions(head):
+        if i["act"] == Act.REPLACE:
+            first.setdefault(i["seat"], i["was"])
+    from_start = {stint.seat for stint in stints(head) if stint.start == 0}
+    return [
+        {"seat": p["seat"], "name": first.get(p["seat"], p["name"]), "bot": p["seat"] in from_start}
+        for p in head["players"]
+    ]
 
 
 def end_digest(

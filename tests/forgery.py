@@ -129,6 +129,7 @@ def play(kind: str, seed: int) -> Genuine:
     )
     diligence = {seat: rng.choice((0.5, 0.85, 1.0)) for seat in range(len(players))}
     leave_at = rng.randrange(1, 25) if rng.random() < 0.5 else None
+    keeper = _Keeper(random.Random(f"keeper {kind} {seed}"))
     serial = 0
     for step in range(1, _MAX_STEPS):
         table = engine.table(game)
@@ -137,6 +138,7 @@ def play(kind: str, seed: int) -> Genuine:
         phase = table.open_phase
         number = phase["number"]
         clock.advance(minutes=rng.randint(1, 20))
+        keeper.act(engine, game, step, players)
         if step == leave_at:
             persons = [seat for seat in range(len(players)) if table.human(seat)]
             if persons:
@@ -184,6 +186,41 @@ def play(kind: str, seed: int) -> Genuine:
             held.update(found)
             last = found
     return Genuine(kind, seed, record, frozenset(held), frozenset(last), mails)
+
+
+class _Keeper:
+    """The keeper's hands in a genuine game, by its own stream (so the
+    players' draws stay as they were): perhaps an extension, a pause resumed
+    a few steps later, a newcomer in a person's seat (or a bot's, where the
+    rules allow) and a word to everyone, each at a step of its own."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+        self.at = {act: rng.randrange(1, 20) for act in ("extend", "pause", "replace", "say") if rng.random() < 0.5}
+        if "pause" in self.at:
+            self.at["resume"] = self.at["pause"] + rng.randrange(1, 4)
+
+    def act(self, engine: Engine, game: int, step: int, players: list[str]) -> None:
+        for act in [act for act, at in self.at.items() if at == step]:
+            if engine.table(game).row["state"] != "running":
+                return
+            if act == "extend" and not engine.table(game).paused:
+                engine.extend(game, timedelta(hours=self.rng.choice((1, 12, 30))), "keeper", "a holiday")
+            elif act == "pause":
+                engine.pause(game, "keeper", "the server moves", until=engine.clock() + timedelta(days=1))
+            elif act == "resume" and engine.table(game).paused:
+                engine.resume(game, "keeper")
+            elif act == "say":
+                engine.say(game, self.rng.choice(("Round two starts late.", "Hello all")), "keeper")
+            elif act == "replace":
+                table = engine.table(game)
+                seats = [s for s in range(len(players)) if table.human(s) or table.rules.bots_replaceable]
+                if seats:
+                    seat = self.rng.choice(seats)
+                    newcomer = f"new{step}@example.org"
+                    engine.replace(game, str(seat + 1), newcomer, "keeper", "a newcomer")
+                    if seat < len(players):
+                        players[seat] = newcomer
 
 
 def _text(raw: bytes) -> str:

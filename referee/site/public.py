@@ -96,7 +96,9 @@ def page_context(table: Table, now: datetime) -> dict[str, Any]:
         "rounds": [{**entry, "how": {m["seat"]: m["source"] for m in entry["moves"]}} for entry in record["phases"]],
         "chart": score_chart(names, record["phases"], phase["label"] if phase is not None else None),
         "view": view,
-        "acts": [{**act, "label": labels.get(act["phase"], f"phase {act['phase']}")} for act in record["interventions"]],
+        "acts": [
+            {**act, "label": labels.get(act["phase"], f"phase {act['phase']}")} for act in record["interventions"]
+        ],
         "cancelled": next((act for act in record["interventions"] if act["act"] == "cancel"), None),
     }
 
