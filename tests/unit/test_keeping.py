@@ -19,6 +19,7 @@ from referee.engine import Engine
 from referee.engine.keeping import SHELL
 from referee.errors import EngineError
 from referee.record import verify
+from referee.rules.pure_skill import card_name
 from referee.site.public import game_record
 from referee.site.render import Site
 from referee.store import Store
@@ -241,3 +242,35 @@ def test_the_site_shows_a_pause_the_acts_and_a_cancelled_end(pure, clock, tmp_pa
     ended = page(tmp_path / "site", "games/1/index.html").text
     assert "The keeper cancelled the game on" in ended and "the club closed. There is no winner." in ended
     assert "Now:" not in ended
+
+
+def test_a_newcomer_in_a_vanished_players_seat_plays_on_and_wins(engine, clock, seeds):
+    """Bob vanishes after round 1; Dora takes his seat and bids her highest
+    card every round while the others miss every deadline: she wins, and
+    the published record, read by anyone, says so and verifies."""
+    seeds.fixed = bytes([1]) * 32  # a game she wins so (as with about one seed in three)
+    engine.new_game("pure-skill", PLAYERS)
+    to_deadline(engine, clock)
+    engine.tick()  # round 1: everyone bids at random
+    engine.replace(1, BOB, "dora@example.net", SHELL, "Bob vanished")
+    while engine.status(1)["state"] == "running":
+        hand = engine.table(1).state.hands[1]
+        best = max(hand)
+        assert send(engine, clock, "dora@example.net", f"bid {card_name(best)}").code == "move"
+        to_deadline(engine, clock)
+        engine.tick()
+    published = record(engine)
+    assert published["winner"] == "dora" == engine.status(1)["winner"].partition("@")[0]
+    verdict = verify(published)
+    assert verdict.ok and verdict.message.endswith("winner: dora"), verdict
+
+
+def test_a_turn_based_game_paused_across_its_deadline_waits_and_goes_on(turns, clock):
+    mover = turns.status(1)["phase"]["waiting_for"]
+    turns.pause(1, SHELL, "a dispute")
+    clock.advance(days=9)
+    assert turns.tick() == [] and turns.status(1)["phase"]["waiting_for"] == mover  # nobody moved at random
+    turns.resume(1, SHELL)
+    play_out(turns, clock)
+    verdict = verify(record(turns))
+    assert verdict.ok, verdict
