@@ -43,7 +43,6 @@ from referee.site.render import Site
 from referee.store import (
     FaultAside,
     GameState,
-    MailState,
     OutcomeCode,
     Snapshot,
     StorageFault,
@@ -388,9 +387,9 @@ def _status(engine: Engine, args) -> int:
     if args.game is None:
         games = [engine.status(row["id"]) for row in engine.store.games()]
         if args.json:
-            print(json.dumps({"health": health(engine), "games": games}, indent=2))
+            print(json.dumps({"health": engine.health(), "games": games}, indent=2))
             return 0
-        for line in _health_lines(health(engine)):
+        for line in _health_lines(engine.health()):
             print(line)
         for game in games:
             phase = game["phase"]["label"] if game["phase"] else {GameState.OPEN: "sign-up"}.get(game["state"], "over")
@@ -433,61 +432,6 @@ def _status(engine: Engine, args) -> int:
     print()
     print(engine.history(args.game), end="")
     return 0
-
-
-def health(engine: Engine) -> dict:
-    """What a keeper checks at a glance: the last pass that went through,
-    the last fault, mail waiting or refused, messages quarantined, and the
-    problems among those, in words."""
-    store = engine.store
-    last_pass, last_fault = (json.loads(store.get_meta(key) or "null") for key in ("last_pass", "last_fault"))
-    aside = FaultAside(store.path)
-    if kept := aside.read():  # games.db could not take it, and no pass has gone through since
-        last_fault = {**kept, "kept_in": str(aside.path)}
-    queued, refused = store.outbox(MailState.QUEUED), store.outbox(MailState.FAILED)
-    quarantined = [
-        {
-            "key": m["key"],
-            "sender": m["sender"],
-            "subject": m["subject"],
-            "handled_at": m["handled_at"],
-            "outcome": f"{m['code']}: {m['detail']}",
-        }
-        for m in store.failed_messages()
-    ]
-    problems = []
-    if last_fault and (kept or not last_pass or last_fault["at"] > last_pass["at"]):
-        problems.append("the last pass failed: " + last_fault["error"])
-    late = [m for m in queued if engine.clock() - from_iso(m["created_at"]) > _LATE_MAIL]
-    if late:
-        problems.append(f"{len(late)} mail(s) waiting over an hour to be sent")
-    if refused:
-        problems.append(f"{len(refused)} mail(s) refused for good")
-    if quarantined:
-        problems.append(f"{len(quarantined)} message(s) quarantined")
-    restore = json.loads(store.get_meta("restored") or "null")
-    if restore:
-        problems.append(
-            f"restored from {restore['backup']} at {restore['at']}: the next run handles the mail "
-            f"filed since {restore['since'] or 'the start'} again"
-        )
-    return {
-        "problems": problems,
-        "last_pass": last_pass,
-        "last_fault": last_fault,
-        "deadlines_enforced": store.get_meta("last_tick"),
-        "outbox": {
-            "queued": len(queued),
-            "oldest": queued[0]["created_at"] if queued else None,
-            "last_error": next((m["last_error"] for m in queued if m["last_error"]), None),
-            "refused": [{"to": m["recipients"], "subject": m["subject"], "error": m["last_error"]} for m in refused],
-        },
-        "quarantined": quarantined,
-        "database": {"path": str(store.path), "bytes": store.size()},
-    }
-
-
-_LATE_MAIL = timedelta(hours=1)
 
 
 def _health_lines(health: dict) -> list[str]:

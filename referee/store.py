@@ -1012,6 +1012,10 @@ class Store:
             [OutcomeCode.FAILED],
         )
 
+    def count_failed_messages(self) -> int:
+        """How many messages met a bug (failed_messages), from an index: cheap."""
+        return self._count("messages", "code = ?", [OutcomeCode.FAILED])
+
     def messages(self) -> list[MessageRow]:
         return list(self._rows("messages", order_by="handled_at"))
 
@@ -1146,6 +1150,14 @@ class Store:
         if origin is not None:
             where, values = where + " and answer_from = ?", values + [origin]
         return self._value(f"select min(created_at) from outbox where {where}", values)
+
+    def count_mail(self, state: MailState) -> int:
+        """How many mails are in ``state``."""
+        return self._count("outbox", "state = ?", [state])
+
+    def count_late_mail(self, before: str) -> int:
+        """How many mails queued before ``before`` wait to be sent still."""
+        return self._count("outbox", "state = ? and created_at < ?", [MailState.QUEUED, before])
 
     def outbox(
         self,

@@ -231,6 +231,9 @@ class Engine(Rooms):
     def history(self, game_id: int) -> str:
         return self.reports.history(game_id)
 
+    def health(self) -> dict[str, Any]:
+        return self.reports.health()
+
     # -- reading a game from outside ------------------------------------------
 
     def table(self, game_id: int) -> Table:

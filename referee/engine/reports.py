@@ -1,15 +1,34 @@
 """What the referee tells about its games without changing them: LIST for
-anyone, ``referee status`` and ``referee history`` for the keeper."""
+anyone, ``referee status`` and ``referee history`` for the keeper, and the
+referee's health: what ``referee status`` heads its list with, and what the
+keepers are told by mail (referee.engine.watch)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from referee.engine.post import Post
 from referee.rules import get_game
-from referee.store import GameRow, GameState, MailState, Store
+from referee.store import FaultAside, GameRow, GameState, MailState, Store
 from referee.tables import Tables
+from referee.timeutil import iso
+
+LATE_MAIL = timedelta(hours=1)  # mail queued longer than this is late
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something wrong that needs the keeper.  ``key`` names it for as long
+    as it lasts (the keepers are told of each key once a day: see
+    referee.engine.watch), ``text`` says it in words, ``since`` is when it
+    began, where the record knows."""
+
+    key: str
+    text: str
+    since: str | None = None
 
 
 @dataclass(eq=False)
@@ -135,6 +154,80 @@ class Reports:
         """Delivery failures of the referee's mail to a player, from their bounces."""
         rows = self.store.bounces(address) if address else []
         return [{"at": b["at"], "status": b["status"], "diagnostic": b["diagnostic"]} for b in rows]
+
+    # -- the referee's health ---------------------------------------------------
+
+    def problems(self) -> list[Problem]:
+        """What is wrong now, in a few cheap reads (the runner asks after
+        every pass): the last pass failed, mail waiting over an hour to be
+        sent, mail refused for good, messages quarantined, a restore whose
+        mail the next run has still to handle again."""
+        store, now = self.store, self.post.clock()
+        last_pass, last_fault = self._pass_and_fault()
+        found = []
+        if last_fault and ("kept_in" in last_fault or not last_pass or last_fault["at"] > last_pass["at"]):
+            since = last_fault.get("since", last_fault["at"])
+            found.append(Problem("pass", "the last pass failed: " + last_fault["error"], since))
+        if late := store.count_late_mail(iso(now - LATE_MAIL)):
+            found.append(Problem("late", f"{late} mail(s) waiting over an hour to be sent"))
+        if refused := store.count_mail(MailState.FAILED):
+            found.append(Problem("refused", f"{refused} mail(s) refused for good"))
+        if quarantined := store.count_failed_messages():
+            found.append(Problem("quarantined", f"{quarantined} message(s) quarantined"))
+        restore = json.loads(store.get_meta("restored") or "null")
+        if restore:
+            found.append(
+                Problem(
+                    "restored",
+                    f"restored from {restore['backup']} at {restore['at']}: the next run handles the mail "
+                    f"filed since {restore['since'] or 'the start'} again",
+                    restore["at"],
+                )
+            )
+        return found
+
+    def health(self) -> dict[str, Any]:
+        """What a keeper checks at a glance (``referee status``): the problems
+        in words, the last pass that went through, the last fault, mail
+        waiting or refused, messages quarantined."""
+        store = self.store
+        last_pass, last_fault = self._pass_and_fault()
+        queued, refused = store.outbox(MailState.QUEUED), store.outbox(MailState.FAILED)
+        return {
+            "problems": [problem.text for problem in self.problems()],
+            "last_pass": last_pass,
+            "last_fault": last_fault,
+            "deadlines_enforced": store.get_meta("last_tick"),
+            "outbox": {
+                "queued": len(queued),
+                "oldest": queued[0]["created_at"] if queued else None,
+                "last_error": next((m["last_error"] for m in queued if m["last_error"]), None),
+                "refused": [
+                    {"to": m["recipients"], "subject": m["subject"], "error": m["last_error"]} for m in refused
+                ],
+            },
+            "quarantined": [
+                {
+                    "key": m["key"],
+                    "sender": m["sender"],
+                    "subject": m["subject"],
+                    "handled_at": m["handled_at"],
+                    "outcome": f"{m['code']}: {m['detail']}",
+                }
+                for m in store.failed_messages()
+            ],
+            "database": {"path": str(store.path), "bytes": store.size()},
+        }
+
+    def _pass_and_fault(self) -> tuple[dict | None, dict | None]:
+        """The last pass that went through and the last fault (the one kept
+        beside games.db when games.db could not take it, with ``kept_in``)."""
+        store = self.store
+        last_pass, last_fault = (json.loads(store.get_meta(key) or "null") for key in ("last_pass", "last_fault"))
+        aside = FaultAside(store.path)
+        if kept := aside.read():  # games.db could not take it, and no pass has gone through since
+            last_fault = {**kept, "kept_in": str(aside.path)}
+        return last_pass, last_fault
 
     def history(self, game_id: int) -> str:
         """The game so far as plain text: every resolved phase and the standings."""
