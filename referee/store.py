@@ -1369,7 +1369,11 @@ def _schema_4(db: sqlite_utils.Database) -> None:
     """Schema 4: ``interventions``, every act of a keeper on a game (extend,
     pause, resume, replace, cancel, say) and the referee's own deadline
     moves after an outage, on the game's record; the outage moves of
-    ``deadline_changes`` move there, and that table goes."""
+    ``deadline_changes`` move there, and that table goes.  And an index of
+    ``messages.code``, so the messages that met a bug are counted without
+    reading every message (the column comes after the mail itself in each
+    row): the runner asks after every pass whether any are quarantined
+    (referee.engine.watch)."""
     db.table("interventions").create(
         {"id": int, "game_id": int, "phase": int, "at": str, "act": str, "by": str, "why": str, "detail": str},
         pk="id",
@@ -1385,6 +1389,7 @@ def _schema_4(db: sqlite_utils.Database) -> None:
             "from deadline_changes order by id"
         )
         db.execute("drop table deadline_changes")
+    db.table("messages").create_index(["code"], if_not_exists=True)
 
 
 # MIGRATIONS[n] takes a games.db from schema n to n + 1.  To change the

@@ -215,9 +215,18 @@ def test_a_message_that_trips_a_bug_is_kept_unanswered_and_tried_again_later(eng
     assert engine.store.moves(1) == []
     assert engine.ingest(raw).code == "failed"  # not taken as handled: tried again
     assert len(engine.store.outbox()) == sent
+    assert engine.store.count_failed_messages() == 1
     monkeypatch.undo()
     assert engine.ingest(raw).code == "move"
     assert len([m for m in engine.store.messages() if m["key"] == "<poison@example.net>"]) == 1
+    assert engine.store.count_failed_messages() == 0
+
+
+def test_the_quarantine_is_counted_from_an_index_not_by_reading_every_mail(engine):
+    """The runner asks after every pass (referee.engine.watch); messages.code
+    comes after the whole mail in each row."""
+    plan = engine.store.db.execute("EXPLAIN QUERY PLAN select count(*) from messages where code = 'failed'")
+    assert "USING COVERING INDEX idx_messages_code" in " ".join(str(row) for row in plan.fetchall())
 
 
 def test_a_reply_to_ids_with_encoded_line_breaks_stays_one_header(engine, clock):
