@@ -831,6 +831,10 @@ class Store:
     def bounces(self, address: str) -> list[BounceRow]:
         return list(self._rows("bounces", "address = ?", [address.lower()], order_by="id"))
 
+    def bounces_since(self, since: str) -> list[BounceRow]:
+        """Every bounce recorded since then, oldest first (bounces are few)."""
+        return list(self._rows("bounces", "at >= ?", [since], order_by="at, id"))
+
     def seats(self, game_id: int) -> list[SeatRow]:
         return list(self._rows("seats", "game_id = ?", [game_id], order_by="seat"))
 
@@ -1151,9 +1155,10 @@ class Store:
             where, values = where + " and answer_from = ?", values + [origin]
         return self._value(f"select min(created_at) from outbox where {where}", values)
 
-    def count_mail(self, state: MailState) -> int:
-        """How many mails are in ``state``."""
-        return self._count("outbox", "state = ?", [state])
+    def count_refused_mail(self, since: str) -> int:
+        """How many mails were refused for good since then (at the try due
+        last, or when queued if it was the first)."""
+        return self._count("outbox", "state = ? and coalesce(next_try_at, created_at) >= ?", [MailState.FAILED, since])
 
     def count_late_mail(self, before: str) -> int:
         """How many mails queued before ``before`` wait to be sent still."""

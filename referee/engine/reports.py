@@ -11,12 +11,16 @@ from datetime import timedelta
 from typing import Any
 
 from referee.engine.post import Post
+from referee.mail.commands import tag
 from referee.rules import get_game
-from referee.store import FaultAside, GameRow, GameState, MailState, Store
+from referee.store import BounceRow, FaultAside, GameRow, GameState, MailState, Store
 from referee.tables import Tables
 from referee.timeutil import iso
 
 LATE_MAIL = timedelta(hours=1)  # mail queued longer than this is late
+# A bounce, or a mail refused for good, is a problem for this long: longer
+# than the time between two mails to a player of a game, or a reminder.
+RECENT_FAILURE = timedelta(days=3)
 
 
 @dataclass(frozen=True)
@@ -160,8 +164,11 @@ class Reports:
     def problems(self) -> list[Problem]:
         """What is wrong now, in a few cheap reads (the runner asks after
         every pass): the last pass failed, mail waiting over an hour to be
-        sent, mail refused for good, messages quarantined, a restore whose
-        mail the next run has still to handle again."""
+        sent, mail refused for good lately, messages quarantined, a player's
+        mail bouncing lately, a restore whose mail the next run has still to
+        handle again.  A refusal or a bounce is "lately" for RECENT_FAILURE:
+        nothing says when an address works again but mail that stops
+        bouncing."""
         store, now = self.store, self.post.clock()
         last_pass, last_fault = self._pass_and_fault()
         found = []
@@ -170,10 +177,13 @@ class Reports:
             found.append(Problem("pass", "the last pass failed: " + last_fault["error"], since))
         if late := store.count_late_mail(iso(now - LATE_MAIL)):
             found.append(Problem("late", f"{late} mail(s) waiting over an hour to be sent"))
-        if refused := store.count_mail(MailState.FAILED):
-            found.append(Problem("refused", f"{refused} mail(s) refused for good"))
+        recent = iso(now - RECENT_FAILURE)
+        if refused := store.count_refused_mail(recent):
+            days = RECENT_FAILURE.days
+            found.append(Problem("refused", f"{refused} mail(s) refused for good in the last {days} days"))
         if quarantined := store.count_failed_messages():
             found.append(Problem("quarantined", f"{quarantined} message(s) quarantined"))
+        found += self._bouncing(recent)
         restore = json.loads(store.get_meta("restored") or "null")
         if restore:
             found.append(
@@ -218,6 +228,23 @@ class Reports:
             ],
             "database": {"path": str(store.path), "bytes": store.size()},
         }
+
+    def _bouncing(self, since: str) -> list[Problem]:
+        """A problem for each address whose mail bounced since then, while it
+        holds a seat a person plays in a running game: one key an address."""
+        bounces: dict[str, list[BounceRow]] = {}
+        for bounce in self.store.bounces_since(since):
+            bounces.setdefault(bounce["address"], []).append(bounce)
+        found = []
+        for address, theirs in bounces.items():
+            games = self.store.games_of(address)
+            if not games:
+                continue  # no longer anyone's seat: the keeper has nothing to do
+            first, last = theirs[0], theirs[-1]
+            tags = ", ".join(tag(game["kind"], game["id"]) for game in games)
+            text = f"mail to {address} bounces ({len(theirs)} since {first['at']}, the last {last['status']}): {tags}"
+            found.append(Problem(f"bounce {address}", text, first["at"]))
+        return found
 
     def _pass_and_fault(self) -> tuple[dict | None, dict | None]:
         """The last pass that went through and the last fault (the one kept

@@ -15,12 +15,11 @@ import re
 import tomllib
 from datetime import timedelta
 from email import policy
-from email.utils import format_datetime, make_msgid
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from conftest import PLAYERS, START, FakeClock, last_id, mails, make_mail
+from conftest import PLAYERS, FakeClock, dsn, last_id, mails, make_mail
 from conftest import send as play
 
 from referee.config import Config
@@ -113,51 +112,6 @@ def confirm(engine: Engine, clock: FakeClock, address: str, body: str = "", send
 def join(engine: Engine, clock: FakeClock, address: str) -> None:
     write(engine, clock, address, "JOIN pure-skill")
     confirm(engine, clock, address)
-
-
-def dsn(failed: str, original_id: str, *, part: str = "text/rfc822-headers", message_id: str | None = None) -> bytes:
-    """A delivery status notification (RFC 3464) saying mail to ``failed``
-    (the one with Message-ID ``original_id``) failed with 5.2.2."""
-    original = (
-        f"From: Referee <referee@example.org>\r\nTo: {failed}\r\n"
-        f"Subject: [pure-skill-1] Round 1 of 13\r\nMessage-ID: {original_id}\r\n"
-    )
-    if part == "message/rfc822":
-        original += "Content-Type: text/plain\r\n\r\nThe prize is ...\r\n"
-    lines = [
-        "Received: from mx.example.org by mx.example.org; " + format_datetime(START),
-        "From: Mail Delivery System <MAILER-DAEMON@mx.example.org>",
-        "To: referee@example.org",
-        "Subject: Undelivered Mail Returned to Sender",
-        f"Date: {format_datetime(START)}",
-        f"Message-ID: {message_id or make_msgid(domain='mx.example.org')}",
-        "Auto-Submitted: auto-replied",
-        "MIME-Version: 1.0",
-        'Content-Type: multipart/report; report-type=delivery-status; boundary="BOUNDARY"',
-        "",
-        "--BOUNDARY",
-        "Content-Type: text/plain; charset=us-ascii",
-        "",
-        f"I'm sorry to have to inform you that your message could not be delivered to {failed}.",
-        "",
-        "--BOUNDARY",
-        "Content-Type: message/delivery-status",
-        "",
-        "Reporting-MTA: dns; mx.example.org",
-        "",
-        f"Final-Recipient: rfc822; {failed}",
-        "Action: failed",
-        "Status: 5.2.2",
-        "Diagnostic-Code: smtp; 552 5.2.2 Mailbox full",
-        "",
-        "--BOUNDARY",
-        f"Content-Type: {part}",
-        "",
-        original,
-        "--BOUNDARY--",
-        "",
-    ]
-    return "\r\n".join(lines).encode()
 
 
 @pytest.fixture
