@@ -219,7 +219,8 @@ class Runner:
         may be the very thing that failed), else beside it (FaultAside)
         until it does."""
         store = self.engine.store
-        note = {"at": iso(self.engine.clock()), "error": str(fault)}
+        now = iso(self.engine.clock())
+        note = {"since": self._failing_since(now), "at": now, "error": str(fault)}
         try:
             with store.impatient():
                 store.set_meta("last_fault", json.dumps(note))
@@ -230,6 +231,20 @@ class Runner:
             return
         if self.aside:
             self.aside.clear()  # older than the fault games.db now has
+
+    def _failing_since(self, now: str) -> str:
+        """When the passes began to fail: the first fault noted since the last
+        pass that went through (``now``, if this is the first), so the keeper
+        is told how long it lasted (referee.engine.watch)."""
+        notes = [self.aside.read() if self.aside else None]  # a note there: no pass went through since
+        try:
+            last_pass = json.loads(self.engine.store.get_meta("last_pass") or "null")
+            known = json.loads(self.engine.store.get_meta("last_fault") or "null")
+        except StorageFault:  # games.db cannot even be read: what is beside it says what it can
+            last_pass = known = None
+        if known and (not last_pass or known["at"] > last_pass["at"]):
+            notes.append(known)
+        return min([now, *(note.get("since", note["at"]) for note in notes if note)])
 
     def _settle_aside(self) -> None:
         """A fault kept beside games.db goes into it, now that it takes writes

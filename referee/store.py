@@ -440,8 +440,13 @@ class FaultAside:
             pass  # a folder that cannot be written: the note will not be either
 
     def write(self, note: dict) -> bool:
-        """Keep ``note`` (``at`` and ``error``); whether it was kept."""
-        note = {"at": note["at"], "error": note["error"][:1000]}
+        """Keep ``note`` (``at`` and ``error``, and ``since``: when the passes
+        began to fail, else ``at``, or the note kept already, which no pass
+        has gone through since); whether it was kept."""
+        since = note.get("since") or note["at"]
+        if kept := self.read():
+            since = min(since, kept.get("since", kept["at"]))
+        note = {"since": since, "at": note["at"], "error": note["error"][:1000]}
         return self._overwrite(json.dumps(note).encode())
 
     def read(self) -> dict | None:
@@ -450,7 +455,12 @@ class FaultAside:
             note = json.loads(text) if text else None
         except (OSError, ValueError):
             return None
-        if isinstance(note, dict) and isinstance(note.get("at"), str) and isinstance(note.get("error"), str):
+        if (
+            isinstance(note, dict)
+            and isinstance(note.get("at"), str)
+            and isinstance(note.get("error"), str)
+            and isinstance(note.get("since", ""), str)
+        ):
             return note
         return None
 
