@@ -16,7 +16,8 @@ file descriptor left); a server's error that is also WrongSettings (a wrong pass
 TLS mismatch, no such mailbox) needs the keeper, as a storage fault does.
 The daemon waits and tries again; ``run --once`` exits non-zero.
 games.db keeps when the last pass went through and the last fault, for
-``referee status``.
+``referee status``; after each pass the keepers are told what has gone
+wrong or been fixed (referee.engine.watch).
 """
 
 from __future__ import annotations
@@ -211,7 +212,22 @@ class Runner:
         except (StorageFault, OSError) as error:
             if _a_fault(error):
                 self._note_fault(error)
+                self._tell_keepers()
             raise
+
+    def _tell_keepers(self) -> None:
+        """After a pass that failed, the keepers are told if it has gone on
+        (referee.engine.watch), when games.db takes it: a fault of games.db
+        is told by the first pass that goes through after it."""
+        store = self.engine.store
+        try:
+            with store.impatient():
+                self.engine.tell_keepers()
+                store.sync()
+        except (StorageFault, OSError) as error:  # (a template the disk cannot read, too)
+            if not _a_fault(error):
+                raise
+            log.debug("could not tell the keepers of the fault (%s): the first pass that goes through will", error)
 
     def _note_fault(self, fault: Fault) -> None:
         """Keep the fault for ``referee status`` (the last pass that went
@@ -295,6 +311,12 @@ class Runner:
         self.engine.store.sync()  # the sent marks, what the tick did, and the note
         if self.aside and not (unreachable or undelivered):
             self.aside.clear()  # in games.db now
+        if not (unreachable or undelivered) and self.engine.tell_keepers():
+            # The keepers' mail goes now, not a pass later (the drain makes
+            # it durable first); if the server went away meanwhile, the next
+            # pass sends it.
+            await self._send(report)
+            self.engine.store.sync()  # its sent marks
         if faults := [fault for fault in (unreachable, undelivered) if fault]:
             raise next((fault for fault in faults if isinstance(fault, WrongSettings)), faults[0])  # the keeper's first
         return report

@@ -11,7 +11,8 @@ message goes in through ``ingest`` to the desk (referee.desk), which reads it
 and calls the rooms; the rooms never call the desk.
 
 Every entry point that writes runs in one store transaction (a new game, a
-message, a resignation with the outage guard before it, a restore's notices;
+message, a resignation with the outage guard before it, a restore's notices,
+the keepers' mail with the note of what they were told;
 a tick and the outage guard in one per game they change, and a tick in one
 more for its bookkeeping), so the record entries and the mail each causes
 are committed together or not at all.
@@ -233,6 +234,10 @@ class Engine(Rooms):
 
     def health(self) -> dict[str, Any]:
         return self.reports.health()
+
+    def tell_keepers(self) -> int:
+        """See Watch.check: the runner asks after every pass."""
+        return self.watch.check()
 
     # -- reading a game from outside ------------------------------------------
 

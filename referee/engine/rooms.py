@@ -7,7 +7,8 @@ Each room is handed only the rooms below it, so arrows run one way:
     phases                    open, take moves, resolve, open the next
     seating, keeping          games and seats; the keeper's acts (extend, pause, replace...)
     timers                    deadlines, reminders, the ends of pauses
-    reports                   LIST, status, history (reads only)
+    reports                   LIST, status, history, health (reads only)
+    watch                     the keepers' mail about the health
 
 The desk (one message) is handed the Rooms; the Engine (referee.engine) is
 the Rooms with a front door for mail.
@@ -29,6 +30,7 @@ from referee.engine.post import Post
 from referee.engine.reports import Reports
 from referee.engine.seating import Seating, Seeds
 from referee.engine.timers import Timers
+from referee.engine.watch import Watch
 from referee.mail.compose import Composer
 from referee.store import Store
 from referee.tables import Tables
@@ -50,6 +52,7 @@ class Rooms:
         self.keeping = Keeping(store, config, self.clock, self.tables, self.post, self.phases)
         self.timers = Timers(store, config, self.clock, self.tables, self.post, self.phases, self.keeping)
         self.reports = Reports(store, self.tables, self.post)
+        self.watch = Watch(store, config, self.clock, self.post, self.reports)
         for seat in store.seats_without_token():  # a games.db from before reply tokens
             store.set_token(seat["game_id"], seat["seat"], self.seating.token(seat["game_id"], seat["seat"]))
 

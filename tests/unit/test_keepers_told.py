@@ -7,18 +7,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import sqlite3
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from conftest import PLAYERS, dsn, mails
+from conftest import PLAYERS, dsn, last_id, mails, reply
 
+from referee import limits
+from referee import store as store_module
 from referee.config import Config, MaildirSettings
 from referee.engine import Engine
+from referee.mail.smtp import Drained
 from referee.mail.source import SourceError
 from referee.runner import Runner
-from referee.store import FaultAside, MailState, Store
+from referee.store import FaultAside, MailState, StorageFault, Store
 from referee.timeutil import iso
 
 ALICE, BOB, CAROL = PLAYERS
@@ -118,3 +123,253 @@ def test_a_fault_kept_beside_games_db_keeps_since_when_the_passes_fail(tmp_path)
     aside.clear()  # a pass went through
     aside.write({"at": "2026-11-21T12:09:00Z", "error": "disk is full"})
     assert aside.read()["since"] == "2026-11-21T12:09:00Z"
+
+
+# -- the keepers' mail --------------------------------------------------------------------------
+
+KEEPERS = ("keeper@example.org", "deputy@example.org")
+
+
+@pytest.fixture
+def kept(config: Config, clock) -> Engine:
+    """An engine whose config names two keepers, with a game running and its start mails sent."""
+    engine = Engine(Store(config.database), replace(config, keepers=KEEPERS), clock)
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=30))
+    sent(engine, clock)
+    return engine
+
+
+def told(engine: Engine, after: int = 0) -> list[dict]:
+    """The mails to the first keeper (the second gets the same), queued after the mail ``after``."""
+    first, second = (mails(engine, to=keeper) for keeper in KEEPERS)
+    assert [m["subject"] for m in first] == [m["subject"] for m in second]
+    return [m for m in first if m["id"] > after]
+
+
+def tell(engine: Engine, clock) -> int:
+    """The keepers are told what there is to tell (as after a pass), and the mail goes out."""
+    queued = engine.tell_keepers()
+    sent(engine, clock)
+    return queued
+
+
+def quarantine(engine: Engine, monkeypatch, raw: bytes) -> None:
+    """``raw`` meets a bug: it is kept as failed (quarantined on the mail server)."""
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(engine.phases, "take_move", broken)
+        assert engine.ingest(raw).code == "failed"
+
+
+def test_a_problem_is_told_once_again_each_day_it_lasts_and_when_it_is_fixed(kept, clock, monkeypatch):
+    assert tell(kept, clock) == 0  # nothing wrong: nothing to tell
+    raw = reply(kept, ALICE, "bid 7", message_id="<poison@example.net>")
+    quarantine(kept, monkeypatch, raw)
+    assert tell(kept, clock) == 2  # one mail to each keeper
+    [first] = told(kept)
+    assert first["subject"] == "referee@example.org: 1 message(s) quarantined"
+    assert "- 1 message(s) quarantined\n  since 2026-11-21 12:00 UTC\n" in first["body"]
+    assert first["budget"] is None and first["answers"] is None  # it answers nobody: no budget spent
+    clock.advance(hours=23, minutes=59)
+    assert tell(kept, clock) == 0  # not again within the day
+    clock.advance(minutes=1)
+    assert tell(kept, clock) == 2  # a day on and still wrong: told again
+    [again] = told(kept, after=first["id"])
+    assert "since 2026-11-21 12:00 UTC, and you were told at 2026-11-21 12:00 UTC: it lasts" in again["body"]
+    assert tell(kept, clock) == 0
+    clock.advance(hours=2)
+    assert kept.ingest(raw).code == "move"  # the bug fixed, the mail moved back to the inbox
+    assert tell(kept, clock) == 2
+    [fixed] = told(kept, after=again["id"])
+    assert fixed["subject"] == "referee@example.org: fixed: 1 message(s) quarantined"
+    lasted = "- 1 message(s) quarantined\n  from 2026-11-21 12:00 UTC to 2026-11-22 14:00 UTC (1 day 2 hours)"
+    assert lasted in fixed["body"]
+    assert tell(kept, clock) == 0
+    clock.advance(days=2)
+    assert tell(kept, clock) == 0  # fixed stays fixed
+
+
+def test_a_new_problem_names_those_still_wrong_without_telling_them_again(kept, clock, monkeypatch):
+    quarantine(kept, monkeypatch, reply(kept, ALICE, "bid 7"))
+    assert tell(kept, clock) == 2
+    clock.advance(hours=1)
+    bounce(kept, clock, BOB)
+    assert tell(kept, clock) == 2
+    [mail] = told(kept)[1:]
+    assert (
+        mail["subject"]
+        == f"referee@example.org: mail to {BOB} bounces (1 since 2026-11-21T13:00:00Z, the last 5.2.2): [pure-skill-1]"
+    )
+    assert "Still wrong, as you were told:\n\n- 1 message(s) quarantined\n  since 2026-11-21 12:00 UTC" in mail["body"]
+    clock.advance(hours=23)
+    assert tell(kept, clock) == 2  # the quarantine's day has come, not the bounce's
+    assert told(kept)[-1]["subject"] == "referee@example.org: 1 message(s) quarantined"
+
+
+def test_a_seat_whose_mail_bounces_is_told_and_fixed_when_it_stops(kept, clock):
+    bounce(kept, clock, BOB)
+    assert tell(kept, clock) == 2
+    [mail] = told(kept)
+    assert BOB in mail["subject"] and "[pure-skill-1]" in mail["subject"]
+    kept.resign(1, BOB)  # the keeper gave the seat to a bot
+    sent(kept, clock)
+    assert tell(kept, clock) == 2
+    assert told(kept)[-1]["subject"].startswith(f"referee@example.org: fixed: mail to {BOB} bounces")
+
+
+def test_the_keepers_mail_shows_nothing_private(config, clock, monkeypatch):
+    """Neither a bid not yet resolved nor a quarantined mail's words reach
+    the keepers, even when a keeper plays, and their mail spends none of
+    their answers."""
+    config = replace(config, keepers=(ALICE, "keeper@example.org"), daily_summary=True, replies_per_hour=2)
+    engine = Engine(Store(config.database), config, clock)
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=30), name="Zanzibar Cup")
+    sent(engine, clock)
+    assert engine.ingest(reply(engine, ALICE, "bid 11")).code == "move"  # unresolved: Alice's alone
+    quarantine(engine, monkeypatch, reply(engine, BOB, "bid 12\nsecret plan: albatross", subject="Re: albatross"))
+    bounce(engine, clock, CAROL)
+    before = last_id(engine)
+    assert tell(engine, clock) == 4  # the problems and the summary, to each keeper
+    keepers_mail = mails(engine, after=before)
+    assert {m["recipients"][0] for m in keepers_mail} == {ALICE, "keeper@example.org"}
+    text = "\n".join(m["subject"] + "\n" + m["body"] for m in keepers_mail)
+    assert "Zanzibar Cup" in text and "Round 1 of 13" in text  # the summary: what LIST shows anyone
+    assert not re.search(r"(?<![-\d])11(?![-\d])", text)  # Alice's bid (2026-11-21 is a date)
+    for private in ("bid 1", "albatross", BOB):
+        assert private not in text
+    assert all(m["budget"] is None for m in keepers_mail)
+    assert limits.verdict(engine.store, config, ALICE, "player", clock()) == limits.Verdict.SEND
+
+
+def test_the_daily_summary_comes_once_a_day(config, clock):
+    engine = Engine(Store(config.database), replace(config, keepers=KEEPERS, daily_summary=True), clock)
+    assert tell(engine, clock) == 2
+    [summary] = told(engine)
+    assert summary["subject"] == "referee@example.org: the day's summary: 0 game(s) running, 0 open"
+    assert "Health: ok." in summary["body"] and "No game is running." in summary["body"]
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=30))
+    sent(engine, clock)
+    clock.advance(hours=23, minutes=59)
+    assert tell(engine, clock) == 0
+    clock.advance(minutes=1)
+    assert tell(engine, clock) == 2
+    [summary] = told(engine, after=summary["id"])
+    assert "- game 1, Game of Pure Skill: Round 1 of 13, deadline 2026-12-21 12:00 UTC" in summary["body"]
+
+
+def test_no_keepers_no_mail(engine, clock, monkeypatch):
+    engine.new_game("pure-skill", PLAYERS)
+    quarantine(engine, monkeypatch, reply(engine, ALICE, "bid 7"))
+    assert tell(engine, clock) == 0
+    assert engine.store.get_meta("keepers_told") is None  # and nothing written
+
+
+def test_the_keepers_mail_and_the_note_that_it_was_sent_are_committed_together(kept, clock, monkeypatch):
+    """Durable before visible: if the second keeper's mail cannot be made,
+    neither is queued nor noted as told, and the next check tells both."""
+    quarantine(kept, monkeypatch, reply(kept, ALICE, "bid 7"))
+    render, calls = kept.composer.render, []
+
+    def failing_second(template, **context):
+        calls.append(template)
+        if len(calls) == 2:
+            raise OSError(5, "Input/output error")
+        return render(template, **context)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(kept.composer, "render", failing_second)
+        with pytest.raises(OSError):
+            kept.tell_keepers()
+    assert told(kept) == [] and kept.store.get_meta("keepers_told") is None
+    assert tell(kept, clock) == 2
+
+
+# -- through the runner ------------------------------------------------------------------------
+
+
+def test_passes_that_go_on_failing_are_told_after_ten_minutes_and_fixed(config, clock, tmp_path):
+    box, gone = tmp_path / "Maildir", tmp_path / "gone"
+    engine, runner = maildir_runner(replace(config, keepers=KEEPERS), clock, box)
+    clock.advance(minutes=-1)
+    asyncio.run(runner.once())  # 11:59
+    clock.advance(minutes=1)
+    box.rename(gone)
+    for _ in range(2):  # 12:00 and 12:05: one blip wakes nobody
+        with pytest.raises(SourceError):
+            asyncio.run(runner.once())
+        assert told(engine) == []
+        clock.advance(minutes=5)
+    with pytest.raises(SourceError):
+        asyncio.run(runner.once())  # 12:10
+    [mail] = told(engine)
+    assert mail["subject"].startswith("referee@example.org: the last pass failed: ") and "Maildir" in mail["subject"]
+    assert "since 2026-11-21 12:00 UTC" in mail["body"]
+    gone.rename(box)
+    clock.advance(minutes=5)
+    asyncio.run(runner.once())
+    fixed = told(engine)[-1]
+    assert fixed["subject"].startswith("referee@example.org: fixed: the last pass failed: ")
+    assert "from 2026-11-21 12:00 UTC to 2026-11-21 12:15 UTC (15 minutes)" in fixed["body"]
+
+
+def test_a_storage_fault_is_told_when_it_clears_with_how_long_it_lasted(config, clock, tmp_path, monkeypatch):
+    """A keeper's sqlite3 session holds games.db's write lock for half an
+    hour: no pass can note anything in games.db, nor tell the keepers.  The
+    first pass that goes through tells them what happened, and for how long."""
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_MS", 50)  # not 10 s: the same fault, sooner
+    box = tmp_path / "Maildir"
+    engine, runner = maildir_runner(replace(config, keepers=KEEPERS), clock, box)
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=30))
+    sent(engine, clock)
+    asyncio.run(runner.once())
+    clock.advance(minutes=5)
+    (box / "new" / f"{int(clock().timestamp())}.M1.test").write_bytes(reply(engine, ALICE, "bid 5"))
+    keeper = sqlite3.connect(config.database, isolation_level=None)
+    keeper.execute("BEGIN IMMEDIATE")
+    try:
+        for _ in range(4):  # 12:05 to 12:35
+            with pytest.raises(StorageFault, match="locked"):
+                asyncio.run(runner.once())
+            clock.advance(minutes=10)
+    finally:
+        keeper.execute("ROLLBACK")
+    assert told(engine) == []
+    asyncio.run(runner.once())  # 12:45
+    [mail] = told(engine)
+    assert mail["subject"].startswith("referee@example.org: fixed: the passes failed: ") and "locked" in mail["subject"]
+    assert "from 2026-11-21 12:05 UTC to 2026-11-21 12:45 UTC (40 minutes)" in mail["body"]
+    asyncio.run(runner.once())
+    assert len(told(engine)) == 1
+
+
+class Sender:
+    """Stands in for the SMTP sender: sends whatever is queued, fed or not."""
+
+    def __init__(self, engine: Engine):
+        self.engine, self.subjects = engine, []
+
+    async def drain(self, feed=None):
+        while True:
+            for mail in self.engine.store.outbox(MailState.QUEUED):
+                self.subjects.append(mail["subject"])
+                self.engine.store.mark_sent(mail["id"], iso(self.engine.clock()))
+            if feed is None or feed.closed:
+                return Drained()
+            feed.more.clear()
+            await feed.more.wait()
+
+
+def test_the_keepers_mail_leaves_in_the_pass_that_found_the_problem(config, clock, tmp_path, monkeypatch):
+    box = tmp_path / "Maildir"
+    engine, runner = maildir_runner(replace(config, keepers=KEEPERS), clock, box)
+    runner.sender = Sender(engine)
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=30))
+    asyncio.run(runner.once())
+    monkeypatch.setattr(engine.phases, "take_move", lambda *args: 1 / 0)
+    (box / "new" / f"{int(clock().timestamp())}.M1.test").write_bytes(reply(engine, ALICE, "bid 5"))
+    asyncio.run(runner.once())
+    assert runner.sender.subjects[-2:] == ["referee@example.org: 1 message(s) quarantined"] * 2
+    assert engine.store.outbox(MailState.QUEUED) == []

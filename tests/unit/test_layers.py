@@ -101,6 +101,7 @@ def test_the_engine_and_its_rooms_have_no_method_only_the_tests_call():
     from referee.engine.reports import Reports
     from referee.engine.seating import Seating
     from referee.engine.timers import Timers
+    from referee.engine.watch import Watch
 
     called: dict[tuple[Path | None, str], set[str]] = {}  # (file, receiver's name) -> attributes taken of it
     for path in PACKAGE.rglob("*.py"):
@@ -116,6 +117,7 @@ def test_the_engine_and_its_rooms_have_no_method_only_the_tests_call():
         (Reports, "reports"),
         (Seating, "seating"),
         (Timers, "timers"),
+        (Watch, "watch"),
     ):
         used = called.get((None, name), set()) | called.get((Path(inspect.getfile(room)), "self"), set())
         own = [key for key, value in vars(room).items() if callable(value) or isinstance(value, staticmethod)]
