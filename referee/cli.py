@@ -19,7 +19,7 @@ import asyncio
 import json
 import logging
 import os
-import shutil
+import secrets
 import signal
 import sys
 import tempfile
@@ -333,16 +333,42 @@ def _open(database: Path, command: str, clock: Clock) -> Store:
         raise
 
 
+KEY_FILE = "secret.key"  # what `referee init` makes beside the config, and sets secret_key_file to
+_KEY_LINE = f'# secret_key_file = "{KEY_FILE}"'  # the example config's line, commented
+
+
 def _init(args) -> int:
+    """The config, from config.example.toml, and the secret key beside it
+    (made unless there is one: a key already in use is never replaced)."""
     target = args.config or config_module.default_path()
     if target.exists() and not args.force:
         raise UsageError(f"{target} exists; use --force to overwrite it")
+    key = target.parent / KEY_FILE
     try:
-        shutil.copyfile(shipped("config.example.toml"), target)
+        made = _make_key(key)
+        example = shipped("config.example.toml").read_text(encoding="utf-8")
+        target.write_text(example.replace(_KEY_LINE, _KEY_LINE.removeprefix("# "), 1), encoding="utf-8")
     except OSError as error:
-        raise UsageError(f"cannot write {target}: {error.strerror}") from None
+        raise UsageError(f"cannot write {error.filename or target}: {error.strerror}") from None
     print(f"wrote {target}; edit the address and the defaults, then run `referee new`")
+    if made:
+        print(f"made {key}, the secret key that reply tokens are made with (mode 600): keep it, and keep it secret")
+    else:
+        print(f"kept {key}, the secret key already there")
     return 0
+
+
+def _make_key(path: Path) -> bool:
+    """A new secret key file, 32 random bytes in hex, readable by its owner
+    alone from the start; False if the file is there already."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        os.fchmod(fd, 0o600)  # whatever the umask took away
+        handle.write(secrets.token_hex(32) + "\n")
+    return True
 
 
 def _kinds() -> int:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import email
 import io
 import json
+import os
 import re
+import stat
 import sys
 from datetime import datetime, timedelta
 from email import policy
@@ -262,6 +264,27 @@ def test_init_writes_a_config_that_loads(tmp_path, run):
     assert status == 0
 
 
+def test_init_makes_the_secret_key_file_and_says_so(tmp_path, run):
+    target = tmp_path / "fresh" / "referee.toml"
+    target.parent.mkdir()
+    umask = os.umask(0o022)  # a usual umask, which leaves a new file readable by all
+    try:
+        status, out, err = run("init", config=target)
+    finally:
+        os.umask(umask)
+    assert status == 0, err
+    key = target.parent / "secret.key"
+    assert f"made {key}" in out and "mode 600" in out
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert re.fullmatch(r"[0-9a-f]{64}\n", key.read_text())
+    loaded = config_module.load(target)
+    assert loaded.secret_key == key.read_text().strip().encode()  # the config names it
+    before = key.read_text()
+    status, out, _ = run("init", "--force", config=target)
+    assert status == 0 and f"kept {key}" in out
+    assert key.read_text() == before  # a key in use is never replaced
+
+
 def _deadline_span(run, game: str, config: Path) -> timedelta:
     _, out, _ = run("status", game, "--json", config=config)
     data = json.loads(out)
@@ -387,7 +410,8 @@ def test_init_writes_where_referee_config_points(run, tmp_path, monkeypatch):
     assert status == 0, err
     from referee.resources import shipped
 
-    assert target.read_text() == shipped("config.example.toml").read_text()
+    example = shipped("config.example.toml").read_text()
+    assert target.read_text() == example.replace('# secret_key_file = "', 'secret_key_file = "', 1)
     assert config_module.load() == config_module.load(target)  # and the referee reads it
 
 
