@@ -130,7 +130,7 @@ def test_loopback_may_go_without_tls(write):
         assert load(write(text)).smtp.port == 25
 
 
-def test_the_example_config_loads_as_shipped_and_with_its_servers_uncommented(write, monkeypatch):
+def test_the_example_config_loads_as_shipped_and_with_its_servers_and_keepers_uncommented(write, monkeypatch):
     from referee.resources import shipped
 
     example = shipped("config.example.toml").read_text()
@@ -142,7 +142,7 @@ def test_the_example_config_loads_as_shipped_and_with_its_servers_uncommented(wr
         if line.startswith("# ["):
             section = line[3:].split("]")[0]
         setting = line.removeprefix("# ")
-        chosen = section in ("imap", "smtp") and re.match(r"^(\[|[a-z_]+ = )", setting)
+        chosen = section in ("imap", "smtp", "keepers") and re.match(r"^(\[|[a-z_]+ = )", setting)
         if chosen and not setting.startswith(("password_file", "password =")):
             line = setting
         lines.append(line)
@@ -150,6 +150,8 @@ def test_the_example_config_loads_as_shipped_and_with_its_servers_uncommented(wr
     assert config.imap.host == "imap.example.org" and config.imap.password == "i"
     assert config.imap.mailbox == "INBOX" and config.imap.port == 993
     assert config.smtp.security == "starttls" and config.smtp.password == "s"
+    assert config.keepers == ("keeper@example.org",) and not config.daily_summary
+    assert (config.longest_extension, config.most_pause) == (timedelta(days=7), timedelta(days=30))
 
 
 @pytest.mark.parametrize("name", [".done", "a/b", "", "x:y"])
