@@ -109,7 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: debug)")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    init = commands.add_parser("init", help="write a config file from config.example.toml")
+    init = commands.add_parser(
+        "init", help="write a config file from config.example.toml, and the secret key beside it (mode 600)"
+    )
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     commands.add_parser("kinds", help="list the games this referee runs: seats, options, rules and rulings")
 

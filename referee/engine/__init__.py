@@ -11,11 +11,11 @@ message goes in through ``ingest`` to the desk (referee.desk), which reads it
 and calls the rooms; the rooms never call the desk.
 
 Every entry point that writes runs in one store transaction (a new game, a
-message, a resignation with the outage guard before it, a restore's notices,
-the keepers' mail with the note of what they were told;
-a tick and the outage guard in one per game they change, and a tick in one
-more for its bookkeeping), so the record entries and the mail each causes
-are committed together or not at all.
+message, a resignation with the outage guard before it, a restore's
+notices, the keepers' mail with the note of what they were told; a tick
+and the outage guard in one per game they change, and a tick in one more
+for its bookkeeping), so the record entries and the mail each causes are
+committed together or not at all.
 """
 
 from __future__ import annotations
