@@ -33,6 +33,7 @@ from referee import config as config_module
 from referee import launch
 from referee.engine import Engine, EngineError
 from referee.engine.keeping import SHELL
+from referee.engine.reports import Reports
 from referee.interrupt import stop_signals_cut_reading_short
 from referee.mail.smtp import SmtpUnreachable
 from referee.mail.source import SourceError, WrongSettings
@@ -417,7 +418,7 @@ def _status(engine: Engine, args) -> int:
         if args.json:
             print(json.dumps({"health": engine.health(), "games": games}, indent=2))
             return 0
-        for line in _health_lines(engine.health()):
+        for line in Reports.health_lines(engine.health()):
             print(line)
         for game in games:
             phase = game["phase"]["label"] if game["phase"] else {GameState.OPEN: "sign-up"}.get(game["state"], "over")
@@ -460,35 +461,6 @@ def _status(engine: Engine, args) -> int:
     print()
     print(engine.history(args.game), end="")
     return 0
-
-
-def _health_lines(health: dict) -> list[str]:
-    problems, last_pass, fault, outbox = (health[k] for k in ("problems", "last_pass", "last_fault", "outbox"))
-    lines = [f"health: {'ok' if not problems else '; '.join(problems)}"]
-    lines.append(
-        f"last pass: {last_pass['at']} (received {last_pass['received']}, sent {last_pass['sent']})"
-        if last_pass
-        else "last pass: never"
-    )
-    lines.append(
-        f"last fault: {fault['at']}: {fault['error']}"
-        + (f" (kept in {fault['kept_in']}: games.db could not take it)" if "kept_in" in fault else "")
-        if fault
-        else "last fault: none"
-    )
-    lines.append(
-        f"outbox: {outbox['queued']} queued"
-        + (f" (oldest {outbox['oldest']}; last error: {outbox['last_error'] or 'none'})" if outbox["queued"] else "")
-        + f", {len(outbox['refused'])} refused for good"
-    )
-    lines += [f"  undelivered to {', '.join(m['to'])}: {m['subject']} ({m['error']})" for m in outbox["refused"]]
-    lines.append(f"quarantined: {len(health['quarantined'])} message(s)")
-    lines += [
-        f"  {m['handled_at']} from {m['sender']}: {m['subject']!r}: {m['outcome']}" for m in health["quarantined"][:5]
-    ]
-    lines.append(f"deadlines last enforced: {health['deadlines_enforced'] or 'never'}")
-    lines.append(f"database: {health['database']['path']}, {health['database']['bytes'] / 2**20:.1f} MB")
-    return lines
 
 
 def _ingest(engine: Engine, args) -> int:

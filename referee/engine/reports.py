@@ -229,6 +229,41 @@ class Reports:
             "database": {"path": str(store.path), "bytes": store.size()},
         }
 
+    @staticmethod
+    def health_lines(health: dict[str, Any]) -> list[str]:
+        """The health (``health``) as `referee status` and a keeper's STATUS by mail print it."""
+        problems, last_pass, fault, outbox = (health[k] for k in ("problems", "last_pass", "last_fault", "outbox"))
+        lines = [f"health: {'ok' if not problems else '; '.join(problems)}"]
+        lines.append(
+            f"last pass: {last_pass['at']} (received {last_pass['received']}, sent {last_pass['sent']})"
+            if last_pass
+            else "last pass: never"
+        )
+        lines.append(
+            f"last fault: {fault['at']}: {fault['error']}"
+            + (f" (kept in {fault['kept_in']}: games.db could not take it)" if "kept_in" in fault else "")
+            if fault
+            else "last fault: none"
+        )
+        lines.append(
+            f"outbox: {outbox['queued']} queued"
+            + (
+                f" (oldest {outbox['oldest']}; last error: {outbox['last_error'] or 'none'})"
+                if outbox["queued"]
+                else ""
+            )
+            + f", {len(outbox['refused'])} refused for good"
+        )
+        lines += [f"  undelivered to {', '.join(m['to'])}: {m['subject']} ({m['error']})" for m in outbox["refused"]]
+        lines.append(f"quarantined: {len(health['quarantined'])} message(s)")
+        lines += [
+            f"  {m['handled_at']} from {m['sender']}: {m['subject']!r}: {m['outcome']}"
+            for m in health["quarantined"][:5]
+        ]
+        lines.append(f"deadlines last enforced: {health['deadlines_enforced'] or 'never'}")
+        lines.append(f"database: {health['database']['path']}, {health['database']['bytes'] / 2**20:.1f} MB")
+        return lines
+
     def _bouncing(self, since: str) -> list[Problem]:
         """A problem for each address whose mail bounced since then, while it
         holds a seat a person plays in a running game: one key an address."""
