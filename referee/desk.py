@@ -11,7 +11,10 @@ A pipeline in Mailman's manner, each step one small method:
 4. the sender is identified by reply token and From (``referee.mail.tokens``);
    a seat's From without its token, or its token with another From, changes
    nothing, and the seat's real address is told, in a notice that repeats
-   no word of that mail and carries no reply token;
+   no word of that mail and carries no reply token; a keeper's (the config
+   names them) likewise, by their keeper token, except that a keeper's
+   commands from their From without it are answered, at that address only,
+   with their private keeper address to send them to;
 5. each line is one command (or one move), carried out in order; two
    different moves in one mail are ambiguous, and neither is made;
 6. one reply says, line by line, what was done, within the sender's budget
@@ -22,7 +25,9 @@ A pipeline in Mailman's manner, each step one small method:
 
 Game changes go through the engine's rooms (``referee.engine.rooms``), which
 the desk is handed; this module only reads and answers, and the rooms never
-call it.
+call it.  A keeper's commands (EXTEND, PAUSE, RESUME, CANCEL, REPLACE, SAY,
+NEW, and STATUS of every game) go to the rooms as the shell's do, in the
+keeper's name and within the caps in the config.
 
 Every command word has one entry in ``COMMANDS``, the command table at the
 end of this module (after aiosmtpd's table of commands with their help, and
@@ -36,15 +41,17 @@ answer are all the table's; the desk reaches a handler only through it.
 from __future__ import annotations
 
 import logging
+import shlex
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from referee.errors import Refusal, Why
+from referee.errors import EngineError, Refusal, Why
 from referee.limits import Budget, normalised
 from referee.mail.bounces import delivery_failures
 from referee.mail.classify import never_answer
@@ -53,16 +60,17 @@ from referee.mail.commands import (
     Command,
     Vocabulary,
     command_lines,
+    own_lines,
     without_tags,
 )
 from referee.mail.dkim import dkim_passed
 from referee.mail.origin import origin
 from referee.mail.parse import Incoming, one_line, parse, thread_ids
-from referee.mail.tokens import signup_token, tagged, token_address, tokens_named
+from referee.mail.tokens import keeper_token, signup_token, tagged, token_address, tokens_named
 from referee.resources import rule_texts, rules_page
 from referee.rules import GAMES, MoveError, kind_named
 from referee.store import MOVE_CODES, GameState, OutcomeCode
-from referee.timeutil import iso
+from referee.timeutil import iso, parse_duration, show_duration
 
 if TYPE_CHECKING:
     from referee.engine.rooms import Rooms
@@ -83,6 +91,7 @@ class Outcome:
     code: OutcomeCode
     detail: str
     game_id: int | None = None
+    keeper: bool = False  # a keeper's mail: it may have changed any game's deadlines, or made a game
 
     def __str__(self) -> str:
         return f"{self.code}: {self.detail}"
@@ -97,10 +106,11 @@ class Sender:
     seat: int | None = None
     signed: frozenset[str] = frozenset()  # kinds whose sign-up token (with this From) it named
     ended: int | None = None  # a finished game whose seat token it named
+    keeper: bool = False  # a keeper's token (with this From): ``address`` is the keeper's, as configured
 
     @property
     def authenticated(self) -> bool:
-        return self.game_id is not None or bool(self.signed)
+        return self.game_id is not None or bool(self.signed) or self.keeper
 
 
 @dataclass(frozen=True)
@@ -120,9 +130,12 @@ class Desk:
         self.store, self.config, self.key = rooms.store, rooms.config, rooms.key
         self.tables, self.post, self.phases = rooms.tables, rooms.post, rooms.phases
         self.seating, self.reports = rooms.seating, rooms.reports
+        self.keeping, self.clock = rooms.keeping, rooms.clock
         self.message = message
         self._line = 0  # the number of the line being carried out
         self._rules_mailed: dict[str, int] = {}  # kind -> the line whose answer holds its rules
+        self._quoted: list[str] = []  # the lines of the referee's mail the message answers (see _answered)
+        self._rest_read = False  # a line took the lines below it as its own (SAY's text): they are not read
 
     def handle(self) -> Outcome:
         message = self.message
@@ -136,7 +149,8 @@ class Desk:
         if notice is not None:
             return self._reply_to_notice(message, notice)
         # of an oversized mail, its subject
-        lines = command_lines(message, self._answered(message), self._answered_subject)
+        self._quoted = self._answered(message)
+        lines = command_lines(message, self._quoted, self._answered_subject)
         sender = self._identify(message, lines)
         if isinstance(sender, Outcome):
             return sender
@@ -212,8 +226,12 @@ class Desk:
 
     def _identify(self, message: Incoming, lines: list[str]) -> Sender | Outcome:
         """The sender, proven by a reply token and the From address; or, for a
-        mail that must not count, the Outcome after telling the seat's owner."""
+        mail that must not count, the Outcome after telling the seat's owner
+        (or the keeper's)."""
         tokens = tokens_named(message, self.config.address)
+        keeper = self._keeper(message, tokens)
+        if keeper is not None:
+            return keeper
         ended = None
         for token in tokens:
             seat = self.store.seat_by_token(token)
@@ -232,6 +250,8 @@ class Desk:
         signed = frozenset(k for k in GAMES if signup_token(self.key, k, message.sender) in tokens)
         if signed or ended is not None:
             return Sender(message.sender, signed=signed, ended=ended)
+        if message.sender in self.config.keepers and any(COMMANDS.for_keeper(line) for line in lines):
+            return self._keeper_address(message)
         needs_seat = any(COMMANDS.who(line) is not Who.ANYONE for line in lines)
         playing = self.store.games_of(message.sender)
         if needs_seat and playing:
@@ -241,13 +261,67 @@ class Desk:
             return self._forged(message, message.sender, table, "no token")
         return Sender(message.sender)
 
+    def _keeper(self, message: Incoming, tokens: list[str]) -> Sender | Outcome | None:
+        """A keeper, proven as a seat is: the keeper token of an address the
+        config names, and that From (and DKIM's pass, where configured); a
+        keeper token with another From, or without the pass, is forged, and
+        the keeper is told.  None when the mail names no keeper token."""
+        keepers = {keeper_token(self.key, address): address for address in self.config.keepers}
+        owner = next((keepers[token] for token in tokens if token in keepers), None)
+        if owner is None:
+            return None
+        problem = None
+        if message.sender != owner and not self.config.accept_token_alone:
+            problem = "token"
+        elif self.config.dkim_authserv_id and not dkim_passed(message, self.config.dkim_authserv_id):
+            problem = "dkim"
+        if problem is not None:
+            return self._forged(message, owner, None, problem, keeper=True)
+        return Sender(owner, keeper=True)
+
+    def _keeper_address(self, message: Incoming) -> Outcome:
+        """A keeper's commands from their From, but not to their keeper
+        address: nothing is done, and the keeper (the From, an address the
+        config names, so no stranger is mailed) is sent their private
+        keeper address, as a JOIN is sent its confirmation.  Whoever wrote
+        the mail, only the keeper reads the answer."""
+        address = message.sender
+        token = keeper_token(self.key, address)
+        context = {
+            "game": None,
+            "keeper": True,
+            "referee": self.config.address,
+            "received": message.received_at,
+            "tag": tagged("[keeper]", token),
+            "private": token_address(self.config.address, token),
+            "playing": bool(self.store.games_of(address)),
+        }
+        self.post.mail(
+            None,
+            address,
+            "keeper/address",
+            context,
+            reply_to=token_address(self.config.address, token),
+            answers=message.key,
+            budget="signup",  # a confirmation, as JOIN's: not a notice, whose replies are not read
+            origin=self._origin,
+        )
+        log.info("message %s has a keeper's commands without the keeper's token; %s was told", message.key, address)
+        return Outcome(
+            OutcomeCode.REFUSED,
+            f"a keeper's commands without the keeper's reply token; {address} was sent it",
+        )
+
     def _forged_token(self, message: Incoming, game_id: int, owner: str, problem: str) -> Outcome:
         """A seat's token with another From, or without DKIM's pass: ``owner`` holds the seat."""
         return self._forged(message, owner, self.tables.table(game_id), problem)
 
-    def _forged(self, message: Incoming, owner: str, table: Table | None, problem: str) -> Outcome:
-        """A mail that claims a seat without proving it: nothing changes, and
-        the seat's real address (never the message's Reply-To) is told.
+    def _forged(
+        self, message: Incoming, owner: str, table: Table | None, problem: str, keeper: bool = False
+    ) -> Outcome:
+        """A mail that claims a seat (or a keeper's place) without proving it:
+        nothing changes, and the seat's real address (the keeper's, as the
+        config names it; never the message's Reply-To) is told.
 
         The notice repeats no word the sender chose (not the subject, not a
         line), and carries no reply token: its Reply-To is the referee's plain
@@ -262,6 +336,7 @@ class Desk:
             "newest": self._newest_game_mail(owner, table),
             "referee": self.config.address,
             "no_moves_here": True,
+            "keeper": keeper,
         }
         # One such notice an hour is enough to warn, and a forger cannot use
         # them to flood the player or use up the player's own replies.
@@ -274,9 +349,15 @@ class Desk:
             budget="notice",
             origin=self._origin,
         )
-        log.warning("message %s claims %s's seat without proof (%s); nothing changed", message.key, owner, problem)
+        log.warning(
+            "message %s claims %s's %s without proof (%s); nothing changed",
+            message.key,
+            owner,
+            "keeper's place" if keeper else "seat",
+            problem,
+        )
         detail = {
-            "token": "a reply token used from another address",
+            "token": f"a {'keeper' if keeper else 'reply'} token used from another address",
             "dkim": "no passing DKIM signature of the sender's domain",
             "no token": "no valid reply token",
         }[problem]
@@ -347,7 +428,7 @@ class Desk:
 
     def _run_all(self, sender: Sender, lines: list[str]) -> list[Answer]:
         answers: list[Answer] = []
-        commands = [COMMANDS.read(line) for line in lines[:MAX_LINES]]
+        commands = [COMMANDS.read(line, keeper=sender.keeper) for line in lines[:MAX_LINES]]
         moves = self._moves_in(sender, commands)
         made: dict[str, int] = {}  # a move's text -> the line that made it
         for number, (line, command) in enumerate(zip(lines, commands), 1):
@@ -364,6 +445,8 @@ class Desk:
                 answers.append(self._run(sender, command))
                 if move is not None:
                     made[move] = number
+                if self._rest_read:  # the lines below were its own (SAY's text)
+                    return answers
             if (
                 sum(a.code == OutcomeCode.REFUSED for a in answers) >= _MAX_NOT_UNDERSTOOD
                 and max(moves, default=0) <= number
@@ -403,12 +486,28 @@ class Desk:
         return self._error(line, Refusal(Why.AMBIGUOUS, attempt=True, asked=asked))
 
     def _run(self, sender: Sender, command: Command) -> Answer:
-        """The line carried out: by its command's handler, else as a move."""
+        """The line carried out: by its command's handler, else as a move.
+        A keeper's command from anyone else is refused as such, unless it
+        reads as a move of the sender's game (the keeper's words are read
+        only for a keeper: see CommandTable.read)."""
         entry = COMMANDS.entry(command.word)
         try:
+            if (
+                entry is None
+                and (word := COMMANDS.keeper_word(command.line))
+                and not self._looks_like_move(sender, command)
+            ):
+                raise Refusal(Why.KEEPERS_ONLY, word=word, legal=True)  # a seat's moves listed, as for any line
             return self._do_move(sender, command) if entry is None else entry.handler(self, sender, command)
         except Refusal as refusal:
             return self._error(command.line, refusal, sender)
+
+    def _looks_like_move(self, sender: Sender, command: Command) -> bool:
+        """Whether a line looks like a move of the sender's game (whether or
+        not it is legal now)."""
+        if sender.game_id is None or sender.seat is None:
+            return False
+        return self.tables.table(sender.game_id).rules.looks_like_move(command.line)
 
     def _error(self, line: str, refusal: Refusal, sender: Sender | None = None) -> Answer:
         """An answer that quotes the line, says why (the refusal in the
@@ -467,6 +566,8 @@ class Desk:
         return Answer(command.line, "move", context, code)
 
     def _do_status(self, sender: Sender, command: Command) -> Answer:
+        if sender.keeper:
+            return self._keeper_status(command)
         table, seat = self._seat(sender, command)
         phase = table.open_phase
         context = self.post.context(table, seat)
@@ -492,7 +593,9 @@ class Desk:
         context = {
             "game": self.post.game_info(table) if table else None,
             "kinds": [{"kind": k, "title": g.title, "seats": g.seat_range} for k, g in GAMES.items()],
-            **COMMANDS.help(),
+            **COMMANDS.help(keeper=sender.keeper),
+            "longest_extension": show_duration(self.config.longest_extension),
+            "most_pause": show_duration(self.config.most_pause),
         }
         return Answer(command.line, "help", context, OutcomeCode.DONE)
 
@@ -607,6 +710,179 @@ class Desk:
         self.store.set_timezone(sender.address, zone)
         return Answer(command.line, "timezone", {"zone": zone}, OutcomeCode.DONE)
 
+    # -- the keeper's commands (Who.KEEPER) ---------------------------------------
+
+    def _keeper_status(self, command: Command) -> Answer:
+        """A keeper's STATUS: the games not over (each one's open phase, its
+        deadline, whom it waits for, a pause), the newest finished, and the
+        referee's health, as ``referee status`` shows them; STATUS <game>:
+        that game, its players and what the keepers did to it.  What any
+        player may know, and the addresses: never a hand, never a move
+        before its phase is resolved."""
+        words = _past_filler(command.argument.split())
+        if words:
+            game_id = _game_number(words[0])
+            if game_id is None or self.store.game(game_id) is None:
+                raise Refusal(Why.KEEPER_REFUSED, reason=f"there is no game {words[0]}")
+            return Answer(command.line, "keeper-status", {"one": self.reports.status(game_id)}, OutcomeCode.DONE)
+        finished = self.store.games(GameState.FINISHED)
+        context = {
+            "games": [self.reports.status(g["id"]) for g in self.store.games() if g["state"] != GameState.FINISHED],
+            "finished": [self.reports.status(g["id"]) for g in finished[-_FINISHED_SHOWN:]],
+            "more_finished": max(0, len(finished) - _FINISHED_SHOWN),
+            "health": self.reports.health_lines(self.reports.health()),
+        }
+        return Answer(command.line, "keeper-status", context, OutcomeCode.DONE)
+
+    def _keeper_game(self, command: Command) -> tuple[int, list[str]]:
+        """The game a keeper's command is about (its first word: 7, #7, or
+        "game 7") and the words after it."""
+        words = _past_filler(command.argument.split())
+        game_id = _game_number(words[0]) if words else None
+        if game_id is None:
+            raise self._usage(command, "name the game by its number (STATUS lists them)")
+        return game_id, words[1:]
+
+    def _usage(self, command: Command, problem: str | None = None) -> Refusal:
+        """A keeper's command not written as its entry shows."""
+        entry = COMMANDS.entry(command.word)
+        assert entry is not None  # (only a command's handler asks)
+        return Refusal(Why.KEEPER_USAGE, usage=entry.keeper_usage, example=entry.example, problem=problem)
+
+    def _keeper_does(self, sender: Sender, command: Command, act: Callable[[str], str]) -> Answer:
+        """One of the keeper's acts, in the keeper's name and within the
+        caps (no force by mail): all of it, or nothing of it and a refusal
+        that says why, in the engine's words."""
+        if not sender.keeper:  # (only a keeper's mail reads a keeper's word: see CommandTable.read)
+            raise Refusal(Why.KEEPERS_ONLY, word=command.word)
+        try:
+            with self.store.transaction():
+                done = act(sender.address)
+        except EngineError as error:
+            raise Refusal(Why.KEEPER_REFUSED, reason=str(error)) from None
+        return Answer(command.line, "keeper", {"done": done}, OutcomeCode.DONE)
+
+    def _do_extend(self, sender: Sender, command: Command) -> Answer:
+        game_id, words = self._keeper_game(command)
+        if not words:
+            raise self._usage(command, "say how much later")
+        length = self._duration(command, words[0])
+        why = " ".join(words[1:])
+        return self._keeper_does(sender, command, lambda who: self.keeping.extend(game_id, length, who, why))
+
+    def _do_pause(self, sender: Sender, command: Command) -> Answer:
+        """PAUSE 7, PAUSE 7 5d (or "for 5d"), PAUSE 7 until 2026-12-01T18:00:00Z; a reason after."""
+        game_id, words = self._keeper_game(command)
+        until = None
+        said = words[0].lower() if words else ""
+        if said in ("for", "until") and len(words) < 2:
+            raise self._usage(command, f"say {'how long' if said == 'for' else 'until when'}")
+        if said == "until":
+            try:
+                until = _utc_moment(words[1])
+            except ValueError:
+                raise self._usage(command, f"'{words[1]}' is no time such as 2026-12-01T18:00:00Z (UTC)") from None
+            words = words[2:]
+        elif said == "for" or (words and _is_duration(words[0])):
+            words = words[1:] if said == "for" else words
+            until = self.clock() + self._duration(command, words[0])
+            words = words[1:]
+        why = " ".join(words)
+        return self._keeper_does(sender, command, lambda who: self.keeping.pause(game_id, who, why, until=until))
+
+    def _do_resume(self, sender: Sender, command: Command) -> Answer:
+        game_id, words = self._keeper_game(command)
+        why = " ".join(words)
+        return self._keeper_does(sender, command, lambda who: self.keeping.resume(game_id, who, why))
+
+    def _do_cancel(self, sender: Sender, command: Command) -> Answer:
+        game_id, words = self._keeper_game(command)
+        if not words:
+            raise self._usage(command, "say why the game is cancelled: the players are told")
+        why = " ".join(words)
+        return self._keeper_does(sender, command, lambda who: self.keeping.cancel(game_id, who, why))
+
+    def _do_replace(self, sender: Sender, command: Command) -> Answer:
+        game_id, words = self._keeper_game(command)
+        seat, words = _seat_named(words)
+        if seat is None or not words:
+            raise self._usage(command, "name the seat and the newcomer's address")
+        address, why = words[0].strip("<>,;"), " ".join(words[1:])
+        return self._keeper_does(sender, command, lambda who: self.keeping.replace(game_id, seat, address, who, why))
+
+    def _do_say(self, sender: Sender, command: Command) -> Answer:
+        """SAY 7 <text>, SAY 7 to <seat> <text>; with no text on its line,
+        the lines below it are the text, up to END (and are not read as
+        commands).  The text as written: the line whole, however long."""
+        game_id, words = self._keeper_game(command)
+        seat = None
+        if words and words[0].lower() == "to":
+            seat, rest = _seat_named(words[1:])
+            if seat is None:
+                raise self._usage(command, "name the seat after 'to': its player's address or its number")
+            words = rest
+        lines = self._own_lines_whole()
+        line = lines[self._line - 1] if len(lines) >= self._line else command.line
+        # (the words read before the text: the command's, the game's, "to" and the seat's)
+        text = _after_words(line, 1 + len(command.argument.split()) - len(words)) if words else ""
+        if not text:
+            below = []
+            for later in lines[self._line :]:
+                if COMMANDS.stops(COMMANDS.read(later)):
+                    break
+                below.append(later)
+            text, self._rest_read = "\n".join(below), True
+        return self._keeper_does(sender, command, lambda who: self.keeping.say(game_id, text, who, seat))
+
+    def _do_new(self, sender: Sender, command: Command) -> Answer:
+        """NEW <kind> <address>... with bots=, deadline=, turn_deadline=,
+        decision_deadline=, settle=, name= and the game's options, each as
+        key=value, as ``referee new`` takes them."""
+        try:
+            words = shlex.split(command.argument)
+        except ValueError as error:
+            raise self._usage(command, str(error)) from None
+        if not words:
+            raise self._usage(command, "name the kind of game")
+        kind = kind_named(words[0]) or words[0].lower()
+        players = [word.strip("<>,;") for word in words[1:] if "=" not in word]
+        settings: dict[str, Any] = {}
+        options: dict[str, str] = {}
+        for word in words[1:]:
+            key, is_setting, value = word.partition("=")
+            key = key.strip().lower().replace("-", "_")
+            if not is_setting:
+                continue
+            if key in _NEW_DURATIONS:
+                settings[key] = self._duration(command, value)
+            elif key == "bots":
+                if not value.strip().isdigit():
+                    raise self._usage(command, f"bots={value} is no number of bots")
+                settings[key] = int(value)
+            elif key == "name":
+                settings[key] = value
+            else:
+                options[key] = value
+
+        def new(who: str) -> str:
+            game_id = self.seating.new_game(kind, players, options=options, **settings)
+            seats = len(self.store.seats(game_id))
+            log.info("game %d made by %s by mail", game_id, who)
+            return f"game {game_id}: {GAMES[kind].title}, {seats} seats, begun; its players were told"
+
+        return self._keeper_does(sender, command, new)
+
+    def _duration(self, command: Command, text: str) -> timedelta:
+        try:
+            return parse_duration(text)
+        except ValueError as error:
+            raise self._usage(command, str(error)) from None
+
+    def _own_lines_whole(self) -> list[str]:
+        """The lines the sender wrote, each whole (command_lines cuts a long
+        one), in the same order; none when the mail's subject was read instead."""
+        return own_lines(self.message.text, None, self._quoted)
+
     # -- 6. the answer ---------------------------------------------------------
 
     def _reply(self, message: Incoming, sender: Sender, answers: list[Answer]) -> None:
@@ -625,6 +901,7 @@ class Desk:
             "subject": self._subject(message, table, sender),
             "game": self.post.game_info(table) if table else None,
             "referee": self.config.address,
+            "keeper": sender.keeper,
         }
         budget: Budget = "player" if proven else "open"
         headers = {
@@ -634,6 +911,11 @@ class Desk:
         }
         if table is not None and sender.seat is not None:  # (a token proves both, or neither)
             self.post.send(table, sender.seat, "reply", context, budget=budget, origin=self._origin, **headers)
+        elif sender.keeper:  # to the keeper's address, carrying their keeper token
+            reply_to = token_address(self.config.address, keeper_token(self.key, sender.address))
+            self.post.mail(
+                None, sender.address, "reply", context, budget=budget, origin=self._origin, reply_to=reply_to, **headers
+            )
         else:
             self.post.mail(None, sender.address, "reply", context, budget=budget, origin=self._origin, **headers)
 
@@ -658,6 +940,7 @@ class Desk:
                 and not context["suggestion"]
                 and answer.line
                 and not COMMANDS.read(answer.line).word
+                and not COMMANDS.keeper_word(answer.line)
             ):
                 alone = self.post.composer.refusal(Refusal(Why.LEFT_ALONE))
                 answer = Answer(answer.line, "error", {**context, "legal": [], "reason": alone}, answer.code)
@@ -671,6 +954,8 @@ class Desk:
     def _subject(self, message: Incoming, table: Table | None, sender: Sender) -> str:
         """ "Re: " and their subject, with the seat's own tag (and token) in front."""
         said = (sender.authenticated and without_tags(message.subject)) or "your mail to the referee"
+        if sender.keeper:
+            return f"Re: {tagged('[keeper]', keeper_token(self.key, sender.address))} {said}"
         return f"Re: {table.tag(sender.seat)} {said}" if table else f"Re: {said}"
 
     def _outcome(self, sender: Sender, answers: list[Answer]) -> Outcome:
@@ -679,29 +964,80 @@ class Desk:
         # Line numbers, never the lines: this is printed and logged, and a line may be a sealed bid.
         summary = "; ".join(f"line {number}: {a.code}" for number, a in enumerate(answers, 1))
         code = moves[-1].code if moves else OutcomeCode.DONE if done else OutcomeCode.REFUSED
-        return Outcome(code, summary, sender.game_id)
+        return Outcome(code, summary, sender.game_id, keeper=sender.keeper and bool(done))
+
+
+_FINISHED_SHOWN = 5  # of the finished games, a keeper's STATUS shows the newest few
+_NEW_DURATIONS = ("deadline", "turn_deadline", "decision_deadline", "settle")  # NEW's settings that are durations
+_FILLER = ("of", "for", "game")  # "STATUS of game 7", "EXTEND game 7 2d"
+
+
+def _past_filler(words: list[str]) -> list[str]:
+    """The words, without a leading "of", "for" or "game"."""
+    while words and words[0].lower() in _FILLER and len(words) > 1:
+        words = words[1:]
+    return words
+
+
+def _game_number(word: str) -> int | None:
+    """A game's number as a keeper writes it: 7, #7 (or "7," or "7:")."""
+    number = word.strip().lstrip("#").rstrip(",.:;")
+    return int(number) if number.isdigit() and len(number) <= 9 else None
+
+
+def _utc_moment(text: str) -> datetime:
+    """A time as a keeper writes it: 2026-12-01T18:00:00Z, or with an offset; without one, UTC."""
+    moment = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _is_duration(word: str) -> bool:
+    try:
+        parse_duration(word)
+    except ValueError:
+        return False
+    return True
+
+
+def _seat_named(words: list[str]) -> tuple[str | None, list[str]]:
+    """A seat as a keeper names it (its player's address, its number, "seat
+    2" or "bot 2"), and the words after it."""
+    if not words:
+        return None, []
+    if words[0].lower() in ("bot", "seat") and len(words) > 1 and words[1].isdigit():
+        return f"{words[0]} {words[1]}", words[2:]
+    return words[0].strip("<>,;"), words[1:]
+
+
+def _after_words(line: str, count: int) -> str:
+    """The line after its first ``count`` words, as written."""
+    rest = line.strip()
+    for _ in range(count):
+        rest = rest.split(None, 1)[1] if len(rest.split(None, 1)) > 1 else ""
+    return rest.strip()
 
 
 def _command_word(line: str) -> str:
     """What a reply to unproven mail quotes of a line: its command word, if
-    it has one we know ("HELP"), and nothing of what the sender wrote."""
-    return COMMANDS.read(line).word.upper()
+    it has one we know ("HELP", "EXTEND"), and nothing of what the sender wrote."""
+    return (COMMANDS.read(line).word or COMMANDS.keeper_word(line)).upper()
 
 
 # -- the command table -----------------------------------------------------------
 
 
 class Who(Enum):
-    """Who may use a command.  (The keeper's commands by mail, when they come,
-    are a third kind.)"""
+    """Who may use a command."""
 
     ANYONE = "anyone"  # needs no reply token: a stranger may ask
     PLAYER = "player"  # a player's, in a reply that proves it (a seat's token; LEAVE's and TIMEZONE's, a sign-up's too)
+    KEEPER = "keeper"  # a keeper's (the config names them), in a reply that proves it (their keeper token)
 
 
 Handler = Callable[[Desk, Sender, Command], Answer]
 
 _HELP_WIDTH = 56  # characters of a command's line in HELP, beside its column of usages
+_KEEPER_HELP_WIDTH = 68  # characters of a keeper's command's line in HELP, under its usage
 
 
 @dataclass(frozen=True)
@@ -716,6 +1052,9 @@ class Entry:
     synonyms: tuple[str, ...] = ()  # other words for it, each read (and quoted back) as said
     alone: bool = False  # counts only said alone on its line, never in a sentence (it cannot be undone, or stops)
     stops: bool = False  # nothing below it in the mail is read
+    example: str = ""  # a keeper's command as written, for HELP and a refusal of one written otherwise
+    keeper_help: str = ""  # what it does for a keeper, where that differs (a keeper's STATUS), in HELP for keepers
+    keeper_argument: str = ""  # and its argument then
 
     @property
     def words(self) -> tuple[str, ...]:
@@ -727,9 +1066,26 @@ class Entry:
         usage = f"{self.word.upper()} {self.argument}".rstrip()
         return f"{usage} (or {' or '.join(s.upper() for s in self.synonyms)})" if self.synonyms else usage
 
+    @property
+    def for_keepers(self) -> bool:
+        """Whether HELP for keepers lists it: a keeper's command, or one that does more for a keeper."""
+        return self.who is Who.KEEPER or bool(self.keeper_help)
+
+    @property
+    def keeper_usage(self) -> str:
+        """How HELP for keepers shows it: "EXTEND <game> <duration> [<why>]", "STATUS [<game>]"."""
+        return self.usage if self.who is Who.KEEPER else f"{self.word.upper()} {self.keeper_argument}".rstrip()
+
 
 class CommandTable:
-    """The commands, each word once; built once, at import."""
+    """The commands, each word once; built once, at import.
+
+    A player's line is read against the vocabulary of every command but the
+    keeper's, as a player writes ("*Status*", "I resign"): the keeper's words
+    ("new", "say", "pause") are common words, and a player's sentence or
+    move must never read as one.  A keeper's line is read for the keeper's
+    words first, only as the keeper's commands are written: the word first,
+    alone ("EXTEND 7 2d"); then as anyone's."""
 
     def __init__(self, *entries: Entry):
         self.entries = entries
@@ -739,11 +1095,40 @@ class CommandTable:
                 if word in self._by_word:
                     raise ValueError(f"the command word {word!r} has two entries")
                 self._by_word[word] = entry
-        self.vocabulary = Vocabulary.of(self._by_word, (w for e in entries if e.alone for w in e.words))
+        everyones = [e for e in entries if e.who is not Who.KEEPER]
+        self.vocabulary = Vocabulary.of(
+            (w for e in everyones for w in e.words), (w for e in everyones if e.alone for w in e.words)
+        )
+        self.keeper_words = frozenset(w for e in entries if e.who is Who.KEEPER for w in e.words)
 
-    def read(self, line: str) -> Command:
-        """The line read as a command (its word "" when it names none)."""
+    def read(self, line: str, keeper: bool = False) -> Command:
+        """The line read as a command (its word "" when it names none); for
+        a keeper (``keeper``), a keeper's command too."""
+        if keeper and line.split():
+            first, *rest = line.split(None, 1)
+            word = first.lower().rstrip(":")
+            if word in self.keeper_words:
+                return Command(word, rest[0].strip() if rest else "", line.strip())
         return Command.read(line, self.vocabulary)
+
+    def keeper_word(self, line: str) -> str:
+        """The keeper's command a line names, as a keeper writes it (its
+        word first, then a game's number, "EXTEND 7 ..."; NEW's a kind of
+        game), from anyone: what is refused as a keeper's to a non-keeper.
+        "" for any other line ("New to this: how do I join?")."""
+        words = line.split()
+        word = words[0].lower().rstrip(":") if words else ""
+        if word not in self.keeper_words:
+            return ""
+        rest = _past_filler(words[1:])
+        named = bool(rest) and (kind_named(rest[0]) is not None if word == "new" else _game_number(rest[0]) is not None)
+        return word if named else ""
+
+    def for_keeper(self, line: str) -> bool:
+        """Whether a line, read for a keeper, is one of the keeper's commands
+        (a keeper's STATUS too)."""
+        entry = self.entry(self.read(line, keeper=True).word)
+        return entry is not None and entry.for_keepers
 
     def entry(self, word: str) -> Entry | None:
         """The command a word (or synonym) names; None for "" (a move, perhaps)."""
@@ -759,16 +1144,27 @@ class CommandTable:
         entry = self.entry(command.word)
         return entry is not None and entry.stops
 
-    def help(self) -> dict[str, Any]:
+    def help(self, keeper: bool = False) -> dict[str, Any]:
         """What the HELP answer lists (``templates/mail/answers/help.txt.j2``):
         each command's usage and its line wrapped, and the words that count
-        only said alone."""
+        only said alone; for a keeper (``keeper``), the keeper's commands too
+        (for anyone else, none of them)."""
+        everyones = [e for e in self.entries if e.who is not Who.KEEPER]
         return {
             "commands": [
                 {"usage": e.usage, "lines": textwrap.wrap(e.help, _HELP_WIDTH, break_on_hyphens=False)}
-                for e in self.entries
+                for e in everyones
             ],
-            "alone": [w.upper() for e in self.entries if e.alone for w in e.words],
+            "alone": [w.upper() for e in everyones if e.alone for w in e.words],
+            "keeper_commands": [
+                {
+                    "usage": e.keeper_usage,
+                    "lines": textwrap.wrap(e.keeper_help or e.help, _KEEPER_HELP_WIDTH, break_on_hyphens=False),
+                    "example": e.example,
+                }
+                for e in self.entries
+                if keeper and e.for_keepers
+            ],
         }
 
 
@@ -778,6 +1174,10 @@ COMMANDS = CommandTable(
         Who.PLAYER,
         Desk._do_status,
         "your private view: hand, scores, the round, its deadline, and who has moved (never what)",
+        keeper_help="every game not over (its open phase, deadline, whom it waits for, a pause) and the newest "
+        "finished, then the referee's health: the last pass, the outbox, quarantined mail; STATUS 7: game 7's "
+        "players, the keepers' acts and mail that failed. Never a hand, nor a move before its phase is resolved",
+        keeper_argument="[<game>]",
     ),
     Entry("hand", Who.PLAYER, Desk._do_hand, "just your hand"),
     Entry(
@@ -815,5 +1215,68 @@ COMMANDS = CommandTable(
         synonyms=("quit",),
         alone=True,
         stops=True,
+    ),
+    # The keeper's (docs/operations.md, "The keeper by mail"): read only in a keeper's mail, word first.
+    Entry(
+        "extend",
+        Who.KEEPER,
+        Desk._do_extend,
+        "move the deadline of a game's open phase later (by longest_extension at most); the players are "
+        "told, with your reason",
+        argument="<game> <duration> [<why>]",
+        example="EXTEND 7 2d Bob is at a wedding",
+    ),
+    Entry(
+        "pause",
+        Who.KEEPER,
+        Desk._do_pause,
+        "stop a game's clock: no deadline, reminder or random move until RESUME, or for the time given "
+        "(5d, or until 2026-12-01T18:00:00Z); a game's pauses add up to most_pause at most, and one without "
+        "a time ends there by itself",
+        argument="<game> [<duration>] [<why>]",
+        example="PAUSE 7 5d the holidays",
+    ),
+    Entry(
+        "resume",
+        Who.KEEPER,
+        Desk._do_resume,
+        "start a paused game's clock again: its deadline moves by the pause",
+        argument="<game> [<why>]",
+        example="RESUME 7",
+    ),
+    Entry(
+        "cancel",
+        Who.KEEPER,
+        Desk._do_cancel,
+        "end a game without a winner, saying why; its seed is published, so every phase played can still be checked",
+        argument="<game> <why>",
+        example="CANCEL 7 the club closed",
+    ),
+    Entry(
+        "replace",
+        Who.KEEPER,
+        Desk._do_replace,
+        "a newcomer takes over a seat (named by its player's address, its number, or bot 2): the seat's "
+        "reply address, hand and a fresh deadline if it owes a move; the old address is told",
+        argument="<game> <old> <new> [<why>]",
+        example="REPLACE 7 bob@example.org dave@example.org Bob moved away",
+    ),
+    Entry(
+        "say",
+        Who.KEEPER,
+        Desk._do_say,
+        "your words to every player of a game, or to one seat (to 2, to bob@example.org), on its record; "
+        "with SAY 7 alone on its line, the lines below it are the words, up to END",
+        argument="<game> [to <seat>] <text>",
+        example="SAY 7 to 2 Please move before Friday",
+    ),
+    Entry(
+        "new",
+        Who.KEEPER,
+        Desk._do_new,
+        "start a game, as referee new does: the players' addresses in seating order, then any of bots=N, "
+        "deadline=, turn_deadline=, decision_deadline=, settle=, name= and the game's options, as key=value",
+        argument="<kind> <address>... [<key>=<value>...]",
+        example="NEW priority alice@example.org bob@example.org bots=1 deadline=2d turn_limit=2",
     ),
 )

@@ -46,6 +46,10 @@ class Why(Enum):
     LEAVE_NOT_SIGNED = "leave_not_signed"
     TIMEZONE_UNPROVEN = "timezone_unproven"
     UNKNOWN_ZONE = "unknown_zone"  # zone: as the player wrote it
+    # The keeper's commands by mail.
+    KEEPERS_ONLY = "keepers_only"  # word: a keeper's command, sent by someone not proven a keeper
+    KEEPER_USAGE = "keeper_usage"  # usage, example; problem: what was wrong, if known
+    KEEPER_REFUSED = "keeper_refused"  # reason: the engine's (EngineError's) sentence
 
 
 class Refusal(Exception):

@@ -363,7 +363,9 @@ class Runner:
             outcome = self.engine.ingest(message.raw, received_at=message.received_at)
             if outcome.code == OutcomeCode.FAILED:
                 failed.add(message.ref)
-            if outcome.game_id is not None:  # a message changes its own game's moments only
+            if outcome.keeper:  # a keeper's commands may move any game's moments, or make a game
+                due = min(self.engine.next_due(), default=None)
+            elif outcome.game_id is not None:  # a player's message changes its own game's moments only
                 due = min((*self.engine.next_due(outcome.game_id), *([due] if due else [])), default=None)
             if feed:
                 feed.added()

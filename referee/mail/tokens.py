@@ -5,7 +5,8 @@ provider) sees the mail the referee sent them.  So every mail to a seat
 carries a token in its Reply-To (``referee+TOKEN@example.org``) and in its
 subject tag (``[pure-skill-7 TOKEN]``): a reply names the token, and the
 referee takes a move only from a message that names the seat's token and
-comes from the seat's address.
+comes from the seat's address.  A keeper named in the config has a token
+of their own (``[keeper TOKEN]``), for the keeper's commands by mail.
 
 A token is an HMAC of what it stands for under the referee's secret key:
 16 lowercase base32 characters, 80 bits, so it cannot be guessed, and it
@@ -49,6 +50,12 @@ def signup_token(key: bytes, kind: str, address: str) -> str:
     """What a sign-up confirmation carries: it proves ``address`` reads its
     mail, before it may JOIN or LEAVE a game of ``kind``."""
     return make_token(key, "signup", kind, address.lower())
+
+
+def keeper_token(key: bytes, address: str) -> str:
+    """What the referee's mail to a keeper carries (their private keeper
+    address): with their From, it proves a keeper's command by mail."""
+    return make_token(key, "keeper", address.lower())
 
 
 def token_address(own_address: str, token: str) -> str:

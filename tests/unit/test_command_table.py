@@ -29,7 +29,10 @@ EXAMPLES = {"join": "JOIN pure-skill", "timezone": "TIMEZONE Europe/Berlin", "ru
 
 
 def example(entry: Entry) -> str:
-    return EXAMPLES.get(entry.word, entry.word.upper())
+    return entry.example or EXAMPLES.get(entry.word, entry.word.upper())
+
+
+EVERYONES = [entry for entry in COMMANDS.entries if entry.who is not Who.KEEPER]  # what a player's line is read for
 
 
 def last_body(engine: Engine, to: str) -> str:
@@ -71,17 +74,17 @@ def game(engine: Engine) -> int:
 @pytest.mark.parametrize("in_game", [False, True])
 def test_help_lists_every_command_word_of_the_table_and_no_other(engine, clock, game, in_game):
     text = help_answer(engine, clock, ALICE if in_game else STRANGER, in_game)
-    words = [word for entry in COMMANDS.entries for word in entry.words]
+    words = [word for entry in EVERYONES for word in entry.words]
     move = "bid"  # the move's row (a game's own words), the one row that is not a command
-    assert listed(text) == [move, *words]  # in the table's order, each once
-    for entry in COMMANDS.entries:
+    assert listed(text) == [move, *words]  # in the table's order, each once; a keeper's, never
+    for entry in EVERYONES:
         assert f"  {entry.usage} " in text
         assert " ".join(entry.help.split()) in " ".join(text.split())  # its line, whole (wrapped)
 
 
 def test_help_says_which_words_count_only_said_alone_as_the_table_does(engine, clock):
     text = " ".join(help_answer(engine, clock).split())
-    alone = [word.upper() for entry in COMMANDS.entries if entry.alone for word in entry.words]
+    alone = [word.upper() for entry in EVERYONES if entry.alone for word in entry.words]
     assert f"{', '.join(alone[:-1])} and {alone[-1]} count only on a line of their own" in text
 
 
@@ -95,9 +98,13 @@ def test_every_entry_has_its_words_a_handler_and_a_help_line():
         assert entry.help.strip() and "\n" not in entry.help
         assert inspect.isfunction(entry.handler) and getattr(Desk, entry.handler.__name__) is entry.handler
         assert not entry.stops or entry.alone, f"{entry.word} stops the reading, so counts only said alone"
+        assert (entry.who is Who.KEEPER) == bool(entry.example), f"{entry.word}: a keeper's shows an example"
+        assert entry.who is not Who.KEEPER or not (entry.alone or entry.synonyms or entry.keeper_help)
         for word in entry.words:
             assert COMMANDS.entry(word) is entry
-    assert COMMANDS.vocabulary.words.keys() == seen
+    keepers = {w for e in COMMANDS.entries if e.who is Who.KEEPER for w in e.words}
+    assert COMMANDS.vocabulary.words.keys() == seen - keepers  # a player's line is never read for a keeper's word
+    assert COMMANDS.keeper_words == keepers
     assert COMMANDS.vocabulary.alone == {w for e in COMMANDS.entries if e.alone for w in e.words}
 
 
@@ -190,7 +197,7 @@ def test_a_word_said_alone_counts_only_on_a_line_of_its_own(word):
     assert COMMANDS.read(f"{word}?").word == ""
 
 
-@pytest.mark.parametrize("word", [w for e in COMMANDS.entries if not e.alone for w in e.words])
+@pytest.mark.parametrize("word", [w for e in EVERYONES if not e.alone for w in e.words])
 def test_a_word_not_said_alone_counts_in_a_line_too(word):
     assert COMMANDS.read(f"{word.upper()} please").word == word
 

@@ -147,6 +147,18 @@ EXAMPLES = {
             "Area/City name such as Europe/Berlin or America/New_York, or UTC."
         ),
     ),
+    Why.KEEPERS_ONLY: (
+        {"word": "extend"},
+        (
+            "EXTEND is a keeper's command: only the keepers this referee names may use it, in a reply to "
+            "the referee's mail to them as keeper."
+        ),
+    ),
+    Why.KEEPER_USAGE: (
+        {"usage": "CANCEL <game> <why>", "example": "CANCEL 7 the club closed", "problem": "say why."},
+        "Say why. Write it as CANCEL <game> <why>, for example: CANCEL 7 the club closed",
+    ),
+    Why.KEEPER_REFUSED: ({"reason": "game 7 is paused already"}, "Game 7 is paused already."),
 }
 
 
