@@ -201,6 +201,10 @@ def test_replace_by_mail_in_a_turn_based_game_and_the_newcomer_plays_on(turns, c
     assert turns.table(1).seat_of("dora@example.net") == 1
     turns.resign(1, CAROL)
     assert order(turns, clock, "REPLACE 1 bot 3 erin@example.net").code == "done"
+    order(turns, clock, "STATUS 1")
+    acts = last_answer(turns).split("The keepers' acts:\n")[1]
+    assert f", {KEEPER}: replace, seat 2 to dora@example.net from bob@example.org (Bob moved abroad)\n" in acts
+    assert f", {KEEPER}: replace, seat 3 to erin@example.net from carol@example.org\n" in acts
     play_out(turns, clock)
     verified(turns)
 
@@ -223,6 +227,8 @@ def test_say_by_mail_to_everyone_one_seat_and_in_lines_below_up_to_end(pure, clo
     assert order(pure, clock, "SAY 1 to 2 Bob, your move please").code == "done"
     assert [m["to"] for m in box.new()] == [BOB, KEEPER]
     assert [i["detail"]["seat"] for i in pure.store.interventions(1)] == [None, 2, 1]
+    order(pure, clock, "STATUS 1")
+    assert re.findall(r": say to (.*)$", last_answer(pure), re.M) == ["everyone", "seat 3", "seat 2"]
 
 
 def test_new_by_mail_makes_a_game_that_plays_to_a_verified_end(engine, clock):
@@ -365,14 +371,16 @@ def test_the_keepers_words_do_not_change_how_a_players_lines_read(pure, clock):
 
 
 def test_a_pass_that_reads_a_keepers_resume_does_what_falls_due_after_it_before_the_next_mail(config, clock, maildir):
-    """Game 1 was paused a minute before its deadline.  One pass reads the
-    keeper's RESUME (the deadline now a minute after it) and, received after
-    that, Carol's bid: the runner does what fell due in between first (round
-    1 resolved at random at its new deadline, round 2 opened), so her bid
-    counts in round 2, as it would have read apart."""
+    """Game 1 was paused a minute before its deadline, Carol's bid in.  One
+    pass reads the keeper's RESUME (the deadline now a minute after it) and,
+    received after that, Carol's next bid: the runner does what fell due in
+    between first (round 1 resolved, Alice's and Bob's bids at random, at
+    its new deadline; round 2 opened), so her bid counts in round 2, as it
+    would have read apart."""
     engine, runner = make_runner(config, clock, maildir)
     engine.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=1))
     asyncio.run(runner.once())
+    assert send(engine, clock, CAROL, "bid 7").code == "move"
     clock.advance(minutes=59)
     engine.pause(1, SHELL)
     resumed, bid = clock() + timedelta(hours=1), clock() + timedelta(hours=1, minutes=2)
@@ -380,4 +388,9 @@ def test_a_pass_that_reads_a_keepers_resume_does_what_falls_due_after_it_before_
     deliver(maildir, reply(engine, CAROL, "bid 5", received=bid), bid)
     clock.advance(hours=1, minutes=3)
     asyncio.run(runner.once())
-    assert [(m["phase"], m["source"]) for m in engine.store.moves(1) if m["seat"] == 2] == [(1, "random"), (2, "mail")]
+    assert [(m["phase"], m["seat"], m["source"]) for m in engine.store.moves(1)] == [
+        (1, 2, "mail"),
+        (1, 0, "random"),
+        (1, 1, "random"),
+        (2, 2, "mail"),
+    ]
