@@ -3,8 +3,10 @@ deadlines, send the outbox.
 
 ``once`` is cron mode (``referee run --once``); ``serve`` is the daemon
 (``referee serve``): it waits on IMAP IDLE (or polls), wakes for the next
-deadline, settle window, reminder or mail retry, and stops on SIGTERM or
-SIGINT at once, mid-pass if need be (``until_stopped``).  Both hold a lock
+deadline, settle window, reminder or mail retry, and for any change another
+process commits to games.db (a keeper's ``referee new``, ``resign`` or
+``ingest``: SQLite's data_version, looked at every WAKE_POLL seconds), and
+stops on SIGTERM or SIGINT at once, mid-pass if need be (``until_stopped``).  Both hold a lock
 on the database, so two runs never handle the same mail at once, and both
 are safe to kill at any moment: a message is filed away on the server only
 after its effects are committed.
@@ -57,6 +59,7 @@ HEARTBEAT = timedelta(minutes=20)  # the daemon ticks at least this often (outag
 MAILDIR_POLL = 5.0  # seconds between looks at a Maildir, which cannot push
 LONGEST_BACKOFF = 60.0  # the daemon tries a failed server (or disk) again at least once a minute
 LOCK_POLL = 1.0  # seconds between the waiting daemon's looks at the run lock
+WAKE_POLL = 0.5  # seconds between the waiting daemon's looks for a commit by another process
 
 T = TypeVar("T")
 Fault = SourceError | SmtpUnreachable | StorageFault | OSError  # what stops a pass (see the module's doc)
@@ -187,6 +190,7 @@ class Runner:
         self._looked = engine.clock.real()  # when the last pass looked at the inbox
         self.caught_up: list[str] = []  # what the last pass did between its mails
         self.poll_interval = MAILDIR_POLL  # for sources that cannot push
+        self._version: int | None = None  # games.db's data_version as the last pass began
         on_disk = str(engine.store.path) != ":memory:"
         self.aside = FaultAside(engine.store.path) if on_disk else None  # faults games.db could not take
         if self.aside:
@@ -274,6 +278,9 @@ class Runner:
             store.set_meta("last_fault", json.dumps(note))
 
     async def _pass(self) -> Report:
+        # What another process commits from now on wakes the daemon's next
+        # wait (_changed_elsewhere); this pass sees what came before.
+        self._version = self.engine.store.data_version()
         if self.source:
             await self.handle_again()
         report = Report(done=self.engine.guard_outage())
@@ -469,8 +476,9 @@ class Runner:
         return max(0.0, (min(moments) - now).total_seconds())
 
     async def _wait(self, seconds: float, stop: asyncio.Event) -> None:
-        """Until mail may have come, ``seconds`` pass, or ``stop`` is set."""
-        if seconds <= 0 or stop.is_set():
+        """Until mail may have come, ``seconds`` pass, another process
+        commits to games.db, or ``stop`` is set."""
+        if seconds <= 0 or stop.is_set() or self._changed_elsewhere():
             return
         waiting: asyncio.Future[bool | None]  # (IMAP's wait says whether mail may have come)
         if isinstance(self.source, ImapSource):
@@ -478,10 +486,11 @@ class Runner:
         else:
             waiting = asyncio.ensure_future(asyncio.sleep(min(seconds, self.poll_interval)))
         stopping = asyncio.ensure_future(stop.wait())
+        woken = asyncio.ensure_future(self._until_changed_elsewhere())
         try:
-            await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({waiting, stopping, woken}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (waiting, stopping):
+            for task in (waiting, stopping, woken):
                 task.cancel()
                 with suppress(asyncio.CancelledError, SourceError):
                     await task
@@ -489,6 +498,23 @@ class Runner:
             # IDLE itself failed: wait as a poller would, not pass after pass.
             log.warning("%s; polling instead", waiting.exception())
             await _sleep(min(seconds, self.poll_interval), stop)
+
+    def _changed_elsewhere(self) -> bool:
+        """Whether another process has committed to games.db since the last
+        pass began: a keeper's command that queued mail or changed a game
+        (`referee new`, `resign`, `ingest`, or any command to come), which
+        the daemon then acts on at once, not at its next deadline."""
+        try:
+            return self.engine.store.data_version() != self._version
+        except StorageFault:
+            return True  # the next pass meets the fault, and says so
+
+    async def _until_changed_elsewhere(self) -> None:
+        """Return once another process has committed to games.db, looking
+        every WAKE_POLL seconds (a look costs microseconds: no CPU to speak of)."""
+        while not self._changed_elsewhere():
+            await asyncio.sleep(WAKE_POLL)
+        log.info("games.db changed outside the daemon (a keeper's command): a pass now")
 
 
 def _second_before(moment: datetime) -> datetime:

@@ -575,9 +575,15 @@ class Store:
     def record_stamp(self, game_id: int) -> tuple[int, int, int]:
         """A value that changes whenever game ``game_id``'s record may have:
         a write to it by this connection, a rollback here, or a commit by
-        another process (the keeper's command, say: SQLite's data_version)."""
-        other = self._value("PRAGMA data_version")
-        return (self._rollbacks, other, self._record_writes.get(game_id, 0))
+        another process (the keeper's command, say: data_version)."""
+        return (self._rollbacks, self.data_version(), self._record_writes.get(game_id, 0))
+
+    def data_version(self) -> int:
+        """SQLite's ``PRAGMA data_version``: it changes whenever another
+        connection (another process: a keeper's command) commits to
+        games.db, never for this connection's own commits.  Cheap: in WAL
+        mode a look at the WAL index in shared memory, no read of the file."""
+        return self._value("PRAGMA data_version")
 
     def _rows(
         self,

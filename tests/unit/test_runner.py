@@ -91,6 +91,42 @@ def test_the_daemon_stops_when_told(config, clock, maildir):
     asyncio.run(serve_then_stop())
 
 
+def test_a_commit_by_another_process_wakes_the_waiting_daemon(config, clock, maildir, monkeypatch):
+    """A keeper's `referee new` (another connection to games.db) ends the
+    daemon's wait at its next look, not at the heartbeat; the daemon's own
+    writes do not wake it."""
+    monkeypatch.setattr("referee.runner.WAKE_POLL", 0.01)
+    engine, runner = make_runner(config, clock, maildir)
+    runner.poll_interval = 3600  # only the wake can end a wait before the test's own timeout
+    passes: list[int] = []
+    pass_done = asyncio.Event()
+    once = runner.once
+
+    async def counted_once():
+        report = await once()
+        passes.append(len(engine.store.games()))
+        pass_done.set()
+        return report
+
+    runner.once = counted_once  # type: ignore[method-assign]
+
+    async def serve_then_keeper_command():
+        stop = asyncio.Event()
+        serving = asyncio.ensure_future(runner.serve(stop))
+        await asyncio.wait_for(pass_done.wait(), 5)
+        await asyncio.sleep(0.05)  # several looks: the daemon's own pass did not wake it
+        assert passes == [0]
+        pass_done.clear()
+        keeper = Engine(Store(config.database), config, clock)  # the keeper's command, its own connection
+        keeper.new_game("pure-skill", PLAYERS)
+        await asyncio.wait_for(pass_done.wait(), 5)
+        stop.set()
+        await asyncio.wait_for(serving, 5)
+
+    asyncio.run(serve_then_keeper_command())
+    assert passes == [0, 1]
+
+
 def test_each_pass_updates_the_site_when_there_is_a_site_dir(config, clock, maildir, tmp_path):
     site = tmp_path / "site"
     engine, runner = make_runner(config, clock, maildir, site_dir=site)
