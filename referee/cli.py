@@ -293,6 +293,8 @@ def _main(argv: list[str] | None, clock: Clock) -> int:
         if args.command == "kinds":
             return _kinds()
         config = config_module.load(args.config)
+        if args.command in _CONNECTING:
+            config = config.connecting()  # the passwords, read before anything is opened
         database = config.database
         if args.command in ("backup", "restore"):
             return (_backup if args.command == "backup" else _restore)(config, args)
@@ -323,6 +325,7 @@ def _main(argv: list[str] | None, clock: Clock) -> int:
 
 # commands that may change a game's pages
 _CHANGING = {"new", "ingest", "tick", "resign", "extend", "pause", "resume", "cancel", "replace", "say"}
+_CONNECTING = {"run", "serve"}  # commands that connect to a mail server: only they read its password
 
 
 def _open(database: Path, command: str, clock: Clock) -> Store:
@@ -418,7 +421,7 @@ def _status(engine: Engine, args) -> int:
         if args.json:
             print(json.dumps({"health": engine.health(), "games": games}, indent=2))
             return 0
-        for line in Reports.health_lines(engine.health()):
+        for line in Reports.health_lines(engine.health(), bool(engine.config.imap or engine.config.smtp)):
             print(line)
         for game in games:
             phase = game["phase"]["label"] if game["phase"] else {GameState.OPEN: "sign-up"}.get(game["state"], "over")

@@ -2,6 +2,10 @@
 
 Everything is checked when the file is loaded, before any connection is
 tried; a problem is reported with the file, the line and the setting's name.
+The mail servers' passwords kept outside the file (password_env,
+password_file) are read only by a command that connects (``run``, ``serve``:
+Config.connecting), so the others never need them; an error then names the
+file and line all the same.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ import ipaddress
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -90,6 +94,25 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True)
+class Secret:
+    """Where a server's password is kept outside the config (password_env,
+    password_file), to be read when the referee connects."""
+
+    setting: str  # "imap.password_env"
+    source: str  # the environment variable's name, or the file's path
+    place: str  # where the config sets it ("referee.toml:7"), for the error
+
+    def read(self) -> str:
+        """The password; ConfigError, naming the file and line, if it cannot be read."""
+        if self.setting.endswith("_env"):
+            value = os.environ.get(self.source)
+            if value is None:
+                raise ConfigError(f"{self.place}: {self.setting}: ${self.source} is not set")
+            return value
+        return read_secret_file(Path(self.source), self.setting, self.place)
+
+
+@dataclass(frozen=True)
 class Server:
     """How to reach an IMAP or SMTP server."""
 
@@ -98,6 +121,7 @@ class Server:
     security: str  # tls, starttls, or none (loopback only)
     username: str | None = None
     password: str | None = None
+    secret: Secret | None = None  # the password, not read yet (Config.connecting reads it)
     mailbox: str = "INBOX"  # IMAP only: where players' mail arrives
     processed: str = "processed"  # IMAP only: where handled mail is filed
     quarantine: str = "quarantine"  # IMAP only: where unhandled mail is filed
@@ -163,6 +187,25 @@ class Config:
     def trusted_authserv_id(self) -> str | None:
         """The server whose Authentication-Results the referee believes, if any."""
         return self.dkim_authserv_id or self.authserv_id
+
+    def connecting(self) -> Config:
+        """This config with the mail servers' passwords read (password_env,
+        password_file), for a command that connects: ConfigError, naming
+        the file and line of the setting, if one cannot be read."""
+        return replace(self, imap=_password_read(self.imap), smtp=_password_read(self.smtp))
+
+    def unread_passwords(self) -> list[str]:
+        """Each mail server's password that could not be read now, and why
+        (``imap.password_env: $REFEREE_IMAP_PASSWORD is not set``): what a
+        command that connects to no server leaves for run and serve."""
+        problems = []
+        for server in (self.imap, self.smtp):
+            if server is not None and server.secret is not None:
+                try:
+                    server.secret.read()
+                except ConfigError as error:
+                    problems.append(str(error).removeprefix(f"{server.secret.place}: "))
+        return problems
 
 
 def default_path() -> Path:
@@ -295,58 +338,43 @@ class _Reader:
                 f'{kind}.security = "none" sends passwords in the clear: only allowed '
                 f"for a server on this machine (127.0.0.1, ::1, localhost)",
             )
-        password = self.password(kind, settings)
-        if kind == "imap" and (not settings.get("username") or password is None):
+        given = [k for k in ("password", "password_file", "password_env") if k in settings]
+        if len(given) > 1:
+            raise self.error(kind, given[1], f"{kind}: give only one of {', '.join(given)}")
+        if kind == "imap" and (not settings.get("username") or not given):
             raise self.error(
                 kind, None, "[imap] needs a username and a password (password, password_file or password_env)"
             )
+        key = given[0] if given else None
         return Server(
             host=settings["host"],
             port=settings.get("port", _DEFAULT_PORTS[kind][security]),
             security=security,
             username=settings.get("username"),
-            password=password,
+            password=settings.get("password"),
+            # read when the referee connects (Config.connecting), not now
+            secret=Secret(f"{kind}.{key}", str(settings[key]), self.place(kind, key))
+            if key in ("password_env", "password_file")
+            else None,
             **{k: settings[k] for k in ("mailbox", "processed", "quarantine") if k in settings},
         )
-
-    def password(self, kind: str, settings: dict[str, Any]) -> str | None:
-        given = [k for k in ("password", "password_file", "password_env") if k in settings]
-        if len(given) > 1:
-            raise self.error(kind, given[1], f"{kind}: give only one of {', '.join(given)}")
-        if not given:
-            return None
-        key = given[0]
-        if key == "password":
-            return settings[key]
-        if key == "password_env":
-            value = os.environ.get(settings[key])
-            if value is None:
-                raise self.error(kind, key, f"{kind}.password_env: ${settings[key]} is not set")
-            return value
-        return self.read_secret(kind, key, settings[key], f"{kind}.password_file")
 
     def secret(self, referee: dict[str, Any]) -> bytes | None:
         if "secret_key" in referee and "secret_key_file" in referee:
             raise self.error("referee", "secret_key_file", "give secret_key or secret_key_file, not both")
         if "secret_key_file" in referee:
-            return self.read_secret(
-                "referee", "secret_key_file", referee["secret_key_file"], "referee.secret_key_file"
-            ).encode()
+            place = self.place("referee", "secret_key_file")
+            return read_secret_file(referee["secret_key_file"], "referee.secret_key_file", place).encode()
         return referee["secret_key"].encode() if "secret_key" in referee else None
-
-    def read_secret(self, section: str, key: str, path: Path, name: str) -> str:
-        try:
-            value = path.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as error:
-            reason = getattr(error, "strerror", None) or "not UTF-8 text"
-            raise self.error(section, key, f"{name}: cannot read {path} ({reason})") from None
-        if not value:
-            raise self.error(section, key, f"{name}: {path} is empty")
-        return value
 
     def error(self, section: str, key: str | None, message: str) -> ConfigError:
         """The error, placed at the line setting ``key`` in ``[section]`` (with
         no key, at the section's header)."""
+        return ConfigError(f"{self.place(section, key)}: {message}")
+
+    def place(self, section: str, key: str | None) -> str:
+        """``file:line`` of the line setting ``key`` in ``[section]`` (with no
+        key, of the section's header); the file alone if there is none."""
         header = re.compile(rf"^\s*\[\s*{re.escape(section)}\s*\]")
         setting = re.compile(rf"^\s*{re.escape(key)}\s*=") if key else None
         inside = False
@@ -354,10 +382,30 @@ class _Reader:
             if line.lstrip().startswith("["):
                 inside = bool(header.match(line))
                 if inside and setting is None:
-                    return ConfigError(f"{self.path}:{number}: {message}")
+                    return f"{self.path}:{number}"
             elif inside and setting and setting.match(line):
-                return ConfigError(f"{self.path}:{number}: {message}")
-        return ConfigError(f"{self.path}: {message}")
+                return f"{self.path}:{number}"
+        return str(self.path)
+
+
+def read_secret_file(path: Path, name: str, place: str) -> str:
+    """A secret kept in a file of its own (its text, stripped); ConfigError
+    naming the setting's ``place`` (file:line) if it cannot be read or is empty."""
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or "not UTF-8 text"
+        raise ConfigError(f"{place}: {name}: cannot read {path} ({reason})") from None
+    if not value:
+        raise ConfigError(f"{place}: {name}: {path} is empty")
+    return value
+
+
+def _password_read(server: Server | None) -> Server | None:
+    """``server`` with its password read, if it was kept outside the config."""
+    if server is None or server.secret is None:
+        return server
+    return replace(server, password=server.secret.read(), secret=None)
 
 
 def _size(value: Any) -> int | None:

@@ -198,6 +198,7 @@ class Runner:
 
     @classmethod
     def from_config(cls, config: Config, engine: Engine) -> Runner:
+        config = config.connecting()  # (read already by the command, which fails before opening games.db)
         sender = SmtpSender(config.smtp, config.address, engine.store, engine.clock) if config.smtp else None
         site = Site(engine, config.site_dir, config.templates) if config.site_dir else None
         return cls(engine, source_for(config, engine), sender, site)

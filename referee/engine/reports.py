@@ -227,11 +227,15 @@ class Reports:
                 for m in store.failed_messages()
             ],
             "database": {"path": str(store.path), "bytes": store.size()},
+            # what only a command that connects can tell: `status` connects to no server
+            "not_checked": [f"{unread}; run and serve will need it" for unread in self.post.config.unread_passwords()],
         }
 
     @staticmethod
-    def health_lines(health: dict[str, Any]) -> list[str]:
-        """The health (``health``) as `referee status` and a keeper's STATUS by mail print it."""
+    def health_lines(health: dict[str, Any], servers: bool = False) -> list[str]:
+        """The health (``health``) as `referee status` and a keeper's STATUS by
+        mail print it; with ``servers`` (the config names mail servers), what
+        could not be checked of them without connecting."""
         problems, last_pass, fault, outbox = (health[k] for k in ("problems", "last_pass", "last_fault", "outbox"))
         lines = [f"health: {'ok' if not problems else '; '.join(problems)}"]
         lines.append(
@@ -262,6 +266,9 @@ class Reports:
         ]
         lines.append(f"deadlines last enforced: {health['deadlines_enforced'] or 'never'}")
         lines.append(f"database: {health['database']['path']}, {health['database']['bytes'] / 2**20:.1f} MB")
+        if servers:
+            lines.append("mail servers: not connected to (`referee run --once` tries them and their passwords)")
+            lines += [f"  not checked: {unread}" for unread in health["not_checked"]]
         return lines
 
     def _bouncing(self, since: str) -> list[Problem]:

@@ -181,6 +181,86 @@ def test_every_command_that_changes_a_game_refreshes_its_pages(run, cfg, clock, 
     assert {path: path.stat().st_mtime_ns for path in site.rglob("*")} == written
 
 
+# Mail servers whose passwords are kept outside the config, neither of them at hand.
+SERVERS = """
+[imap]
+host = "127.0.0.1"
+security = "none"
+username = "referee@example.org"
+password_env = "REFEREE_TEST_UNSET_IMAP"
+
+[smtp]
+host = "127.0.0.1"
+security = "none"
+username = "referee@example.org"
+password_file = "smtp-password"
+"""
+NOT_CHECKED = [
+    "imap.password_env: $REFEREE_TEST_UNSET_IMAP is not set; run and serve will need it",
+    "smtp.password_file: cannot read {dir}/smtp-password (No such file or directory); run and serve will need it",
+]
+
+
+def test_commands_that_connect_to_no_mail_server_need_no_password(run, cfg, clock, tmp_path, monkeypatch):
+    """Only run and serve connect: every other command works with neither
+    password at hand, and status says what it could not check."""
+    monkeypatch.delenv("REFEREE_TEST_UNSET_IMAP", raising=False)
+    cfg.write_text(cfg.read_text() + SERVERS)
+    game = new_game(run)
+    mail = tmp_path / "alice.eml"
+    mail.write_bytes(player_reply(cfg, clock, ALICE, "bid 5", received=clock()))
+    for command in (
+        ["status", str(game)],
+        ["ingest", str(mail)],
+        ["resign", str(game), BOB],
+        ["tick"],
+        ["outbox"],
+        ["render", "--dir", str(tmp_path / "site")],
+        ["backup", str(tmp_path / "copy.db")],
+        ["restore", str(tmp_path / "copy.db")],
+        ["kinds"],
+    ):
+        status, _out, err = run(*command)
+        assert status == 0 and "password" not in err, (command, err)
+    status, out, err = run("status")
+    assert status == 0 and err == ""
+    not_checked = [line.removeprefix("  not checked: ") for line in out.splitlines() if "not checked: " in line]
+    assert not_checked == [line.format(dir=tmp_path) for line in NOT_CHECKED]
+    assert "mail servers: not connected to (`referee run --once` tries them and their passwords)" in out
+    status, out, _err = run("status", "--json")
+    assert json.loads(out)["health"]["not_checked"] == [line.format(dir=tmp_path) for line in NOT_CHECKED]
+    # with both at hand, nothing is left unchecked but what only connecting tells
+    monkeypatch.setenv("REFEREE_TEST_UNSET_IMAP", "imap-secret")
+    (tmp_path / "smtp-password").write_text("smtp-secret\n")
+    status, out, _err = run("status")
+    assert status == 0 and "not checked: " not in out and "mail servers: not connected to" in out
+    assert json.loads(run("status", "--json")[1])["health"]["not_checked"] == []
+
+
+def test_status_without_mail_servers_says_nothing_of_them(run):
+    status, out, _err = run("status")
+    assert status == 0 and "mail servers" not in out and "not checked" not in out
+
+
+@pytest.mark.parametrize("command", [["run", "--once"], ["serve"]])
+def test_run_and_serve_need_the_passwords_and_name_the_line_that_sets_them(run, cfg, tmp_path, monkeypatch, command):
+    """Read before games.db is opened: a run that cannot log in touches nothing."""
+    monkeypatch.delenv("REFEREE_TEST_UNSET_IMAP", raising=False)
+    cfg.write_text(cfg.read_text() + SERVERS)
+    lines = cfg.read_text().splitlines()
+    imap_line = lines.index('password_env = "REFEREE_TEST_UNSET_IMAP"') + 1
+    smtp_line = lines.index('password_file = "smtp-password"') + 1
+    err = one_line_error(run(*command))
+    assert err == f"referee: {cfg}:{imap_line}: imap.password_env: $REFEREE_TEST_UNSET_IMAP is not set\n"
+    monkeypatch.setenv("REFEREE_TEST_UNSET_IMAP", "imap-secret")
+    err = one_line_error(run(*command))
+    assert err.startswith(f"referee: {cfg}:{smtp_line}: smtp.password_file: cannot read ")
+    (tmp_path / "smtp-password").write_text("\n")
+    err = one_line_error(run(*command))
+    assert err.endswith("smtp-password is empty\n") and f"{cfg}:{smtp_line}: " in err
+    assert not (tmp_path / "games.db").exists()
+
+
 def test_ingest_a_file_and_from_stdin(run, cfg, clock, tmp_path, monkeypatch):
     game = new_game(run)
     mail = tmp_path / "alice.eml"

@@ -1,4 +1,5 @@
-"""The config file: every setting checked at load, errors named with file:line."""
+"""The config file: every setting checked at load, errors named with file:line;
+the mail servers' passwords kept outside it read when the referee connects."""
 
 import re
 from datetime import timedelta
@@ -53,7 +54,7 @@ def error_of(path: Path) -> str:
 def test_a_full_config_loads_with_passwords_from_env_and_file(write, tmp_path, monkeypatch):
     monkeypatch.setenv("REFEREE_TEST_IMAP", "imap-secret")
     (tmp_path / "smtp-password").write_text("smtp-secret\n")
-    config = load(write(GOOD))
+    config = load(write(GOOD)).connecting()
     assert config.imap.password == "imap-secret" and config.imap.port == 993  # tls by default
     assert config.imap.mailbox == "INBOX" and config.imap.processed == "processed"
     assert config.smtp.password == "smtp-secret" and config.smtp.port == 587
@@ -93,8 +94,6 @@ def test_zero_turns_reminders_and_the_guard_off(write):
         ('[smtp]\nhost = "h"\nport = 99999\n', 3, "port number"),
         ('[smtp]\nhost = "h"\nsecurity = "ssl"\n', 3, "one of tls, starttls, none"),
         ('[smtp]\nhost = "h"\npassword = "a"\npassword_env = "B"\n', 4, "only one of"),
-        ('[imap]\nhost = "h"\nusername = "u"\npassword_env = "REFEREE_NO_SUCH_VAR"\n', 4, "is not set"),
-        ('[smtp]\nhost = "h"\npassword_file = "missing.txt"\n', 3, "cannot read"),
         ('\n[referee]\naddress = "not an address"\n', 3, "must be a mail address"),
         ('[referee]\nsite_url = "games.example.org"\n', 2, "must be a web address"),
         ('[referee]\nsite_url = "https://games.example.org/a b"\n', 2, "must be a web address"),
@@ -112,6 +111,44 @@ def test_zero_turns_reminders_and_the_guard_off(write):
 def test_a_wrong_setting_is_named_with_its_file_and_line(write, text, line, words):
     path = write(text)
     message = error_of(path)
+    assert message.startswith(f"{path}:{line}: ")
+    assert words in message
+
+
+def test_passwords_kept_outside_the_config_are_read_only_when_connecting(write, tmp_path, monkeypatch):
+    """A command that connects to no server loads the config without them."""
+    monkeypatch.delenv("REFEREE_TEST_IMAP", raising=False)
+    config = load(write(GOOD))  # no $REFEREE_TEST_IMAP, no smtp-password file: loads all the same
+    assert config.imap.password is None and config.smtp.password is None
+    assert config.unread_passwords() == [
+        "imap.password_env: $REFEREE_TEST_IMAP is not set",
+        f"smtp.password_file: cannot read {tmp_path / 'smtp-password'} (No such file or directory)",
+    ]
+    monkeypatch.setenv("REFEREE_TEST_IMAP", "imap-secret")
+    (tmp_path / "smtp-password").write_text("smtp-secret\n")
+    assert config.unread_passwords() == []
+    connecting = config.connecting()
+    assert (connecting.imap.password, connecting.smtp.password) == ("imap-secret", "smtp-secret")
+    assert connecting.connecting() == connecting  # read once: nothing left to read
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ('[imap]\nhost = "h"\nusername = "u"\npassword_env = "REFEREE_NO_SUCH_VAR"\n', 4, "is not set"),
+        ('[smtp]\nhost = "h"\npassword_file = "missing.txt"\n', 3, "cannot read"),
+        ('[smtp]\nhost = "h"\n\npassword_file = "empty.txt"\n', 4, "empty.txt is empty"),
+    ],
+)
+def test_a_password_that_cannot_be_read_is_named_with_its_file_and_line_when_connecting(
+    write, tmp_path, text, line, words
+):
+    (tmp_path / "empty.txt").write_text("\n")
+    path = write(text)
+    config = load(path)  # loads: only a command that connects needs it
+    with pytest.raises(ConfigError) as caught:
+        config.connecting()
+    message = str(caught.value)
     assert message.startswith(f"{path}:{line}: ")
     assert words in message
 
@@ -146,7 +183,7 @@ def test_the_example_config_loads_as_shipped_and_with_its_servers_and_keepers_un
         if chosen and not setting.startswith(("password_file", "password =")):
             line = setting
         lines.append(line)
-    config = load(write("\n".join(lines)))
+    config = load(write("\n".join(lines))).connecting()
     assert config.imap.host == "imap.example.org" and config.imap.password == "i"
     assert config.imap.mailbox == "INBOX" and config.imap.port == 993
     assert config.smtp.security == "starttls" and config.smtp.password == "s"
