@@ -37,6 +37,7 @@ class Why(Enum):
     AFTER_DEADLINE = "after_deadline"  # received, phase, deadline
     AFTER_CLOSE = "after_close"  # received, phase, closed
     NOT_YOUR_MOVE = "not_your_move"  # phase, waiting
+    NOT_YET_YOURS = "not_yet_yours"  # phase: a bot's seat taken over in it, whose bot has moved in it
     # Sign-ups and settings.
     NO_SUCH_GAME = "no_such_game"  # kinds; command: one to show an example of ("rules"), if any
     JOIN_WHICH = "join_which"  # kinds

@@ -174,6 +174,11 @@ _NAME = re.compile(r"[^\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\
 # order of the times it wrote itself is checked with this much slack.  A
 # random move's time is the deadline itself, and is checked exactly.
 CLOCK_SLACK = timedelta(minutes=10)
+# A phase opens at a moment (its opened_at, written to the second, cut
+# short) and its deadline is the game's deadline after that moment, rounded
+# up to the second: a second past opened_at plus the deadline, when it
+# opened within a second.
+_ROUNDED_UP = timedelta(seconds=1)
 
 
 class RecordError(ValueError):
@@ -250,7 +255,12 @@ def stints(record: Mapping[str, Any]) -> list[Stint]:
         if i["act"] == Act.REPLACE and i["bot_from_phase"] is not None
     ]
     now = [Stint(p["seat"], p["bot_from_phase"], None, p["left_at"]) for p in record["players"]]
-    return sorted([*ended, *(stint for stint in now if stint.start is not None)], key=lambda t: (t.seat, t.start))
+    now = [stint for stint in now if stint.start is not None]
+    # A takeover whose newcomer left in the phase of the takeover, before
+    # playing a phase: the bot it would have ended plays on, one stint.
+    going = {(stint.seat, stint.start) for stint in now}
+    ended = [stint for stint in ended if (stint.seat, stint.start) not in going]
+    return sorted([*ended, *now], key=lambda t: (t.seat, t.start))
 
 
 def _verify(record: Mapping[str, Any]) -> Verdict:
@@ -371,7 +381,7 @@ def _check_times(
             )
     else:
         moved = _moved_deadline(record, number, opened + length, length, where)
-        if deadline != moved:
+        if deadline != moved and not (moved == opened + length and deadline - moved == _ROUNDED_UP):
             raise ReplayError(
                 number,
                 f"its deadline is {entry['deadline']}, but the game's {phase.deadline_kind} deadline ({length}) "
@@ -497,6 +507,22 @@ def _check_interventions(record: Mapping[str, Any]) -> None:
                 raise RecordError(f"{where} must say when the seat's player left, and only if one did")
     if paused is not None and paused["phase"] <= len(phases):
         raise RecordError("a pause is recorded that was never resumed, in a phase that was resolved")
+    # A seat's name is its first player's until a takeover; each takeover
+    # names whom it followed and whom it brought, and the last one is the
+    # seat's name now.
+    named: dict[int, str] = {}
+    for i in found:
+        if i["act"] == Act.REPLACE:
+            if i["seat"] in named and i["was"] != named[i["seat"]]:
+                raise RecordError(
+                    f"seat {i['seat'] + 1}'s takeover at {i['at']} follows {named[i['seat']]}, not {i['was']}"
+                )
+            named[i["seat"]] = i["name"]
+    for seat, name in named.items():
+        if record["players"][seat]["name"] != name:
+            raise RecordError(
+                f"seat {seat + 1} is named {_shown(record['players'][seat]['name'])}, but its last takeover named {_shown(name)}"
+            )
 
 
 def _moved_deadline(
@@ -507,12 +533,16 @@ def _moved_deadline(
     and an outage move it later, a resume by the length of the pause, a
     takeover to the game's deadline after it."""
     pause_at = None
+    first = True
     for i in _interventions(record, number):
         if i["act"] == Act.PAUSE:
             pause_at = _when(i["at"])
         if i["act"] not in _DEADLINE_ACTS or (i["act"] == Act.REPLACE and i["old"] is None):
             continue
         old, new = _when(i["old"]), _when(i["new"])
+        if first and old - deadline == _ROUNDED_UP:
+            deadline = old
+        first = False
         if old != deadline:
             raise ReplayError(
                 number, f"its {i['act']} at {i['at']} moved the deadline from {i['old']}, not {_iso(deadline)}", where
@@ -612,8 +642,11 @@ def _check_fields(record: Any) -> None:
     players = _list(record["players"], "the players")
     if not rules.min_seats <= len(players) <= rules.max_seats:
         raise RecordError(f"{rules.title} is played by {rules.seat_range} seats, not {len(players)}")
+    acts = record.get("interventions")
+    cancelled = isinstance(acts, list) and any(isinstance(act, dict) and act.get("act") == Act.CANCEL for act in acts)
     for index, player in enumerate(players):
-        _check_player(player, index, len(phases), record["format"] == OLD_BOT_FLAG_FORMAT)
+        # (a player may have left in the phase open when the game was cancelled)
+        _check_player(player, index, len(phases) + cancelled, record["format"] == OLD_BOT_FLAG_FORMAT)
     names = [player["name"] for player in players]
     if len(set(names)) != len(names):
         raise RecordError("two seats have the same name")
@@ -857,15 +890,23 @@ def _players_at_start(head: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def end_digest(
-    seed: bytes, finished_at: str, winner: str | None, previous: bytes, interventions: list[Any] | None = None
+    seed: bytes,
+    finished_at: str,
+    winner: str | None,
+    previous: bytes,
+    interventions: list[Any] | None = None,
+    left: list[Any] | None = None,
 ) -> bytes:
     """The digest at the end, chained on the last phase's: when the game
-    finished and who won, as the final mail announced them, and the
-    interventions made after the last phase (in the one open when the game
-    was cancelled), if any."""
+    finished and who won, as the final mail announced them, and what
+    happened after the last phase (in the one open when the game was
+    cancelled), if anything: the interventions made, the seats whose player
+    left."""
     covered: dict[str, Any] = {"previous": previous.hex(), "finished_at": finished_at, "winner": winner}
     if interventions:
         covered["interventions"] = interventions
+    if left:
+        covered["left"] = left
     return _keyed(seed, "digest end", covered)
 
 
@@ -897,8 +938,10 @@ def record_digests(record: Mapping[str, Any]) -> tuple[Digest, ...]:
     for entry in record["phases"]:
         digest = chain_digest(seed, record, entry, digest)
         found.append(Digest(entry["number"], entry["label"], short_digest(digest)))
-    after = _interventions(record, len(record["phases"]) + 1)
-    digest = end_digest(seed, record["game"]["finished_at"], record["winner"], digest, list(after))
+    last = len(record["phases"]) + 1
+    after = _interventions(record, last)
+    left = [[stint.seat, stint.left_at] for stint in stints(record) if stint.start == last]
+    digest = end_digest(seed, record["game"]["finished_at"], record["winner"], digest, list(after), left)
     found.append(Digest(len(record["phases"]) + 1, "the end", short_digest(digest)))
     return tuple(found)
 

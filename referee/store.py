@@ -854,12 +854,14 @@ class Store:
     def seats(self, game_id: int) -> list[SeatRow]:
         return list(self._rows("seats", "game_id = ?", [game_id], order_by="seat"))
 
-    def make_bot(self, game_id: int, seat: int, phase: int, at: str) -> None:
+    def make_bot(self, game_id: int, seat: int, phase: int, at: str | None, **row: Any) -> None:
+        """A bot plays the seat from ``phase`` (its player left ``at``; None:
+        a bot from the start); ``row``: other columns too (its address)."""
         self._update(
             "seats",
             "game_id = ? and seat = ?",
             [game_id, seat],
-            {"bot": 1, "bot_since_phase": phase, "resigned_at": at},
+            {"bot": 1, "bot_since_phase": phase, "resigned_at": at, **row},
         )
 
     def take_seat(self, game_id: int, seat: int, address: str) -> None:

@@ -134,17 +134,19 @@ class Table:
     def names(self) -> list[str]:
         """A public name per seat: the address's local part (with its domain
         when two players share a local part), or "bot N".  The site and the
-        record name players so, never by their address."""
-        locals_ = [(s["address"] or "").partition("@")[0] for s in self.seats]
-        names = []
-        for seat in self.seats:
-            address = seat["address"]
-            if address is None:
-                names.append(f"bot {seat['seat'] + 1}")
-            else:
-                local, _, domain = address.partition("@")
-                names.append(local if locals_.count(local) == 1 else f"{local} ({domain})")
+        record name players so, never by their address.  A name never
+        changes: the seats' first players are named among themselves, as the
+        start mail named them, and a newcomer by the name their takeover
+        gave them (Keeping.replace)."""
+        first = {act["detail"]["seat"]: act["detail"]["was_address"] for act in reversed(self._takeovers)}
+        names = name_seats([first.get(s["seat"], s["address"]) for s in self.seats])
+        for act in self._takeovers:
+            names[act["detail"]["seat"]] = act["detail"]["name"]
         return names
+
+    @property
+    def _takeovers(self) -> list[InterventionRow]:
+        return [act for act in self.interventions if act["act"] == Act.REPLACE]
 
     # -- the record, whole: what `referee verify` checks and the digests cover --
 
@@ -228,10 +230,11 @@ class Table:
         won, chained on the last phase's; what the final mail carries."""
         result = self.rules.result(self.state)
         winner = self.names[result.winner] if result and result.winner is not None else None
-        after = [public_intervention(i) for i in self.interventions if i["phase"] > len(self.replay.steps)]
-        return end_digest(
-            self.seed, cast(str, self.row["finished_at"]), winner, self.digest(), after
-        )  # (set: finished)
+        last = len(self.replay.steps) + 1
+        after = [public_intervention(i) for i in self.interventions if i["phase"] == last]
+        left = [[stint.seat, stint.left_at] for stint in self.stints if stint.start == last]
+        finished = cast(str, self.row["finished_at"])  # (set: the game is finished)
+        return end_digest(self.seed, finished, winner, self.digest(), after, left)
 
     def seat_of(self, address: str) -> int | None:
         for row in self.seats:
@@ -340,6 +343,20 @@ class Tables:
         if len(resolved) == len(records):
             return done
         return replay(rules, seed, seats, rules.stored_options(row["options"]), initial_bots, records, done)
+
+
+def name_seats(addresses: list[str | None]) -> list[str]:
+    """Each seat's name by its address: the local part, with the domain when
+    two share a local part; "bot N" for a seat without one."""
+    locals_ = [(address or "").partition("@")[0] for address in addresses]
+    names = []
+    for seat, address in enumerate(addresses):
+        if address is None:
+            names.append(f"bot {seat + 1}")
+        else:
+            local, _, domain = address.partition("@")
+            names.append(local if locals_.count(local) == 1 else f"{local} ({domain})")
+    return names
 
 
 def _stints(seats: list[SeatRow], interventions: list[InterventionRow]) -> list[Stint]:

@@ -139,6 +139,11 @@ def play(kind: str, seed: int) -> Genuine:
         number = phase["number"]
         clock.advance(minutes=rng.randint(1, 20))
         keeper.act(engine, game, step, players)
+        table = engine.table(game)  # (an act may have moved the game on, or ended it: a resume)
+        if table.row["state"] != "running":
+            break
+        phase = table.open_phase
+        number = phase["number"]
         if step == leave_at:
             persons = [seat for seat in range(len(players)) if table.human(seat)]
             if persons:

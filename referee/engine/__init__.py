@@ -103,6 +103,7 @@ class Engine(Rooms):
                 if self.store.seen(message.key):
                     return Outcome(OutcomeCode.DUPLICATE, f"{message.key} was handled before")
                 with self.clock.at(message.received_at):  # see EventClock
+                    self.keeping.resume_due()  # a pause over when the mail came is over for it
                     outcome = Desk(self, message).handle()
                 self._record(message, now, outcome)
         except Exception as error:
@@ -137,40 +138,44 @@ class Engine(Rooms):
         return self.seating.new_game(kind, players, **choices)
 
     def resign(self, game_id: int, address: str) -> None:
-        with self.store.transaction():  # the guard's deadline moves too: all or nothing
-            self.guard_outage()  # then the seat's phase is resolved first if it is due (Seating.resign_seat)
+        with self._acting():  # the guard's deadline moves too: all or nothing
+            # then the seat's phase is resolved first if it is due (Seating.resign_seat)
             self.seating.resign(game_id, address)
 
     # The keeper's acts (Keeping): each in one transaction, after the outage
-    # guard (a deadline the referee slept through moves first), each
-    # returning its one line for the keeper.
+    # guard (a deadline the referee slept through moves first) and the end
+    # of any pause whose time has come (the act meets the game as it is),
+    # each returning its one line for the keeper.
 
-    def extend(self, game_id: int, length: timedelta, who: str, why: str = "", **how: Any) -> str:
+    @contextmanager
+    def _acting(self) -> Iterator[None]:
         with self.store.transaction():
             self.guard_outage()
+            self.keeping.resume_due()
+            yield
+
+    def extend(self, game_id: int, length: timedelta, who: str, why: str = "", **how: Any) -> str:
+        with self._acting():
             return self.keeping.extend(game_id, length, who, why, **how)
 
     def pause(self, game_id: int, who: str, why: str = "", **how: Any) -> str:
-        with self.store.transaction():
-            self.guard_outage()
+        with self._acting():
             return self.keeping.pause(game_id, who, why, **how)
 
     def resume(self, game_id: int, who: str, why: str = "") -> str:
-        with self.store.transaction():
+        with self._acting():
             return self.keeping.resume(game_id, who, why)
 
     def cancel(self, game_id: int, who: str, why: str) -> str:
-        with self.store.transaction():
-            self.guard_outage()
+        with self._acting():
             return self.keeping.cancel(game_id, who, why)
 
     def replace(self, game_id: int, seat: str, address: str, who: str, why: str = "") -> str:
-        with self.store.transaction():
-            self.guard_outage()
+        with self._acting():
             return self.keeping.replace(game_id, seat, address, who, why)
 
     def say(self, game_id: int, text: str, who: str, seat: str | None = None) -> str:
-        with self.store.transaction():
+        with self._acting():
             return self.keeping.say(game_id, text, who, seat)
 
     def tick(self) -> list[str]:

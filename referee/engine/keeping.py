@@ -170,19 +170,29 @@ class Keeping:
         owes = seat in table.waiting_for(open_) and not bot
         length = deadlines(table.row)[table.rules.phase(table.state).deadline_kind]  # type: ignore[union-attr]
         fresh = iso(now + length) if owes and iso(now + length) > open_["deadline"] else None
+        others = [name for other, name in enumerate(table.names) if other != seat]
         self.store.take_seat(game_id, seat, address)
         detail = {
             "seat": seat,
             "address": address,
             "was_address": was,
             "was": was_name,
-            "name": self.tables.table(game_id).names[seat],
+            "name": _newcomers_name(address, others),
             "bot_from_phase": table.seats[seat]["bot_since_phase"] if bot else None,
             "left_at": table.seats[seat]["resigned_at"] if bot else None,
         }
         self._intervene(table, open_, Act.REPLACE, who, why, at=now, deadline=fresh, **detail)
+        if fresh is not None:
+            self.store.update_phase(game_id, open_["number"], reminded_at=None)  # a reminder before the new one
         table = self.tables.table(game_id)
-        context = {**self.post.context(table), "seat": seat, "was": was_name, "name": detail["name"], "why": why}
+        context = {
+            **self.post.context(table),
+            "seat": seat,
+            "was": was_name,
+            "name": detail["name"],
+            "why": why,
+            "old": open_["deadline"] if fresh else None,
+        }
         if was is not None:
             self.post.mail(game_id, was, "keeper/replaced-out", {**context, "address": address, "former": True})
         self.post.announce(table, "keeper/replaced", context, skip=seat)  # the newcomer is welcomed instead
@@ -252,6 +262,14 @@ def paused_for(interventions: list[InterventionRow]) -> timedelta:
         elif i["act"] == Act.RESUME and since is not None:
             total, since = total + (from_iso(i["at"]) - since), None
     return total
+
+
+def _newcomers_name(address: str, others: list[str]) -> str:
+    """A newcomer's public name, for good: their address's local part, with
+    its domain if another seat's name is that already (no name changes)."""
+    local, _, domain = address.partition("@")
+    taken = {name.partition(" (")[0] for name in others}
+    return local if local not in taken else f"{local} ({domain})"
 
 
 def _seat(table: Table, named: str) -> int:

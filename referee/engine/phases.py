@@ -290,7 +290,10 @@ class Phases:
 
     @staticmethod
     def check_mover(table: Table, phase: PhaseRow, seat: int) -> None:
-        """Refuse a seat that does not move in ``phase``, naming who does."""
+        """Refuse a seat that does not move in ``phase``, naming who does, or
+        whose bot moves in it (a person took the bot's seat over in it)."""
+        if not table.human(seat, phase["number"]):
+            raise Refusal(Why.NOT_YET_YOURS, phase=phase["label"])
         if seat not in phase["movers"]:
             raise Refusal(
                 Why.NOT_YOUR_MOVE, phase=phase["label"], waiting=[table.label(s) for s in table.waiting_for(phase)]

@@ -20,7 +20,7 @@ from referee.mail.parse import is_address
 from referee.mail.tokens import seat_token
 from referee.record import commitment, digest_line
 from referee.rules import Game, OptionError, get_game
-from referee.store import GameRow, GameState, Store
+from referee.store import Act, GameRow, GameState, Store
 from referee.tables import Table, Tables
 from referee.timeutil import Clock, from_iso, iso
 
@@ -237,12 +237,26 @@ class Seating:
         address = table.label(seat)
         if confirm:
             self.post.send(table, seat, "resigned", {**self.post.context(table, seat), "address": address})
-        self.store.make_bot(table.id, seat, phase["number"], iso(now))
+        taken = _taken_from_a_bot(table, seat, phase["number"])
+        if taken is None:
+            self.store.make_bot(table.id, seat, phase["number"], iso(now))
+        else:  # they took a bot's seat over in this phase and leave before playing it: that bot plays on
+            since, left = taken["bot_from_phase"], taken["left_at"]
+            self.store.make_bot(table.id, seat, since, left, **({"address": None} if since == 0 else {}))
         table = self.tables.table(table.id)
         self.post.announce(table, "left", {**self.post.context(table), "seat": seat, "address": address})
         self.phases.bot_moves(table, phase, now)
         self.phases.advance(table.id)
         log.info("game %d: seat %d is now a bot", table.id, seat)
+
+
+def _taken_from_a_bot(table: Table, seat: int, phase: int) -> dict[str, Any] | None:
+    """The takeover of a bot's seat made in ``phase``, if the seat's player
+    took it so: a person plays it only from the next phase (record.stints)."""
+    for act in reversed(table.interventions):
+        if act["act"] == Act.REPLACE and act["detail"]["seat"] == seat:
+            return act["detail"] if act["phase"] == phase and act["detail"]["bot_from_phase"] is not None else None
+    return None
 
 
 def _seats_wanted(game: GameRow) -> int:

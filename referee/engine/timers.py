@@ -37,8 +37,11 @@ class Timers:
         enforce deadlines and settle windows, send due reminders; returns
         what it did, one line each.  A paused game has no deadline."""
         now = self.clock()
-        done = self.guard_outage() if guard else []
-        done += self.keeping.resume_due()
+        # Pauses whose time has come end first, so that the outage guard
+        # sees their deadlines (moved by the pause) and extends one it slept
+        # through, as any other.
+        done = self.keeping.resume_due()
+        done += self.guard_outage() if guard else []
         paused = self.store.paused()
         # Only games with something due are read (a read replays the game):
         # the cost of a tick follows the work it does, not the games running.

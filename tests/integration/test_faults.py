@@ -92,11 +92,13 @@ def mount_small_disk(path: Path) -> bool:
 def fill(folder: Path) -> Path:
     """Write a file until the disk under ``folder`` has no room left."""
     filler = folder / "filler"
-    with open(filler, "wb") as out:
+    # Unbuffered: a buffered file keeps what the full disk refused and fails
+    # again when it is closed, as it would, or not, by where games.db's size
+    # left the last write.
+    with open(filler, "wb", buffering=0) as out:
         try:
-            while True:
-                out.write(b"\0" * 65536)
-                out.flush()
+            while out.write(b"\0" * 65536):
+                pass
         except OSError:
             pass
     return filler

@@ -13,17 +13,18 @@ from datetime import timedelta
 
 import pytest
 from conftest import PLAYERS, Mailbox, make_mail, seat_address, send, to_deadline
+from forgery import _text
 from test_site import page
 
 from referee.engine import Engine
 from referee.engine.keeping import SHELL
 from referee.errors import EngineError
-from referee.record import verify
+from referee.record import mail_digests, verify
 from referee.rules.pure_skill import card_name
 from referee.site.public import game_record
 from referee.site.render import Site
 from referee.store import Store
-from referee.timeutil import from_iso
+from referee.timeutil import from_iso, iso
 
 ALICE, BOB, CAROL = PLAYERS
 
@@ -274,3 +275,159 @@ def test_a_turn_based_game_paused_across_its_deadline_waits_and_goes_on(turns, c
     play_out(turns, clock)
     verdict = verify(record(turns))
     assert verdict.ok, verdict
+
+
+# -- what a review found (each a game a keeper or a player would live through) --
+
+DORA = "dora@example.net"
+
+
+def held_digests(engine: Engine) -> set[tuple[str, str]]:
+    """Every (label, digest) line any mail of the referee carried."""
+    held: set[tuple[str, str]] = set()
+    for row in engine.store.outbox(None):
+        held.update(mail_digests(_text(row["raw"])))
+    return held
+
+
+def test_a_seat_left_twice_in_one_phase_stays_a_bot_and_cannot_win(config, clock, seeds):
+    seeds.fixed = bytes([1]) * 32
+    engine = Engine(Store(config.database), config, clock, seeds)
+    engine.new_game("priority", PLAYERS, options={"turn_limit": 2})
+    engine.resign(1, BOB)
+    engine.replace(1, "seat 2", DORA, SHELL)
+    engine.resign(1, DORA)  # Dora changes her mind at once: a bot plays seat 2 again
+    to_deadline(engine, clock)
+    engine.tick()
+    to_deadline(engine, clock)
+    engine.tick()
+    table = engine.table(1)
+    assert not table.human(1)
+    assert 1 in table.state.bots  # the rules must know a bot plays it
+    play_out(engine, clock)
+    published = record(engine)
+    assert published["winner"] != "dora"  # (with this seed the bot's seat would have been declared the winner)
+    assert verify(published).ok
+
+
+def test_a_cancelled_game_whose_player_left_in_its_last_phase_verifies(pure, clock):
+    to_deadline(pure, clock)
+    pure.tick()
+    clock.advance(hours=1)
+    pure.resign(1, BOB)
+    clock.advance(hours=1)
+    pure.cancel(1, SHELL, "two players left: the club closes the game")
+    verdict = verify(record(pure))
+    assert verdict.ok, verdict
+
+
+def test_a_newcomer_in_a_bots_seat_who_moves_in_the_same_sealed_phase_verifies(config, clock, seeds):
+    seeds.fixed = bytes([3]) * 32
+    engine = Engine(Store(config.database), config, clock, seeds)
+    engine.new_game("bid", PLAYERS)
+    engine.resign(1, BOB)
+    to_deadline(engine, clock)
+    engine.tick()  # Auction 1 resolved; the next sealed phase open, the bot's bid made at once
+    clock.advance(hours=1)
+    engine.replace(1, "bot 2", DORA, SHELL)
+    table = engine.table(1)
+    bid = table.rules.move_text(table.rules.legal_moves(table.state, 1)[0])
+    assert send(engine, clock, DORA, bid).code == "refused"  # the bot's bid stands: she plays from the next phase
+    play_out(engine, clock)
+    verdict = verify(record(engine))
+    assert verdict.ok, verdict
+
+
+def test_say_after_an_outage_does_not_fill_in_random_moves(config, clock, seeds):
+    config = replace(config, outage_gap=timedelta(hours=6))
+    engine = Engine(Store(config.database), config, clock, seeds)
+    engine.new_game("pure-skill", PLAYERS)
+    engine.tick()
+    send(engine, clock, ALICE, "bid 5")
+    clock.advance(days=4)  # the referee was down across the round's deadline
+    engine.say(1, "Sorry: the server was down.", SHELL)
+    assert engine.status(1)["phase"]["number"] == 1  # Bob and Carol are owed the grace, not random bids
+
+
+def test_an_outage_across_a_pauses_end_still_gets_the_grace(config, clock, seeds):
+    config = replace(config, outage_gap=timedelta(hours=6))
+    engine = Engine(Store(config.database), config, clock, seeds)
+    engine.new_game("pure-skill", PLAYERS)
+    engine.tick()
+    engine.pause(1, SHELL, "holidays", until=clock() + timedelta(days=1))
+    engine.tick()
+    clock.advance(days=6)  # down from before the pause's end until after the resumed deadline
+    engine.tick()
+    assert engine.status(1)["phase"]["number"] == 1
+
+
+def test_a_namesake_newcomer_keeps_the_digests_the_players_hold(pure, clock):
+    clock.advance(hours=5)
+    pure.replace(1, BOB, "carol@example.net", SHELL)
+    play_out(pure, clock)
+    verdict = verify(record(pure))
+    assert verdict.ok, verdict
+    mine = {(d.label, d.digest) for d in verdict.digests}
+    assert held_digests(pure) <= mine
+
+
+def test_a_keepers_act_after_a_pauses_end_but_before_the_tick_verifies(pure, clock):
+    pure.pause(1, SHELL, "holidays", until=clock() + timedelta(days=1))
+    clock.advance(days=2)  # cron has not run since the pause's end
+    pure.say(1, "Back from the holidays.", SHELL)
+    pure.tick()
+    play_out(pure, clock)
+    verdict = verify(record(pure))
+    assert verdict.ok, verdict
+
+
+def test_a_move_after_the_resumed_deadline_is_late(pure, clock):
+    pure.pause(1, SHELL, "holidays", until=clock() + timedelta(days=1))
+    clock.advance(days=5)  # the resumed deadline (3 days + the 1-day pause) has passed
+    assert send(pure, clock, ALICE, "bid 5").code == "refused"
+
+
+def test_verify_binds_a_newcomers_name(config, clock, seeds):
+    seeds.fixed = bytes([2]) * 32
+    engine = Engine(Store(config.database), config, clock, seeds)
+    engine.new_game("pure-skill", PLAYERS)
+    clock.advance(hours=5)
+    engine.replace(1, BOB, DORA, SHELL)
+    play_out(engine, clock)
+    genuine = record(engine)
+    assert genuine["winner"] != "dora"  # (this seed: else the end digest would see the renamed winner)
+    forged = copy.deepcopy(genuine)
+    forged["players"][1]["name"] = "mallory"
+    verdict = verify(forged)
+    assert not verdict.ok or verdict.digests != verify(genuine).digests
+
+
+def test_a_newcomers_fresh_deadline_is_told_to_the_other_players(pure, clock):
+    box = Mailbox(pure)
+    box.new()
+    clock.advance(days=2)
+    pure.replace(1, BOB, DORA, SHELL)
+    new = pure.status(1)["phase"]["deadline"]
+    assert new != "2026-11-24T12:00:00Z"
+    [to_alice] = [m for m in box.new() if m["to"] == ALICE]
+    assert "2026-11-26" in to_alice["subject"] + to_alice["body"]
+
+
+def test_a_game_made_within_a_second_verifies_with_and_without_a_deadline_moved(engine, clock):
+    """A phase opened at 12:00:00.5 says so as 12:00:00, and its deadline,
+    rounded up, is a second more than the deadline after that: verify
+    allows that second, and only it."""
+    clock.advance(seconds=0.5)
+    engine.new_game("pure-skill", PLAYERS)
+    engine.new_game("pure-skill", PLAYERS)
+    first = engine.status(1)["phase"]
+    assert from_iso(first["deadline"]) - from_iso(engine.table(1).phases[0]["opened_at"]) == timedelta(
+        days=3, seconds=1
+    )
+    engine.extend(2, timedelta(hours=5), SHELL)
+    play_out(engine, clock, 1)
+    play_out(engine, clock, 2)
+    assert verify(record(engine, 1)).ok and verify(record(engine, 2)).ok
+    forged = record(engine, 1)
+    forged["phases"][0]["deadline"] = iso(from_iso(forged["phases"][0]["deadline"]) + timedelta(seconds=1))
+    assert not verify(forged).ok

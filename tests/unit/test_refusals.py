@@ -109,6 +109,10 @@ EXAMPLES = {
         {"phase": "turn 4", "waiting": ["ann", "cy"]},
         ("It is not your move; turn 4 waits for ann, cy."),
     ),
+    Why.NOT_YET_YOURS: (
+        {"phase": "Auction 2"},
+        "You play this seat from the phase after Auction 2: its bot has made this phase's move, which stands.",
+    ),
     Why.NO_SUCH_GAME: (
         {"kinds": KINDS},
         ("There is no game of that name; the games are: pure-skill, bid, ice, priority, bluff."),
