@@ -10,7 +10,7 @@ import json
 import re
 import sqlite3
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ from referee import limits
 from referee import store as store_module
 from referee.config import Config, MaildirSettings
 from referee.engine import Engine
+from referee.engine.keeping import SHELL
 from referee.mail.smtp import Drained
 from referee.mail.source import SourceError
 from referee.runner import Runner
@@ -207,6 +208,103 @@ def test_a_new_problem_names_those_still_wrong_without_telling_them_again(kept, 
     clock.advance(hours=23)
     assert tell(kept, clock) == 2  # the quarantine's day has come, not the bounce's
     assert told(kept)[-1]["subject"] == "referee@example.org: 1 message(s) quarantined"
+
+
+def slow_smtp(engine: Engine, clock, times: int) -> None:
+    """A slow SMTP server, ``times`` over: a mail waits over an hour (the
+    keepers are told what there is to tell), then goes (and again)."""
+    for _ in range(times):
+        engine.say(1, "a word from the keeper", SHELL)
+        clock.advance(minutes=61)
+        tell(engine, clock)
+        clock.advance(minutes=1)
+        tell(engine, clock)
+
+
+def test_a_problem_that_comes_and_goes_is_told_at_most_once_a_day(kept, clock):
+    """A problem that clears and comes back within the day is not new each
+    time: one mail that it is wrong, one that it is fixed, and nothing more
+    until the day since the first is up."""
+    slow_smtp(kept, clock, times=6)  # 12:00 to 18:12
+    late = "3 mail(s) waiting over an hour to be sent"
+    assert [m["subject"] for m in told(kept)] == [f"referee@example.org: {late}", f"referee@example.org: fixed: {late}"]
+    assert "from 2026-11-21 13:01 UTC to 2026-11-21 13:02 UTC (1 minute)" in told(kept)[-1]["body"]
+
+
+def test_a_problem_back_within_the_day_is_told_when_the_day_is_up(kept, clock, monkeypatch):
+    slow_smtp(kept, clock, times=6)  # told at 13:01, fixed at 13:02; back five times since
+    late = "3 mail(s) waiting over an hour to be sent"
+    before = told(kept)[-1]["id"]
+    kept.say(1, "a word from the keeper", SHELL)
+    clock.advance(minutes=61)  # 19:13: back once more
+    raw = reply(kept, ALICE, "bid 7")
+    quarantine(kept, monkeypatch, raw)  # and another problem: its mail names the one back, telling it no more
+    assert tell(kept, clock) == 2
+    [mail] = told(kept, after=before)
+    assert mail["subject"] == "referee@example.org: 1 message(s) quarantined"
+    back = f"Back after you were told it was fixed (told again when its day is up):\n\n- {late}\n"
+    assert back + "  since 2026-11-21 19:13 UTC; fixed, you were told, at 2026-11-21 13:02 UTC" in mail["body"]
+    assert "Still wrong, as you were told" not in mail["body"]
+    clock.advance(minutes=1)
+    assert tell(kept, clock) == 0  # gone again
+    assert kept.ingest(raw).code == "move"
+    assert tell(kept, clock) == 2  # the quarantine fixed
+    clock.now = datetime(2026, 11, 22, 12, 31, tzinfo=UTC)
+    slow_smtp(kept, clock, times=1)  # back at 13:32, a day after the keepers were told of it: told again
+    wrong, fixed = told(kept, after=mail["id"])[1:]
+    assert wrong["subject"] == f"referee@example.org: {late}"
+    assert (
+        "since 2026-11-22 13:32 UTC: it came back (7 time(s))\n  after you were told at 2026-11-21 13:02 UTC"
+        in (wrong["body"])
+    )
+    assert fixed["subject"] == f"referee@example.org: fixed: {late}"
+    slow_smtp(kept, clock, times=3)  # comes and goes within the day again: nothing told
+    assert told(kept, after=fixed["id"]) == []
+    clock.advance(days=1)
+    assert tell(kept, clock) == 2  # gone when its day is up: the keepers hear it came and went, once
+    [gone] = told(kept, after=fixed["id"])
+    assert gone["subject"] == f"referee@example.org: fixed: {late}"
+    assert (
+        "it came and went 3 time(s) after you were told at\n  2026-11-22 13:33 UTC that it was fixed" in (gone["body"])
+    )
+    assert "the last time from\n  2026-11-22 16:38 UTC to 2026-11-22 16:39 UTC (1 minute)" in gone["body"]
+    clock.advance(days=1)
+    assert tell(kept, clock) == 0  # and then it is forgotten: the next time, it is new
+    slow_smtp(kept, clock, times=1)
+    wrong, fixed = told(kept, after=gone["id"])
+    assert (wrong["subject"], fixed["subject"]) == (
+        f"referee@example.org: {late}",
+        f"referee@example.org: fixed: {late}",
+    )
+    assert "it came back" not in wrong["body"]
+
+
+def test_storage_faults_that_come_and_go_are_told_at_most_once_a_day(kept, clock):
+    """Each storage fault is told only once it has cleared (games.db took no
+    note while it lasted): the first as fixed, those within the day after
+    it not at all until the day is up, and then once, as come and gone."""
+    assert tell(kept, clock) == 0
+
+    def fault_cleared(minutes: int) -> None:  # games.db failed for ``minutes``, then a pass went through
+        since = iso(clock())
+        clock.advance(minutes=minutes)
+        kept.store.set_meta("last_fault", json.dumps({"since": since, "at": iso(clock()), "error": "disk is full"}))
+        clock.advance(minutes=1)
+        kept.store.set_meta("last_pass", json.dumps({"at": iso(clock()), "received": 0, "sent": 0}))
+        tell(kept, clock)
+
+    for _ in range(3):
+        fault_cleared(minutes=30)
+        clock.advance(hours=1)
+    [first] = told(kept)
+    assert first["subject"] == "referee@example.org: fixed: the passes failed: disk is full"
+    assert "from 2026-11-21 12:00 UTC to 2026-11-21 12:31 UTC (31 minutes)" in first["body"]
+    clock.now = datetime(2026, 11, 22, 12, 31, tzinfo=UTC)
+    assert tell(kept, clock) == 2
+    [again] = told(kept, after=first["id"])
+    assert again["subject"] == first["subject"]
+    assert "came and went 2 time(s) after you were told at\n  2026-11-21 12:31 UTC that it was fixed" in again["body"]
+    assert "the last time from\n  2026-11-21 15:02 UTC to 2026-11-21 15:33 UTC (31 minutes)" in again["body"]
 
 
 def test_a_seat_whose_mail_bounces_is_told_and_fixed_when_it_stops(kept, clock):
