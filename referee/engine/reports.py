@@ -43,7 +43,8 @@ class Reports:
 
     def listing(self, game_id: int | None = None) -> dict[str, Any]:
         """Games open for sign-up and running games, as LIST tells anyone
-        (how many have signed up, never who)."""
+        (how many have signed up, never who); a running game that the
+        keeper paused says since when and until when (no deadline runs)."""
         open_games = [
             {
                 "id": g["id"],
@@ -56,8 +57,10 @@ class Reports:
             if game_id is None or g["id"] == game_id
         ]
         running = []
+        paused = self.store.paused() if game_id is None else {}
         for game in self.store.games(GameState.RUNNING) if game_id is None else []:
             phase = self.store.phases(game["id"])[-1]
+            pause = paused.get(game["id"])
             running.append(
                 {
                     "id": game["id"],
@@ -65,6 +68,7 @@ class Reports:
                     "name": game["name"],
                     "phase": phase["label"],
                     "deadline": phase["deadline"],
+                    "paused": pause and {"at": pause["at"], "until": pause["detail"].get("until")},
                 }
             )
         return {"open": open_games, "running": running}

@@ -35,7 +35,7 @@ from referee.resources import rule_texts, rules_page, template_folders
 from referee.rules import GAMES, get_game
 from referee.site.chart import UNIT
 from referee.site.public import page_context
-from referee.store import GameRow, GameState, StorageFault, Store
+from referee.store import GameRow, GameState, InterventionRow, StorageFault, Store
 from referee.tables import Tables
 from referee.timeutil import Clock, from_iso, iso, show, show_duration
 
@@ -112,8 +112,9 @@ class Site:
         known = {} if force else self._read_state()
         report, summaries = Report(), []
         state: dict[str, _Rendered] = {}
+        paused = self.records.store.paused()
         for row in self.records.store.games():
-            summary = self._summary(row, now)
+            summary = self._summary(row, now, paused.get(row["id"]))
             summaries.append(summary)
             fingerprint = self._fingerprint(row["id"], summary)
             before = known.get(str(row["id"]))
@@ -268,12 +269,14 @@ class Site:
 
     # -- the index and the site's feed -------------------------------------
 
-    def _summary(self, row: GameRow, now: datetime) -> dict[str, Any]:
-        """A line of the index about one game, from the store alone (cheap)."""
+    def _summary(self, row: GameRow, now: datetime, pause: InterventionRow | None) -> dict[str, Any]:
+        """A line of the index about one game, from the store alone (cheap);
+        ``pause``, the pause in force (Store.paused): then no deadline runs,
+        and the line says so instead."""
         phases = self.records.store.phases(row["id"]) if row["state"] == GameState.RUNNING else []
         phase = phases[-1] if phases else None
         left = None
-        if phase is not None:
+        if phase is not None and pause is None:
             span = from_iso(phase["deadline"]) - now
             left = show_duration(span) if span.total_seconds() > 0 else "any moment now"
         return {
@@ -285,6 +288,7 @@ class Site:
             "created_at": row["created_at"],
             "finished_at": row["finished_at"],
             "phase": phase and {"label": phase["label"], "deadline": phase["deadline"], "left": left},
+            "paused": pause and {"at": pause["at"], "until": pause["detail"].get("until")},
             "signed": len(self.records.store.signups(row["id"])) if row["state"] == GameState.OPEN else None,
             "wanted": row["seats_wanted"],
         }

@@ -358,6 +358,19 @@ def test_the_daily_summary_comes_once_a_day(config, clock):
     assert "- game 1, Game of Pure Skill: Round 1 of 13, deadline 2026-12-21 12:00 UTC" in summary["body"]
 
 
+def test_the_daily_summary_says_a_paused_game_is_paused(config, clock):
+    engine = Engine(Store(config.database), replace(config, keepers=KEEPERS, daily_summary=True), clock)
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    engine.pause(1, SHELL, "holidays", until=clock() + timedelta(days=5))
+    assert tell(engine, clock) == 2
+    [summary] = told(engine)
+    assert (
+        "- game 1, Game of Pure Skill: Round 1 of 13, paused since 2026-11-21 12:00 UTC, until 2026-11-26"
+        in (summary["body"])
+    )
+    assert "deadline" not in summary["body"]
+
+
 def test_no_keepers_no_mail(engine, clock, monkeypatch):
     engine.new_game("pure-skill", PLAYERS)
     quarantine(engine, monkeypatch, reply(engine, ALICE, "bid 7"))

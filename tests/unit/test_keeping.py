@@ -245,6 +245,44 @@ def test_the_site_shows_a_pause_the_acts_and_a_cancelled_end(pure, clock, tmp_pa
     assert "Now:" not in ended
 
 
+def test_a_paused_games_calendar_index_and_list_show_the_pause_not_a_stale_deadline(pure, clock, tmp_path):
+    """While paused, no deadline runs: the calendar offers no deadline and no
+    alarm but the pause's end, and the index and LIST say it is paused, and
+    until when, not "deadline ... (any moment now)"; resumed, the moved
+    deadline is back in all three."""
+    import icalendar
+
+    pure.pause(1, SHELL, "holidays")  # until the cap: 30 days
+    clock.advance(days=4)  # past the deadline it had
+    site = tmp_path / "site"
+    Site(pure, site).render()
+    ics = (site / "games/1/deadlines.ics").read_bytes()
+    [event] = icalendar.Calendar.from_ical(ics).walk("VEVENT")
+    assert str(event["SUMMARY"]) == "Game 1 (Game of Pure Skill): the keeper's pause ends, Round 1 of 13 goes on"
+    assert event.decoded("DTSTART") == from_iso("2026-12-21T12:00:00Z") and not event.walk("VALARM")
+    assert "Paused by the keeper since 2026-11-21 12:00 UTC, until 2026-12-21 12:00 UTC" in str(event["DESCRIPTION"])
+    assert b"closes" not in ics
+    index = page(site, "index.html").text
+    assert "Round 1 of 13, paused by the keeper since 2026-11-21 12:00 UTC, until 2026-12-21 12:00 UTC" in index
+    assert "any moment now" not in index and "deadline" not in index
+    box = Mailbox(pure)
+    box.new()
+    assert send(pure, clock, ALICE, "list").code == "done"
+    [listed] = box.new()
+    expected = "game 1, Game of Pure Skill: Round 1 of 13, paused by the keeper since 2026-11-21 12:00 UTC, until"
+    assert expected in listed["body"] and "deadline" not in listed["body"]
+    pure.resume(1, SHELL)
+    deadline = pure.status(1)["phase"]["deadline"]
+    assert deadline == "2026-11-28T12:00:00Z"  # three days, moved by the four of the pause
+    Site(pure, site).render()
+    [event] = icalendar.Calendar.from_ical((site / "games/1/deadlines.ics").read_bytes()).walk("VEVENT")
+    assert "Round 1 of 13 closes" in str(event["SUMMARY"]) and event.walk("VALARM")
+    assert event.decoded("DTSTART") == from_iso(deadline)
+    assert "deadline 2026-11-28 12:00 UTC (in 3 days)" in page(site, "index.html").text
+    send(pure, clock, ALICE, "list")
+    assert "deadline 2026-11-28 12:00 UTC" in box.new()[-1]["body"]
+
+
 def test_a_newcomer_in_a_vanished_players_seat_plays_on_and_wins(engine, clock, seeds):
     """Bob vanishes after round 1; Dora takes his seat and bids her highest
     card every round while the others miss every deadline: she wins, and
