@@ -40,6 +40,8 @@ answer are all the table's; the desk reaches a handler only through it.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import shlex
 import textwrap
@@ -730,14 +732,24 @@ class Desk:
             "games": [self.reports.status(g["id"]) for g in self.store.games() if g["state"] != GameState.FINISHED],
             "finished": [self.reports.status(g["id"]) for g in finished[-_FINISHED_SHOWN:]],
             "more_finished": max(0, len(finished) - _FINISHED_SHOWN),
-            "health": self.reports.health_lines(self.reports.health()),
+            # (by mail, no mail's subject: one to a seat carries its reply token, a player's their words)
+            "health": self.reports.health_lines(self.reports.health(), subjects=False),
         }
         return Answer(command.line, "keeper-status", context, OutcomeCode.DONE)
+
+    def _whole_argument(self, command: Command) -> str:
+        """What follows a keeper's command word on its line, the line whole
+        (a long line is cut where commands are read: an address, a reason
+        cut short must never be taken as written)."""
+        lines = self._own_lines_whole()
+        whole = lines[self._line - 1] if len(lines) >= self._line else command.line
+        parts = whole.split(None, 1)
+        return parts[1] if len(parts) > 1 and parts[0].lower() == command.word else command.argument
 
     def _keeper_game(self, command: Command) -> tuple[int, list[str]]:
         """The game a keeper's command is about (its first word: 7, #7, or
         "game 7") and the words after it."""
-        words = _past_filler(command.argument.split())
+        words = _past_filler(self._whole_argument(command).split())
         game_id = _game_number(words[0]) if words else None
         if game_id is None:
             raise self._usage(command, "name the game by its number (STATUS lists them)")
@@ -813,7 +825,15 @@ class Desk:
     def _do_say(self, sender: Sender, command: Command) -> Answer:
         """SAY 7 <text>, SAY 7 to <seat> <text>; with no text on its line,
         the lines below it are the text, up to END (and are not read as
-        commands).  The text as written: the line whole, however long."""
+        commands).  The text as written: the line whole, however long.
+        A SAY refused reads nothing below it either: its words might be."""
+        try:
+            return self._say(sender, command)
+        except Refusal:
+            self._rest_read = True
+            raise
+
+    def _say(self, sender: Sender, command: Command) -> Answer:
         game_id, words = self._keeper_game(command)
         seat = None
         if words and words[0].lower() == "to":
@@ -839,7 +859,7 @@ class Desk:
         decision_deadline=, settle=, name= and the game's options, each as
         key=value, as ``referee new`` takes them."""
         try:
-            words = shlex.split(command.argument)
+            words = shlex.split(self._whole_argument(command))
         except ValueError as error:
             raise self._usage(command, str(error)) from None
         if not words:
@@ -864,8 +884,12 @@ class Desk:
             else:
                 options[key] = value
 
+        # Its seed from the referee's key and this mail, as JOIN's: handled
+        # again after a restore, the mail makes the same game.
+        seed = hmac.new(self.key, f"seed\0{self.message.key}\0{self._line}".encode(), hashlib.sha256).digest()
+
         def new(who: str) -> str:
-            game_id = self.seating.new_game(kind, players, options=options, **settings)
+            game_id = self.seating.new_game(kind, players, options=options, seed=seed, **settings)
             seats = len(self.store.seats(game_id))
             log.info("game %d made by %s by mail", game_id, who)
             return f"game {game_id}: {GAMES[kind].title}, {seats} seats, begun; its players were told"

@@ -457,7 +457,7 @@ class Runner:
                     needs_keeper = not isinstance(error, ConnectionError) or isinstance(error, WrongSettings)
                     level = logging.ERROR if needs_keeper else logging.WARNING
                     log.log(level, "%s; trying again in %.0f s", error, backoff)
-                    await _sleep(backoff, stop)
+                    await self._nap(backoff, stop)
                     backoff = min(backoff * 2, LONGEST_BACKOFF)
                     continue
                 await self._wait(self.seconds_to_next_work(), stop)
@@ -498,9 +498,23 @@ class Runner:
         if waiting.done() and not waiting.cancelled() and waiting.exception():
             # IDLE itself failed: wait as a poller would, not pass after pass.
             log.warning("%s; polling instead", waiting.exception())
-            await _sleep(min(seconds, self.poll_interval), stop)
+            await self._nap(min(seconds, self.poll_interval), stop)
 
-    def _changed_elsewhere(self) -> bool:
+    async def _nap(self, seconds: float, stop: asyncio.Event) -> None:
+        """``seconds`` (a fault's backoff, a poll's interval), or until
+        ``stop`` is set or another process commits to games.db: a keeper's
+        command is acted on within a second even while a server is down."""
+        napping = asyncio.ensure_future(_sleep(seconds, stop))
+        woken = asyncio.ensure_future(self._until_changed_elsewhere(fault=False))
+        try:
+            await asyncio.wait({napping, woken}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (napping, woken):
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
+
+    def _changed_elsewhere(self, fault: bool = True) -> bool:
         """Whether another process has committed to games.db since the last
         pass began: a keeper's command that queued mail or changed a game
         (`referee new`, `resign`, `ingest`, or any command to come), which
@@ -508,12 +522,14 @@ class Runner:
         try:
             return self.engine.store.data_version() != self._version
         except StorageFault:
-            return True  # the next pass meets the fault, and says so
+            # a change for a wait: the next pass meets the fault, and says
+            # so; not for a fault's backoff (``fault`` False), which it is
+            return fault
 
-    async def _until_changed_elsewhere(self) -> None:
+    async def _until_changed_elsewhere(self, fault: bool = True) -> None:
         """Return once another process has committed to games.db, looking
         every WAKE_POLL seconds (a look costs microseconds: no CPU to speak of)."""
-        while not self._changed_elsewhere():
+        while not self._changed_elsewhere(fault):
             await asyncio.sleep(WAKE_POLL)
         log.info("games.db changed outside the daemon (a keeper's command): a pass now")
 

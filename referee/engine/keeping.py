@@ -21,8 +21,8 @@ from typing import Any
 from referee.config import Config
 from referee.engine.phases import Phases
 from referee.engine.post import Post
+from referee.engine.seating import check_player_address
 from referee.errors import EngineError
-from referee.mail.parse import is_address
 from referee.record import digest_line
 from referee.store import Act, InterventionRow, PhaseRow, Store
 from referee.tables import Table, Tables, deadlines
@@ -157,8 +157,7 @@ class Keeping:
         with it; the newcomer is sent everything the seat knows and, if the
         seat owes a move now, the whole deadline for it."""
         address = address.strip().lower()
-        if not is_address(address):
-            raise EngineError(f"{address!r} is not a mail address")
+        check_player_address(address, self.config.address)
         table, open_ = self._open(game_id)
         seat = _seat(table, seat_named)
         if table.seat_of(address) is not None:

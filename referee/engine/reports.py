@@ -236,7 +236,7 @@ class Reports:
         }
 
     @staticmethod
-    def health_lines(health: dict[str, Any], servers: bool = False) -> list[str]:
+    def health_lines(health: dict[str, Any], servers: bool = False, subjects: bool = True) -> list[str]:
         """The health (``health``) as `referee status` and a keeper's STATUS by
         mail print it; with ``servers`` (the config names mail servers), what
         could not be checked of them without connecting."""
@@ -262,10 +262,16 @@ class Reports:
             )
             + f", {len(outbox['refused'])} refused for good"
         )
-        lines += [f"  undelivered to {', '.join(m['to'])}: {m['subject']} ({m['error']})" for m in outbox["refused"]]
+        # (``subjects`` False, by mail: one to a seat carries its reply token, a player's their words)
+        lines += [
+            f"  undelivered to {', '.join(m['to'])}" + (f": {m['subject']}" if subjects else "") + f" ({m['error']})"
+            for m in outbox["refused"]
+        ]
         lines.append(f"quarantined: {len(health['quarantined'])} message(s)")
         lines += [
-            f"  {m['handled_at']} from {m['sender']}: {m['subject']!r}: {m['outcome']}"
+            f"  {m['handled_at']} from {m['sender']}"
+            + (f": {m['subject']!r}" if subjects else "")
+            + f": {m['outcome']}"
             for m in health["quarantined"][:5]
         ]
         lines.append(f"deadlines last enforced: {health['deadlines_enforced'] or 'never'}")

@@ -16,6 +16,7 @@ from referee.config import Config
 from referee.engine.phases import Phases
 from referee.engine.post import Post
 from referee.errors import EngineError, Refusal, Why
+from referee.limits import normalised
 from referee.mail.parse import is_address
 from referee.mail.tokens import seat_token
 from referee.record import commitment, digest_line
@@ -56,8 +57,11 @@ class Seating:
         options: dict[str, Any] | None = None,
         turn_deadline: timedelta | None = None,
         decision_deadline: timedelta | None = None,
+        seed: bytes | None = None,
     ) -> int:
         """Create a game, announce it, open its first phase; returns its id.
+        Its secret seed is ``seed``, or drawn afresh (a NEW by mail gives one
+        made from its mail, so that handled again it makes the same game).
 
         ``deadline`` is how long a sealed round lasts; ``turn_deadline`` one
         player's turn (default: the deadline), ``decision_deadline`` a choice
@@ -72,15 +76,14 @@ class Seating:
         deadlines = self._deadlines(rules, deadline, turn_deadline, decision_deadline)
         settle = settle if settle is not None else self.config.settle
         with self.store.transaction():
-            game_id = self._create(kind, options, deadlines, settle, name, GameState.RUNNING)
+            game_id = self._create(kind, options, deadlines, settle, name, GameState.RUNNING, seed=seed)
             self._begin(game_id, addresses, bots)
         log.info("game %d (%s) created with %d seats", game_id, kind, len(addresses) + bots)
         return game_id
 
     def _check_seats(self, rules: Game, addresses: list[str], bots: int) -> None:
         for address in addresses:
-            if not is_address(address):
-                raise EngineError(f"'{address}' is not a mail address")
+            check_player_address(address, self.config.address)
         if len(set(addresses)) != len(addresses):
             raise EngineError("each player may hold only one seat")
         if bots < 0:
@@ -257,6 +260,16 @@ def _taken_from_a_bot(table: Table, seat: int, phase: int) -> dict[str, Any] | N
         if act["act"] == Act.REPLACE and act["detail"]["seat"] == seat:
             return act["detail"] if act["phase"] == phase and act["detail"]["bot_from_phase"] is not None else None
     return None
+
+
+def check_player_address(address: str, own: str) -> None:
+    """EngineError unless ``address`` is one a player may hold a seat with:
+    a mail address, and not the referee's own (its mail to itself is
+    dropped as its own: that seat would play at random, and nobody know)."""
+    if not is_address(address):
+        raise EngineError(f"'{address}' is not a mail address")
+    if normalised(address) == normalised(own):
+        raise EngineError(f"{address} is the referee's own address: no player can hold a seat with it")
 
 
 def _seats_wanted(game: GameRow) -> int:
