@@ -158,7 +158,7 @@ class Desk:
             return sender
         if message.oversized:
             refusal = Refusal(
-                Why.TOO_LARGE, attempt=True, size=len(message.raw) // 1024, limit=self.config.max_message_size // 1024
+                Why.TOO_LARGE, attempt=True, size=message.size // 1024, limit=self.config.max_message_size // 1024
             )
             self._reply(message, sender, [self._error("", refusal)])  # a player's: her own budget
             return Outcome(OutcomeCode.REFUSED, "too large to read", sender.game_id)

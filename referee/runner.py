@@ -41,7 +41,7 @@ from referee.interrupt import Stopped
 from referee.mail.imap import ImapSource
 from referee.mail.maildir import MaildirSource
 from referee.mail.smtp import Drained, Feed, SmtpSender, SmtpUnreachable
-from referee.mail.source import Source, SourceError, WrongSettings
+from referee.mail.source import EXCERPT, Received, Source, SourceError, Waiting, WrongSettings, oversized
 from referee.site.render import Site
 from referee.store import (
     FaultAside,
@@ -60,6 +60,9 @@ MAILDIR_POLL = 5.0  # seconds between looks at a Maildir, which cannot push
 LONGEST_BACKOFF = 60.0  # the daemon tries a failed server (or disk) again at least once a minute
 LOCK_POLL = 1.0  # seconds between the waiting daemon's looks at the run lock
 WAKE_POLL = 0.5  # seconds between the waiting daemon's looks for a commit by another process
+WINDOW = 10_000  # new messages listed at a time (UID or name, size, receipt time: about 200 bytes each)
+BATCH_MAIL = 200  # messages read, handled and filed at a time, at most
+BATCH_BYTES = 8 * 2**20  # bytes of mail read at a time, at most (one message alone, up to max_message_size)
 
 T = TypeVar("T")
 Fault = SourceError | SmtpUnreachable | StorageFault | OSError  # what stops a pass (see the module's doc)
@@ -177,10 +180,10 @@ class Report:
 
 def source_for(config: Config, engine: Engine) -> Source | None:
     if config.imap:
-        return ImapSource(config.imap, engine.store)
+        return ImapSource(config.imap, engine.store, max_size=config.max_message_size)
     if config.maildir:
         m = config.maildir
-        return MaildirSource(m.path, processed=m.processed, quarantine=m.quarantine)
+        return MaildirSource(m.path, processed=m.processed, quarantine=m.quarantine, max_size=config.max_message_size)
     return None
 
 
@@ -348,29 +351,52 @@ class Runner:
 
     async def receive(self, source: Source, feed: Feed | None = None) -> int:
         """Ingest every new message of ``source`` (the runner's), each in its
-        own transaction, then file them all (quarantine those that could not
-        be handled).  With ``feed``, the sender sends what each message
-        queued while the next is read.
-        A crash before the filing leaves them in place: the next pass sees
-        each as a duplicate, and files it."""
-        # In the order the server received them (its UIDs almost always are):
-        # a change of mind counts after the move it changes.
+        own transaction, a batch at a time (``batches``: bounded in count and
+        in bytes, so memory does not grow with the backlog), and file each
+        batch once its effects are on disk (quarantine those that could not
+        be handled, or read).  With ``feed``, the sender sends what each
+        message queued while the next is read.  Returns how many were taken.
+
+        In the order the server received them (its UIDs almost always are):
+        a change of mind counts after the move it changes.  The inbox is
+        listed first (WINDOW messages at a time: their sizes and receipt
+        times, none read), sorted, and read in that order.
+
+        A crash before a batch is filed leaves it in place: the next pass
+        sees each message handled as a duplicate, and files it."""
         self._looked = _second_before(self.engine.clock.real())
-        messages = sorted(await source.fetch(), key=lambda message: message.received_at)
-        failed = set()
+        max_size = self.engine.config.max_message_size
+        taken = 0
         due = min(self.engine.next_due(), default=None)
+        listed: set[str] = set()
+        while True:
+            waiting = sorted(await source.waiting(WINDOW), key=lambda message: message.received_at)
+            for batch in batches(waiting, max_size):
+                taken, due = await self._batch(source, batch, taken, due, feed)
+            if len(waiting) < WINDOW or listed.issuperset(message.ref for message in waiting):
+                break  # all of it, or (a source that did not file them) nothing new to look at
+            listed = {message.ref for message in waiting}
+        return taken
+
+    async def _batch(
+        self, source: Source, batch: list[Waiting], taken: int, due: datetime | None, feed: Feed | None
+    ) -> tuple[int, datetime | None]:
+        """Read, ingest and file one batch; what ``receive`` counts and the
+        next moment due, as they are after it."""
+        finished: list[Received] = []
+        failed: list[Received] = []
+        read = await source.read(batch)
         # A StorageFault from ingest stops the loop and files nothing: the
         # messages handled so far are committed, and the next pass knows them.
-        for message in messages:
+        for message in read.messages:
             # What fell due before the mail came is done first, as of its own
             # time: the mail meets the game as it was when the server got it
             # (as when it is handled again after a restore).
             if due is not None and due < message.received_at:
                 self.caught_up += self.engine.catch_up(message.received_at)
                 due = min(self.engine.next_due(), default=None)
-            outcome = self.engine.ingest(message.raw, received_at=message.received_at)
-            if outcome.code == OutcomeCode.FAILED:
-                failed.add(message.ref)
+            outcome = self.engine.ingest(message.raw, received_at=message.received_at, size=message.size)
+            (failed if outcome.code == OutcomeCode.FAILED else finished).append(message)
             if outcome.keeper:  # a keeper's commands may move any game's moments, or make a game
                 due = min(self.engine.next_due(), default=None)
             elif outcome.game_id is not None:  # a player's message changes its own game's moments only
@@ -379,10 +405,12 @@ class Runner:
                 feed.added()
                 for _ in range(4):  # the sender's turn: a reply it waited for is read, its next command sent
                     await asyncio.sleep(0)
+        for unread in read.unreadable:
+            self.engine.set_aside(f"unread:{source.name}:{unread.ref}", unread.received_at, "could not be read")
         self.engine.store.sync()  # on disk before the server lets go of them
-        await source.done([m for m in messages if m.ref not in failed])
-        await source.done([m for m in messages if m.ref in failed], quarantine=True)
-        return len(messages)
+        await source.done(finished)
+        await source.done([*failed, *read.unreadable], quarantine=True)
+        return taken + len(read.messages) + len(read.unreadable), due
 
     async def handle_again(self) -> int:
         """After `referee restore`, before any other mail: the mail the
@@ -406,9 +434,14 @@ class Runner:
         messages = sorted(await self.source.handled(since), key=lambda message: message.received_at)
         again = 0
         with engine.restoring(_sent_before(restore["replaced"], restore["since"])):
-            for message in messages:
-                engine.catch_up(message.received_at)
-                again += engine.ingest(message.raw, received_at=message.received_at).code != OutcomeCode.DUPLICATE
+            for batch in batches(messages, engine.config.max_message_size):  # a batch read at a time
+                read = await self.source.read(batch, handled=True)
+                for message in read.messages:
+                    engine.catch_up(message.received_at)
+                    outcome = engine.ingest(message.raw, received_at=message.received_at, size=message.size)
+                    again += outcome.code != OutcomeCode.DUPLICATE
+                for unread in read.unreadable:  # filed already: the keeper may look at it there
+                    log.warning("%s: handled mail %s could not be read again", self.source.name, unread.ref)
             ran = [from_iso(restore["ran_until"])] if restore["ran_until"] else []
             until = max([*ran, *(message.received_at for message in messages)], default=None)
             if until is not None:
@@ -532,6 +565,25 @@ class Runner:
         while not self._changed_elsewhere(fault):
             await asyncio.sleep(WAKE_POLL)
         log.info("games.db changed outside the daemon (a keeper's command): a pass now")
+
+
+def batches(waiting: list[Waiting], max_size: int) -> Iterator[list[Waiting]]:
+    """``waiting``, in its order, cut into the batches read at once: at most
+    BATCH_MAIL messages and BATCH_BYTES of mail read (a message over
+    ``max_size`` costs its EXCERPT), a message larger than that alone.  So a
+    batch holds at most max(BATCH_BYTES, max_size + 1) bytes of mail,
+    however much is waiting."""
+    batch: list[Waiting] = []
+    held = 0
+    for message in waiting:
+        cost = EXCERPT if oversized(message, max_size) else min(message.size, max_size + 1)
+        if batch and (len(batch) >= BATCH_MAIL or held + cost > BATCH_BYTES):
+            yield batch
+            batch, held = [], 0
+        batch.append(message)
+        held += cost
+    if batch:
+        yield batch
 
 
 def _second_before(moment: datetime) -> datetime:

@@ -41,13 +41,14 @@ KEPT_HEADER = 64 * 1024  # bytes of an oversized mail's header section kept
 KEPT_EXCERPT = 4 * 1024  # bytes of its body
 
 
-def kept(raw: bytes, max_size: int) -> bytes:
+def kept(raw: bytes, max_size: int, size: int | None = None) -> bytes:
     """What games.db keeps of a received mail: all of it, up to the largest
     mail the referee reads; of a larger one (it stays whole on the mail
-    server) its header section, up to KEPT_HEADER, and the first
-    KEPT_EXCERPT bytes of its body, so a flood of large mail cannot fill
-    the disk."""
-    if len(raw) <= max_size:
+    server; ``raw`` may be only its start, the whole being ``size`` bytes)
+    its header section, up to KEPT_HEADER, and the first KEPT_EXCERPT bytes
+    of its body, so a flood of large mail cannot fill the disk."""
+    whole = len(raw) if size is None else size
+    if whole <= max_size and whole == len(raw):
         return raw
     for blank in (b"\r\n\r\n", b"\n\n"):
         end = raw.find(blank, 0, KEPT_HEADER)
@@ -71,9 +72,11 @@ def _the_machines(error: BaseException) -> bool:
 class Engine(Rooms):
     # -- mail in -----------------------------------------------------------
 
-    def ingest(self, raw: bytes, received_at: datetime | None = None) -> Outcome:
+    def ingest(self, raw: bytes, received_at: datetime | None = None, size: int | None = None) -> Outcome:
         """Handle one received message, exactly once.  ``received_at`` is the
-        server's receipt time when the mail source knows it.
+        server's receipt time when the mail source knows it; ``size`` the
+        whole message's bytes when ``raw`` is only its start (the source reads
+        no more of a message over max_message_size).
 
         A message that meets a bug is kept, unanswered, as ``failed`` (the
         runner quarantines it).  A storage fault (games.db full, locked,
@@ -84,10 +87,10 @@ class Engine(Rooms):
         now = self.clock()
         try:
             # A stop signal may end it here: it changes nothing (referee.interrupt).
-            message = reading(parse, raw, now, received_at, max_size=self.config.max_message_size)
+            message = reading(parse, raw, now, received_at, max_size=self.config.max_message_size, size=size)
         except Exception:  # (a parser bug must not stop the daemon on this mail)
             log.exception("a message of %d bytes could not be parsed", len(raw))
-            message = unreadable(raw, now, received_at)
+            message = unreadable(raw, now, received_at, size)
             outcome = Outcome(OutcomeCode.FAILED, "the message could not be parsed; it is kept in the store")
             with self.store.transaction():
                 if not self.store.seen(message.key):
@@ -96,6 +99,24 @@ class Engine(Rooms):
         outcome = self._handle(message, now)
         log.info("message %s from %s: %s", message.key, message.sender, outcome.code)
         return outcome
+
+    def set_aside(self, key: str, received_at: datetime, detail: str) -> None:
+        """Record a mail the runner quarantined without handling it (it could
+        not be read, or passes died on it): failed, so ``referee status``
+        lists it, with none of its bytes (the quarantine folder has it whole)."""
+        with self.store.transaction():
+            self.store.record_message(
+                key=key,
+                message_id=None,
+                sender="",
+                subject="",
+                received_at=iso(received_at),
+                handled_at=iso(self.clock()),
+                game_id=None,
+                code=OutcomeCode.FAILED,
+                detail=detail,
+                raw=b"",
+            )
 
     def _handle(self, message: Incoming, now: datetime) -> Outcome:
         try:
@@ -128,7 +149,7 @@ class Engine(Rooms):
             game_id=outcome.game_id,
             code=outcome.code,
             detail=outcome.detail,
-            raw=kept(message.raw, self.config.max_message_size),
+            raw=kept(message.raw, self.config.max_message_size, message.size),
         )
 
     # -- the keeper's and the runner's entry points --------------------------

@@ -1,13 +1,17 @@
 """Mail in over IMAP (aioimaplib): the referee's mailbox on any server.
 
-The store remembers, per mailbox, its UIDVALIDITY and the last UID filed, so
-each poll fetches only new mail.  A message's receipt time is its
-INTERNALDATE (when the server received it).  Once the runner has committed a
-message's effects, ``done`` marks it \\Seen and moves it to the processed
-folder (MOVE where the server has it, else COPY, \\Deleted and UID EXPUNGE),
-or to quarantine.  If UIDVALIDITY changes, every message still in the
-mailbox is fetched again; the store knows the ones it handled (by Message-ID,
-or a hash of the bytes), so none is lost or handled twice.
+The store remembers, per mailbox, its UIDVALIDITY and the last UID below
+which every message is filed, so each poll fetches only new mail.  A
+message's receipt time is its INTERNALDATE (when the server received it).
+What is waiting is listed first (UID, RFC822.SIZE, INTERNALDATE: no message
+read), then read a batch at a time, a message over max_size only in part
+(BODY.PEEK[]<0.EXCERPT>), and none ever past max_size + 1 bytes, whatever
+its RFC822.SIZE said.  Once the runner has committed a message's effects,
+``done`` marks it \\Seen and moves it to the processed folder (MOVE where
+the server has it, else COPY, \\Deleted and UID EXPUNGE), or to quarantine.
+If UIDVALIDITY changes, every message still in the mailbox is fetched
+again; the store knows the ones it handled (by Message-ID, or a hash of the
+bytes), so none is lost or handled twice.
 
 aioimaplib quirks handled here (see tests/integration/mailstack.py): commands pending
 when the connection drops never fail, and neither does the wait for the
@@ -24,7 +28,8 @@ import asyncio
 import logging
 import re
 import ssl
-from collections.abc import Awaitable, Sequence
+import sys
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
@@ -32,19 +37,29 @@ from typing import TypeVar
 import aioimaplib  # type: ignore[import-untyped]  # aioimaplib ships no type hints (no py.typed, no stubs)
 
 from referee.config import Server
-from referee.mail.source import Received, SourceError, SourceRefused, tls_refused
+from referee.mail.source import (
+    EXCERPT,
+    Read,
+    Received,
+    SourceError,
+    SourceRefused,
+    Waiting,
+    oversized,
+    tls_refused,
+)
 from referee.store import Store
 
 log = logging.getLogger("referee.imap")
 T = TypeVar("T")
 
-BATCH = 200  # UIDs per FETCH: aioimaplib's parser recurses once per line
+BATCH = 200  # UIDs per FETCH, STORE or MOVE: aioimaplib's parser recurses once per line
 IDLE_LIMIT = 25 * 60  # re-issue IDLE well before the 29-minute rule of RFC 2177
 POLL = 30.0  # seconds between looks at a server without IDLE
 LOGOUT_WAIT = 3.0  # seconds a closing source waits for the server's goodbye
 _UIDVALIDITY = re.compile(rb"\[UIDVALIDITY (\d+)\]", re.I)
 _UID = re.compile(rb"\bUID (\d+)")
 _INTERNALDATE = re.compile(rb'INTERNALDATE "([^"]+)"')
+_SIZE = re.compile(rb"\bRFC822\.SIZE (\d+)")
 _EXISTS = re.compile(rb"^\d+ (EXISTS|RECENT)", re.I)
 _RESPONSE_CODE = re.compile(rb"\[([A-Za-z-]+)")
 _FOR_NOW = {b"UNAVAILABLE", b"INUSE", b"SERVERBUG", b"LIMIT"}  # RFC 5530's codes of a passing refusal
@@ -56,33 +71,94 @@ def internaldate(text: str) -> datetime:
 
 
 class ImapSource:
-    def __init__(self, server: Server, store: Store, timeout: float = 30.0, ssl_context: ssl.SSLContext | None = None):
+    def __init__(
+        self,
+        server: Server,
+        store: Store,
+        timeout: float = 30.0,
+        ssl_context: ssl.SSLContext | None = None,
+        max_size: int | None = None,
+    ):
         self.server, self.store, self.timeout = server, store, timeout
+        self.max_size = max_size  # a larger message is read only in part (None: every message whole)
         self.ssl_context = ssl_context or ssl.create_default_context()
         self.client: aioimaplib.IMAP4 | None = None
         self._connecting: aioimaplib.IMAP4 | None = None  # the connection being set up
         self.lost = asyncio.Event()  # set when the connection drops: fails its commands, wakes IDLE
         self.uidvalidity = 0
         self.name = f"imap:{server.username}@{server.host}:{server.port}/{server.mailbox}"
+        # What the last look at the inbox listed: the UIDs not filed yet, and the highest.
+        self._unfiled: set[int] = set()
+        self._listed_to = 0
 
     # -- the Source protocol --------------------------------------------------
 
-    async def fetch(self) -> list[Received]:
+    async def waiting(self, limit: int) -> list[Waiting]:
         client = await self._connected()
-        return await self._fetch_uids(client, await self._new_uids(client))
+        uids = (await self._new_uids(client))[:limit]
+        self._unfiled, self._listed_to = set(uids), uids[-1] if uids else 0
+        return await self._waiting(client, uids)
 
-    async def handled(self, since: datetime | None) -> list[Received]:
+    async def handled(self, since: datetime | None) -> list[Waiting]:
         """The processed folder's messages received since ``since`` (IMAP's
-        SINCE takes a date: from the day before), read without marking
-        anything; then the inbox is selected again."""
+        SINCE takes a date: from the day before), unread."""
+
+        async def listed(client: aioimaplib.IMAP4) -> list[Waiting]:
+            criteria = "ALL" if since is None else f"SINCE {_imap_date(since - timedelta(days=1))}"
+            found = await self._command(client.uid_search(criteria, charset=None), "SEARCH")
+            return await self._waiting(client, sorted(int(n) for n in found.lines[0].split()))
+
+        return await self._in_processed(listed)
+
+    async def read(self, messages: Sequence[Waiting], handled: bool = False) -> Read:
+        """These messages: one FETCH for those of a normal size, each read up
+        to max_size + 1 bytes (one found larger is cut to its excerpt), and
+        one for those over max_size, each read up to EXCERPT bytes.  A FETCH
+        the server refuses (NO) is tried again a message at a time; one it
+        refuses alone, or leaves out of its answer, is unreadable."""
+
+        async def reading(client: aioimaplib.IMAP4) -> Read:
+            bodies: dict[str, bytes] = {}
+            refused: list[Waiting] = []
+            whole = "BODY.PEEK[]" if self.max_size is None else f"BODY.PEEK[]<0.{self.max_size + 1}>"
+            for part, some in (
+                (whole, [m for m in messages if not oversized(m, self.max_size)]),
+                (f"BODY.PEEK[]<0.{EXCERPT}>", [m for m in messages if oversized(m, self.max_size)]),
+            ):
+                for start in range(0, len(some), BATCH):
+                    await self._bodies(client, some[start : start + BATCH], part, bodies, refused)
+            read, unreadable = [], []
+            for message in messages:
+                raw = bodies.pop(message.ref, None)
+                if raw is None:
+                    if message not in refused:
+                        log.warning("%s: UID %s was not in the FETCH answer; to quarantine", self.name, message.ref)
+                    unreadable.append(message)
+                elif oversized(message, self.max_size):
+                    read.append(Received(message.ref, raw, message.received_at, size=message.size))
+                elif self.max_size is not None and len(raw) > self.max_size:  # RFC822.SIZE said less
+                    read.append(Received(message.ref, raw[:EXCERPT], message.received_at, size=len(raw)))
+                else:
+                    read.append(Received(message.ref, raw, message.received_at))
+            return Read(read, unreadable)
+
+        if handled:
+            return await self._in_processed(reading)
+        return await reading(await self._connected())
+
+    async def fetch(self) -> list[Received]:
+        """Every new message, read: the whole backlog at once, for tools and
+        tests (the runner reads a batch at a time)."""
+        return (await self.read(await self.waiting(sys.maxsize))).messages
+
+    async def _in_processed(self, work: Callable[[aioimaplib.IMAP4], Awaitable[T]]) -> T:
+        """``work`` with the processed folder selected read-only (EXAMINE),
+        marking nothing; then the inbox is selected again."""
         client = await self._connected()
         folder = self.server.processed
         try:
             await self._command(client.examine(folder), f"EXAMINE {folder}", settings=True)
-            criteria = "ALL" if since is None else f"SINCE {_imap_date(since - timedelta(days=1))}"
-            found = await self._command(client.uid_search(criteria, charset=None), "SEARCH")
-            uids = sorted(int(n) for n in found.lines[0].split())
-            return await self._fetch_uids(client, uids)
+            return await work(client)
         finally:
             if self.client is client and client is not None:  # else the next call starts afresh
                 selected = await self._command(
@@ -91,18 +167,43 @@ class ImapSource:
                 if _uidvalidity(selected.lines) != self.uidvalidity:
                     self._forget()  # its UIDs are not the ones the store knows: start afresh
 
-    async def _fetch_uids(self, client: aioimaplib.IMAP4, uids: list[int]) -> list[Received]:
-        """The messages of the selected folder with these UIDs, BATCH a FETCH, in UID order."""
-        messages = []
+    async def _waiting(self, client: aioimaplib.IMAP4, uids: list[int]) -> list[Waiting]:
+        """What the selected folder says of these UIDs, without reading them
+        (RFC822.SIZE and INTERNALDATE, BATCH a FETCH), oldest first."""
+        found = []
         for start in range(0, len(uids), BATCH):
             batch = ",".join(str(uid) for uid in uids[start : start + BATCH])
-            reply = await self._command(client.uid("fetch", batch, "(UID INTERNALDATE BODY.PEEK[])"), "FETCH")
-            messages += _fetched(reply.lines)
-        return sorted(messages, key=lambda m: int(m.ref))
+            reply = await self._command(client.uid("fetch", batch, "(UID RFC822.SIZE INTERNALDATE)"), "FETCH")
+            found += _listed(reply.lines)
+        return sorted(found, key=lambda message: (message.received_at, int(message.ref)))
 
-    async def done(self, messages: Sequence[Received], quarantine: bool = False) -> None:
+    async def _bodies(
+        self,
+        client: aioimaplib.IMAP4,
+        messages: list[Waiting],
+        part: str,
+        bodies: dict[str, bytes],
+        refused: list[Waiting],
+    ) -> None:
+        """FETCH ``part`` of these messages into ``bodies`` (by UID); a refusal
+        of a single message is noted in ``refused``, of more is tried again a
+        message at a time."""
+        if not messages:
+            return
+        uids = ",".join(message.ref for message in messages)
+        reply = await self._command(client.uid("fetch", uids, f"(UID {part})"), "FETCH", refusable=True)
+        if reply.result == "OK":
+            bodies.update(_fetched(reply.lines))
+        elif len(messages) == 1:
+            log.warning("%s: FETCH of UID %s refused: %s; to quarantine", self.name, uids, _said(reply.lines))
+            refused += messages
+        else:
+            for message in messages:
+                await self._bodies(client, [message], part, bodies, refused)
+
+    async def done(self, messages: Sequence[Waiting | Received], quarantine: bool = False) -> None:
         """File messages whose effects are committed, BATCH UIDs a command
-        (one STORE and one MOVE for a whole backlog, not one of each per message)."""
+        (one STORE and one MOVE for a whole batch, not one of each per message)."""
         if not messages:
             return
         client = await self._connected()
@@ -117,7 +218,13 @@ class ImapSource:
                 await self._command(client.uid("copy", uids, folder), "COPY")
                 await self._command(client.uid("store", uids, "+FLAGS.SILENT", r"(\Deleted)"), "STORE")
                 await self._command(client.uid("expunge", uids), "EXPUNGE")
-        self.store.set_mailbox(self.name, self.uidvalidity, max(self._last_uid(), *map(int, refs)))
+        # The next look starts above the last UID below which every one listed
+        # is filed: the runner files in order of receipt, a batch at a time,
+        # and a UID may come before a lower one still to be handled.
+        filed = {int(ref) for ref in refs}
+        self._unfiled -= filed
+        top = min(self._unfiled) - 1 if self._unfiled else max(self._listed_to, *filed)
+        self.store.set_mailbox(self.name, self.uidvalidity, max(self._last_uid(), top))
 
     async def close(self) -> None:
         client, self.client = self.client, None
@@ -299,18 +406,20 @@ class ImapSource:
         self._forget()
         raise SourceError(f"{self.name}: {what} failed ({reason})")
 
-    async def _command(self, call, what: str, settings: bool = False):
-        """One IMAP command, bounded; any reply but OK is a SourceError too.
-        With ``settings`` (LOGIN, SELECT), a refusal is the settings' fault
-        (SourceRefused), unless its response code says it is for now only."""
+    async def _command(self, call, what: str, settings: bool = False, refusable: bool = False):
+        """One IMAP command, bounded; any reply but OK is a SourceError too
+        (with ``refusable``, a NO is returned: the server is there, and said
+        no to this command alone).  With ``settings`` (LOGIN, SELECT), a
+        refusal is the settings' fault (SourceRefused), unless its response
+        code says it is for now only."""
         reply = await self._bounded(call, what)
-        if reply.result == "OK":
+        if reply.result == "OK" or (refusable and reply.result == "NO"):
             return reply
         self._forget()
-        text = b" ".join(line for line in reply.lines if isinstance(line, bytes))
-        code = _RESPONSE_CODE.search(text)
+        text = _said(reply.lines)
+        code = _RESPONSE_CODE.search(text.encode())
         fault = SourceRefused if settings and not (code and code[1].upper() in _FOR_NOW) else SourceError
-        raise fault(f"{self.name}: {what} refused: {text.decode(errors='replace')[:200]}")
+        raise fault(f"{self.name}: {what} refused: {text}")
 
     def _forget(self) -> None:
         """Close the connection we no longer trust and start afresh next time."""
@@ -361,19 +470,38 @@ def _uidvalidity(lines: list) -> int:
     raise SourceError("the server gave no UIDVALIDITY for the mailbox")
 
 
-def _fetched(lines: list) -> list[Received]:
-    """FETCH responses -> messages.  Each is a text line holding UID and
-    INTERNALDATE (in any order), the literal body, and a closing line."""
-    messages = []
+def _said(lines: list) -> str:
+    """A reply's text lines, as the server said them (the first 200 characters)."""
+    return b" ".join(line for line in lines if isinstance(line, bytes)).decode(errors="replace")[:200]
+
+
+def _listed(lines: list) -> list[Waiting]:
+    """FETCH (UID RFC822.SIZE INTERNALDATE) responses -> what is waiting."""
+    found = []
+    for line in lines:
+        if not isinstance(line, bytes):
+            continue
+        uid, size, date = _UID.search(line), _SIZE.search(line), _INTERNALDATE.search(line)
+        if uid is None or size is None or date is None:
+            continue  # the tagged OK, or an untagged FLAGS the server sent on its own
+        found.append(Waiting(ref=uid[1].decode(), received_at=internaldate(date[1].decode()), size=int(size[1])))
+    return found
+
+
+def _fetched(lines: list) -> dict[str, bytes]:
+    """FETCH (UID BODY[...]) responses -> bodies by UID.  Each is a text line
+    holding the UID (before the literal or after it), the literal, and a
+    closing line."""
+    bodies = {}
     for index, line in enumerate(lines):
         if not isinstance(line, bytearray):
             continue
         header = bytes(lines[index - 1]) if index else b""
         trailer = bytes(lines[index + 1]) if index + 1 < len(lines) else b""
         uid = _UID.search(header) or _UID.search(trailer)
-        date = _INTERNALDATE.search(header) or _INTERNALDATE.search(trailer)
-        if uid is None or date is None:
-            log.warning("a FETCH response without UID or INTERNALDATE was skipped")
+        if uid is None:
+            log.warning("a FETCH response without a UID was skipped")
             continue
-        messages.append(Received(ref=uid[1].decode(), raw=bytes(line), received_at=internaldate(date[1].decode())))
-    return messages
+        bodies[uid[1].decode()] = bytes(line)
+        lines[index] = b""  # the copy is the one kept: the reply's goes now, not with the whole reply
+    return bodies

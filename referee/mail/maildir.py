@@ -3,7 +3,9 @@
 The delivery agent writes each message into ``tmp/`` and renames it into
 ``new/``; a mail reader may later move it to ``cur/`` with flags appended
 (``<key>:2,<flags>``).  We read both ``new/`` and ``cur/`` (never ``tmp/``,
-where deliveries are still being written), and file a handled message by
+where deliveries are still being written): first their listing and each
+file's size, then the files a batch at a time, and a file over ``max_size``
+only in part (its first EXCERPT bytes).  We file a handled message by
 renaming it into the ``cur/`` of a Maildir++ sub-folder inside the Maildir
 (``.processed`` or ``.quarantine``).  Reading never changes a thing; filing
 is one ``os.rename`` on the same filesystem, so a crash leaves the message
@@ -18,16 +20,17 @@ has it), else the file's mtime - never the sender's ``Date``.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import os
 import re
 import stat
-from collections.abc import Sequence
-from dataclasses import dataclass
+import sys
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from referee.mail.source import Received, SourceError
+from referee.mail.source import EXCERPT, Read, Received, SourceError, Waiting
 
 log = logging.getLogger("referee")
 
@@ -57,46 +60,57 @@ def delivery_time(name: str) -> datetime | None:
     return moment.replace(microsecond=int(usec.group(1))) if usec else moment
 
 
-@dataclass(frozen=True)
-class _Found:
-    key: str
-    path: Path
-    raw: bytes
-    received_at: datetime
-
-
 class MaildirSource:
     """Messages from a local Maildir; handled ones are filed in sub-folders."""
 
-    def __init__(self, path: Path, processed: str = "processed", quarantine: str = "quarantine") -> None:
+    def __init__(
+        self,
+        path: Path,
+        processed: str = "processed",
+        quarantine: str = "quarantine",
+        max_size: int | None = None,
+    ) -> None:
         for folder in (processed, quarantine):
             if not folder or folder.startswith(".") or any(c in folder for c in "/:\0"):
                 raise ValueError(f"maildir folder {folder!r}: must be a plain name like 'processed'")
         self.path = Path(path)
+        self.name = f"maildir:{self.path}"
         self.processed = processed
         self.quarantine = quarantine
-        self._seen: dict[str, Path] = {}  # key -> where the last fetch found it
+        self.max_size = max_size  # a larger message is read only in part (None: every message whole)
+        self._seen: dict[str, Path] = {}  # key -> where the last look at the inbox found it
+        self._filed: dict[str, Path] = {}  # key -> where the last look at the processed folder found it
 
     # -- the Source protocol ------------------------------------------------
 
-    async def fetch(self) -> list[Received]:
-        found = await asyncio.to_thread(self._fetch)
-        self._seen = {f.key: f.path for f in found}
-        return [Received(ref=f.key, raw=f.raw, received_at=f.received_at) for f in found]
+    async def waiting(self, limit: int) -> list[Waiting]:
+        found = await asyncio.to_thread(self._scan, self.path, limit)
+        self._seen = {key: path for key, path, _ in found}
+        return [message for _, _, message in found]
 
-    async def handled(self, since: datetime | None) -> list[Received]:
+    async def handled(self, since: datetime | None) -> list[Waiting]:
         """The messages filed in the processed folder since ``since``."""
         root = self.path / ("." + self.processed)
         if not root.is_dir():
             return []
-        found = await asyncio.to_thread(self._fetch, root)
-        return [
-            Received(ref=f.key, raw=f.raw, received_at=f.received_at)
-            for f in found
-            if since is None or f.received_at >= since - timedelta(days=1)
+        found = await asyncio.to_thread(self._scan, root, None)
+        kept = [
+            (key, path, message)
+            for key, path, message in found
+            if since is None or message.received_at >= since - timedelta(days=1)
         ]
+        self._filed = {key: path for key, path, _ in kept}
+        return [message for _, _, message in kept]
 
-    async def done(self, messages: Sequence[Received], quarantine: bool = False) -> None:
+    async def read(self, messages: Sequence[Waiting], handled: bool = False) -> Read:
+        return await asyncio.to_thread(self._read_all, messages, self._filed if handled else self._seen)
+
+    async def fetch(self) -> list[Received]:
+        """Every new message, read: the whole backlog at once, for tools and
+        tests (the runner reads a batch at a time)."""
+        return (await self.read(await self.waiting(sys.maxsize))).messages
+
+    async def done(self, messages: Sequence[Waiting | Received], quarantine: bool = False) -> None:
         folder = self.quarantine if quarantine else self.processed
         for message in messages:
             await asyncio.to_thread(self._file, message.ref, folder)
@@ -106,47 +120,79 @@ class MaildirSource:
 
     # -- reading ------------------------------------------------------------
 
-    def _fetch(self, root: Path | None = None) -> list[_Found]:
-        """The messages in new/ and cur/ of the Maildir (or of ``root``, one of its folders)."""
-        entries = []
-        for sub in ("new", "cur"):
-            directory = (root or self.path) / sub
-            try:
-                with os.scandir(directory) as scan:
-                    entries += [entry for entry in scan if not entry.name.startswith(".")]
-            except OSError as error:
-                raise self._error(f"cannot read {sub}/", error) from None
-        found: dict[str, _Found] = {}
-        for entry in entries:
-            key, _ = split_name(entry.name)
+    def _scan(self, root: Path, limit: int | None) -> list[tuple[str, Path, Waiting]]:
+        """The oldest ``limit`` (or all) messages in new/ and cur/ of ``root``
+        (the Maildir, or one of its folders), oldest first, unread: only the
+        chosen ones are held, however many the folder has."""
+        entries = self._entries(root)
+        chosen = heapq.nsmallest(limit, entries) if limit is not None else sorted(entries)
+        found: dict[str, tuple[str, Path, Waiting]] = {}
+        for received_at, key, _name, path in chosen:
             if key in found:  # the same message in new/ and cur/ at once: read it once
                 continue
             try:
-                if not entry.is_file():  # a directory or a pipe: not a message
-                    continue
-            except OSError:
+                status = os.stat(path)
+            except OSError:  # filed or moved to cur/ meanwhile: the next look finds it
                 continue
-            message = self._read(Path(entry.path), key)
-            if message is not None:
-                found[key] = message
-        return sorted(found.values(), key=lambda f: (f.received_at, f.key, f.path.name))
+            if stat.S_ISREG(status.st_mode):
+                found[key] = (key, path, Waiting(ref=key, received_at=received_at, size=status.st_size))
+        return list(found.values())
 
-    def _read(self, path: Path, key: str) -> _Found | None:
-        try:
-            with open(path, "rb") as file:
-                status = os.fstat(file.fileno())
-                if not stat.S_ISREG(status.st_mode):
-                    return None
-                raw = file.read()
-        except (FileNotFoundError, IsADirectoryError):  # filed or moved to cur/ meanwhile
-            return None
-        except OSError as error:
-            log.warning("maildir %s: cannot read %s, left in place: %s", self.path, path, error)
-            return None
-        received_at = delivery_time(path.name)
-        if received_at is None:
-            received_at = datetime.fromtimestamp(status.st_mtime, UTC)
-        return _Found(key=key, path=path, raw=raw, received_at=received_at)
+    def _entries(self, root: Path) -> Iterator[tuple[datetime, str, str, Path]]:
+        """(receipt time, key, name, path) of each file in new/ and cur/ of ``root``."""
+        for sub in ("new", "cur"):
+            directory = root / sub
+            try:
+                with os.scandir(directory) as scan:
+                    for entry in scan:
+                        if entry.name.startswith("."):
+                            continue
+                        try:
+                            if not entry.is_file():  # a directory or a pipe: not a message
+                                continue
+                            received_at = delivery_time(entry.name)
+                            if received_at is None:
+                                received_at = datetime.fromtimestamp(entry.stat().st_mtime, UTC)
+                        except OSError:  # gone meanwhile
+                            continue
+                        yield received_at, split_name(entry.name)[0], entry.name, Path(entry.path)
+            except OSError as error:
+                raise self._error(f"cannot read {sub}/", error) from None
+
+    def _read_all(self, messages: Sequence[Waiting], where: dict[str, Path]) -> Read:
+        read, unreadable = [], []
+        for message in messages:
+            try:
+                received = self._read(message, where.get(message.ref))
+            except OSError as error:
+                log.warning("maildir %s: cannot read %s, to quarantine: %s", self.path, message.ref, error)
+                unreadable.append(message)
+                continue
+            if received is not None:
+                read.append(received)
+        return Read(read, unreadable)
+
+    def _read(self, message: Waiting, path: Path | None) -> Received | None:
+        """The message, whole, or over max_size its first EXCERPT bytes; None
+        if it is gone (filed meanwhile).  Raises OSError if it cannot be read."""
+        for _ in range(2):  # where it was seen, else wherever a mail reader moved it since
+            if path is None:
+                return None
+            try:
+                with open(path, "rb") as file:
+                    status = os.fstat(file.fileno())
+                    if not stat.S_ISREG(status.st_mode):
+                        return None
+                    if self.max_size is not None and status.st_size > self.max_size:
+                        return Received(message.ref, file.read(EXCERPT), message.received_at, size=status.st_size)
+                    raw = file.read(-1 if self.max_size is None else self.max_size + 1)
+            except (FileNotFoundError, IsADirectoryError):
+                path = self._find(message.ref, path.parent.parent)
+                continue
+            if self.max_size is not None and len(raw) > self.max_size:  # it grew since: a delivery agent's bug
+                return Received(message.ref, raw[:EXCERPT], message.received_at, size=len(raw))
+            return Received(message.ref, raw, message.received_at)
+        return None
 
     # -- filing -------------------------------------------------------------
 
@@ -168,23 +214,28 @@ class MaildirSource:
         self._seen.pop(key, None)
 
     def _locate(self, key: str) -> Path | None:
-        """Where the message is now: where fetch saw it, else (a reader may have
-        moved it to cur/ or changed its flags) wherever its key is in new/ or cur/."""
+        """Where the message is now: where the last look saw it, else (a reader
+        may have moved it to cur/ or changed its flags) wherever its key is in
+        new/ or cur/."""
         known = self._seen.get(key)
         if known is not None and known.exists():
             return known
+        return self._find(key, self.path)
+
+    def _find(self, key: str, root: Path) -> Path | None:
+        """Where the message with this key is in new/ or cur/ of ``root``, if anywhere."""
         if not key or "/" in key or key.startswith("."):
             return None
-        if (self.path / "new" / key).is_file():  # the usual case, without a listing
-            return self.path / "new" / key
+        if (root / "new" / key).is_file():  # the usual case, without a listing
+            return root / "new" / key
         for sub in ("cur", "new"):
             try:
-                names = os.listdir(self.path / sub)
+                names = os.listdir(root / sub)
             except OSError as error:
                 raise self._error(f"cannot read {sub}/", error) from None
             for name in names:
-                if split_name(name)[0] == key and (self.path / sub / name).is_file():
-                    return self.path / sub / name
+                if split_name(name)[0] == key and (root / sub / name).is_file():
+                    return root / sub / name
         return None
 
     def _folder(self, folder: str) -> Path:

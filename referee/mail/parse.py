@@ -33,16 +33,26 @@ class Incoming:
     received_at: datetime  # the receiving server's time, never the sender's Date
     text: str  # the plain-text body ("" if none could be read)
     headers: EmailMessage  # for classification
-    raw: bytes
+    raw: bytes  # the message, or of an oversized one only its start, as the source read it
     oversized: bool = False  # too large to read: only the headers were parsed
+    size: int = 0  # the whole message's bytes
 
 
-def parse(raw: bytes, now: datetime, received_at: datetime | None = None, max_size: int | None = None) -> Incoming:
+def parse(
+    raw: bytes,
+    now: datetime,
+    received_at: datetime | None = None,
+    max_size: int | None = None,
+    size: int | None = None,
+) -> Incoming:
     """Read a message.  Its receipt time is ``received_at`` when the source
     knows it (IMAP INTERNALDATE, Maildir delivery), else what the headers
     say, else ``now``.  A message over ``max_size`` bytes is not parsed past
-    its headers (bounded time and memory whatever it holds)."""
-    oversized = max_size is not None and len(raw) > max_size
+    its headers (bounded time and memory whatever it holds); nor is one of
+    which ``raw`` is only the start, the whole being ``size`` bytes (the
+    source read no more of a message over the limit)."""
+    size = len(raw) if size is None else max(size, len(raw))
+    oversized = size > len(raw) or (max_size is not None and size > max_size)
     head = raw.split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0]
     message = None if oversized else _parse_tamed(raw, head)
     if message is None:  # too large, or too convoluted: read the headers alone
@@ -59,10 +69,11 @@ def parse(raw: bytes, now: datetime, received_at: datetime | None = None, max_si
         headers=message,
         raw=raw,
         oversized=oversized,
+        size=size,
     )
 
 
-def unreadable(raw: bytes, now: datetime, received_at: datetime | None = None) -> Incoming:
+def unreadable(raw: bytes, now: datetime, received_at: datetime | None = None, size: int | None = None) -> Incoming:
     """What is known of a message the parser failed on: its bytes."""
     return Incoming(
         key="sha256:" + hashlib.sha256(raw).hexdigest(),
@@ -74,6 +85,7 @@ def unreadable(raw: bytes, now: datetime, received_at: datetime | None = None) -
         text="",
         headers=EmailMessage(),
         raw=raw,
+        size=len(raw) if size is None else max(size, len(raw)),
     )
 
 

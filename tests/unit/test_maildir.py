@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from referee.mail.maildir import MaildirSource, delivery_time
-from referee.mail.source import Received, SourceError
+from referee.mail.source import EXCERPT, Received, SourceError
 
 T0 = 1_700_000_000  # 2023-11-14 22:13:20 UTC
 
@@ -243,3 +243,39 @@ def test_close_is_present(box):
 def test_folder_names_are_plain():
     with pytest.raises(ValueError):
         MaildirSource(Path("x"), processed="../elsewhere")
+
+
+def test_waiting_lists_the_oldest_with_their_sizes_and_reads_nothing(box):
+    for n in range(5):
+        deliver(box, f"{T0 + 10 - n}.{n}.mx", b"x" * (n + 1))
+    source = MaildirSource(box)
+    listed = asyncio.run(source.waiting(3))
+    assert [(m.ref, m.received_at, m.size) for m in listed] == [
+        (f"{T0 + 6}.4.mx", utc(T0 + 6), 5),
+        (f"{T0 + 7}.3.mx", utc(T0 + 7), 4),
+        (f"{T0 + 8}.2.mx", utc(T0 + 8), 3),
+    ]
+    assert [m.raw for m in asyncio.run(source.read(listed[1:])).messages] == [b"x" * 4, b"x" * 3]
+
+
+def test_a_message_over_max_size_is_read_only_in_part(box):
+    big = deliver(box, f"{T0}.big.mx", b"Subject: big\r\n\r\n" + b"y" * (2 * EXCERPT))
+    small = deliver(box, f"{T0 + 1}.small.mx", b"Subject: small\r\n\r\n" + b"y" * 100)
+    source = MaildirSource(box, max_size=EXCERPT)
+    read, unreadable = asyncio.run(source.read(asyncio.run(source.waiting(10))))
+    assert [(m.raw, m.size) for m in read] == [(big[:EXCERPT], len(big)), (small, None)] and unreadable == []
+
+
+def test_a_message_that_cannot_be_read_is_told_apart_from_one_gone(box):
+    deliver(box, f"{T0}.gone.mx")
+    deliver(box, f"{T0 + 1}.moved.mx")
+    deliver(box, f"{T0 + 2}.broken.mx")
+    source = MaildirSource(box)
+    listed = asyncio.run(source.waiting(10))
+    os.unlink(box / "new" / f"{T0}.gone.mx")  # filed by another source meanwhile
+    os.rename(box / "new" / f"{T0 + 1}.moved.mx", box / "cur" / f"{T0 + 1}.moved.mx:2,S")  # a mail reader's
+    os.unlink(box / "new" / f"{T0 + 2}.broken.mx")
+    os.symlink(f"{T0 + 2}.broken.mx", box / "new" / f"{T0 + 2}.broken.mx")  # a loop: ELOOP, which root gets too
+    read, unreadable = asyncio.run(source.read(listed))
+    assert [m.ref for m in read] == [f"{T0 + 1}.moved.mx"]
+    assert [m.ref for m in unreadable] == [f"{T0 + 2}.broken.mx"]

@@ -288,11 +288,11 @@ def test_a_restore_killed_half_way_still_tells_every_player(config, clock, maild
     handled = []
     original = Engine.ingest
 
-    def killed(self, raw, received_at=None):
+    def killed(self, raw, received_at=None, size=None):
         if len(handled) == 3:  # the sealed game's three bids are in; then the process dies
             raise KeyboardInterrupt
         handled.append(raw)
-        return original(self, raw, received_at)
+        return original(self, raw, received_at, size)
 
     monkeypatch.setattr(Engine, "ingest", killed)
     with pytest.raises(KeyboardInterrupt):

@@ -269,10 +269,10 @@ def test_the_daemon_logs_settings_a_server_refused_as_an_error_and_a_server_away
     levels = {}
     for fault in (SourceRefused("imap: LOGIN refused: [AUTHENTICATIONFAILED]"), SourceError("imap: cannot connect")):
 
-        async def fetch(fault=fault):
+        async def waiting(limit, fault=fault):
             raise fault
 
-        runner.source.fetch = fetch
+        runner.source.waiting = waiting
 
         async def serve_until_logged() -> None:
             stop = asyncio.Event()

@@ -1,0 +1,154 @@
+"""A backlog of any size in bounded memory (issue 37): the runner lists what
+is waiting, reads, handles and files it a batch at a time, bounded in count
+and in bytes, in the order the server received it; a mail over the size
+limit is never read whole; and a mail that cannot be read is quarantined
+once, and blocks none behind it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from datetime import UTC, datetime, timedelta
+
+from conftest import PLAYERS, body_of, reply
+from hypothesis import given
+from hypothesis import strategies as st
+from test_runner import deliver, make_runner
+from test_runner import maildir as _maildir
+
+from referee import runner as runner_module
+from referee.engine import KEPT_EXCERPT, KEPT_HEADER
+from referee.mail.source import EXCERPT, Waiting
+from referee.runner import BATCH_BYTES, BATCH_MAIL, batches
+
+ALICE, BOB, CAROL = PLAYERS
+MB = 2**20
+maildir = _maildir  # the fixture
+T0 = datetime(2026, 11, 21, 11, 0, tzinfo=UTC)
+
+
+def waiting(sizes: list[int]) -> list[Waiting]:
+    return [Waiting(ref=str(n), received_at=T0 + timedelta(seconds=n), size=size) for n, size in enumerate(sizes)]
+
+
+def cost(message: Waiting, max_size: int) -> int:
+    return EXCERPT if message.size > max_size else message.size
+
+
+def test_batches_are_bounded_in_count_and_in_bytes():
+    assert [len(b) for b in batches(waiting([1000] * 500), 5 * MB)] == [BATCH_MAIL, BATCH_MAIL, 100]
+    assert [len(b) for b in batches(waiting([MB] * 20), 5 * MB)] == [8, 8, 4]  # BATCH_BYTES of 1 MB mails
+    # A mail over the limit costs its excerpt: 100 of 50 MB are read 64 at a time.
+    assert [len(b) for b in batches(waiting([50 * MB] * 100), 5 * MB)] == [64, 36]
+    # A message larger than BATCH_BYTES (a limit raised to 16 MB) is read alone.
+    assert [len(b) for b in batches(waiting([1000, 12 * MB, 1000]), 16 * MB)] == [1, 1, 1]
+
+
+@given(sizes=st.lists(st.integers(0, 40 * MB), max_size=600), max_size=st.integers(64 * 1024, 20 * MB))
+def test_batches_keep_the_order_and_hold_at_most_a_batchs_bytes(sizes, max_size):
+    messages = waiting(sizes)
+    cut = list(batches(messages, max_size))
+    assert [m for batch in cut for m in batch] == messages  # every one, in order
+    for batch in cut:
+        held = sum(min(cost(m, max_size), max_size + 1) for m in batch)
+        assert len(batch) <= BATCH_MAIL and (held <= BATCH_BYTES or len(batch) == 1)
+
+
+def test_the_excerpt_holds_all_the_engine_keeps_of_an_oversized_mail():
+    assert KEPT_HEADER + len(b"\r\n\r\n") + KEPT_EXCERPT <= EXCERPT
+
+
+def watch(runner) -> tuple[list[list[str]], list[tuple[list[str], bool, bool]]]:
+    """What the runner has its source read (refs, batch by batch) and file
+    (refs, quarantine, whether games.db was flushed first)."""
+    source, store = runner.source, runner.engine.store
+    read_batches, filed = [], []
+    read, done = source.read, source.done
+
+    async def reading(messages, handled=False):
+        read_batches.append([m.ref for m in messages])
+        return await read(messages, handled)
+
+    async def filing(messages, quarantine=False):
+        if messages:
+            filed.append(([m.ref for m in messages], quarantine, not store.unsynced))
+        await done(messages, quarantine)
+
+    source.read, source.done = reading, filing
+    return read_batches, filed
+
+
+def test_a_backlog_is_read_handled_and_filed_a_batch_at_a_time_in_the_order_received(
+    config, clock, maildir, monkeypatch
+):
+    monkeypatch.setattr(runner_module, "BATCH_MAIL", 2)
+    engine, runner = make_runner(config, clock, maildir)
+    for _ in range(2):
+        engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=1))
+    asyncio.run(runner.once())
+    start = clock()
+    # Game 1: Alice bids, Bob bids, Alice changes her mind, Carol's bid ends
+    # the round; delivered to the Maildir last first, read in the order received.
+    mails = [(ALICE, "bid 7", 1), (BOB, "bid 3", 2), (ALICE, "bid 2", 3), (CAROL, "bid 5", 4)]
+    for player, text, minute in reversed(mails):
+        deliver(maildir, reply(engine, player, text, game=1), start + timedelta(minutes=minute))
+    for player in PLAYERS:
+        deliver(maildir, reply(engine, player, "bid 6", game=2), start + timedelta(minutes=5))
+    clock.advance(minutes=10)
+    read_batches, filed = watch(runner)
+    report = asyncio.run(runner.once())
+    assert report.received == 7 and [len(batch) for batch in read_batches] == [2, 2, 2, 1]
+    assert [refs for refs, _, _ in filed] == read_batches  # each batch filed before the next is read
+    assert all(flushed and not quarantine for _, quarantine, flushed in filed)
+    assert [m["move"] for m in engine.store.moves(1, phase=1)] == ["bid 7", "bid 3", "bid 2", "bid 5"]
+    assert engine.store.final_moves(1, 1)[0]["move"] == "bid 2"  # the change of mind counted, before the round ended
+    assert engine.status(1)["phase"]["number"] == engine.status(2)["phase"]["number"] == 2
+    assert os.listdir(maildir / "new") == []
+
+
+def test_a_mail_over_the_limit_is_read_only_in_part_and_answered_with_its_size(config, clock, maildir):
+    engine, runner = make_runner(config, clock, maildir, max_message_size=512 * 1024)
+    engine.new_game("pure-skill", PLAYERS)
+    asyncio.run(runner.once())
+    raw = reply(engine, ALICE, "bid 7\n" + "a photo\n" * (3 * MB // 8), message_id="<big@example.net>")
+    deliver(maildir, raw, clock())
+    held = []
+    read = runner.source.read
+
+    async def reading(messages, handled=False):
+        got = await read(messages, handled)
+        held.extend((len(m.raw), m.size) for m in got.messages)
+        return got
+
+    runner.source.read = reading
+    sent = len(engine.store.outbox())
+    asyncio.run(runner.once())
+    assert held == [(EXCERPT, len(raw))]  # never the whole 3 MB
+    (notice,) = engine.store.outbox()[sent:]
+    assert f"{len(raw) // 1024} KB" in body_of(notice["raw"]) and engine.store.moves(1) == []
+    (row,) = [m for m in engine.store.messages() if m["key"] == "<big@example.net>"]
+    assert row["code"] == "refused" and raw.startswith(row["raw"]) and len(row["raw"]) < 1024 + KEPT_EXCERPT
+    assert len(os.listdir(maildir / ".processed" / "cur")) == 1
+
+
+def test_a_mail_that_cannot_be_read_is_quarantined_once_and_the_rest_handled(config, clock, maildir):
+    engine, runner = make_runner(config, clock, maildir)
+    engine.new_game("pure-skill", PLAYERS)
+    asyncio.run(runner.once())
+    for n, player in enumerate(PLAYERS):
+        deliver(maildir, reply(engine, player, "bid 5"), clock() + timedelta(seconds=n))
+    [bobs] = [name for name in os.listdir(maildir / "new") if b"bob@" in (maildir / "new" / name).read_bytes()]
+    read = runner.source._read
+
+    def failing(message, path):
+        if message.ref == bobs:
+            raise OSError(5, "Input/output error")
+        return read(message, path)
+
+    runner.source._read = failing
+    assert asyncio.run(runner.once()).received == 3
+    assert [m["seat"] for m in engine.store.moves(1)] == [0, 2]
+    assert os.listdir(maildir / ".quarantine" / "cur") == [bobs + ":2,S"]
+    (failed,) = engine.store.failed_messages()
+    assert failed["key"] == f"unread:{runner.source.name}:{bobs}" and failed["detail"] == "could not be read"
+    assert asyncio.run(runner.once()).received == 0
