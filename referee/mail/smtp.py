@@ -11,13 +11,16 @@ a permanent one (5xx) is recorded against the mail and reported by
 ``referee status``.  A server that cannot be reached at all is no failure of
 any mail: the queue stays due, and the first connection that works sends it
 (the runner decides how often to try: every cron run, or the daemon's
-backoff).
+backoff).  A stop lets the mail in hand finish first (STOP_GRACE at most),
+so a mail the server took is marked sent, not sent again by the next run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Coroutine
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -32,6 +35,7 @@ log = logging.getLogger("referee.smtp")
 
 FIRST_RETRY = timedelta(minutes=1)
 LAST_RETRY = timedelta(hours=1)
+STOP_GRACE = 2.0  # seconds a stopping sender gives the mail in hand to be taken and marked sent
 
 
 class SmtpUnreachable(ConnectionError):
@@ -68,6 +72,28 @@ class Feed:
     def close(self) -> None:
         self.closed = True
         self.more.set()
+
+
+async def _finishing(sending: Coroutine[object, object, None]) -> None:
+    """Await one mail's sending (its SMTP transaction, then its sent mark).
+    Cancelled meanwhile (the referee stopping), it lets that finish first,
+    STOP_GRACE at most, then stops: else a mail the server took in that
+    moment would stay queued and go out again with the next run."""
+    task = asyncio.ensure_future(sending)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        give_up = asyncio.get_running_loop().time() + STOP_GRACE
+        while not task.done() and (left := give_up - asyncio.get_running_loop().time()) > 0:
+            with suppress(asyncio.CancelledError):  # the stop asks again, and waits (runner._cancel)
+                await asyncio.wait({task}, timeout=left)
+        if not task.done():
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await asyncio.wait({task}, timeout=1)  # it ends at its next step
+        elif not task.cancelled():
+            task.exception()  # retrieved: the stop is what the caller hears
+        raise
 
 
 def retry_delay(attempts: int) -> timedelta:
@@ -116,7 +142,7 @@ class SmtpSender:
                 self.store.sync(always=client is None)
                 client = client or await self._connect()
                 for mail in due:
-                    await self._send(client, mail, report)
+                    await _finishing(self._send(client, mail, report))
                     last = mail["id"]
         except asyncio.CancelledError:  # stopping: no polite QUIT that may wait on the server
             if client is not None:

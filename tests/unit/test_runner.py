@@ -341,3 +341,32 @@ def test_a_pass_reads_in_receipt_order_so_a_bid_numbered_after_the_closing_one_b
         2: "bid 6",
     }
     assert engine.status(1)["phase"]["number"] == 2  # round 1 resolved with those bids
+
+
+def test_a_stop_lets_the_mail_in_hand_be_taken_and_marked_sent(monkeypatch):
+    """A stop cancels the sender while the SMTP server is taking a mail: the
+    sender waits for the server's answer (STOP_GRACE at most) and marks the
+    mail sent, so the next run does not send it again; then it stops."""
+    from referee.mail import smtp
+
+    async def stop_while_sending(grace: float) -> list[str]:
+        monkeypatch.setattr(smtp, "STOP_GRACE", grace)
+        taken, done = asyncio.Event(), []
+
+        async def send() -> None:  # _send: the server's answer, then the sent mark
+            await taken.wait()
+            done.append("marked sent")
+
+        sending = asyncio.ensure_future(smtp._finishing(send()))
+        await asyncio.sleep(0)  # it is waiting for the server
+        sending.cancel()
+        await asyncio.sleep(0)
+        sending.cancel()  # asked again, as runner._cancel does
+        await asyncio.sleep(0)
+        taken.set()  # the server answers
+        with pytest.raises(asyncio.CancelledError):
+            await sending
+        return done
+
+    assert asyncio.run(stop_while_sending(grace=10)) == ["marked sent"]
+    assert asyncio.run(stop_while_sending(grace=0)) == []  # a server that never answers is not waited for
