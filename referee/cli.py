@@ -2,7 +2,8 @@
 
 Exit status: 0 done, or ``run``/``serve`` stopped by SIGTERM or SIGINT
 (a clean stop, whenever it comes); 1 a pass cut short by a mail server
-away (unreachable, gone, busy: nothing lost, the next run goes on); 2 a
+away (unreachable, gone, busy: nothing lost, the next run goes on), or by
+memory run out (what it finished is filed, the next run goes on); 2 a
 bad command line, config or request; 3 a storage fault (games.db full,
 locked, read-only, damaged or too new: the line says what to do); 4 a mail
 server refused the referee's account or settings (a wrong password, a TLS
@@ -39,7 +40,7 @@ from referee.mail.smtp import SmtpUnreachable
 from referee.mail.source import SourceError, WrongSettings
 from referee.resources import game_file, shipped
 from referee.rules import GAMES
-from referee.runner import Busy, Report, RunLock, Runner, run_lock, until_stopped
+from referee.runner import Busy, Report, RunLock, Runner, fault_text, run_lock, until_stopped
 from referee.site.render import Site
 from referee.store import (
     FaultAside,
@@ -533,6 +534,9 @@ def _run(engine: Engine, args) -> int:
     except (SourceError, SmtpUnreachable) as error:
         print(f"referee: {error}", file=sys.stderr)
         return WRONG_SETTINGS if isinstance(error, WrongSettings) else SERVER_AWAY
+    except MemoryError as error:
+        print(f"referee: {fault_text(error)}", file=sys.stderr)
+        return SERVER_AWAY
     if report is None:
         print("referee: stopped by a signal before the pass ended; the rest waits for the next run", file=sys.stderr)
         _sync_when_stopped(engine)

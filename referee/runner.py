@@ -28,12 +28,13 @@ import asyncio
 import fcntl
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+import traceback
+from collections.abc import Awaitable, Callable, Iterator, Set
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, NamedTuple, TypeVar
 
 from referee.config import Config
 from referee.engine import Engine
@@ -63,6 +64,9 @@ WAKE_POLL = 0.5  # seconds between the waiting daemon's looks for a commit by an
 WINDOW = 10_000  # new messages listed at a time (UID or name, size, receipt time: about 200 bytes each)
 BATCH_MAIL = 200  # messages read, handled and filed at a time, at most
 BATCH_BYTES = 8 * 2**20  # bytes of mail read at a time, at most (one message alone, up to max_message_size)
+IN_FLIGHT = "in_flight"  # games.db's meta: the batch being read and handled (Runner.receive)
+GIVE_UP_FAILED = 2  # a mail read alone is quarantined unread once this many passes it ended saw why
+GIVE_UP_ENDED = 5  # ... or once this many ended unseen (killed), or with the mail server failing
 
 T = TypeVar("T")
 Fault = SourceError | SmtpUnreachable | StorageFault | OSError  # what stops a pass (see the module's doc)
@@ -74,6 +78,13 @@ def _a_fault(error: BaseException) -> bool:
     if isinstance(error, (SourceError, SmtpUnreachable, StorageFault)):
         return True
     return isinstance(error, OSError) and not isinstance(error, ConnectionError)
+
+
+def fault_text(error: BaseException) -> str:
+    """What a fault that stopped a pass says, for the log and ``referee status``."""
+    if isinstance(error, MemoryError):  # (it says nothing itself)
+        return "the pass ran out of memory: what it finished is filed; the next pass goes on"
+    return str(error)
 
 
 class Busy(RuntimeError):
@@ -169,6 +180,16 @@ async def _cancel(task: asyncio.Future) -> None:
         task.exception()  # retrieved, so asyncio does not log it as lost
 
 
+class Tally(NamedTuple):
+    """Of a mail read alone: the passes it was in flight when they ended."""
+
+    failed: int  # seen: out of memory, an error of no known kind
+    ended: int  # unseen: killed (kill -9, the OOM killer), or the mail server failed
+
+    def __str__(self) -> str:
+        return f"{self.failed} out of memory or in error, {self.ended} killed or cut off"
+
+
 @dataclass
 class Report:
     """What one pass did."""
@@ -214,11 +235,12 @@ class Runner:
         tick causes is sent after it.  If the mail source or the SMTP server
         cannot be reached, deadlines are still enforced and the site written;
         then the SourceError (or SmtpUnreachable) is raised.  A storage
-        fault stops the pass where it falls (StorageFault)."""
+        fault stops the pass where it falls (StorageFault), as does memory
+        run out (MemoryError; what the pass finished is filed first)."""
         try:
             return await self._pass()
-        except (StorageFault, OSError) as error:
-            if _a_fault(error):
+        except (StorageFault, OSError, MemoryError) as error:
+            if _a_fault(error) or isinstance(error, MemoryError):
                 self._note_fault(error)
                 self._tell_keepers()
             raise
@@ -237,14 +259,14 @@ class Runner:
                 raise
             log.debug("could not tell the keepers of the fault (%s): the first pass that goes through will", error)
 
-    def _note_fault(self, fault: Fault) -> None:
+    def _note_fault(self, fault: Fault | MemoryError) -> None:
         """Keep the fault for ``referee status`` (the last pass that went
         through is noted at its end): in games.db if it takes it at once (it
         may be the very thing that failed), else beside it (FaultAside)
         until it does."""
         store = self.engine.store
         now = iso(self.engine.clock())
-        note = {"since": self._failing_since(now), "at": now, "error": str(fault)}
+        note = {"since": self._failing_since(now), "at": now, "error": fault_text(fault)}
         try:
             with store.impatient():
                 store.set_meta("last_fault", json.dumps(note))
@@ -363,54 +385,156 @@ class Runner:
         times, none read), sorted, and read in that order.
 
         A crash before a batch is filed leaves it in place: the next pass
-        sees each message handled as a duplicate, and files it."""
+        sees each message handled as a duplicate, and files it.  A pass that
+        runs out of memory files what it finished first.
+
+        No mail can stop the referee for good by ending every pass that
+        reads it (running it out of memory, say, or into a bug, or taking so
+        long that it is killed).  Each batch is marked in games.db while it
+        is read and handled (``_mark``), and the mark goes once the batch is
+        done, or the pass stopped by a signal or a fault of games.db or the
+        disk, none of them its mail's doing.  A pass that finds a mark left
+        reads that batch's mail one message at a time, each marked alone; a
+        mail alone in flight when passes ended is quarantined unread
+        (``_set_aside``) after GIVE_UP_FAILED ends the pass saw (out of
+        memory, an error of no known kind) or GIVE_UP_ENDED it did not (a
+        kill: ``kill -9`` and the kernel's OOM killer look alike; or the mail
+        server failing as it was read), so a kill -9 now and then costs no
+        mail its turn.  The mail before it in its batch is handled, and the
+        mail after it is read as usual once it is gone."""
         self._looked = _second_before(self.engine.clock.real())
-        max_size = self.engine.config.max_message_size
+        store, max_size = self.engine.store, self.engine.config.max_message_size
+        stale = self._stale(source)  # ref -> its tally: the mail of a batch a pass did not finish
         taken = 0
         due = min(self.engine.next_due(), default=None)
         listed: set[str] = set()
         while True:
             waiting = sorted(await source.waiting(WINDOW), key=lambda message: message.received_at)
-            for batch in batches(waiting, max_size):
-                taken, due = await self._batch(source, batch, taken, due, feed)
+            for batch in batches(waiting, max_size, alone=set(stale)):
+                tally = stale.get(batch[0].ref) if len(batch) == 1 else None
+                if tally is not None and (tally.failed >= GIVE_UP_FAILED or tally.ended >= GIVE_UP_ENDED):
+                    await self._set_aside(source, batch[0], tally)
+                    taken += 1
+                    continue
+                taken, due = await self._batch(source, batch, tally, taken, due, feed)
             if len(waiting) < WINDOW or listed.issuperset(message.ref for message in waiting):
                 break  # all of it, or (a source that did not file them) nothing new to look at
             listed = {message.ref for message in waiting}
+        if store.get_meta(IN_FLIGHT) is not None:
+            store.delete_meta(IN_FLIGHT)  # a mark of a batch none of which was waiting any more
         return taken
 
     async def _batch(
-        self, source: Source, batch: list[Waiting], taken: int, due: datetime | None, feed: Feed | None
+        self,
+        source: Source,
+        batch: list[Waiting],
+        tally: Tally | None,
+        taken: int,
+        due: datetime | None,
+        feed: Feed | None,
     ) -> tuple[int, datetime | None]:
-        """Read, ingest and file one batch; what ``receive`` counts and the
-        next moment due, as they are after it."""
+        """Read, ingest and file one batch (with ``tally``, one mail read
+        alone); what ``receive`` counts and the next moment due, as they are
+        after it."""
+        store = self.engine.store
+        self._mark(source, batch, tally)
         finished: list[Received] = []
         failed: list[Received] = []
-        read = await source.read(batch)
-        # A StorageFault from ingest stops the loop and files nothing: the
-        # messages handled so far are committed, and the next pass knows them.
-        for message in read.messages:
-            # What fell due before the mail came is done first, as of its own
-            # time: the mail meets the game as it was when the server got it
-            # (as when it is handled again after a restore).
-            if due is not None and due < message.received_at:
-                self.caught_up += self.engine.catch_up(message.received_at)
-                due = min(self.engine.next_due(), default=None)
-            outcome = self.engine.ingest(message.raw, received_at=message.received_at, size=message.size)
-            (failed if outcome.code == OutcomeCode.FAILED else finished).append(message)
-            if outcome.keeper:  # a keeper's commands may move any game's moments, or make a game
-                due = min(self.engine.next_due(), default=None)
-            elif outcome.game_id is not None:  # a player's message changes its own game's moments only
-                due = min((*self.engine.next_due(outcome.game_id), *([due] if due else [])), default=None)
-            if feed:
-                feed.added()
-                for _ in range(4):  # the sender's turn: a reply it waited for is read, its next command sent
-                    await asyncio.sleep(0)
-        for unread in read.unreadable:
-            self.engine.set_aside(f"unread:{source.name}:{unread.ref}", unread.received_at, "could not be read")
-        self.engine.store.sync()  # on disk before the server lets go of them
+        try:
+            read = await source.read(batch)
+            # A StorageFault from ingest stops the loop and files nothing: the
+            # messages handled so far are committed, and the next pass knows them.
+            for message in read.messages:
+                # What fell due before the mail came is done first, as of its own
+                # time: the mail meets the game as it was when the server got it
+                # (as when it is handled again after a restore).
+                if due is not None and due < message.received_at:
+                    self.caught_up += self.engine.catch_up(message.received_at)
+                    due = min(self.engine.next_due(), default=None)
+                outcome = self.engine.ingest(message.raw, received_at=message.received_at, size=message.size)
+                (failed if outcome.code == OutcomeCode.FAILED else finished).append(message)
+                if outcome.keeper:  # a keeper's commands may move any game's moments, or make a game
+                    due = min(self.engine.next_due(), default=None)
+                elif outcome.game_id is not None:  # a player's message changes its own game's moments only
+                    due = min((*self.engine.next_due(outcome.game_id), *([due] if due else [])), default=None)
+                if feed:
+                    feed.added()
+                    for _ in range(4):  # the sender's turn: a reply it waited for is read, its next command sent
+                        await asyncio.sleep(0)
+            for unread in read.unreadable:
+                self.engine.set_aside(f"unread:{source.name}:{unread.ref}", unread.received_at, "could not be read")
+        except BaseException as error:
+            await self._cut_short(source, error, finished, failed)
+            raise
+        store.delete_meta(IN_FLIGHT)
+        store.sync()  # on disk before the server lets go of them
         await source.done(finished)
         await source.done([*failed, *read.unreadable], quarantine=True)
         return taken + len(read.messages) + len(read.unreadable), due
+
+    def _mark(self, source: Source, batch: list[Waiting], tally: Tally | None) -> None:
+        """Note the batch about to be read (committed, not flushed: a crash
+        of the process loses no commit), and, of a mail read alone, its tally."""
+        mark = {"source": source.name, "refs": [message.ref for message in batch], "alone": tally is not None}
+        mark |= {"failed": tally.failed, "ended": tally.ended, "seen": False} if tally else {}
+        self.engine.store.set_meta(IN_FLIGHT, json.dumps(mark))
+
+    def _stale(self, source: Source) -> dict[str, Tally]:
+        """The mail of the batch a pass did not finish (its mark is still
+        there), each with its tally; a mail read alone counts the end of
+        that pass, if the pass did not see it (``_cut_short`` counts those it saw)."""
+        mark = json.loads(self.engine.store.get_meta(IN_FLIGHT) or "null")
+        if not mark or mark["source"] != source.name:
+            return {}
+        if not mark["alone"]:
+            log.warning("the last pass ended in a batch of %d mail(s): read one at a time now", len(mark["refs"]))
+            return {ref: Tally(0, 0) for ref in mark["refs"]}
+        tally = Tally(mark["failed"], mark["ended"] + (not mark["seen"]))
+        log.warning("%s: the last pass ended as it read mail %s alone (%s)", source.name, mark["refs"][0], tally)
+        return {mark["refs"][0]: tally}
+
+    async def _set_aside(self, source: Source, message: Waiting, tally: Tally) -> None:
+        """Quarantine unread a mail that ended too many passes (see receive)."""
+        log.warning(
+            "%s: mail %s (%d bytes) was read alone when passes ended (%s): quarantined unread",
+            source.name,
+            message.ref,
+            message.size,
+            tally,
+        )
+        self.engine.set_aside(f"unread:{source.name}:{message.ref}", message.received_at, f"passes ended: {tally}")
+        self.engine.store.delete_meta(IN_FLIGHT)
+        self.engine.store.sync()
+        await source.done([message], quarantine=True)
+
+    async def _cut_short(
+        self, source: Source, error: BaseException, finished: list[Received], failed: list[Received]
+    ) -> None:
+        """A batch cut short by ``error``.  A stop, or a fault of games.db or
+        the disk, is none of its mail's doing: its mark goes.  A mail server
+        that failed as it read the batch, or an interrupt, may be: the mark
+        stays, as a kill leaves it.  Out of memory, or an error of no known
+        kind: the mark stays, counting it (of a mail read alone), and what
+        was finished is filed, if games.db and the server take it."""
+        store = self.engine.store
+        if isinstance(error, (asyncio.CancelledError, Stopped)) or (
+            _a_fault(error) and not isinstance(error, SourceError)
+        ):
+            with suppress(StorageFault):
+                store.delete_meta(IN_FLIGHT)
+            return
+        if isinstance(error, SourceError) or not isinstance(error, Exception):
+            return
+        traceback.clear_frames(error.__traceback__)  # the batch's mail, held by the frames it went through
+        try:
+            mark = json.loads(store.get_meta(IN_FLIGHT) or "null")
+            if mark and mark["alone"] and not mark["seen"]:
+                store.set_meta(IN_FLIGHT, json.dumps(mark | {"failed": mark["failed"] + 1, "seen": True}))
+            store.sync()
+            await source.done(finished)
+            await source.done(failed, quarantine=True)
+        except (StorageFault, SourceError, OSError) as fault:  # the next pass files them
+            log.debug("could not file what the pass finished: %s", fault)
 
     async def handle_again(self) -> int:
         """After `referee restore`, before any other mail: the mail the
@@ -484,12 +608,12 @@ class Runner:
                 try:
                     await until_stopped(self.once(), stop)
                     backoff = 1.0
-                except (StorageFault, OSError) as error:
-                    if not _a_fault(error):
+                except (StorageFault, OSError, MemoryError) as error:
+                    if not (_a_fault(error) or isinstance(error, MemoryError)):
                         raise
                     needs_keeper = not isinstance(error, ConnectionError) or isinstance(error, WrongSettings)
                     level = logging.ERROR if needs_keeper else logging.WARNING
-                    log.log(level, "%s; trying again in %.0f s", error, backoff)
+                    log.log(level, "%s; trying again in %.0f s", fault_text(error), backoff)
                     await self._nap(backoff, stop)
                     backoff = min(backoff * 2, LONGEST_BACKOFF)
                     continue
@@ -567,21 +691,25 @@ class Runner:
         log.info("games.db changed outside the daemon (a keeper's command): a pass now")
 
 
-def batches(waiting: list[Waiting], max_size: int) -> Iterator[list[Waiting]]:
+def batches(waiting: list[Waiting], max_size: int, alone: Set[str] = frozenset()) -> Iterator[list[Waiting]]:
     """``waiting``, in its order, cut into the batches read at once: at most
     BATCH_MAIL messages and BATCH_BYTES of mail read (a message over
-    ``max_size`` costs its EXCERPT), a message larger than that alone.  So a
-    batch holds at most max(BATCH_BYTES, max_size + 1) bytes of mail,
-    however much is waiting."""
+    ``max_size`` costs its EXCERPT), a message larger than that alone, and
+    alone too each of ``alone``.  So a batch holds at most
+    max(BATCH_BYTES, max_size + 1) bytes of mail, however much is waiting."""
     batch: list[Waiting] = []
     held = 0
     for message in waiting:
         cost = EXCERPT if oversized(message, max_size) else min(message.size, max_size + 1)
-        if batch and (len(batch) >= BATCH_MAIL or held + cost > BATCH_BYTES):
+        single = message.ref in alone
+        if batch and (single or len(batch) >= BATCH_MAIL or held + cost > BATCH_BYTES):
             yield batch
             batch, held = [], 0
         batch.append(message)
         held += cost
+        if single:
+            yield batch
+            batch, held = [], 0
     if batch:
         yield batch
 

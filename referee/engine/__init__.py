@@ -63,10 +63,14 @@ log = logging.getLogger("referee")
 
 def _the_machines(error: BaseException) -> bool:
     """Whether an error met while a message is handled is the machine's, not
-    the message's: games.db's (the StorageFault), or a file the referee reads
+    the message's: games.db's (the StorageFault), a file the referee reads
     or writes beside it (a template the disk cannot read, no file descriptor
-    left).  A ConnectionError is a server's."""
-    return isinstance(error, StorageFault) or (isinstance(error, OSError) and not isinstance(error, ConnectionError))
+    left), or memory run out (MemoryError: the machine's, perhaps, as much as
+    the mail's; the runner tries the mail again alone before it gives up on
+    it, see Runner.receive).  A ConnectionError is a server's."""
+    return isinstance(error, (StorageFault, MemoryError)) or (
+        isinstance(error, OSError) and not isinstance(error, ConnectionError)
+    )
 
 
 class Engine(Rooms):
@@ -88,7 +92,9 @@ class Engine(Rooms):
         try:
             # A stop signal may end it here: it changes nothing (referee.interrupt).
             message = reading(parse, raw, now, received_at, max_size=self.config.max_message_size, size=size)
-        except Exception:  # (a parser bug must not stop the daemon on this mail)
+        except Exception as error:  # (a parser bug must not stop the daemon on this mail)
+            if isinstance(error, MemoryError):  # the machine's, perhaps: see _the_machines
+                raise
             log.exception("a message of %d bytes could not be parsed", len(raw))
             message = unreadable(raw, now, received_at, size)
             outcome = Outcome(OutcomeCode.FAILED, "the message could not be parsed; it is kept in the store")

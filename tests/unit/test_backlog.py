@@ -1,25 +1,31 @@
 """A backlog of any size in bounded memory (issue 37): the runner lists what
 is waiting, reads, handles and files it a batch at a time, bounded in count
 and in bytes, in the order the server received it; a mail over the size
-limit is never read whole; and a mail that cannot be read is quarantined
-once, and blocks none behind it."""
+limit is never read whole; a mail that cannot be read is quarantined once;
+and a mail that ends every pass (runs it out of memory, or is killed in) is
+read alone, then quarantined, and holds up the mail behind it for a few
+passes at most."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from datetime import UTC, datetime, timedelta
 
-from conftest import PLAYERS, body_of, reply
+import pytest
+from conftest import PLAYERS, body_of, make_mail, reply
 from hypothesis import given
 from hypothesis import strategies as st
 from test_runner import deliver, make_runner
 from test_runner import maildir as _maildir
 
 from referee import runner as runner_module
-from referee.engine import KEPT_EXCERPT, KEPT_HEADER
+from referee.cli import health, main
+from referee.engine import KEPT_EXCERPT, KEPT_HEADER, Engine
+from referee.interrupt import Stopped
 from referee.mail.source import EXCERPT, Waiting
-from referee.runner import BATCH_BYTES, BATCH_MAIL, batches
+from referee.runner import BATCH_BYTES, BATCH_MAIL, GIVE_UP_ENDED, GIVE_UP_FAILED, IN_FLIGHT, batches
 
 ALICE, BOB, CAROL = PLAYERS
 MB = 2**20
@@ -44,14 +50,19 @@ def test_batches_are_bounded_in_count_and_in_bytes():
     assert [len(b) for b in batches(waiting([1000, 12 * MB, 1000]), 16 * MB)] == [1, 1, 1]
 
 
-@given(sizes=st.lists(st.integers(0, 40 * MB), max_size=600), max_size=st.integers(64 * 1024, 20 * MB))
-def test_batches_keep_the_order_and_hold_at_most_a_batchs_bytes(sizes, max_size):
+@given(
+    sizes=st.lists(st.integers(0, 40 * MB), max_size=600),
+    max_size=st.integers(64 * 1024, 20 * MB),
+    alone=st.sets(st.integers(0, 600), max_size=5),
+)
+def test_batches_keep_the_order_and_hold_at_most_a_batchs_bytes(sizes, max_size, alone):
     messages = waiting(sizes)
-    cut = list(batches(messages, max_size))
+    cut = list(batches(messages, max_size, {str(n) for n in alone}))
     assert [m for batch in cut for m in batch] == messages  # every one, in order
     for batch in cut:
         held = sum(min(cost(m, max_size), max_size + 1) for m in batch)
         assert len(batch) <= BATCH_MAIL and (held <= BATCH_BYTES or len(batch) == 1)
+        assert len(batch) == 1 or not any(int(m.ref) in alone for m in batch)
 
 
 def test_the_excerpt_holds_all_the_engine_keeps_of_an_oversized_mail():
@@ -103,7 +114,7 @@ def test_a_backlog_is_read_handled_and_filed_a_batch_at_a_time_in_the_order_rece
     assert [m["move"] for m in engine.store.moves(1, phase=1)] == ["bid 7", "bid 3", "bid 2", "bid 5"]
     assert engine.store.final_moves(1, 1)[0]["move"] == "bid 2"  # the change of mind counted, before the round ended
     assert engine.status(1)["phase"]["number"] == engine.status(2)["phase"]["number"] == 2
-    assert os.listdir(maildir / "new") == []
+    assert os.listdir(maildir / "new") == [] and engine.store.get_meta(IN_FLIGHT) is None
 
 
 def test_a_mail_over_the_limit_is_read_only_in_part_and_answered_with_its_size(config, clock, maildir):
@@ -131,6 +142,87 @@ def test_a_mail_over_the_limit_is_read_only_in_part_and_answered_with_its_size(c
     assert len(os.listdir(maildir / ".processed" / "cur")) == 1
 
 
+@pytest.mark.parametrize(
+    ("end", "give_up"), [(MemoryError, GIVE_UP_FAILED), (KeyboardInterrupt, GIVE_UP_ENDED)], ids=["memory", "killed"]
+)
+def test_a_mail_that_ends_every_pass_is_read_alone_then_quarantined_and_blocks_nothing(
+    end, give_up, config, clock, maildir
+):
+    """Pass 1 ends in a batch of five, on the third mail: out of memory (a
+    MemoryError, which the pass sees: it files the two it finished), or
+    killed (KeyboardInterrupt stands for a kill -9, which it does not).  The
+    next passes read that batch one mail at a time and end on the same mail,
+    alone, until it has ended ``give_up`` of them: then the next quarantines
+    it unread, handles the rest, and ``referee status`` lists it."""
+    engine, runner = make_runner(config, clock, maildir)
+    for _ in range(5):
+        engine.new_game("pure-skill", PLAYERS)
+    asyncio.run(runner.once())
+    for game in range(1, 6):
+        text = "bid 9\npoison" if game == 3 else "bid 9"
+        deliver(maildir, reply(engine, ALICE, text, game=game), clock() + timedelta(seconds=game))
+    clock.advance(minutes=1)
+    ingest = engine.ingest
+    poisoned = []
+
+    def ending(raw, **kwargs):
+        if b"poison" in raw:
+            poisoned.append(1)
+            raise end
+        return ingest(raw, **kwargs)
+
+    engine.ingest = ending
+    read_batches, filed = watch(runner)
+    with pytest.raises(end):
+        asyncio.run(runner.once())
+    (batch,) = read_batches
+    assert len(batch) == 5 and engine.store.get_meta(IN_FLIGHT)
+    assert filed == ([(batch[:2], False, True)] if end is MemoryError else [])  # only a pass that saw it files
+    if end is MemoryError:
+        assert "the last pass failed: the pass ran out of memory" in status_problems(engine)
+    for _ in range(give_up):
+        with pytest.raises(end):
+            asyncio.run(runner.once())
+        assert read_batches[-1] == [batch[2]]  # alone
+    report = asyncio.run(runner.once())
+    assert len(poisoned) == 1 + give_up and report.received == 3
+    assert filed[-2:] == [([batch[2]], True, True), (batch[3:], False, True)]
+    assert [len(engine.store.moves(game)) for game in range(1, 6)] == [1, 1, 0, 1, 1]
+    assert os.listdir(maildir / "new") == [] and len(os.listdir(maildir / ".quarantine" / "cur")) == 1
+    assert engine.store.get_meta(IN_FLIGHT) is None
+    (failed,) = engine.store.failed_messages()
+    assert failed["key"] == f"unread:{runner.source.name}:{batch[2]}"
+    assert "quarantined" in status_problems(engine)
+
+
+def status_problems(engine) -> str:
+    return " ".join(health(engine)["problems"])
+
+
+def test_a_stop_in_a_batch_is_no_mails_fault(config, clock, maildir):
+    engine, runner = make_runner(config, clock, maildir)
+    engine.new_game("pure-skill", PLAYERS)
+    asyncio.run(runner.once())
+    for n, player in enumerate(PLAYERS):
+        deliver(maildir, reply(engine, player, "bid 5"), clock() + timedelta(seconds=n))
+    ingest = engine.ingest
+    calls = []
+
+    def stopped_at_the_second(raw, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise Stopped("stopping")
+        return ingest(raw, **kwargs)
+
+    engine.ingest = stopped_at_the_second
+    with pytest.raises(Stopped):
+        asyncio.run(runner.once())
+    assert engine.store.get_meta(IN_FLIGHT) is None  # no mail is suspected for it
+    read_batches, _ = watch(runner)
+    assert asyncio.run(runner.once()).received == 3 and len(read_batches) == 1  # one batch, as usual
+    assert len(engine.store.moves(1)) == 3
+
+
 def test_a_mail_that_cannot_be_read_is_quarantined_once_and_the_rest_handled(config, clock, maildir):
     engine, runner = make_runner(config, clock, maildir)
     engine.new_game("pure-skill", PLAYERS)
@@ -152,3 +244,55 @@ def test_a_mail_that_cannot_be_read_is_quarantined_once_and_the_rest_handled(con
     (failed,) = engine.store.failed_messages()
     assert failed["key"] == f"unread:{runner.source.name}:{bobs}" and failed["detail"] == "could not be read"
     assert asyncio.run(runner.once()).received == 0
+
+
+def test_a_pass_out_of_memory_is_one_line_status_1_and_noted_for_status(tmp_path, maildir, monkeypatch, capsys):
+    deliver(maildir, make_mail("s@elsewhere.example.com", "help", subject="hello"), datetime.now(UTC))
+    cfg = tmp_path / "referee.toml"
+    cfg.write_text(
+        f'[referee]\naddress = "referee@example.org"\ndatabase = "{tmp_path / "games.db"}"\n'
+        f'[maildir]\npath = "{maildir}"\n'
+    )
+
+    def running_out(self, raw, received_at=None, size=None):
+        raise MemoryError
+
+    monkeypatch.setattr(Engine, "ingest", running_out)
+    assert main(["--config", str(cfg), "run", "--once"]) == 1
+    err = capsys.readouterr().err
+    assert err == "referee: the pass ran out of memory: what it finished is filed; the next pass goes on\n"
+    assert main(["--config", str(cfg), "status"]) == 0
+    assert "the last pass failed: the pass ran out of memory" in capsys.readouterr().out
+
+
+def test_the_daemon_logs_a_pass_out_of_memory_as_an_error_and_waits_it_out(config, clock, maildir, caplog):
+    engine, runner = make_runner(config, clock, maildir)
+    engine.new_game("pure-skill", PLAYERS)
+    asyncio.run(runner.once())
+    deliver(maildir, reply(engine, ALICE, "bid 7"), clock())
+    ingest, tries = engine.ingest, []
+
+    def out_of_memory_once(raw, **kwargs):
+        tries.append(1)
+        if len(tries) == 1:
+            raise MemoryError
+        return ingest(raw, **kwargs)
+
+    engine.ingest = out_of_memory_once
+
+    async def serve_until_logged() -> None:
+        stop = asyncio.Event()
+        handler = logging.Handler(logging.ERROR)
+        handler.emit = lambda record: stop.set()  # type: ignore[method-assign]
+        logging.getLogger("referee").addHandler(handler)
+        try:
+            await asyncio.wait_for(runner.serve(stop), 10)  # the daemon did not die of it
+        finally:
+            logging.getLogger("referee").removeHandler(handler)
+
+    asyncio.run(serve_until_logged())
+    [record] = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert record.getMessage() == (
+        "the pass ran out of memory: what it finished is filed; the next pass goes on; trying again in 1 s"
+    )
+    assert asyncio.run(runner.once()).received == 1 and len(engine.store.moves(1)) == 1
