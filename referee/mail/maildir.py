@@ -26,13 +26,17 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
+from typing import Any, TypeVar
 
 from referee.mail.source import EXCERPT, Read, Received, SourceError, Waiting
 
 log = logging.getLogger("referee")
+T = TypeVar("T")
 
 INFO_SEPARATOR = ":"  # between a message's key and its info ("2,<flags>")
 SEEN = INFO_SEPARATOR + "2,S"
@@ -80,11 +84,12 @@ class MaildirSource:
         self.max_size = max_size  # a larger message is read only in part (None: every message whole)
         self._seen: dict[str, Path] = {}  # key -> where the last look at the inbox found it
         self._filed: dict[str, Path] = {}  # key -> where the last look at the processed folder found it
+        self._thread: ThreadPoolExecutor | None = None  # where the files are read and renamed
 
     # -- the Source protocol ------------------------------------------------
 
     async def waiting(self, limit: int) -> list[Waiting]:
-        found = await asyncio.to_thread(self._scan, self.path, limit)
+        found = await self._off_loop(self._scan, self.path, limit)
         self._seen = {key: path for key, path, _ in found}
         return [message for _, _, message in found]
 
@@ -93,7 +98,7 @@ class MaildirSource:
         root = self.path / ("." + self.processed)
         if not root.is_dir():
             return []
-        found = await asyncio.to_thread(self._scan, root, None)
+        found = await self._off_loop(self._scan, root, None)
         kept = [
             (key, path, message)
             for key, path, message in found
@@ -103,7 +108,7 @@ class MaildirSource:
         return [message for _, _, message in kept]
 
     async def read(self, messages: Sequence[Waiting], handled: bool = False) -> Read:
-        return await asyncio.to_thread(self._read_all, messages, self._filed if handled else self._seen)
+        return await self._off_loop(self._read_all, messages, self._filed if handled else self._seen)
 
     async def fetch(self) -> list[Received]:
         """Every new message, read: the whole backlog at once, for tools and
@@ -113,10 +118,21 @@ class MaildirSource:
     async def done(self, messages: Sequence[Waiting | Received], quarantine: bool = False) -> None:
         folder = self.quarantine if quarantine else self.processed
         for message in messages:
-            await asyncio.to_thread(self._file, message.ref, folder)
+            await self._off_loop(self._file, message.ref, folder)
 
     async def close(self) -> None:
-        """Nothing is held open between calls."""
+        """Nothing is held open between calls but the thread, which goes."""
+        if self._thread is not None:
+            self._thread.shutdown(wait=False)
+            self._thread = None
+
+    async def _off_loop(self, function: Callable[..., T], *args: Any) -> T:
+        """``function(*args)`` on the source's one thread, so the loop goes on
+        meanwhile (sending, say).  One: asyncio's own pool grows to several,
+        each with its stack and a malloc arena of up to 64 MB of address space."""
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="maildir")
+        return await asyncio.get_running_loop().run_in_executor(self._thread, partial(function, *args))
 
     # -- reading ------------------------------------------------------------
 

@@ -11,7 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import resource
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from conftest import PLAYERS, body_of, make_mail, reply
@@ -296,3 +302,44 @@ def test_the_daemon_logs_a_pass_out_of_memory_as_an_error_and_waits_it_out(confi
         "the pass ran out of memory: what it finished is filed; the next pass goes on; trying again in 1 s"
     )
     assert asyncio.run(runner.once()).received == 1 and len(engine.store.moves(1)) == 1
+
+
+# -- under an address-space limit -------------------------------------------------
+
+LIMIT = 200 * MB  # RLIMIT_AS of the run: a python with the referee loaded takes about 60 MB of it
+
+
+def limited() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
+
+
+def test_a_backlog_larger_than_the_address_space_is_all_handled_in_one_run(tmp_path, maildir):
+    """`referee run --once` with 200 MB of address space and 338 MB of mail
+    waiting: 58 mails of 1 MB (under max_message_size: read and handled
+    whole, 8 at a time) and 28 of 10 MB (over it: read in part).  Before
+    issue 37 it read the whole backlog first, and died of MemoryError
+    before it had filed a thing, every run."""
+    start = datetime.now(UTC) - timedelta(hours=1)
+    line = ("a long line " * 82 + "\r\n").encode()  # long lines: the least work to read a MB
+    for n in range(86):
+        body = ("help\r\n" + (line * (MB // len(line)) * (10 if n % 3 == 2 else 1)).decode()).rstrip()
+        deliver(maildir, make_mail(f"s{n}@elsewhere.example.com", body, subject="hello"), start + timedelta(seconds=n))
+    database = tmp_path / "games.db"
+    cfg = tmp_path / "referee.toml"
+    cfg.write_text(
+        f'[referee]\naddress = "referee@example.org"\ndatabase = "{database}"\n[maildir]\npath = "{maildir}"\n'
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "referee", "--config", str(cfg), "run", "--once"],
+        capture_output=True,
+        text=True,
+        preexec_fn=limited,
+        timeout=300,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(Path(runner_module.__file__).parents[1])},
+    )
+    assert run.returncode == 0, run.stderr[-6000:]
+    assert "received 86," in run.stdout
+    assert os.listdir(maildir / "new") == [] and len(os.listdir(maildir / ".processed" / "cur")) == 86
+    with closing(sqlite3.connect(database)) as db:
+        assert db.execute("select count(*), count(distinct key) from messages").fetchone() == (86, 86)

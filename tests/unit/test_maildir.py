@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -279,3 +280,22 @@ def test_a_message_that_cannot_be_read_is_told_apart_from_one_gone(box):
     read, unreadable = asyncio.run(source.read(listed))
     assert [m.ref for m in read] == [f"{T0 + 1}.moved.mx"]
     assert [m.ref for m in unreadable] == [f"{T0 + 2}.broken.mx"]
+
+
+def test_the_files_are_read_and_filed_on_one_thread_of_the_sources_own(box):
+    """asyncio's own pool grows to several threads, each with its stack and a
+    malloc arena of up to 64 MB of address space: under a memory limit that
+    counts address space (ulimit -v), that is most of the room."""
+    for n in range(20):
+        deliver(box, f"{T0 + n}.{n}.mx")
+    source = MaildirSource(box)
+
+    async def work() -> set[str]:
+        for _ in range(5):
+            messages = await source.fetch()
+            await source.done(messages[:4])
+        return {t.name for t in threading.enumerate() if t.name.startswith("maildir")}
+
+    assert len(asyncio.run(work())) == 1 and os.listdir(box / "new") == []
+    asyncio.run(source.close())
+    assert source._thread is None
