@@ -27,7 +27,7 @@ from test_runner import deliver, make_runner
 from test_runner import maildir as _maildir
 
 from referee import runner as runner_module
-from referee.cli import health, main
+from referee.cli import main
 from referee.engine import KEPT_EXCERPT, KEPT_HEADER, Engine
 from referee.interrupt import Stopped
 from referee.mail.source import EXCERPT, Waiting
@@ -202,7 +202,7 @@ def test_a_mail_that_ends_every_pass_is_read_alone_then_quarantined_and_blocks_n
 
 
 def status_problems(engine) -> str:
-    return " ".join(health(engine)["problems"])
+    return " ".join(engine.health()["problems"])
 
 
 def test_a_stop_in_a_batch_is_no_mails_fault(config, clock, maildir):

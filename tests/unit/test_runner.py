@@ -10,7 +10,7 @@ from conftest import PLAYERS, reply
 
 from referee.config import MaildirSettings
 from referee.engine import Engine
-from referee.mail.source import Received, SourceError
+from referee.mail.source import Read, Received, SourceError, Waiting
 from referee.runner import HEARTBEAT, Runner
 from referee.store import Store
 
@@ -292,19 +292,27 @@ def test_the_daemon_logs_settings_a_server_refused_as_an_error_and_a_server_away
 
 
 class Numbered:
-    """An IMAP INBOX as the runner sees it: each mail with its UID and its
-    INTERNALDATE, which need not rise with the UID."""
+    """An IMAP INBOX as the runner sees it (the Source protocol): each mail
+    with its UID and its INTERNALDATE, which need not rise with the UID."""
+
+    name = "numbered"
+    max_size = None
 
     def __init__(self, mail: list[tuple[bytes, datetime]]):
         self.mail = [Received(str(uid), raw, at) for uid, (raw, at) in enumerate(mail, 1)]
 
-    async def fetch(self) -> list[Received]:
-        return list(self.mail)
+    async def waiting(self, limit: int) -> list[Waiting]:
+        return [Waiting(m.ref, m.received_at, len(m.raw)) for m in self.mail][:limit]
+
+    async def read(self, messages, handled=False) -> Read:
+        kept = {m.ref: m for m in self.mail}
+        return Read([kept[m.ref] for m in messages if m.ref in kept], [])  # in the batch's order
 
     async def done(self, messages, quarantine=False) -> None:
-        self.mail = [m for m in self.mail if m not in messages]
+        refs = {m.ref for m in messages}
+        self.mail = [m for m in self.mail if m.ref not in refs]
 
-    async def handled(self, since) -> list[Received]:
+    async def handled(self, since) -> list[Waiting]:
         return []
 
     async def close(self) -> None:
