@@ -82,15 +82,18 @@ class MaildirSource:
         self.processed = processed
         self.quarantine = quarantine
         self.max_size = max_size  # a larger message is read only in part (None: every message whole)
-        self._seen: dict[str, Path] = {}  # key -> where the last look at the inbox found it
-        self._filed: dict[str, Path] = {}  # key -> where the last look at the processed folder found it
+        # key -> where the last look at the inbox (at the processed folder) found
+        # it, unless in new/ under its key alone, as most are (no memory for those)
+        self._seen: dict[str, str] = {}
+        self._filed: dict[str, str] = {}
         self._thread: ThreadPoolExecutor | None = None  # where the files are read and renamed
 
     # -- the Source protocol ------------------------------------------------
 
     async def waiting(self, limit: int) -> list[Waiting]:
+        self._seen = {}  # (let go of the last look's first: the next may hold as many)
         found = await self._off_loop(self._scan, self.path, limit)
-        self._seen = {key: path for key, path, _ in found}
+        self._seen = {key: path for key, path, _ in found if path}
         return [message for _, _, message in found]
 
     async def handled(self, since: datetime | None) -> list[Waiting]:
@@ -104,11 +107,13 @@ class MaildirSource:
             for key, path, message in found
             if since is None or message.received_at >= since - timedelta(days=1)
         ]
-        self._filed = {key: path for key, path, _ in kept}
+        self._filed = {key: path for key, path, _ in kept if path}
         return [message for _, _, message in kept]
 
     async def read(self, messages: Sequence[Waiting], handled: bool = False) -> Read:
-        return await self._off_loop(self._read_all, messages, self._filed if handled else self._seen)
+        if handled:
+            return await self._off_loop(self._read_all, messages, self._filed, self.path / ("." + self.processed))
+        return await self._off_loop(self._read_all, messages, self._seen, self.path)
 
     async def fetch(self) -> list[Received]:
         """Every new message, read: the whole backlog at once, for tools and
@@ -136,26 +141,28 @@ class MaildirSource:
 
     # -- reading ------------------------------------------------------------
 
-    def _scan(self, root: Path, limit: int | None) -> list[tuple[str, Path, Waiting]]:
+    def _scan(self, root: Path, limit: int | None) -> list[tuple[str, str | None, Waiting]]:
         """The oldest ``limit`` (or all) messages in new/ and cur/ of ``root``
         (the Maildir, or one of its folders), oldest first, unread: only the
         chosen ones are held, however many the folder has."""
         entries = self._entries(root)
         chosen = heapq.nsmallest(limit, entries) if limit is not None else sorted(entries)
-        found: dict[str, tuple[str, Path, Waiting]] = {}
-        for received_at, key, _name, path in chosen:
+        found: dict[str, tuple[str, str | None, Waiting]] = {}
+        for received_at, key, name, sub in chosen:
             if key in found:  # the same message in new/ and cur/ at once: read it once
                 continue
+            path = os.path.join(root, sub, name)  # (a str: a Path costs twice the memory, 10,000 times)
             try:
                 status = os.stat(path)
             except OSError:  # filed or moved to cur/ meanwhile: the next look finds it
                 continue
             if stat.S_ISREG(status.st_mode):
-                found[key] = (key, path, Waiting(ref=key, received_at=received_at, size=status.st_size))
+                where = None if sub == "new" and name == key else path
+                found[key] = (key, where, Waiting(ref=key, received_at=received_at, size=status.st_size))
         return list(found.values())
 
-    def _entries(self, root: Path) -> Iterator[tuple[datetime, str, str, Path]]:
-        """(receipt time, key, name, path) of each file in new/ and cur/ of ``root``."""
+    def _entries(self, root: Path) -> Iterator[tuple[datetime, str, str, str]]:
+        """(receipt time, key, name, new or cur) of each file in new/ and cur/ of ``root``."""
         for sub in ("new", "cur"):
             directory = root / sub
             try:
@@ -171,15 +178,15 @@ class MaildirSource:
                                 received_at = datetime.fromtimestamp(entry.stat().st_mtime, UTC)
                         except OSError:  # gone meanwhile
                             continue
-                        yield received_at, split_name(entry.name)[0], entry.name, Path(entry.path)
+                        yield received_at, split_name(entry.name)[0], entry.name, sub
             except OSError as error:
                 raise self._error(f"cannot read {sub}/", error) from None
 
-    def _read_all(self, messages: Sequence[Waiting], where: dict[str, Path]) -> Read:
+    def _read_all(self, messages: Sequence[Waiting], where: dict[str, str], root: Path) -> Read:
         read, unreadable = [], []
         for message in messages:
             try:
-                received = self._read(message, where.get(message.ref))
+                received = self._read(message, Path(where.get(message.ref) or root / "new" / message.ref))
             except OSError as error:
                 log.warning("maildir %s: cannot read %s, to quarantine: %s", self.path, message.ref, error)
                 unreadable.append(message)
@@ -234,8 +241,8 @@ class MaildirSource:
         may have moved it to cur/ or changed its flags) wherever its key is in
         new/ or cur/."""
         known = self._seen.get(key)
-        if known is not None and known.exists():
-            return known
+        if known is not None and os.path.exists(known):
+            return Path(known)
         return self._find(key, self.path)
 
     def _find(self, key: str, root: Path) -> Path | None:
