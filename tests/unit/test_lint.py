@@ -24,3 +24,11 @@ def test_ruff_finds_nothing_to_say_about_the_code():
 def test_every_file_is_as_ruff_format_lays_it_out():
     result = ruff("format", "--check", "--no-cache", ".")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_no_two_test_files_share_a_name():
+    """CI runs the unit and integration tests in one pytest, which imports
+    each test file by its base name: two of one name fail the whole run."""
+    tests = Path(__file__).parents[1]
+    names = [path.name for path in tests.rglob("test_*.py")]
+    assert sorted({name for name in names if names.count(name) > 1}) == []
