@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from referee.rules import reading
 from referee.rules.api import Game, MoveError, OptionError, Phase, Result
 from referee.rules.rng import Rng
 
@@ -29,18 +30,7 @@ _WORDS = {
     "queen": 12,
     "k": 13,
     "king": 13,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
+    **reading.NUMBER_WORDS,
     "thirteen": 13,
 }
 _MOVE = re.compile(r"^\s*bid\b\s*(?P<card>[^\s.]+)?(?:\s+of\s+(?P<suit>\w+))?\s*\.?\s*$", re.I)
