@@ -27,6 +27,17 @@ _SECURITY = ("tls", "starttls", "none")
 # the site's root: a host and a path (RFC 3986's characters), no query or fragment
 _URL = re.compile(r"https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~%!$&'()*+,;=:@/-]*)?")
 
+# What either mail server's section holds ([imap] adds its folders).
+_SERVER = {
+    "host": "text",
+    "port": "port",
+    "security": "security",
+    "username": "text",
+    "password": "text",
+    "password_file": "path",
+    "password_env": "text",
+}
+
 # section -> setting -> kind: the one place that says what a config file may hold
 _SETTINGS: dict[str, dict[str, str]] = {
     "referee": {
@@ -57,27 +68,8 @@ _SETTINGS: dict[str, dict[str, str]] = {
         "reminder": "duration",
     },
     "outage": {"gap": "duration", "grace": "duration"},
-    "imap": {
-        "host": "text",
-        "port": "port",
-        "security": "security",
-        "username": "text",
-        "password": "text",
-        "password_file": "path",
-        "password_env": "text",
-        "mailbox": "folder",
-        "processed": "folder",
-        "quarantine": "folder",
-    },
-    "smtp": {
-        "host": "text",
-        "port": "port",
-        "security": "security",
-        "username": "text",
-        "password": "text",
-        "password_file": "path",
-        "password_env": "text",
-    },
+    "imap": {**_SERVER, "mailbox": "folder", "processed": "folder", "quarantine": "folder"},
+    "smtp": _SERVER,
     "maildir": {"path": "path", "processed": "folder", "quarantine": "folder"},
     "keepers": {
         "addresses": "addresses",
