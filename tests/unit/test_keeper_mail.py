@@ -18,6 +18,8 @@ from datetime import timedelta
 
 import pytest
 from conftest import PLAYERS, Mailbox, answer, join, mails, make_mail, reply, send, to_deadline
+from test_keeping import pure as _pure
+from test_keeping import turns as _turns
 from test_runner import deliver, make_runner
 from test_runner import maildir as _maildir
 
@@ -27,12 +29,12 @@ from referee.engine.keeping import SHELL
 from referee.mail.tokens import keeper_token, token_address
 from referee.record import verify
 from referee.site.public import game_record
-from referee.store import Store
 from referee.timeutil import from_iso
 
 ALICE, BOB, CAROL = PLAYERS
 maildir = _maildir  # the fixture
 KEEPER = "keeper@example.org"
+pure, turns = _pure, _turns  # the fixtures: a sealed game, a turn-based one
 STRANGER = "mallory@example.net"
 TRUSTED = "mx.example.org"
 
@@ -40,20 +42,6 @@ TRUSTED = "mx.example.org"
 @pytest.fixture
 def config(config):
     return replace(config, keepers=(KEEPER,))
-
-
-@pytest.fixture
-def pure(engine: Engine) -> Engine:
-    engine.new_game("pure-skill", PLAYERS)
-    return engine
-
-
-@pytest.fixture
-def turns(config, clock, seeds) -> Engine:
-    """Auction (priority cards): a turn-based game, whose colours are private."""
-    engine = Engine(Store(config.database), config, clock, seeds)
-    engine.new_game("priority", PLAYERS, options={"turn_limit": 2})
-    return engine
 
 
 def keeper_address(engine: Engine, address: str = KEEPER) -> str:

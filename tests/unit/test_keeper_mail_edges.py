@@ -3,30 +3,17 @@ a case a keeper, a player or an attacker meets."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-import pytest
 from conftest import PLAYERS, mails, make_mail, reply
 from test_keeper_mail import KEEPER, keeper_address, last_answer, order
+from test_keeper_mail import config as _config
+from test_keeper_mail import pure as _pure
 from test_restore import SEALED, Club
 from test_runner import deliver
 from test_runner import maildir as _maildir
 
-from referee.engine import Engine
-
 ALICE, BOB, CAROL = PLAYERS
 maildir = _maildir  # the fixture
-
-
-@pytest.fixture
-def config(config):
-    return replace(config, keepers=(KEEPER,))
-
-
-@pytest.fixture
-def pure(engine: Engine) -> Engine:
-    engine.new_game("pure-skill", PLAYERS)
-    return engine
+config, pure = _config, _pure  # the fixtures: a keeper configured, a sealed game
 
 
 # A keeper's NEW by mail draws a fresh random seed, so after `referee restore` the mail handled again makes a
