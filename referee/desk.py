@@ -741,7 +741,7 @@ class Desk:
         """What follows a keeper's command word on its line, the line whole
         (a long line is cut where commands are read: an address, a reason
         cut short must never be taken as written)."""
-        lines = self._own_lines_whole()
+        lines = self._own_lines_whole
         whole = lines[self._line - 1] if len(lines) >= self._line else command.line
         parts = whole.split(None, 1)
         return parts[1] if len(parts) > 1 and parts[0].lower() == command.word else command.argument
@@ -841,7 +841,7 @@ class Desk:
             if seat is None:
                 raise self._usage(command, "name the seat after 'to': its player's address or its number")
             words = rest
-        lines = self._own_lines_whole()
+        lines = self._own_lines_whole
         line = lines[self._line - 1] if len(lines) >= self._line else command.line
         # (the words read before the text: the command's, the game's, "to" and the seat's)
         text = _after_words(line, 1 + len(command.argument.split()) - len(words)) if words else ""
@@ -902,9 +902,11 @@ class Desk:
         except ValueError as error:
             raise self._usage(command, str(error)) from None
 
+    @cached_property
     def _own_lines_whole(self) -> list[str]:
         """The lines the sender wrote, each whole (command_lines cuts a long
-        one), in the same order; none when the mail's subject was read instead."""
+        one), in the same order; none when the mail's subject was read instead.
+        Read once a message: every keeper's line of it asks."""
         return own_lines(self.message.text, None, self._quoted)
 
     # -- 6. the answer ---------------------------------------------------------
