@@ -64,6 +64,26 @@ class Act(StrEnum):
     SAY = "say"  # the keeper's words to the players (detail: text, or the seat told)
 
 
+class Notify(StrEnum):
+    """How much mail a seat wants (``seats.notify``; a game's default is
+    ``games.notify``, else the config's): every public event, only what it
+    must act on and each round's result, or its prompts and a daily digest."""
+
+    EVERY = "every"  # every public event, as it happens
+    TURNS = "turns"  # prompts, each round's (or auction's) result, its own receipts and private news
+    DIGEST = "digest"  # prompts, its own receipts and private news, and one mail a day with everything public
+
+
+class OfferKind(StrEnum):
+    """What an offer mailed to an address asks it to confirm (``offers.kind``):
+    the offer's token is its reply address, and the change is made when that
+    address replies to it (accepts) before it expires."""
+
+    ADDRESS = "address"  # a seat's new address: the new address confirms it reads its mail
+    DELEGATE = "delegate"  # a stand-in moves for a seat for a while: the stand-in agrees first
+    SEAT = "seat"  # a seat left mid-game, offered to a person on standby
+
+
 # -- the rows the store hands back, one kind per table (JSON columns decoded) --
 
 
@@ -82,6 +102,7 @@ class GameRow(TypedDict):
     seats_wanted: int | None
     turn_seconds: int | None
     decision_seconds: int | None
+    notify: str | None  # the players' Notify unless they choose (None: the config's default)
 
 
 class SeatRow(TypedDict):
@@ -91,6 +112,7 @@ class SeatRow(TypedDict):
     bot: int  # 1 for a bot (from the start, or since a resignation)
     bot_since_phase: int | None
     resigned_at: str | None
+    notify: str | None  # a Notify, read back as its value; None: the game's default
     token: str  # (none only in a games.db older than reply tokens, until seats_without_token are given one)
 
 
@@ -205,6 +227,20 @@ class InterventionRow(TypedDict):
     detail: dict[str, Any]  # (JSON in games.db) what the act needs to be replayed and told
 
 
+class OfferRow(TypedDict):
+    id: int
+    kind: str  # an OfferKind, read back as its value
+    game_id: int | None
+    seat: int | None
+    address: str  # who must answer it
+    token: str | None  # its reply token (made from its id, so set just after the row is made)
+    made_at: str
+    expires_at: str
+    detail: dict[str, Any]  # (JSON in games.db) what accepting it does
+    closed_at: str | None  # when it was accepted, declined, withdrawn or expired; None while open
+    outcome: str | None  # "accepted", "declined", "withdrawn" or "expired"
+
+
 class MailboxRow(TypedDict):
     name: str
     uidvalidity: int
@@ -213,7 +249,7 @@ class MailboxRow(TypedDict):
 
 BUSY_TIMEOUT_MS = 10_000  # how long a write waits for another process's write lock
 NEARLY_FULL = 1 << 20  # bytes: a disk with less free than this is full, whatever SQLite said
-SCHEMA_VERSION = 4  # the user_version of a games.db this code writes; see MIGRATIONS
+SCHEMA_VERSION = 5  # the user_version of a games.db this code writes; see MIGRATIONS
 
 
 class StorageFault(RuntimeError):
@@ -341,6 +377,7 @@ _TABLES = {
     "meta",
     "deadline_changes",  # (schema 3 and before)
     "interventions",
+    "offers",  # (schema 5)
     "signups",
     "players",
     "bounces",
@@ -864,6 +901,10 @@ class Store:
             {"bot": 1, "bot_since_phase": phase, "resigned_at": at, **row},
         )
 
+    def set_notify(self, game_id: int, seat: int, level: Notify | None) -> None:
+        """How much mail a seat wants (None: the game's default)."""
+        self._update("seats", "game_id = ? and seat = ?", [game_id, seat], {"notify": level})
+
     def take_seat(self, game_id: int, seat: int, address: str) -> None:
         """A person takes over a seat (its token stays: the seat's reply address)."""
         self._update(
@@ -985,6 +1026,39 @@ class Store:
                      where game_id = i.game_id and act in (?, ?)) and i.act = ?"""
         rows = self._read(sql, [GameState.RUNNING, Act.PAUSE, Act.RESUME, Act.PAUSE])
         return {row["game_id"]: _decode_intervention(row) for row in rows}
+
+    # -- offers: what an address is asked to confirm by reply ---------------
+
+    def add_offer(self, **row: Any) -> int:
+        """A new open offer (``detail`` a dict); its id."""
+        return self._insert("offers", {**row, "detail": json.dumps(row.get("detail") or {})})
+
+    def set_offer_token(self, offer_id: int, token: str) -> None:
+        self._update("offers", "id = ?", [offer_id], {"token": token})
+
+    def offer(self, offer_id: int) -> OfferRow | None:
+        rows = list(self._rows("offers", "id = ?", [offer_id]))
+        return _decode_offer(rows[0]) if rows else None
+
+    def offer_by_token(self, token: str) -> OfferRow | None:
+        rows = list(self._rows("offers", "token = ?", [token]))
+        return _decode_offer(rows[0]) if rows else None
+
+    def open_offers(self, kind: OfferKind | None = None, game_id: int | None = None) -> list[OfferRow]:
+        """Offers not yet answered, withdrawn or expired, oldest first."""
+        where, args = ["closed_at is null"], list[Any]()
+        if kind is not None:
+            where, args = [*where, "kind = ?"], [*args, kind]
+        if game_id is not None:
+            where, args = [*where, "game_id = ?"], [*args, game_id]
+        return [_decode_offer(r) for r in self._rows("offers", " and ".join(where), args, order_by="id")]
+
+    def offers_due(self, now: str) -> list[OfferRow]:
+        """Open offers whose time is up."""
+        return [_decode_offer(r) for r in self._rows("offers", "closed_at is null and expires_at <= ?", [now])]
+
+    def close_offer(self, offer_id: int, at: str, outcome: str) -> None:
+        self._update("offers", "id = ?", [offer_id], {"closed_at": at, "outcome": outcome})
 
     # -- messages --------------------------------------------------------
 
@@ -1415,10 +1489,41 @@ def _schema_4(db: sqlite_utils.Database) -> None:
     db.table("messages").create_index(["code"], if_not_exists=True)
 
 
+def _schema_5(db: sqlite_utils.Database) -> None:
+    """Schema 5: a seat for the whole game.  ``seats.notify`` and
+    ``games.notify``, how much mail a seat wants (referee.store.Notify); and
+    ``offers``, what an address is asked to confirm by reply (a new address,
+    a stand-in, a seat offered to a person on standby)."""
+    for table in ("seats", "games"):
+        if "notify" not in db.table(table).columns_dict:
+            db.table(table).add_column("notify", str)
+    db.table("offers").create(
+        {
+            "id": int,
+            "kind": str,
+            "game_id": int,
+            "seat": int,
+            "address": str,
+            "token": str,
+            "made_at": str,
+            "expires_at": str,
+            "detail": str,
+            "closed_at": str,
+            "outcome": str,
+        },
+        pk="id",
+        foreign_keys=[("game_id", "games", "id")],
+        not_null={"kind", "address", "made_at", "expires_at", "detail"},
+        if_not_exists=True,
+    )
+    db.table("offers").create_index(["token"], unique=True, if_not_exists=True)
+    db.table("offers").create_index(["closed_at", "expires_at"], if_not_exists=True)
+
+
 # MIGRATIONS[n] takes a games.db from schema n to n + 1.  To change the
 # schema: append a step, raise SCHEMA_VERSION, and add a fixture of the
 # schema it starts from to tests/fixtures/schemas (see test_storage).
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_schema_1, _schema_2, _schema_3, _schema_4]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_schema_1, _schema_2, _schema_3, _schema_4, _schema_5]
 
 
 # The rows read are fresh dicts: their JSON and flag columns are decoded in place.
@@ -1426,6 +1531,11 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_schema_1, _schema_
 
 def _decode_game(row: Any) -> GameRow:
     row["options"] = json.loads(row["options"])
+    return row
+
+
+def _decode_offer(row: Any) -> OfferRow:
+    row["detail"] = json.loads(row["detail"])
     return row
 
 

@@ -583,7 +583,7 @@ def test_schema_4_moves_the_outage_deadline_changes_onto_the_games_record(config
     deadline_changes; schema 4 makes them interventions on the game's
     record (by the referee), which status lists and verify checks."""
     with sqlite3.connect(config.database) as db:
-        db.executescript(SCHEMAS[-1].read_text())
+        db.executescript(next(p for p in SCHEMAS if p.stem.startswith("schema-10-")).read_text())
         [before] = db.execute("select game_id, phase, old, new, reason, at from deadline_changes").fetchall()
     engine = Engine(Store(config.database), config, clock)
     game, phase, old, new, reason, at = before
