@@ -71,7 +71,7 @@ from referee.mail.parse import Incoming, one_line, parse, thread_ids
 from referee.mail.tokens import keeper_token, signup_token, tagged, token_address, tokens_named
 from referee.resources import rule_texts, rules_page
 from referee.rules import GAMES, MoveError, kind_named
-from referee.store import MOVE_CODES, GameState, OutcomeCode
+from referee.store import MOVE_CODES, GameState, OfferRow, OutcomeCode
 from referee.timeutil import iso, parse_duration, show_duration
 
 if TYPE_CHECKING:
@@ -109,10 +109,11 @@ class Sender:
     signed: frozenset[str] = frozenset()  # kinds whose sign-up token (with this From) it named
     ended: int | None = None  # a finished game whose seat token it named
     keeper: bool = False  # a keeper's token (with this From): ``address`` is the keeper's, as configured
+    offer: OfferRow | None = None  # an offer's token (with this From, the address it was made to)
 
     @property
     def authenticated(self) -> bool:
-        return self.game_id is not None or bool(self.signed) or self.keeper
+        return self.game_id is not None or bool(self.signed) or self.keeper or self.offer is not None
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,7 @@ class Desk:
         self.store, self.config, self.key = rooms.store, rooms.config, rooms.key
         self.tables, self.post, self.phases = rooms.tables, rooms.post, rooms.phases
         self.seating, self.reports = rooms.seating, rooms.reports
-        self.keeping, self.clock = rooms.keeping, rooms.clock
+        self.keeping, self.clock, self.offers = rooms.keeping, rooms.clock, rooms.offers
         self.message = message
         self._line = 0  # the number of the line being carried out
         self._rules_mailed: dict[str, int] = {}  # kind -> the line whose answer holds its rules
@@ -162,6 +163,8 @@ class Desk:
             )
             self._reply(message, sender, [self._error("", refusal)])  # a player's: her own budget
             return Outcome(OutcomeCode.REFUSED, "too large to read", sender.game_id)
+        if sender.offer is not None and not own_lines(message.text, 1, self._quoted):
+            lines = ["accept"]  # a reply to an offer that says nothing of its own (its subject aside) takes it
         answers = self._run_all(sender, lines)
         self._reply(message, sender, answers)
         if sender.game_id is not None and any(answer.code in MOVE_CODES for answer in answers):
@@ -234,6 +237,9 @@ class Desk:
         keeper = self._keeper(message, tokens)
         if keeper is not None:
             return keeper
+        offered = self._offered(message, tokens)
+        if offered is not None:
+            return offered
         ended = None
         for token in tokens:
             seat = self.store.seat_by_token(token)
@@ -280,6 +286,20 @@ class Desk:
         if problem is not None:
             return self._forged(message, owner, None, problem, keeper=True)
         return Sender(owner, keeper=True)
+
+    def _offered(self, message: Incoming, tokens: list[str]) -> Sender | Outcome | None:
+        """The address an offer was made to (engine.offers), proven as a
+        seat is: the offer's token and that From (and DKIM's pass, where
+        configured); with another From it is forged, and the offer's
+        address is told. None when the mail names no offer's token."""
+        offer = next(filter(None, map(self.store.offer_by_token, tokens)), None)
+        if offer is None:
+            return None
+        if message.sender != offer["address"] and not self.config.accept_token_alone:
+            return self._forged(message, offer["address"], None, "token")
+        if self.config.dkim_authserv_id and not dkim_passed(message, self.config.dkim_authserv_id):
+            return self._forged(message, offer["address"], None, "dkim")
+        return Sender(offer["address"], offer=offer)
 
     def _keeper_address(self, message: Incoming) -> Outcome:
         """A keeper's commands from their From, but not to their keeper
@@ -588,6 +608,23 @@ class Desk:
         table, seat = self._seat(sender, command)
         self.seating.resign_seat(table, seat, confirm=False)
         return Answer(command.line, "resign", self.post.context(table), OutcomeCode.DONE)
+
+    def _do_accept(self, sender: Sender, command: Command) -> Answer:
+        return self._answer_offer(sender, command, True)
+
+    def _do_reject(self, sender: Sender, command: Command) -> Answer:
+        return self._answer_offer(sender, command, False)
+
+    def _answer_offer(self, sender: Sender, command: Command, accepted: bool) -> Answer:
+        """The answer to an offer (engine.offers) this mail replies to."""
+        if sender.offer is None:
+            raise Refusal(Why.NO_OFFER, word=command.word)
+        offer = self.store.offer(sender.offer["id"]) or sender.offer  # as of now: a line above may have answered it
+        try:
+            done = self.offers.answer(offer, accepted)
+        except EngineError as error:
+            raise Refusal(Why.OFFER_CLOSED, reason=str(error)) from None
+        return Answer(command.line, "offer", {"done": done, "accepted": accepted}, OutcomeCode.DONE)
 
     def _do_help(self, sender: Sender, command: Command) -> Answer:
         """The commands, as the table lists them, and the games."""
@@ -1058,6 +1095,7 @@ class Who(Enum):
     ANYONE = "anyone"  # needs no reply token: a stranger may ask
     PLAYER = "player"  # a player's, in a reply that proves it (a seat's token; LEAVE's and TIMEZONE's, a sign-up's too)
     KEEPER = "keeper"  # a keeper's (the config names them), in a reply that proves it (their keeper token)
+    OFFERED = "offered"  # the address an offer was made to, in a reply to it (the offer's token)
 
 
 Handler = Callable[[Desk, Sender, Command], Answer]
@@ -1233,6 +1271,23 @@ COMMANDS = CommandTable(
         argument="<zone>",
     ),
     Entry("help", Who.ANYONE, Desk._do_help, "this list"),
+    Entry(
+        "accept",
+        Who.OFFERED,
+        Desk._do_accept,
+        "in a reply to the referee's offer (a seat, a new address to confirm, a stand-in's turn): take it "
+        "(a reply that says nothing more takes it too)",
+        synonyms=("yes",),
+        alone=True,
+    ),
+    Entry(
+        "reject",
+        Who.OFFERED,
+        Desk._do_reject,
+        "in a reply to the referee's offer: say no to it; nothing changes",
+        synonyms=("no",),
+        alone=True,
+    ),
     Entry(
         "end",
         Who.ANYONE,

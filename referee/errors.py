@@ -47,6 +47,9 @@ class Why(Enum):
     LEAVE_NOT_SIGNED = "leave_not_signed"
     TIMEZONE_UNPROVEN = "timezone_unproven"
     UNKNOWN_ZONE = "unknown_zone"  # zone: as the player wrote it
+    # Offers (a seat, a new address, a stand-in's turn), answered by reply.
+    NO_OFFER = "no_offer"  # word: ACCEPT or REJECT, in a mail that answers no offer
+    OFFER_CLOSED = "offer_closed"  # reason: why it can no longer be taken (the engine's words)
     # The keeper's commands by mail.
     KEEPERS_ONLY = "keepers_only"  # word: a keeper's command, sent by someone not proven a keeper
     KEEPER_USAGE = "keeper_usage"  # usage, example; problem: what was wrong, if known

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from referee.config import Config
 from referee.engine.keeping import Keeping
+from referee.engine.offers import Offers
 from referee.engine.phases import Phases
 from referee.engine.post import Post
 from referee.store import Act, PhaseRow, Store
@@ -31,16 +32,18 @@ class Timers:
     post: Post
     phases: Phases
     keeping: Keeping
+    offers: Offers
 
     def tick(self, guard: bool = True) -> list[str]:
-        """Guard against an outage, end the pauses whose time has come,
-        enforce deadlines and settle windows, send due reminders; returns
+        """Guard against an outage, end the pauses whose time has come, close
+        the offers no one answered in time, enforce deadlines and settle windows, send due reminders; returns
         what it did, one line each.  A paused game has no deadline."""
         now = self.clock()
         # Pauses whose time has come end first, so that the outage guard
         # sees their deadlines (moved by the pause) and extends one it slept
         # through, as any other.
         done = self.keeping.resume_due()
+        done += self.offers.expire_due()
         done += self.guard_outage() if guard else []
         paused = self.store.paused()
         # Only games with something due are read (a read replays the game):

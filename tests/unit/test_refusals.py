@@ -151,6 +151,15 @@ EXAMPLES = {
             "Area/City name such as Europe/Berlin or America/New_York, or UTC."
         ),
     ),
+    Why.NO_OFFER: (
+        {"word": "accept"},
+        "ACCEPT answers an offer of the referee's (a seat, a new address to confirm, a stand-in's turn): "
+        "write it in a reply to that offer's mail.",
+    ),
+    Why.OFFER_CLOSED: (
+        {"reason": "that offer was expired already, at 2026-12-02T09:00:00Z"},
+        "That offer was expired already, at 2026-12-02T09:00:00Z.",
+    ),
     Why.KEEPERS_ONLY: (
         {"word": "extend"},
         (
