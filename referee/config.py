@@ -75,6 +75,7 @@ _SETTINGS: dict[str, dict[str, str]] = {
         "addresses": "addresses",
         "longest_extension": "duration",
         "most_pause": "duration",
+        "most_away": "duration",
         "daily_summary": "bool",
     },
 }
@@ -169,6 +170,7 @@ class Config:
     keepers: tuple[str, ...] = ()  # addresses, lower case
     longest_extension: timedelta = timedelta(days=7)  # one EXTEND at most
     most_pause: timedelta = timedelta(days=30)  # all of a game's pauses together at most
+    most_away: timedelta = timedelta(days=15)  # a seat's absences (AWAY) in one game together at most: njudge's
     daily_summary: bool = False  # keepers get a summary of every game once a day
 
     @property

@@ -11,7 +11,7 @@ import hashlib
 import hmac
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -19,6 +19,7 @@ from typing import Any
 
 from referee.rules import GAMES, Game, MoveError, OptionError, Phase, Rng, get_game
 from referee.store import Act, GameState
+from referee.timeutil import show_duration
 
 
 def commitment(seed: bytes) -> str:
@@ -160,9 +161,22 @@ _ACT_KEYS = {
     Act.REPLACE: {"seat", "name", "was", "old", "new", "bot_from_phase", "left_at"},
     Act.CANCEL: set(),
     Act.SAY: {"text", "seat"},
+    Act.AWAY: {"seat", "from", "until", "most_away"},
+    Act.BACK: {"seat"},
+    Act.ABSENT: {"seat", "old", "new"},
 }
-_DEADLINE_ACTS = (Act.EXTEND, Act.OUTAGE, Act.RESUME, Act.REPLACE)  # those that may move the deadline
-BY_KEEPER, BY_REFEREE = "keeper", "referee"  # who made an intervention, as the record says
+_DEADLINE_ACTS = (Act.EXTEND, Act.OUTAGE, Act.RESUME, Act.REPLACE, Act.ABSENT)  # those that may move the deadline
+BY_KEEPER, BY_REFEREE, BY_PLAYER = "keeper", "referee", "player"  # who made an intervention, as the record says
+# Who makes each act (a keeper any other): the referee moves a deadline for
+# an outage or an absence; a pause ends by the keeper's hand or at its
+# time; a player says they are away, and back.
+_MADE_BY = {
+    Act.OUTAGE: {BY_REFEREE},
+    Act.ABSENT: {BY_REFEREE},
+    Act.RESUME: {BY_KEEPER, BY_REFEREE},
+    Act.AWAY: {BY_PLAYER},
+    Act.BACK: {BY_PLAYER},
+}
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")  # the one form the referee writes (timeutil.iso)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _BOT_NAME = re.compile(r"bot \d+")
@@ -261,6 +275,91 @@ def stints(record: Mapping[str, Any]) -> list[Stint]:
     going = {(stint.seat, stint.start) for stint in now}
     ended = [stint for stint in ended if (stint.seat, stint.start) not in going]
     return sorted([*ended, *now], key=lambda t: (t.seat, t.start))
+
+
+@dataclass(frozen=True)
+class Absence:
+    """A seat's time away (an ``away`` intervention): from ``start`` until
+    ``until``, granted within the cap ``most`` (the seat's absences in the
+    game together); ``ended`` when its player came back early (``back``) or
+    the seat was taken over, and ``held`` once it moved a deadline."""
+
+    seat: int
+    start: datetime
+    until: datetime
+    most: timedelta
+    ended: datetime | None = None
+    held: bool = False
+
+    def holds(self, deadline: datetime) -> bool:
+        """Whether a deadline falls inside it while it is in force: such a
+        deadline, of a phase that waits on the seat, moves to its end."""
+        return self.ended is None and self.start <= deadline < self.until
+
+    @property
+    def spent(self) -> timedelta:
+        """What it takes of the seat's cap: all of it, unless it ended early
+        without moving a deadline (then the part before it ended; none, if
+        it had not begun)."""
+        if self.ended is None or self.held:
+            return self.until - self.start
+        return max(timedelta(0), min(self.ended, self.until) - self.start)
+
+
+def absences(interventions: Iterable[Mapping[str, Any]]) -> list[Absence]:
+    """Every absence the interventions (a record's, in the order made)
+    grant, as it stands after the last of them: a ``back`` ends the seat's
+    absences not over, and so does a takeover of the seat (the newcomer is
+    not away); an ``absent`` marks the absence whose end it moved a
+    deadline to."""
+    found: list[Absence] = []
+    for i in interventions:
+        if i["act"] == Act.AWAY:
+            start, until = _when(i["from"]), _when(i["until"])
+            found.append(Absence(i["seat"], start, until, timedelta(seconds=i["most_away"])))
+        elif i["act"] in (Act.BACK, Act.REPLACE):
+            at = _when(i["at"])
+            found = [
+                replace(a, ended=at) if a.seat == i["seat"] and a.ended is None and a.until > at else a for a in found
+            ]
+        elif i["act"] == Act.ABSENT:
+            new = _when(i["new"])
+            found = [
+                replace(a, held=True) if a.seat == i["seat"] and a.ended is None and a.until == new else a
+                for a in found
+            ]
+    return found
+
+
+def away_left(found: list[Absence], seat: int, most: timedelta) -> timedelta:
+    """How much of the cap ``most`` a seat's absences (``found``) leave it."""
+    return most - sum((a.spent for a in found if a.seat == seat), timedelta(0))
+
+
+def _check_away(i: Mapping[str, Any], before: list[Absence], where: str) -> None:
+    """An ``away`` begins no earlier than it was asked for, ends after it
+    begins, overlaps none of the seat's absences still in force, and fits
+    in what the seat's earlier absences left of the cap; a ``back`` ends an
+    absence not over."""
+    seat, at = i["seat"], _when(i["at"])
+    if i["act"] == Act.BACK:
+        if not any(a.seat == seat and a.ended is None and a.until > at for a in before):
+            raise RecordError(f"{where} says seat {seat + 1} came back, but it was not away")
+        return
+    start, until, most = _when(i["from"]), _when(i["until"]), timedelta(seconds=i["most_away"])
+    if not at <= start < until:
+        raise RecordError(
+            f"{where} is an absence from {i['from']} until {i['until']}, asked for at {i['at']}: "
+            "it begins no earlier than asked, and ends after it begins"
+        )
+    if any(a.seat == seat and a.ended is None and a.start < until and start < a.until for a in before):
+        raise RecordError(f"{where} overlaps an absence of seat {seat + 1} already in force")
+    left = away_left(before, seat, most)
+    if until - start > left:
+        raise RecordError(
+            f"{where} is an absence of {show_duration(until - start)} for seat {seat + 1}, past its cap: "
+            f"{show_duration(left)} of {show_duration(most)} were left"
+        )
 
 
 def _verify(record: Mapping[str, Any]) -> Verdict:
@@ -380,7 +479,7 @@ def _check_times(
                 where,
             )
     else:
-        moved = _moved_deadline(record, number, opened + length, length, where)
+        moved = _moved_deadline(record, entry, phase, bots, opened + length, length, where)
         if deadline != moved and not (moved == opened + length and deadline - moved == _ROUNDED_UP):
             raise ReplayError(
                 number,
@@ -469,7 +568,9 @@ def _check_interventions(record: Mapping[str, Any]) -> None:
     last only in a cancelled game: the one open when it was cancelled), in
     the order made; a cancel is the last; pauses and resumes alternate, each
     resumed in the phase it paused; only the referee moves a deadline for an
-    outage, and only a keeper does the rest (but a pause's end it was told)."""
+    outage or an absence, a player says they are away and back, and only a
+    keeper does the rest (but a pause's end it was told); each absence is
+    within its seat's cap, and a seat comes back only from one."""
     phases = record["phases"]
     cancel = _cancelled(record)
     found = _interventions(record)
@@ -490,8 +591,10 @@ def _check_interventions(record: Mapping[str, Any]) -> None:
             entry = phases[number - 1]
             if not _when(entry["opened_at"]) - CLOCK_SLACK <= at <= _when(entry["resolved_at"]) + CLOCK_SLACK:
                 raise RecordError(f"{where} is dated {i['at']}, while phase {number} was not open")
-        if (i["by"] == BY_REFEREE) != (i["act"] == Act.OUTAGE) and i["act"] != Act.RESUME:
+        if i["by"] not in _MADE_BY.get(i["act"], {BY_KEEPER}):
             raise RecordError(f"{where} says it was made by the {i['by']}, who makes no {i['act']}")
+        if i["act"] in (Act.AWAY, Act.BACK):
+            _check_away(i, absences(found[:index]), where)
         if i["act"] == Act.PAUSE:
             if paused is not None:
                 raise RecordError(f"{where} pauses a game already paused")
@@ -526,15 +629,24 @@ def _check_interventions(record: Mapping[str, Any]) -> None:
 
 
 def _moved_deadline(
-    record: Mapping[str, Any], number: int, deadline: datetime, length: timedelta, where: str
+    record: Mapping[str, Any],
+    entry: Mapping[str, Any],
+    phase: Phase,
+    bots: list[Stint],
+    deadline: datetime,
+    length: timedelta,
+    where: str,
 ) -> datetime:
     """A phase's deadline after the interventions made in it moved it: each
     says where it moved it from, which must be where it was; an extension
     and an outage move it later, a resume by the length of the pause, a
-    takeover to the game's deadline after it."""
+    takeover to the game's deadline after it, an absence to its end."""
+    number = entry["number"]
     pause_at = None
     first = True
-    for i in _interventions(record, number):
+    for index, i in enumerate(_interventions(record)):
+        if i["phase"] != number:
+            continue
         if i["act"] == Act.PAUSE:
             pause_at = _when(i["at"])
         if i["act"] not in _DEADLINE_ACTS or (i["act"] == Act.REPLACE and i["old"] is None):
@@ -547,6 +659,14 @@ def _moved_deadline(
             raise ReplayError(
                 number, f"its {i['act']} at {i['at']} moved the deadline from {i['old']}, not {_iso(deadline)}", where
             )
+        if i["act"] == Act.ABSENT:
+            wrong = _absence_hold_wrong(record, index, entry, phase, bots)
+            if wrong:
+                raise ReplayError(
+                    number, f"its absent at {i['at']} moved the deadline to {i['new']}, but {wrong}", where
+                )
+            deadline = new
+            continue
         made = {
             Act.EXTEND: new > old,
             Act.OUTAGE: new > old,
@@ -557,6 +677,35 @@ def _moved_deadline(
             raise ReplayError(number, f"its {i['act']} at {i['at']} moved the deadline to {i['new']}", where)
         deadline = new
     return deadline
+
+
+def _absence_hold_wrong(
+    record: Mapping[str, Any], index: int, entry: Mapping[str, Any], phase: Phase, bots: list[Stint]
+) -> str | None:
+    """What is wrong with the ``absent`` intervention at ``index`` (None:
+    nothing): a deadline moves for an absence only when the phase waits on
+    the seat (a person's seat that moves in it and had not moved yet) and
+    the seat's player is away, by an absence in force then, at the old
+    deadline; and only to the absence's end."""
+    i = record["interventions"][index]
+    seat, at, number = i["seat"], _when(i["at"]), i["phase"]
+    if seat not in phase.movers:
+        return f"seat {seat + 1} does not move in it"
+    if any(t.seat == seat and t.covers(number) and (t.start < number or _when(t.left_at) <= at) for t in bots):
+        return f"a bot plays seat {seat + 1} by then"
+    move = next((m for m in entry["moves"] if m["seat"] == seat), None)
+    if move is not None and (
+        move["source"] in (MoveSource.FORCED, MoveSource.BOT)
+        or (move["source"] == MoveSource.MAIL and _when(move["received_at"]) < at)
+    ):
+        return f"seat {seat + 1} had moved by then"
+    old, new = _when(i["old"]), _when(i["new"])
+    held = [a for a in absences(record["interventions"][:index]) if a.seat == seat and a.holds(old)]
+    if not held:
+        return f"seat {seat + 1} was not away at {i['old']}"
+    if all(a.until != new for a in held):
+        return f"seat {seat + 1}'s absence ends at {_iso(held[0].until)}"
+    return None
 
 
 def _paused_at(record: Mapping[str, Any], number: int, moment: datetime) -> str | None:
@@ -665,13 +814,21 @@ def _check_intervention(intervention: Any, index: int, seats: int) -> None:
     _keys(intervention, where, _INTERVENTION_KEYS | _ACT_KEYS[act])
     _int(intervention["phase"], f"{where}'s phase", low=1)
     _when(intervention["at"], f"{where}'s time")
-    if intervention["by"] not in (BY_KEEPER, BY_REFEREE):
-        raise RecordError(f"{where} was made by {_shown(str(intervention['by']))}: only a keeper or the referee")
+    if intervention["by"] not in (BY_KEEPER, BY_REFEREE, BY_PLAYER):
+        raise RecordError(
+            f"{where} was made by {_shown(str(intervention['by']))}: only a keeper, the referee or a player"
+        )
     if not isinstance(intervention["why"], str):
         raise RecordError(f"{where}'s why is not text")
-    if act in (Act.EXTEND, Act.OUTAGE, Act.RESUME):
+    if act in (Act.EXTEND, Act.OUTAGE, Act.RESUME, Act.ABSENT):
         _when(intervention["old"], f"{where}'s old deadline")
         _when(intervention["new"], f"{where}'s new deadline")
+    if act in (Act.AWAY, Act.BACK, Act.ABSENT):
+        _int(intervention["seat"], f"{where}'s seat", low=0, high=seats - 1)
+    if act == Act.AWAY:
+        _when(intervention["from"], f"{where}'s from")
+        _when(intervention["until"], f"{where}'s until")
+        _int(intervention["most_away"], f"{where}'s most_away", low=0, high=_LONGEST)
     elif act == Act.PAUSE:
         _optional(intervention["until"], f"{where}'s until", "time")
     elif act == Act.SAY:

@@ -52,8 +52,9 @@ class MailState(StrEnum):
 
 
 class Act(StrEnum):
-    """What a keeper (or the referee itself) did to a game: the ``act`` of
-    an intervention, in games.db and in the game's record."""
+    """What a keeper (or the referee itself, or a player for their time
+    away) did to a game: the ``act`` of an intervention, in games.db and in
+    the game's record."""
 
     EXTEND = "extend"  # the open phase's deadline moved later (detail: old, new)
     OUTAGE = "outage"  # the same, by the referee, for a deadline it slept through
@@ -62,6 +63,12 @@ class Act(StrEnum):
     REPLACE = "replace"  # a newcomer took over a seat (detail: seat, was, name; a bot's stint)
     CANCEL = "cancel"  # the game ended without a winner
     SAY = "say"  # the keeper's words to the players (detail: text, or the seat told)
+    # A player's time away (referee.engine.absence), on the record as the keeper's acts are.
+    AWAY = "away"  # a seat's player is away (detail: seat, from, until, most_away: the cap it was granted within)
+    BACK = "back"  # the seat's player is back: its absences not over end now (detail: seat)
+    ABSENT = (
+        "absent"  # by the referee: a deadline that fell inside an absence moved to its end (detail: seat, old, new)
+    )
 
 
 class Notify(StrEnum):
@@ -222,7 +229,8 @@ class InterventionRow(TypedDict):
     phase: int  # the phase open when it was done (resolved ones never change)
     at: str
     act: str  # an Act, read back as its value
-    by: str | None  # the keeper's address, "shell" for the keeper at the shell; None: the referee itself
+    # the keeper's address, "shell" for the keeper at the shell, the player's address (AWAY, BACK); None: the referee
+    by: str | None
     why: str
     detail: dict[str, Any]  # (JSON in games.db) what the act needs to be replayed and told
 

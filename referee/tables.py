@@ -15,11 +15,14 @@ from referee.mail.commands import tag
 from referee.mail.tokens import tagged
 from referee.record import (
     BY_KEEPER,
+    BY_PLAYER,
     BY_REFEREE,
     RECORD_FORMAT,
+    Absence,
     PhaseRecord,
     Replay,
     Stint,
+    absences,
     chain_digest,
     end_digest,
     replay,
@@ -110,6 +113,11 @@ class Table:
     def stints(self) -> list[Stint]:
         """Every bot's stint in a seat (record.stints)."""
         return _stints(self.seats, self.interventions)
+
+    @cached_property
+    def absences(self) -> list[Absence]:
+        """Every seat's time away, as the record grants it (record.absences)."""
+        return absences(public_intervention(i) for i in self.interventions)
 
     @property
     def paused(self) -> InterventionRow | None:
@@ -373,20 +381,28 @@ def _stints(seats: list[SeatRow], interventions: list[InterventionRow]) -> list[
 
 def public_intervention(row: InterventionRow) -> dict[str, Any]:
     """An intervention as the game's record has it: what was done, when, by
-    a keeper or the referee, and why, with what a replay needs (deadlines
-    moved, seats taken over, by name); never an address, nor the words the
-    keeper wrote to one seat alone."""
+    a keeper, the referee or a player (their time away), and why, with what
+    a replay needs (deadlines moved, seats taken over, by name; when a seat
+    is away); never an address, nor the words the keeper wrote to one seat
+    alone, nor a player's reason for being away."""
     detail = row["detail"]
     act = Act(row["act"])
+    by = BY_REFEREE if row["by"] is None else BY_PLAYER if act in (Act.AWAY, Act.BACK) else BY_KEEPER
     public: dict[str, Any] = {
         "phase": row["phase"],
         "at": row["at"],
         "act": act.value,
-        "by": BY_REFEREE if row["by"] is None else BY_KEEPER,
-        "why": row["why"],
+        "by": by,
+        "why": "" if by == BY_PLAYER else row["why"],
     }
     if act in (Act.EXTEND, Act.OUTAGE, Act.RESUME):
         public.update(old=detail["old"], new=detail["new"])
+    elif act == Act.ABSENT:
+        public.update(seat=detail["seat"], old=detail["old"], new=detail["new"])
+    elif act == Act.AWAY:
+        public.update({key: detail[key] for key in ("seat", "from", "until", "most_away")})
+    elif act == Act.BACK:
+        public.update(seat=detail["seat"])
     elif act == Act.PAUSE:
         public.update(until=detail.get("until"))
     elif act == Act.REPLACE:
