@@ -430,7 +430,7 @@ def _status(engine: Engine, args) -> int:
             if game["paused"]:
                 print(f"       paused since {game['paused']['at']}" + _until(game["paused"].get("until")))
             for act in game["interventions"] if game["state"] == GameState.RUNNING else []:
-                if act["act"] in ("extend", "outage", "resume"):
+                if act["act"] in ("extend", "outage", "resume", "absent"):
                     print(f"       deadline of phase {act['phase']} moved to {act['new']}: {act['why'] or act['act']}")
         return 0
     status = engine.status(args.game)
@@ -761,6 +761,9 @@ def _intervention_line(act: dict[str, Any]) -> str:
         "replace": lambda: f"seat {act['seat'] + 1} taken over by {act['address']} from {act['was_address']}",
         "cancel": lambda: "cancelled",
         "say": lambda: "said to " + ("everyone" if act.get("seat") is None else f"seat {act['seat'] + 1}"),
+        "away": lambda: f"seat {act['seat'] + 1} away from {act['from']} until {act['until']}",
+        "back": lambda: f"seat {act['seat'] + 1} back",
+        "absent": lambda: f"deadline moved from {act['old']} to {act['new']}: seat {act['seat'] + 1} is away",
     }[act["act"]]()
     return f"Phase {act['phase']}, {act['at']}, {act['by']}: {what}" + (f" ({act['why']})" if act["why"] else "")
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import re
 import shlex
 import textwrap
 from collections.abc import Callable
@@ -134,6 +135,7 @@ class Desk:
         self.tables, self.post, self.phases = rooms.tables, rooms.post, rooms.phases
         self.seating, self.reports = rooms.seating, rooms.reports
         self.keeping, self.clock, self.offers = rooms.keeping, rooms.clock, rooms.offers
+        self.absences = rooms.absences
         self.message = message
         self._line = 0  # the number of the line being carried out
         self._rules_mailed: dict[str, int] = {}  # kind -> the line whose answer holds its rules
@@ -635,6 +637,7 @@ class Desk:
             **COMMANDS.help(keeper=sender.keeper),
             "longest_extension": show_duration(self.config.longest_extension),
             "most_pause": show_duration(self.config.most_pause),
+            "most_away": show_duration(self.config.most_away),
         }
         return Answer(command.line, "help", context, OutcomeCode.DONE)
 
@@ -748,6 +751,37 @@ class Desk:
             raise Refusal(Why.UNKNOWN_ZONE, zone=zone) from None
         self.store.set_timezone(sender.address, zone)
         return Answer(command.line, "timezone", {"zone": zone}, OutcomeCode.DONE)
+
+    def _do_away(self, sender: Sender, command: Command) -> Answer:
+        """AWAY 5d, AWAY until 2026-12-10, AWAY 2026-12-03 to 2026-12-10
+        (dates in the player's TIMEZONE, else UTC; a date "to" is the whole
+        of it), AWAY 2026-12-03 for 5d; words after it are a reason, for
+        the keepers alone."""
+        self._seat(sender, command)
+        try:
+            start, until, why = away_time(_words_after(command), self.clock(), self.store.timezone(sender.address))
+        except ValueError as error:
+            raise Refusal(Why.AWAY_USAGE, problem=str(error)) from None
+        context = self._time_away(
+            sender, command, lambda table, seat: self.absences.away(table, seat, start, until, why)
+        )
+        return Answer(command.line, "away", context, OutcomeCode.DONE)
+
+    def _do_back(self, sender: Sender, command: Command) -> Answer:
+        context = self._time_away(sender, command, self.absences.back)
+        return Answer(command.line, "back", context, OutcomeCode.DONE)
+
+    def _time_away(
+        self, sender: Sender, command: Command, act: Callable[[Table, int], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """AWAY's or BACK's ``act`` on the seat, after what fell due before
+        the mail came is done, as of then (a deadline passed unread: the
+        time away meets the game as it is, as a keeper's act does), all of
+        it or nothing (a Refusal undoes it)."""
+        table, _ = self._seat(sender, command)
+        with self.store.transaction():
+            self.phases.advance(table.id, deadlines=True)
+            return act(*self._seat(sender, command))
 
     # -- the keeper's commands (Who.KEEPER) ---------------------------------------
 
@@ -1048,6 +1082,63 @@ def _game_number(word: str) -> int | None:
     return int(number) if number.isdigit() and len(number) <= 9 else None
 
 
+def _words_after(command: Command) -> list[str]:
+    """The words of a command's line after its word, as written (the
+    command's argument is read for moves: "18:00" would come apart)."""
+    words = command.line.split()
+    for at, word in enumerate(words):
+        if word.lower().strip("*_:,.!") == command.word:
+            return words[at + 1 :]
+    return command.argument.split()
+
+
+_AWAY_UNTIL = ("to", "until", "till", "-", "–")  # between the two ends of a time away
+_DATE = re.compile(r"\d{4}-\d\d-\d\d")
+
+
+def away_time(words: list[str], now: datetime, zone: str | None) -> tuple[datetime | None, datetime, str]:
+    """A time away as AWAY writes it: (its start, None for now; its end;
+    the words after it, a reason).  A date is read in ``zone`` (else UTC),
+    from its start, or to its end when it ends the time away; a time
+    without an offset likewise.  ValueError says what is wrong."""
+    said = [word.lower().rstrip(",;") for word in words]
+    at = 1 if said[:1] == ["from"] else 0
+    if at >= len(said):
+        raise ValueError("say how long, or until when")
+    if said[at] == "for" or _is_duration(said[at]):
+        at += 1 if said[at] == "for" else 0
+        return None, now + _away_duration(said, at), " ".join(words[at + 1 :])
+    if said[at] in _AWAY_UNTIL:
+        return None, _away_moment(said, at + 1, zone, end=True), " ".join(words[at + 2 :])
+    start = _away_moment(said, at, zone, end=False)
+    if at + 1 < len(said) and said[at + 1] == "for":
+        return start, start + _away_duration(said, at + 2), " ".join(words[at + 3 :])
+    if at + 1 < len(said) and said[at + 1] in _AWAY_UNTIL:
+        return start, _away_moment(said, at + 2, zone, end=True), " ".join(words[at + 3 :])
+    raise ValueError("say until when it lasts (AWAY 2026-12-03 to 2026-12-10), or for how long")
+
+
+def _away_duration(said: list[str], at: int) -> timedelta:
+    if at >= len(said):
+        raise ValueError("say for how long")
+    return parse_duration(said[at])
+
+
+def _away_moment(said: list[str], at: int, zone: str | None, end: bool) -> datetime:
+    """A date (from its start, or to its end) or a time, in ``zone`` when it gives no offset."""
+    if at >= len(said):
+        raise ValueError("say until when")
+    text, where = said[at], ZoneInfo(zone) if zone else UTC
+    try:
+        if _DATE.fullmatch(text):
+            day = datetime.fromisoformat(text).replace(tzinfo=where)
+            return (day + timedelta(days=1) if end else day).astimezone(UTC)
+        moment = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
+        return (moment.replace(tzinfo=where) if moment.tzinfo is None else moment).astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise ValueError(f"'{text[:40]}' is no date such as 2026-12-03, nor a time such as 2026-12-03T18:00") from None
+
+
 def _utc_moment(text: str) -> datetime:
     """A time as a keeper writes it: 2026-12-01T18:00:00Z, or with an offset; without one, UTC."""
     moment = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
@@ -1270,6 +1361,16 @@ COMMANDS = CommandTable(
         "show deadlines in your zone as well as UTC, e.g. TIMEZONE Europe/Berlin (TIMEZONE UTC: UTC only)",
         argument="<zone>",
     ),
+    Entry(
+        "away",
+        Who.PLAYER,
+        Desk._do_away,
+        "you will be away, e.g. AWAY 5d, AWAY until 2026-12-10, AWAY 2026-12-03 to 2026-12-10 (dates in your "
+        "TIMEZONE, else UTC): a deadline that waits on you and falls inside that time moves to its end; the "
+        "others are told when, not why",
+        argument="<time>",
+    ),
+    Entry("back", Who.PLAYER, Desk._do_back, "you are back early: your time away ends now", alone=True),
     Entry("help", Who.ANYONE, Desk._do_help, "this list"),
     Entry(
         "accept",

@@ -50,6 +50,12 @@ class Why(Enum):
     # Offers (a seat, a new address, a stand-in's turn), answered by reply.
     NO_OFFER = "no_offer"  # word: ACCEPT or REJECT, in a mail that answers no offer
     OFFER_CLOSED = "offer_closed"  # reason: why it can no longer be taken (the engine's words)
+    # Time away (AWAY, BACK).
+    AWAY_USAGE = "away_usage"  # problem: what was wrong with how it was written, if known
+    AWAY_OVER = "away_over"  # start, until: a time away that ends before it begins (or now)
+    AWAY_ALREADY = "away_already"  # start, until: the absence of theirs it overlaps
+    AWAY_TOO_LONG = "away_too_long"  # asked, left, most: durations; what the seat's cap leaves
+    NOT_AWAY = "not_away"  # BACK from a seat with no absence in force or to come
     # The keeper's commands by mail.
     KEEPERS_ONLY = "keepers_only"  # word: a keeper's command, sent by someone not proven a keeper
     KEEPER_USAGE = "keeper_usage"  # usage, example; problem: what was wrong, if known

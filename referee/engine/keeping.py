@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from referee.config import Config
+from referee.engine.absence import Absences
 from referee.engine.phases import Phases
 from referee.engine.post import Post
 from referee.engine.seating import check_player_address
@@ -42,6 +43,7 @@ class Keeping:
     tables: Tables
     post: Post
     phases: Phases
+    absences: Absences
 
     # -- deadlines --------------------------------------------------------
 
@@ -64,8 +66,9 @@ class Keeping:
         new = iso(from_iso(open_["deadline"]) + length)
         self._intervene(table, open_, Act.EXTEND, who, why, deadline=new)
         self.store.update_phase(game_id, open_["number"], reminded_at=None)  # a reminder before the new one
-        self._announce(game_id, "keeper/extended", old=open_["deadline"], why=why)
-        return f"game {game_id} {open_['label']}: deadline moved from {open_['deadline']} to {new}"
+        held = self.absences.hold(game_id)  # (a seat away then: on to its absence's end)
+        self._announce(game_id, "keeper/extended", old=open_["deadline"], why=why, held=held)
+        return f"game {game_id} {open_['label']}: deadline moved from {open_['deadline']} to {new}" + _held(held)
 
     # -- pauses -------------------------------------------------------------
 
@@ -109,10 +112,11 @@ class Keeping:
             self.store.update_phase(game_id, open_["number"], closes_at=at)
         self.store.intervene(game_id, open_["number"], at, Act.RESUME, who, why, deadline=new)
         self.store.update_phase(game_id, open_["number"], reminded_at=None)
-        self._announce(game_id, "keeper/resumed", old=open_["deadline"], paused_at=pause["at"], why=why)
+        held = self.absences.hold(game_id, at=from_iso(at))  # the deadline no absence could hold while paused
+        self._announce(game_id, "keeper/resumed", old=open_["deadline"], paused_at=pause["at"], why=why, held=held)
         with self.clock.at(max(from_iso(at), self.clock())):
             self.phases.advance(game_id)
-        return f"game {game_id} resumed: deadline moved from {open_['deadline']} to {new}"
+        return f"game {game_id} resumed: deadline moved from {open_['deadline']} to {new}" + _held(held)
 
     def resume_due(self) -> list[str]:
         """Resume every pause whose time has come (Timers.tick)."""
@@ -183,6 +187,8 @@ class Keeping:
         self._intervene(table, open_, Act.REPLACE, who, why, at=now, deadline=fresh, **detail)
         if fresh is not None:
             self.store.update_phase(game_id, open_["number"], reminded_at=None)  # a reminder before the new one
+        # (The seat's absences end with its player's time in it; another seat's may hold the fresh deadline.)
+        held = self.absences.hold(game_id) if fresh is not None else []
         table = self.tables.table(game_id)
         context = {
             **self.post.context(table),
@@ -191,6 +197,7 @@ class Keeping:
             "name": detail["name"],
             "why": why,
             "old": open_["deadline"] if fresh else None,
+            "held": held,
         }
         if was is not None:
             self.post.mail(game_id, was, "keeper/replaced-out", {**context, "address": address, "former": True})
@@ -250,6 +257,11 @@ class Keeping:
     def _announce(self, game_id: int, template: str, **context: Any) -> None:
         table = self.tables.table(game_id)
         self.post.announce(table, template, {**self.post.context(table), **context, "paused": table.paused})
+
+
+def _held(held: list[dict[str, Any]]) -> str:
+    """What the keeper's line adds when a seat's time away moved the deadline on."""
+    return "".join(f", then to {h['until']}: {h['who']} is away until then" for h in held)
 
 
 def paused_for(interventions: list[InterventionRow]) -> timedelta:

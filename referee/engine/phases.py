@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from referee.config import Config
+from referee.engine.absence import Absences
 from referee.engine.post import Post
 from referee.errors import EngineError, Refusal, Why
 from referee.mail.parse import Incoming
@@ -36,6 +37,7 @@ class Phases:
     clock: EventClock
     tables: Tables
     post: Post
+    absences: Absences
 
     # -- moving a game on --------------------------------------------------
 
@@ -71,7 +73,9 @@ class Phases:
         it was not running, or read the mail that completed the one before
         late), it opens when its prompt goes out, and its deadline counts
         from then, so the players still get the whole of it (and a referee
-        that was down does not play phase after phase at random)."""
+        that was down does not play phase after phase at random).  A
+        deadline that falls inside the absence of a seat it waits on moves
+        to the absence's end (Absences.hold), before anyone is told it."""
         phase = table.rules.phase(table.state)
         if phase is None:
             return None
@@ -80,7 +84,7 @@ class Phases:
         late = min(length * LATE_OPEN, gap) if gap is not None else length * LATE_OPEN
         if awake - opens > late:
             opens = awake.replace(microsecond=0)  # (a reply received in this second is in it)
-        return self.store.add_phase(
+        added = self.store.add_phase(
             table.id,
             len(table.phases) + 1,
             phase.label,
@@ -89,6 +93,9 @@ class Phases:
             iso(opens),
             iso(ceil_second(opens + length)),
         )
+        if table.absences and self.absences.hold(table.id, at=opens):  # (none: nothing to read)
+            added = self.store.phase(table.id, added["number"]) or added
+        return added
 
     def _start(self, table: Table, phase: PhaseRow) -> None:
         """Prompt each human mover privately; bots move at once, and so does

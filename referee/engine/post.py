@@ -23,7 +23,7 @@ from referee.mail.origin import UNKNOWN
 from referee.mail.parse import is_address
 from referee.mail.tokens import phase_tag, token_address
 from referee.resources import rules_page
-from referee.store import GameState, MailState, Store
+from referee.store import Act, GameState, MailState, Store
 from referee.tables import Table, deadlines
 from referee.timeutil import EventClock, from_iso, iso
 
@@ -32,6 +32,22 @@ log = logging.getLogger("referee")
 _MAX_LEGAL_SHOWN = 20
 
 NO_NEWS = object()  # an announcement that carries no private news (see Post.announce)
+
+
+def _held(table: Table, number: int) -> list[dict[str, Any]]:
+    """The deadline moves a seat's time away made in phase ``number`` (its
+    opening's, when the phase before it is announced): each seat, from
+    where and to when (templates/mail/_away.txt.j2)."""
+    return [
+        {
+            "seat": i["detail"]["seat"],
+            "who": table.label(i["detail"]["seat"]),
+            "old": i["detail"]["old"],
+            "until": i["detail"]["new"],
+        }
+        for i in table.interventions
+        if i["act"] == Act.ABSENT and i["phase"] == number
+    ]
 
 
 class OwnView(Mapping[str, Any]):
@@ -126,7 +142,8 @@ class Post:
             "label": step.phase.label,
             "events": step.events,
             "how": {seat: moves[seat]["source"] for seat in step.moves},
-            "next": following and {"label": following["label"], "deadline": following["deadline"]},
+            "next": following
+            and {"label": following["label"], "deadline": following["deadline"], "held": _held(table, number + 1)},
         }
 
     def legal(self, table: Table, seat: int) -> dict[str, Any]:

@@ -5,6 +5,7 @@ Each room is handed only the rooms below it, so arrows run one way:
     tables (referee.tables)   a game read from its record, state by replay
     post                      mail contexts and every mail queued
     offers                    what an address is asked to confirm by reply
+    absences                  a player's time away (AWAY, BACK), and the deadlines it holds
     phases                    open, take moves, resolve, open the next
     seating, keeping          games and seats; the keeper's acts (extend, pause, replace...)
     timers                    deadlines, reminders, the ends of pauses
@@ -25,6 +26,7 @@ from __future__ import annotations
 import secrets
 
 from referee.config import Config
+from referee.engine.absence import Absences
 from referee.engine.keeping import Keeping
 from referee.engine.offers import Offers
 from referee.engine.phases import Phases
@@ -50,10 +52,13 @@ class Rooms:
         self.post = Post(store, config, self.clock, self.composer, self.key)
         self.offers = Offers(store, config, self.clock, self.post, self.key)  # each kind's Terms: the room that offers
         # every room reads the one clock (see EventClock)
-        self.phases = Phases(store, config, self.clock, self.tables, self.post)
+        self.absences = Absences(store, config, self.clock, self.tables, self.post)
+        self.phases = Phases(store, config, self.clock, self.tables, self.post, self.absences)
         self.seating = Seating(store, config, self.clock, self.key, self.tables, self.post, self.phases, seeds)
-        self.keeping = Keeping(store, config, self.clock, self.tables, self.post, self.phases)
-        self.timers = Timers(store, config, self.clock, self.tables, self.post, self.phases, self.keeping, self.offers)
+        self.keeping = Keeping(store, config, self.clock, self.tables, self.post, self.phases, self.absences)
+        self.timers = Timers(
+            store, config, self.clock, self.tables, self.post, self.phases, self.keeping, self.absences, self.offers
+        )
         self.reports = Reports(store, self.tables, self.post)
         self.watch = Watch(store, config, self.clock, self.post, self.reports)
         for seat in store.seats_without_token():  # a games.db from before reply tokens

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from referee.config import Config
+from referee.engine.absence import Absences
 from referee.engine.keeping import Keeping
 from referee.engine.offers import Offers
 from referee.engine.phases import Phases
@@ -32,6 +33,7 @@ class Timers:
     post: Post
     phases: Phases
     keeping: Keeping
+    absences: Absences
     offers: Offers
 
     def tick(self, guard: bool = True) -> list[str]:
@@ -147,6 +149,7 @@ class Timers:
         new = iso(now + self.config.outage_grace)
         reason = f"the referee did not run from {iso(last_run)} to {iso(now)}"
         self.store.intervene(table.id, phase["number"], iso(now), Act.OUTAGE, None, reason, deadline=new)
+        held = self.absences.hold(table.id)  # a seat away then: on to its absence's end
         # The notice below tells everyone the new deadline: it is the reminder too.
         self.store.update_phase(table.id, phase["number"], reminded_at=iso(now))
         table = self.tables.table(table.id)
@@ -155,6 +158,7 @@ class Timers:
             "old_deadline": phase["deadline"],
             "down_from": iso(last_run),
             "down_to": iso(now),
+            "held": held,
         }
         self.post.announce(table, "extended", context)
         log.warning(

@@ -6,7 +6,7 @@ were told when it was written in the code."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import jinja2
 import pytest
@@ -159,6 +159,29 @@ EXAMPLES = {
     Why.OFFER_CLOSED: (
         {"reason": "that offer was expired already, at 2026-12-02T09:00:00Z"},
         "That offer was expired already, at 2026-12-02T09:00:00Z.",
+    ),
+    Why.AWAY_USAGE: (
+        {"problem": "say until when"},
+        "Say until when. Write it as AWAY 5d, AWAY until 2026-12-10, or AWAY 2026-12-03 to 2026-12-10 (a date "
+        "is the whole day, in your TIMEZONE if you set one, else UTC).",
+    ),
+    Why.AWAY_OVER: (
+        {"start": "2026-12-03T00:00:00Z", "until": "2026-11-30T00:00:00Z"},
+        "That time away would end (2026-11-30 00:00 UTC) before it begins (2026-12-03 00:00 UTC): nothing was changed.",
+    ),
+    Why.AWAY_ALREADY: (
+        {"start": "2026-12-03T00:00:00Z", "until": "2026-12-11T00:00:00Z"},
+        "You are away from 2026-12-03 00:00 UTC until 2026-12-11 00:00 UTC already, and one time away may not "
+        "overlap another: send BACK first to end it, or ask for a time after it.",
+    ),
+    Why.AWAY_TOO_LONG: (
+        {"asked": timedelta(days=8), "left": timedelta(days=5), "most": timedelta(days=15)},
+        "That is 8 days away, and your seat may be away 15 days in this game in all: you have 5 days of it "
+        "left. Ask for that much at most.",
+    ),
+    Why.NOT_AWAY: (
+        {},
+        "You are not away, and no time away of yours is to come: there is nothing to end. (AWAY says you will be.)",
     ),
     Why.KEEPERS_ONLY: (
         {"word": "extend"},
