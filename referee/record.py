@@ -164,18 +164,20 @@ _ACT_KEYS = {
     Act.AWAY: {"seat", "from", "until", "most_away"},
     Act.BACK: {"seat"},
     Act.ABSENT: {"seat", "old", "new"},
+    Act.ADDRESS: {"seat"},  # (never the addresses: only which seat's player plays from another)
 }
 _DEADLINE_ACTS = (Act.EXTEND, Act.OUTAGE, Act.RESUME, Act.REPLACE, Act.ABSENT)  # those that may move the deadline
 BY_KEEPER, BY_REFEREE, BY_PLAYER = "keeper", "referee", "player"  # who made an intervention, as the record says
 # Who makes each act (a keeper any other): the referee moves a deadline for
 # an outage or an absence; a pause ends by the keeper's hand or at its
-# time; a player says they are away, and back.
+# time; a player says they are away, and back, and asks for a new address.
 _MADE_BY = {
     Act.OUTAGE: {BY_REFEREE},
     Act.ABSENT: {BY_REFEREE},
     Act.RESUME: {BY_KEEPER, BY_REFEREE},
     Act.AWAY: {BY_PLAYER},
     Act.BACK: {BY_PLAYER},
+    Act.ADDRESS: {BY_KEEPER, BY_PLAYER},  # a new address, the keeper's doing or the player's, confirmed
 }
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")  # the one form the referee writes (timeutil.iso)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -570,8 +572,10 @@ def _check_interventions(record: Mapping[str, Any]) -> None:
     resumed in the phase it paused; only the referee moves a deadline for an
     outage or an absence, a player says they are away and back, and only a
     keeper does the rest (but a pause's end it was told); each absence is
-    within its seat's cap, and a seat comes back only from one."""
+    within its seat's cap, and a seat comes back only from one; a seat
+    moves to a new address only while a person plays it."""
     phases = record["phases"]
+    bots = stints(record)
     cancel = _cancelled(record)
     found = _interventions(record)
     if cancel is not None and found[-1] is not cancel:
@@ -595,6 +599,8 @@ def _check_interventions(record: Mapping[str, Any]) -> None:
             raise RecordError(f"{where} says it was made by the {i['by']}, who makes no {i['act']}")
         if i["act"] in (Act.AWAY, Act.BACK):
             _check_away(i, absences(found[:index]), where)
+        if i["act"] == Act.ADDRESS and _bots_seat(bots, i["seat"], number):
+            raise RecordError(f"{where} moves seat {i['seat'] + 1} to a new address while a bot played it")
         if i["act"] == Act.PAUSE:
             if paused is not None:
                 raise RecordError(f"{where} pauses a game already paused")
@@ -626,6 +632,16 @@ def _check_interventions(record: Mapping[str, Any]) -> None:
             raise RecordError(
                 f"seat {seat + 1} is named {_shown(record['players'][seat]['name'])}, but its last takeover named {_shown(name)}"
             )
+
+
+def _bots_seat(bots: list[Stint], seat: int, number: int) -> bool:
+    """Whether a bot played ``seat`` all through phase ``number``: a stint
+    begun before it (a player who left in it may have moved before they
+    left) that no takeover ended by then (a newcomer may move in the phase
+    of their takeover)."""
+    return any(
+        stint.seat == seat and stint.start < number and (stint.end is None or number < stint.end - 1) for stint in bots
+    )
 
 
 def _moved_deadline(
@@ -847,6 +863,8 @@ def _check_intervention(intervention: Any, index: int, seats: int) -> None:
         _optional(intervention["new"], f"{where}'s new deadline", "time")
         _optional(intervention["bot_from_phase"], f"{where}'s bot_from_phase", int)
         _optional(intervention["left_at"], f"{where}'s left_at", "time")
+    elif act == Act.ADDRESS:
+        _int(intervention["seat"], f"{where}'s seat", low=0, high=seats - 1)
 
 
 def _rules(game: Mapping[str, Any]) -> Game:

@@ -69,6 +69,7 @@ class Act(StrEnum):
     ABSENT = (
         "absent"  # by the referee: a deadline that fell inside an absence moved to its end (detail: seat, old, new)
     )
+    ADDRESS = "address"  # a seat's player plays from another address (detail: seat, address, was_address, old_token)
 
 
 class Notify(StrEnum):
@@ -229,7 +230,8 @@ class InterventionRow(TypedDict):
     phase: int  # the phase open when it was done (resolved ones never change)
     at: str
     act: str  # an Act, read back as its value
-    # the keeper's address, "shell" for the keeper at the shell, the player's address (AWAY, BACK); None: the referee
+    # the keeper's address, "shell" for the keeper at the shell, the player's address (AWAY, BACK), "player"
+    # for the seat's own player (a new address they confirmed); None: the referee
     by: str | None
     why: str
     detail: dict[str, Any]  # (JSON in games.db) what the act needs to be replayed and told
@@ -879,6 +881,10 @@ class Store:
     def remove_signup(self, game_id: int, address: str) -> None:
         self._write("delete from signups where game_id = ? and address = ?", [game_id, address])
 
+    def move_signup(self, game_id: int, address: str, new: str) -> None:
+        """A sign-up moves to another address, keeping its place in the queue."""
+        self._update("signups", "game_id = ? and address = ?", [game_id, address], {"address": new})
+
     def timezone(self, address: str) -> str | None:
         rows = list(self._rows("players", "address = ?", [address.lower()]))
         return rows[0]["timezone"] if rows else None
@@ -1025,6 +1031,13 @@ class Store:
     def interventions(self, game_id: int) -> list[InterventionRow]:
         """A game's interventions, in the order they were made."""
         return [_decode_intervention(r) for r in self._rows("interventions", "game_id = ?", [game_id], order_by="id")]
+
+    def moved_token(self, token: str) -> InterventionRow | None:
+        """The change of address that retired a seat's reply token, if one did
+        (its detail keeps the token: interventions are few, so no index)."""
+        sql = "select * from interventions where act = ? and json_extract(detail, '$.old_token') = ? order by id desc"
+        rows = self._read(sql, [Act.ADDRESS, token])
+        return _decode_intervention(rows[0]) if rows else None
 
     def paused(self) -> dict[int, InterventionRow]:
         """The games paused now: each one's pause (the last pause or resume

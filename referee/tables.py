@@ -145,8 +145,13 @@ class Table:
         record name players so, never by their address.  A name never
         changes: the seats' first players are named among themselves, as the
         start mail named them, and a newcomer by the name their takeover
-        gave them (Keeping.replace)."""
-        first = {act["detail"]["seat"]: act["detail"]["was_address"] for act in reversed(self._takeovers)}
+        gave them (Keeping.replace); a seat's move to another address
+        (Addresses) changes no name."""
+        first = {
+            act["detail"]["seat"]: act["detail"]["was_address"]
+            for act in reversed(self.interventions)
+            if act["act"] in (Act.REPLACE, Act.ADDRESS)
+        }
         names = name_seats([first.get(s["seat"], s["address"]) for s in self.seats])
         for act in self._takeovers:
             names[act["detail"]["seat"]] = act["detail"]["name"]
@@ -387,13 +392,14 @@ def public_intervention(row: InterventionRow) -> dict[str, Any]:
     alone, nor a player's reason for being away."""
     detail = row["detail"]
     act = Act(row["act"])
-    by = BY_REFEREE if row["by"] is None else BY_PLAYER if act in (Act.AWAY, Act.BACK) else BY_KEEPER
+    player = act in (Act.AWAY, Act.BACK) or row["by"] == BY_PLAYER  # (a new address the player asked for)
+    by = BY_REFEREE if row["by"] is None else BY_PLAYER if player else BY_KEEPER
     public: dict[str, Any] = {
         "phase": row["phase"],
         "at": row["at"],
         "act": act.value,
         "by": by,
-        "why": "" if by == BY_PLAYER else row["why"],
+        "why": "" if act in (Act.AWAY, Act.BACK) else row["why"],  # (a reason for being away is the keeper's)
     }
     if act in (Act.EXTEND, Act.OUTAGE, Act.RESUME):
         public.update(old=detail["old"], new=detail["new"])
@@ -412,6 +418,8 @@ def public_intervention(row: InterventionRow) -> dict[str, Any]:
     elif act == Act.SAY:
         seat = detail.get("seat")
         public.update(seat=seat, text=detail["text"] if seat is None else None)
+    elif act == Act.ADDRESS:
+        public.update(seat=detail["seat"])
     return public
 
 

@@ -41,9 +41,14 @@ def make_token(key: bytes, *parts: object) -> str:
     return base64.b32encode(digest).decode().lower()[:TOKEN_LENGTH]
 
 
-def seat_token(key: bytes, game_id: int, seat: int) -> str:
-    """What a seat's mail carries: it authenticates moves and commands."""
-    return make_token(key, "seat", game_id, seat)
+def seat_token(key: bytes, game_id: int, seat: int, address: str | None = None, change: int = 0) -> str:
+    """What a seat's mail carries: it authenticates moves and commands.  A
+    seat that moved to another address (its ``change``-th move, to
+    ``address``) gets a token of its own there, unlike any it had before,
+    so the old address's mail no longer proves the seat."""
+    if address is None:
+        return make_token(key, "seat", game_id, seat)
+    return make_token(key, "seat", game_id, seat, address.lower(), change)
 
 
 def signup_token(key: bytes, kind: str, address: str) -> str:
