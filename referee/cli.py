@@ -252,6 +252,11 @@ def _keeper_commands(commands) -> None:
     replace.add_argument("seat", metavar="OLD", help="the seat: its player's address, its number, or 'bot N'")
     replace.add_argument("address", metavar="NEW", help="the newcomer's address")
     replace.add_argument("--why", **why)
+    address = commands.add_parser("address", help="a seat's player plays from a new address, at once")
+    address.add_argument("game", type=int)
+    address.add_argument("seat", metavar="SEAT", help="the seat: its player's address or its number")
+    address.add_argument("address", metavar="NEW", help="the address the seat's player plays from now")
+    address.add_argument("--why", metavar="TEXT", default="", help="why: the seat's player is told")
     say = commands.add_parser("say", help="mail the keeper's words to a game's players (on its record)")
     say.add_argument("game", type=int)
     say.add_argument("text", help="the words (- reads them from stdin)")
@@ -325,7 +330,7 @@ def _main(argv: list[str] | None, clock: Clock) -> int:
 
 
 # commands that may change a game's pages
-_CHANGING = {"new", "ingest", "tick", "resign", "extend", "pause", "resume", "cancel", "replace", "say"}
+_CHANGING = {"new", "ingest", "tick", "resign", "extend", "pause", "resume", "cancel", "replace", "say", "address"}
 _CONNECTING = {"run", "serve"}  # commands that connect to a mail server: only they read its password
 
 
@@ -637,6 +642,11 @@ def _replace(engine: Engine, args) -> int:
     return 0
 
 
+def _address(engine: Engine, args) -> int:
+    print(engine.address(args.game, args.seat, args.address, SHELL, args.why))
+    return 0
+
+
 def _say(engine: Engine, args) -> int:
     text = sys.stdin.read() if args.text == "-" else args.text
     print(engine.say(args.game, text, SHELL, args.seat))
@@ -764,6 +774,7 @@ def _intervention_line(act: dict[str, Any]) -> str:
         "away": lambda: f"seat {act['seat'] + 1} away from {act['from']} until {act['until']}",
         "back": lambda: f"seat {act['seat'] + 1} back",
         "absent": lambda: f"deadline moved from {act['old']} to {act['new']}: seat {act['seat'] + 1} is away",
+        "address": lambda: f"seat {act['seat'] + 1} moved to {act['address']} from {act['was_address']}",
     }[act["act"]]()
     return f"Phase {act['phase']}, {act['at']}, {act['by']}: {what}" + (f" ({act['why']})" if act["why"] else "")
 
@@ -819,6 +830,7 @@ COMMANDS = {
     "cancel": _cancel,
     "replace": _replace,
     "say": _say,
+    "address": _address,
     "run": _run,
     "serve": _run,
 }

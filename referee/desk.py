@@ -26,8 +26,8 @@ A pipeline in Mailman's manner, each step one small method:
 Game changes go through the engine's rooms (``referee.engine.rooms``), which
 the desk is handed; this module only reads and answers, and the rooms never
 call it.  A keeper's commands (EXTEND, PAUSE, RESUME, CANCEL, REPLACE, SAY,
-NEW, and STATUS of every game) go to the rooms as the shell's do, in the
-keeper's name and within the caps in the config.
+NEW, and STATUS of every game and ADDRESS of any seat) go to the rooms as
+the shell's do, in the keeper's name and within the caps in the config.
 
 Every command word has one entry in ``COMMANDS``, the command table at the
 end of this module (after aiosmtpd's table of commands with their help, and
@@ -136,6 +136,7 @@ class Desk:
         self.seating, self.reports = rooms.seating, rooms.reports
         self.keeping, self.clock, self.offers = rooms.keeping, rooms.clock, rooms.offers
         self.absences = rooms.absences
+        self.addresses = rooms.addresses
         self.message = message
         self._line = 0  # the number of the line being carried out
         self._rules_mailed: dict[str, int] = {}  # kind -> the line whose answer holds its rules
@@ -257,6 +258,9 @@ class Desk:
                 ended = game["id"]
                 continue
             return Sender(seat["address"], game["id"], seat["seat"])
+        moved = self._moved(message, tokens) if ended is None else None
+        if moved is not None:
+            return moved
         signed = frozenset(k for k in GAMES if signup_token(self.key, k, message.sender) in tokens)
         if signed or ended is not None:
             return Sender(message.sender, signed=signed, ended=ended)
@@ -302,6 +306,46 @@ class Desk:
         if self.config.dkim_authserv_id and not dkim_passed(message, self.config.dkim_authserv_id):
             return self._forged(message, offer["address"], None, "dkim")
         return Sender(offer["address"], offer=offer)
+
+    def _moved(self, message: Incoming, tokens: list[str]) -> Outcome | None:
+        """A seat's reply token that its move to another address retired
+        (engine.addresses), from the address that held it (or, with
+        ``accept_token_alone``, from anyone) or from the seat's address now
+        (a reply to an old mail): nothing is read, and that address is told
+        where to play instead, never the other address.  None when the
+        mail names no such token, or from anyone else: then it proves nothing."""
+        for token in tokens:
+            act = self.store.moved_token(token)
+            if act is None:
+                continue
+            table = self.tables.table(act["game_id"])
+            was, now = act["detail"]["was_address"], table.seats[act["detail"]["seat"]]["address"]
+            if message.sender == now:
+                to = now
+            elif message.sender == was or self.config.accept_token_alone:
+                to = was
+            else:
+                continue
+            context = {
+                "game": self.post.game_info(table),
+                "received": message.received_at,
+                "moved_at": act["at"],
+                "current": to == now,
+                "newest": self._newest_game_mail(now, table) if to == now else None,
+                "referee": self.config.address,
+                "no_moves_here": to == now,
+                "former": to != now,
+            }
+            self.post.mail(
+                table.id, to, "address/old-token", context, answers=message.key, budget="player", origin=self._origin
+            )
+            log.info("message %s names a reply token its seat no longer has; nothing in it was read", message.key)
+            return Outcome(
+                OutcomeCode.REFUSED,
+                f"the reply token of a seat that moved to another address; nothing in it was read; {to} was told",
+                table.id,
+            )
+        return None
 
     def _keeper_address(self, message: Incoming) -> Outcome:
         """A keeper's commands from their From, but not to their keeper
@@ -783,6 +827,42 @@ class Desk:
             self.phases.advance(table.id, deadlines=True)
             return act(*self._seat(sender, command))
 
+    def _do_address(self, sender: Sender, command: Command) -> Answer:
+        """ADDRESS new@example.net: the seat the mail proves plays from that
+        address once it confirms (engine.addresses); ALL after it, every
+        seat and sign-up of the sender's; the address played from already
+        takes back a change not yet confirmed.  A keeper's ADDRESS <game>
+        <seat> <new> [<why>] moves a seat at once."""
+        if sender.keeper:
+            return self._keeper_moves_seat(sender, command)
+        words = command.argument.split()
+        every = len(words) == 2 and words[1].lower() == "all"
+        if len(words) != 1 and not every:
+            raise Refusal(Why.ADDRESS_REFUSED, reason=f"write it as {_ADDRESS_USAGE}")
+        if sender.game_id is not None or not sender.signed:
+            self._seat(sender, command)  # a running game's seat its player plays, else the refusal that says so
+        try:
+            with self.store.transaction():
+                asked = self.addresses.ask(sender.address, words[0], sender.game_id, sender.signed, every)
+        except EngineError as error:
+            raise Refusal(Why.ADDRESS_REFUSED, reason=str(error)) from None
+        return Answer(command.line, "address", asked, OutcomeCode.DONE)
+
+    def _keeper_moves_seat(self, sender: Sender, command: Command) -> Answer:
+        game_id, words = self._keeper_game(command)
+        seat, words = _seat_named(words)
+        if seat is None or not words:
+            entry = COMMANDS.entry("address")
+            assert entry is not None
+            raise Refusal(
+                Why.KEEPER_USAGE,
+                usage=entry.keeper_usage,
+                example=_KEEPER_ADDRESS_EXAMPLE,
+                problem="name the seat and its new address",
+            )
+        address, why = words[0].strip("<>,;"), " ".join(words[1:])
+        return self._keeper_does(sender, command, lambda who: self.addresses.move(game_id, seat, address, who, why))
+
     # -- the keeper's commands (Who.KEEPER) ---------------------------------------
 
     def _keeper_status(self, command: Command) -> Answer:
@@ -1065,6 +1145,8 @@ class Desk:
 
 
 _FINISHED_SHOWN = 5  # of the finished games, a keeper's STATUS shows the newest few
+_ADDRESS_USAGE = "ADDRESS new@example.net (or ADDRESS new@example.net ALL: in every game you play)"
+_KEEPER_ADDRESS_EXAMPLE = "ADDRESS 7 2 bob@example.net Bob's new mail"
 _NEW_DURATIONS = ("deadline", "turn_deadline", "decision_deadline", "settle")  # NEW's settings that are durations
 _FILLER = ("of", "for", "game")  # "STATUS of game 7", "EXTEND game 7 2d"
 
@@ -1371,6 +1453,17 @@ COMMANDS = CommandTable(
         argument="<time>",
     ),
     Entry("back", Who.PLAYER, Desk._do_back, "you are back early: your time away ends now", alone=True),
+    Entry(
+        "address",
+        Who.PLAYER,
+        Desk._do_address,
+        "play from another address: it is sent a mail to confirm, and your seat moves when it replies, "
+        "with its history; ALL after it: in every game you play or signed up for",
+        argument="<new address> [ALL]",
+        keeper_help="move a seat (named by its player's address or its number) to a new address at once: it gets "
+        f"the seat's new reply address and hand, the old address is told; e.g. {_KEEPER_ADDRESS_EXAMPLE}",
+        keeper_argument="<game> <seat> <new> [<why>]",
+    ),
     Entry("help", Who.ANYONE, Desk._do_help, "this list"),
     Entry(
         "accept",

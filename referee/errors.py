@@ -56,6 +56,8 @@ class Why(Enum):
     AWAY_ALREADY = "away_already"  # start, until: the absence of theirs it overlaps
     AWAY_TOO_LONG = "away_too_long"  # asked, left, most: durations; what the seat's cap leaves
     NOT_AWAY = "not_away"  # BACK from a seat with no absence in force or to come
+    # A seat's move to a new address (ADDRESS).
+    ADDRESS_REFUSED = "address_refused"  # reason: why it cannot be done (the engine's words)
     # The keeper's commands by mail.
     KEEPERS_ONLY = "keepers_only"  # word: a keeper's command, sent by someone not proven a keeper
     KEEPER_USAGE = "keeper_usage"  # usage, example; problem: what was wrong, if known

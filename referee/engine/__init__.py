@@ -205,6 +205,10 @@ class Engine(Rooms):
         with self._acting():
             return self.keeping.say(game_id, text, who, seat)
 
+    def address(self, game_id: int, seat: str, address: str, who: str, why: str = "") -> str:
+        with self._acting():
+            return self.addresses.move(game_id, seat, address, who, why)
+
     def tick(self) -> list[str]:
         return self.timers.tick()
 

@@ -163,7 +163,7 @@ class Keeping:
         address = address.strip().lower()
         check_player_address(address, self.config.address)
         table, open_ = self._open(game_id)
-        seat = _seat(table, seat_named)
+        seat = find_seat(table, seat_named)
         if table.seat_of(address) is not None:
             raise EngineError(f"{address} plays a seat in game {game_id} already")
         was, was_name, bot = table.seats[seat]["address"], table.names[seat], not table.human(seat)
@@ -218,7 +218,7 @@ class Keeping:
         if len(text) > _LONGEST_SAY:
             raise EngineError(f"that is {len(text)} characters: a keeper's word is at most {_LONGEST_SAY}")
         table, open_ = self._open(game_id)
-        seat = None if seat_named is None else _seat(table, seat_named)
+        seat = None if seat_named is None else find_seat(table, seat_named)
         self._intervene(table, open_, Act.SAY, who, "", text=text, seat=seat)
         table = self.tables.table(game_id)
         context = {**self.post.context(table), "text": text, "to_one": seat is not None}
@@ -283,7 +283,7 @@ def _newcomers_name(address: str, others: list[str]) -> str:
     return local if local not in taken else f"{local} ({domain})"
 
 
-def _seat(table: Table, named: str) -> int:
+def find_seat(table: Table, named: str) -> int:
     """A seat named by its player's address, its number ("2", "seat 2") or its bot's name ("bot 2")."""
     text = named.strip().lower()
     number = text.removeprefix("seat").removeprefix("bot").strip()

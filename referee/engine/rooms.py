@@ -8,6 +8,7 @@ Each room is handed only the rooms below it, so arrows run one way:
     absences                  a player's time away (AWAY, BACK), and the deadlines it holds
     phases                    open, take moves, resolve, open the next
     seating, keeping          games and seats; the keeper's acts (extend, pause, replace...)
+    addresses                 a seat's move to a new address (confirmed by it, or the keeper's)
     timers                    deadlines, reminders, the ends of pauses
     reports                   LIST, status, history, health (reads only)
     watch                     the keepers' mail about the health
@@ -27,8 +28,9 @@ import secrets
 
 from referee.config import Config
 from referee.engine.absence import Absences
+from referee.engine.addresses import Addresses
 from referee.engine.keeping import Keeping
-from referee.engine.offers import Offers
+from referee.engine.offers import Offers, Terms
 from referee.engine.phases import Phases
 from referee.engine.post import Post
 from referee.engine.reports import Reports
@@ -36,7 +38,7 @@ from referee.engine.seating import Seating, Seeds
 from referee.engine.timers import Timers
 from referee.engine.watch import Watch
 from referee.mail.compose import Composer
-from referee.store import Store
+from referee.store import OfferKind, Store
 from referee.tables import Tables
 from referee.timeutil import Clock, EventClock, utc_now
 
@@ -56,6 +58,10 @@ class Rooms:
         self.phases = Phases(store, config, self.clock, self.tables, self.post, self.absences)
         self.seating = Seating(store, config, self.clock, self.key, self.tables, self.post, self.phases, seeds)
         self.keeping = Keeping(store, config, self.clock, self.tables, self.post, self.phases, self.absences)
+        self.addresses = Addresses(
+            store, config, self.clock, self.key, self.tables, self.post, self.phases, self.offers
+        )
+        self.offers.register(OfferKind.ADDRESS, Terms(self.addresses.confirmed, self.addresses.lapsed))
         self.timers = Timers(
             store, config, self.clock, self.tables, self.post, self.phases, self.keeping, self.absences, self.offers
         )

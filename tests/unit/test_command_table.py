@@ -25,7 +25,12 @@ STRANGER = "dave@example.net"
 DESK = Path(inspect.getfile(referee.desk))
 PLAYING = Path(__file__).parents[2] / "docs" / "playing.md"
 # A line that uses each command as a player would write it (an argument where one is needed)
-EXAMPLES = {"join": "JOIN pure-skill", "timezone": "TIMEZONE Europe/Berlin", "rules": "RULES pure-skill"}
+EXAMPLES = {
+    "join": "JOIN pure-skill",
+    "timezone": "TIMEZONE Europe/Berlin",
+    "rules": "RULES pure-skill",
+    "address": "ADDRESS alice@example.net",
+}
 
 
 def example(entry: Entry) -> str:

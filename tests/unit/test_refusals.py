@@ -183,6 +183,10 @@ EXAMPLES = {
         {},
         "You are not away, and no time away of yours is to come: there is nothing to end. (AWAY says you will be.)",
     ),
+    Why.ADDRESS_REFUSED: (
+        {"reason": "game 1 has a seat played from bob@example.org already"},
+        "Game 1 has a seat played from bob@example.org already. Nothing was changed.",
+    ),
     Why.KEEPERS_ONLY: (
         {"word": "extend"},
         (
