@@ -1074,6 +1074,10 @@ class Store:
             where, args = [*where, "game_id = ?"], [*args, game_id]
         return [_decode_offer(r) for r in self._rows("offers", " and ".join(where), args, order_by="id")]
 
+    def offers_made_since(self, kind: OfferKind, since: str) -> list[OfferRow]:
+        """Offers of a kind made since then, answered or not (they are few)."""
+        return [_decode_offer(r) for r in self._rows("offers", "kind = ? and made_at >= ?", [kind, since])]
+
     def offers_due(self, now: str) -> list[OfferRow]:
         """Open offers whose time is up."""
         return [_decode_offer(r) for r in self._rows("offers", "closed_at is null and expires_at <= ?", [now])]

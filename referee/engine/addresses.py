@@ -40,6 +40,11 @@ from referee.timeutil import EventClock, from_iso, iso
 log = logging.getLogger("referee")
 
 CONFIRM_WITHIN = timedelta(days=3)  # how long the new address has to confirm; the old one plays on meanwhile
+# Each request mails an address the player chose, so an address asks for a
+# few a day at most (a typo, a change of mind), and no player can make the
+# referee mail strangers in bulk.
+MOST_ASKED = 3
+ASKED_WITHIN = timedelta(days=1)
 
 
 @dataclass(eq=False)
@@ -74,6 +79,7 @@ class Addresses:
             raise EngineError(f"you play from {new} already")
         for game in games:
             self._check_free(game, new)
+        self._check_asked(address)
         withdrawn = self._withdraw(address, games)
         changes = self._changes(address, games)
         single = changes[0] if len(changes) == 1 and not every else None
@@ -229,6 +235,17 @@ class Addresses:
                 raise EngineError(f"game {game_id} has {new} signed up already")
         elif self.tables.table(game_id).seat_of(new) is not None:
             raise EngineError(f"game {game_id} has a seat played from {new} already")
+
+    def _check_asked(self, address: str) -> None:
+        since = self.clock() - ASKED_WITHIN
+        asked = [
+            o for o in self.store.offers_made_since(OfferKind.ADDRESS, iso(since)) if o["detail"]["old"] == address
+        ]
+        if len(asked) >= MOST_ASKED:
+            again = from_iso(min(o["made_at"] for o in asked)) + ASKED_WITHIN
+            raise EngineError(
+                f"you have asked for {MOST_ASKED} new addresses in a day already: ask again after {iso(again)}"
+            )
 
     def _withdraw(self, address: str, games: list[int]) -> list[OfferRow]:
         """Take back the address's requests not yet confirmed for any of these games."""

@@ -22,7 +22,7 @@ from test_keeping import play_out, record
 from test_keeping import pure as _pure
 
 from referee.engine import Engine
-from referee.engine.addresses import CONFIRM_WITHIN
+from referee.engine.addresses import ASKED_WITHIN, CONFIRM_WITHIN, MOST_ASKED
 from referee.engine.keeping import SHELL
 from referee.mail.tokens import token_address
 from referee.record import verify
@@ -338,3 +338,14 @@ def test_verify_refuses_a_change_of_address_of_a_bots_seat(config, clock, seeds)
     forged["interventions"][0]["seat"] = 2  # the bot's
     verdict = verify(forged)
     assert not verdict.ok and "while a bot played it" in verdict.message
+
+
+def test_a_player_asks_for_a_few_new_addresses_a_day_at_most(pure, clock):
+    for number in range(MOST_ASKED):
+        assert ask(pure, clock, f"ADDRESS alice{number}@example.net").code == "done"
+    assert ask(pure, clock, "ADDRESS alice9@example.net").code == "refused"
+    assert f"You have asked for {MOST_ASKED} new addresses in a day already" in last_body(pure, ALICE)
+    assert mails(pure, "alice9@example.net") == []
+    clock.advance(seconds=ASKED_WITHIN.total_seconds() + 1)
+    assert ask(pure, clock, "ADDRESS alice9@example.net").code == "done"
+    assert len(mails(pure, "alice9@example.net")) == 1
