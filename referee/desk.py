@@ -1457,9 +1457,10 @@ COMMANDS = CommandTable(
         "address",
         Who.PLAYER,
         Desk._do_address,
-        "play from another address: it is sent a mail to confirm, and your seat moves when it replies, "
-        "with its history; ALL after it: in every game you play or signed up for",
-        argument="<new address> [ALL]",
+        "play from another address, e.g. ADDRESS alice@example.net: it is sent a mail to confirm, and your "
+        "seat moves there with all it has when it replies; ADDRESS alice@example.net ALL: in every game you "
+        "play or are signed up for",
+        argument="<new>",
         keeper_help="move a seat (named by its player's address or its number) to a new address at once: it gets "
         f"the seat's new reply address and hand, the old address is told; e.g. {_KEEPER_ADDRESS_EXAMPLE}",
         keeper_argument="<game> <seat> <new> [<why>]",
