@@ -20,6 +20,7 @@ from test_cli import run as _run
 from test_keeper_mail import KEEPER, keeper_address, last_answer, order
 from test_keeping import play_out, record
 from test_keeping import pure as _pure
+from test_keeping import turns as _turns
 
 from referee.engine import Engine
 from referee.engine.addresses import ASKED_WITHIN, CONFIRM_WITHIN, MOST_ASKED
@@ -31,7 +32,7 @@ from referee.store import Store
 ALICE, BOB, CAROL = PLAYERS
 NEW = "alice@example.net"
 MALLORY = "mallory@example.com"
-pure, cfg, run = _pure, _cfg, _run  # the fixtures: a game of pure skill; the shell's config and command line
+pure, turns, cfg, run = _pure, _turns, _cfg, _run  # the fixtures: pure skill, auction; the shell's config and line
 
 
 def reply_address(engine: Engine, address: str, game: int = 1) -> str:
@@ -349,3 +350,19 @@ def test_a_player_asks_for_a_few_new_addresses_a_day_at_most(pure, clock):
     clock.advance(seconds=ASKED_WITHIN.total_seconds() + 1)
     assert ask(pure, clock, "ADDRESS alice9@example.net").code == "done"
     assert len(mails(pure, "alice9@example.net")) == 1
+
+
+def test_in_a_turn_based_game_the_seat_whose_turn_it_is_moves_from_its_new_address(turns, clock):
+    box = Mailbox(turns)
+    mover = turns.status(1)["phase"]["waiting_for"][0]
+    new = mover.replace("example.org", "example.net")
+    assert send(turns, clock, mover, f"ADDRESS {new}").code == "done"
+    assert answer(turns, clock, offer_mail(box, new), "").code == "done"
+    welcome, prompt = [m for m in box.to(new) if m["subject"].startswith("[priority-1 ")]
+    assert "from this address now" in welcome["subject"] and "your turn" in prompt["subject"]  # it owes the turn
+    assert prompt["reply_to"] == reply_address(turns, new)
+    assert answer(turns, clock, prompt, "pass").code == "move"
+    assert turns.status(1)["phase"]["number"] == 2
+    play_out(turns, clock)
+    verdict = verify(record(turns))
+    assert verdict.ok, verdict
