@@ -3,7 +3,9 @@ carried out -> one answer.
 
 A pipeline in Mailman's manner, each step one small method:
 
-1. a bounce of the referee's own mail is recorded against the player;
+1. a bounce of the referee's own mail is recorded against the player; a
+   mail to a seat's unsubscribe address (its mail's List-Unsubscribe) makes
+   that seat's mail a digest, and is nothing else (see ``_unsubscribe``);
 2. mail that must never be answered (auto-replies, lists, ourselves) is
    dropped; a reply to a notice of a mail not accepted (see 4) is read for
    nothing, only answered with how to move instead;
@@ -69,10 +71,18 @@ from referee.mail.commands import (
 from referee.mail.dkim import dkim_passed
 from referee.mail.origin import origin
 from referee.mail.parse import Incoming, one_line, parse, thread_ids
-from referee.mail.tokens import keeper_token, signup_token, tagged, token_address, tokens_named
+from referee.mail.tokens import (
+    keeper_token,
+    signup_token,
+    tagged,
+    token_address,
+    tokens_addressed,
+    tokens_named,
+    unsubscribe_token,
+)
 from referee.resources import rule_texts, rules_page
 from referee.rules import GAMES, MoveError, kind_named
-from referee.store import MOVE_CODES, GameState, OfferRow, OutcomeCode
+from referee.store import MOVE_CODES, GameState, Notify, OfferRow, OutcomeCode
 from referee.timeutil import iso, parse_duration, show_duration
 
 if TYPE_CHECKING:
@@ -148,6 +158,9 @@ class Desk:
         bounce = self._bounce(message)
         if bounce:
             return bounce
+        unsubscribe = self._unsubscribe(message)
+        if unsubscribe:
+            return unsubscribe
         why = never_answer(message, self.config.address)
         if why:
             return Outcome(OutcomeCode.IGNORED, why)
@@ -201,6 +214,73 @@ class Desk:
             return None
         failure, game_id = recorded[0]
         return Outcome(OutcomeCode.BOUNCE, f"mail to {failure.address} failed ({failure.status})", game_id)
+
+    # -- 1b. unsubscribes ----------------------------------------------------
+
+    def _unsubscribe(self, message: Incoming) -> Outcome | None:
+        """A mail to a seat's unsubscribe address (the List-Unsubscribe of
+        its mail: a mail client's unsubscribe button, often with no body):
+        the seat's mail becomes as quiet as it gets while still prompting it
+        (Notify.DIGEST), and nothing else.  Nothing in the mail is read, so
+        it is never a move or a command, whatever it says or whichever
+        other address of ours it names too.  The token alone is proof
+        enough, whatever the From, for all it can do is make a seat's mail
+        quieter; the seat's own address is told, once: an unsubscribe from
+        a seat quiet already changes nothing and is not answered, so
+        unsubscribes cannot loop.  Read before the auto-reply rules: a mail
+        client may mark its unsubscribe mail automatic.  A mail "unsubscribe"
+        to a token of ours that names no seat (a game over, a seat taken
+        over, a forgery) is dropped, unanswered."""
+        addressed = [
+            token for token in tokens_addressed(message, self.config.address) if self.store.seat_by_token(token) is None
+        ]
+        if not addressed:
+            return None
+        found = self._unsubscribed_seat(addressed)
+        if found is None:
+            if message.subject.strip().lower() == "unsubscribe" and not any(map(self._other_token, addressed)):
+                return Outcome(OutcomeCode.IGNORED, "an unsubscribe that names no seat still played")
+            return None
+        table, seat = found
+        if table.seats[seat]["notify"] == Notify.DIGEST:
+            return Outcome(OutcomeCode.DONE, f"seat {seat + 1} is unsubscribed already; nothing changed", table.id)
+        self.store.set_notify(table.id, seat, Notify.DIGEST)
+        self.post.send(
+            table,
+            seat,
+            "unsubscribed",
+            {"game": self.post.game_info(table), "referee": self.config.address},
+            answers=message.key,
+            in_reply_to=message.message_id,
+            origin=self._origin,
+        )
+        log.info("game %d seat %d unsubscribed: its mail is a digest now", table.id, seat + 1)
+        return Outcome(OutcomeCode.DONE, f"seat {seat + 1} unsubscribed: it gets prompts and a digest", table.id)
+
+    def _unsubscribed_seat(self, tokens: list[str]) -> tuple[Table, int] | None:
+        """The seat a person plays in a running game whose unsubscribe token
+        is among ``tokens``, if one: the tokens are not stored, so each
+        seat's is made (an HMAC each: microseconds)."""
+        for game in self.store.games(GameState.RUNNING):
+            for seat in self.store.seats(game["id"]):
+                address = seat["address"]
+                if (
+                    address
+                    and not seat["bot"]
+                    and unsubscribe_token(self.key, game["id"], seat["seat"], address) in tokens
+                ):
+                    return self.tables.table(game["id"]), seat["seat"]
+        return None
+
+    def _other_token(self, token: str) -> bool:
+        """Whether a token (not a seat's) is one the desk reads otherwise: a
+        keeper's, the sender's sign-up's, or an offer's."""
+        sender = self.message.sender
+        return (
+            any(token == keeper_token(self.key, address) for address in self.config.keepers)
+            or any(token == signup_token(self.key, kind, sender) for kind in GAMES)
+            or self.store.offer_by_token(token) is not None
+        )
 
     @cached_property
     def _origin(self) -> str:

@@ -21,7 +21,7 @@ from referee.config import Config
 from referee.mail.compose import Composer
 from referee.mail.origin import UNKNOWN
 from referee.mail.parse import is_address
-from referee.mail.tokens import phase_tag, token_address
+from referee.mail.tokens import phase_tag, token_address, unsubscribe_token
 from referee.resources import rules_page
 from referee.store import Act, GameState, MailState, Store
 from referee.tables import Table, deadlines
@@ -185,8 +185,9 @@ class Post:
         """A mail to a seat: its subject tag and Reply-To carry the seat's
         token, its Message-ID the phase open now (see tokens.phase_tag): a
         prompt's, a receipt's (the reply goes before the phase is settled), or
-        the one an announcement of a result opens."""
-        token = table.seats[seat]["token"]
+        the one an announcement of a result opens.  Its List-Unsubscribe
+        names the seat's unsubscribe address (tokens.unsubscribe_token)."""
+        row = table.seats[seat]
         context = {**context, "game": {**context["game"], "tag": table.tag(seat)}}
         phase = table.open_phase
         self.mail(
@@ -195,8 +196,10 @@ class Post:
             template,
             context,
             **{
-                "reply_to": token_address(self.config.address, token),
+                "reply_to": token_address(self.config.address, row["token"]),
                 "id_tag": phase_tag(table.id, phase["number"] if phase else None),
+                "unsubscribe": row["address"]
+                and token_address(self.config.address, unsubscribe_token(self.key, table.id, seat, row["address"])),
                 **headers,
             },
         )
@@ -241,7 +244,7 @@ class Post:
                         now,
                         answers,
                         limits.over_limit(budget),
-                        {k: v for k, v in headers.items() if k in ("reply_to", "id_tag")},
+                        {k: v for k, v in headers.items() if k in ("reply_to", "id_tag", "unsubscribe")},
                         origin,
                     )
                 return False

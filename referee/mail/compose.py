@@ -154,6 +154,7 @@ class Composer:
         references: str | None = None,
         id_tag: str | None = None,
         message_id: str | None = None,
+        unsubscribe: str | None = None,
     ) -> tuple[str, bytes]:
         """(Message-ID, bytes) of a finished mail, with CRLF line ends for SMTP.
 
@@ -162,7 +163,10 @@ class Composer:
         never answer the referee.  Built with MIMEText, whose headers are
         plain strings: about ten times cheaper than EmailMessage's parsed ones.
         ``id_tag`` goes into the Message-ID (see tokens.phase_tag); a given
-        ``message_id`` is used as it is.
+        ``message_id`` is used as it is.  ``unsubscribe``, an address of the
+        referee's (tokens.unsubscribe_token), goes into List-Unsubscribe
+        (RFC 2369) as a mailto: with the subject "unsubscribe", what a mail
+        client's unsubscribe button sends.
         """
         # typeshed types _charset as str | None; MIMEText takes a Charset too (it passes it to set_payload)
         mail = MIMEText(_encodable(body), "plain", _UTF8_QP)  # type: ignore[arg-type]
@@ -183,4 +187,6 @@ class Composer:
         if thread:
             mail["References"] = " ".join(thread)
         mail["Auto-Submitted"] = "auto-replied" if in_reply_to else "auto-generated"
+        if unsubscribe:
+            mail["List-Unsubscribe"] = f"<mailto:{unsubscribe}?subject=unsubscribe>"
         return message_id, as_bytes(mail)

@@ -8,6 +8,10 @@ referee takes a move only from a message that names the seat's token and
 comes from the seat's address.  A keeper named in the config has a token
 of their own (``[keeper TOKEN]``), for the keeper's commands by mail.
 
+One more token names no sender: a seat's unsubscribe address (its mail's
+List-Unsubscribe), which only makes the seat's mail quieter and is never
+read for moves.
+
 A token is an HMAC of what it stands for under the referee's secret key:
 16 lowercase base32 characters, 80 bits, so it cannot be guessed, and it
 fits in a local part and a subject.
@@ -63,6 +67,15 @@ def keeper_token(key: bytes, address: str) -> str:
     return make_token(key, "keeper", address.lower())
 
 
+def unsubscribe_token(key: bytes, game_id: int, seat: int, address: str) -> str:
+    """What a seat's mail carries in its List-Unsubscribe (RFC 2369): mail to
+    it makes that seat's mail as quiet as it gets, and does nothing else.
+    Never a reply token: a mail to it is never read for moves or commands.
+    Of the seat's address too, so a newcomer in the seat (or the player at a
+    new address) has another, and an old mail cannot quiet them."""
+    return make_token(key, "unsubscribe", game_id, seat, address.lower())
+
+
 def token_address(own_address: str, token: str) -> str:
     """``referee+TOKEN@example.org``: where a player's replies go."""
     local, _, domain = own_address.rpartition("@")
@@ -77,11 +90,17 @@ def tagged(tag: str, token: str) -> str:
 def tokens_named(message: Incoming, own_address: str) -> list[str]:
     """Every token the message names, in its recipients' plus-addresses
     (Delivered-To, X-Original-To, To, Cc) or its subject tags, first seen first."""
-    local, _, domain = own_address.lower().rpartition("@")
-    plus = re.compile(rf"{re.escape(local)}\+({_TOKEN})@{re.escape(domain)}")
-    found = [m[1] for r in message.recipients if (m := plus.fullmatch(r.lower()))]
+    found = tokens_addressed(message, own_address)
     found += [m[1].lower() for m in _SUBJECT_TOKEN.finditer(message.subject)]
     return list(dict.fromkeys(found))
+
+
+def tokens_addressed(message: Incoming, own_address: str) -> list[str]:
+    """The tokens of the message's recipients' plus-addresses alone (where
+    it was sent, not what its subject says), first seen first."""
+    local, _, domain = own_address.lower().rpartition("@")
+    plus = re.compile(rf"{re.escape(local)}\+({_TOKEN})@{re.escape(domain)}")
+    return list(dict.fromkeys(m[1] for r in message.recipients if (m := plus.fullmatch(r.lower()))))
 
 
 def phase_tag(game_id: int, phase: int | None) -> str:
