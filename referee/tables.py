@@ -6,13 +6,13 @@ replay.  The engine, the desk and the public site all read games through
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, cast
 
 from referee.errors import EngineError
 from referee.mail.commands import tag
-from referee.mail.tokens import tagged
+from referee.mail.tokens import calendar_token, tagged
 from referee.record import (
     BY_KEEPER,
     BY_PLAYER,
@@ -30,6 +30,7 @@ from referee.record import (
 )
 from referee.rules import Game, get_game
 from referee.store import Act, GameRow, GameState, InterventionRow, MoveRow, PhaseRow, SeatRow, Store
+from referee.timeutil import from_iso
 
 # The reading cache of Tables keeps a game's last read and its replay for
 # at most _REPLAYS_KEPT games and _PHASES_KEPT phases in all, forgetting the
@@ -54,6 +55,31 @@ def deadlines(game: GameRow) -> dict[str, timedelta]:
         "turn": timedelta(seconds=turn),
         "decision": timedelta(seconds=decision),
     }
+
+
+PRIVATE = "private"  # the site's folder of seats' own calendars: never linked, never listed
+
+
+def own_calendar(key: bytes, seat: SeatRow) -> str | None:
+    """Where the site publishes a seat's own calendar (its deadlines and
+    reminders), from the site's root: ``private/TOKEN.ics``, a name only
+    the seat's player is told (tokens.calendar_token, of the seat's address:
+    a newcomer, or a new address, gets a new one).  None while no person
+    plays the seat.  The engine tells it in the start mail; the site writes it."""
+    if seat["address"] is None or seat["bot_since_phase"] is not None:
+        return None
+    return f"{PRIVATE}/{calendar_token(key, seat['game_id'], seat['seat'], seat['address'])}.ics"
+
+
+def reminder_time(phase: PhaseRow, lead: timedelta | None) -> datetime | None:
+    """When the players who still owe ``phase`` a move are reminded: ``lead``
+    (the config's ``reminder``) before its deadline, unless that falls in the
+    phase's first half (the prompt is still fresh); None: no reminder."""
+    if lead is None:
+        return None
+    opened, deadline = from_iso(phase["opened_at"]), from_iso(phase["deadline"])
+    remind = deadline - lead
+    return remind if remind >= opened + (deadline - opened) / 2 else None
 
 
 @dataclass

@@ -23,8 +23,8 @@ from referee.mail.origin import UNKNOWN
 from referee.mail.parse import is_address
 from referee.mail.tokens import phase_tag, token_address, unsubscribe_token
 from referee.resources import rules_page
-from referee.store import Act, GameState, MailState, Store
-from referee.tables import Table, deadlines
+from referee.store import Act, GameState, MailState, SeatRow, Store
+from referee.tables import Table, deadlines, own_calendar
 from referee.timeutil import EventClock, from_iso, iso
 
 log = logging.getLogger("referee")
@@ -186,9 +186,14 @@ class Post:
         token, its Message-ID the phase open now (see tokens.phase_tag): a
         prompt's, a receipt's (the reply goes before the phase is settled), or
         the one an announcement of a result opens.  Its List-Unsubscribe
-        names the seat's unsubscribe address (tokens.unsubscribe_token)."""
+        names the seat's unsubscribe address (tokens.unsubscribe_token), and
+        templates may show the seat's own calendar (``own_calendar``)."""
         row = table.seats[seat]
-        context = {**context, "game": {**context["game"], "tag": table.tag(seat)}}
+        context = {
+            **context,
+            "game": {**context["game"], "tag": table.tag(seat)},
+            "own_calendar": self.calendar(row),
+        }
         phase = table.open_phase
         self.mail(
             table.id,
@@ -203,6 +208,15 @@ class Post:
                 **headers,
             },
         )
+
+    def calendar(self, seat: SeatRow) -> str | None:
+        """Where a seat's own calendar is (tables.own_calendar): its address
+        on the site, or its path there when the site's address is not
+        configured; None when there is no site, or no person plays the seat."""
+        path = own_calendar(self.key, seat)
+        if path is None or not (self.config.site_url or self.config.site_dir):
+            return None
+        return f"{self.config.site_url}/{path}" if self.config.site_url else path
 
     def mail(
         self,

@@ -16,7 +16,7 @@ from referee.engine.offers import Offers
 from referee.engine.phases import Phases
 from referee.engine.post import Post
 from referee.store import Act, PhaseRow, Store
-from referee.tables import Table, Tables
+from referee.tables import Table, Tables, reminder_time
 from referee.timeutil import EventClock, from_iso, iso
 
 log = logging.getLogger("referee")
@@ -174,15 +174,10 @@ class Timers:
     # -- reminders ---------------------------------------------------------
 
     def _reminder_time(self, phase: PhaseRow) -> datetime | None:
-        """When to remind the players who still owe a move: the configured lead
-        before the deadline, unless that falls in the phase's first half (the
-        prompt is still fresh), or the reminder went out already."""
-        lead = self.config.reminder
-        if lead is None or phase["reminded_at"]:
-            return None
-        opened, deadline = from_iso(phase["opened_at"]), from_iso(phase["deadline"])
-        remind = deadline - lead
-        return remind if remind >= opened + (deadline - opened) / 2 else None
+        """When to remind the players who still owe a move (tables.reminder_time,
+        which the seats' own calendars show too), unless the reminder went out
+        already."""
+        return None if phase["reminded_at"] else reminder_time(phase, self.config.reminder)
 
     def _remind(self, table: Table, phase: PhaseRow, now: datetime) -> list[str]:
         """One private reminder per phase to each person who still owes a move,

@@ -8,9 +8,9 @@ referee takes a move only from a message that names the seat's token and
 comes from the seat's address.  A keeper named in the config has a token
 of their own (``[keeper TOKEN]``), for the keeper's commands by mail.
 
-One more token names no sender: a seat's unsubscribe address (its mail's
+Two more tokens name no sender: a seat's unsubscribe address (its mail's
 List-Unsubscribe), which only makes the seat's mail quieter and is never
-read for moves.
+read for moves, and the name of the seat's own calendar on the site.
 
 A token is an HMAC of what it stands for under the referee's secret key:
 16 lowercase base32 characters, 80 bits, so it cannot be guessed, and it
@@ -74,6 +74,13 @@ def unsubscribe_token(key: bytes, game_id: int, seat: int, address: str) -> str:
     Of the seat's address too, so a newcomer in the seat (or the player at a
     new address) has another, and an old mail cannot quiet them."""
     return make_token(key, "unsubscribe", game_id, seat, address.lower())
+
+
+def calendar_token(key: bytes, game_id: int, seat: int, address: str) -> str:
+    """The name of a seat's own calendar on the site (tables.own_calendar):
+    of the seat's address too, so a newcomer in the seat (or the player at a
+    new address) gets a new one, and the old one is taken down."""
+    return make_token(key, "calendar", game_id, seat, address.lower())
 
 
 def token_address(own_address: str, token: str) -> str:

@@ -8,6 +8,10 @@ GitHub Pages) can serve.
     games/N/record.json     its record, for `referee verify`
     games/N/feed.atom       its results as they come
     games/N/deadlines.ics   its next deadline, for a calendar
+    private/TOKEN.ics       a seat's own deadlines and reminders, at a name
+                            only its player is told (tables.own_calendar):
+                            no page links to it, and private/index.html
+                            keeps a web server from listing the folder
 
 Only the games whose record changed since the last render are written again
 (``.render-state.json`` keeps a fingerprint of each, and its feed entries
@@ -36,23 +40,25 @@ from referee.rules import GAMES, get_game
 from referee.site.chart import UNIT
 from referee.site.public import page_context
 from referee.store import GameRow, GameState, InterventionRow, StorageFault, Store
-from referee.tables import Tables
+from referee.tables import PRIVATE, Table, Tables, own_calendar, reminder_time
 from referee.timeutil import Clock, from_iso, iso, show, show_duration
 
 log = logging.getLogger("referee.site")
 
 _STATE_FILE = ".render-state.json"
 _FEED_ENTRIES = 100  # the site's feed: every game's end, and the newest of the other entries
-_LAYOUT = "6"  # bump when the pages' layout changes: every page is then written again
+_LAYOUT = "7"  # bump when the pages' layout changes: every page is then written again
 
 
 class Records(Protocol):
-    """What the site reads: the store, its games by replay, the config and the
-    clock.  The engine's rooms (an Engine) are one; the site changes nothing."""
+    """What the site reads: the store, its games by replay, the config, the
+    clock, and the referee's secret key (the seats' own calendars are named
+    by it).  The engine's rooms (an Engine) are one; the site changes nothing."""
 
     store: Store
     tables: Tables
     config: Config
+    key: bytes
 
     @property
     def clock(self) -> Clock: ...
@@ -64,6 +70,8 @@ class _Rendered(TypedDict):
     fingerprint: str  # of what its pages showed (Site._fingerprint)
     entries: list[dict[str, Any]]  # its feed entries, those still among the site feed's newest
     facts: NotRequired[dict[str, Any]]  # what the index tells of it (not in a state file older than that)
+    # a digest of its seats' own calendars' names (never the names: the state file is on the site too)
+    calendars: NotRequired[str]
 
 
 @dataclass
@@ -113,10 +121,13 @@ class Site:
         report, summaries = Report(), []
         state: dict[str, _Rendered] = {}
         paused = self.records.store.paused()
+        calendars: set[str] = set()  # every seat's own calendar now
         for row in self.records.store.games():
             summary = self._summary(row, now, paused.get(row["id"]))
             summaries.append(summary)
-            fingerprint = self._fingerprint(row["id"], summary)
+            own = self._calendars(row["id"])
+            calendars.update(own)
+            fingerprint = self._fingerprint(row["id"], summary, own)
             before = known.get(str(row["id"]))
             if before is not None and before.get("fingerprint") == fingerprint:
                 report.games_unchanged += 1
@@ -124,7 +135,10 @@ class Site:
                 continue
             entries, facts = self._render_game(row["id"], now, report) if row["state"] != GameState.OPEN else ([], {})
             state[str(row["id"])] = {"fingerprint": fingerprint, "entries": entries, "facts": facts}
+            state[str(row["id"])]["calendars"] = _digest(sorted(own))
             report.games_rendered += 1
+        if any(game.get("calendars") != _calendars_of(known.get(id_)) for id_, game in state.items()):
+            self._take_down(calendars, report)  # a seat taken over, left, or its player's address changed
         if report.games_rendered or force or not (self.folder / "index.html").exists():
             entries = _newest([e for game in state.values() for e in game["entries"]])
             for summary in summaries:  # what the index tells of a game, from its last render
@@ -175,11 +189,56 @@ class Site:
             ),
             report,
         )
+        self._render_calendars(table, context, report)
         facts = {
             "waiting": context["phase"]["waiting"] if context["phase"] else [],
             "winner": context["record"]["winner"],
         }
         return [entry for entry in context["entries"] if entry["feeds"] != "game"], facts
+
+    def _render_calendars(self, table: Table, context: dict[str, Any], report: Report) -> None:
+        """Each seat's own calendar (tables.own_calendar): the phases in which
+        it moves, each dated when it closed, and the open one, if it moves in
+        it, at its deadline, with an alarm when the referee's reminder is due
+        (tables.reminder_time); the game and phase in each summary, nothing
+        of the seat's hand or moves."""
+        template = self.env.get_template("site/own-deadlines.ics.j2")
+        open_ = table.open_phase if context["phase"] is not None else None  # (none in a cancelled game)
+        remind = None  # no reminder while paused: no deadline runs
+        if open_ is not None and not context["phase"]["paused"]:
+            remind = reminder_time(open_, self.records.config.reminder)
+        for row in table.seats:
+            path = own_calendar(self.records.key, row)
+            if path is None:
+                continue
+            seat = row["seat"]
+            text = template.render(
+                **context,
+                seat=seat,
+                closed=[p for p in table.phases if p["resolved_at"] and seat in p["movers"]],
+                moves_now=open_ is not None and seat in open_["movers"],
+                open_number=open_ and open_["number"],
+                remind=remind and iso(remind),
+                uid=f"{table.id}.{self.records.config.domain}",
+            )
+            self._write(path, _fold_ics(text), report)
+
+    def _calendars(self, game_id: int) -> list[str]:
+        """The names of a game's seats' own calendars (tables.own_calendar)."""
+        return [path for seat in self.records.store.seats(game_id) if (path := own_calendar(self.records.key, seat))]
+
+    def _take_down(self, calendars: set[str], report: Report) -> None:
+        """Remove every seat's calendar but ``calendars`` (those of seats a
+        person plays now): a calendar stops with its seat's player, and its
+        name is never used again.  And keep a web server from listing them."""
+        folder = self.folder / PRIVATE
+        for path in folder.glob("*.ics"):
+            if f"{PRIVATE}/{path.name}" not in calendars:
+                path.unlink(missing_ok=True)
+                log.info("a seat's own calendar was taken down: its seat changed hands")
+        index = self.env.get_template("site/private.html.j2").render(now=None, referee=self.records.config.address)
+        if not (folder / "index.html").exists():
+            self._write(f"{PRIVATE}/index.html", index, report)
 
     def _entries(self, context: dict[str, Any], kind: str) -> list[dict[str, Any]]:
         """Atom entries of a game, newest first, each with a line of content
@@ -293,16 +352,18 @@ class Site:
             "wanted": row["seats_wanted"],
         }
 
-    def _fingerprint(self, game_id: int, summary: dict[str, Any]) -> str:
-        """Changes whenever what the game's pages show changes: its record, or
-        the "in 2 days 3 hours" before its deadline."""
+    def _fingerprint(self, game_id: int, summary: dict[str, Any], calendars: list[str]) -> str:
+        """Changes whenever what the game's pages show changes: its record,
+        the "in 2 days 3 hours" before its deadline, or who plays its seats
+        (its seats' own calendars' names)."""
         facts = [
             _LAYOUT,
             RECORD_FORMAT,
             self.records.store.game_version(game_id),
             json.dumps(summary, sort_keys=True),
+            *calendars,
         ]  # a new record format rewrites every record.json
-        return hashlib.sha256("\n".join(facts).encode()).hexdigest()[:24]
+        return _digest(facts)
 
     def _render_index(
         self, summaries: list[dict[str, Any]], entries: list[dict[str, Any]], now: datetime, report: Report
@@ -367,6 +428,14 @@ class Site:
             raise
         if report is not None:
             report.written.append(name)
+
+
+def _calendars_of(rendered: _Rendered | None) -> str | None:
+    return rendered.get("calendars") if rendered is not None else None
+
+
+def _digest(lines: list[str]) -> str:
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:24]
 
 
 def _group(label: str) -> str:

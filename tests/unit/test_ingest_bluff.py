@@ -208,7 +208,7 @@ def test_the_site_while_bidding_does_not_depend_on_the_dice_not_yet_shown(tmp_pa
     assert table.state.stage == "bidding" and any(table.state.bids)
 
     class Twin:  # what the site reads, with other dice
-        store, config = engine.store, engine.config
+        store, config, key = engine.store, engine.config, engine.key
         clock = engine.clock
 
         class tables:  # stands in for Tables

@@ -34,9 +34,15 @@ def prompt_label(mail: dict) -> str | None:
     return match["label"] if match and not mail["subject"].startswith("Re:") else None
 
 
+KEY = b"one referee's secret key"
+
+
 def make_engine(root: Path, clock: FakeClock, seed: bytes | None = None) -> Engine:
-    """An engine whose new games have ``seed`` (unset: the system's)."""
-    config = Config(address="referee@example.org", database=root / "games.db", reminder=None, outage_gap=None)
+    """An engine whose new games have ``seed`` (unset: the system's), of a
+    referee whose secret key is KEY (twins' seats have the same calendars)."""
+    config = Config(
+        address="referee@example.org", database=root / "games.db", reminder=None, outage_gap=None, secret_key=KEY
+    )
     return Engine(Store(config.database), config, clock, Seeds(seed))
 
 

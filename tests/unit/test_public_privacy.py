@@ -52,7 +52,13 @@ class Twins:
 
     def __init__(self, root: Path, kind: str, options: dict):
         self.clock = FakeClock()
-        config = Config(address="referee@example.org", database=root / "unused.db", reminder=None, outage_gap=None)
+        config = Config(
+            address="referee@example.org",
+            database=root / "unused.db",
+            reminder=None,
+            outage_gap=None,
+            secret_key=b"one referee's secret key",  # the twins' seats have the same own calendars
+        )
         self.engine = Engine(Store(":memory:"), config, self.clock)
         self.game = self.engine.new_game(kind, PLAYERS, deadline=ROUND, settle=SETTLE, options=options)
         self.twin = Engine(Store(":memory:"), config, self.clock)

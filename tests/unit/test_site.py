@@ -31,6 +31,7 @@ from referee.rules.pure_skill import card_name
 from referee.site.public import score_chart
 from referee.site.render import Site
 from referee.store import Store
+from referee.tables import own_calendar
 from referee.timeutil import from_iso, show, show_duration
 
 ALICE, BOB, CAROL = PLAYERS
@@ -251,6 +252,11 @@ def temporary_files(folder: Path) -> list[str]:
 
 def game_files(game: int) -> set[str]:
     return {f"games/{game}/{name}" for name in ("index.html", "record.json", "feed.atom", "deadlines.ics")}
+
+
+def own_files(engine: Engine, game: int) -> set[str]:
+    """The game's seats' own calendars (issue 33): written with its pages."""
+    return {path for seat in engine.store.seats(game) if (path := own_calendar(engine.key, seat))}
 
 
 def rounds_table(parsed: Page) -> list[list[str]]:
@@ -496,7 +502,8 @@ def contrast(colour: str, background: str = "#ffffff") -> float:
 def test_every_page_is_well_formed_and_accessible(site):
     pages = [name for name in site_files(site) if name.endswith(".html")]
     rules = {f"rules/{kind}.html" for kind in ("pure-skill", "bid", "ice", "priority", "bluff")}
-    assert set(pages) == {"index.html", "games/1/index.html", "games/2/index.html", "games/3/index.html", *rules}
+    games = {"games/1/index.html", "games/2/index.html", "games/3/index.html"}
+    assert set(pages) == {"index.html", *games, "private/index.html", *rules}
     for name in pages:
         text = (site / name).read_text(encoding="utf-8")
         assert text.startswith("<!DOCTYPE html>"), name
@@ -874,7 +881,9 @@ def test_nothing_private_reaches_the_site_or_public_mail_at_any_step(steps):
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         clock = FakeClock()
-        config = Config(address=REFEREE, database=root / "unused.db", reminder=None, outage_gap=None)
+        config = Config(  # one secret key: the twin's seats have the same own calendars
+            address=REFEREE, database=root / "unused.db", reminder=None, outage_gap=None, secret_key=b"one key"
+        )
         engine = Engine(Store(":memory:"), config, clock)
         engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
         incremental = reused_site("incremental", engine, root / "site")
@@ -926,7 +935,7 @@ def test_a_move_rewrites_only_its_games_files_and_the_index(played, site):
     old_two = site_files(site)
     bid(played, CAROL, lowest(played, CAROL))  # game 1; the clock stands still
     report = Site(played, site).render()
-    assert set(report.written) == game_files(1) | {"index.html", "feed.atom"}
+    assert set(report.written) == game_files(1) | own_files(played, 1) | {"index.html", "feed.atom"}
     assert report.games_rendered == 1
     after = stats(site)
     for name in game_files(2) | game_files(3):
@@ -955,7 +964,8 @@ def test_passing_time_rewrites_the_running_games_only(played, clock, site):
     before = stats(site)
     clock.advance(hours=1)
     report = Site(played, site).render()
-    assert set(report.written) == game_files(1) | game_files(2) | {"index.html", "feed.atom"}
+    running = game_files(1) | game_files(2) | own_files(played, 1) | own_files(played, 2)
+    assert set(report.written) == running | {"index.html", "feed.atom"}
     assert stats(site)["games/3/index.html"] == before["games/3/index.html"]
     assert "(in 2 days 1 hour)" in page(site, "games/1/index.html").text
 
@@ -963,7 +973,7 @@ def test_passing_time_rewrites_the_running_games_only(played, clock, site):
 def test_force_rewrites_every_file(played, site):
     before = stats(site)
     report = Site(played, site).render(force=True)
-    expected = game_files(1) | game_files(2) | game_files(3) | {"index.html", "feed.atom"}
+    expected = {"index.html", "feed.atom"}.union(*(game_files(g) | own_files(played, g) for g in (1, 2, 3)))
     assert sorted(report.written) == sorted(expected)
     after = stats(site)
     assert all(after[name][0] != before[name][0] for name in expected)  # each file replaced by a new one
@@ -1043,12 +1053,13 @@ def test_render_writes_the_site_to_dir_or_site_dir(cfg, clock, capsys, tmp_path)
     folder = tmp_path / "public"
     assert main(["--config", str(cfg), "render", "--dir", str(folder)], clock=clock) == 0
     out = capsys.readouterr().out
-    assert out == f"{folder}: 1 game(s) written, 0 unchanged, 11 file(s)\n"  # 5 of them the rules pages
+    # 5 of them the rules pages, 3 the players' own calendars and one private/index.html
+    assert out == f"{folder}: 1 game(s) written, 0 unchanged, 15 file(s)\n"
     assert (folder / "index.html").is_file() and (folder / "games/1/record.json").is_file()
     assert main(["--config", str(cfg), "render", "--dir", str(folder)], clock=clock) == 0
     assert capsys.readouterr().out == f"{folder}: 0 game(s) written, 1 unchanged, 0 file(s)\n"
     assert main(["--config", str(cfg), "render", "--dir", str(folder), "--force"], clock=clock) == 0
-    assert capsys.readouterr().out == f"{folder}: 1 game(s) written, 0 unchanged, 6 file(s)\n"
+    assert capsys.readouterr().out == f"{folder}: 1 game(s) written, 0 unchanged, 9 file(s)\n"
     configured = tmp_path / "configured"
     cfg.write_text(cfg.read_text() + f'site_dir = "{configured}"\n')
     assert main(["--config", str(cfg), "render"], clock=clock) == 0
