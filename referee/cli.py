@@ -775,6 +775,8 @@ def _intervention_line(act: dict[str, Any]) -> str:
         "back": lambda: f"seat {act['seat'] + 1} back",
         "absent": lambda: f"deadline moved from {act['old']} to {act['new']}: seat {act['seat'] + 1} is away",
         "address": lambda: f"seat {act['seat'] + 1} moved to {act['address']} from {act['was_address']}",
+        "delegate": lambda: f"seat {act['seat'] + 1} played by a stand-in, {act['address']}, until {act['until']}",
+        "delegate_end": lambda: f"seat {act['seat'] + 1}'s stand-in's turn ended",
     }[act["act"]]()
     return f"Phase {act['phase']}, {act['at']}, {act['by']}: {what}" + (f" ({act['why']})" if act["why"] else "")
 

@@ -165,20 +165,41 @@ _ACT_KEYS = {
     Act.BACK: {"seat"},
     Act.ABSENT: {"seat", "old", "new"},
     Act.ADDRESS: {"seat"},  # (never the addresses: only which seat's player plays from another)
+    Act.DELEGATE: {"seat", "until"},  # never the stand-in's address: the record is public
+    Act.DELEGATE_END: {"seat"},
 }
 _DEADLINE_ACTS = (Act.EXTEND, Act.OUTAGE, Act.RESUME, Act.REPLACE, Act.ABSENT)  # those that may move the deadline
 BY_KEEPER, BY_REFEREE, BY_PLAYER = "keeper", "referee", "player"  # who made an intervention, as the record says
-# Who makes each act (a keeper any other): the referee moves a deadline for
-# an outage or an absence; a pause ends by the keeper's hand or at its
-# time; a player says they are away, and back, and asks for a new address.
-_MADE_BY = {
+# Who makes each act: a keeper, the referee itself (an outage; a deadline
+# moved for an absence; a pause's end at its time; a stand-in's turn cut
+# short when its seat changed hands), or a seat's own player (time away, a
+# stand-in, a new address they asked for and confirmed).
+MADE_BY = {
+    Act.EXTEND: {BY_KEEPER},
     Act.OUTAGE: {BY_REFEREE},
-    Act.ABSENT: {BY_REFEREE},
+    Act.PAUSE: {BY_KEEPER},
     Act.RESUME: {BY_KEEPER, BY_REFEREE},
+    Act.REPLACE: {BY_KEEPER},
+    Act.CANCEL: {BY_KEEPER},
+    Act.SAY: {BY_KEEPER},
     Act.AWAY: {BY_PLAYER},
     Act.BACK: {BY_PLAYER},
-    Act.ADDRESS: {BY_KEEPER, BY_PLAYER},  # a new address, the keeper's doing or the player's, confirmed
+    Act.ABSENT: {BY_REFEREE},
+    Act.ADDRESS: {BY_KEEPER, BY_PLAYER},
+    Act.DELEGATE: {BY_PLAYER},
+    Act.DELEGATE_END: {BY_PLAYER, BY_REFEREE},
 }
+
+
+def made_by(act: Act, by: str | None) -> str:
+    """Who the record says made an act, from games.db's ``by``: the referee
+    when nobody did (None); the player when it says so ("player": a new
+    address), or when only a player makes the act; else a keeper."""
+    if by is None or by == BY_PLAYER:
+        return BY_REFEREE if by is None else BY_PLAYER
+    return BY_PLAYER if MADE_BY[act] - {BY_REFEREE} == {BY_PLAYER} else BY_KEEPER
+
+
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")  # the one form the referee writes (timeutil.iso)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _BOT_NAME = re.compile(r"bot \d+")
@@ -569,11 +590,12 @@ def _check_interventions(record: Mapping[str, Any]) -> None:
     """Each intervention was made while its phase was open (a phase after the
     last only in a cancelled game: the one open when it was cancelled), in
     the order made; a cancel is the last; pauses and resumes alternate, each
-    resumed in the phase it paused; only the referee moves a deadline for an
-    outage or an absence, a player says they are away and back, and only a
-    keeper does the rest (but a pause's end it was told); each absence is
-    within its seat's cap, and a seat comes back only from one; a seat
-    moves to a new address only while a person plays it."""
+    resumed in the phase it paused; each act is made by whom MADE_BY says
+    (the referee moves a deadline for an outage or an absence, a seat's
+    player says they are away and back and names a stand-in, a keeper does
+    the rest); each absence is within its seat's cap, and a seat comes back
+    only from one; a seat moves to a new address only while a person plays
+    it; a stand-in's turns keep their order (_check_delegations)."""
     phases = record["phases"]
     bots = stints(record)
     cancel = _cancelled(record)
@@ -595,7 +617,7 @@ def _check_interventions(record: Mapping[str, Any]) -> None:
             entry = phases[number - 1]
             if not _when(entry["opened_at"]) - CLOCK_SLACK <= at <= _when(entry["resolved_at"]) + CLOCK_SLACK:
                 raise RecordError(f"{where} is dated {i['at']}, while phase {number} was not open")
-        if i["by"] not in _MADE_BY.get(i["act"], {BY_KEEPER}):
+        if i["by"] not in MADE_BY[Act(i["act"])]:
             raise RecordError(f"{where} says it was made by the {i['by']}, who makes no {i['act']}")
         if i["act"] in (Act.AWAY, Act.BACK):
             _check_away(i, absences(found[:index]), where)
@@ -616,6 +638,7 @@ def _check_interventions(record: Mapping[str, Any]) -> None:
                 raise RecordError(f"{where} must say when the seat's player left, and only if one did")
     if paused is not None and paused["phase"] <= len(phases):
         raise RecordError("a pause is recorded that was never resumed, in a phase that was resolved")
+    _check_delegations(found)
     # A seat's name is its first player's until a takeover; each takeover
     # names whom it followed and whom it brought, and the last one is the
     # seat's name now.
@@ -642,6 +665,33 @@ def _bots_seat(bots: list[Stint], seat: int, number: int) -> bool:
     return any(
         stint.seat == seat and stint.start < number and (stint.end is None or number < stint.end - 1) for stint in bots
     )
+
+
+def _check_delegations(found: list[Mapping[str, Any]]) -> None:
+    """A stand-in's turn at a seat ends after it began, and a seat has one
+    stand-in at a time: a seat's delegation is made when its last one is
+    over (its time up, or ended), and an end ends one in its time."""
+    last: dict[int, Mapping[str, Any]] = {}  # seat -> its last delegation, while not ended
+    for index, i in enumerate(found):
+        where = f"intervention {index + 1} ({i['act']})"
+        at = _when(i["at"])
+        current = last.get(i["seat"]) if i["act"] in (Act.DELEGATE, Act.DELEGATE_END) else None
+        if current is not None and _when(current["until"]) <= at:
+            current = None  # its time was up by then
+        if i["act"] == Act.DELEGATE:
+            if _when(i["until"]) <= at:
+                raise RecordError(
+                    f"{where} gives seat {i['seat'] + 1} a stand-in until {i['until']}, no later than it was given"
+                )
+            if current is not None:
+                raise RecordError(
+                    f"{where} gives seat {i['seat'] + 1} a stand-in while another's turn lasts (until {current['until']})"
+                )
+            last[i["seat"]] = i
+        elif i["act"] == Act.DELEGATE_END:
+            if current is None:
+                raise RecordError(f"{where} ends a stand-in's turn at seat {i['seat'] + 1}, which had none then")
+            del last[i["seat"]]
 
 
 def _moved_deadline(
@@ -852,6 +902,10 @@ def _check_intervention(intervention: Any, index: int, seats: int) -> None:
         text = _optional(intervention["text"], f"{where}'s text", str)
         if (seat is None) == (text is None) or (seat is not None and not 0 <= seat < seats):
             raise RecordError(f"{where} says what was said to everyone, or which seat was told, and not both")
+    elif act in (Act.DELEGATE, Act.DELEGATE_END):
+        _int(intervention["seat"], f"{where}'s seat", low=0, high=seats - 1)
+        if act == Act.DELEGATE:
+            _when(intervention["until"], f"{where}'s until")
     elif act == Act.REPLACE:
         _int(intervention["seat"], f"{where}'s seat", low=0, high=seats - 1)
         for key in ("name", "was"):

@@ -70,6 +70,8 @@ class Act(StrEnum):
         "absent"  # by the referee: a deadline that fell inside an absence moved to its end (detail: seat, old, new)
     )
     ADDRESS = "address"  # a seat's player plays from another address (detail: seat, address, was_address, old_token)
+    DELEGATE = "delegate"  # a seat's player named a stand-in until a time (detail: seat, until; the stand-in's address)
+    DELEGATE_END = "delegate_end"  # a stand-in's turn ended before its time (detail: seat)
 
 
 class Notify(StrEnum):
@@ -251,6 +253,19 @@ class OfferRow(TypedDict):
     outcome: str | None  # "accepted", "declined", "withdrawn" or "expired"
 
 
+class DelegationRow(TypedDict):
+    """A stand-in's turn at a seat (a seat's DELEGATE, once the stand-in accepted)."""
+
+    id: int
+    game_id: int
+    seat: int
+    address: str  # the stand-in's
+    token: str | None  # the stand-in's own reply token (made from its id, so set just after the row is made)
+    since: str  # when the stand-in accepted
+    until: str  # when its turn ends by itself
+    ended_at: str | None  # when it ended (``until``, or earlier: DELEGATE NONE, the seat changed hands)
+
+
 class MailboxRow(TypedDict):
     name: str
     uidvalidity: int
@@ -388,6 +403,7 @@ _TABLES = {
     "deadline_changes",  # (schema 3 and before)
     "interventions",
     "offers",  # (schema 5)
+    "delegations",  # (schema 5)
     "signups",
     "players",
     "bounces",
@@ -1085,6 +1101,46 @@ class Store:
     def close_offer(self, offer_id: int, at: str, outcome: str) -> None:
         self._update("offers", "id = ?", [offer_id], {"closed_at": at, "outcome": outcome})
 
+    def offers_made(self, kind: OfferKind, game_id: int, seat: int, since: str) -> int:
+        """How many offers of ``kind`` a seat has made since a moment, answered or not."""
+        return self._count(
+            "offers", "kind = ? and game_id = ? and seat = ? and made_at >= ?", [kind, game_id, seat, since]
+        )
+
+    # -- delegations: a stand-in's turn at a seat ---------------------------
+
+    def add_delegation(self, **row: Any) -> int:
+        """A stand-in's turn at a seat, its token unset; its id."""
+        return self._insert("delegations", row)
+
+    def set_delegation_token(self, delegation_id: int, token: str) -> None:
+        self._update("delegations", "id = ?", [delegation_id], {"token": token})
+
+    def end_delegation(self, delegation_id: int, at: str) -> None:
+        self._update("delegations", "id = ?", [delegation_id], {"ended_at": at})
+
+    def delegation(self, delegation_id: int) -> DelegationRow | None:
+        rows = list(self._rows("delegations", "id = ?", [delegation_id]))
+        return rows[0] if rows else None
+
+    def delegation_by_token(self, token: str) -> DelegationRow | None:
+        rows = list(self._rows("delegations", "token = ?", [token]))
+        return rows[0] if rows else None
+
+    def delegations(self, game_id: int, at: str) -> list[DelegationRow]:
+        """A game's stand-ins in their turn at moment ``at`` (one a seat at most)."""
+        where = "game_id = ? and since <= ? and until > ? and (ended_at is null or ended_at > ?)"
+        return list(self._rows("delegations", where, [game_id, at, at, at], order_by="seat"))
+
+    def delegations_due(self, now: str | None, game_id: int | None = None) -> list[DelegationRow]:
+        """Stand-ins' turns not yet ended whose time is up by ``now`` (None: whenever), of
+        running games (or of one), the first due first."""
+        sql = (
+            "select d.* from delegations d join games g on g.id = d.game_id "
+            "where d.ended_at is null and g.state = ? and (? is null or d.until <= ?) and (? is null or d.game_id = ?)"
+        )
+        return self._read(f"{sql} order by d.until, d.id", [GameState.RUNNING, now, now, game_id, game_id])
+
     # -- messages --------------------------------------------------------
 
     def seen(self, key: str) -> bool:
@@ -1518,7 +1574,8 @@ def _schema_5(db: sqlite_utils.Database) -> None:
     """Schema 5: a seat for the whole game.  ``seats.notify`` and
     ``games.notify``, how much mail a seat wants (referee.store.Notify); and
     ``offers``, what an address is asked to confirm by reply (a new address,
-    a stand-in, a seat offered to a person on standby)."""
+    a stand-in, a seat offered to a person on standby); ``delegations``, a
+    stand-in's turn at a seat."""
     for table in ("seats", "games"):
         if "notify" not in db.table(table).columns_dict:
             db.table(table).add_column("notify", str)
@@ -1543,6 +1600,26 @@ def _schema_5(db: sqlite_utils.Database) -> None:
     )
     db.table("offers").create_index(["token"], unique=True, if_not_exists=True)
     db.table("offers").create_index(["closed_at", "expires_at"], if_not_exists=True)
+    # A stand-in's turn at a seat (DELEGATE, once the stand-in accepted), with its own reply token.
+    db.table("delegations").create(
+        {
+            "id": int,
+            "game_id": int,
+            "seat": int,
+            "address": str,
+            "token": str,
+            "since": str,
+            "until": str,
+            "ended_at": str,
+        },
+        pk="id",
+        foreign_keys=[("game_id", "games", "id")],
+        not_null={"game_id", "seat", "address", "since", "until"},
+        if_not_exists=True,
+    )
+    db.table("delegations").create_index(["token"], unique=True, if_not_exists=True)
+    db.table("delegations").create_index(["game_id", "seat"], if_not_exists=True)
+    db.table("delegations").create_index(["ended_at", "until"], if_not_exists=True)
 
 
 # MIGRATIONS[n] takes a games.db from schema n to n + 1.  To change the

@@ -14,9 +14,6 @@ from referee.errors import EngineError
 from referee.mail.commands import tag
 from referee.mail.tokens import calendar_token, tagged
 from referee.record import (
-    BY_KEEPER,
-    BY_PLAYER,
-    BY_REFEREE,
     RECORD_FORMAT,
     Absence,
     PhaseRecord,
@@ -25,6 +22,7 @@ from referee.record import (
     absences,
     chain_digest,
     end_digest,
+    made_by,
     replay,
     stints,
 )
@@ -412,19 +410,17 @@ def _stints(seats: list[SeatRow], interventions: list[InterventionRow]) -> list[
 
 def public_intervention(row: InterventionRow) -> dict[str, Any]:
     """An intervention as the game's record has it: what was done, when, by
-    a keeper, the referee or a player (their time away), and why, with what
-    a replay needs (deadlines moved, seats taken over, by name; when a seat
-    is away); never an address, nor the words the keeper wrote to one seat
-    alone, nor a player's reason for being away."""
+    a keeper, the referee or a seat's player, and why, with what a replay
+    needs (deadlines moved, seats taken over, by name; when a seat is away;
+    a stand-in's seat and time); never an address, nor the words the keeper
+    wrote to one seat alone, nor a player's reason for being away."""
     detail = row["detail"]
     act = Act(row["act"])
-    player = act in (Act.AWAY, Act.BACK) or row["by"] == BY_PLAYER  # (a new address the player asked for)
-    by = BY_REFEREE if row["by"] is None else BY_PLAYER if player else BY_KEEPER
     public: dict[str, Any] = {
         "phase": row["phase"],
         "at": row["at"],
         "act": act.value,
-        "by": by,
+        "by": made_by(act, row["by"]),
         "why": "" if act in (Act.AWAY, Act.BACK) else row["why"],  # (a reason for being away is the keeper's)
     }
     if act in (Act.EXTEND, Act.OUTAGE, Act.RESUME):
@@ -444,7 +440,9 @@ def public_intervention(row: InterventionRow) -> dict[str, Any]:
     elif act == Act.SAY:
         seat = detail.get("seat")
         public.update(seat=seat, text=detail["text"] if seat is None else None)
-    elif act == Act.ADDRESS:
+    elif act == Act.DELEGATE:
+        public.update(seat=detail["seat"], until=detail["until"])  # (never the stand-in's address)
+    elif act in (Act.ADDRESS, Act.DELEGATE_END):
         public.update(seat=detail["seat"])
     return public
 
