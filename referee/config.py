@@ -66,6 +66,7 @@ _SETTINGS: dict[str, dict[str, str]] = {
         "decision_deadline": "duration",
         "settle": "duration",
         "reminder": "duration",
+        "longest_delegation": "duration",
     },
     "outage": {"gap": "duration", "grace": "duration"},
     "imap": {**_SERVER, "mailbox": "folder", "processed": "folder", "quarantine": "folder"},
@@ -160,6 +161,7 @@ class Config:
     decision_deadline: timedelta | None = None  # a choice in a resolution; None: the game's own, else the turn's
     settle: timedelta = timedelta(0)
     reminder: timedelta | None = timedelta(days=1)  # before a deadline; None: no reminders
+    longest_delegation: timedelta = timedelta(days=30)  # the longest a stand-in plays a seat (DELEGATE)
     outage_gap: timedelta | None = timedelta(hours=6)  # None: no outage guard
     outage_grace: timedelta = timedelta(hours=24)
     imap: Server | None = None

@@ -82,7 +82,7 @@ from referee.mail.tokens import (
 )
 from referee.resources import rule_texts, rules_page
 from referee.rules import GAMES, MoveError, kind_named
-from referee.store import MOVE_CODES, GameState, Notify, OfferRow, OutcomeCode
+from referee.store import MOVE_CODES, DelegationRow, GameState, Notify, OfferRow, OutcomeCode
 from referee.timeutil import iso, parse_duration, show_duration
 
 if TYPE_CHECKING:
@@ -121,6 +121,8 @@ class Sender:
     ended: int | None = None  # a finished game whose seat token it named
     keeper: bool = False  # a keeper's token (with this From): ``address`` is the keeper's, as configured
     offer: OfferRow | None = None  # an offer's token (with this From, the address it was made to)
+    stand_in: DelegationRow | None = None  # a stand-in's token (with its From), in its turn: it speaks for ``seat``
+    stood_in: DelegationRow | None = None  # a stand-in's token (with its From), after its turn ended
 
     @property
     def authenticated(self) -> bool:
@@ -147,6 +149,7 @@ class Desk:
         self.keeping, self.clock, self.offers = rooms.keeping, rooms.clock, rooms.offers
         self.absences = rooms.absences
         self.addresses = rooms.addresses
+        self.delegating = rooms.delegating
         self.message = message
         self._line = 0  # the number of the line being carried out
         self._rules_mailed: dict[str, int] = {}  # kind -> the line whose answer holds its rules
@@ -326,6 +329,8 @@ class Desk:
         ended = None
         for token in tokens:
             seat = self.store.seat_by_token(token)
+            if seat is None and (stand_in := self._stand_in(message, token)) is not None:
+                return stand_in
             if seat is None or seat["address"] is None:
                 continue
             if message.sender != seat["address"] and not self.config.accept_token_alone:
@@ -426,6 +431,28 @@ class Desk:
                 table.id,
             )
         return None
+
+    def _stand_in(self, message: Incoming, token: str) -> Sender | Outcome | None:
+        """A seat's stand-in (engine.delegating), proven as a seat is: their
+        own token and their From (and DKIM's pass, where configured); with
+        another From it is forged, and the stand-in is told.  In their turn
+        they speak for the seat; after it, what they ask of the seat is
+        refused, saying when their turn ended.  None when the token is no
+        stand-in's."""
+        delegation = self.store.delegation_by_token(token)
+        if delegation is None:
+            return None
+        table = self.tables.table(delegation["game_id"])
+        address = delegation["address"]
+        if message.sender != address and not self.config.accept_token_alone:
+            return self._forged(message, address, table, "token")
+        if self.config.dkim_authserv_id and not dkim_passed(message, self.config.dkim_authserv_id):
+            return self._forged(message, address, table, "dkim")
+        if table.row["state"] != GameState.RUNNING:
+            return Sender(address, ended=table.id)
+        if not self.delegating.in_turn(delegation, message.received_at):
+            return Sender(address, stood_in=delegation)
+        return Sender(address, table.id, delegation["seat"], stand_in=delegation)
 
     def _keeper_address(self, message: Incoming) -> Outcome:
         """A keeper's commands from their From, but not to their keeper
@@ -684,6 +711,9 @@ class Desk:
         if sender.game_id is None or sender.seat is None:  # (a token proves both, or neither)
             if sender.ended is not None:
                 raise Refusal(Why.SEAT_ENDED, game=sender.ended)
+            if (over := sender.stood_in) is not None:
+                at = min(over["until"], over["ended_at"] or over["until"])
+                raise Refusal(Why.STAND_IN_OVER, game=over["game_id"], seat=over["seat"], at=at)
             if not command.word:
                 raise Refusal(Why.UNKNOWN_COMMAND)
             raise Refusal(Why.NEEDS_SEAT, word=command.word)
@@ -730,10 +760,40 @@ class Desk:
         table, seat = self._seat(sender, command)
         return Answer(command.line, "hand", self.post.context(table, seat), OutcomeCode.DONE)
 
-    def _do_resign(self, sender: Sender, command: Command) -> Answer:
+    def _own_seat(self, sender: Sender, command: Command) -> tuple[Table, int]:
+        """As ``_seat``, for a command that is the seat's player's alone: a
+        stand-in moves for the seat, but never gives it up or away."""
         table, seat = self._seat(sender, command)
+        if sender.stand_in is not None:
+            raise Refusal(Why.STAND_IN_CANNOT, word=command.word)
+        return table, seat
+
+    def _do_resign(self, sender: Sender, command: Command) -> Answer:
+        table, seat = self._own_seat(sender, command)
         self.seating.resign_seat(table, seat, confirm=False)
         return Answer(command.line, "resign", self.post.context(table), OutcomeCode.DONE)
+
+    def _do_delegate(self, sender: Sender, command: Command) -> Answer:
+        """DELEGATE bob@example.org UNTIL 2026-12-10 (a date or a time, in the
+        player's TIMEZONE, else UTC), DELEGATE bob@example.org 5d (or "for
+        5d"), DELEGATE NONE: see engine.delegating."""
+        table, seat = self._own_seat(sender, command)
+        words = command.argument.split()
+        words = words[1:] if words and words[0].lower() == "to" else words  # "DELEGATE to bob@example.org ..."
+        if [word.lower() for word in words] == ["none"]:
+            return Answer(command.line, "delegate", self.delegating.stop(table, seat), OutcomeCode.DONE)
+        if len(words) < 2:
+            raise Refusal(Why.DELEGATE_HOW)
+        address, said = words[0].strip("<>,;"), words[1:]
+        when = " ".join(said[1:] if said[0].lower() in ("until", "till", "for") else said)
+        try:
+            if said[0].lower() != "until" and _is_duration(when):
+                until = self.clock() + parse_duration(when)
+            else:
+                until = _utc_moment(when, self.store.timezone(sender.address))
+        except ValueError:
+            raise Refusal(Why.DELEGATE_HOW, said=when) from None
+        return Answer(command.line, "delegate", self.delegating.ask(table, seat, address, until), OutcomeCode.DONE)
 
     def _do_accept(self, sender: Sender, command: Command) -> Answer:
         return self._answer_offer(sender, command, True)
@@ -1167,7 +1227,20 @@ class Desk:
             "references": (proven and one_line(str(message.headers.get("References", "") or ""))) or None,
         }
         if table is not None and sender.seat is not None:  # (a token proves both, or neither)
-            self.post.send(table, sender.seat, "reply", context, budget=budget, origin=self._origin, **headers)
+            # A receipt of a move is the seat's news: its stand-in's (or its player's, if the stand-in wrote) too.
+            moved = any(answer.code in MOVE_CODES for answer in answers)
+            if sender.stand_in is not None:
+                wrote = {**context, "wrote": sender.stand_in["address"]}
+                self.post.to_stand_in(
+                    table, sender.stand_in, "reply", wrote, budget=budget, origin=self._origin, **headers
+                )
+                if moved:
+                    own = self._subject(message, table, Sender(sender.address, table.id, sender.seat))
+                    self.post.send(table, sender.seat, "reply", {**wrote, "subject": own}, copy=False)
+            else:
+                self.post.send(
+                    table, sender.seat, "reply", context, copy=moved, budget=budget, origin=self._origin, **headers
+                )
         elif sender.keeper:  # to the keeper's address, carrying their keeper token
             reply_to = token_address(self.config.address, keeper_token(self.key, sender.address))
             self.post.mail(
@@ -1213,6 +1286,8 @@ class Desk:
         said = (sender.authenticated and without_tags(message.subject)) or "your mail to the referee"
         if sender.keeper:
             return f"Re: {tagged('[keeper]', keeper_token(self.key, sender.address))} {said}"
+        if table is not None and sender.stand_in is not None:
+            return f"Re: {tagged(table.tag(), sender.stand_in['token'] or '')} {said}"
         return f"Re: {table.tag(sender.seat)} {said}" if table else f"Re: {said}"
 
     def _outcome(self, sender: Sender, answers: list[Answer]) -> Outcome:
@@ -1229,6 +1304,7 @@ _ADDRESS_USAGE = "ADDRESS new@example.net (or ADDRESS new@example.net ALL: in ev
 _KEEPER_ADDRESS_EXAMPLE = "ADDRESS 7 2 bob@example.net Bob's new mail"
 _NEW_DURATIONS = ("deadline", "turn_deadline", "decision_deadline", "settle")  # NEW's settings that are durations
 _FILLER = ("of", "for", "game")  # "STATUS of game 7", "EXTEND game 7 2d"
+_SPACED_COLON = re.compile(r"\s*:\s*")
 
 
 def _past_filler(words: list[str]) -> list[str]:
@@ -1301,10 +1377,17 @@ def _away_moment(said: list[str], at: int, zone: str | None, end: bool) -> datet
         raise ValueError(f"'{text[:40]}' is no date such as 2026-12-03, nor a time such as 2026-12-03T18:00") from None
 
 
-def _utc_moment(text: str) -> datetime:
-    """A time as a keeper writes it: 2026-12-01T18:00:00Z, or with an offset; without one, UTC."""
+def _utc_moment(text: str, zone: str | None = None) -> datetime:
+    """A time as a keeper or a player writes it: 2026-12-01T18:00:00Z, or
+    with an offset, or a date alone (its midnight); without an offset, in
+    ``zone`` (a player's TIMEZONE), else UTC.  As UTC."""
+    text = _SPACED_COLON.sub(":", text.strip().rstrip("."))  # (a line's reading spaces a colon out: "18 : 00")
     moment = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return (
+        moment.replace(tzinfo=ZoneInfo(zone) if zone else UTC).astimezone(UTC)
+        if moment.tzinfo is None
+        else moment.astimezone(UTC)
+    )
 
 
 def _is_duration(word: str) -> bool:
@@ -1544,6 +1627,14 @@ COMMANDS = CommandTable(
         keeper_help="move a seat (named by its player's address or its number) to a new address at once: it gets "
         f"the seat's new reply address and hand, the old address is told; e.g. {_KEEPER_ADDRESS_EXAMPLE}",
         keeper_argument="<game> <seat> <new> [<why>]",
+    ),
+    Entry(
+        "delegate",
+        Who.PLAYER,
+        Desk._do_delegate,
+        "a stand-in moves for your seat until then (a date, a time, or a duration such as 5d): they agree first, "
+        "then get its hand, prompts and private mail, and their moves count as yours still do; DELEGATE NONE ends it",
+        argument="<address> UNTIL <date>",
     ),
     Entry("help", Who.ANYONE, Desk._do_help, "this list"),
     Entry(

@@ -58,6 +58,15 @@ class Why(Enum):
     NOT_AWAY = "not_away"  # BACK from a seat with no absence in force or to come
     # A seat's move to a new address (ADDRESS).
     ADDRESS_REFUSED = "address_refused"  # reason: why it cannot be done (the engine's words)
+    # Stand-ins (DELEGATE), and a stand-in's own mail.
+    DELEGATE_HOW = "delegate_how"  # said: the time or duration not understood, if any
+    DELEGATE_WHO = "delegate_who"  # address, problem (delegating.Unfit); seat: the other seat, if any
+    DELEGATE_WHEN = "delegate_when"  # until; problem: "past" or "long"; longest: the cap (longest_delegation)
+    DELEGATE_IN_FORCE = "delegate_in_force"  # address, until: the seat's stand-in now
+    DELEGATE_TOO_OFTEN = "delegate_too_often"  # most: offers a seat may make in a day
+    NO_STAND_IN = "no_stand_in"  # DELEGATE NONE, with no stand-in and none asked
+    STAND_IN_CANNOT = "stand_in_cannot"  # word: a command that is the seat's player's alone (RESIGN, DELEGATE)
+    STAND_IN_OVER = "stand_in_over"  # game, seat, at: the stand-in's turn ended then
     # The keeper's commands by mail.
     KEEPERS_ONLY = "keepers_only"  # word: a keeper's command, sent by someone not proven a keeper
     KEEPER_USAGE = "keeper_usage"  # usage, example; problem: what was wrong, if known

@@ -20,6 +20,7 @@ from typing import Any
 
 from referee.config import Config
 from referee.engine.absence import Absences
+from referee.engine.delegating import Delegating
 from referee.engine.phases import Phases
 from referee.engine.post import Post
 from referee.engine.seating import check_player_address
@@ -44,6 +45,7 @@ class Keeping:
     post: Post
     phases: Phases
     absences: Absences
+    delegating: Delegating  # a seat's stand-in, whose turn ends when the seat is given to a newcomer
 
     # -- deadlines --------------------------------------------------------
 
@@ -174,6 +176,7 @@ class Keeping:
         length = deadlines(table.row)[table.rules.phase(table.state).deadline_kind]  # type: ignore[union-attr]
         fresh = iso(now + length) if owes and iso(now + length) > open_["deadline"] else None
         others = [name for other, name in enumerate(table.names) if other != seat]
+        self.delegating.seat_changed(game_id, seat, f"seat {seat + 1} was given to a newcomer")
         self.store.take_seat(game_id, seat, address)
         detail = {
             "seat": seat,

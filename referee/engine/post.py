@@ -21,9 +21,9 @@ from referee.config import Config
 from referee.mail.compose import Composer
 from referee.mail.origin import UNKNOWN
 from referee.mail.parse import is_address
-from referee.mail.tokens import phase_tag, token_address, unsubscribe_token
+from referee.mail.tokens import phase_tag, tagged, token_address, unsubscribe_token
 from referee.resources import rules_page
-from referee.store import Act, GameState, MailState, SeatRow, Store
+from referee.store import Act, DelegationRow, GameState, MailState, SeatRow, Store
 from referee.tables import Table, deadlines, own_calendar
 from referee.timeutil import EventClock, from_iso, iso
 
@@ -173,21 +173,29 @@ class Post:
         seat's private news (Game.private_news), if any: one seat's news
         reaches only that seat's copy.  Each copy may also show what its
         reader knows now, as their own prompt would (``mine``: their seat's
-        view, made only if the template reads it).  Every seat but ``skip``."""
+        view, made only if the template reads it).  Every seat but ``skip``.
+        A seat's stand-in gets a copy of the seat's only when it carries news."""
         for seat in range(len(table.seats)):
             if seat == skip:
                 continue
             if table.human(seat) or (leavers and table.seats[seat]["address"] is not None):
                 news = None if news_since is NO_NEWS else table.rules.private_news(news_since, table.state, seat)
-                self.send(table, seat, template, {**context, "news": news, "mine": OwnView(table, seat)})
+                self.send(
+                    table, seat, template, {**context, "news": news, "mine": OwnView(table, seat)}, copy=bool(news)
+                )
 
-    def send(self, table: Table, seat: int, template: str, context: dict[str, Any], **headers: Any) -> None:
+    def send(
+        self, table: Table, seat: int, template: str, context: dict[str, Any], copy: bool = True, **headers: Any
+    ) -> None:
         """A mail to a seat: its subject tag and Reply-To carry the seat's
         token, its Message-ID the phase open now (see tokens.phase_tag): a
         prompt's, a receipt's (the reply goes before the phase is settled), or
         the one an announcement of a result opens.  Its List-Unsubscribe
         names the seat's unsubscribe address (tokens.unsubscribe_token), and
-        templates may show the seat's own calendar (``own_calendar``)."""
+        templates may show the seat's own calendar (``own_calendar``).  With
+        ``copy``, a stand-in in their turn at the seat (engine.delegating)
+        gets it too, at their own reply address (not spending the answers
+        ``headers`` may count)."""
         row = table.seats[seat]
         context = {
             **context,
@@ -205,6 +213,46 @@ class Post:
                 "id_tag": phase_tag(table.id, phase["number"] if phase else None),
                 "unsubscribe": row["address"]
                 and token_address(self.config.address, unsubscribe_token(self.key, table.id, seat, row["address"])),
+                **headers,
+            },
+        )
+        if copy:
+            for stand_in in self.store.delegations(table.id, iso(self.clock())):
+                if stand_in["seat"] == seat:
+                    self.to_stand_in(table, stand_in, template, context)
+
+    def to_stand_in(
+        self, table: Table, stand_in: DelegationRow, template: str, context: dict[str, Any], **headers: Any
+    ) -> None:
+        """A mail about a seat to its stand-in: the subject tag and Reply-To
+        carry the stand-in's own token; the template sees ``stand_in`` (the
+        seat, its name, the turn's end and the stand-in's address).  No
+        List-Unsubscribe (it would quiet the seat's player), nor the seat's
+        own calendar."""
+        seat = stand_in["seat"]
+        tag = tagged(table.tag(), stand_in["token"] or "")
+        phase = table.open_phase
+        context = {
+            **context,
+            "game": {**context["game"], "tag": tag},
+            "own_calendar": None,
+            "stand_in": {
+                "seat": seat,
+                "name": table.names[seat],
+                "until": stand_in["until"],
+                "address": stand_in["address"],
+            },
+        }
+        if "subject" in context:  # a reply's subject, made with the seat's tag
+            context["subject"] = context["subject"].replace(table.tag(seat), tag)
+        self.mail(
+            table.id,
+            stand_in["address"],
+            template,
+            context,
+            **{
+                "reply_to": token_address(self.config.address, stand_in["token"] or ""),
+                "id_tag": phase_tag(table.id, phase["number"] if phase else None),
                 **headers,
             },
         )

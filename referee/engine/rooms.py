@@ -7,6 +7,7 @@ Each room is handed only the rooms below it, so arrows run one way:
     offers                    what an address is asked to confirm by reply
     absences                  a player's time away (AWAY, BACK), and the deadlines it holds
     phases                    open, take moves, resolve, open the next
+    delegating                stand-ins: who moves for a seat until a time
     seating, keeping          games and seats; the keeper's acts (extend, pause, replace...)
     addresses                 a seat's move to a new address (confirmed by it, or the keeper's)
     timers                    deadlines, reminders, the ends of pauses
@@ -29,6 +30,7 @@ import secrets
 from referee.config import Config
 from referee.engine.absence import Absences
 from referee.engine.addresses import Addresses
+from referee.engine.delegating import Delegating
 from referee.engine.keeping import Keeping
 from referee.engine.offers import Offers, Terms
 from referee.engine.phases import Phases
@@ -56,14 +58,29 @@ class Rooms:
         # every room reads the one clock (see EventClock)
         self.absences = Absences(store, config, self.clock, self.tables, self.post)
         self.phases = Phases(store, config, self.clock, self.tables, self.post, self.absences)
-        self.seating = Seating(store, config, self.clock, self.key, self.tables, self.post, self.phases, seeds)
-        self.keeping = Keeping(store, config, self.clock, self.tables, self.post, self.phases, self.absences)
+        self.delegating = Delegating(store, config, self.clock, self.tables, self.post, self.offers, self.key)
+        self.offers.register(OfferKind.DELEGATE, Terms(self.delegating.begin, self.delegating.declined))
+        self.seating = Seating(
+            store, config, self.clock, self.key, self.tables, self.post, self.phases, seeds, self.delegating
+        )
+        self.keeping = Keeping(
+            store, config, self.clock, self.tables, self.post, self.phases, self.absences, self.delegating
+        )
         self.addresses = Addresses(
             store, config, self.clock, self.key, self.tables, self.post, self.phases, self.offers
         )
         self.offers.register(OfferKind.ADDRESS, Terms(self.addresses.confirmed, self.addresses.lapsed))
         self.timers = Timers(
-            store, config, self.clock, self.tables, self.post, self.phases, self.keeping, self.absences, self.offers
+            store,
+            config,
+            self.clock,
+            self.tables,
+            self.post,
+            self.phases,
+            self.keeping,
+            self.absences,
+            self.offers,
+            self.delegating,
         )
         self.reports = Reports(store, self.tables, self.post)
         self.watch = Watch(store, config, self.clock, self.post, self.reports)

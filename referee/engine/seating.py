@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from referee.config import Config
+from referee.engine.delegating import Delegating
 from referee.engine.phases import Phases
 from referee.engine.post import Post
 from referee.errors import EngineError, Refusal, Why
@@ -40,6 +41,7 @@ class Seating:
     post: Post
     phases: Phases
     seeds: Seeds  # each new game's secret seed, drawn as seeds(32)
+    delegating: Delegating  # a seat's stand-in, whose turn ends when its player leaves
 
     def token(self, game_id: int, seat: int) -> str:
         return seat_token(self.key, game_id, seat)
@@ -238,6 +240,7 @@ class Seating:
         # recorded in (a RESIGN read after phases were resolved meanwhile).
         now = max(self.clock(), from_iso(phase["opened_at"]))
         address = table.label(seat)
+        self.delegating.seat_changed(table.id, seat, f"seat {seat + 1}'s player left the game")
         if confirm:
             self.post.send(table, seat, "resigned", {**self.post.context(table, seat), "address": address})
         taken = _taken_from_a_bot(table, seat, phase["number"])

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from referee.config import Config
 from referee.engine.absence import Absences
+from referee.engine.delegating import Delegating
 from referee.engine.keeping import Keeping
 from referee.engine.offers import Offers
 from referee.engine.phases import Phases
@@ -35,10 +36,12 @@ class Timers:
     keeping: Keeping
     absences: Absences
     offers: Offers
+    delegating: Delegating
 
     def tick(self, guard: bool = True) -> list[str]:
         """Guard against an outage, end the pauses whose time has come, close
-        the offers no one answered in time, enforce deadlines and settle windows, send due reminders; returns
+        the offers no one answered in time, end the stand-ins' turns whose time
+        has come, enforce deadlines and settle windows, send due reminders; returns
         what it did, one line each.  A paused game has no deadline."""
         now = self.clock()
         # Pauses whose time has come end first, so that the outage guard
@@ -46,6 +49,7 @@ class Timers:
         # through, as any other.
         done = self.keeping.resume_due()
         done += self.offers.expire_due()
+        done += self.delegating.end_due()
         done += self.guard_outage() if guard else []
         paused = self.store.paused()
         # Only games with something due are read (a read replays the game):
@@ -96,8 +100,8 @@ class Timers:
 
     def next_due(self, game_id: int | None = None) -> list[datetime]:
         """When tick() next has work: every open phase's deadline, settle end
-        and reminder time (of one game's, with ``game_id``)."""
-        moments = []
+        and reminder time, and every stand-in's turn's end (of one game's, with ``game_id``)."""
+        moments = self.delegating.ends(game_id)  # (a stand-in's turn ends at its time, paused or not)
         paused = self.store.paused()
         for phase in self.store.open_phases(game_id):
             if phase["game_id"] in paused:  # only its pause's end, if it has one

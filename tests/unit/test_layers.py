@@ -96,6 +96,7 @@ def test_the_engine_and_its_rooms_have_no_method_only_the_tests_call():
     ``self.seating.join``) or by its own class (``self.join``): what only
     tests need lives in the tests' helpers (issue 31, item 7)."""
     from referee.engine import Engine
+    from referee.engine.delegating import Delegating
     from referee.engine.phases import Phases
     from referee.engine.post import Post
     from referee.engine.reports import Reports
@@ -112,6 +113,7 @@ def test_the_engine_and_its_rooms_have_no_method_only_the_tests_call():
                 called.setdefault((path if name == "self" else None, str(name)), set()).add(node.attr)
     for room, name in (
         (Engine, "engine"),
+        (Delegating, "delegating"),
         (Phases, "phases"),
         (Post, "post"),
         (Reports, "reports"),

@@ -187,6 +187,40 @@ EXAMPLES = {
         {"reason": "game 1 has a seat played from bob@example.org already"},
         "Game 1 has a seat played from bob@example.org already. Nothing was changed.",
     ),
+    Why.DELEGATE_HOW: (
+        {"said": "next week"},
+        '"next week" is no date, time or duration. Write DELEGATE, your stand-in\'s address and until when: '
+        "DELEGATE bob@example.org UNTIL 2026-12-10 (a date, or a time such as 2026-12-10T18:00, in your TIMEZONE, "
+        "else UTC), or DELEGATE bob@example.org 5d; DELEGATE NONE ends it.",
+    ),
+    Why.DELEGATE_WHO: (
+        {"address": "bob@example.org", "problem": "plays", "seat": 1},
+        "bob@example.org plays seat 2 of this game: nobody plays two seats of one game.",
+    ),
+    Why.DELEGATE_WHEN: (
+        {"until": "2026-12-31T00:00:00Z", "problem": "long", "longest": timedelta(days=30)},
+        "A stand-in may play a seat for 30 days at most (this referee's longest_delegation), and "
+        "2026-12-31 00:00 UTC is further off: ask for less.",
+    ),
+    Why.DELEGATE_IN_FORCE: (
+        {"address": "dora@example.net", "until": "2026-12-10T00:00:00Z"},
+        "dora@example.net stands in for your seat until 2026-12-10 00:00 UTC already: DELEGATE NONE ends that "
+        "turn, then you may name another.",
+    ),
+    Why.DELEGATE_TOO_OFTEN: (
+        {"most": 3},
+        "Your seat has asked 3 people to stand in for it within a day, which is as many as it may: ask again tomorrow.",
+    ),
+    Why.NO_STAND_IN: ({}, "Your seat has no stand-in, and has asked nobody to be one: there is nothing to end."),
+    Why.STAND_IN_CANNOT: (
+        {"word": "resign"},
+        "RESIGN is for the seat's own player: as its stand-in you may move for it and ask for its STATUS and HAND.",
+    ),
+    Why.STAND_IN_OVER: (
+        {"game": 7, "seat": 0, "at": "2026-12-10T00:00:00Z"},
+        "Your turn as stand-in for seat 1 of game 7 ended at 2026-12-10 00:00 UTC: its player plays it again, and "
+        "your mail no longer counts for it. Thank you for standing in.",
+    ),
     Why.KEEPERS_ONLY: (
         {"word": "extend"},
         (
