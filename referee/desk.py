@@ -297,8 +297,13 @@ class Desk:
         return next(filter(None, map(self.store.sent_by_id, thread_ids(self.message.headers))), None)
 
     def _answered_subject(self) -> str:
-        """The subject of the referee's mail the message answers, if known."""
-        return self._answered_mail["subject"] if self._answered_mail else ""
+        """The subject of the referee's mail the message answers, if known;
+        "" for a confirmation whose subject is the command it confirms (JOIN
+        bid): a reply that says nothing repeats that command."""
+        mail = self._answered_mail
+        if mail is None or (mail["budget"] == "signup" and COMMANDS.read(without_tags(mail["subject"])).word):
+            return ""
+        return mail["subject"]
 
     def _answered(self, message: Incoming) -> list[str]:
         """The lines of the referee's mail the message replies to, when it

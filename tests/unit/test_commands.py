@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from conftest import PLAYERS, FakeClock, dsn, last_id, mails, make_mail
+from conftest import answer as reply_to
 from conftest import send as play
 
 from referee.config import Config
@@ -588,6 +589,16 @@ def test_a_reply_to_the_confirmation_signs_up(engine, clock, body):
     assert [p["address"] for p in status["players"]] == [DAVE]
     ((_, text),) = answers_in(only_mail(engine, DAVE, before)["body"])
     assert "You have signed up for game 1 (Game of Pure Skill): 1 of 3" in text
+
+
+def test_an_empty_reply_to_the_confirmation_as_a_mail_client_sends_it_signs_up(engine, clock):
+    """Its subject repeats the confirmation's ("Re: [pure-skill ...] JOIN
+    pure-skill") and its thread names it: the subject is the command to
+    carry out, as the confirmation says ("you need not write anything")."""
+    write(engine, clock, DAVE, "JOIN pure-skill")
+    confirmation = signup_mail(engine, DAVE)
+    assert reply_to(engine, clock, {**confirmation, "to": DAVE}, "").code == "done"
+    assert [p["address"] for p in engine.status(1)["players"]] == [DAVE]
 
 
 def test_the_confirmation_from_another_address_signs_nobody_up(engine, clock):
