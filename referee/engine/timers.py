@@ -100,8 +100,10 @@ class Timers:
 
     def next_due(self, game_id: int | None = None) -> list[datetime]:
         """When tick() next has work: every open phase's deadline, settle end
-        and reminder time, and every stand-in's turn's end (of one game's, with ``game_id``)."""
+        and reminder time, every stand-in's turn's end and every open offer's
+        lapse (of one game's, with ``game_id``)."""
         moments = self.delegating.ends(game_id)  # (a stand-in's turn ends at its time, paused or not)
+        moments += [from_iso(offer["expires_at"]) for offer in self.store.open_offers(game_id=game_id)]
         paused = self.store.paused()
         for phase in self.store.open_phases(game_id):
             if phase["game_id"] in paused:  # only its pause's end, if it has one

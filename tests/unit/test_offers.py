@@ -118,3 +118,11 @@ def test_accept_without_an_offer_is_refused_and_changes_nothing(engine, clock, n
     outcome = send(engine, clock, "a@example.org", "ACCEPT")
     assert str(outcome).startswith("refused")
     assert "answers an offer" in mails(engine, "a@example.org")[-1]["body"]
+
+
+def test_an_offers_lapse_is_a_moment_the_referee_wakes_for(engine, clock, noted):
+    made = offer(engine, lasts=timedelta(hours=6))
+    assert engine.next_due() == [clock() + timedelta(hours=6)]  # serve sleeps until then, not its heartbeat
+    clock.advance(hours=7)
+    engine.catch_up(clock())  # after a restore: each moment in turn
+    assert noted.lapsed == [(made["id"], "expired")] and engine.next_due() == []
