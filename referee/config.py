@@ -67,6 +67,7 @@ _SETTINGS: dict[str, dict[str, str]] = {
         "settle": "duration",
         "reminder": "duration",
         "longest_delegation": "duration",
+        "standby_answer": "duration",
     },
     "outage": {"gap": "duration", "grace": "duration"},
     "imap": {**_SERVER, "mailbox": "folder", "processed": "folder", "quarantine": "folder"},
@@ -162,6 +163,9 @@ class Config:
     settle: timedelta = timedelta(0)
     reminder: timedelta | None = timedelta(days=1)  # before a deadline; None: no reminders
     longest_delegation: timedelta = timedelta(days=30)  # the longest a stand-in plays a seat (DELEGATE)
+    # How long a person on standby has to accept a seat left mid-game before
+    # it is offered to the next on the list.
+    standby_answer: timedelta = timedelta(days=1)
     outage_gap: timedelta | None = timedelta(hours=6)  # None: no outage guard
     outage_grace: timedelta = timedelta(hours=24)
     imap: Server | None = None
@@ -256,6 +260,8 @@ class _Reader:
                 values[keep] = referee[keep] or None  # "0s": keep it all
         if "reminder" in defaults:
             values["reminder"] = defaults["reminder"] or None  # "0s": no reminders
+        if defaults.get("standby_answer") == timedelta(0):  # every offer would lapse unread, the list emptied
+            raise self.error("defaults", "standby_answer", "defaults.standby_answer must be longer than nothing")
         for kind in ("imap", "smtp"):
             if kind in sections:
                 values[kind] = self.server(kind, sections[kind])

@@ -150,6 +150,7 @@ class Desk:
         self.absences = rooms.absences
         self.addresses = rooms.addresses
         self.delegating = rooms.delegating
+        self.standby = rooms.standby
         self.message = message
         self._line = 0  # the number of the line being carried out
         self._rules_mailed: dict[str, int] = {}  # kind -> the line whose answer holds its rules
@@ -299,7 +300,7 @@ class Desk:
     def _answered_subject(self) -> str:
         """The subject of the referee's mail the message answers, if known;
         "" for a confirmation whose subject is the command it confirms (JOIN
-        bid): a reply that says nothing repeats that command."""
+        bid, STANDBY bid): a reply that says nothing repeats that command."""
         mail = self._answered_mail
         if mail is None or (mail["budget"] == "signup" and COMMANDS.read(without_tags(mail["subject"])).word):
             return ""
@@ -876,36 +877,46 @@ class Desk:
     def _do_list(self, sender: Sender, command: Command) -> Answer:
         return Answer(command.line, "list", self.reports.listing(), OutcomeCode.DONE)
 
-    def _do_join(self, sender: Sender, command: Command) -> Answer:
-        named = command.argument
-        kind = (
-            (kind_named(named) or named.lower())
-            if named
-            else (next(iter(sender.signed)) if len(sender.signed) == 1 else "")
+    def _kind_asked(self, sender: Sender, named: str) -> str:
+        """The kind of game a line names ("" for none); none named, the kind
+        of the one sign-up token the mail carries, if one."""
+        if named:
+            return kind_named(named) or named.lower()
+        return next(iter(sender.signed)) if len(sender.signed) == 1 else ""
+
+    def _confirm_first(self, sender: Sender, kind: str, word: str, **more: Any) -> None:
+        """Mail ``sender`` the confirmation of a command (``word``: JOIN's,
+        STANDBY's; its template ``<word>-confirm``) to reply to, whose reply
+        address carries the sign-up token of ``kind``: the reply proves the
+        address reads its mail, and its subject repeats the command."""
+        token = signup_token(self.key, kind, sender.address)
+        context: dict[str, Any] = {
+            "kind": kind,
+            "title": GAMES[kind].title,
+            "tag": tagged(f"[{kind}]", token),
+            "game": None,
+            "referee": self.config.address,
+            **more,
+        }
+        sent = self.post.mail(
+            None,
+            sender.address,
+            f"{word}-confirm",
+            context,
+            reply_to=token_address(self.config.address, token),
+            answers=self.message.key,
+            budget="signup",
+            origin=self._origin,
         )
+        if not sent:
+            raise Refusal(Why.TOO_MANY_MAILS, command=word.upper())
+
+    def _do_join(self, sender: Sender, command: Command) -> Answer:
+        kind = self._kind_asked(sender, command.argument)
         if kind not in GAMES:
             raise Refusal(Why.NO_SUCH_GAME if kind else Why.JOIN_WHICH, kinds=list(GAMES))
         if kind not in sender.signed:
-            token = signup_token(self.key, kind, sender.address)
-            context: dict[str, Any] = {
-                "kind": kind,
-                "title": GAMES[kind].title,
-                "tag": tagged(f"[{kind}]", token),
-                "game": None,
-                "referee": self.config.address,
-            }
-            sent = self.post.mail(
-                None,
-                sender.address,
-                "join-confirm",
-                context,
-                reply_to=token_address(self.config.address, token),
-                answers=self.message.key,
-                budget="signup",
-                origin=self._origin,
-            )
-            if not sent:
-                raise Refusal(Why.TOO_MANY_MAILS)
+            self._confirm_first(sender, kind, "join")
             return Answer(command.line, "join", {"confirm": True, "title": GAMES[kind].title}, OutcomeCode.DONE)
         game_id, started = self.seating.join(kind, sender.address, self.message.key)
         context = {
@@ -926,6 +937,33 @@ class Desk:
         for kind in kinds:
             self.seating.leave(kind, sender.address)
         return Answer(command.line, "leave", {"titles": [GAMES[k].title for k in kinds]}, OutcomeCode.DONE)
+
+    def _do_standby(self, sender: Sender, command: Command) -> Answer:
+        """STANDBY <game>, or STANDBY <game> OFF: onto (or off) the list of
+        those offered a seat a player leaves mid-game (engine.standby). From
+        mail that proves no address (a reply to any of the referee's mails
+        to it does), a confirmation to reply to first, as for JOIN."""
+        words = command.argument.split()
+        off = bool(words) and words[-1].lower() == "off"
+        kind = self._kind_asked(sender, " ".join(words[:-1] if off else words))
+        if kind not in GAMES:
+            listed = [k for k, game in GAMES.items() if game.bots_replaceable]  # those with a standby list
+            if kind:
+                raise Refusal(Why.NO_SUCH_GAME, kinds=listed, command="standby")
+            raise Refusal(Why.STANDBY_WHICH, kinds=listed)
+        title = GAMES[kind].title
+        if not GAMES[kind].bots_replaceable:
+            raise Refusal(Why.NO_STANDBY, title=title)
+        context: dict[str, Any] = {"title": title, "kind": kind, "off": off, "confirm": not sender.authenticated}
+        if not sender.authenticated:
+            self._confirm_first(sender, kind, "standby", off=off)
+        elif off:
+            context["was_on"] = self.standby.leave(kind, sender.address)
+        else:
+            context["added"] = self.standby.join(kind, sender.address)
+            context["place"], context["waiting"] = self.standby.place(kind, sender.address)
+            context["answer"] = show_duration(self.config.standby_answer)
+        return Answer(command.line, "standby", context, OutcomeCode.DONE)
 
     def _do_timezone(self, sender: Sender, command: Command) -> Answer:
         if not sender.authenticated:
@@ -1588,7 +1626,12 @@ COMMANDS = CommandTable(
     Entry(
         "resign", Who.PLAYER, Desk._do_resign, "leave the game; a random bot plays your seat from now on", alone=True
     ),
-    Entry("list", Who.ANYONE, Desk._do_list, "games open for sign-up, and games being played"),
+    Entry(
+        "list",
+        Who.ANYONE,
+        Desk._do_list,
+        "games open for sign-up, games being played, and how many wait on standby for each kind",
+    ),
     Entry(
         "join",
         Who.ANYONE,
@@ -1597,6 +1640,14 @@ COMMANDS = CommandTable(
         argument="<game>",
     ),
     Entry("leave", Who.PLAYER, Desk._do_leave, "take back your sign-up (before the game starts)", alone=True),
+    Entry(
+        "standby",
+        Who.ANYONE,
+        Desk._do_standby,
+        "wait to take over a seat of that kind of game a player leaves mid-game: the first on standby is "
+        "offered it by mail; STANDBY <game> OFF takes you off the list",
+        argument="<game> [OFF]",
+    ),
     Entry(
         "rules",
         Who.ANYONE,

@@ -42,11 +42,13 @@ class Why(Enum):
     NO_SUCH_GAME = "no_such_game"  # kinds; command: one to show an example of ("rules"), if any
     JOIN_WHICH = "join_which"  # kinds
     SIGNED_ALREADY = "signed_already"  # game, more: the players it still waits for
-    TOO_MANY_MAILS = "too_many_mails"
+    TOO_MANY_MAILS = "too_many_mails"  # command: to send again (JOIN, STANDBY)
     LEAVE_BEGUN = "leave_begun"  # game
     LEAVE_NOT_SIGNED = "leave_not_signed"
     TIMEZONE_UNPROVEN = "timezone_unproven"
     UNKNOWN_ZONE = "unknown_zone"  # zone: as the player wrote it
+    STANDBY_WHICH = "standby_which"  # kinds
+    NO_STANDBY = "no_standby"  # title: a game whose rules keep a leaver's seat a bot's (Game.bots_replaceable)
     # Offers (a seat, a new address, a stand-in's turn), answered by reply.
     NO_OFFER = "no_offer"  # word: ACCEPT or REJECT, in a mail that answers no offer
     OFFER_CLOSED = "offer_closed"  # reason: why it can no longer be taken (the engine's words)

@@ -172,14 +172,16 @@ _DEADLINE_ACTS = (Act.EXTEND, Act.OUTAGE, Act.RESUME, Act.REPLACE, Act.ABSENT)  
 BY_KEEPER, BY_REFEREE, BY_PLAYER = "keeper", "referee", "player"  # who made an intervention, as the record says
 # Who makes each act: a keeper, the referee itself (an outage; a deadline
 # moved for an absence; a pause's end at its time; a stand-in's turn cut
-# short when its seat changed hands), or a seat's own player (time away, a
-# stand-in, a new address they asked for and confirmed).
+# short when its seat changed hands; a seat taken over by a person on
+# standby, only a seat a bot played since its player left: engine.standby),
+# or a seat's own player (time away, a stand-in, a new address they asked
+# for and confirmed).
 MADE_BY = {
     Act.EXTEND: {BY_KEEPER},
     Act.OUTAGE: {BY_REFEREE},
     Act.PAUSE: {BY_KEEPER},
     Act.RESUME: {BY_KEEPER, BY_REFEREE},
-    Act.REPLACE: {BY_KEEPER},
+    Act.REPLACE: {BY_KEEPER, BY_REFEREE},
     Act.CANCEL: {BY_KEEPER},
     Act.SAY: {BY_KEEPER},
     Act.AWAY: {BY_PLAYER},
@@ -593,7 +595,8 @@ def _check_interventions(record: Mapping[str, Any]) -> None:
     resumed in the phase it paused; each act is made by whom MADE_BY says
     (the referee moves a deadline for an outage or an absence, a seat's
     player says they are away and back and names a stand-in, a keeper does
-    the rest); each absence is within its seat's cap, and a seat comes back
+    the rest, and the referee gives a person on standby a seat a bot played
+    since its player left); each absence is within its seat's cap, and a seat comes back
     only from one; a seat moves to a new address only while a person plays
     it; a stand-in's turns keep their order (_check_delegations)."""
     phases = record["phases"]
@@ -619,6 +622,8 @@ def _check_interventions(record: Mapping[str, Any]) -> None:
                 raise RecordError(f"{where} is dated {i['at']}, while phase {number} was not open")
         if i["by"] not in MADE_BY[Act(i["act"])]:
             raise RecordError(f"{where} says it was made by the {i['by']}, who makes no {i['act']}")
+        if i["act"] == Act.REPLACE and i["by"] == BY_REFEREE and i["left_at"] is None:
+            raise RecordError(f"{where} says the referee gave away a seat whose player never left")
         if i["act"] in (Act.AWAY, Act.BACK):
             _check_away(i, absences(found[:index]), where)
         if i["act"] == Act.ADDRESS and _bots_seat(bots, i["seat"], number):

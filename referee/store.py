@@ -216,6 +216,12 @@ class SignupRow(TypedDict):
     joined_at: str
 
 
+class StandbyRow(TypedDict):
+    kind: str  # the kind of game whose seats the address would take over
+    address: str
+    since: str  # when it went on the list: the first on it is offered a seat first
+
+
 class BounceRow(TypedDict):
     id: int
     address: str
@@ -404,6 +410,7 @@ _TABLES = {
     "interventions",
     "offers",  # (schema 5)
     "delegations",  # (schema 5)
+    "standby",  # (schema 5)
     "signups",
     "players",
     "bounces",
@@ -907,6 +914,28 @@ class Store:
 
     def set_timezone(self, address: str, zone: str | None) -> None:
         self._upsert("players", {"address": address.lower(), "timezone": zone}, key="address")
+
+    # -- the standby lists: who would take over a seat left mid-game ---------
+
+    def standby(self, kind: str) -> list[StandbyRow]:
+        """Who waits on standby for a game of ``kind``, first come first."""
+        return list(self._rows("standby", "kind = ?", [kind], order_by="since, rowid"))
+
+    def add_standby(self, kind: str, address: str, since: str) -> bool:
+        """Put ``address`` on the standby list of ``kind``; False if it is on it already."""
+        added = self._write(
+            "insert or ignore into standby (kind, address, since) values (?, ?, ?)", [kind, address.lower(), since]
+        )
+        return added.rowcount > 0
+
+    def remove_standby(self, kind: str, address: str) -> bool:
+        """Take ``address`` off the standby list of ``kind``; False if it was not on it."""
+        return self._write("delete from standby where kind = ? and address = ?", [kind, address.lower()]).rowcount > 0
+
+    def standby_counts(self) -> dict[str, int]:
+        """How many wait on standby, per kind of game (kinds nobody waits for left out)."""
+        rows = self._read("select kind, count(*) as waiting from standby group by kind order by kind")
+        return {row["kind"]: row["waiting"] for row in rows}
 
     def add_bounce(self, **row: Any) -> None:
         self._insert("bounces", row)
@@ -1572,10 +1601,11 @@ def _schema_4(db: sqlite_utils.Database) -> None:
 
 def _schema_5(db: sqlite_utils.Database) -> None:
     """Schema 5: a seat for the whole game.  ``seats.notify`` and
-    ``games.notify``, how much mail a seat wants (referee.store.Notify); and
+    ``games.notify``, how much mail a seat wants (referee.store.Notify);
     ``offers``, what an address is asked to confirm by reply (a new address,
     a stand-in, a seat offered to a person on standby); ``delegations``, a
-    stand-in's turn at a seat."""
+    stand-in's turn at a seat; and ``standby``, who would take over a seat
+    of a kind of game left mid-game."""
     for table in ("seats", "games"):
         if "notify" not in db.table(table).columns_dict:
             db.table(table).add_column("notify", str)
@@ -1620,6 +1650,13 @@ def _schema_5(db: sqlite_utils.Database) -> None:
     db.table("delegations").create_index(["token"], unique=True, if_not_exists=True)
     db.table("delegations").create_index(["game_id", "seat"], if_not_exists=True)
     db.table("delegations").create_index(["ended_at", "until"], if_not_exists=True)
+    # Who would take over a seat of a kind of game left mid-game (STANDBY, confirmed).
+    db.table("standby").create(
+        {"kind": str, "address": str, "since": str},
+        pk=("kind", "address"),
+        not_null={"since"},
+        if_not_exists=True,
+    )
 
 
 # MIGRATIONS[n] takes a games.db from schema n to n + 1.  To change the

@@ -157,11 +157,13 @@ class Keeping:
 
     # -- seats -------------------------------------------------------------
 
-    def replace(self, game_id: int, seat_named: str, address: str, who: str, why: str = "") -> str:
+    def replace(self, game_id: int, seat_named: str, address: str, who: str | None, why: str = "") -> str:
         """``address`` takes over a seat (named by its player's address, its
         number or "bot N"): the seat's reply address, hand and history stay
         with it; the newcomer is sent everything the seat knows and, if the
-        seat owes a move now, the whole deadline for it."""
+        seat owes a move now, the whole deadline for it.  ``who`` None: the
+        referee, for a person on standby who accepted a seat its player left
+        (engine.standby); whoever left it was told they get no more mail."""
         address = address.strip().lower()
         check_player_address(address, self.config.address)
         table, open_ = self._open(game_id)
@@ -201,8 +203,10 @@ class Keeping:
             "why": why,
             "old": open_["deadline"] if fresh else None,
             "held": held,
+            "standby": who is None,
+            "bot_moved": bot and seat in open_["movers"],  # its move in the open phase stands (record.stints)
         }
-        if was is not None:
+        if was is not None and who is not None:
             self.post.mail(game_id, was, "keeper/replaced-out", {**context, "address": address, "former": True})
         self.post.announce(table, "keeper/replaced", context, skip=seat)  # the newcomer is welcomed instead
         self.post.send(table, seat, "keeper/welcome", {**context, **self.post.context(table, seat)})
@@ -250,11 +254,18 @@ class Keeping:
         return max(self.clock(), from_iso(phase["opened_at"])).replace(microsecond=0)
 
     def _intervene(
-        self, table: Table, phase: PhaseRow, act: Act, who: str, why: str, at: datetime | None = None, **detail: Any
+        self,
+        table: Table,
+        phase: PhaseRow,
+        act: Act,
+        who: str | None,
+        why: str,
+        at: datetime | None = None,
+        **detail: Any,
     ) -> str:
         when = iso(at or self._now(phase))
         self.store.intervene(table.id, phase["number"], when, act, who, why.strip(), **detail)
-        log.info("game %d %s: %s by %s", table.id, phase["label"], act.value, who)
+        log.info("game %d %s: %s by %s", table.id, phase["label"], act.value, who or "the referee")
         return when
 
     def _announce(self, game_id: int, template: str, **context: Any) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from referee.engine.post import Post
 from referee.mail.commands import tag
-from referee.rules import get_game
+from referee.rules import GAMES, get_game
 from referee.store import BounceRow, FaultAside, GameRow, GameState, MailState, Store
 from referee.tables import Tables
 from referee.timeutil import iso
@@ -44,7 +44,8 @@ class Reports:
     def listing(self, game_id: int | None = None) -> dict[str, Any]:
         """Games open for sign-up and running games, as LIST tells anyone
         (how many have signed up, never who); a running game that the
-        keeper paused says since when and until when (no deadline runs)."""
+        keeper paused says since when and until when (no deadline runs);
+        and how many wait on standby for each kind of game (never who)."""
         open_games = [
             {
                 "id": g["id"],
@@ -71,7 +72,12 @@ class Reports:
                     "paused": pause and {"at": pause["at"], "until": pause["detail"].get("until")},
                 }
             )
-        return {"open": open_games, "running": running}
+        standby = [
+            {"kind": kind, "title": get_game(kind).title, "waiting": waiting}
+            for kind, waiting in self.store.standby_counts().items()
+            if kind in GAMES  # (a game no longer installed offers no seats)
+        ]
+        return {"open": open_games, "running": running, "standby": standby}
 
     def status(self, game_id: int) -> dict[str, Any]:
         """The public state of a game, as ``referee status --json`` prints it."""

@@ -10,6 +10,7 @@ Each room is handed only the rooms below it, so arrows run one way:
     delegating                stand-ins: who moves for a seat until a time
     seating, keeping          games and seats; the keeper's acts (extend, pause, replace...)
     addresses                 a seat's move to a new address (confirmed by it, or the keeper's)
+    standby                   who takes over a seat left mid-game (offered it by an offer)
     timers                    deadlines, reminders, the ends of pauses
     reports                   LIST, status, history, health (reads only)
     watch                     the keepers' mail about the health
@@ -37,6 +38,7 @@ from referee.engine.phases import Phases
 from referee.engine.post import Post
 from referee.engine.reports import Reports
 from referee.engine.seating import Seating, Seeds
+from referee.engine.standby import Standby
 from referee.engine.timers import Timers
 from referee.engine.watch import Watch
 from referee.mail.compose import Composer
@@ -70,6 +72,9 @@ class Rooms:
             store, config, self.clock, self.key, self.tables, self.post, self.phases, self.offers
         )
         self.offers.register(OfferKind.ADDRESS, Terms(self.addresses.confirmed, self.addresses.lapsed))
+        self.standby = Standby(store, config, self.clock, self.tables, self.offers, self.keeping)
+        self.offers.register(OfferKind.SEAT, Terms(self.standby.accept, self.standby.lapse))
+        self.seating.on_leaving = self.standby.seat_left  # a seat left mid-game is offered to standby
         self.timers = Timers(
             store,
             config,

@@ -42,6 +42,9 @@ class Seating:
     phases: Phases
     seeds: Seeds  # each new game's secret seed, drawn as seeds(32)
     delegating: Delegating  # a seat's stand-in, whose turn ends when its player leaves
+    # Told of each seat a player leaves mid-game (game id, seat), once a bot
+    # plays it: the standby room offers it on (see Rooms).
+    on_leaving: Callable[[int, int], None] | None = None
 
     def token(self, game_id: int, seat: int) -> str:
         return seat_token(self.key, game_id, seat)
@@ -254,6 +257,8 @@ class Seating:
         self.phases.bot_moves(table, phase, now)
         self.phases.advance(table.id)
         log.info("game %d: seat %d is now a bot", table.id, seat)
+        if self.on_leaving is not None:
+            self.on_leaving(table.id, seat)
 
 
 def _taken_from_a_bot(table: Table, seat: int, phase: int) -> dict[str, Any] | None:

@@ -27,6 +27,7 @@ PLAYING = Path(__file__).parents[2] / "docs" / "playing.md"
 # A line that uses each command as a player would write it (an argument where one is needed)
 EXAMPLES = {
     "join": "JOIN pure-skill",
+    "standby": "STANDBY bid",
     "timezone": "TIMEZONE Europe/Berlin",
     "rules": "RULES pure-skill",
     "address": "ADDRESS alice@example.net",

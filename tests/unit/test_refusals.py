@@ -144,6 +144,17 @@ EXAMPLES = {
         {},
         ("TIMEZONE works in a reply to one of the referee's mails to you (its reply address shows it is you)."),
     ),
+    Why.STANDBY_WHICH: (
+        {"kinds": KINDS[1:]},
+        "STANDBY needs the kind of game, one of: bid, ice, priority, bluff; for example, STANDBY bid.",
+    ),
+    Why.NO_STANDBY: (
+        {"title": "Game of Pure Skill"},
+        (
+            "Game of Pure Skill's rules give the seat of a player who leaves to a bot for good: nobody takes it "
+            "over, so it has no standby list."
+        ),
+    ),
     Why.UNKNOWN_ZONE: (
         {"zone": "Mars/" + "z" * 50},
         (
