@@ -12,30 +12,20 @@ from datetime import timedelta
 import pytest
 from conftest import PLAYERS, Mailbox, answer, make_mail, send, to_deadline
 from test_keeping import play_out, record
+from test_keeping import pure as _pure
+from test_keeping import turns as _turns
 from test_site import page
 
 from referee.engine import Engine
 from referee.record import verify
 from referee.site.render import Site
-from referee.store import Store
 from referee.timeutil import from_iso, iso
 
 ALICE, BOB, CAROL = PLAYERS
 DORA = "dora@example.net"  # Alice's friend, who stands in for her
 
 
-@pytest.fixture
-def pure(engine: Engine) -> Engine:
-    engine.new_game("pure-skill", PLAYERS)
-    return engine
-
-
-@pytest.fixture
-def turns(config, clock, seeds) -> Engine:
-    """Auction (priority cards): a turn-based game."""
-    engine = Engine(Store(config.database), config, clock, seeds)
-    engine.new_game("priority", PLAYERS, options={"turn_limit": 2})
-    return engine
+pure, turns = _pure, _turns  # the fixtures
 
 
 def offer_to(box: Mailbox, address: str = DORA) -> dict:

@@ -16,6 +16,8 @@ from pathlib import Path
 import icalendar
 import pytest
 from conftest import PLAYERS, Mailbox, send, to_deadline
+from test_keeping import pure as _pure
+from test_keeping import turns as _turns
 
 from referee.engine import Engine
 from referee.engine.keeping import SHELL
@@ -34,18 +36,7 @@ def config(config, tmp_path):
     return replace(config, site_dir=tmp_path / "site", site_url=SITE, reminder=timedelta(days=1))
 
 
-@pytest.fixture
-def pure(engine: Engine) -> Engine:
-    engine.new_game("pure-skill", PLAYERS)
-    return engine
-
-
-@pytest.fixture
-def turns(config, clock, seeds) -> Engine:
-    """Auction (priority cards): a turn-based game."""
-    engine = Engine(Store(config.database), config, clock, seeds)
-    engine.new_game("priority", PLAYERS, options={"turn_limit": 2})
-    return engine
+pure, turns = _pure, _turns  # the fixtures
 
 
 def render(engine: Engine) -> Path:
