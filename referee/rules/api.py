@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -88,6 +89,9 @@ class MoveError(ValueError):
 class OptionError(ValueError):
     """A game option that the game does not know or cannot take."""
 
+
+# A phase label's round or auction ("Round 4 of 13", "Auction 8, turn 3"): see Game.round_of.
+_ROUND_OR_AUCTION = re.compile(r"(Round|Auction)\s+\d+\b")
 
 Timer = Literal["round", "turn", "decision"]  # a game's deadlines, one for each kind of phase
 
@@ -284,6 +288,18 @@ class Game(ABC, Generic[State, Move]):
         be published while the game runs; the others' stay secret until the
         end.  By default every seat's when ``moves_public``, else none."""
         return frozenset(moves) if self.moves_public else frozenset()
+
+    def round_of(self, label: str) -> str:
+        """The round or auction a phase belongs to, from its label: a phase
+        whose next one belongs to another (or that ends the game) ends its
+        round, and its result goes to every player (a player at NOTIFY
+        TURNS hears of the phases inside a round in their next mail).  By
+        default the label's start, "Round 4" or "Auction 8", as the labels
+        of the referee's games begin; a label that starts otherwise is a
+        round of its own (every phase's result goes to everyone).  A game
+        whose labels name their rounds otherwise overrides it."""
+        match = _ROUND_OR_AUCTION.match(label)
+        return match[0] if match else label
 
     def random_move(self, state: State, seat: int, rng: Rng) -> Move:
         """The timeout rule's move: by default chosen uniformly among the legal
