@@ -45,6 +45,7 @@ from referee.site.render import Site
 from referee.store import (
     FaultAside,
     GameState,
+    Notify,
     OutcomeCode,
     Snapshot,
     StorageFault,
@@ -145,6 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     new.add_argument("--settle", type=_duration, metavar="DURATION", help="change-of-mind window after the last move")
     new.add_argument("--name", help="a name for the game")
+    new.add_argument(
+        "--notify",
+        type=Notify,
+        choices=list(Notify),
+        help="how much mail its players get unless they choose (NOTIFY): every turn's result, their turns and "
+        "each round's, or their turns and a daily digest (default: the config's [defaults] notify)",
+    )
     new.add_argument(
         "--option",
         type=_option,
@@ -414,6 +422,7 @@ def _new(engine: Engine, args) -> int:
         options=dict(args.option),
         turn_deadline=args.turn_deadline,
         decision_deadline=args.decision_deadline,
+        notify=args.notify,
     )
     status = engine.status(game_id)
     print(f"game {game_id}: {args.kind}, {len(status['players'])} seats, {status['state']}")

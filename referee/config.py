@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.mail.parse import is_address
+from referee.store import Notify
 from referee.timeutil import parse_duration
 
 DEFAULT_PATH = Path("referee.toml")
@@ -68,6 +69,7 @@ _SETTINGS: dict[str, dict[str, str]] = {
         "reminder": "duration",
         "longest_delegation": "duration",
         "standby_answer": "duration",
+        "notify": "notify",
     },
     "outage": {"gap": "duration", "grace": "duration"},
     "imap": {**_SERVER, "mailbox": "folder", "processed": "folder", "quarantine": "folder"},
@@ -166,6 +168,7 @@ class Config:
     # How long a person on standby has to accept a seat left mid-game before
     # it is offered to the next on the list.
     standby_answer: timedelta = timedelta(days=1)
+    notify: Notify = Notify.TURNS  # how much mail a player gets, unless their game or they choose
     outage_gap: timedelta | None = timedelta(hours=6)  # None: no outage guard
     outage_grace: timedelta = timedelta(hours=24)
     imap: Server | None = None
@@ -317,6 +320,10 @@ class _Reader:
             raise self.error(section, key, f"{name} must be a mail address such as referee@example.org")
         if kind == "folder" and (not value.strip() or value.startswith(".") or any(c in value for c in "/:\0\r\n")):
             raise self.error(section, key, f"{name} must be a plain folder name such as 'processed'")
+        if kind == "notify":
+            if value.lower() not in tuple(Notify):
+                raise self.error(section, key, f"{name} must be one of {', '.join(Notify)}")
+            return Notify(value.lower())
         if kind == "security" and value not in _SECURITY:
             raise self.error(section, key, f"{name} must be one of {', '.join(_SECURITY)}")
         if kind == "url":

@@ -151,6 +151,7 @@ class Desk:
         self.addresses = rooms.addresses
         self.delegating = rooms.delegating
         self.standby = rooms.standby
+        self.notices = rooms.notices
         self.message = message
         self._line = 0  # the number of the line being carried out
         self._rules_mailed: dict[str, int] = {}  # kind -> the line whose answer holds its rules
@@ -186,12 +187,20 @@ class Desk:
         if sender.offer is not None and not own_lines(message.text, 1, self._quoted):
             lines = ["accept"]  # a reply to an offer that says nothing of its own (its subject aside) takes it
         answers = self._run_all(sender, lines)
-        self._reply(message, sender, answers)
-        if sender.game_id is not None and any(answer.code in MOVE_CODES for answer in answers):
-            # Resolve what the moves completed only now, so a player reads the
-            # receipt before the result it announces.  A mail that moved
-            # nothing changes nothing.
+        if sender.game_id is None or sender.seat is None or not any(a.code in MOVE_CODES for a in answers):
+            self._reply(message, sender, answers)  # a mail that moved nothing changes nothing more
+        elif sender.stand_in is not None:
+            self._reply(message, sender, answers)  # a stand-in's receipt (to both), on its own, before the result
             self.phases.advance(sender.game_id)
+        else:
+            # Resolve what the moves completed only after the reply, so a
+            # player reads the receipt before the result it announces (at
+            # the quieter levels, at the top of the result: Post.replying).
+            table = self.tables.table(sender.game_id)
+            context, headers = self._reply_parts(message, sender, answers, table)
+            headers.update(budget="player", origin=self._origin)  # (a seat's token proves its mail)
+            with self.post.replying(table, sender.seat, context, headers):
+                self.phases.advance(table.id)
         return self._outcome(sender, answers)
 
     # -- 1. bounces ----------------------------------------------------------
@@ -1046,6 +1055,25 @@ class Desk:
         address, why = words[0].strip("<>,;"), " ".join(words[1:])
         return self._keeper_does(sender, command, lambda who: self.addresses.move(game_id, seat, address, who, why))
 
+    def _do_notify(self, sender: Sender, command: Command) -> Answer:
+        """NOTIFY EVERY, TURNS or DIGEST: how much mail the seat gets from
+        now on; NOTIFY alone: how much it gets now."""
+        table, seat = self._seat(sender, command)
+        said = command.argument.strip().rstrip(".!").strip()
+        if said:
+            level = next((level for level in Notify if level.value == said.lower()), None)
+            if level is None:
+                raise Refusal(Why.UNKNOWN_LEVEL, level=said)
+            self.notices.set_level(table, seat, level)
+            table = self.tables.table(table.id)
+        context = {
+            "game": self.post.game_info(table),
+            "level": self.post.level(table, seat).value,
+            "changed": bool(said),
+            "own": table.seats[seat]["notify"] is not None,  # else the game's (or the referee's) default
+        }
+        return Answer(command.line, "notify", context, OutcomeCode.DONE)
+
     # -- the keeper's commands (Who.KEEPER) ---------------------------------------
 
     def _keeper_status(self, command: Command) -> Answer:
@@ -1190,8 +1218,8 @@ class Desk:
 
     def _do_new(self, sender: Sender, command: Command) -> Answer:
         """NEW <kind> <address>... with bots=, deadline=, turn_deadline=,
-        decision_deadline=, settle=, name= and the game's options, each as
-        key=value, as ``referee new`` takes them."""
+        decision_deadline=, settle=, name=, notify= and the game's options,
+        each as key=value, as ``referee new`` takes them."""
         try:
             words = shlex.split(self._whole_argument(command))
         except ValueError as error:
@@ -1215,6 +1243,10 @@ class Desk:
                 settings[key] = int(value)
             elif key == "name":
                 settings[key] = value
+            elif key == "notify":
+                if value.lower() not in tuple(Notify):
+                    raise self._usage(command, f"notify={value}: say {', '.join(Notify)}")
+                settings[key] = Notify(value.lower())
             else:
                 options[key] = value
 
@@ -1250,25 +1282,8 @@ class Desk:
         proves nothing it quotes nothing (no line, no subject): a forger
         must not make the referee repeat their words to someone else."""
         table = self.tables.table(sender.game_id) if sender.game_id is not None else None
-        proven = sender.authenticated  # else its lines, subject and thread ids are a stranger's words
-        quote = (lambda line: line) if proven else _command_word
-        texts = [
-            {"line": quote(a.line), "number": number, "text": self._render(a)}
-            for number, a in enumerate(self._trim_legal(answers), 1)
-        ]
-        context = {
-            "answers": texts,
-            "subject": self._subject(message, table, sender),
-            "game": self.post.game_info(table) if table else None,
-            "referee": self.config.address,
-            "keeper": sender.keeper,
-        }
-        budget: Budget = "player" if proven else "open"
-        headers = {
-            "in_reply_to": message.message_id,
-            "answers": message.key,
-            "references": (proven and one_line(str(message.headers.get("References", "") or ""))) or None,
-        }
+        context, headers = self._reply_parts(message, sender, answers, table)
+        budget: Budget = "player" if sender.authenticated else "open"
         if table is not None and sender.seat is not None:  # (a token proves both, or neither)
             # A receipt of a move is the seat's news: its stand-in's (or its player's, if the stand-in wrote) too.
             moved = any(answer.code in MOVE_CODES for answer in answers)
@@ -1291,6 +1306,31 @@ class Desk:
             )
         else:
             self.post.mail(None, sender.address, "reply", context, budget=budget, origin=self._origin, **headers)
+
+    def _reply_parts(
+        self, message: Incoming, sender: Sender, answers: list[Answer], table: Table | None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """What a reply shows (reply.txt.j2's context: each line's answer)
+        and its threading headers."""
+        proven = sender.authenticated  # else its lines, subject and thread ids are a stranger's words
+        quote = (lambda line: line) if proven else _command_word
+        texts = [
+            {"line": quote(a.line), "number": number, "text": self._render(a)}
+            for number, a in enumerate(self._trim_legal(answers), 1)
+        ]
+        context = {
+            "answers": texts,
+            "subject": self._subject(message, table, sender),
+            "game": self.post.game_info(table) if table else None,
+            "referee": self.config.address,
+            "keeper": sender.keeper,
+        }
+        headers = {
+            "in_reply_to": message.message_id,
+            "answers": message.key,
+            "references": (proven and one_line(str(message.headers.get("References", "") or ""))) or None,
+        }
+        return context, headers
 
     def _render(self, answer: Answer) -> str:
         timezone = self.store.timezone(self.message.sender)
@@ -1692,6 +1732,15 @@ COMMANDS = CommandTable(
         "then get its hand, prompts and private mail, and their moves count as yours still do; DELEGATE NONE ends it",
         argument="<address> UNTIL <date>",
     ),
+    Entry(
+        "notify",
+        Who.PLAYER,
+        Desk._do_notify,
+        "how much mail you get in this game: EVERY turn's result; TURNS, your turns and each round's or "
+        "auction's result (what others did comes with your next prompt); DIGEST, your turns and one mail a "
+        "day. NOTIFY alone says which you get",
+        argument="[EVERY|TURNS|DIGEST]",
+    ),
     Entry("help", Who.ANYONE, Desk._do_help, "this list"),
     Entry(
         "accept",
@@ -1778,7 +1827,8 @@ COMMANDS = CommandTable(
         Who.KEEPER,
         Desk._do_new,
         "start a game, as referee new does: the players' addresses in seating order, then any of bots=N, "
-        "deadline=, turn_deadline=, decision_deadline=, settle=, name= and the game's options, as key=value",
+        "deadline=, turn_deadline=, decision_deadline=, settle=, name=, notify= (every, turns or digest: "
+        "the players' mail unless they choose) and the game's options, as key=value",
         argument="<kind> <address>... [<key>=<value>...]",
         example="NEW priority alice@example.org bob@example.org bots=1 deadline=2d turn_limit=2",
     ),

@@ -69,6 +69,7 @@ class Why(Enum):
     NO_STAND_IN = "no_stand_in"  # DELEGATE NONE, with no stand-in and none asked
     STAND_IN_CANNOT = "stand_in_cannot"  # word: a command that is the seat's player's alone (RESIGN, DELEGATE)
     STAND_IN_OVER = "stand_in_over"  # game, seat, at: the stand-in's turn ended then
+    UNKNOWN_LEVEL = "unknown_level"  # level: NOTIFY's word, as the player wrote it
     # The keeper's commands by mail.
     KEEPERS_ONLY = "keepers_only"  # word: a keeper's command, sent by someone not proven a keeper
     KEEPER_USAGE = "keeper_usage"  # usage, example; problem: what was wrong, if known

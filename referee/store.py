@@ -272,6 +272,16 @@ class DelegationRow(TypedDict):
     ended_at: str | None  # when it ended (``until``, or earlier: DELEGATE NONE, the seat changed hands)
 
 
+class ToldRow(TypedDict):
+    """What a seat has been told of its game (``told``): mail bookkeeping,
+    not the game's record (see referee.engine.notices)."""
+
+    game_id: int
+    seat: int
+    through: int  # the last resolved phase whose result reached the seat (in a mail of any kind)
+    digest_at: str | None  # when its last daily digest went (or it chose one); None: none yet
+
+
 class MailboxRow(TypedDict):
     name: str
     uidvalidity: int
@@ -411,6 +421,7 @@ _TABLES = {
     "offers",  # (schema 5)
     "delegations",  # (schema 5)
     "standby",  # (schema 5)
+    "told",  # (schema 5)
     "signups",
     "players",
     "bounces",
@@ -963,6 +974,39 @@ class Store:
     def set_notify(self, game_id: int, seat: int, level: Notify | None) -> None:
         """How much mail a seat wants (None: the game's default)."""
         self._update("seats", "game_id = ? and seat = ?", [game_id, seat], {"notify": level})
+
+    def told(self, game_id: int) -> dict[int, ToldRow]:
+        """What each seat of a game has been told (seat -> row); a seat
+        without a row has been told of no phase yet."""
+        return {row["seat"]: row for row in self._rows("told", "game_id = ?", [game_id])}
+
+    def set_told(self, game_id: int, seat: int, through: int, digest_at: str | None = None) -> None:
+        """The seat has been told of every phase up to ``through``; with
+        ``digest_at``, by a daily digest sent then (or its digests count from then)."""
+        row: dict[str, Any] = {"game_id": game_id, "seat": seat, "through": through}
+        if digest_at is not None:
+            row["digest_at"] = digest_at
+        sets = ", ".join(f"[{c}] = excluded.[{c}]" for c in row if c not in ("game_id", "seat"))
+        self._write(
+            f"insert into told ({', '.join(row)}) values ({', '.join('?' * len(row))}) "
+            f"on conflict (game_id, seat) do update set {sets}",
+            list(row.values()),
+        )
+
+    def digest_seats(self, default: Notify) -> list[dict[str, Any]]:
+        """The people of running games who get a daily digest (their own
+        level, else their game's, else ``default``), each with what it was
+        told (``through``, ``digest_at``), when its game began and when the
+        first phase it was not told of was resolved (None: nothing new)."""
+        sql = """select s.game_id, s.seat, coalesce(t.through, 0) as through, t.digest_at, g.created_at,
+                        (select p.resolved_at from phases p where p.game_id = s.game_id
+                         and p.number = coalesce(t.through, 0) + 1) as untold_at
+                 from seats s join games g on g.id = s.game_id
+                 left join told t on t.game_id = s.game_id and t.seat = s.seat
+                 where g.state = ? and s.bot = 0 and s.address is not null
+                 and coalesce(s.notify, g.notify, ?) = ?
+                 order by s.game_id, s.seat"""
+        return self._read(sql, [GameState.RUNNING, default, Notify.DIGEST])
 
     def take_seat(self, game_id: int, seat: int, address: str) -> None:
         """A person takes over a seat (its token stays: the seat's reply address)."""
@@ -1604,8 +1648,9 @@ def _schema_5(db: sqlite_utils.Database) -> None:
     ``games.notify``, how much mail a seat wants (referee.store.Notify);
     ``offers``, what an address is asked to confirm by reply (a new address,
     a stand-in, a seat offered to a person on standby); ``delegations``, a
-    stand-in's turn at a seat; and ``standby``, who would take over a seat
-    of a kind of game left mid-game."""
+    stand-in's turn at a seat; ``standby``, who would take over a seat of a
+    kind of game left mid-game; and ``told``, what each seat has been told
+    of its game (the quieter levels of Notify)."""
     for table in ("seats", "games"):
         if "notify" not in db.table(table).columns_dict:
             db.table(table).add_column("notify", str)
@@ -1655,6 +1700,15 @@ def _schema_5(db: sqlite_utils.Database) -> None:
         {"kind": str, "address": str, "since": str},
         pk=("kind", "address"),
         not_null={"since"},
+        if_not_exists=True,
+    )
+    # What each seat has been told of its game, for NOTIFY's quieter levels:
+    # mail bookkeeping, apart from the record (a write to seats is one to it).
+    db.table("told").create(
+        {"game_id": int, "seat": int, "through": int, "digest_at": str},
+        pk=("game_id", "seat"),
+        foreign_keys=[("game_id", "games", "id")],
+        not_null={"through"},
         if_not_exists=True,
     )
 

@@ -50,7 +50,7 @@ from referee.engine import Engine
 from referee.record import SOURCES, mail_digests, resolve_rng, setup_rng, verify
 from referee.rules import GAMES, get_game
 from referee.site.public import game_record
-from referee.store import Store
+from referee.store import Notify, Store
 from referee.timeutil import from_iso
 
 KINDS = ("pure-skill", "bid", "ice", "priority", "bluff")
@@ -113,7 +113,12 @@ def play(kind: str, seed: int) -> Genuine:
     clock = FakeClock()
     # The game's seed is drawn from rng when it is made (a key of its own draws nothing before).
     config = Config(
-        address="referee@example.org", database=Path(":memory:"), reminder=None, outage_gap=None, secret_key=b"forgery"
+        address="referee@example.org",
+        database=Path(":memory:"),
+        reminder=None,
+        outage_gap=None,
+        secret_key=b"forgery",
+        notify=Notify.EVERY,  # every phase's result, and so every digest, reaches every player
     )
     engine = Engine(Store(":memory:"), config, clock, rng.randbytes)
     settle = timedelta(minutes=rng.choice((0, 0, 10)))

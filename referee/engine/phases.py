@@ -12,6 +12,7 @@ from typing import Any
 
 from referee.config import Config
 from referee.engine.absence import Absences
+from referee.engine.notices import News, Notices
 from referee.engine.post import Post
 from referee.errors import EngineError, Refusal, Why
 from referee.mail.parse import Incoming
@@ -38,6 +39,7 @@ class Phases:
     tables: Tables
     post: Post
     absences: Absences
+    notices: Notices
 
     # -- moving a game on --------------------------------------------------
 
@@ -97,10 +99,13 @@ class Phases:
             added = self.store.phase(table.id, added["number"]) or added
         return added
 
-    def _start(self, table: Table, phase: PhaseRow) -> None:
+    def _start(self, table: Table, phase: PhaseRow, held: dict[int, News] | None = None) -> None:
         """Prompt each human mover privately; bots move at once, and so does
-        anyone with one legal move (Pure Skill's round 13), instead of waiting."""
+        anyone with one legal move (Pure Skill's round 13), instead of waiting.
+        ``held``: private news of a result its seat was not sent (Notices.result),
+        at the top of its prompt, else in a mail of its own."""
         table = self.tables.table(table.id)
+        held = dict(held or {})
         opened = from_iso(phase["opened_at"])  # what the referee does at once is dated then
         for seat in phase["movers"]:
             if not table.human(seat):
@@ -109,7 +114,8 @@ class Phases:
             if len(legal) == 1:
                 self._record_move(table, phase, seat, legal[0], MoveSource.FORCED, opened)
             else:
-                self.post.send(table, seat, f"{table.row['kind']}/prompt", self.post.context(table, seat))
+                self.notices.prompt(table, seat, held.pop(seat, None))
+        self.notices.news(table, held)
         self.bot_moves(table, phase, opened)
 
     def bot_moves(self, table: Table, phase: PhaseRow, now: datetime) -> None:
@@ -188,21 +194,24 @@ class Phases:
             "round": self.post.round_context(table, phase["number"]),
             "digest": digest_line(phase["label"], table.digest()),
         }
-        self.post.announce(table, f"{table.row['kind']}/round", context, news_since=before)
+        held = self.notices.result(table, phase, context, before)
         log.info("game %d %s resolved", table.id, phase["label"])
         if after is None:
-            self._finish(table, resolved)
+            self._finish(table, resolved, held)
         else:
-            self._start(table, after)
+            self._start(table, after, held)
 
-    def _finish(self, table: Table, at: datetime) -> None:
+    def _finish(self, table: Table, at: datetime, held: dict[int, News]) -> None:
+        """The final result, to everyone (``held``: private news of the last
+        phase for seats not sent its result, at the top of theirs)."""
         self.store.finish_game(table.id, iso(at))
         table = self.tables.table(table.id)
         digest = digest_line(None, table.end_digest(), end=True)
         context = {**self.post.context(table, history=True), "digest": digest, "digest_help": "end"}
         # Those who left get it too: the only mail that covers the rounds
         # played after the last of them left (and they played the game).
-        self.post.announce(table, f"{table.row['kind']}/final", context, leavers=True)
+        preface = self.notices.final_news(table, held)
+        self.post.announce(table, f"{table.row['kind']}/final", context, leavers=True, preface=preface)
         log.info("game %d finished", table.id)
 
     # -- a move by mail (the Desk reads the message and calls this) -----------

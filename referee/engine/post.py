@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
@@ -23,7 +24,7 @@ from referee.mail.origin import UNKNOWN
 from referee.mail.parse import is_address
 from referee.mail.tokens import phase_tag, tagged, token_address, unsubscribe_token
 from referee.resources import rules_page
-from referee.store import Act, DelegationRow, GameState, MailState, SeatRow, Store
+from referee.store import Act, DelegationRow, GameState, MailState, Notify, SeatRow, Store
 from referee.tables import Table, deadlines, own_calendar
 from referee.timeutil import EventClock, from_iso, iso
 
@@ -73,6 +74,18 @@ class OwnView(Mapping[str, Any]):
 
 
 @dataclass(eq=False)
+class Reply:
+    """The reply to a seat's mail that moved, held while what its moves
+    completed is resolved (Post.replying)."""
+
+    table: Table  # the game as the mail found it: the reply names the phase open then
+    seat: int
+    context: dict[str, Any]  # what reply.txt.j2 shows: its ``answers``, line by line
+    headers: dict[str, Any]  # in_reply_to, answers, references, budget, origin
+    folded: bool = False  # it went at the top of another mail to the seat
+
+
+@dataclass(eq=False)
 class Post:
     store: Store
     config: Config
@@ -83,13 +96,21 @@ class Post:
     # whether the referee sent a mail, by its Message-ID, before the restore:
     # such a mail is kept as "restored", not sent again.
     sent_before: Callable[[str], bool] | None = None
+    held: Reply | None = field(default=None, init=False)  # (only inside ``replying``)
+
+    def level(self, table: Table, seat: int) -> Notify:
+        """How much mail a seat wants: its own choice (NOTIFY), else its
+        game's (the keeper's, at NEW), else the config's."""
+        chosen = table.seats[seat]["notify"] or table.row["notify"]
+        return Notify(chosen) if chosen else self.config.notify
 
     # -- what templates see ----------------------------------------------------
 
     def context(self, table: Table, seat: int | None = None, history: bool = False) -> dict[str, Any]:
-        """What templates about a game may use.  ``view`` is the seat's own view,
-        or the public one when ``seat`` is None.  ``rounds`` (every resolved
-        phase) only with ``history``: few mails show it."""
+        """What templates about a game may use.  ``view`` is the seat's own
+        view and ``notify`` its level, or the public view (and None) when
+        ``seat`` is None.  ``rounds`` (every resolved phase) only with
+        ``history``: few mails show it."""
         phase = table.open_phase
         result = table.rules.result(table.state)
         now = self.clock.awake()  # "in 2 days": from when the mail is written, even for a mail read late
@@ -100,6 +121,7 @@ class Post:
                 for s in table.seats
             ],
             "seat": seat,
+            "notify": None if seat is None else self.level(table, seat),  # how much mail the seat gets
             "view": table.rules.view(table.state, seat),
             "phase": phase and {**phase, "left": from_iso(phase["deadline"]) - now},
             "result": result,
@@ -165,6 +187,7 @@ class Post:
         news_since: Any = NO_NEWS,
         leavers: bool = False,
         skip: int | None = None,
+        preface: Mapping[int, Sequence[str]] | None = None,
     ) -> None:
         """A public mail to every person still playing: one copy each, so each
         copy can carry that player's own reply address; with ``leavers``, to
@@ -173,24 +196,53 @@ class Post:
         seat's private news (Game.private_news), if any: one seat's news
         reaches only that seat's copy.  Each copy may also show what its
         reader knows now, as their own prompt would (``mine``: their seat's
-        view, made only if the template reads it).  Every seat but ``skip``.
+        view, made only if the template reads it).  Every seat but ``skip``;
+        ``preface``: what goes at the top of a seat's copy (see ``send``).
         A seat's stand-in gets a copy of the seat's only when it carries news."""
         for seat in range(len(table.seats)):
             if seat == skip:
                 continue
             if table.human(seat) or (leavers and table.seats[seat]["address"] is not None):
                 news = None if news_since is NO_NEWS else table.rules.private_news(news_since, table.state, seat)
-                self.send(
-                    table, seat, template, {**context, "news": news, "mine": OwnView(table, seat)}, copy=bool(news)
-                )
+                self.copy(table, seat, template, context, news, (preface or {}).get(seat, ()))
+
+    def copy(
+        self,
+        table: Table,
+        seat: int,
+        template: str,
+        context: dict[str, Any],
+        news: Mapping[str, Any] | None = None,
+        preface: Sequence[str] = (),
+    ) -> None:
+        """One seat's copy of a public mail (see ``announce``), with its
+        private news (which its stand-in, if any, gets a copy of)."""
+        mine = OwnView(table, seat)
+        self.send(
+            table,
+            seat,
+            template,
+            {**context, "news": news, "mine": mine, "notify": self.level(table, seat)},
+            preface,
+            copy=bool(news),
+        )
 
     def send(
-        self, table: Table, seat: int, template: str, context: dict[str, Any], copy: bool = True, **headers: Any
+        self,
+        table: Table,
+        seat: int,
+        template: str,
+        context: dict[str, Any],
+        preface: Sequence[str] = (),
+        copy: bool = True,
+        **headers: Any,
     ) -> None:
         """A mail to a seat: its subject tag and Reply-To carry the seat's
         token, its Message-ID the phase open now (see tokens.phase_tag): a
         prompt's, a receipt's (the reply goes before the phase is settled), or
-        the one an announcement of a result opens.  Its List-Unsubscribe
+        the one an announcement of a result opens.  ``preface``: pieces of
+        text (Composer.section) that go at the top of its body; a reply held
+        for the seat (``replying``) goes above them.  Its List-Unsubscribe
         names the seat's unsubscribe address (tokens.unsubscribe_token), and
         templates may show the seat's own calendar (``own_calendar``).  With
         ``copy``, a stand-in in their turn at the seat (engine.delegating)
@@ -203,11 +255,16 @@ class Post:
             "own_calendar": self.calendar(row),
         }
         phase = table.open_phase
+        held = self.held
+        if held is not None and (held.table.id, held.seat) == (table.id, seat) and self._answerable(held):
+            receipt = self.composer.section("_receipt", **held.context, timezone=self.store.timezone(table.label(seat)))
+            preface, headers, held.folded = [receipt, *preface], {**held.headers, **headers}, True
         self.mail(
             table.id,
             table.label(seat),
             template,
             context,
+            preface=preface,
             **{
                 "reply_to": token_address(self.config.address, row["token"]),
                 "id_tag": phase_tag(table.id, phase["number"] if phase else None),
@@ -266,6 +323,45 @@ class Post:
             return None
         return f"{self.config.site_url}/{path}" if self.config.site_url else path
 
+    @contextmanager
+    def replying(self, table: Table, seat: int, context: dict[str, Any], headers: dict[str, Any]) -> Iterator[None]:
+        """Around the resolution of what a seat's mail with a move completed
+        (its phase, perhaps the next ones), the reply to it (reply.txt.j2's
+        ``context``, its ``headers``; ``table`` as the mail found the game):
+        at NOTIFY EVERY it goes first, on its own, as ever.  At the quieter
+        levels it is held, and the first mail to the seat meanwhile carries
+        it at its top (its move ended the round: the result; its turn comes
+        again at once: the prompt); with none, it goes on its own after them."""
+        reply = Reply(table, seat, context, headers)
+        if self.level(reply.table, reply.seat) is Notify.EVERY:
+            self._send_reply(reply)
+            yield
+            return
+        self.held = reply
+        try:
+            yield
+        finally:
+            self.held = None
+        if not reply.folded:
+            self._send_reply(reply)
+
+    def _send_reply(self, reply: Reply) -> None:
+        # Tagged with the phase the mail answered, whatever it completed (Phases.check_thread reads it).
+        open_ = reply.table.open_phase
+        tag = phase_tag(reply.table.id, open_["number"] if open_ else None)
+        self.send(reply.table, reply.seat, "reply", reply.context, id_tag=tag, **reply.headers)
+
+    def _answerable(self, held: Reply) -> bool:
+        """Whether a held reply may go at the top of a mail now: not gone
+        yet, and within the seat's answers (referee.limits).  A mail that
+        may not carry it goes without it, and the reply its own way after
+        (perhaps as the over-limit notice)."""
+        if held.folded:
+            return False
+        budget, origin = held.headers.get("budget", "player"), held.headers.get("origin", UNKNOWN)
+        to = held.table.label(held.seat)
+        return limits.verdict(self.store, self.config, to, budget, self.clock(), origin) == limits.Verdict.SEND
+
     def mail(
         self,
         game_id: int | None,
@@ -275,6 +371,7 @@ class Post:
         answers: str | None = None,
         budget: limits.Budget = "player",
         origin: str = UNKNOWN,
+        preface: Sequence[str] = (),
         **headers: Any,
     ) -> bool:
         """Render and queue one mail to ``to``, showing times in their zone too.
@@ -310,7 +407,7 @@ class Post:
                         origin,
                     )
                 return False
-        self._queue(game_id, to, template, context, now, answers, budget if answers else None, headers, origin)
+        self._queue(game_id, to, template, context, now, answers, budget if answers else None, headers, origin, preface)
         return True
 
     def _queue(
@@ -324,9 +421,12 @@ class Post:
         budget: limits.Counted | None,
         headers: dict[str, Any],
         origin: str = UNKNOWN,
+        preface: Sequence[str] = (),
     ) -> None:
         context = {**context, "timezone": self.store.timezone(to)}
         subject, body = self.composer.render(template, **context)
+        if preface:
+            body = "\n\n".join([*preface, body])
         message_id = self._message_id(to, template, answers, headers.pop("id_tag", None))
         # Dated when it is written, even if it answers a mail read late.
         message_id, raw = self.composer.message(

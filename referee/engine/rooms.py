@@ -6,6 +6,7 @@ Each room is handed only the rooms below it, so arrows run one way:
     post                      mail contexts and every mail queued
     offers                    what an address is asked to confirm by reply
     absences                  a player's time away (AWAY, BACK), and the deadlines it holds
+    notices                   how much mail each player gets (NOTIFY): results, prompts, digests
     phases                    open, take moves, resolve, open the next
     delegating                stand-ins: who moves for a seat until a time
     seating, keeping          games and seats; the keeper's acts (extend, pause, replace...)
@@ -33,6 +34,7 @@ from referee.engine.absence import Absences
 from referee.engine.addresses import Addresses
 from referee.engine.delegating import Delegating
 from referee.engine.keeping import Keeping
+from referee.engine.notices import Notices
 from referee.engine.offers import Offers, Terms
 from referee.engine.phases import Phases
 from referee.engine.post import Post
@@ -59,7 +61,8 @@ class Rooms:
         self.offers = Offers(store, config, self.clock, self.post, self.key)  # each kind's Terms: the room that offers
         # every room reads the one clock (see EventClock)
         self.absences = Absences(store, config, self.clock, self.tables, self.post)
-        self.phases = Phases(store, config, self.clock, self.tables, self.post, self.absences)
+        self.notices = Notices(store, config, self.clock, self.tables, self.post)
+        self.phases = Phases(store, config, self.clock, self.tables, self.post, self.absences, self.notices)
         self.delegating = Delegating(store, config, self.clock, self.tables, self.post, self.offers, self.key)
         self.offers.register(OfferKind.DELEGATE, Terms(self.delegating.begin, self.delegating.declined))
         self.seating = Seating(
@@ -86,6 +89,7 @@ class Rooms:
             self.absences,
             self.offers,
             self.delegating,
+            self.notices,
         )
         self.reports = Reports(store, self.tables, self.post)
         self.watch = Watch(store, config, self.clock, self.post, self.reports)

@@ -22,7 +22,7 @@ from referee.mail.parse import is_address
 from referee.mail.tokens import seat_token
 from referee.record import commitment, digest_line
 from referee.rules import Game, OptionError, get_game
-from referee.store import Act, GameRow, GameState, Store
+from referee.store import Act, GameRow, GameState, Notify, Store
 from referee.tables import Table, Tables
 from referee.timeutil import Clock, from_iso, iso
 
@@ -63,6 +63,7 @@ class Seating:
         turn_deadline: timedelta | None = None,
         decision_deadline: timedelta | None = None,
         seed: bytes | None = None,
+        notify: Notify | None = None,
     ) -> int:
         """Create a game, announce it, open its first phase; returns its id.
         Its secret seed is ``seed``, or drawn afresh (a NEW by mail gives one
@@ -70,7 +71,9 @@ class Seating:
 
         ``deadline`` is how long a sealed round lasts; ``turn_deadline`` one
         player's turn (default: the deadline), ``decision_deadline`` a choice
-        inside a resolution such as a scoring offer (default: the turn's)."""
+        inside a resolution such as a scoring offer (default: the turn's).
+        ``notify``: how much mail its players get unless they choose (None:
+        the config's ``notify``)."""
         try:
             rules = get_game(kind)
             options = rules.check_options(options or {})
@@ -81,7 +84,7 @@ class Seating:
         deadlines = self._deadlines(rules, deadline, turn_deadline, decision_deadline)
         settle = settle if settle is not None else self.config.settle
         with self.store.transaction():
-            game_id = self._create(kind, options, deadlines, settle, name, GameState.RUNNING, seed=seed)
+            game_id = self._create(kind, options, deadlines, settle, name, GameState.RUNNING, seed=seed, notify=notify)
             self._begin(game_id, addresses, bots)
         log.info("game %d (%s) created with %d seats", game_id, kind, len(addresses) + bots)
         return game_id
@@ -127,6 +130,7 @@ class Seating:
         state: GameState,
         seats_wanted: int | None = None,
         seed: bytes | None = None,
+        notify: Notify | None = None,
     ) -> int:
         seed = seed or self.seeds(32)
         return self.store.create_game(
@@ -143,6 +147,7 @@ class Seating:
             created_at=iso(self.clock()),
             finished_at=None,
             seats_wanted=seats_wanted,
+            notify=notify,
         )
 
     def _begin(self, game_id: int, addresses: list[str], bots: int = 0) -> None:
@@ -153,7 +158,12 @@ class Seating:
             self.store.add_seat(game_id, seat, None, bot=True, token=self.token(game_id, seat))
         self.store.start_game(game_id)
         table = self.tables.table(game_id)
-        context = {**self.post.context(table), "digest": digest_line(None, table.digest()), "digest_help": "start"}
+        context = {
+            **self.post.context(table),
+            "digest": digest_line(None, table.digest()),
+            "digest_help": "start",
+            "notify_help": True,  # (each copy says how much mail its reader gets, and how to change it)
+        }
         self.post.announce(table, f"{table.row['kind']}/start", context, news_since=None)
         self.phases.advance(game_id)
 

@@ -1,6 +1,6 @@
 """What happens with time and no mail: deadlines enforced, settle windows
-closed, reminders sent, and the outage guard that moves a deadline the
-referee slept through instead of filling in random moves for it.
+closed, reminders and daily digests sent, and the outage guard that moves a
+deadline the referee slept through instead of filling in random moves for it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from referee.config import Config
 from referee.engine.absence import Absences
 from referee.engine.delegating import Delegating
 from referee.engine.keeping import Keeping
+from referee.engine.notices import Notices
 from referee.engine.offers import Offers
 from referee.engine.phases import Phases
 from referee.engine.post import Post
@@ -37,12 +38,14 @@ class Timers:
     absences: Absences
     offers: Offers
     delegating: Delegating
+    notices: Notices
 
     def tick(self, guard: bool = True) -> list[str]:
         """Guard against an outage, end the pauses whose time has come, close
         the offers no one answered in time, end the stand-ins' turns whose time
-        has come, enforce deadlines and settle windows, send due reminders; returns
-        what it did, one line each.  A paused game has no deadline."""
+        has come, enforce deadlines and settle windows, send due reminders and
+        daily digests; returns what it did, one line each.  A paused game has
+        no deadline."""
         now = self.clock()
         # Pauses whose time has come end first, so that the outage guard
         # sees their deadlines (moved by the pause) and extends one it slept
@@ -66,6 +69,7 @@ class Timers:
             if remind is not None and remind <= now < from_iso(phase["deadline"]):
                 with self.store.transaction():
                     done += self._remind(self.tables.table(phase["game_id"]), phase, now)
+        done += self.notices.digests()
         with self.store.transaction():
             if self.config.keep_sent_mail is not None:
                 self.store.forget_sent_bodies(iso(now - self.config.keep_sent_mail))
@@ -100,10 +104,11 @@ class Timers:
 
     def next_due(self, game_id: int | None = None) -> list[datetime]:
         """When tick() next has work: every open phase's deadline, settle end
-        and reminder time, every stand-in's turn's end and every open offer's
-        lapse (of one game's, with ``game_id``)."""
+        and reminder time, every stand-in's turn's end, every open offer's
+        lapse and each daily digest due (of one game's, with ``game_id``)."""
         moments = self.delegating.ends(game_id)  # (a stand-in's turn ends at its time, paused or not)
         moments += [from_iso(offer["expires_at"]) for offer in self.store.open_offers(game_id=game_id)]
+        moments += self.notices.digests_due(game_id)
         paused = self.store.paused()
         for phase in self.store.open_phases(game_id):
             if phase["game_id"] in paused:  # only its pause's end, if it has one

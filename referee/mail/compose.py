@@ -125,6 +125,13 @@ class Composer:
         text = self.env.get_template(f"mail/answers/{name}.txt.j2").render(**context)
         return "\n".join(line if line == "-- " else line.rstrip() for line in text.strip("\n").split("\n"))
 
+    def section(self, name: str, **context: Any) -> str:
+        """A piece of a mail (``templates/mail/<name>.txt.j2``, no Subject
+        line), trimmed: what goes at the top of another mail (a receipt
+        folded in, a seat's private news, what happened since its last mail)."""
+        text = self.env.get_template(f"mail/{name}.txt.j2").render(**context)
+        return "\n".join(line.rstrip() for line in text.strip("\n").split("\n"))
+
     def refusal(self, refusal: Refusal) -> str:
         """Why a line was refused, in words: the macro named by its code in
         ``templates/mail/refusals.txt.j2``, given its facts."""

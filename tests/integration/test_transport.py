@@ -43,9 +43,18 @@ from referee.runner import Runner, run_lock
 from referee.store import Store
 
 
+class EveryMail(Referee):
+    """Its games mail each bid's receipt on its own and every round's result
+    to everyone, as these tests count them: NOTIFY EVERY (at the default,
+    TURNS, the last bid's receipt goes at the top of the result)."""
+
+    def new_game(self, *args: str, players: list[str] | None = None) -> int:
+        return super().new_game(*args, "--notify", "every", players=players)
+
+
 @pytest.fixture
 def referee(mailstack: MailStack, tmp_path) -> Referee:
-    return Referee(mailstack, tmp_path)
+    return EveryMail(mailstack, tmp_path)
 
 
 def bids_of(referee: Referee, game_id: int) -> list[tuple[int, int, str, str]]:

@@ -47,7 +47,7 @@ from referee.record import (
 from referee.rules import GAMES, Game, Result
 from referee.site.public import game_record, page_context
 from referee.site.render import Site
-from referee.store import Store
+from referee.store import Notify, Store
 from referee.tables import Table
 from referee.timeutil import from_iso
 
@@ -258,10 +258,13 @@ class ByMail:
     leaves a move the seed would draw for it to the deadline; a player who
     left resigns.  The engine must make the very same game of it."""
 
-    def __init__(self, kind: str, folder: Path, live: dict[str, Any]):
+    def __init__(self, kind: str, folder: Path, live: dict[str, Any], notify: Notify = Notify.EVERY):
         self.kind, self.rules, self.live = kind, GAMES[kind], live
         self.clock = FakeClock()
-        config = Config(address="referee@example.org", database=Path(":memory:"), reminder=None, outage_gap=None)
+        # At EVERY each phase's result goes to every player: ``contexts`` holds each one's round mail.
+        config = Config(
+            address="referee@example.org", database=Path(":memory:"), reminder=None, outage_gap=None, notify=notify
+        )
         self.engine = Engine(Store(":memory:"), config, self.clock, Seeds(live["seed"]))
         self.players = [f"player{seat}@example.org" for seat in range(live["seats"] - len(live["bots"]))]
         assert list(live["bots"]) == list(range(len(self.players), live["seats"]))  # the engine's bots sit last
@@ -490,6 +493,22 @@ def test_games_by_mail_render_every_event_and_leak_no_seats_view(kind, tmp_path,
         assert unshown(played, {name: at for name, at in types.items() if name not in shown}) == []
         shown |= set(types)
     assert shown == {name for live in playouts(kind) for name in emitted(live["events"])}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_games_by_mail_at_notify_turns_leak_no_seats_view(kind, tmp_path, monkeypatch):
+    """At NOTIFY TURNS a seat's mail carries more of its own (a receipt at
+    the top of a result, its private news held for its prompt, what the
+    others did since its last mail): still nothing of another seat's."""
+    rules = GAMES[kind]
+    views = rules.view
+
+    def view(state: Any, seat: int | None) -> dict[str, Any]:
+        own = views(state, seat)
+        return own if seat is None else marked(own, marker(seat))
+
+    monkeypatch.setattr(rules, "view", view)
+    check_by_mail(ByMail(kind, tmp_path / "site", by_mail(kind)[0], notify=Notify.TURNS))
 
 
 # -- a game without running scores -----------------------------------------------------

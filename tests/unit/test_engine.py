@@ -16,7 +16,7 @@ from conftest import PLAYERS, START, FakeClock, Seeds, last_id, mails, make_mail
 from referee.config import Config
 from referee.engine import Engine, EngineError
 from referee.rules.pure_skill import card_long, card_name, card_value
-from referee.store import Store
+from referee.store import Notify, Store
 from referee.timeutil import from_iso, show
 
 ALICE, BOB, CAROL = PLAYERS
@@ -273,7 +273,7 @@ def test_a_mail_received_before_the_round_opened_is_refused(engine, clock):
 
 
 def test_the_last_owed_bid_resolves_the_round_at_once(engine, clock):
-    engine.new_game("pure-skill", PLAYERS)
+    engine.new_game("pure-skill", PLAYERS, notify=Notify.EVERY)  # (TURNS folds the receipt: test_notify.py)
     send(engine, clock, ALICE, "bid 4")
     send(engine, clock, BOB, "bid 5")
     assert resolved_rounds(engine) == []

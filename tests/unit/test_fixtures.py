@@ -23,7 +23,7 @@ from referee.engine import Engine
 from referee.mail.parse import parse
 from referee.mail.tokens import seat_token, token_address, tokens_named
 from referee.rules import GAMES
-from referee.store import Store
+from referee.store import Notify, Store
 from referee.timeutil import iso
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "mail"
@@ -38,8 +38,13 @@ def engine(tmp_path, clock: FakeClock) -> Engine:
     """A referee whose secret key and game seed are fixed, so each seat's reply
     token in game 1, and the game, are those the fixtures were written for
     (see expected.toml)."""
-    config = Config(
-        address=REFEREE, database=tmp_path / "games.db", secret_key=SECRET_KEY, reminder=None, outage_gap=None
+    config = Config(  # every phase's result to every player (NOTIFY EVERY): expected.toml's notices
+        address=REFEREE,
+        database=tmp_path / "games.db",
+        secret_key=SECRET_KEY,
+        reminder=None,
+        outage_gap=None,
+        notify=Notify.EVERY,
     )
     return Engine(Store(config.database), config, clock, Seeds(bytes(range(32))))
 

@@ -25,7 +25,7 @@ from referee.engine import Engine
 from referee.record import random_move_rng, setup_rng, verify
 from referee.rules.bid import GOAL, Bid, tile_name, tile_value
 from referee.site.render import Site
-from referee.store import Store
+from referee.store import Notify, Store
 from referee.timeutil import from_iso, show
 
 ALICE, BOB, CAROL = PLAYERS
@@ -91,7 +91,13 @@ class Played:
     """A whole game of Bid!, played once for the tests below."""
 
     def __init__(self, root: Path, seed: bytes):
-        self.config = Config(address="referee@example.org", database=root / "games.db", reminder=None, outage_gap=None)
+        self.config = Config(  # every phase's result to every player (NOTIFY EVERY): what these tests read
+            address="referee@example.org",
+            database=root / "games.db",
+            reminder=None,
+            outage_gap=None,
+            notify=Notify.EVERY,
+        )
         self.clock = FakeClock()
         self.engine = Engine(Store(self.config.database), self.config, self.clock, Seeds(seed))
         self.box = Mailbox(self.engine)
@@ -411,7 +417,7 @@ def _tie_seed() -> tuple[bytes, tuple]:
 def _tie_with_carol(engine, clock, seeds) -> Mailbox:
     """alice bids what carol will get at random, bob less: alice and carol tie."""
     seeds.fixed, (carols,) = _tie_seed()
-    engine.new_game("bid", PLAYERS, deadline=DAY)
+    engine.new_game("bid", PLAYERS, deadline=DAY, notify=Notify.EVERY)  # the tie's result to everyone at once
     box = Mailbox(engine)
     clock.advance(hours=1)
     assert send(engine, clock, ALICE, f"bid {tile_name(carols)}", subject=AUCTION).code == "move"

@@ -19,7 +19,7 @@ from referee.config import Config
 from referee.engine import Engine
 from referee.record import PhaseRecord, digest_line, replay
 from referee.rules.pure_skill import card_name, card_value
-from referee.store import Store
+from referee.store import Notify, Store
 
 ALICE, BOB, CAROL = PLAYERS
 _HAND = re.compile(r"hand\b[^:\n]*:\s*(?P<cards>[^\n]+)", re.I)
@@ -190,6 +190,7 @@ def test_announcements_replay_exactly_from_seed_and_moves(tmp_path_factory, data
         reminder=None,
         outage_gap=None,
         database=tmp_path_factory.mktemp("db") / "games.db",
+        notify=Notify.EVERY,  # every phase's result to every player, each copy alike
     )
     clock = FakeClock()
     engine = Engine(Store(config.database), config, clock)

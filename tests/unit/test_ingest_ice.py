@@ -33,7 +33,7 @@ from referee.rules.ice import COLOURS, IceIceBaby
 from referee.rules.ice import pile_text as ice_text
 from referee.site.public import game_record, public_names
 from referee.site.render import Site
-from referee.store import Store
+from referee.store import Notify, Store
 from referee.tables import deadlines
 from referee.timeutil import from_iso, show
 
@@ -145,7 +145,13 @@ class Played:
     """A whole game of Ice Ice Baby by mail, played once for the tests below."""
 
     def __init__(self, root: Path, seed: bytes):
-        self.config = Config(address="referee@example.org", database=root / "games.db", reminder=None, outage_gap=None)
+        self.config = Config(  # every phase's result to every player (NOTIFY EVERY): what these tests read
+            address="referee@example.org",
+            database=root / "games.db",
+            reminder=None,
+            outage_gap=None,
+            notify=Notify.EVERY,
+        )
         self.clock = FakeClock()
         self.engine = Engine(Store(self.config.database), self.config, self.clock, Seeds(seed))
         self.box = Mailbox(self.engine)

@@ -20,7 +20,7 @@ from referee.record import verify
 from referee.rules import get_game
 from referee.site.public import game_record
 from referee.site.render import Site
-from referee.store import Store
+from referee.store import Notify, Store
 
 RULES = get_game("priority")
 TURN = timedelta(hours=6)
@@ -40,8 +40,13 @@ KEY = b"one referee's secret key"
 def make_engine(root: Path, clock: FakeClock, seed: bytes | None = None) -> Engine:
     """An engine whose new games have ``seed`` (unset: the system's), of a
     referee whose secret key is KEY (twins' seats have the same calendars)."""
-    config = Config(
-        address="referee@example.org", database=root / "games.db", reminder=None, outage_gap=None, secret_key=KEY
+    config = Config(  # every phase's result to every player (NOTIFY EVERY): what these tests read
+        address="referee@example.org",
+        database=root / "games.db",
+        reminder=None,
+        outage_gap=None,
+        secret_key=KEY,
+        notify=Notify.EVERY,
     )
     return Engine(Store(config.database), config, clock, Seeds(seed))
 

@@ -97,6 +97,7 @@ def test_the_engine_and_its_rooms_have_no_method_only_the_tests_call():
     tests need lives in the tests' helpers (issue 31, item 7)."""
     from referee.engine import Engine
     from referee.engine.delegating import Delegating
+    from referee.engine.notices import Notices
     from referee.engine.phases import Phases
     from referee.engine.post import Post
     from referee.engine.reports import Reports
@@ -114,6 +115,7 @@ def test_the_engine_and_its_rooms_have_no_method_only_the_tests_call():
     for room, name in (
         (Engine, "engine"),
         (Delegating, "delegating"),
+        (Notices, "notices"),
         (Phases, "phases"),
         (Post, "post"),
         (Reports, "reports"),

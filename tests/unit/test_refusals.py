@@ -232,6 +232,11 @@ EXAMPLES = {
         "Your turn as stand-in for seat 1 of game 7 ended at 2026-12-10 00:00 UTC: its player plays it again, and "
         "your mail no longer counts for it. Thank you for standing in.",
     ),
+    Why.UNKNOWN_LEVEL: (
+        {"level": "sometimes"},
+        '"sometimes" is not a level of mail: NOTIFY EVERY (every turn\'s result), NOTIFY TURNS (your turns and '
+        "each round's result) or NOTIFY DIGEST (your turns and one mail a day).",
+    ),
     Why.KEEPERS_ONLY: (
         {"word": "extend"},
         (

@@ -30,7 +30,7 @@ from referee.engine import Engine
 from referee.rules.pure_skill import card_name
 from referee.site.public import score_chart
 from referee.site.render import Site
-from referee.store import Store
+from referee.store import Notify, Store
 from referee.tables import own_calendar
 from referee.timeutil import from_iso, show, show_duration
 
@@ -881,8 +881,15 @@ def test_nothing_private_reaches_the_site_or_public_mail_at_any_step(steps):
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
         clock = FakeClock()
-        config = Config(  # one secret key: the twin's seats have the same own calendars
-            address=REFEREE, database=root / "unused.db", reminder=None, outage_gap=None, secret_key=b"one key"
+        config = Config(  # one secret key: the twin's seats have the same own calendars; each round's result
+            # alike to everyone (NOTIFY EVERY): public mail, whose copies are told from private by subject (a
+            # receipt folded in at TURNS is its reader's own: test_notify.py)
+            address=REFEREE,
+            database=root / "unused.db",
+            reminder=None,
+            outage_gap=None,
+            secret_key=b"one key",
+            notify=Notify.EVERY,
         )
         engine = Engine(Store(":memory:"), config, clock)
         engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))

@@ -1,0 +1,158 @@
+"""How much mail each player gets (NOTIFY EVERY, TURNS or DIGEST): who is
+sent a phase's result, what goes at the top of a prompt, the private news a
+result not sent carried, and the daily digest.
+
+At every level a player gets their prompts, the answers to their mails,
+their private news, the start and the final result, reminders and the
+keeper's announcements.  EVERY also gets every phase's result as it is
+resolved (the referee's mail before there were levels).  TURNS gets the
+result of each round or auction (a phase whose next belongs to another:
+``Game.round_of``); what happened inside it comes at the top of their next
+mail, the result or a prompt.  DIGEST gets no results but one mail a day
+with everything resolved since the last (a job of ``Timers.tick``).
+
+What each seat has been told is kept apart from the record (``Store.told``:
+the last phase whose result reached it), so each phase is told once, and a
+restart neither sends a digest again nor skips one.  Who won, the record
+and every deadline are the same at every level: only the mail differs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from referee.config import Config
+from referee.engine.post import Post
+from referee.record import digest_line
+from referee.store import Notify, PhaseRow, Store
+from referee.tables import Table, Tables
+from referee.timeutil import EventClock, from_iso, iso
+
+log = logging.getLogger("referee")
+
+DIGEST_EVERY = timedelta(days=1)  # a DIGEST seat's mail of what happened: once a day at most
+
+News = Mapping[str, Any]  # a seat's private news (Game.private_news)
+
+
+@dataclass(eq=False)
+class Notices:
+    store: Store
+    config: Config
+    clock: EventClock
+    tables: Tables
+    post: Post
+
+    # -- the level -----------------------------------------------------------
+
+    def set_level(self, table: Table, seat: int, level: Notify) -> None:
+        """The seat's own level from now on (NOTIFY).  A daily digest is
+        first due a day after it was chosen."""
+        self.store.set_notify(table.id, seat, level)
+        if level is Notify.DIGEST:
+            told = self.store.told(table.id).get(seat)
+            self.store.set_told(table.id, seat, told["through"] if told else 0, digest_at=iso(self.clock()))
+        log.info("game %d: seat %d gets %s mail", table.id, seat, level.value)
+
+    # -- a phase resolved, the next one opened -------------------------------
+
+    def result(self, table: Table, phase: PhaseRow, context: dict[str, Any], before: Any) -> dict[int, News]:
+        """The result of the phase just resolved (``context``: its round
+        mail's), to each person whose level asks for it, with what they were
+        not told yet at its top.  Returns the private news (``before``: the
+        state before it) of each seat not sent it: the caller passes it on."""
+        number = phase["number"]
+        following = table.phases[number] if number < len(table.phases) else None
+        ends = following is None or table.rules.round_of(phase["label"]) != table.rules.round_of(following["label"])
+        template = f"{table.row['kind']}/round"
+        told, held = self.store.told(table.id), dict[int, News]()
+        for seat in range(len(table.seats)):
+            if not table.human(seat):
+                continue
+            level = self.post.level(table, seat)
+            news = table.rules.private_news(before, table.state, seat)
+            if level is Notify.EVERY or (level is Notify.TURNS and ends):
+                through = told[seat]["through"] if seat in told else 0
+                self.post.copy(table, seat, template, context, news, self._since(table, through, number - 1))
+                self.store.set_told(table.id, seat, number)
+            elif news is not None:
+                held[seat] = news
+        return held
+
+    def prompt(self, table: Table, seat: int, news: News | None = None) -> None:
+        """A mover's prompt, with its private news held from a result it was
+        not sent, and (at EVERY and TURNS) what happened since its last mail."""
+        preface = [self._news(table, seat, news)] if news is not None else []
+        if self.post.level(table, seat) is not Notify.DIGEST:  # (a digest tells it)
+            told = self.store.told(table.id).get(seat)
+            last = len(table.replay.steps)
+            preface += self._since(table, told["through"] if told else 0, last)
+            self.store.set_told(table.id, seat, last)
+        self.post.send(table, seat, f"{table.row['kind']}/prompt", self.post.context(table, seat), preface)
+
+    def news(self, table: Table, held: Mapping[int, News]) -> None:
+        """Private news whose result was not sent and no prompt carried: a
+        mail of its own, so it is never lost."""
+        for seat, news in held.items():
+            self.post.send(table, seat, "news", {**self.post.context(table, seat), "news": news})
+
+    def final_news(self, table: Table, held: Mapping[int, News]) -> dict[int, list[str]]:
+        """The private news of the last phase, for the top of the final mail."""
+        return {seat: [self._news(table, seat, news)] for seat, news in held.items()}
+
+    def _news(self, table: Table, seat: int, news: News) -> str:
+        return self.post.composer.section("_news", game=self.post.game_info(table), news=news)
+
+    def _since(self, table: Table, after: int, through: int) -> list[str]:
+        """What phases ``after`` + 1 to ``through`` did, for the top of a mail
+        (nothing when there are none)."""
+        if through <= after:
+            return []
+        rounds = [self.post.round_context(table, number) for number in range(after + 1, through + 1)]
+        return [self.post.composer.section("_since", **self.post.context(table), rounds=rounds)]
+
+    # -- the daily digest -----------------------------------------------------
+
+    def digests(self) -> list[str]:
+        """Send each digest due (Timers.tick): to a DIGEST seat that has been
+        told of no phase resolved since, a day after its last digest (or
+        after it chose them, or its game began)."""
+        now, done = self.clock(), []
+        for row in self.store.digest_seats(self.config.notify):
+            due = _due(row)
+            if due is not None and due <= now:
+                with self.store.transaction():
+                    done.append(self._digest(self.tables.table(row["game_id"]), row["seat"], row, now))
+        return done
+
+    def digests_due(self, game_id: int | None = None) -> list[datetime]:
+        """When the next digests fall due (of one game's seats, with ``game_id``)."""
+        rows = self.store.digest_seats(self.config.notify)
+        return [due for row in rows if game_id in (None, row["game_id"]) and (due := _due(row)) is not None]
+
+    def _digest(self, table: Table, seat: int, told: Mapping[str, Any], now: datetime) -> str:
+        last = len(table.replay.steps)
+        rounds = [self.post.round_context(table, number) for number in range(told["through"] + 1, last + 1)]
+        context = {
+            **self.post.context(table),
+            "rounds": rounds,
+            "since": told["digest_at"] or table.row["created_at"],
+            "digest": digest_line(table.phases[last - 1]["label"], table.digest(last)),
+            "digest_help": "round",
+        }
+        self.post.send(table, seat, "daily", context)
+        self.store.set_told(table.id, seat, last, digest_at=iso(now))
+        return f"sent game {table.id}'s daily digest of {len(rounds)} phase(s) to seat {seat + 1}"
+
+
+def _due(told: Mapping[str, Any]) -> datetime | None:
+    """When a DIGEST seat's next digest is due: a day after its last (or
+    since it chose them, or its game began), and not before the first phase
+    it has not been told of was resolved; None while there is none."""
+    if told["untold_at"] is None:
+        return None
+    return max(from_iso(told["untold_at"]), from_iso(told["digest_at"] or told["created_at"]) + DIGEST_EVERY)
