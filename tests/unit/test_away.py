@@ -185,6 +185,7 @@ def test_an_absence_read_after_a_deadline_passed_meets_the_next_round(pure, cloc
 
 
 def test_in_a_turn_based_game_only_the_away_seats_turns_are_held(turns, clock):
+    assert send(turns, clock, CAROL, "NOTIFY EVERY").code == "done"  # (at TURNS she hears of it at her turn)
     assert send(turns, clock, BOB, "AWAY until 2026-12-01").code == "done"
     assert deadline(turns) == "2026-11-24T12:00:00Z"  # Carol's turn: it does not wait on Bob
     to_deadline(turns, clock)
