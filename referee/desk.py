@@ -777,7 +777,7 @@ class Desk:
 
     def _own_seat(self, sender: Sender, command: Command) -> tuple[Table, int]:
         """As ``_seat``, for a command that is the seat's player's alone: a
-        stand-in moves for the seat, but never gives it up or away."""
+        stand-in moves for the seat, but never gives it up or away, moves it, nor spends its time away."""
         table, seat = self._seat(sender, command)
         if sender.stand_in is not None:
             raise Refusal(Why.STAND_IN_CANNOT, word=command.word)
@@ -993,7 +993,7 @@ class Desk:
         (dates in the player's TIMEZONE, else UTC; a date "to" is the whole
         of it), AWAY 2026-12-03 for 5d; words after it are a reason, for
         the keepers alone."""
-        self._seat(sender, command)
+        self._own_seat(sender, command)
         try:
             start, until, why = away_time(_words_after(command), self.clock(), self.store.timezone(sender.address))
         except ValueError as error:
@@ -1014,7 +1014,7 @@ class Desk:
         the mail came is done, as of then (a deadline passed unread: the
         time away meets the game as it is, as a keeper's act does), all of
         it or nothing (a Refusal undoes it)."""
-        table, _ = self._seat(sender, command)
+        table, _ = self._own_seat(sender, command)  # (the seat's player's time away, never its stand-in's)
         with self.store.transaction():
             self.phases.advance(table.id, deadlines=True)
             return act(*self._seat(sender, command))
@@ -1032,7 +1032,7 @@ class Desk:
         if len(words) != 1 and not every:
             raise Refusal(Why.ADDRESS_REFUSED, reason=f"write it as {_ADDRESS_USAGE}")
         if sender.game_id is not None or not sender.signed:
-            self._seat(sender, command)  # a running game's seat its player plays, else the refusal that says so
+            self._own_seat(sender, command)  # a running game's seat its player plays, else the refusal that says so
         try:
             with self.store.transaction():
                 asked = self.addresses.ask(sender.address, words[0], sender.game_id, sender.signed, every)

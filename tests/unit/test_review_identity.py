@@ -1,0 +1,99 @@
+"""Adversarial review (identity): who may act for a seat when ADDRESS,
+DELEGATE, STANDBY, offers and unsubscribes meet. Played through ingest."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from conftest import PLAYERS, Mailbox, answer, send
+
+from referee.engine import Engine
+from referee.timeutil import iso
+
+ALICE, BOB, CAROL = PLAYERS
+DORA = "dora@example.net"
+NEW = "alice@example.net"
+
+
+@pytest.fixture
+def pure(engine: Engine) -> Engine:
+    engine.new_game("pure-skill", PLAYERS)
+    return engine
+
+
+@pytest.fixture
+def box(engine: Engine) -> Mailbox:
+    return Mailbox(engine)
+
+
+def offer_to(box: Mailbox, address: str, words: str) -> dict:
+    return [m for m in box.to(address) if words in m["subject"]][-1]
+
+
+def stand_in(engine: Engine, clock, box: Mailbox, player: str = ALICE, who: str = DORA) -> dict:
+    assert send(engine, clock, player, f"DELEGATE {who} 5d").code == "done"
+    assert answer(engine, clock, offer_to(box, who, "Will you stand in"), "").code == "done"
+    return [m for m in box.to(who) if "You stand in for seat" in m["subject"]][-1]
+
+
+def persons_at(engine: Engine, game: int = 1) -> list[str]:
+    """Every address that plays a seat of the game or stands in for one now, once each."""
+    table = engine.table(game)
+    seats = [s["address"] for s in table.seats if s["address"] and table.human(s["seat"])]
+    stand_ins = [d["address"] for d in engine.store.delegations(game, iso(engine.clock()))]
+    return seats + stand_ins
+
+
+@pytest.mark.xfail(strict=True, reason="two seats")
+def test_an_address_change_to_another_seats_stand_in_is_refused(pure, clock, box):
+    stand_in(pure, clock, box)  # Dora stands in for Alice's seat
+    send(pure, clock, BOB, f"ADDRESS {DORA}")
+    offers = [m for m in box.to(DORA) if "Confirm your new address" in m["subject"]]
+    if offers:
+        answer(pure, clock, offers[-1], "")
+    people = persons_at(pure)
+    assert len(people) == len(set(people)), people  # nobody plays a seat and stands in for another
+
+
+@pytest.mark.xfail(strict=True, reason="two seats")
+def test_a_stand_in_who_confirms_an_address_asked_before_does_not_get_two_seats(pure, clock, box):
+    assert send(pure, clock, BOB, f"ADDRESS {DORA}").code == "done"  # asked first
+    confirm = offer_to(box, DORA, "Confirm your new address")
+    stand_in(pure, clock, box)  # then Dora agrees to stand in for Alice
+    answer(pure, clock, confirm, "")
+    people = persons_at(pure)
+    assert len(people) == len(set(people)), people
+
+
+@pytest.mark.xfail(strict=True, reason="two seats")
+def test_a_stand_in_is_not_offered_another_seat_of_the_game_from_standby(engine, clock, box):
+    from test_standby import on_standby
+
+    on_standby(engine, clock, box, DORA)
+    engine.new_game("bid", PLAYERS, deadline=timedelta(days=2))
+    stand_in(engine, clock, box)
+    engine.resign(1, BOB)
+    offers = [m for m in box.to(DORA) if "is yours if you want it" in m["subject"]]
+    if offers:
+        answer(engine, clock, offers[-1], "")
+    people = persons_at(engine)
+    assert len(people) == len(set(people)), people
+
+
+def test_a_stand_in_cannot_move_the_seat_to_another_address(pure, clock, box):
+    welcome = stand_in(pure, clock, box)
+    outcome = answer(pure, clock, welcome, "ADDRESS mallory@example.com")
+    assert outcome.code == "refused"
+    assert not box.to("mallory@example.com")  # no stranger is mailed in the seat's name
+
+
+@pytest.mark.parametrize("line", ["AWAY 3d", "BACK"])
+def test_a_stand_in_cannot_send_the_seat_away_or_back(pure, clock, box, line):
+    welcome = stand_in(pure, clock, box)
+    if line == "BACK":
+        assert send(pure, clock, ALICE, "AWAY 3d").code == "done"
+    before = pure.store.interventions(1)
+    assert answer(pure, clock, welcome, line).code == "refused"
+    assert pure.store.interventions(1) == before
+    assert "is for the seat's own player" in box.to(DORA)[-1]["body"]
