@@ -24,6 +24,7 @@ from datetime import timedelta
 from typing import Any
 
 from referee.config import Config
+from referee.engine.delegating import stands_in
 from referee.engine.keeping import find_seat
 from referee.engine.offers import Offers, Outcome
 from referee.engine.phases import Phases
@@ -102,9 +103,12 @@ class Addresses:
         and sign-up of the request still the old address's moves to it,
         and both addresses are told."""
         old, new = offer["detail"]["old"], offer["address"]
-        moved = []
+        moved, why = [], None
         for game_id in offer["detail"]["games"]:
             row = self.store.game(game_id)
+            if row is not None and row["state"] == GameState.RUNNING and self._stands_in(game_id, new):
+                why = _STANDS_IN.format(new=new, game=game_id)  # (they agreed to stand in meanwhile)
+                continue
             if row is None or not self._movable(game_id, old, new):
                 continue
             if row["state"] == GameState.RUNNING:
@@ -117,7 +121,7 @@ class Addresses:
                 self.store.move_signup(game_id, old, new)
             moved.append(game_id)
         if not moved:
-            raise EngineError(f"none of the seats or sign-ups this change was for is {old}'s any more")
+            raise EngineError(why or f"none of the seats or sign-ups this change was for is {old}'s any more")
         changes = self._changes(new, moved)
         context = {"game": None, "referee": self.config.address, "changes": changes, "keeper": False, "why": ""}
         self.post.mail(None, old, "address/moved", context)
@@ -226,7 +230,8 @@ class Addresses:
             return old in signed and (new is None or new not in signed)
         table = self.tables.table(game_id)
         seat = table.seat_of(old)
-        return seat is not None and table.human(seat) and (new is None or table.seat_of(new) is None)
+        free = new is None or (table.seat_of(new) is None and not self._stands_in(game_id, new))
+        return seat is not None and table.human(seat) and free
 
     def _check_free(self, game_id: int, new: str) -> None:
         row = self.tables.row(game_id)
@@ -235,6 +240,12 @@ class Addresses:
                 raise EngineError(f"game {game_id} has {new} signed up already")
         elif self.tables.table(game_id).seat_of(new) is not None:
             raise EngineError(f"game {game_id} has a seat played from {new} already")
+        elif self._stands_in(game_id, new):
+            raise EngineError(_STANDS_IN.format(new=new, game=game_id))
+
+    def _stands_in(self, game_id: int, new: str) -> bool:
+        """Whether ``new`` stands in for a seat of a running game, or is asked to (engine.delegating)."""
+        return stands_in(self.store, game_id, new, iso(self.clock())) is not None
 
     def _check_asked(self, address: str) -> None:
         since = self.clock() - ASKED_WITHIN
@@ -279,6 +290,9 @@ class Addresses:
         zone = self.store.timezone(old)
         if zone is not None and self.store.timezone(new) is None:
             self.store.set_timezone(new, zone)
+
+
+_STANDS_IN = "{new} stands in for a seat of game {game}, or is asked to: nobody plays two seats of one game"
 
 
 def _checked(new: str, own: str) -> str:

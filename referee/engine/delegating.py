@@ -251,12 +251,9 @@ class Delegating:
             if other["address"] is not None and normalised(other["address"]) == person:
                 problem = Unfit.OWN if other["seat"] == seat else Unfit.PLAYS
                 raise Refusal(Why.DELEGATE_WHO, address=address, problem=problem, seat=other["seat"])
-        standing = [(d["seat"], d["address"]) for d in self.store.delegations(table.id, iso(self.clock()))]
-        offers = self.store.open_offers(OfferKind.DELEGATE, table.id)
-        asked = [(o["seat"], o["address"]) for o in offers if o["id"] != offer_id]
-        for for_seat, stand_in in standing + asked:
-            if normalised(stand_in) == person and for_seat != seat:
-                raise Refusal(Why.DELEGATE_WHO, address=address, problem=Unfit.STANDS_IN, seat=for_seat)
+        for_seat = stands_in(self.store, table.id, address, iso(self.clock()), offer_id, other_than=seat)
+        if for_seat is not None:
+            raise Refusal(Why.DELEGATE_WHO, address=address, problem=Unfit.STANDS_IN, seat=for_seat)
 
     def _withdraw_asked(self, game_id: int, seat: int) -> str | None:
         """Withdraw the seat's offer to a stand-in not yet answered; whom it was made to."""
@@ -282,3 +279,19 @@ class Delegating:
         seat = delegation["seat"]
         context = {**self.post.context(table), "seat": seat, "name": table.names[seat], "at": at, "ended": why}
         self.post.mail(table.id, delegation["address"], "delegate/ended", {**context, "former": True, "stood_in": True})
+
+
+def stands_in(
+    store: Store, game_id: int, address: str, at: str, offer_id: int | None = None, other_than: int | None = None
+) -> int | None:
+    """The seat of the game (but ``other_than``) ``address`` stands in for
+    at ``at``, or is asked to by an offer not yet answered (but
+    ``offer_id``), if one (plus-parts and case folded): whoever would take
+    a seat of the game (a new address, a newcomer) must not, for nobody
+    plays two seats of one game."""
+    person = normalised(address)
+    standing = [(d["seat"], d["address"]) for d in store.delegations(game_id, at)]
+    offers = store.open_offers(OfferKind.DELEGATE, game_id)
+    asked = [(o["seat"], o["address"]) for o in offers if o["id"] != offer_id]
+    found = (seat for seat, stand_in in standing + asked if normalised(stand_in) == person and seat != other_than)
+    return next(found, None)

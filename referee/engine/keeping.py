@@ -20,7 +20,7 @@ from typing import Any
 
 from referee.config import Config
 from referee.engine.absence import Absences
-from referee.engine.delegating import Delegating
+from referee.engine.delegating import Delegating, stands_in
 from referee.engine.phases import Phases
 from referee.engine.post import Post
 from referee.engine.seating import check_player_address
@@ -170,6 +170,11 @@ class Keeping:
         seat = find_seat(table, seat_named)
         if table.seat_of(address) is not None:
             raise EngineError(f"{address} plays a seat in game {game_id} already")
+        if (other := stands_in(self.store, game_id, address, iso(self.clock()), other_than=seat)) is not None:
+            raise EngineError(
+                f"{address} stands in for seat {other + 1} of game {game_id}, or is asked to: "
+                "nobody plays two seats of one game"
+            )
         was, was_name, bot = table.seats[seat]["address"], table.names[seat], not table.human(seat)
         if bot and not table.rules.bots_replaceable:
             raise EngineError(f"{table.rules.title}'s rules keep a bot's seat a bot's: nobody may take it over")

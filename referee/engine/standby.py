@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from referee.config import Config
+from referee.engine.delegating import stands_in
 from referee.engine.keeping import Keeping
 from referee.engine.offers import Offers, Outcome
 from referee.errors import EngineError
@@ -88,6 +89,8 @@ class Standby:
             address = row["address"]
             if address in passed or address in busy or table.seat_of(address) is not None:
                 continue
+            if stands_in(self.store, game_id, address, iso(self.clock())) is not None:
+                continue  # a stand-in for a seat of the game: nobody plays two seats of one game
             phase = table.open_phase
             context: dict[str, Any] = {
                 "game": None,  # (the footer's: the offer's reply address is no seat's)
