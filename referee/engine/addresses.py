@@ -189,9 +189,10 @@ class Addresses:
         self.store.intervene(game_id, open_["number"], at, Act.ADDRESS, who, why, **detail)
         table = self.tables.table(game_id)
         context = {**self.post.context(table, seat), "name": table.names[seat], "why": why, "keeper": who != BY_PLAYER}
-        self.post.send(table, seat, "address/welcome", context)
+        # (Not copied to a stand-in: their turn goes on as it was, and they were prompted already.)
+        self.post.send(table, seat, "address/welcome", context, copy=False)
         if seat in table.waiting_for(open_):
-            self.post.send(table, seat, f"{table.row['kind']}/prompt", self.post.context(table, seat))
+            self.post.send(table, seat, f"{table.row['kind']}/prompt", self.post.context(table, seat), copy=False)
         log.info("game %d: seat %d plays from another address", game_id, seat)
 
     def _running(self, game_id: int) -> tuple[Table, PhaseRow]:

@@ -109,3 +109,71 @@ def test_a_stand_in_cannot_send_the_seat_away_or_back(pure, clock, box, line):
     assert answer(pure, clock, welcome, line).code == "refused"
     assert pure.store.interventions(1) == before
     assert "is for the seat's own player" in box.to(DORA)[-1]["body"]
+
+
+def test_a_game_that_uses_every_feature_names_no_address_in_public(engine, clock, box, tmp_path, caplog):
+    """ADDRESS, DELEGATE, AWAY, an unsubscribe, RESIGN and a takeover from
+    standby in one Bid! game: its record, its site and the mail to the
+    others never name the new address, the stand-in, nor the newcomer's
+    old standing; the record verifies."""
+    import logging
+
+    from test_site import public_text
+    from test_standby import on_standby, play_out
+    from test_unsubscribe import unsubscribe, unsubscribe_address
+
+    from referee.record import verify
+    from referee.site.public import game_record
+    from referee.site.render import Site
+
+    caplog.set_level(logging.INFO, logger="referee")
+    erin = "erin@example.com"
+    on_standby(engine, clock, box, erin)
+    engine.new_game("bid", PLAYERS, deadline=timedelta(days=2), options={"max_auctions": 8})
+    assert send(engine, clock, ALICE, f"ADDRESS {NEW}").code == "done"
+    assert answer(engine, clock, offer_to(box, NEW, "Confirm your new address"), "").code == "done"
+    stand_in(engine, clock, box, player=BOB)
+    assert send(engine, clock, CAROL, "AWAY 1d").code == "done"
+    [prompt] = [m for m in box.to(CAROL) if "List-Unsubscribe" in m["raw"].decode()][-1:]
+    import email
+    from email import policy
+
+    parsed = {**prompt, "message": email.message_from_bytes(prompt["raw"], policy=policy.default)}
+    assert unsubscribe(engine, clock, unsubscribe_address(parsed), sender=CAROL).code == "done"
+    clock.advance(hours=2)
+    assert send(engine, clock, CAROL, "RESIGN").code == "done"
+    assert answer(engine, clock, offer_to(box, erin, "is yours if you want it"), "").code == "done"
+    play_out(engine, clock)
+    table = engine.table(1)
+    assert table.row["state"] == "finished"
+    published = game_record(table)
+    assert "@" not in str(published)
+    verdict = verify(published)
+    assert verdict.ok, verdict
+    Site(engine, tmp_path / "site").render()
+    for name, text in public_text(tmp_path / "site").items():
+        for address in (ALICE, NEW, BOB, DORA, CAROL, erin):
+            assert address not in text, (name, address)
+    for mail in box.all:
+        if mail["to"] not in (BOB, DORA):
+            assert DORA not in mail["raw"].decode(errors="replace"), (mail["to"], mail["subject"])
+    for record in caplog.records:
+        if record.levelno > logging.DEBUG and not record.getMessage().startswith("message "):
+            for address in (NEW, DORA, erin):
+                assert address not in record.getMessage(), record.getMessage()
+
+
+def test_a_seat_that_moves_keeps_its_stand_in_who_is_not_told_they_play_from_there(pure, clock, box):
+    welcome = stand_in(pure, clock, box)
+    seen = len(box.to(DORA))
+    assert send(pure, clock, ALICE, "ADDRESS alice@example.net all").code == "done"
+    assert answer(pure, clock, offer_to(box, NEW, "Confirm your new address"), "").code == "done"
+    assert pure.table(1).seats[0]["address"] == NEW
+    told = box.to(DORA)[seen:]
+    assert not [m for m in told if "from this address now" in m["subject"]], [m["subject"] for m in told]
+    # Her turn goes on: her move counts, and the seat's new address gets the copy, the old one nothing.
+    old = len(box.to(ALICE))
+    assert answer(pure, clock, welcome, "bid 7").code == "move"
+    assert pure.store.final_moves(1, 1)[0]["move"] == "bid 7"
+    assert "wrote to the referee for your seat" in box.to(NEW)[-1]["body"]
+    assert len(box.to(ALICE)) == old
