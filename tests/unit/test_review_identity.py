@@ -177,3 +177,27 @@ def test_a_seat_that_moves_keeps_its_stand_in_who_is_not_told_they_play_from_the
     assert pure.store.final_moves(1, 1)[0]["move"] == "bid 7"
     assert "wrote to the referee for your seat" in box.to(NEW)[-1]["body"]
     assert len(box.to(ALICE)) == old
+
+
+def test_a_seat_that_moves_is_told_its_new_own_calendar(config, clock, seeds, tmp_path):
+    from dataclasses import replace
+
+    from test_own_calendar import SITE, link_in, own_links, render
+
+    from referee.store import Store
+
+    site = replace(config, site_dir=tmp_path / "site", site_url=SITE)
+    engine = Engine(Store(site.database), site, clock, seeds)
+    engine.new_game("pure-skill", PLAYERS)
+    old = own_links(engine)[ALICE]
+    folder = render(engine)
+    assert (folder / old.removeprefix(f"{SITE}/")).exists()
+    box = Mailbox(engine)
+    box.new()
+    assert send(engine, clock, ALICE, f"ADDRESS {NEW}").code == "done"
+    assert answer(engine, clock, offer_to(box, NEW, "Confirm your new address"), "").code == "done"
+    welcome = offer_to(box, NEW, "from this address now")
+    render(engine)
+    assert not (folder / old.removeprefix(f"{SITE}/")).exists()  # the old address's calendar is taken down
+    new = link_in(welcome)  # and the new address is told where its own is
+    assert new != old and (folder / new.removeprefix(f"{SITE}/")).exists()
