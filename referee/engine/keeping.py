@@ -185,6 +185,7 @@ class Keeping:
         others = [name for other, name in enumerate(table.names) if other != seat]
         self.delegating.seat_changed(game_id, seat, f"seat {seat + 1} was given to a newcomer")
         self.store.take_seat(game_id, seat, address)
+        self.store.set_notify(game_id, seat, None)  # how much mail the one who left wanted was theirs: the game's
         detail = {
             "seat": seat,
             "address": address,

@@ -201,3 +201,19 @@ def test_a_seat_that_moves_is_told_its_new_own_calendar(config, clock, seeds, tm
     assert not (folder / old.removeprefix(f"{SITE}/")).exists()  # the old address's calendar is taken down
     new = link_in(welcome)  # and the new address is told where its own is
     assert new != old and (folder / new.removeprefix(f"{SITE}/")).exists()
+
+
+def test_a_newcomer_does_not_inherit_the_unsubscribe_of_the_player_who_left(engine, clock, box):
+    from test_standby import on_standby
+    from test_unsubscribe import read, unsubscribe, unsubscribe_address
+
+    erin = "erin@example.com"
+    on_standby(engine, clock, box, erin)
+    engine.new_game("bid", PLAYERS, deadline=timedelta(days=2))
+    [prompt] = [m for m in read(box) if m["to"] == CAROL][-1:]
+    assert unsubscribe(engine, clock, unsubscribe_address(prompt), sender=CAROL).code == "done"
+    assert engine.table(1).seats[2]["notify"] == "digest"
+    assert send(engine, clock, CAROL, "RESIGN").code == "done"
+    assert answer(engine, clock, offer_to(box, erin, "is yours if you want it"), "").code == "done"
+    assert engine.table(1).seats[2]["address"] == erin
+    assert engine.table(1).seats[2]["notify"] is None  # the game's default: Carol's choice was hers
