@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from conftest import PLAYERS, Mailbox, answer, send
+from conftest import PLAYERS, Mailbox, answer, make_mail, send
 
 from referee.engine import Engine
 from referee.timeutil import iso
@@ -217,3 +217,20 @@ def test_a_newcomer_does_not_inherit_the_unsubscribe_of_the_player_who_left(engi
     assert answer(engine, clock, offer_to(box, erin, "is yours if you want it"), "").code == "done"
     assert engine.table(1).seats[2]["address"] == erin
     assert engine.table(1).seats[2]["notify"] is None  # the game's default: Carol's choice was hers
+
+
+def test_a_from_in_other_case_proves_an_offer_and_a_stand_in_as_the_address_does(pure, clock, box):
+    assert send(pure, clock, ALICE, "DELEGATE Dora@Example.NET 5d").code == "done"
+    offer = offer_to(box, DORA, "Will you stand in")
+    assert answer(pure, clock, {**offer, "to": "Dora@EXAMPLE.net"}, "").code == "done"
+    welcome = [m for m in box.to(DORA) if "You stand in for seat" in m["subject"]][-1]
+    assert answer(pure, clock, {**welcome, "to": "DORA@example.NET"}, "bid 4").code == "move"
+    assert pure.store.final_moves(1, 1)[0]["move"] == "bid 4"
+
+
+def test_a_stand_ins_unsubscribe_does_not_quiet_the_seat(pure, clock, box):
+    welcome = stand_in(pure, clock, box)
+    assert "List-Unsubscribe" not in welcome["raw"].decode()
+    outcome = pure.ingest(make_mail(DORA, "", to=welcome["reply_to"], subject="unsubscribe", received=clock()))
+    assert outcome.code != "done" or "unsubscribed" not in outcome.detail
+    assert pure.table(1).seats[0]["notify"] is None
