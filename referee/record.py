@@ -768,9 +768,10 @@ def _absence_hold_wrong(
     # A move by mail received before the hold does not say the seat had
     # moved by then: the referee may have read it after (the outage guard
     # and a keeper at the shell act on the real clock, before the mail the
-    # server received meanwhile is read).
+    # server received meanwhile is read).  A bot's move is the bot's above:
+    # one made after the hold (its player left later) is no matter.
     move = next((m for m in entry["moves"] if m["seat"] == seat), None)
-    if move is not None and move["source"] in (MoveSource.FORCED, MoveSource.BOT):
+    if move is not None and move["source"] == MoveSource.FORCED:
         return f"seat {seat + 1} had moved by then"
     old, new = _when(i["old"]), _when(i["new"])
     held = [a for a in absences(record["interventions"][:index]) if a.seat == seat and a.holds(old)]

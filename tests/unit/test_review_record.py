@@ -160,7 +160,6 @@ def left_while_away(engine, clock, seeds) -> dict:
     return game_record(engine.table(1))
 
 
-@pytest.mark.xfail(strict=True, reason="verify: a bot's move after the hold taken for one before it")
 def test_a_player_who_resigns_after_his_absence_held_the_deadline_leaves_a_record_that_verifies(left_while_away):
     """The bot's move for Bob's seat comes after the hold (when he left):
     the honest record said 'seat 2 had moved by then'."""
