@@ -607,6 +607,7 @@ def _check_interventions(record: Mapping[str, Any]) -> None:
         raise RecordError("an intervention is recorded after the game was cancelled")
     paused: Mapping[str, Any] | None = None
     before = (0, _when(record["game"]["created_at"]))
+    woke: tuple[int, datetime] | None = None  # when the last outage was found
     for index, i in enumerate(found):
         where = f"intervention {index + 1} ({i['act']})"
         number = i["phase"]
@@ -615,7 +616,13 @@ def _check_interventions(record: Mapping[str, Any]) -> None:
         at = _when(i["at"])
         if (number, at) < (before[0], before[1] - CLOCK_SLACK):
             raise RecordError(f"{where} is listed after one made later")
-        before = (number, at)
+        # The outage guard acts when the referee comes back, before it reads
+        # the mail received while it was down, which acts as of its receipt:
+        # an outage (and a deadline it held for an absence) orders nothing after it.
+        if i["act"] == Act.OUTAGE:
+            woke = (number, at)
+        elif not (i["act"] == Act.ABSENT and (number, at) == woke):
+            before = (number, at)
         if number <= len(phases):
             entry = phases[number - 1]
             if not _when(entry["opened_at"]) - CLOCK_SLACK <= at <= _when(entry["resolved_at"]) + CLOCK_SLACK:

@@ -118,7 +118,6 @@ def test_a_move_read_after_a_keepers_extension_it_came_before_verifies(config, c
     assert verdict.ok, verdict
 
 
-@pytest.mark.xfail(strict=True, reason="verify: an away read after the outage guard is 'listed after one made later'")
 def test_an_away_mail_received_during_an_outage_verifies(config, clock):
     """Bob writes AWAY 3d while the referee is down; back, it moves the
     deadline it slept through (an outage, dated now), then reads his mail,
