@@ -25,7 +25,11 @@ for each kind and level, mails per player per game (the fewest and most over
 the seeds and seats), mails per own move (a phase the seat had to move in,
 whether it moved or the deadline did), and, at TURNS, the issue's bound for
 each player (two mails per own move, one per round or auction, five more)
-and how many players stayed within it.  ``--detail`` breaks the mail down by
+and how many players stayed within it; "explained", how many stayed
+within it once the answers to the mails they sent beyond one a move (a
+changed move, NOTIFY) and their reminders beyond three are counted too (a
+player often late, or changing their mind, is sent more of their own
+doing).  ``--detail`` breaks the mail down by
 what it was (start, prompt, receipt, round, reminder, final, answer ...),
 named by its template (a reply is a receipt when it answers a move, an
 answer when it answers a command).  Asserts nothing.
@@ -103,6 +107,14 @@ class Seat:
         and its receipt), one per round or auction, and five (start,
         final, reminders)."""
         return 2 * self.own_moves + rounds + 5
+
+    def explained(self, rounds: int) -> int:
+        """The bound, plus the answer to each mail the player sent beyond one
+        a move (a changed move, the NOTIFY line) and each reminder beyond
+        three (for a player often late): what was over the bound, if only
+        that, came of their own doing."""
+        extra = max(0, self.sent - self.own_moves) + max(0, self.by_kind["reminder"] - 3)
+        return self.bound(rounds) + extra
 
 
 @dataclass
@@ -327,7 +339,7 @@ def report(games: list[Played], detail: bool) -> None:
         by.setdefault((game.kind, game.level), []).append(game)
     print(
         f"{'kind':<10} {'seats':<5} {'level':<6} {'mails/player':>12} {'per own move':>12} {'own moves':>9} "
-        f"{'rounds':>6} {'TURNS bound':>11} {'within':>10} {'s/game':>6}"
+        f"{'rounds':>6} {'TURNS bound':>11} {'within':>10} {'explained':>9} {'s/game':>6}"
     )
     for (kind, level), played in by.items():
         seats = [(game, seat) for game in played for seat in game.seats]
@@ -339,11 +351,12 @@ def report(games: list[Played], detail: bool) -> None:
             f" {over:+d}" if over > 0 else ""
         )
         within = within if turns else ""
+        explained = f"{sum(s.mails <= s.explained(g.rounds) for g, s in seats)}/{len(seats)}" if turns else ""
         print(
             f"{kind:<10} {played[0].table:<5} {level.value:<6} {spread(mails):>12} "
             f"{spread((s.mails / max(s.own_moves, 1) for _, s in seats), 2):>12} "
             f"{spread(s.own_moves for _, s in seats):>9} {spread(g.rounds for g in played):>6} "
-            f"{bounds:>11} {within:>10} {sum(g.seconds for g in played) / len(played):6.1f}"
+            f"{bounds:>11} {within:>10} {explained:>9} {sum(g.seconds for g in played) / len(played):6.1f}"
         )
         if detail:
             kinds = sorted(

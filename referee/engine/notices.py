@@ -96,16 +96,37 @@ class Notices:
 
     def news(self, table: Table, held: Mapping[int, News]) -> None:
         """Private news whose result was not sent and no prompt carried: a
-        mail of its own, so it is never lost."""
+        mail of its own, so it is never lost; at DIGEST, the next daily
+        digest carries it (a mail for each would be no digest)."""
         for seat, news in held.items():
-            self.post.send(table, seat, "news", {**self.post.context(table, seat), "news": news})
+            if self.post.level(table, seat) is not Notify.DIGEST:
+                self.post.send(table, seat, "news", {**self.post.context(table, seat), "news": news})
 
     def final_news(self, table: Table, held: Mapping[int, News]) -> dict[int, list[str]]:
-        """The private news of the last phase, for the top of the final mail."""
-        return {seat: [self._news(table, seat, news)] for seat, news in held.items()}
+        """For the top of the final mail: the private news of the last
+        phase of each seat not sent its result; a DIGEST seat's, all its
+        news since its last digest."""
+        told, last = self.store.told(table.id), len(table.replay.steps)
+        preface = {seat: [self._news(table, seat, news)] for seat, news in held.items()}
+        for seat in range(len(table.seats)):
+            if table.human(seat) and self.post.level(table, seat) is Notify.DIGEST:
+                preface[seat] = self._news_since(table, seat, told[seat]["through"] if seat in told else 0, last)
+        return preface
+
+    def _news_since(self, table: Table, seat: int, after: int, through: int) -> list[str]:
+        """A seat's private news of phases ``after`` + 1 to ``through``, each
+        as it was when that phase was resolved (replayed: nothing is kept)."""
+        steps, found = table.replay.steps, []
+        for number in range(after + 1, through + 1):
+            after_it = steps[number].before if number < len(steps) else table.state
+            news = table.rules.private_news(steps[number - 1].before, after_it, seat)
+            if news is not None:
+                found.append(self._news(table, seat, news))
+        return found
 
     def _news(self, table: Table, seat: int, news: News) -> str:
-        return self.post.composer.section("_news", game=self.post.game_info(table), news=news)
+        # (a game's news may name the other seats: ``players``, as in any mail about the game)
+        return self.post.composer.section("_news", **self.post.context(table, seat), news=news)
 
     def _since(self, table: Table, after: int, through: int) -> list[str]:
         """What phases ``after`` + 1 to ``through`` did, for the top of a mail
@@ -144,7 +165,7 @@ class Notices:
             "digest": digest_line(table.phases[last - 1]["label"], table.digest(last)),
             "digest_help": "round",
         }
-        self.post.send(table, seat, "daily", context)
+        self.post.send(table, seat, "daily", context, self._news_since(table, seat, told["through"], last))
         self.store.set_told(table.id, seat, last, digest_at=iso(now))
         return f"sent game {table.id}'s daily digest of {len(rounds)} phase(s) to seat {seat + 1}"
 
