@@ -263,6 +263,7 @@ class Desk:
             seat,
             "unsubscribed",
             {"game": self.post.game_info(table), "referee": self.config.address},
+            copy=False,  # the player's own choice: never a stand-in's news (nor theirs to undo)
             answers=message.key,
             in_reply_to=message.message_id,
             origin=self._origin,
