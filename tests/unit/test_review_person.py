@@ -132,7 +132,6 @@ def calendar_link(mail: dict) -> str | None:
     return found[1] if found else None
 
 
-@pytest.mark.xfail(strict=True, reason="the address welcome gives no calendar")
 def test_a_player_at_a_new_address_is_given_the_seats_new_calendar(bid, clock):
     box = Mailbox(bid)
     old_link = calendar_link(newest(box, CAROL, "begins"))
@@ -142,6 +141,7 @@ def test_a_player_at_a_new_address_is_given_the_seats_new_calendar(bid, clock):
     welcome = newest(box, NEW, "you play seat 3 from this address now")
     link = calendar_link(welcome)
     assert link is not None and link != old_link  # (the calendar's name is made of the seat's address)
+    assert "The seat's own calendar moved with it" in welcome["body"]
     folder = bid.config.site_dir
     Site(bid, folder).render()
     assert (folder / link.removeprefix(f"{SITE}/")).exists()
