@@ -8,6 +8,7 @@ keeper may point ``referee.templates`` at their own copies.
 from __future__ import annotations
 
 import re
+import textwrap
 from datetime import datetime
 from email import charset, policy
 from email.header import Header
@@ -35,6 +36,32 @@ def _when(context: jinja2.runtime.Context, moment: datetime | str) -> str:
     """A time in UTC, and in the reader's zone when they chose one (TIMEZONE)."""
     zone = context.get("timezone")
     return show(moment, zone) if zone else show(moment)
+
+
+_PARAGRAPHS = re.compile(r"\n[ \t]*\n")
+# What reflow never breaks across lines: a moment ("2026-12-03 18:00 UTC") and a short length ("(5 days)").
+_UNBROKEN = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d(?: UTC)?|\(\d+ [a-z]+\)")
+_GLUE = "\x00"  # (no template's text holds it: it holds a space through the wrapping)
+REFLOW_WIDTH = 74  # a paragraph's lines (reflow): a phone shows 78 columns whole, with room for a quote's "> "
+
+
+def reflow(text: str, width: int = REFLOW_WIDTH) -> str:
+    """Each paragraph of ``text`` wrapped anew at ``width``, whatever the
+    names, titles and times its template put into it: a paragraph any of
+    whose lines is indented (a list, a link, a table) is kept as written,
+    and so are the blank lines around and between paragraphs."""
+    body = text.strip("\n")
+    head, tail = text[: len(text) - len(text.lstrip("\n"))], text[len(text.rstrip("\n")) :]
+    paragraphs = []
+    for paragraph in _PARAGRAPHS.split(body):
+        lines = paragraph.split("\n")
+        if any(line[:1] in (" ", "\t") for line in lines):
+            paragraphs.append(paragraph)
+        else:
+            words = _UNBROKEN.sub(lambda m: m[0].replace(" ", _GLUE), " ".join(paragraph.split()))
+            wrapped = textwrap.fill(words, width, break_long_words=False, break_on_hyphens=False)
+            paragraphs.append(wrapped.replace(_GLUE, " "))
+    return head + "\n\n".join(paragraphs) + tail
 
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # would break or hide in a header
@@ -116,7 +143,7 @@ class Composer:
             keep_trailing_newline=True,
             autoescape=False,  # plain text; HTML templates will escape
         )
-        self.env.filters.update(when=_when, duration=show_duration, iso=iso)
+        self.env.filters.update(when=_when, duration=show_duration, iso=iso, reflow=reflow)
         for game in GAMES.values():
             self.env.filters.update(game.filters)
 

@@ -172,7 +172,6 @@ def test_every_seats_calendar_follows_a_deadline_a_time_away_moved(bid, clock):
 # -- what fits a phone -------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="the seat offer is wrapped by hand around the title")
 def test_a_seat_offer_of_a_game_with_a_long_name_fits_a_phone(turns, clock):
     box = Mailbox(turns)
     assert turns.ingest(make_mail(ERIN, "STANDBY priority", subject="hello", received=clock())).code == "done"
@@ -182,7 +181,6 @@ def test_a_seat_offer_of_a_game_with_a_long_name_fits_a_phone(turns, clock):
     assert wide_lines(offer) == []
 
 
-@pytest.mark.xfail(strict=True, reason="wrapped by hand around names and times")
 def test_the_mails_of_a_time_away_and_a_stand_in_fit_a_phone(turns, clock):
     """Bob is away; Alice names Frank, who accepts, then ends his turn: every
     mail of it, and each answer, in lines a phone shows whole."""
