@@ -1665,7 +1665,11 @@ COMMANDS = CommandTable(
     ),
     Entry("hand", Who.PLAYER, Desk._do_hand, "just your hand"),
     Entry(
-        "resign", Who.PLAYER, Desk._do_resign, "leave the game; a random bot plays your seat from now on", alone=True
+        "resign",
+        Who.PLAYER,
+        Desk._do_resign,
+        "leave the game; a bot plays your seat from now on, at random, unless someone on standby takes it over",
+        alone=True,
     ),
     Entry(
         "list",

@@ -208,3 +208,16 @@ def test_the_mails_of_a_time_away_and_a_stand_in_fit_a_phone(turns, clock):
     assert len(answers) == 4
     wide = {m["subject"]: wide_lines(m) for m in [*(m for ms in found.values() for m in ms), *answers] if wide_lines(m)}
     assert wide == {}
+
+
+# -- HELP says what each command does now -------------------------------------------------
+
+
+def test_help_says_a_resigned_seat_may_go_to_someone_on_standby(bid, clock):
+    """RESIGN's line in HELP said a bot plays the seat from then on: since
+    STANDBY, someone on standby may take it over (docs/playing.md says so)."""
+    box = Mailbox(bid)
+    box.new()
+    assert send(bid, clock, ALICE, "HELP").code == "done"
+    said = " ".join(box.new()[0]["body"].split())
+    assert "unless someone on standby takes it over" in said
