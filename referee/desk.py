@@ -1316,7 +1316,8 @@ class Desk:
         proven = sender.authenticated  # else its lines, subject and thread ids are a stranger's words
         quote = (lambda line: line) if proven else _command_word
         texts = [
-            {"line": quote(a.line), "number": number, "text": self._render(a)}
+            # ("move": a stand-in's copy of the answer has the seat's moves only: Post.send)
+            {"line": quote(a.line), "number": number, "text": self._render(a), "move": a.code in MOVE_CODES}
             for number, a in enumerate(self._trim_legal(answers), 1)
         ]
         context = {

@@ -273,10 +273,11 @@ class Post:
                 **headers,
             },
         )
-        if copy:
+        shared = _for_stand_in(context) if copy else None
+        if shared is not None:
             for stand_in in self.store.delegations(table.id, iso(self.clock())):
                 if stand_in["seat"] == seat:
-                    self.to_stand_in(table, stand_in, template, context)
+                    self.to_stand_in(table, stand_in, template, shared)
 
     def to_stand_in(
         self, table: Table, stand_in: DelegationRow, template: str, context: dict[str, Any], **headers: Any
@@ -465,3 +466,14 @@ class Post:
             copy += 1
             message_id = f"<{digest}-{copy}{tag}@{self.config.domain}>"
         return message_id
+
+
+def _for_stand_in(context: dict[str, Any]) -> dict[str, Any] | None:
+    """What of a seat's mail its stand-in is copied: all of it, but of an
+    answer to the player's mail only the answers to its moves (the rest,
+    a reason for a time away, a new address, is the player's own); None
+    when nothing is left."""
+    if "answers" not in context:
+        return context
+    moves = [answer for answer in context["answers"] if answer.get("move")]
+    return {**context, "answers": moves} if moves else None

@@ -119,6 +119,20 @@ def test_the_seats_own_moves_still_count_and_the_stand_in_gets_a_copy(pure, cloc
     assert bid_of(pure, 0, 1) == "bid 6"
 
 
+def test_the_stand_ins_copy_of_the_players_answer_has_only_the_move(pure, clock):
+    """Alice's mail has her bid and her own business (a time away with its
+    reason, for the keepers alone): Dora's copy is of the bid's receipt only."""
+    box = Mailbox(pure)
+    stand_in(pure, clock, box)
+    box.new()
+    assert send(pure, clock, ALICE, "bid 5\nAWAY 2d at my sister's wedding\nTIMEZONE Europe/Berlin").code == "move"
+    [copy] = [m for m in box.new() if m["to"] == DORA]
+    assert "bid 5" in copy["body"]
+    assert "wedding" not in copy["body"] and "AWAY" not in copy["body"] and "Europe/Berlin" not in copy["body"]
+    [own] = [m for m in box.to(ALICE)][-1:]
+    assert "wedding" in own["body"] and "Europe/Berlin" in own["body"]
+
+
 def test_a_forged_acceptance_changes_nothing_and_the_stand_in_is_told(pure, clock):
     box = Mailbox(pure)
     send(pure, clock, ALICE, f"DELEGATE {DORA} 5d")

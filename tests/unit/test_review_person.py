@@ -94,7 +94,6 @@ def test_a_stand_in_is_not_told_they_unsubscribed_when_the_player_pressed_the_bu
     # RESIGN": he did not, and a stand-in may not RESIGN.)
 
 
-@pytest.mark.xfail(strict=True, reason="a stand-in may spend the seat's time away")
 @pytest.mark.parametrize("line", ["AWAY 2d", "AWAY 2026-11-22 to 2026-11-25", "ADDRESS frank2@example.net"])
 def test_a_stand_in_may_not_spend_the_seats_time_away_or_move_it_to_another_address(bid, clock, line):
     box = Mailbox(bid)
@@ -112,7 +111,6 @@ def test_a_stand_in_may_not_spend_the_seats_time_away_or_move_it_to_another_addr
     assert bid.store.open_offers() == []  # no confirmation mailed to an address the stand-in chose
 
 
-@pytest.mark.xfail(strict=True, reason="a stand-in may end the seat's time away")
 def test_a_stand_in_may_not_say_the_seat_is_back(bid, clock):
     box = Mailbox(bid)
     welcome = with_stand_in(bid, clock, box)
