@@ -96,11 +96,25 @@ def page_context(table: Table, now: datetime) -> dict[str, Any]:
         "rounds": [{**entry, "how": {m["seat"]: m["source"] for m in entry["moves"]}} for entry in record["phases"]],
         "chart": score_chart(names, record["phases"], phase["label"] if phase is not None else None),
         "view": view,
-        "acts": [
-            {**act, "label": labels.get(act["phase"], f"phase {act['phase']}")} for act in record["interventions"]
-        ],
+        "acts": _acts(record["interventions"], labels, names),
         "cancelled": next((act for act in record["interventions"] if act["act"] == "cancel"), None),
     }
+
+
+def _acts(interventions: list[dict[str, Any]], labels: dict[int, str], names: list[str]) -> list[dict[str, Any]]:
+    """The record's interventions as the page lists them: each with its
+    phase's label and, where it concerns a seat, ``who`` played that seat
+    when it was made (a takeover later gives the seat another name: "bob is
+    away" stays bob's, never the newcomer's)."""
+    playing = list(names)
+    acts: list[dict[str, Any]] = []
+    for act in reversed(interventions):
+        seat = act.get("seat")
+        who = playing[seat] if isinstance(seat, int) and 0 <= seat < len(playing) else None
+        if act["act"] == "replace" and who is not None:
+            playing[seat] = act.get("was") or who  # before the takeover the seat was the one who left
+        acts.append({**act, "label": labels.get(act["phase"], f"phase {act['phase']}"), "who": who})
+    return acts[::-1]
 
 
 def _bots_ahead(players: list[dict[str, Any]], winner: str | None) -> list[str]:

@@ -1,0 +1,103 @@
+"""Adversarial review (contract): issue 33 held item by item to its text,
+and the site of a Bid! game that used AWAY, ADDRESS, DELEGATE, a takeover
+from standby and a keeper's EXTEND read as a stranger reads it.  Played
+through ingest."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from conftest import PLAYERS, Mailbox, answer, send
+from test_keeper_mail import KEEPER, order
+from test_standby import on_standby, play_out
+
+from referee.config import Config
+from referee.engine import Engine
+from referee.record import verify
+from referee.site.public import game_record
+from referee.site.render import Site
+
+ALICE, BOB, CAROL = PLAYERS
+NEW = "alice@example.net"
+DORA = "dora@example.net"  # on standby: takes over Bob's seat
+ERIN = "erin@example.com"  # Carol's stand-in
+NAME = "Thursday club"
+
+
+@pytest.fixture
+def config(config: Config, tmp_path: Path) -> Config:
+    return replace(config, keepers=(KEEPER,), site_dir=tmp_path / "site", site_url="https://games.example.org/")
+
+
+@pytest.fixture
+def box(engine: Engine) -> Mailbox:
+    return Mailbox(engine)
+
+
+def subject(box: Mailbox, to: str, words: str) -> dict:
+    return [m for m in box.to(to) if words in m["subject"]][-1]
+
+
+def every_feature(engine: Engine, clock, box: Mailbox) -> None:
+    """One Bid! game that uses every act issue 33 added, and a keeper's
+    EXTEND, played by mail to its end."""
+    on_standby(engine, clock, box, DORA)
+    engine.new_game("bid", PLAYERS, deadline=timedelta(days=2), name=NAME, options={"max_auctions": 6})
+    clock.advance(hours=1)
+    assert send(engine, clock, ALICE, "AWAY 3d at my sister's wedding").code == "done"  # holds auction 1
+    assert send(engine, clock, ALICE, f"ADDRESS {NEW}").code == "done"
+    assert answer(engine, clock, subject(box, NEW, "Confirm your new address"), "").code == "done"
+    assert send(engine, clock, CAROL, f"DELEGATE {ERIN} 4d").code == "done"
+    assert answer(engine, clock, subject(box, ERIN, "Will you stand in"), "").code == "done"
+    table = engine.table(1)
+    move = table.rules.move_text(table.rules.legal_moves(table.state, 2)[0])  # Carol's, as her stand-in chose it
+    assert answer(engine, clock, subject(box, ERIN, "You stand in for seat"), move).code == "move"
+    assert order(engine, clock, "EXTEND 1 1d Bob asked for a day").code == "done"
+    clock.advance(hours=2)
+    assert send(engine, clock, NEW, "BACK").code == "done"
+    assert send(engine, clock, BOB, "RESIGN").code == "done"
+    assert answer(engine, clock, subject(box, DORA, "is yours if you want it"), "").code == "done"
+    assert send(engine, clock, CAROL, "DELEGATE NONE").code == "done"
+    play_out(engine, clock)
+    assert engine.table(1).row["state"] == "finished"
+
+
+@pytest.fixture
+def played(engine: Engine, clock, box: Mailbox) -> Engine:
+    every_feature(engine, clock, box)
+    Site(engine, engine.config.site_dir).render()
+    return engine
+
+
+def test_the_game_of_every_feature_verifies(played):
+    verdict = verify(game_record(played.table(1)))
+    assert verdict.ok, verdict
+
+
+def acts_html(engine: Engine) -> str:
+    page = (engine.config.site_dir / "games" / "1" / "index.html").read_text()
+    return page.split('<ul class="acts">')[1].split("</ul>")[0]
+
+
+def test_an_act_names_the_player_who_made_it_not_who_plays_the_seat_now(engine, clock, box):
+    """Bob says he is away and names a stand-in, then resigns, and Dora
+    takes his seat over from standby: the page said "dora is away" and
+    "dora named a stand-in", acts of Bob's she never made."""
+    on_standby(engine, clock, box, DORA)
+    engine.new_game("bid", PLAYERS, deadline=timedelta(days=2), options={"max_auctions": 4})
+    assert send(engine, clock, BOB, "AWAY 3d").code == "done"
+    assert send(engine, clock, BOB, f"DELEGATE {ERIN} 2d").code == "done"
+    assert answer(engine, clock, subject(box, ERIN, "Will you stand in"), "").code == "done"
+    clock.advance(hours=1)
+    assert send(engine, clock, BOB, "RESIGN").code == "done"
+    assert answer(engine, clock, subject(box, DORA, "is yours if you want it"), "").code == "done"
+    play_out(engine, clock)
+    Site(engine, engine.config.site_dir).render()
+    acts = " ".join(acts_html(engine).split())
+    assert "dora is away" not in acts and "dora named a stand-in" not in acts, acts
+    assert "bob is away from" in acts and "bob named a stand-in to play seat 2" in acts, acts
+    assert "as bob is away until then" in acts, acts
+    assert "dora took over seat 2 from bob" in acts, acts
