@@ -47,7 +47,7 @@ log = logging.getLogger("referee.site")
 
 _STATE_FILE = ".render-state.json"
 _FEED_ENTRIES = 100  # the site's feed: every game's end, and the newest of the other entries
-_LAYOUT = "8"  # bump when the pages' layout changes: every page is then written again
+_LAYOUT = "9"  # bump when the pages' layout changes: every page is then written again
 
 
 class Records(Protocol):

@@ -322,7 +322,7 @@ def test_verify_refuses_a_record_whose_stand_ins_were_altered(pure, clock, tmp_p
     Site(pure, tmp_path / "site").render()
     text = page(tmp_path / "site", "games/1/index.html").text
     assert "alice named a stand-in to play seat 1 until" in text and DORA not in text
-    assert "the stand-in's turn at seat 1 ended, alice playing it alone again" in text
+    assert "the stand-in's turn at seat 1 ended: alice plays it alone again" in text
     tampered = []
     for field, value in (("until", given["at"]), ("until", "2026-11-21T12:30:00Z"), ("by", "keeper"), ("seat", 7)):
         forged = copy.deepcopy(published)

@@ -5,6 +5,7 @@ through ingest."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import PLAYERS, Mailbox, answer, send
 from test_keeper_mail import KEEPER, order
+from test_site import public_text
 from test_standby import on_standby, play_out
 
 from referee.config import Config
@@ -101,3 +103,45 @@ def test_an_act_names_the_player_who_made_it_not_who_plays_the_seat_now(engine, 
     assert "bob is away from" in acts and "bob named a stand-in to play seat 2" in acts, acts
     assert "as bob is away until then" in acts, acts
     assert "dora took over seat 2 from bob" in acts, acts
+
+
+def test_the_acts_list_never_breaks_a_moment_and_reads_as_sentences(played):
+    """On a phone (360 px) the list wrapped "2026-11-21 / 13:00 UTC" across
+    lines; the stand-in's end read "..., carol playing it alone again" and
+    a new address "seat 1's player moved" (the page names players)."""
+    acts = acts_html(played)
+    text = re.sub(r"<[^>]+>", "", " ".join(acts.split()))
+    times = re.findall(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", text)
+    assert len(times) == len(re.findall(r'<time class="nowrap" datetime="[0-9TZ:-]+">[^<]+</time>', acts)) >= 12
+    assert "alice (seat 1) moved to another address." in text
+    assert "the stand-in's turn at seat 3 ended: carol plays it alone again." in text
+    assert "carol named a stand-in to play seat 3 until" in text
+    assert "dora took over seat 2 from bob (from the standby list)." in text
+    assert "the keeper moved the deadline from" in text and "(Bob asked for a day)." in text
+    assert "’" not in acts  # one apostrophe throughout, as the heading's
+
+
+def test_a_stand_ins_turn_ended_by_a_resignation_gives_its_reason_once(engine, clock, box):
+    engine.new_game("bid", PLAYERS, deadline=timedelta(days=2), options={"max_auctions": 4})
+    assert send(engine, clock, BOB, f"DELEGATE {ERIN} 2d").code == "done"
+    assert answer(engine, clock, subject(box, ERIN, "Will you stand in"), "").code == "done"
+    assert send(engine, clock, BOB, "RESIGN").code == "done"
+    Site(engine, engine.config.site_dir).render()
+    text = re.sub(r"<[^>]+>", "", " ".join(acts_html(engine).split()))
+    assert "the stand-in's turn at seat 2 ended (seat 2&#39;s player left the game)." in text, text
+
+
+def test_no_public_page_names_an_address_or_a_seats_own_calendar(played):
+    """The site of the game of every feature: no player's, new, stand-in's
+    or newcomer's address, and no seat's private calendar (its name or a
+    link to private/), in any page, feed, calendar or record."""
+    site = played.config.site_dir
+    private = sorted(p.name for p in (site / "private").glob("*.ics"))
+    assert len(private) == 3  # alice's (at her new address), dora's, carol's
+    for name, text in public_text(site).items():
+        if name.startswith("private/"):
+            continue
+        for address in (ALICE, NEW, BOB, CAROL, DORA, ERIN, KEEPER):
+            assert address not in text, (name, address)
+        assert "private/" not in text and not any(p.removesuffix(".ics") in text for p in private), name
+    assert "Bob asked" in (site / "games/1/record.json").read_text()  # the keeper's words are public, by design
