@@ -11,16 +11,17 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from conftest import PLAYERS, Mailbox, answer, send
+from conftest import PLAYERS, Mailbox, answer, mails, send
 from test_keeper_mail import KEEPER, order
 from test_site import public_text
 from test_standby import on_standby, play_out
 
-from referee.config import Config
+from referee.config import Config, load
 from referee.engine import Engine
 from referee.record import verify
 from referee.site.public import game_record
 from referee.site.render import Site
+from referee.store import Store
 
 ALICE, BOB, CAROL = PLAYERS
 NEW = "alice@example.net"
@@ -145,3 +146,16 @@ def test_no_public_page_names_an_address_or_a_seats_own_calendar(played):
             assert address not in text, (name, address)
         assert "private/" not in text and not any(p.removesuffix(".ics") in text for p in private), name
     assert "Bob asked" in (site / "games/1/record.json").read_text()  # the keeper's words are public, by design
+
+
+def test_a_referee_that_allows_no_time_away_says_so(tmp_path, clock, seeds):
+    """most_away = "0s" (config.example.toml: "no time away"): AWAY was
+    refused with "your seat may be away 0 seconds in this game in all"."""
+    (tmp_path / "r.toml").write_text(f'[referee]\ndatabase = "{tmp_path}/g.db"\n[keepers]\nmost_away = "0s"\n')
+    config = load(tmp_path / "r.toml")
+    engine = Engine(Store(config.database), config, clock, seeds)
+    engine.new_game("pure-skill", PLAYERS)
+    assert send(engine, clock, BOB, "AWAY 2d").code == "refused"
+    said = " ".join(mails(engine, BOB)[-1]["body"].split())
+    assert "This referee allows no time away (its most_away is 0): deadlines run as usual." in said
+    assert "0 seconds" not in said and engine.store.interventions(1) == []
