@@ -224,7 +224,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="a saved mail of the game: does the record agree with the digest it carried? (again for more mails)",
     )
     verify.add_argument("--json", action="store_true", help="print everything checked, as JSON")
-    resign = commands.add_parser("resign", help="a player left: a random bot takes the seat")
+    resign = commands.add_parser(
+        "resign", help="a player left: a random bot takes the seat, unless someone on standby takes it over"
+    )
     resign.add_argument("game", type=int)
     resign.add_argument("address")
     _keeper_commands(commands)
