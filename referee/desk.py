@@ -257,7 +257,7 @@ class Desk:
         table, seat = found
         if table.seats[seat]["notify"] == Notify.DIGEST:
             return Outcome(OutcomeCode.DONE, f"seat {seat + 1} is unsubscribed already; nothing changed", table.id)
-        self.store.set_notify(table.id, seat, Notify.DIGEST)
+        self.notices.set_level(table, seat, Notify.DIGEST)  # (its first digest a day from now, as NOTIFY DIGEST's)
         self.post.send(
             table,
             seat,

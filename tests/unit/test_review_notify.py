@@ -1,0 +1,62 @@
+"""Adversarial review of NOTIFY's levels (issue 33, item 4) where they meet
+the other features: the unsubscribe button, a newcomer in a seat, a level
+changed mid-game, the daily digest."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from conftest import PLAYERS, START, FakeClock, Mailbox, make_mail, send
+
+from referee.engine import Engine
+from referee.mail.tokens import token_address, unsubscribe_token
+from referee.store import Notify
+
+ALICE, BOB, CAROL = PLAYERS
+DAVE = "dave@example.org"
+SINCE = "Since your last mail about this game:"
+
+
+def play_round(engine: Engine, clock: FakeClock) -> None:
+    """Every seat still played by a person bids its highest card, an hour apart."""
+    table = engine.table(1)
+    for seat in table.waiting_for(table.open_phase):
+        if not table.human(seat):
+            continue
+        clock.advance(hours=1)
+        table = engine.table(1)
+        move = table.rules.legal_moves(table.state, seat)[-1]
+        assert send(engine, clock, table.label(seat), table.rules.move_text(move)).code == "move"
+
+
+def digests(box: Mailbox, address: str) -> list[dict]:
+    return [m for m in box.to(address) if m["subject"].split("] ", 1)[-1].startswith("What happened since")]
+
+
+def press_unsubscribe(engine: Engine, clock: FakeClock, player: str) -> None:
+    table = engine.table(1)
+    seat = table.seat_of(player)
+    address = token_address(engine.config.address, unsubscribe_token(engine.key, 1, seat, player))
+    engine.ingest(make_mail(player, "", to=address, subject="unsubscribe", received=clock()))
+
+
+def test_the_unsubscribe_button_starts_the_digests_a_day_later_as_notify_digest_does(engine, clock):
+    """Bob, at TURNS, presses unsubscribe on day 3: his mail is a digest now,
+    and his first digest is due a day after he chose it (NOTIFY DIGEST's
+    rule), not at once: a digest in the same minute as "you unsubscribed"
+    is a mail he just asked not to get."""
+    engine.new_game("pure-skill", PLAYERS)
+    box = Mailbox(engine)
+    for _ in range(2):
+        play_round(engine, clock)
+    clock.now = START + timedelta(days=2)
+    engine.tick()
+    box.new()
+    press_unsubscribe(engine, clock, BOB)
+    assert engine.table(1).seats[1]["notify"] == Notify.DIGEST
+    play_round(engine, clock)  # round 3 resolved: something bob was not told of
+    engine.tick()
+    assert digests(box, BOB) == []
+    clock.advance(days=1)
+    engine.tick()
+    assert len(digests(box, BOB)) == 1
