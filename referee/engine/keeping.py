@@ -186,6 +186,10 @@ class Keeping:
         self.delegating.seat_changed(game_id, seat, f"seat {seat + 1} was given to a newcomer")
         self.store.take_seat(game_id, seat, address)
         self.store.set_notify(game_id, seat, None)  # how much mail the one who left wanted was theirs: the game's
+        # What the one who left was told was theirs too: the welcome shows where the seat stands now, so
+        # the newcomer's "since your last mail" and first digest start here (Notices), not at the last
+        # phase the one who left was told of.
+        self.store.set_told(game_id, seat, len(table.replay.steps), digest_at=iso(now))
         detail = {
             "seat": seat,
             "address": address,

@@ -60,3 +60,44 @@ def test_the_unsubscribe_button_starts_the_digests_a_day_later_as_notify_digest_
     clock.advance(days=1)
     engine.tick()
     assert len(digests(box, BOB)) == 1
+
+
+def test_a_newcomer_is_not_told_since_the_last_mail_of_the_player_who_left(engine, clock):
+    """Alice, at DIGEST, has had no digest yet when the keeper gives her seat
+    to Dave in round 4 (at the game's TURNS).  Dave's welcome shows where the
+    seat stands; his first round result does not begin "Since your last mail
+    about this game" with rounds 1 to 3, which he never had a mail about
+    (what Alice was told is hers, not his)."""
+    engine.new_game("pure-skill", PLAYERS)
+    assert send(engine, clock, ALICE, "NOTIFY DIGEST").code == "done"
+    box = Mailbox(engine)
+    for _ in range(3):
+        play_round(engine, clock)
+    engine.replace(1, "1", DAVE, "shell", "alice is away for good")
+    play_round(engine, clock)
+    [result] = [m for m in box.to(DAVE) if "Round 4 of 13" in m["subject"] and "resolved" in m["body"]]
+    assert SINCE not in result["body"], result["body"][:600]
+
+
+def test_a_digest_newcomer_s_first_digest_is_of_the_game_since_they_took_the_seat(engine, clock):
+    """The game's level is DIGEST; Alice had her digest on day 1, then the
+    keeper gives her seat to Dave on day 2, after rounds 4 to 6.  Dave's
+    first digest tells what happened since he took the seat, not since
+    Alice's last digest (rounds he was never told of as news)."""
+    engine.new_game("pure-skill", PLAYERS, notify=Notify.DIGEST)
+    box = Mailbox(engine)
+    for _ in range(3):
+        play_round(engine, clock)
+    clock.now = START + timedelta(days=1)
+    engine.tick()
+    assert len(digests(box, ALICE)) == 1
+    for _ in range(3):
+        play_round(engine, clock)
+    engine.replace(1, "1", DAVE, "shell", "alice is away for good")
+    play_round(engine, clock)  # round 7
+    clock.now = START + timedelta(days=3)
+    engine.tick()
+    [first] = digests(box, DAVE)
+    history = first["body"].split("Round  Prize")[1].split("Now:")[0]
+    assert "Round 7" in first["body"] or f"{7:5d}" in history
+    assert f"{4:5d}  " not in history, history
