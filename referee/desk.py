@@ -1061,14 +1061,16 @@ class Desk:
         now on; NOTIFY alone: how much it gets now."""
         table, seat = self._seat(sender, command)
         said = command.argument.strip().rstrip(".!").strip()
+        news: list[str] = []
         if said:
             level = next((level for level in Notify if level.value == said.lower()), None)
             if level is None:
                 raise Refusal(Why.UNKNOWN_LEVEL, level=said)
-            self.notices.set_level(table, seat, level)
+            news = self.notices.set_level(table, seat, level)  # (leaving DIGEST: what its digest was to say)
             table = self.tables.table(table.id)
         context = {
             "game": self.post.game_info(table),
+            "news": news,
             "level": self.post.level(table, seat).value,
             "changed": bool(said),
             "own": table.seats[seat]["notify"] is not None,  # else the game's (or the referee's) default

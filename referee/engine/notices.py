@@ -49,14 +49,22 @@ class Notices:
 
     # -- the level -----------------------------------------------------------
 
-    def set_level(self, table: Table, seat: int, level: Notify) -> None:
+    def set_level(self, table: Table, seat: int, level: Notify) -> list[str]:
         """The seat's own level from now on (NOTIFY).  A daily digest is
-        first due a day after it was chosen."""
+        first due a day after it was chosen.  Leaving DIGEST, returns the
+        seat's private news its next digest was to carry (there will be no
+        digest): the caller tells it at once.  What happened in public since
+        its last digest comes at the top of its next mail, as at TURNS."""
+        pending = []
+        if self.post.level(table, seat) is Notify.DIGEST and level is not Notify.DIGEST:
+            told = self.store.told(table.id).get(seat)
+            pending = self._news_since(table, seat, told["through"] if told else 0, len(table.replay.steps))
         self.store.set_notify(table.id, seat, level)
         if level is Notify.DIGEST:
             told = self.store.told(table.id).get(seat)
             self.store.set_told(table.id, seat, told["through"] if told else 0, digest_at=iso(self.clock()))
         log.info("game %d: seat %d gets %s mail", table.id, seat, level.value)
+        return pending
 
     # -- a phase resolved, the next one opened -------------------------------
 

@@ -4,13 +4,14 @@ changed mid-game, the daily digest."""
 
 from __future__ import annotations
 
+import random
 from datetime import timedelta
 
 from conftest import PLAYERS, START, FakeClock, Mailbox, make_mail, send
 
 from referee.engine import Engine
 from referee.mail.tokens import token_address, unsubscribe_token
-from referee.store import Notify
+from referee.store import Notify, Store
 
 ALICE, BOB, CAROL = PLAYERS
 DAVE = "dave@example.org"
@@ -101,3 +102,42 @@ def test_a_digest_newcomer_s_first_digest_is_of_the_game_since_they_took_the_sea
     history = first["body"].split("Round  Prize")[1].split("Now:")[0]
     assert "Round 7" in first["body"] or f"{7:5d}" in history
     assert f"{4:5d}  " not in history, history
+
+
+def _play_until(engine: Engine, clock: FakeClock, done, choose: random.Random) -> None:
+    """Each mover answers with a legal move, half an hour apart, until ``done(table)``."""
+    for _ in range(500):
+        table = engine.table(1)
+        if done(table):
+            return
+        seat = table.waiting_for(table.open_phase)[0]
+        move = choose.choice(table.rules.legal_moves(table.state, seat))
+        clock.advance(minutes=30)
+        assert send(engine, clock, table.label(seat), table.rules.move_text(move)).code == "move"
+    raise AssertionError("never came")
+
+
+def test_private_news_held_for_a_digest_is_not_lost_when_the_player_leaves_digest(tmp_path, config, clock, seeds):
+    """Bluff: Bob asks NOTIFY DIGEST at the start.  Round 2's roll gives him
+    new dice while another seat opens the round: at DIGEST his news waits
+    for his daily digest.  Before it comes he asks NOTIFY TURNS: there will
+    be no digest now, and his round-2 dice must still reach him by mail as
+    his news (it did at every level that never was DIGEST)."""
+    seeds.fixed = bytes(range(32))
+    engine = Engine(Store(config.database), config, clock, seeds)
+    engine.new_game("bluff", PLAYERS)
+    box = Mailbox(engine)
+    assert send(engine, clock, BOB, "NOTIFY DIGEST").code == "done"
+    choose = random.Random(3)
+    _play_until(engine, clock, lambda t: t.state.round == 2, choose)
+    table = engine.table(1)
+    assert 1 not in table.open_phase["movers"], table.open_phase  # (the seed's: bob does not open round 2)
+    news = table.rules.private_news(table.replay.steps[-1].before, table.state, 1)
+    assert news is not None and news["round"] == 2
+    text = engine.post.composer.section("_news", **engine.post.context(table, 1), news=news)
+    text = text.split("Only for you:")[1].strip()
+    assert not any(text in m["body"] for m in box.to(BOB))  # held for his digest
+    assert send(engine, clock, BOB, "NOTIFY TURNS").code == "done"
+    _play_until(engine, clock, lambda t: t.state.round == 3, choose)  # (no digest: he is at TURNS)
+    assert digests(box, BOB) == []
+    assert any(text in m["body"] for m in box.to(BOB)), "bob's round-2 dice never reached him as his news"
