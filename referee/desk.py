@@ -1062,6 +1062,8 @@ class Desk:
         table, seat = self._seat(sender, command)
         said = command.argument.strip().rstrip(".!").strip()
         news: list[str] = []
+        if said and sender.stand_in is not None:  # the player's own mail: theirs to choose (as the unsubscribe)
+            raise Refusal(Why.STAND_IN_CANNOT, word=command.word)
         if said:
             level = next((level for level in Notify if level.value == said.lower()), None)
             if level is None:

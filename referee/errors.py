@@ -67,7 +67,9 @@ class Why(Enum):
     DELEGATE_IN_FORCE = "delegate_in_force"  # address, until: the seat's stand-in now
     DELEGATE_TOO_OFTEN = "delegate_too_often"  # most: offers a seat may make in a day
     NO_STAND_IN = "no_stand_in"  # DELEGATE NONE, with no stand-in and none asked
-    STAND_IN_CANNOT = "stand_in_cannot"  # word: the seat's player's alone (RESIGN, DELEGATE, ADDRESS, AWAY, BACK)
+    STAND_IN_CANNOT = (
+        "stand_in_cannot"  # word: the seat's player's alone (RESIGN, DELEGATE, ADDRESS, AWAY, BACK, a NOTIFY level)
+    )
     STAND_IN_OVER = "stand_in_over"  # game, seat, at: the stand-in's turn ended then
     UNKNOWN_LEVEL = "unknown_level"  # level: NOTIFY's word, as the player wrote it
     # The keeper's commands by mail.

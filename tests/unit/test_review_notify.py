@@ -7,7 +7,8 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 
-from conftest import PLAYERS, START, FakeClock, Mailbox, make_mail, send
+from conftest import PLAYERS, START, FakeClock, Mailbox, answer, make_mail, send
+from test_delegating import DORA, stand_in
 
 from referee.engine import Engine
 from referee.mail.tokens import token_address, unsubscribe_token
@@ -141,3 +142,18 @@ def test_private_news_held_for_a_digest_is_not_lost_when_the_player_leaves_diges
     _play_until(engine, clock, lambda t: t.state.round == 3, choose)  # (no digest: he is at TURNS)
     assert digests(box, BOB) == []
     assert any(text in m["body"] for m in box.to(BOB)), "bob's round-2 dice never reached him as his news"
+
+
+def test_a_stand_in_cannot_change_how_much_mail_the_seats_player_gets(engine, clock):
+    """Dora stands in for Alice.  How much mail Alice gets is Alice's own
+    choice (as the unsubscribe button is): Dora's NOTIFY DIGEST is refused
+    and leaves Alice's level as it was; NOTIFY alone still says it."""
+
+    engine.new_game("pure-skill", PLAYERS)
+    box = Mailbox(engine)
+    welcome = stand_in(engine, clock, box)
+
+    assert answer(engine, clock, welcome, "NOTIFY DIGEST").code == "refused"
+    assert engine.table(1).seats[0]["notify"] is None
+    assert answer(engine, clock, welcome, "NOTIFY").code == "done"
+    assert box.to(DORA)[-1]["body"].count("You get") == 1
