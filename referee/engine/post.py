@@ -255,10 +255,10 @@ class Post:
             "own_calendar": self.calendar(row),
         }
         phase = table.open_phase
-        held = self.held
+        held, folding = self.held, False
         if held is not None and (held.table.id, held.seat) == (table.id, seat) and self._answerable(held):
             receipt = self.composer.section("_receipt", **held.context, timezone=self.store.timezone(table.label(seat)))
-            preface, headers, held.folded = [receipt, *preface], {**held.headers, **headers}, True
+            preface, headers, held.folded, folding = [receipt, *preface], {**held.headers, **headers}, True, True
         self.mail(
             table.id,
             table.label(seat),
@@ -274,9 +274,13 @@ class Post:
             },
         )
         shared = _for_stand_in(context) if copy else None
-        if shared is not None:
+        # A receipt folded in here is the stand-in's too, as the reply on its own would be (``_send_reply``).
+        answered = _for_stand_in({**held.context, "game": context["game"]}) if held and folding else None
+        if shared is not None or answered is not None:
             for stand_in in self.store.delegations(table.id, iso(self.clock())):
-                if stand_in["seat"] == seat:
+                if stand_in["seat"] == seat and answered is not None and held is not None:
+                    self.to_stand_in(held.table, stand_in, "reply", answered)
+                if stand_in["seat"] == seat and shared is not None:
                     self.to_stand_in(table, stand_in, template, shared)
 
     def to_stand_in(

@@ -157,3 +157,22 @@ def test_a_stand_in_cannot_change_how_much_mail_the_seats_player_gets(engine, cl
     assert engine.table(1).seats[0]["notify"] is None
     assert answer(engine, clock, welcome, "NOTIFY").code == "done"
     assert box.to(DORA)[-1]["body"].count("You get") == 1
+
+
+def test_a_stand_in_gets_a_copy_of_the_receipt_folded_into_the_round_result(engine, clock):
+    """Dora stands in for Alice (at TURNS).  Alice's own bid ends round 1:
+    her receipt goes at the top of the round's result instead of in a
+    mail of its own.  Dora still gets her copy of the answer to Alice's
+    move, as she does when it goes on its own (playing.md: "Each of you
+    gets a copy of the answer to the other's move")."""
+    engine.new_game("pure-skill", PLAYERS)
+    box = Mailbox(engine)
+    stand_in(engine, clock, box)
+    send(engine, clock, BOB, "bid 5")
+    send(engine, clock, CAROL, "bid 6")
+    box.new()
+    assert send(engine, clock, ALICE, "bid 4").code == "move"
+    new = box.new()
+    [result] = [m for m in new if m["to"] == ALICE and "Round 1 of 13" in m["subject"]]
+    assert result["body"].startswith("In answer to your mail:")  # folded
+    assert any("> bid 4" in m["body"] for m in new if m["to"] == DORA), [m["subject"] for m in new if m["to"] == DORA]
