@@ -158,7 +158,7 @@ _ACT_KEYS = {
     Act.OUTAGE: {"old", "new"},
     Act.PAUSE: {"until"},
     Act.RESUME: {"old", "new"},
-    Act.REPLACE: {"seat", "name", "was", "old", "new", "bot_from_phase", "left_at"},
+    Act.REPLACE: {"seat", "name", "was", "old", "new", "bot_from_phase", "left_at", "bot_waited"},
     Act.CANCEL: set(),
     Act.SAY: {"text", "seat"},
     Act.AWAY: {"seat", "from", "until", "most_away"},
@@ -289,10 +289,13 @@ def stints(record: Mapping[str, Any]) -> list[Stint]:
     """Every bot's stint in a seat: those a person's takeover ended (each
     replace intervention says which), then each seat's bot now, in seat order."""
     ended = [
-        Stint(i["seat"], i["bot_from_phase"], i["phase"] + 1, i["left_at"])
+        Stint(i["seat"], i["bot_from_phase"], i["phase"] + (not i["bot_waited"]), i["left_at"])
         for i in record.get("interventions", [])
         if i["act"] == Act.REPLACE and i["bot_from_phase"] is not None
     ]
+    # A bot that waited for its newcomer in the phase of the takeover played
+    # none of it; left and taken over in that phase, it played no phase at all.
+    ended = [stint for stint in ended if stint.end is None or stint.start < stint.end]
     now = [Stint(p["seat"], p["bot_from_phase"], None, p["left_at"]) for p in record["players"]]
     now = [stint for stint in now if stint.start is not None]
     # A takeover whose newcomer left in the phase of the takeover, before
@@ -564,6 +567,14 @@ def _check_source(
             f"outside the phase ({entry['opened_at']} to {entry['deadline']})",
             where,
         )
+    # Only the player who left moves by mail in the phase a bot took their seat in: before they left.
+    if source == MoveSource.MAIL and stint and left == number and received > _when(stint.left_at) + CLOCK_SLACK:
+        raise ReplayError(
+            number,
+            f"seat {seat + 1}'s move by mail was received at {move['received_at']}, "
+            f"after its player left at {stint.left_at}",
+            where,
+        )
     if source == MoveSource.MAIL:
         return
     due = deadline if source == MoveSource.RANDOM else opened
@@ -648,6 +659,8 @@ def _check_interventions(record: Mapping[str, Any]) -> None:
                 raise RecordError(f"{where} ends a bot's stint that began in phase {i['bot_from_phase']}")
             if (i["left_at"] is None) != (i["bot_from_phase"] == 0):
                 raise RecordError(f"{where} must say when the seat's player left, and only if one did")
+        if i["act"] == Act.REPLACE and i["bot_waited"] and number <= len(phases):
+            _check_waited(i, phases[number - 1], where)
     if paused is not None and paused["phase"] <= len(phases):
         raise RecordError("a pause is recorded that was never resumed, in a phase that was resolved")
     _check_delegations(found)
@@ -667,6 +680,18 @@ def _check_interventions(record: Mapping[str, Any]) -> None:
             raise RecordError(
                 f"seat {seat + 1} is named {_shown(record['players'][seat]['name'])}, but its last takeover named {_shown(name)}"
             )
+
+
+def _check_waited(takeover: Mapping[str, Any], entry: Mapping[str, Any], where: str) -> None:
+    """A bot waits for its newcomer only in a phase its seat owes a move in,
+    and then the newcomer plays it: the seat's move is theirs by mail, made
+    after the takeover, or random for their missed deadline (never the bot's:
+    _check_source)."""
+    move = next((m for m in entry["moves"] if m["seat"] == takeover["seat"]), None)
+    if move is None:
+        raise RecordError(f"{where} says seat {takeover['seat'] + 1}'s bot waited for a phase it had no move in")
+    if move["source"] == MoveSource.MAIL and _when(move["received_at"]) < _when(takeover["at"]) - CLOCK_SLACK:
+        raise RecordError(f"{where}: seat {takeover['seat'] + 1}'s move came by mail before its newcomer took it")
 
 
 def _bots_seat(bots: list[Stint], seat: int, number: int) -> bool:
@@ -932,6 +957,10 @@ def _check_intervention(intervention: Any, index: int, seats: int) -> None:
         _optional(intervention["new"], f"{where}'s new deadline", "time")
         _optional(intervention["bot_from_phase"], f"{where}'s bot_from_phase", int)
         _optional(intervention["left_at"], f"{where}'s left_at", "time")
+        if not isinstance(intervention["bot_waited"], bool):
+            raise RecordError(f"{where}'s bot_waited is not true or false")
+        if intervention["bot_waited"] and intervention["bot_from_phase"] is None:
+            raise RecordError(f"{where} says a bot waited for the newcomer in a seat no bot played")
     elif act == Act.ADDRESS:
         _int(intervention["seat"], f"{where}'s seat", low=0, high=seats - 1)
 

@@ -435,7 +435,8 @@ def public_intervention(row: InterventionRow) -> dict[str, Any]:
         public.update(until=detail.get("until"))
     elif act == Act.REPLACE:
         public.update(
-            {key: detail.get(key) for key in ("seat", "name", "was", "old", "new", "bot_from_phase", "left_at")}
+            {key: detail.get(key) for key in ("seat", "name", "was", "old", "new", "bot_from_phase", "left_at")},
+            bot_waited=bool(detail.get("bot_waited")),  # (a takeover made before bots waited: its bot had moved)
         )
     elif act == Act.SAY:
         seat = detail.get("seat")

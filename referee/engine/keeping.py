@@ -179,7 +179,9 @@ class Keeping:
         if bot and not table.rules.bots_replaceable:
             raise EngineError(f"{table.rules.title}'s rules keep a bot's seat a bot's: nobody may take it over")
         now = self._now(open_)
-        owes = seat in table.waiting_for(open_) and not bot
+        # A bot never owes a move, but one that waits for a person on standby offered its seat (engine.standby):
+        # the newcomer plays that phase, as a person taking over a person's seat does.
+        owes = seat in table.waiting_for(open_)
         length = deadlines(table.row)[table.rules.phase(table.state).deadline_kind]  # type: ignore[union-attr]
         fresh = iso(now + length) if owes and iso(now + length) > open_["deadline"] else None
         others = [name for other, name in enumerate(table.names) if other != seat]
@@ -198,6 +200,7 @@ class Keeping:
             "name": _newcomers_name(address, others),
             "bot_from_phase": table.seats[seat]["bot_since_phase"] if bot else None,
             "left_at": table.seats[seat]["resigned_at"] if bot else None,
+            "bot_waited": bot and owes,
         }
         self._intervene(table, open_, Act.REPLACE, who, why, at=now, deadline=fresh, **detail)
         if fresh is not None:
@@ -214,7 +217,9 @@ class Keeping:
             "old": open_["deadline"] if fresh else None,
             "held": held,
             "standby": who is None,
-            "bot_moved": bot and seat in open_["movers"],  # its move in the open phase stands (record.stints)
+            "bot_moved": bot
+            and seat in open_["movers"]
+            and not owes,  # its move in the open phase stands (record.stints)
         }
         if was is not None and who is not None:
             self.post.mail(game_id, was, "keeper/replaced-out", {**context, "address": address, "former": True})

@@ -18,7 +18,7 @@ from referee.errors import EngineError, Refusal, Why
 from referee.mail.parse import Incoming
 from referee.mail.tokens import phase_answered
 from referee.record import MoveSource, digest_line, random_move_rng
-from referee.store import GameState, OutcomeCode, PhaseRow, Store
+from referee.store import GameState, OfferKind, OutcomeCode, PhaseRow, Store
 from referee.tables import Table, Tables, deadlines
 from referee.timeutil import EventClock, ceil_second, from_iso, iso
 
@@ -119,10 +119,14 @@ class Phases:
         self.bot_moves(table, phase, opened)
 
     def bot_moves(self, table: Table, phase: PhaseRow, now: datetime) -> None:
-        """Bots (rule 8) never wait for a deadline: they move as soon as they owe a move."""
+        """Bots (rule 8) never wait for a deadline: they move as soon as they
+        owe a move, but for a seat offered to someone on standby, whose bot
+        waits for them (or for its deadline) while the offer is open: the
+        newcomer plays the phase they take the seat in (engine.standby)."""
         moved = self.store.final_moves(table.id, phase["number"])
+        offered = {offer["seat"] for offer in self.store.open_offers(OfferKind.SEAT, table.id)}
         for seat in phase["movers"]:
-            if not table.human(seat) and seat not in moved:
+            if not table.human(seat) and seat not in moved and seat not in offered:
                 self._random_move(table, phase, seat, MoveSource.BOT, now)
         self._note_complete(table.id, phase["number"])
 
@@ -183,7 +187,9 @@ class Phases:
         before = table.state
         deadline = from_iso(phase["deadline"])
         for seat in table.waiting_for(phase):  # 4e: a random bid for a missed deadline
-            self._random_move(table, phase, seat, MoveSource.RANDOM, deadline)
+            # (a bot that waited for a newcomer who never came moves as a bot, at the deadline)
+            source = MoveSource.RANDOM if table.human(seat, phase["number"]) else MoveSource.BOT
+            self._random_move(table, phase, seat, source, deadline)
         resolved = self.due_at(self.store.phases(table.id, since=phase["number"])[0])
         self.store.update_phase(table.id, phase["number"], resolved_at=iso(resolved))
         table = self.tables.table(table.id)

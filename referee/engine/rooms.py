@@ -75,7 +75,7 @@ class Rooms:
             store, config, self.clock, self.key, self.tables, self.post, self.phases, self.offers
         )
         self.offers.register(OfferKind.ADDRESS, Terms(self.addresses.confirmed, self.addresses.lapsed))
-        self.standby = Standby(store, config, self.clock, self.tables, self.offers, self.keeping)
+        self.standby = Standby(store, config, self.clock, self.tables, self.offers, self.keeping, self.phases)
         self.offers.register(OfferKind.SEAT, Terms(self.standby.accept, self.standby.lapse))
         self.seating.on_leaving = self.standby.seat_left  # a seat left mid-game is offered to standby
         self.timers = Timers(

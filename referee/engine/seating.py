@@ -264,19 +264,22 @@ class Seating:
             self.store.make_bot(table.id, seat, since, left, **({"address": None} if since == 0 else {}))
         table = self.tables.table(table.id)
         self.post.announce(table, "left", {**self.post.context(table), "seat": seat, "address": address})
-        self.phases.bot_moves(table, phase, now)
-        self.phases.advance(table.id)
         log.info("game %d: seat %d is now a bot", table.id, seat)
-        if self.on_leaving is not None:
+        if self.on_leaving is not None:  # offered to someone on standby first: its bot then waits for them
             self.on_leaving(table.id, seat)
+        self.phases.bot_moves(self.tables.table(table.id), phase, now)
+        self.phases.advance(table.id)
 
 
 def _taken_from_a_bot(table: Table, seat: int, phase: int) -> dict[str, Any] | None:
     """The takeover of a bot's seat made in ``phase``, if the seat's player
-    took it so: a person plays it only from the next phase (record.stints)."""
+    took it so: a person plays it only from the next phase (record.stints),
+    unless its bot waited for them in this one."""
     for act in reversed(table.interventions):
         if act["act"] == Act.REPLACE and act["detail"]["seat"] == seat:
-            return act["detail"] if act["phase"] == phase and act["detail"]["bot_from_phase"] is not None else None
+            taken = act["phase"] == phase and act["detail"]["bot_from_phase"] is not None
+            # (a newcomer whose bot waited for them plays this phase: they leave it as any player does)
+            return act["detail"] if taken and not act["detail"].get("bot_waited") else None
     return None
 
 

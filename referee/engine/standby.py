@@ -9,7 +9,11 @@ first person on the list who holds no seat of that game and weighs no other
 seat's offer is offered it (an offer, engine.offers: OfferKind.SEAT), to
 accept by reply within ``standby_answer``. Declined, lapsed, or no longer
 possible, it goes to the next on the list; with nobody left, the bot keeps
-the seat. Whoever lets an offer lapse unanswered leaves the list (they are
+the seat. While the seat is offered its bot does not move: the phase waits
+for it as for a person (Phases.bot_moves), so the newcomer plays the phase
+they take the seat in, with a fresh deadline (Keeping.replace); at the
+deadline the bot moves as a bot, and when nobody takes the seat it moves
+at once. Whoever lets an offer lapse unanswered leaves the list (they are
 away, perhaps: the next seat should not wait a day on them); whoever says
 no stays on it.
 
@@ -30,10 +34,11 @@ from referee.config import Config
 from referee.engine.delegating import stands_in
 from referee.engine.keeping import Keeping
 from referee.engine.offers import Offers, Outcome
+from referee.engine.phases import Phases
 from referee.errors import EngineError
 from referee.store import GameState, OfferKind, OfferRow, Store
 from referee.tables import Tables
-from referee.timeutil import EventClock, iso
+from referee.timeutil import EventClock, from_iso, iso
 
 log = logging.getLogger("referee")
 
@@ -48,6 +53,7 @@ class Standby:
     tables: Tables
     offers: Offers
     keeping: Keeping
+    phases: Phases  # (a seat's bot waits for the one offered it, and moves when nobody takes it)
 
     # -- the lists -------------------------------------------------------------
 
@@ -132,3 +138,18 @@ class Standby:
         if outcome == Outcome.EXPIRED:
             self.store.remove_standby(self.tables.row(game_id)["kind"], offer["address"])
         self._offer(game_id, seat, offer["detail"]["passed"])
+        self._bot_plays_on(game_id, seat)
+
+    def _bot_plays_on(self, game_id: int, seat: int) -> None:
+        """With nobody left to offer the seat to, its bot, which waited for
+        them, moves at once in the open phase (as of its deadline, if that
+        passed meanwhile: it would have moved then), and the game goes on."""
+        table = self.tables.table(game_id)
+        phase = table.open_phase
+        if table.row["state"] != GameState.RUNNING or phase is None or table.human(seat):
+            return
+        if any(offer["seat"] == seat for offer in self.store.open_offers(OfferKind.SEAT, game_id)):
+            return  # the next on standby is asked: the bot waits for them
+        at = max(from_iso(phase["opened_at"]), min(self.clock(), from_iso(phase["deadline"])))
+        self.phases.bot_moves(table, phase, at)
+        self.phases.advance(game_id)

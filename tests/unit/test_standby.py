@@ -125,12 +125,13 @@ def test_a_standby_player_takes_a_bid_seat_a_player_resigned_and_wins_it(engine,
 
     clock.advance(hours=3)
     assert answer(engine, clock, offer, "").code == "done"  # a reply that says nothing takes it
-    welcome, reply = box.to(DORA)[-2:]
+    welcome, prompt, reply = box.to(DORA)[-3:]
     assert "Accepted: you play seat 2 of game 1 (Bid!)" in reply["body"]
+    assert prompt["subject"].endswith("Auction 2: 0 points")  # the auction its bot waited in is hers
     assert "Welcome to game 1: you play seat 2" in welcome["subject"]
     hand = " ".join(tile_name(t) for t in engine.table(1).state.hands[1])
     assert f"Your tiles: {hand};" in welcome["body"] and "since bob left" in welcome["body"]
-    assert "The seat's bot has moved in it, and its move stands" in welcome["body"]  # sealed: hers from the next
+    assert "The seat's bot has moved in it" not in welcome["body"]  # it waited for her
     assert welcome["reply_to"] == f"referee+{engine.table(1).seats[1]['token']}@example.org"
     told = [m for m in box.all if "dora takes over seat 2 from bob" in m["subject"]]
     assert sorted(m["to"] for m in told) == [ALICE, CAROL]  # the others; Bob, gone, hears nothing
@@ -151,6 +152,7 @@ def test_a_standby_player_takes_a_bid_seat_a_player_resigned_and_wins_it(engine,
     forged = copy.deepcopy(published)
     forged["interventions"][0]["left_at"] = None
     forged["interventions"][0]["bot_from_phase"] = None
+    forged["interventions"][0]["bot_waited"] = False
     verdict = verify(forged)
     assert not verdict.ok and "the referee gave away a seat whose player never left" in verdict.message
     # Her moves relabelled the bot's (as if she never took over) do not replay.
