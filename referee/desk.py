@@ -249,9 +249,12 @@ class Desk:
         ]
         if not addressed:
             return None
-        found = self._unsubscribed_seat(addressed)
+        # A keeper's, a sign-up's or an offer's token is no seat's unsubscribe: only the rest are looked for
+        # (every running seat's token is made), so a keeper's or an offer's mail costs no such search.
+        others = [token for token in addressed if self._other_token(token)]
+        found = self._unsubscribed_seat([token for token in addressed if token not in others])
         if found is None:
-            if message.subject.strip().lower() == "unsubscribe" and not any(map(self._other_token, addressed)):
+            if message.subject.strip().lower() == "unsubscribe" and not others:
                 return Outcome(OutcomeCode.IGNORED, "an unsubscribe that names no seat still played")
             return None
         table, seat = found
@@ -275,6 +278,8 @@ class Desk:
         """The seat a person plays in a running game whose unsubscribe token
         is among ``tokens``, if one: the tokens are not stored, so each
         seat's is made (an HMAC each: microseconds)."""
+        if not tokens:
+            return None
         for game in self.store.games(GameState.RUNNING):
             for seat in self.store.seats(game["id"]):
                 address = seat["address"]
@@ -349,11 +354,8 @@ class Desk:
                 return stand_in
             if seat is None or seat["address"] is None:
                 continue
-            if message.sender != seat["address"] and not self.config.accept_token_alone:
-                return self._forged_token(message, seat["game_id"], seat["address"], "token")
-            authserv = self.config.dkim_authserv_id
-            if authserv and not dkim_passed(message, authserv):
-                return self._forged_token(message, seat["game_id"], seat["address"], "dkim")
+            if problem := self._unproven(message, seat["address"]):
+                return self._forged_token(message, seat["game_id"], seat["address"], problem)
             game = self.tables.row(seat["game_id"])
             if game["state"] != GameState.RUNNING:
                 ended = game["id"]
@@ -385,14 +387,20 @@ class Desk:
         owner = next((keepers[token] for token in tokens if token in keepers), None)
         if owner is None:
             return None
-        problem = None
-        if message.sender != owner and not self.config.accept_token_alone:
-            problem = "token"
-        elif self.config.dkim_authserv_id and not dkim_passed(message, self.config.dkim_authserv_id):
-            problem = "dkim"
-        if problem is not None:
+        if problem := self._unproven(message, owner):
             return self._forged(message, owner, None, problem, keeper=True)
         return Sender(owner, keeper=True)
+
+    def _unproven(self, message: Incoming, owner: str) -> str | None:
+        """Why a mail naming the token of ``owner`` (a seat's, a keeper's, an
+        offer's, a stand-in's) does not prove it is theirs: another From
+        ("token", unless ``accept_token_alone``), or no DKIM pass where one
+        is asked for ("dkim"); None when it proves it."""
+        if message.sender != owner and not self.config.accept_token_alone:
+            return "token"
+        if self.config.dkim_authserv_id and not dkim_passed(message, self.config.dkim_authserv_id):
+            return "dkim"
+        return None
 
     def _offered(self, message: Incoming, tokens: list[str]) -> Sender | Outcome | None:
         """The address an offer was made to (engine.offers), proven as a
@@ -402,10 +410,8 @@ class Desk:
         offer = next(filter(None, map(self.store.offer_by_token, tokens)), None)
         if offer is None:
             return None
-        if message.sender != offer["address"] and not self.config.accept_token_alone:
-            return self._forged(message, offer["address"], None, "token")
-        if self.config.dkim_authserv_id and not dkim_passed(message, self.config.dkim_authserv_id):
-            return self._forged(message, offer["address"], None, "dkim")
+        if problem := self._unproven(message, offer["address"]):
+            return self._forged(message, offer["address"], None, problem)
         return Sender(offer["address"], offer=offer)
 
     def _moved(self, message: Incoming, tokens: list[str]) -> Outcome | None:
@@ -460,10 +466,8 @@ class Desk:
             return None
         table = self.tables.table(delegation["game_id"])
         address = delegation["address"]
-        if message.sender != address and not self.config.accept_token_alone:
-            return self._forged(message, address, table, "token")
-        if self.config.dkim_authserv_id and not dkim_passed(message, self.config.dkim_authserv_id):
-            return self._forged(message, address, table, "dkim")
+        if problem := self._unproven(message, address):
+            return self._forged(message, address, table, problem)
         if table.row["state"] != GameState.RUNNING:
             return Sender(address, ended=table.id)
         if not self.delegating.in_turn(delegation, message.received_at):
