@@ -82,6 +82,14 @@ _SETTINGS: dict[str, dict[str, str]] = {
         "most_away": "duration",
         "daily_summary": "bool",
     },
+    "club": {
+        "announce_to": "addresses",
+        "announce_notify": "notify",
+        "signup_window": "duration",
+        "awards": "bool",
+        "most_watchers": "count",
+        "press_per_day": "count",
+    },
 }
 _DEFAULT_PORTS = {"imap": {"tls": 993, "starttls": 143, "none": 143}, "smtp": {"tls": 465, "starttls": 587, "none": 25}}
 
@@ -181,6 +189,13 @@ class Config:
     most_pause: timedelta = timedelta(days=30)  # all of a game's pauses together at most
     most_away: timedelta = timedelta(days=15)  # a seat's absences (AWAY) in one game together at most: njudge's
     daily_summary: bool = False  # keepers get a summary of every game once a day
+    # [club]: games for a club (its list, sign-ups, observers, table talk)
+    announce_to: tuple[str, ...] = ()  # lists every game's public mail is copied to (lower case)
+    announce_notify: Notify = Notify.TURNS  # how much of it: each round's result at TURNS
+    signup_window: timedelta = timedelta(days=2)  # a sign-up game at its minimum starts this long after reaching it
+    awards: bool = False  # game-over mails carry their kind's award text (Pure Skill's rule 5)
+    most_watchers: int = 50  # observers (WATCH) per game at most
+    press_per_day: int = 20  # table talk (TELL) a seat may send in a day
 
     @property
     def domain(self) -> str:
@@ -277,6 +292,7 @@ class _Reader:
         if "addresses" in keepers:
             values["keepers"] = keepers["addresses"]
         values.update({k: v for k, v in keepers.items() if k != "addresses"})
+        values.update(sections.get("club", {}))
         if "imap" in values and "maildir" in values:
             raise self.error("maildir", None, "use either [imap] or [maildir], not both")
         return Config(**values)

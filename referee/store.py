@@ -92,6 +92,7 @@ class OfferKind(StrEnum):
     ADDRESS = "address"  # a seat's new address: the new address confirms it reads its mail
     DELEGATE = "delegate"  # a stand-in moves for a seat for a while: the stand-in agrees first
     SEAT = "seat"  # a seat left mid-game, offered to a person on standby
+    WATCH = "watch"  # an observer of a game (WATCH): the address confirms it wants the game's public mail
 
 
 # -- the rows the store hands back, one kind per table (JSON columns decoded) --
@@ -113,6 +114,9 @@ class GameRow(TypedDict):
     turn_seconds: int | None
     decision_seconds: int | None
     notify: str | None  # the players' Notify unless they choose (None: the config's default)
+    press: str | None  # a Press, read back as its value; None: the kind's own (Game.press)
+    announce_to: list[str]  # (JSON in games.db) the game's own lists, besides the config's [club] announce_to
+    awards: int | None  # 1: its mails carry the award text of its kind (Pure Skill's rule 5); None: the config's
 
 
 class SeatRow(TypedDict):
@@ -290,7 +294,7 @@ class MailboxRow(TypedDict):
 
 BUSY_TIMEOUT_MS = 10_000  # how long a write waits for another process's write lock
 NEARLY_FULL = 1 << 20  # bytes: a disk with less free than this is full, whatever SQLite said
-SCHEMA_VERSION = 5  # the user_version of a games.db this code writes; see MIGRATIONS
+SCHEMA_VERSION = 6  # the user_version of a games.db this code writes; see MIGRATIONS
 
 
 class StorageFault(RuntimeError):
@@ -422,6 +426,8 @@ _TABLES = {
     "delegations",  # (schema 5)
     "standby",  # (schema 5)
     "told",  # (schema 5)
+    "watchers",  # (schema 6)
+    "press",  # (schema 6)
     "signups",
     "players",
     "bounces",
@@ -842,6 +848,7 @@ class Store:
 
     def create_game(self, **row: Any) -> int:
         row["options"] = json.dumps(row.get("options") or {}, sort_keys=True)
+        row["announce_to"] = json.dumps(row.get("announce_to") or [])
         return self._insert("games", row)
 
     def game(self, game_id: int) -> GameRow | None:
@@ -1713,10 +1720,49 @@ def _schema_5(db: sqlite_utils.Database) -> None:
     )
 
 
+def _schema_6(db: sqlite_utils.Database) -> None:
+    """Schema 6: games for a club.  ``games.press``, ``games.announce_to``
+    and ``games.awards``, a game's own table talk, lists and award text;
+    ``signups.start``, when a signed-up player asked to start at once
+    (START); ``watchers``, who follows a game's public mail without playing
+    (WATCH); ``press``, each message of table talk relayed (TELL), kept
+    for its rate limit (who, when, to how many; never what it said)."""
+    games = db.table("games")
+    for column in ("press", "announce_to"):
+        if column not in games.columns_dict:
+            games.add_column(column, str)
+    if "awards" not in games.columns_dict:
+        games.add_column("awards", int)
+    if "start" not in db.table("signups").columns_dict:
+        db.table("signups").add_column("start", str)
+    db.table("watchers").create(
+        {"game_id": int, "address": str, "notify": str, "since": str},
+        pk=("game_id", "address"),
+        foreign_keys=[("game_id", "games", "id")],
+        not_null={"since"},
+        if_not_exists=True,
+    )
+    db.table("press").create(
+        {"id": int, "game_id": int, "seat": int, "at": str, "recipients": int, "signed": int},
+        pk="id",
+        foreign_keys=[("game_id", "games", "id")],
+        not_null={"game_id", "seat", "at", "recipients", "signed"},
+        if_not_exists=True,
+    )
+    db.table("press").create_index(["game_id", "seat", "at"], if_not_exists=True)
+
+
 # MIGRATIONS[n] takes a games.db from schema n to n + 1.  To change the
 # schema: append a step, raise SCHEMA_VERSION, and add a fixture of the
 # schema it starts from to tests/fixtures/schemas (see test_storage).
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_schema_1, _schema_2, _schema_3, _schema_4, _schema_5]
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
+    _schema_1,
+    _schema_2,
+    _schema_3,
+    _schema_4,
+    _schema_5,
+    _schema_6,
+]
 
 
 # The rows read are fresh dicts: their JSON and flag columns are decoded in place.
@@ -1724,6 +1770,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_schema_1, _schema_
 
 def _decode_game(row: Any) -> GameRow:
     row["options"] = json.loads(row["options"])
+    row["announce_to"] = json.loads(row["announce_to"] or "[]")
     return row
 
 

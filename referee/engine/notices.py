@@ -89,6 +89,13 @@ class Notices:
                 self.store.set_told(table.id, seat, number)
             elif news is not None:
                 held[seat] = news
+        for reader in self.post.readers(table):
+            if reader.level is Notify.EVERY:
+                self.post.to_reader(table, reader, template, context)
+            elif reader.level is Notify.TURNS and ends:  # with the round's phases before this one at its top
+                first = _round_start(table, number)
+                since = self._since(table, first - 1, number - 1, by_name=True)
+                self.post.to_reader(table, reader, template, context, since)
         return held
 
     def prompt(self, table: Table, seat: int, news: News | None = None) -> None:
@@ -136,13 +143,16 @@ class Notices:
         # (a game's news may name the other seats: ``players``, as in any mail about the game)
         return self.post.composer.section("_news", **self.post.context(table, seat), news=news)
 
-    def _since(self, table: Table, after: int, through: int) -> list[str]:
+    def _since(self, table: Table, after: int, through: int, by_name: bool = False) -> list[str]:
         """What phases ``after`` + 1 to ``through`` did, for the top of a mail
-        (nothing when there are none)."""
+        (nothing when there are none); ``by_name``: for a reader's copy."""
         if through <= after:
             return []
         rounds = [self.post.round_context(table, number) for number in range(after + 1, through + 1)]
-        return [self.post.composer.section("_since", **self.post.context(table), rounds=rounds)]
+        context = self.post.context(table)
+        if by_name:
+            context["players"] = self.post.by_name(table, context["players"])
+        return [self.post.composer.section("_since", **context, rounds=rounds)]
 
     # -- the daily digest -----------------------------------------------------
 
@@ -176,6 +186,15 @@ class Notices:
         self.post.send(table, seat, "daily", context, self._news_since(table, seat, told["through"], last))
         self.store.set_told(table.id, seat, last, digest_at=iso(now))
         return f"sent game {table.id}'s daily digest of {len(rounds)} phase(s) to seat {seat + 1}"
+
+
+def _round_start(table: Table, number: int) -> int:
+    """The number of the first phase of the round (Game.round_of) phase ``number`` is in."""
+    label = table.rules.round_of
+    first = number
+    while first > 1 and label(table.phases[first - 2]["label"]) == label(table.phases[number - 1]["label"]):
+        first -= 1
+    return first
 
 
 def _due(told: Mapping[str, Any]) -> datetime | None:

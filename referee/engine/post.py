@@ -73,6 +73,18 @@ class OwnView(Mapping[str, Any]):
         return len(self._view)
 
 
+@dataclass(frozen=True)
+class Reader:
+    """Someone who gets a game's public mail without a seat in it: a club's
+    list (``[club] announce_to``, the game's own ``announce_to``) or an
+    observer (WATCH).  Their copy is the public one: players by name, never
+    an address, no seat's view or news."""
+
+    address: str
+    level: Notify
+    unsubscribe: str | None = None  # an observer's unsubscribe address (List-Unsubscribe)
+
+
 @dataclass(eq=False)
 class Reply:
     """The reply to a seat's mail that moved, held while what its moves
@@ -205,6 +217,47 @@ class Post:
             if table.human(seat) or (leavers and table.seats[seat]["address"] is not None):
                 news = None if news_since is NO_NEWS else table.rules.private_news(news_since, table.state, seat)
                 self.copy(table, seat, template, context, news, (preface or {}).get(seat, ()))
+        for reader in self.readers(table):  # what every seat is sent, every level of reader is too
+            self.to_reader(table, reader, template, context)
+
+    # -- those who read a game's public mail without a seat ---------------------
+
+    def readers(self, table: Table) -> list[Reader]:
+        """Who gets the game's public mail besides its players: the club's
+        lists (the config's and the game's own), at ``[club] announce_notify``."""
+        lists = dict.fromkeys([*self.config.announce_to, *table.row["announce_to"]])
+        return [Reader(address, self.config.announce_notify) for address in lists]
+
+    def by_name(self, table: Table, players: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Templates' ``players`` labelled by their names (Table.names), not
+        their addresses: as a reader's copy shows them."""
+        return [{**p, "label": table.names[p["seat"]]} for p in players]
+
+    def to_reader(
+        self, table: Table, reader: Reader, template: str, context: dict[str, Any], preface: Sequence[str] = ()
+    ) -> None:
+        """A reader's copy of a public mail: built from the public view
+        (``context`` is one), players by their names, no seat's own view or
+        news; ``public_copy`` tells a template it writes one."""
+        players = self.by_name(table, context.get("players", []))
+        headers: dict[str, Any] = {"unsubscribe": reader.unsubscribe} if reader.unsubscribe else {}
+        self.mail(
+            table.id,
+            reader.address,
+            template,
+            {
+                **{k: v for k, v in context.items() if k != "mine"},  # (templates ask whether ``mine`` is defined)
+                "players": players,
+                "seat": None,
+                "news": None,
+                "notify": reader.level,
+                "own_calendar": None,
+                "public_copy": True,
+            },
+            preface=preface,
+            id_tag=phase_tag(table.id, table.open_phase["number"] if table.open_phase else None),
+            **headers,
+        )
 
     def copy(
         self,

@@ -32,6 +32,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 
 from referee.rules import reading
@@ -120,6 +121,16 @@ class Phase:
         return self.timer or ("round" if self.sealed else "turn")
 
 
+class Press(StrEnum):
+    """What table talk a game relays (``games.press``; None: its kind's
+    ``Game.press``): none, messages signed with the sender's seat name
+    (white press), or also unsigned ones (grey press)."""
+
+    NONE = "none"
+    WHITE = "white"
+    GREY = "grey"
+
+
 @dataclass(frozen=True)
 class Result:
     """The end of a game: a score per seat and the winning seat, if any."""
@@ -169,6 +180,10 @@ class Game(ABC, Generic[State, Move]):
     # False where the rules make a bot's seat a bot's for good (Pure Skill's
     # rule 8: bots are not players).
     bots_replaceable: bool = True
+    # The table talk (TELL) a game of this kind relays unless its keeper or
+    # its sign-up chose otherwise: white press, signed with the sender's seat
+    # name; none where the rules forbid talk (Pure Skill's rule 7).
+    press: Press = Press.WHITE
 
     @property
     def verbs(self) -> dict[str, str]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from referee.rules import reading
-from referee.rules.api import Game, MoveError, OptionError, Phase, Result
+from referee.rules.api import Game, MoveError, OptionError, Phase, Press, Result
 from referee.rules.rng import Rng
 
 ROUNDS = 13
@@ -82,6 +82,7 @@ class PureSkill(Game[PureSkillState, int]):
     min_seats = max_seats = 3  # rule 2
     move_word = "bid"
     bots_replaceable = False  # rule 8: a bot plays the seat of a player who left, and is no player
+    press = Press.NONE  # rule 7: no collusion, so the referee relays no table talk
     synonyms = {"play": "bid"}  # "play the king"
     options = {"ties": "discard"}
     option_help: Mapping[str, str] = {

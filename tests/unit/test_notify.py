@@ -16,6 +16,7 @@ from dataclasses import replace
 from datetime import timedelta
 from email import policy
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import PLAYERS, START, FakeClock, Mailbox, Seeds, answer, make_mail, send, to_deadline
@@ -51,10 +52,16 @@ class Played:
     NOTIFY each player sends at the start."""
 
     def __init__(
-        self, root: Path, kind: str, notify: Notify | None = None, asks: dict[str, str] | None = None, draw: str = ""
+        self,
+        root: Path,
+        kind: str,
+        notify: Notify | None = None,
+        asks: dict[str, str] | None = None,
+        draw: str = "",
+        **settings: Any,
     ):
         # Reminders on (the config's default): nobody is late enough to get one.
-        config = Config(address="referee@example.org", database=root / "games.db", outage_gap=None)
+        config = Config(address="referee@example.org", database=root / "games.db", outage_gap=None, **settings)
         self.clock = FakeClock()
         self.engine = Engine(Store(config.database), config, self.clock, Seeds(bytes(range(32))))
         self.game = self.engine.new_game(kind, PLAYERS, notify=notify)
