@@ -40,6 +40,7 @@ from referee.mail.smtp import SmtpUnreachable
 from referee.mail.source import SourceError, WrongSettings
 from referee.resources import game_file, shipped
 from referee.rules import GAMES
+from referee.rules.api import Press
 from referee.runner import Busy, Report, RunLock, Runner, fault_text, run_lock, until_stopped
 from referee.site.render import Site
 from referee.store import (
@@ -152,6 +153,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=list(Notify),
         help="how much mail its players get unless they choose (NOTIFY): every turn's result, their turns and "
         "each round's, or their turns and a daily digest (default: the config's [defaults] notify)",
+    )
+    new.add_argument(
+        "--press",
+        type=Press,
+        choices=list(Press),
+        help="the table talk (TELL) it relays: none, white (signed with the writer's name) or grey (unsigned "
+        "too) (default: its kind's; Pure Skill none, by its rule 7, the others white)",
     )
     new.add_argument(
         "--option",
@@ -425,6 +433,7 @@ def _new(engine: Engine, args) -> int:
         turn_deadline=args.turn_deadline,
         decision_deadline=args.decision_deadline,
         notify=args.notify,
+        press=args.press,
     )
     status = engine.status(game_id)
     print(f"game {game_id}: {args.kind}, {len(status['players'])} seats, {status['state']}")

@@ -82,7 +82,8 @@ from referee.mail.tokens import (
 )
 from referee.resources import rule_texts, rules_page
 from referee.rules import GAMES, MoveError, kind_named
-from referee.store import MOVE_CODES, DelegationRow, GameState, Notify, OfferRow, OutcomeCode
+from referee.rules.api import Press
+from referee.store import MOVE_CODES, DelegationRow, GameState, Notify, OfferRow, OutcomeCode, PressTokenRow
 from referee.timeutil import iso, parse_duration, show_duration
 
 if TYPE_CHECKING:
@@ -123,6 +124,7 @@ class Sender:
     offer: OfferRow | None = None  # an offer's token (with this From, the address it was made to)
     stand_in: DelegationRow | None = None  # a stand-in's token (with its From), in its turn: it speaks for ``seat``
     stood_in: DelegationRow | None = None  # a stand-in's token (with its From), after its turn ended
+    press: PressTokenRow | None = None  # a relayed message's reply address (with its reader's From): an answer to it
 
     @property
     def authenticated(self) -> bool:
@@ -151,6 +153,7 @@ class Desk:
         self.addresses = rooms.addresses
         self.delegating = rooms.delegating
         self.standby = rooms.standby
+        self.talk = rooms.talk
         self.notices = rooms.notices
         self.message = message
         self._line = 0  # the number of the line being carried out
@@ -184,6 +187,8 @@ class Desk:
             )
             self._reply(message, sender, [self._error("", refusal)])  # a player's: her own budget
             return Outcome(OutcomeCode.REFUSED, "too large to read", sender.game_id)
+        if sender.press is not None:
+            return self._answer_press(message, sender, sender.press)
         if sender.offer is not None and not own_lines(message.text, 1, self._quoted):
             lines = ["accept"]  # a reply to an offer that says nothing of its own (its subject aside) takes it
         answers = self._run_all(sender, lines)
@@ -293,12 +298,13 @@ class Desk:
 
     def _other_token(self, token: str) -> bool:
         """Whether a token (not a seat's) is one the desk reads otherwise: a
-        keeper's, the sender's sign-up's, or an offer's."""
+        keeper's, the sender's sign-up's, an offer's, or table talk's."""
         sender = self.message.sender
         return (
             any(token == keeper_token(self.key, address) for address in self.config.keepers)
             or any(token == signup_token(self.key, kind, sender) for kind in GAMES)
             or self.store.offer_by_token(token) is not None
+            or self.store.press_token(token) is not None
         )
 
     @cached_property
@@ -352,6 +358,8 @@ class Desk:
             seat = self.store.seat_by_token(token)
             if seat is None and (stand_in := self._stand_in(message, token)) is not None:
                 return stand_in
+            if seat is None and (answering := self._answering(message, token)) is not None:
+                return answering
             if seat is None or seat["address"] is None:
                 continue
             if problem := self._unproven(message, seat["address"]):
@@ -473,6 +481,23 @@ class Desk:
         if not self.delegating.in_turn(delegation, message.received_at):
             return Sender(address, stood_in=delegation)
         return Sender(address, table.id, delegation["seat"], stand_in=delegation)
+
+    def _answering(self, message: Incoming, token: str) -> Sender | Outcome | None:
+        """The reader of a message of table talk (engine.talk), answering it
+        through its own reply address, proven as a seat is: that address
+        and the From of the seat it went to (and DKIM's pass, where
+        configured); with another From it is forged, and the seat's
+        player is told.  None when the token is no such address."""
+        row = self.store.press_token(token)
+        if row is None:
+            return None
+        table = self.tables.table(row["game_id"])
+        address = table.seats[row["seat"]]["address"]
+        if address is None:
+            return None
+        if problem := self._unproven(message, address):
+            return self._forged(message, address, table, problem)
+        return Sender(address, table.id, row["seat"], press=row)
 
     def _keeper_address(self, message: Incoming) -> Outcome:
         """A keeper's commands from their From, but not to their keeper
@@ -619,6 +644,22 @@ class Desk:
             table.id if table else None,
         )
 
+    # -- 4b. an answer to table talk ---------------------------------------
+
+    def _answer_press(self, message: Incoming, sender: Sender, reply: PressTokenRow) -> Outcome:
+        """A reply to a relayed message of table talk: all the reader wrote
+        (up to END), quoted lines aside, is passed on to its writer alone
+        (engine.talk); none of it is read as a move or a command, whatever
+        it says.  The reader is answered as for a TELL."""
+        text = "\n".join(self._text_below(0))
+        try:
+            table, _ = self._seat(sender, Command("", "", ""))
+            answer = Answer("", "tell", self.talk.answer(table, reply, text), OutcomeCode.DONE)
+        except Refusal as refusal:
+            answer = self._error("", refusal)
+        self._reply(message, sender, [answer])
+        return Outcome(answer.code, f"an answer to table talk: {answer.code}", reply["game_id"])
+
     # -- 5. the commands ---------------------------------------------------
 
     def _run_all(self, sender: Sender, lines: list[str]) -> list[Answer]:
@@ -665,8 +706,8 @@ class Desk:
             return {}
         moves = {}
         for number, command in enumerate(commands, 1):
-            if COMMANDS.stops(command):
-                break  # nothing below is read
+            if COMMANDS.stops(command) or (command.word == "tell" and not _told(command.line).text):
+                break  # nothing below is read (as a move: a TELL's words below it are its own)
             if command.word:
                 continue
             try:
@@ -1083,6 +1124,20 @@ class Desk:
         }
         return Answer(command.line, "notify", context, OutcomeCode.DONE)
 
+    def _do_tell(self, sender: Sender, command: Command) -> Answer:
+        """TELL bob <words>, TELL 2 <words>, TELL ALL <words>, GREY before
+        or after whom for unsigned words (engine.talk).  With no words on
+        its line, the lines below it are the words, up to END, and are not
+        read as moves or commands; nor are they when that TELL is refused.
+        A seat's table talk is its player's own word: never its stand-in's."""
+        lines = self._own_lines_whole
+        told = _told(lines[self._line - 1] if len(lines) >= self._line else command.line)
+        text = told.text
+        if not text:
+            text, self._rest_read = "\n".join(self._text_below(self._line)), True
+        table, seat = self._own_seat(sender, command)
+        return Answer(command.line, "tell", self.talk.tell(table, seat, told.whom, text, told.grey), OutcomeCode.DONE)
+
     # -- the keeper's commands (Who.KEEPER) ---------------------------------------
 
     def _keeper_status(self, command: Command) -> Answer:
@@ -1217,17 +1272,12 @@ class Desk:
         # (the words read before the text: the command's, the game's, "to" and the seat's)
         text = _after_words(line, 1 + len(command.argument.split()) - len(words)) if words else ""
         if not text:
-            below = []
-            for later in lines[self._line :]:
-                if COMMANDS.stops(COMMANDS.read(later)):
-                    break
-                below.append(later)
-            text, self._rest_read = "\n".join(below), True
+            text, self._rest_read = "\n".join(self._text_below(self._line)), True
         return self._keeper_does(sender, command, lambda who: self.keeping.say(game_id, text, who, seat))
 
     def _do_new(self, sender: Sender, command: Command) -> Answer:
         """NEW <kind> <address>... with bots=, deadline=, turn_deadline=,
-        decision_deadline=, settle=, name=, notify= and the game's options,
+        decision_deadline=, settle=, name=, notify=, press= and the game's options,
         each as key=value, as ``referee new`` takes them."""
         try:
             words = shlex.split(self._whole_argument(command))
@@ -1256,6 +1306,10 @@ class Desk:
                 if value.lower() not in tuple(Notify):
                     raise self._usage(command, f"notify={value}: say {', '.join(Notify)}")
                 settings[key] = Notify(value.lower())
+            elif key == "press":
+                if value.lower() not in tuple(Press):
+                    raise self._usage(command, f"press={value}: say {', '.join(Press)}")
+                settings[key] = Press(value.lower())
             else:
                 options[key] = value
 
@@ -1276,6 +1330,17 @@ class Desk:
             return parse_duration(text)
         except ValueError as error:
             raise self._usage(command, str(error)) from None
+
+    def _text_below(self, line: int) -> list[str]:
+        """The sender's own lines (each whole) below line ``line`` (0: all
+        of them), up to one that stops the reading (END): the words of a
+        SAY, a TELL or an answer to table talk, never read as commands."""
+        below = []
+        for later in self._own_lines_whole[line:]:
+            if COMMANDS.stops(COMMANDS.read(later)):
+                break
+            below.append(later)
+        return below
 
     @cached_property
     def _own_lines_whole(self) -> list[str]:
@@ -1507,6 +1572,38 @@ def _after_words(line: str, count: int) -> str:
     for _ in range(count):
         rest = rest.split(None, 1)[1] if len(rest.split(None, 1)) > 1 else ""
     return rest.strip()
+
+
+_GREY = ("grey", "gray", "anon")  # TELL's words for unsigned (grey press)
+
+
+@dataclass(frozen=True)
+class _Told:
+    """A TELL line read: whom (as written; "" when none), whether unsigned,
+    and the words after them, as written ("": the lines below are)."""
+
+    whom: str
+    grey: bool
+    text: str
+
+
+def _told(line: str) -> _Told:
+    """TELL's line: "TELL [to] [GREY] <whom> [GREY] <words>"."""
+    words = line.split()
+    at = next((i for i, word in enumerate(words) if word.lower().strip("*_:,.!") == "tell"), 0) + 1
+    whom, grey = "", False
+    while at < len(words):
+        word = words[at].lower().strip("*_:,;.!")
+        if word in _GREY and not grey:
+            grey = True
+        elif word == "to" and not whom:
+            pass
+        elif not whom:
+            whom = words[at]
+        else:
+            break
+        at += 1
+    return _Told(whom, grey, _after_words(line, at))
 
 
 def _command_word(line: str) -> str:
@@ -1754,6 +1851,15 @@ COMMANDS = CommandTable(
         "auction's result (what others did comes with your next prompt); DIGEST, your turns and one mail a "
         "day. NOTIFY alone says which you get",
         argument="[EVERY|TURNS|DIGEST]",
+    ),
+    Entry(
+        "tell",
+        Who.PLAYER,
+        Desk._do_tell,
+        "table talk: your words to one player of this game (by name or seat number) or to ALL, signed with "
+        "your name (GREY after the name: unsigned, where the game allows it); with nothing after the name, "
+        "the lines below are the words, up to END. Replies come back through the referee. Never a move",
+        argument="<name>|ALL [GREY] <words>",
     ),
     Entry("help", Who.ANYONE, Desk._do_help, "this list"),
     Entry(

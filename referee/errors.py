@@ -72,6 +72,13 @@ class Why(Enum):
     )
     STAND_IN_OVER = "stand_in_over"  # game, seat, at: the stand-in's turn ended then
     UNKNOWN_LEVEL = "unknown_level"  # level: NOTIFY's word, as the player wrote it
+    # Table talk (TELL), and the answers to it.
+    TELL_HOW = "tell_how"  # problem: None (no seat named), "text" (no words), "answer" (a reply with none of its own)
+    TELL_WHO = "tell_who"  # name, problem: nobody, several, self, bot, left, alone; names: those it could be
+    PRESS_NONE = "press_none"  # title; rule: the rule that forbids talk, cited ("": the keeper's choice)
+    PRESS_SIGNED = "press_signed"  # title: a game whose table talk is signed only (white press)
+    PRESS_TOO_LONG = "press_too_long"  # size, most: characters
+    PRESS_LIMIT = "press_limit"  # most: a seat's in a day; at: when another may go (None: most is 0)
     # The keeper's commands by mail.
     KEEPERS_ONLY = "keepers_only"  # word: a keeper's command, sent by someone not proven a keeper
     KEEPER_USAGE = "keeper_usage"  # usage, example; problem: what was wrong, if known

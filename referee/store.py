@@ -276,6 +276,19 @@ class DelegationRow(TypedDict):
     ended_at: str | None  # when it ended (``until``, or earlier: DELEGATE NONE, the seat changed hands)
 
 
+class PressTokenRow(TypedDict):
+    """The reply address of one relayed message of table talk (TELL), as one
+    seat got it: a reply to it from that seat's address is relayed back to
+    the seat that wrote (referee.engine.talk), signed or not as it was."""
+
+    token: str
+    game_id: int
+    seat: int  # the seat it was relayed to: whose reply it proves
+    to_seat: int  # the seat that wrote it: where a reply goes
+    signed: int  # 1: white press (signed with the writer's name); 0: grey
+    press_id: int  # the ``press`` row of the message relayed
+
+
 class ToldRow(TypedDict):
     """What a seat has been told of its game (``told``): mail bookkeeping,
     not the game's record (see referee.engine.notices)."""
@@ -428,6 +441,7 @@ _TABLES = {
     "told",  # (schema 5)
     "watchers",  # (schema 6)
     "press",  # (schema 6)
+    "press_tokens",  # (schema 6)
     "signups",
     "players",
     "bounces",
@@ -1221,6 +1235,25 @@ class Store:
         )
         return self._read(f"{sql} order by d.until, d.id", [GameState.RUNNING, now, now, game_id, game_id])
 
+    # -- table talk: each message relayed (TELL), and the addresses to answer it --
+
+    def add_press(self, game_id: int, seat: int, at: str, recipients: int, signed: bool) -> int:
+        """A message of table talk relayed (never its text): the new row's id."""
+        row = {"game_id": game_id, "seat": seat, "at": at, "recipients": recipients, "signed": int(signed)}
+        return self._insert("press", row)
+
+    def press_since(self, game_id: int, seat: int, since: str) -> list[str]:
+        """When a seat's messages of table talk since ``since`` were relayed, the oldest first."""
+        rows = self._rows("press", "game_id = ? and seat = ? and at >= ?", [game_id, seat, since], order_by="at")
+        return [row["at"] for row in rows]
+
+    def add_press_token(self, row: PressTokenRow) -> None:
+        self._insert("press_tokens", dict(row))
+
+    def press_token(self, token: str) -> PressTokenRow | None:
+        rows = list(self._rows("press_tokens", "token = ?", [token]))
+        return rows[0] if rows else None
+
     # -- messages --------------------------------------------------------
 
     def seen(self, key: str) -> bool:
@@ -1726,7 +1759,9 @@ def _schema_6(db: sqlite_utils.Database) -> None:
     ``signups.start``, when a signed-up player asked to start at once
     (START); ``watchers``, who follows a game's public mail without playing
     (WATCH); ``press``, each message of table talk relayed (TELL), kept
-    for its rate limit (who, when, to how many; never what it said)."""
+    for its rate limit (who, when, to how many; never what it said), and
+    ``press_tokens``, the reply address each reader of one was given, so a
+    reply goes back to its writer through the referee."""
     games = db.table("games")
     for column in ("press", "announce_to"):
         if column not in games.columns_dict:
@@ -1750,6 +1785,13 @@ def _schema_6(db: sqlite_utils.Database) -> None:
         if_not_exists=True,
     )
     db.table("press").create_index(["game_id", "seat", "at"], if_not_exists=True)
+    db.table("press_tokens").create(
+        {"token": str, "game_id": int, "seat": int, "to_seat": int, "signed": int, "press_id": int},
+        pk="token",
+        foreign_keys=[("game_id", "games", "id"), ("press_id", "press", "id")],
+        not_null={"game_id", "seat", "to_seat", "signed", "press_id"},
+        if_not_exists=True,
+    )
 
 
 # MIGRATIONS[n] takes a games.db from schema n to n + 1.  To change the

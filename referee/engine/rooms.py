@@ -12,6 +12,7 @@ Each room is handed only the rooms below it, so arrows run one way:
     seating, keeping          games and seats; the keeper's acts (extend, pause, replace...)
     addresses                 a seat's move to a new address (confirmed by it, or the keeper's)
     standby                   who takes over a seat left mid-game (offered it by an offer)
+    talk                      table talk (TELL) relayed between seats, and its answers
     timers                    deadlines, reminders, the ends of pauses
     reports                   LIST, status, history, health (reads only)
     watch                     the keepers' mail about the health
@@ -41,6 +42,7 @@ from referee.engine.post import Post
 from referee.engine.reports import Reports
 from referee.engine.seating import Seating, Seeds
 from referee.engine.standby import Standby
+from referee.engine.talk import TableTalk
 from referee.engine.timers import Timers
 from referee.engine.watch import Watch
 from referee.mail.compose import Composer
@@ -78,6 +80,7 @@ class Rooms:
         self.standby = Standby(store, config, self.clock, self.tables, self.offers, self.keeping, self.phases)
         self.offers.register(OfferKind.SEAT, Terms(self.standby.accept, self.standby.lapse))
         self.seating.on_leaving = self.standby.seat_left  # a seat left mid-game is offered to standby
+        self.talk = TableTalk(store, config, self.clock, self.key, self.post)
         self.timers = Timers(
             store,
             config,

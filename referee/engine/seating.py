@@ -22,6 +22,7 @@ from referee.mail.parse import is_address
 from referee.mail.tokens import seat_token
 from referee.record import commitment, digest_line
 from referee.rules import Game, OptionError, get_game
+from referee.rules.api import Press
 from referee.store import Act, GameRow, GameState, Notify, Store
 from referee.tables import Table, Tables
 from referee.timeutil import Clock, from_iso, iso
@@ -64,6 +65,7 @@ class Seating:
         decision_deadline: timedelta | None = None,
         seed: bytes | None = None,
         notify: Notify | None = None,
+        press: Press | None = None,
     ) -> int:
         """Create a game, announce it, open its first phase; returns its id.
         Its secret seed is ``seed``, or drawn afresh (a NEW by mail gives one
@@ -73,7 +75,8 @@ class Seating:
         player's turn (default: the deadline), ``decision_deadline`` a choice
         inside a resolution such as a scoring offer (default: the turn's).
         ``notify``: how much mail its players get unless they choose (None:
-        the config's ``notify``)."""
+        the config's ``notify``); ``press``: the table talk it relays (None:
+        its kind's, Game.press)."""
         try:
             rules = get_game(kind)
             options = rules.check_options(options or {})
@@ -84,7 +87,9 @@ class Seating:
         deadlines = self._deadlines(rules, deadline, turn_deadline, decision_deadline)
         settle = settle if settle is not None else self.config.settle
         with self.store.transaction():
-            game_id = self._create(kind, options, deadlines, settle, name, GameState.RUNNING, seed=seed, notify=notify)
+            game_id = self._create(
+                kind, options, deadlines, settle, name, GameState.RUNNING, seed=seed, notify=notify, press=press
+            )
             self._begin(game_id, addresses, bots)
         log.info("game %d (%s) created with %d seats", game_id, kind, len(addresses) + bots)
         return game_id
@@ -131,6 +136,7 @@ class Seating:
         seats_wanted: int | None = None,
         seed: bytes | None = None,
         notify: Notify | None = None,
+        press: Press | None = None,
     ) -> int:
         seed = seed or self.seeds(32)
         return self.store.create_game(
@@ -148,6 +154,7 @@ class Seating:
             finished_at=None,
             seats_wanted=seats_wanted,
             notify=notify,
+            press=press,
         )
 
     def _begin(self, game_id: int, addresses: list[str], bots: int = 0) -> None:

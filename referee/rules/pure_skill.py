@@ -83,6 +83,7 @@ class PureSkill(Game[PureSkillState, int]):
     move_word = "bid"
     bots_replaceable = False  # rule 8: a bot plays the seat of a player who left, and is no player
     press = Press.NONE  # rule 7: no collusion, so the referee relays no table talk
+    press_rule = 'rule 7: "Players may not discuss or collude on strategy or bids."'
     synonyms = {"play": "bid"}  # "play the king"
     options = {"ties": "discard"}
     option_help: Mapping[str, str] = {
