@@ -1948,7 +1948,8 @@ COMMANDS = CommandTable(
         Desk._do_new,
         "start a game, as referee new does: the players' addresses in seating order, then any of bots=N, "
         "deadline=, turn_deadline=, decision_deadline=, settle=, name=, notify= (every, turns or digest: "
-        "the players' mail unless they choose) and the game's options, as key=value",
+        "the players' mail unless they choose), press= (none, white or grey: its table talk) and the game's "
+        "options, as key=value",
         argument="<kind> <address>... [<key>=<value>...]",
         example="NEW priority alice@example.org bob@example.org bots=1 deadline=2d turn_limit=2",
     ),

@@ -1243,8 +1243,8 @@ class Store:
         return self._insert("press", row)
 
     def press_since(self, game_id: int, seat: int, since: str) -> list[str]:
-        """When a seat's messages of table talk since ``since`` were relayed, the oldest first."""
-        rows = self._rows("press", "game_id = ? and seat = ? and at >= ?", [game_id, seat, since], order_by="at")
+        """When a seat's messages of table talk after ``since`` were relayed, the oldest first."""
+        rows = self._rows("press", "game_id = ? and seat = ? and at > ?", [game_id, seat, since], order_by="at")
         return [row["at"] for row in rows]
 
     def add_press_token(self, row: PressTokenRow) -> None:

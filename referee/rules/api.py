@@ -184,7 +184,7 @@ class Game(ABC, Generic[State, Move]):
     # its sign-up chose otherwise: white press, signed with the sender's seat
     # name; none where the rules forbid talk (Pure Skill's rule 7).
     press: Press = Press.WHITE
-    # Where ``press`` is none by the rules: the rule, cited, that TELL's
+    # Where ``press`` is none by the rules: the rule, cited (a sentence with its stop), that TELL's
     # refusal names ('rule 7: "Players may not discuss ..."').
     press_rule: str = ""
 

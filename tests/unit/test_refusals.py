@@ -237,6 +237,34 @@ EXAMPLES = {
         '"sometimes" is not a level of mail: NOTIFY EVERY (every turn\'s result), NOTIFY TURNS (your turns and '
         "each round's result) or NOTIFY DIGEST (your turns and one mail a day).",
     ),
+    Why.TELL_HOW: (
+        {},
+        "Write TELL, whom, then your words: TELL bob <words>, TELL 2 <words> (a seat's number) or TELL ALL "
+        "<words>; GREY after the name sends them unsigned, where the game allows it.",
+    ),
+    Why.TELL_WHO: (
+        {"name": "zed", "problem": "nobody", "names": ["bob", "carol"]},
+        '"zed" names no seat of this game. You may write to bob, carol (by name or seat number), or to ALL.',
+    ),
+    Why.PRESS_NONE: (
+        {"title": "Game of Pure Skill", "rule": 'rule 7: "Players may not discuss or collude on strategy or bids."'},
+        "This game relays no table talk: Game of Pure Skill's rule 7: \"Players may not discuss or collude on "
+        'strategy or bids." Nothing was passed on.',
+    ),
+    Why.PRESS_SIGNED: (
+        {"title": "Bid!"},
+        "This game relays signed table talk only (white press): leave out GREY and your words go signed with "
+        "your name.",
+    ),
+    Why.PRESS_TOO_LONG: (
+        {"size": 5000, "most": 4000},
+        "Your words are 5000 characters long; one message of table talk may have 4000 at most. Nothing was passed on.",
+    ),
+    Why.PRESS_LIMIT: (
+        {"most": 20, "at": "2026-12-10T08:00:00Z"},
+        "Your seat has sent 20 messages of table talk within a day, as many as it may: the next may go from "
+        "2026-12-10 08:00 UTC. Nothing was passed on.",
+    ),
     Why.KEEPERS_ONLY: (
         {"word": "extend"},
         (
