@@ -162,6 +162,20 @@ def build_parser() -> argparse.ArgumentParser:
         "too) (default: its kind's; Pure Skill none, by its rule 7, the others white)",
     )
     new.add_argument(
+        "--announce-to",
+        action="append",
+        default=[],
+        metavar="ADDR",
+        help="a list that gets the game's public mail, players named, never their addresses (again for more; "
+        "besides the config's [club] announce_to)",
+    )
+    new.add_argument(
+        "--awards",
+        choices=("on", "off"),
+        help="whether the game-over mail tells what the kind awards the winner where a club keeps such books "
+        "(Pure Skill's rule 5; default: the config's [club] awards)",
+    )
+    new.add_argument(
         "--option",
         type=_option,
         action="append",
@@ -434,6 +448,8 @@ def _new(engine: Engine, args) -> int:
         decision_deadline=args.decision_deadline,
         notify=args.notify,
         press=args.press,
+        announce_to=args.announce_to,
+        awards=None if args.awards is None else args.awards == "on",
     )
     status = engine.status(game_id)
     print(f"game {game_id}: {args.kind}, {len(status['players'])} seats, {status['state']}")

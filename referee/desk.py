@@ -3,7 +3,8 @@ carried out -> one answer.
 
 A pipeline in Mailman's manner, each step one small method:
 
-1. a bounce of the referee's own mail is recorded against the player; a
+1. a bounce of the referee's own mail is recorded against the player; its own
+   mail come back (a list's copy: see ``_come_back``) is dropped; a
    mail to a seat's unsubscribe address (its mail's List-Unsubscribe) makes
    that seat's mail a digest, and is nothing else (see ``_unsubscribe``);
 2. mail that must never be answered (auto-replies, lists, ourselves) is
@@ -59,7 +60,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from referee.errors import EngineError, Refusal, Why
 from referee.limits import Budget, normalised
 from referee.mail.bounces import delivery_failures
-from referee.mail.classify import never_answer
+from referee.mail.classify import never_answer, through_a_list
 from referee.mail.commands import (
     MAX_LINES,
     Command,
@@ -166,6 +167,9 @@ class Desk:
         bounce = self._bounce(message)
         if bounce:
             return bounce
+        come_back = self._come_back(message)
+        if come_back:
+            return Outcome(OutcomeCode.IGNORED, come_back)
         unsubscribe = self._unsubscribe(message)
         if unsubscribe:
             return unsubscribe
@@ -232,6 +236,19 @@ class Desk:
             return None
         failure, game_id = recorded[0]
         return Outcome(OutcomeCode.BOUNCE, f"mail to {failure.address} failed ({failure.status})", game_id)
+
+    def _come_back(self, message: Incoming) -> str | None:
+        """Why a message is the referee's own mail come back, or None: a
+        list a game is announced to (``announce_to``) sends its copy on to
+        its members, and the referee's address may be one.  Lists keep the
+        Message-ID (Mailman, Google Groups, Sympa), whatever else they
+        change; one that makes another keeps the referee as the author
+        (classify.through_a_list).  Nothing in it is read or answered."""
+        if message.message_id and self.store.sent_by_id(message.message_id) is not None:
+            return "the referee's own mail, come back (a list's copy)"
+        if through_a_list(message, self.config.address):
+            return "the referee's own mail, come back through a list"
+        return None
 
     # -- 1b. unsubscribes ----------------------------------------------------
 
@@ -1277,8 +1294,9 @@ class Desk:
 
     def _do_new(self, sender: Sender, command: Command) -> Answer:
         """NEW <kind> <address>... with bots=, deadline=, turn_deadline=,
-        decision_deadline=, settle=, name=, notify=, press= and the game's options,
-        each as key=value, as ``referee new`` takes them."""
+        decision_deadline=, settle=, name=, notify=, press=, announce_to= (again
+        for more lists), awards=on|off and the game's options, each as
+        key=value, as ``referee new`` takes them."""
         try:
             words = shlex.split(self._whole_argument(command))
         except ValueError as error:
@@ -1310,6 +1328,13 @@ class Desk:
                 if value.lower() not in tuple(Press):
                     raise self._usage(command, f"press={value}: say {', '.join(Press)}")
                 settings[key] = Press(value.lower())
+            elif key == "announce_to":  # again for more lists, or several at once: a,b
+                lists = [address.strip("<>;") for address in value.split(",") if address.strip("<>;")]
+                settings[key] = [*settings.get(key, []), *lists]
+            elif key == "awards":
+                if value.lower() not in _ON_OFF:
+                    raise self._usage(command, f"awards={value}: say on or off")
+                settings[key] = _ON_OFF[value.lower()]
             else:
                 options[key] = value
 
@@ -1461,6 +1486,7 @@ _FINISHED_SHOWN = 5  # of the finished games, a keeper's STATUS shows the newest
 _ADDRESS_USAGE = "ADDRESS new@example.net (or ADDRESS new@example.net ALL: in every game you play)"
 _KEEPER_ADDRESS_EXAMPLE = "ADDRESS 7 2 bob@example.net Bob's new mail"
 _NEW_DURATIONS = ("deadline", "turn_deadline", "decision_deadline", "settle")  # NEW's settings that are durations
+_ON_OFF = {"on": True, "yes": True, "off": False, "no": False}  # NEW's settings that are on or off (awards=)
 _FILLER = ("of", "for", "game")  # "STATUS of game 7", "EXTEND game 7 2d"
 _SPACED_COLON = re.compile(r"\s*:\s*")
 
@@ -1948,8 +1974,9 @@ COMMANDS = CommandTable(
         Desk._do_new,
         "start a game, as referee new does: the players' addresses in seating order, then any of bots=N, "
         "deadline=, turn_deadline=, decision_deadline=, settle=, name=, notify= (every, turns or digest: "
-        "the players' mail unless they choose), press= (none, white or grey: its table talk) and the game's "
-        "options, as key=value",
+        "the players' mail unless they choose), press= (none, white or grey: its table talk), announce_to= "
+        "(a list that gets its public mail; again for more), awards=on|off (the game-over mail tells the kind's "
+        "award) and the game's options, as key=value",
         argument="<kind> <address>... [<key>=<value>...]",
         example="NEW priority alice@example.org bob@example.org bots=1 deadline=2d turn_limit=2",
     ),

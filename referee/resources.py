@@ -57,3 +57,13 @@ def rule_texts(kind: str) -> tuple[str, str]:
 def rules_page(kind: str) -> str:
     """Where the site publishes a kind's rules with its rulings, from the site's root."""
     return f"rules/{kind}.html"
+
+
+def game_folder(game_id: int) -> str:
+    """Where the site publishes a game (its page is the folder's index.html), from the site's root."""
+    return f"games/{game_id}"
+
+
+def game_record(game_id: int) -> str:
+    """Where the site publishes a game's record, for `referee verify`, from the site's root."""
+    return f"{game_folder(game_id)}/record.json"

@@ -865,6 +865,10 @@ class Store:
         row["announce_to"] = json.dumps(row.get("announce_to") or [])
         return self._insert("games", row)
 
+    def set_club(self, game_id: int, announce_to: list[str], awards: bool | None) -> None:
+        """A game's own lists (games.announce_to) and whether its mail tells its award (None: the config's)."""
+        self._update("games", "id = ?", [game_id], {"announce_to": json.dumps(announce_to), "awards": awards})
+
     def game(self, game_id: int) -> GameRow | None:
         if not 0 < game_id < 2**63:  # beyond SQLite's integers: no such game
             return None

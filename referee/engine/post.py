@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from referee.mail.compose import Composer
 from referee.mail.origin import UNKNOWN
 from referee.mail.parse import is_address
 from referee.mail.tokens import phase_tag, tagged, token_address, unsubscribe_token
-from referee.resources import rules_page
+from referee.resources import game_folder, game_record, rules_page
 from referee.store import Act, DelegationRow, GameState, MailState, Notify, SeatRow, Store
 from referee.tables import Table, deadlines, own_calendar
 from referee.timeutil import EventClock, from_iso, iso
@@ -138,6 +139,7 @@ class Post:
             "phase": phase and {**phase, "left": from_iso(phase["deadline"]) - now},
             "result": result,
             "referee": self.config.address,
+            "public_copy": False,  # (True in a reader's copy: Post.to_reader)
         }
         if history:
             context["rounds"] = [self.round_context(table, s.number) for s in table.replay.steps]
@@ -159,9 +161,17 @@ class Post:
             "deadline": timedelta(seconds=table.row["deadline_seconds"]),
             "deadlines": deadlines(table.row),
             "options": table.row["options"],
-            # where the site publishes the game's rules and rulings, when its address is known
-            "rules_url": self.config.site_url and f"{self.config.site_url}/{rules_page(table.row['kind'])}",
+            # where the site publishes the game's rules and rulings, its page and its record, when its address is known
+            "rules_url": self.on_site(rules_page(table.row["kind"])),
+            "page_url": self.on_site(f"{game_folder(table.id)}/"),
+            "record_url": self.on_site(game_record(table.id)),
+            # whether its game-over mail says what its kind awards where a club keeps such books (Pure Skill's rule 5)
+            "awards": bool(self.config.awards if table.row["awards"] is None else table.row["awards"]),
         }
+
+    def on_site(self, path: str) -> str | None:
+        """The web address of ``path`` on the site, when the config knows the site's address (``site_url``)."""
+        return f"{self.config.site_url}/{path}" if self.config.site_url else None
 
     def round_context(self, table: Table, number: int) -> dict[str, Any]:
         """One resolved phase, from the record alone (so it replays exactly).
@@ -238,26 +248,52 @@ class Post:
     ) -> None:
         """A reader's copy of a public mail: built from the public view
         (``context`` is one), players by their names, no seat's own view or
-        news; ``public_copy`` tells a template it writes one."""
+        news; ``public_copy`` tells a template it writes one.  Any player's
+        address left in it (a seat's, one it had, a stand-in's: who left, who
+        is away, words of the keeper's that name one) becomes that player's
+        name, so a copy that goes beyond the players never shows one.  With
+        the site's address, its Archived-At is the game's page."""
+        names = _Relabel(self.public_names(table))
         players = self.by_name(table, context.get("players", []))
         headers: dict[str, Any] = {"unsubscribe": reader.unsubscribe} if reader.unsubscribe else {}
         self.mail(
             table.id,
             reader.address,
             template,
-            {
-                **{k: v for k, v in context.items() if k != "mine"},  # (templates ask whether ``mine`` is defined)
-                "players": players,
-                "seat": None,
-                "news": None,
-                "notify": reader.level,
-                "own_calendar": None,
-                "public_copy": True,
-            },
-            preface=preface,
+            names.within(
+                {
+                    **{k: v for k, v in context.items() if k != "mine"},  # (templates ask whether ``mine`` is defined)
+                    "players": players,  # (``seat``, if any, is the seat the mail tells of, as in every copy)
+                    "news": None,
+                    "notify": reader.level,
+                    "own_calendar": None,
+                    "public_copy": True,
+                }
+            ),
+            preface=[names.within(piece) for piece in preface],
             id_tag=phase_tag(table.id, table.open_phase["number"] if table.open_phase else None),
+            archived_at=self.on_site(f"{game_folder(table.id)}/"),
             **headers,
         )
+
+    def public_names(self, table: Table) -> dict[str, str]:
+        """Each address a player of the game plays or played from, or stood
+        in from, lower case, and the name a copy beyond the players gives it
+        (Table.names; a stand-in's, "<name>'s stand-in")."""
+        names: dict[str, str] = {}
+        for act in table.interventions:
+            detail = act["detail"]
+            if act["act"] == Act.REPLACE:  # the one who left had the seat's name; the newcomer got their own
+                names[detail["was_address"] or ""] = detail["was"]
+                names[detail["address"]] = detail["name"]
+            elif act["act"] == Act.ADDRESS:
+                names[detail["was_address"]] = names[detail["address"]] = table.names[detail["seat"]]
+            elif act["act"] == Act.DELEGATE and detail.get("address"):
+                names[detail["address"]] = f"{table.names[detail['seat']]}'s stand-in"
+        for seat in table.seats:
+            if seat["address"]:
+                names[seat["address"]] = table.names[seat["seat"]]
+        return {address.lower(): name for address, name in names.items() if address}
 
     def copy(
         self,
@@ -523,6 +559,34 @@ class Post:
             copy += 1
             message_id = f"<{digest}-{copy}{tag}@{self.config.domain}>"
         return message_id
+
+
+class _Relabel:
+    """Players' addresses, wherever they are in a mail's context (or a piece
+    of text), replaced by their names (Post.to_reader)."""
+
+    def __init__(self, names: Mapping[str, str]):
+        self.names = names
+        longest_first = sorted(names, key=len, reverse=True)
+        # an address alone, not the end of a longer one nor the start of one in a longer domain
+        self.pattern = (
+            re.compile(r"(?<![\w.+-])(?:" + "|".join(map(re.escape, longest_first)) + r")(?![\w-]|\.\w)", re.I)
+            if names
+            else None
+        )
+
+    def within(self, value: Any) -> Any:
+        """``value``, each string in it relabelled (dicts, lists and tuples walked)."""
+        if isinstance(value, str):
+            if self.pattern is None:
+                return value
+            changed = self.pattern.sub(lambda found: self.names[found.group().lower()], value)
+            return value if changed == value else changed  # (an unchanged value keeps its type: a StrEnum's)
+        if isinstance(value, dict):
+            return {key: self.within(item) for key, item in value.items()}
+        if type(value) in (list, tuple):  # (exactly: a named tuple is left as it is)
+            return type(value)(self.within(item) for item in value)
+        return value
 
 
 def _for_stand_in(context: dict[str, Any]) -> dict[str, Any] | None:

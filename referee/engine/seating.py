@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -66,6 +66,8 @@ class Seating:
         seed: bytes | None = None,
         notify: Notify | None = None,
         press: Press | None = None,
+        announce_to: Sequence[str] = (),
+        awards: bool | None = None,
     ) -> int:
         """Create a game, announce it, open its first phase; returns its id.
         Its secret seed is ``seed``, or drawn afresh (a NEW by mail gives one
@@ -76,7 +78,10 @@ class Seating:
         inside a resolution such as a scoring offer (default: the turn's).
         ``notify``: how much mail its players get unless they choose (None:
         the config's ``notify``); ``press``: the table talk it relays (None:
-        its kind's, Game.press)."""
+        its kind's, Game.press).  ``announce_to``: the game's own lists, which
+        get its public mail besides the config's ``[club] announce_to``;
+        ``awards``: whether its game-over mail tells its kind's award (None:
+        the config's ``[club] awards``)."""
         try:
             rules = get_game(kind)
             options = rules.check_options(options or {})
@@ -86,10 +91,13 @@ class Seating:
         self._check_seats(rules, addresses, bots)
         deadlines = self._deadlines(rules, deadline, turn_deadline, decision_deadline)
         settle = settle if settle is not None else self.config.settle
+        lists = self._lists(announce_to)
         with self.store.transaction():
             game_id = self._create(
                 kind, options, deadlines, settle, name, GameState.RUNNING, seed=seed, notify=notify, press=press
             )
+            if lists or awards is not None:
+                self.store.set_club(game_id, lists, awards)
             self._begin(game_id, addresses, bots)
         log.info("game %d (%s) created with %d seats", game_id, kind, len(addresses) + bots)
         return game_id
@@ -104,6 +112,17 @@ class Seating:
         seats = len(addresses) + bots
         if not rules.min_seats <= seats <= rules.max_seats:
             raise EngineError(f"{rules.title} needs {rules.seat_range} seats (players + bots), not {seats}")
+
+    def _lists(self, announce_to: Sequence[str]) -> list[str]:
+        """A game's own lists (lower case, each once), each a mail address and
+        not the referee's own (its mail to itself is dropped as its own)."""
+        lists = list(dict.fromkeys(address.strip().lower() for address in announce_to))
+        for address in lists:
+            if not is_address(address):
+                raise EngineError(f"'{address}' is not a mail address: announce_to names the lists to copy")
+            if normalised(address) == normalised(self.config.address):
+                raise EngineError(f"{address} is the referee's own address: no list can be announced to at it")
+        return lists
 
     def _deadlines(
         self,

@@ -189,6 +189,7 @@ class Composer:
         id_tag: str | None = None,
         message_id: str | None = None,
         unsubscribe: str | None = None,
+        archived_at: str | None = None,
     ) -> tuple[str, bytes]:
         """(Message-ID, bytes) of a finished mail, with CRLF line ends for SMTP.
 
@@ -200,7 +201,9 @@ class Composer:
         ``message_id`` is used as it is.  ``unsubscribe``, an address of the
         referee's (tokens.unsubscribe_token), goes into List-Unsubscribe
         (RFC 2369) as a mailto: with the subject "unsubscribe", what a mail
-        client's unsubscribe button sends.
+        client's unsubscribe button sends.  ``archived_at``, a web address
+        where the mail's matter stays published (a game's page), goes into
+        Archived-At (RFC 5064).
         """
         # typeshed types _charset as str | None; MIMEText takes a Charset too (it passes it to set_payload)
         mail = MIMEText(_encodable(body), "plain", _UTF8_QP)  # type: ignore[arg-type]
@@ -223,4 +226,6 @@ class Composer:
         mail["Auto-Submitted"] = "auto-replied" if in_reply_to else "auto-generated"
         if unsubscribe:
             mail["List-Unsubscribe"] = f"<mailto:{unsubscribe}?subject=unsubscribe>"
+        if archived_at:
+            mail["Archived-At"] = f"<{archived_at}>"
         return message_id, as_bytes(mail)

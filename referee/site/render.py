@@ -35,7 +35,7 @@ import jinja2
 
 from referee.config import Config
 from referee.record import RECORD_FORMAT
-from referee.resources import rule_texts, rules_page, template_folders
+from referee.resources import game_folder, game_record, rule_texts, rules_page, template_folders
 from referee.rules import GAMES, get_game
 from referee.site.chart import UNIT
 from referee.site.public import page_context
@@ -164,9 +164,9 @@ class Site:
         context = {**page_context(table, now), "now": iso(now), "referee": self.records.config.address}
         kind = table.row["kind"]
         context["entries"] = self._entries(context, kind)
-        base = f"games/{game_id}"
+        base = game_folder(game_id)
         self._write(f"{base}/index.html", self.env.get_template("site/game.html.j2").render(**context), report)
-        self._write(f"{base}/record.json", json.dumps(context["record"], sort_keys=True, ensure_ascii=False), report)
+        self._write(game_record(game_id), json.dumps(context["record"], sort_keys=True, ensure_ascii=False), report)
         own = [entry for entry in context["entries"] if entry["feeds"] != "site"]
         self._write(
             f"{base}/feed.atom",
