@@ -80,11 +80,21 @@ from referee.mail.tokens import (
     tokens_addressed,
     tokens_named,
     unsubscribe_token,
+    unwatch_token,
 )
 from referee.resources import rule_texts, rules_page
 from referee.rules import GAMES, MoveError, kind_named
 from referee.rules.api import Press
-from referee.store import MOVE_CODES, DelegationRow, GameState, Notify, OfferRow, OutcomeCode, PressTokenRow
+from referee.store import (
+    MOVE_CODES,
+    DelegationRow,
+    GameState,
+    Notify,
+    OfferRow,
+    OutcomeCode,
+    PressTokenRow,
+    WatcherRow,
+)
 from referee.timeutil import iso, parse_duration, show_duration
 
 if TYPE_CHECKING:
@@ -126,10 +136,18 @@ class Sender:
     stand_in: DelegationRow | None = None  # a stand-in's token (with its From), in its turn: it speaks for ``seat``
     stood_in: DelegationRow | None = None  # a stand-in's token (with its From), after its turn ended
     press: PressTokenRow | None = None  # a relayed message's reply address (with its reader's From): an answer to it
+    watcher: WatcherRow | None = None  # an observer's reply token (with their From): a game they follow
 
     @property
     def authenticated(self) -> bool:
-        return self.game_id is not None or bool(self.signed) or self.keeper or self.offer is not None
+        """Whether the mail proves its From: any reply token of ours with it."""
+        return (
+            self.game_id is not None
+            or bool(self.signed)
+            or self.keeper
+            or self.offer is not None
+            or self.watcher is not None
+        )
 
 
 @dataclass(frozen=True)
@@ -156,6 +174,7 @@ class Desk:
         self.standby = rooms.standby
         self.talk = rooms.talk
         self.notices = rooms.notices
+        self.observers = rooms.observers
         self.message = message
         self._line = 0  # the number of the line being carried out
         self._rules_mailed: dict[str, int] = {}  # kind -> the line whose answer holds its rules
@@ -274,8 +293,12 @@ class Desk:
         # A keeper's, a sign-up's or an offer's token is no seat's unsubscribe: only the rest are looked for
         # (every running seat's token is made), so a keeper's or an offer's mail costs no such search.
         others = [token for token in addressed if self._other_token(token)]
-        found = self._unsubscribed_seat([token for token in addressed if token not in others])
+        rest = [token for token in addressed if token not in others]
+        found = self._unsubscribed_seat(rest)
         if found is None:
+            watcher = self._unsubscribed_watcher(rest)
+            if watcher is not None:
+                return self._unwatched(message, watcher)
             if message.subject.strip().lower() == "unsubscribe" and not others:
                 return Outcome(OutcomeCode.IGNORED, "an unsubscribe that names no seat still played")
             return None
@@ -313,15 +336,52 @@ class Desk:
                     return self.tables.table(game["id"]), seat["seat"]
         return None
 
+    def _unsubscribed_watcher(self, tokens: list[str]) -> WatcherRow | None:
+        """The observer of a game not over whose unsubscribe token (an HMAC,
+        not stored, as a seat's) is among ``tokens``, if one."""
+        if not tokens:
+            return None
+        for game in self.store.games():
+            if game["state"] == GameState.FINISHED:
+                continue
+            for watcher in self.store.watchers(game["id"]):
+                if unwatch_token(self.key, game["id"], watcher["address"]) in tokens:
+                    return watcher
+        return None
+
+    def _unwatched(self, message: Incoming, watcher: WatcherRow) -> Outcome:
+        """A mail to an observer's unsubscribe address: they no longer
+        follow the game (the token alone proves it: all it can do is stop
+        mail), and are told so, once, at their address (never the From);
+        a second one finds no observer, and is dropped."""
+        game_id, address = watcher["game_id"], watcher["address"]
+        self.observers.stop(game_id, address)
+        table = self.tables.table(game_id)
+        context = {"game": self.post.game_info(table), "referee": self.config.address, "unsubscribed": True}
+        self.post.mail(
+            game_id,
+            address,
+            "watch/stopped",
+            context,
+            answers=message.key,
+            in_reply_to=message.message_id,
+            origin=self._origin,
+        )
+        return Outcome(
+            OutcomeCode.DONE, f"an observer of game {game_id} unsubscribed: they get its mail no more", game_id
+        )
+
     def _other_token(self, token: str) -> bool:
         """Whether a token (not a seat's) is one the desk reads otherwise: a
-        keeper's, the sender's sign-up's, an offer's, or table talk's."""
+        keeper's, the sender's sign-up's, an offer's, table talk's or an
+        observer's."""
         sender = self.message.sender
         return (
             any(token == keeper_token(self.key, address) for address in self.config.keepers)
             or any(token == signup_token(self.key, kind, sender) for kind in GAMES)
             or self.store.offer_by_token(token) is not None
             or self.store.press_token(token) is not None
+            or self.store.watcher_by_token(token) is not None
         )
 
     @cached_property
@@ -370,6 +430,9 @@ class Desk:
         offered = self._offered(message, tokens)
         if offered is not None:
             return offered
+        watcher = self._watcher(message, tokens)
+        if watcher is not None:
+            return watcher
         ended = None
         for token in tokens:
             seat = self.store.seat_by_token(token)
@@ -438,6 +501,19 @@ class Desk:
         if problem := self._unproven(message, offer["address"]):
             return self._forged(message, offer["address"], None, problem)
         return Sender(offer["address"], offer=offer)
+
+    def _watcher(self, message: Incoming, tokens: list[str]) -> Sender | None:
+        """An observer (engine.observers), proven as a seat is: their reply
+        token and their From (and DKIM's pass, where configured).  Their
+        token with another From proves nothing: the mail is read as a
+        stranger's (all an observer's token can do is change or stop their
+        own mail, and a stranger's UNWATCH only mails the observer a
+        confirmation).  None when the mail names no observer's token."""
+        for token in tokens:
+            watcher = self.store.watcher_by_token(token)
+            if watcher is not None and not self._unproven(message, watcher["address"]):
+                return Sender(watcher["address"], watcher=watcher)
+        return None
 
     def _moved(self, message: Incoming, tokens: list[str]) -> Outcome | None:
         """A seat's reply token that its move to another address retired
@@ -1120,7 +1196,10 @@ class Desk:
 
     def _do_notify(self, sender: Sender, command: Command) -> Answer:
         """NOTIFY EVERY, TURNS or DIGEST: how much mail the seat gets from
-        now on; NOTIFY alone: how much it gets now."""
+        now on; NOTIFY alone: how much it gets now.  From an observer (in a
+        reply to their copy of a game's mail), the same of their copies."""
+        if sender.game_id is None and sender.watcher is not None:
+            return self._observer_notify(sender, command)
         table, seat = self._seat(sender, command)
         said = command.argument.strip().rstrip(".!").strip()
         news: list[str] = []
@@ -1154,6 +1233,100 @@ class Desk:
             text, self._rest_read = "\n".join(self._text_below(self._line)), True
         table, seat = self._own_seat(sender, command)
         return Answer(command.line, "tell", self.talk.tell(table, seat, told.whom, text, told.grey), OutcomeCode.DONE)
+
+    def _observer_notify(self, sender: Sender, command: Command) -> Answer:
+        watcher = sender.watcher
+        assert watcher is not None
+        game_id = watcher["game_id"]
+        said = command.argument.strip().rstrip(".!").strip()
+        if said:
+            level = next((level for level in Notify if level.value == said.lower()), None)
+            if level is None:
+                raise Refusal(Why.UNKNOWN_LEVEL, level=said)
+            self.observers.set_level(game_id, sender.address, level)
+        row = self.store.watcher(game_id, sender.address)
+        assert row is not None
+        context = {
+            "game": self.post.game_info(self.tables.table(game_id)),
+            "news": [],
+            "level": row["notify"] or self.config.notify.value,
+            "changed": bool(said),
+            "own": row["notify"] is not None,
+            "observer": True,
+        }
+        return Answer(command.line, "notify", context, OutcomeCode.DONE)
+
+    # -- observers (WATCH, UNWATCH) -------------------------------------------------
+
+    def _do_watch(self, sender: Sender, command: Command) -> Answer:
+        """WATCH 7, WATCH 7 DIGEST: follow game 7's public mail (engine.observers),
+        once the address confirms by a reply to the offer it is sent; from
+        mail that proves its From already, at once."""
+        words = _past_filler(command.argument.split())
+        game_id = _game_number(words[0]) if words else None
+        if game_id is None:
+            raise Refusal(Why.WATCH_WHICH, game=None)
+        level = None
+        if len(words) > 1:
+            said = words[1].rstrip(".!").lower()
+            level = next((level for level in Notify if level.value == said), None)
+            if level is None:
+                raise Refusal(Why.UNKNOWN_LEVEL, level=words[1])
+        if sender.authenticated:
+            return Answer(command.line, "watch", self.observers.watch(game_id, sender.address, level), OutcomeCode.DONE)
+        answering = {"answers": self.message.key, "budget": "signup", "origin": self._origin}
+        asked = self.observers.ask(game_id, sender.address, level, answering)
+        return Answer(command.line, "watch", asked, OutcomeCode.DONE)
+
+    def _do_unwatch(self, sender: Sender, command: Command) -> Answer:
+        """UNWATCH 7, UNWATCH ALL, or UNWATCH alone in a reply to an
+        observer's copy (that game): from mail that proves its From, at once;
+        else the observer's address is mailed a confirmation to reply to
+        (with their reply token): a forged From stops nobody's mail."""
+        words = _past_filler(command.argument.split())
+        every = bool(words) and words[0].lower() == "all"
+        game_id = _game_number(words[0]) if words and not every else None
+        if game_id is None and not every:
+            if words or sender.watcher is None:
+                raise Refusal(Why.UNWATCH_WHICH)
+            game_id = sender.watcher["game_id"]
+        watching = [w for w in self.store.watching(sender.address) if every or w["game_id"] == game_id]
+        if not watching:  # (nothing to stop: as STANDBY OFF off the list, it is done)
+            return Answer(command.line, "unwatch", {"confirm": False, "games": [], "asked": game_id}, OutcomeCode.DONE)
+        games = [w["game_id"] for w in watching]
+        if not sender.authenticated:
+            self._confirm_unwatch(sender, watching[0], "ALL" if every else str(game_id))
+            return Answer(command.line, "unwatch", {"confirm": True, "games": games}, OutcomeCode.DONE)
+        for game in games:
+            self.observers.stop(game, sender.address)
+        return Answer(command.line, "unwatch", {"confirm": False, "games": games}, OutcomeCode.DONE)
+
+    def _confirm_unwatch(self, sender: Sender, watcher: WatcherRow, which: str) -> None:
+        """A bare UNWATCH from an observer's From: the observer (that
+        address: a forger reads none of it) is mailed a confirmation whose
+        reply address is their reply token, and whose subject is the
+        command, so a reply that says nothing confirms it; its
+        List-Unsubscribe works too."""
+        table = self.tables.table(watcher["game_id"])
+        context = {
+            "game": {**self.post.game_info(table), "tag": tagged(table.tag(), watcher["token"])},
+            "which": which,
+            "referee": self.config.address,
+            "observer": True,
+        }
+        sent = self.post.mail(
+            table.id,
+            sender.address,
+            "watch/unwatch-confirm",
+            context,
+            answers=self.message.key,
+            budget="signup",
+            origin=self._origin,
+            reply_to=token_address(self.config.address, watcher["token"]),
+            unsubscribe=token_address(self.config.address, unwatch_token(self.key, table.id, sender.address)),
+        )
+        if not sent:
+            raise Refusal(Why.TOO_MANY_MAILS, command=f"UNWATCH {which}")
 
     # -- the keeper's commands (Who.KEEPER) ---------------------------------------
 
@@ -1398,6 +1571,19 @@ class Desk:
                 self.post.send(
                     table, sender.seat, "reply", context, copy=moved, budget=budget, origin=self._origin, **headers
                 )
+        elif sender.watcher is not None:  # an observer's: their reply token and unsubscribe address again
+            watched = sender.watcher["game_id"]
+            self.post.mail(
+                watched,
+                sender.address,
+                "reply",
+                context,
+                budget=budget,
+                origin=self._origin,
+                reply_to=token_address(self.config.address, sender.watcher["token"]),
+                unsubscribe=token_address(self.config.address, unwatch_token(self.key, watched, sender.address)),
+                **headers,
+            )
         elif sender.keeper:  # to the keeper's address, carrying their keeper token
             reply_to = token_address(self.config.address, keeper_token(self.key, sender.address))
             self.post.mail(
@@ -1886,6 +2072,22 @@ COMMANDS = CommandTable(
         "your name (GREY after the name: unsigned, where the game allows it); with nothing after the name, "
         "the lines below are the words, up to END. Replies come back through the referee. Never a move",
         argument="<name>|ALL [GREY] <words>",
+    ),
+    Entry(
+        "watch",
+        Who.ANYONE,
+        Desk._do_watch,
+        "follow a game without playing: its public mail only (the start, the results, the end), at a level of "
+        "mail (EVERY, TURNS, DIGEST) as NOTIFY's; you are sent a mail to confirm first",
+        argument="<game> [EVERY|TURNS|DIGEST]",
+    ),
+    Entry(
+        "unwatch",
+        Who.ANYONE,
+        Desk._do_unwatch,
+        "stop following a game (UNWATCH ALL: every game you follow); at once in a reply to its mail, else you "
+        "are sent a mail to confirm",
+        argument="<game>|ALL",
     ),
     Entry("help", Who.ANYONE, Desk._do_help, "this list"),
     Entry(

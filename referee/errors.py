@@ -49,6 +49,12 @@ class Why(Enum):
     UNKNOWN_ZONE = "unknown_zone"  # zone: as the player wrote it
     STANDBY_WHICH = "standby_which"  # kinds
     NO_STANDBY = "no_standby"  # title: a game whose rules keep a leaver's seat a bot's (Game.bots_replaceable)
+    # Observers (WATCH, UNWATCH).
+    WATCH_WHICH = "watch_which"  # game: the number asked for, if any (None: none named)
+    WATCH_OVER = "watch_over"  # game: it has ended
+    WATCH_PLAYER = "watch_player"  # game: the address plays in it (or is signed up for it)
+    WATCH_FULL = "watch_full"  # game, most: [club] most_watchers
+    UNWATCH_WHICH = "unwatch_which"
     # Offers (a seat, a new address, a stand-in's turn), answered by reply.
     NO_OFFER = "no_offer"  # word: ACCEPT or REJECT, in a mail that answers no offer
     OFFER_CLOSED = "offer_closed"  # reason: why it can no longer be taken (the engine's words)

@@ -226,6 +226,26 @@ class StandbyRow(TypedDict):
     since: str  # when it went on the list: the first on it is offered a seat first
 
 
+class WatcherRow(TypedDict):
+    """Someone who follows a game's public mail without a seat (WATCH): ``watchers``."""
+
+    game_id: int
+    address: str  # (lower case)
+    notify: str | None  # their Notify, read back as its value; None: the config's notify
+    since: str  # when they began to watch
+    token: str  # the reply token of their copies (tokens.watcher_token): a reply with it and their From proves them
+
+
+class ReaderToldRow(TypedDict):
+    """What a reader of a game's public mail (a list, an observer) has been
+    told of it, for their daily digest (``reader_told``): as ``told`` is a seat's."""
+
+    game_id: int
+    address: str  # (lower case)
+    through: int  # the last resolved phase their digest (or their start as a reader) covered
+    digest_at: str | None  # when their last digest went (or they chose DIGEST); None: none yet
+
+
 class BounceRow(TypedDict):
     id: int
     address: str
@@ -440,6 +460,7 @@ _TABLES = {
     "standby",  # (schema 5)
     "told",  # (schema 5)
     "watchers",  # (schema 6)
+    "reader_told",  # (schema 6)
     "press",  # (schema 6)
     "press_tokens",  # (schema 6)
     "signups",
@@ -972,6 +993,63 @@ class Store:
         """How many wait on standby, per kind of game (kinds nobody waits for left out)."""
         rows = self._read("select kind, count(*) as waiting from standby group by kind order by kind")
         return {row["kind"]: row["waiting"] for row in rows}
+
+    # -- observers (WATCH) and what readers were told -----------------------
+
+    def watchers(self, game_id: int) -> list[WatcherRow]:
+        """Who follows a game's public mail, first come first."""
+        return list(self._rows("watchers", "game_id = ?", [game_id], order_by="since, rowid"))
+
+    def watcher(self, game_id: int, address: str) -> WatcherRow | None:
+        rows = self._rows("watchers", "game_id = ? and address = ?", [game_id, address.lower()])
+        return next(iter(rows), None)
+
+    def watcher_by_token(self, token: str) -> WatcherRow | None:
+        return next(iter(self._rows("watchers", "token = ?", [token])), None)
+
+    def watching(self, address: str) -> list[WatcherRow]:
+        """The games not over whose public mail ``address`` follows."""
+        sql = """select w.* from watchers w join games g on g.id = w.game_id
+                 where w.address = ? and g.state != ? order by w.game_id"""
+        return self._read(sql, [address.lower(), GameState.FINISHED])
+
+    def watcher_counts(self) -> dict[int, int]:
+        """How many follow each game (games nobody follows left out)."""
+        rows = self._read("select game_id, count(*) as n from watchers group by game_id")
+        return {row["game_id"]: row["n"] for row in rows}
+
+    def add_watcher(self, game_id: int, address: str, notify: str | None, since: str, token: str) -> None:
+        self._insert(
+            "watchers",
+            {"game_id": game_id, "address": address.lower(), "notify": notify, "since": since, "token": token},
+        )
+
+    def set_watcher_notify(self, game_id: int, address: str, notify: str | None) -> None:
+        self._update("watchers", "game_id = ? and address = ?", [game_id, address.lower()], {"notify": notify})
+
+    def remove_watcher(self, game_id: int, address: str) -> bool:
+        """``address`` no longer follows the game; False if it did not."""
+        args = [game_id, address.lower()]
+        self._write("delete from reader_told where game_id = ? and address = ?", args)
+        return self._write("delete from watchers where game_id = ? and address = ?", args).rowcount > 0
+
+    def reader_told(self, game_id: int) -> dict[str, ReaderToldRow]:
+        """What each reader of a game has been told (address -> row); a
+        reader without a row counts from the game's start."""
+        return {row["address"]: row for row in self._rows("reader_told", "game_id = ?", [game_id])}
+
+    def set_reader_told(self, game_id: int, address: str, through: int, digest_at: str) -> None:
+        """The reader has been told of every phase up to ``through``, by a digest sent (or chosen) at ``digest_at``."""
+        self._write(
+            "insert into reader_told (game_id, address, through, digest_at) values (?, ?, ?, ?) "
+            "on conflict (game_id, address) do update set through = excluded.through, digest_at = excluded.digest_at",
+            [game_id, address.lower(), through, digest_at],
+        )
+
+    def resolved_at(self, game_id: int, number: int) -> str | None:
+        """When phase ``number`` of a game was resolved (None: not yet, or no such phase)."""
+        rows = self._read("select resolved_at from phases where game_id = ? and number = ?", [game_id, number])
+        return rows[0]["resolved_at"] if rows else None
 
     def add_bounce(self, **row: Any) -> None:
         self._insert("bounces", row)
@@ -1762,7 +1840,9 @@ def _schema_6(db: sqlite_utils.Database) -> None:
     and ``games.awards``, a game's own table talk, lists and award text;
     ``signups.start``, when a signed-up player asked to start at once
     (START); ``watchers``, who follows a game's public mail without playing
-    (WATCH); ``press``, each message of table talk relayed (TELL), kept
+    (WATCH), each with the reply token of their copies, and ``reader_told``,
+    what each reader (a list, an observer) has been told, for their daily
+    digest; ``press``, each message of table talk relayed (TELL), kept
     for its rate limit (who, when, to how many; never what it said), and
     ``press_tokens``, the reply address each reader of one was given, so a
     reply goes back to its writer through the referee."""
@@ -1775,10 +1855,20 @@ def _schema_6(db: sqlite_utils.Database) -> None:
     if "start" not in db.table("signups").columns_dict:
         db.table("signups").add_column("start", str)
     db.table("watchers").create(
-        {"game_id": int, "address": str, "notify": str, "since": str},
+        {"game_id": int, "address": str, "notify": str, "since": str, "token": str},
         pk=("game_id", "address"),
         foreign_keys=[("game_id", "games", "id")],
         not_null={"since"},
+        if_not_exists=True,
+    )
+    if "token" not in db.table("watchers").columns_dict:  # (a games.db of schema 6 before it had one)
+        db.table("watchers").add_column("token", str)
+    db.table("watchers").create_index(["token"], if_not_exists=True)
+    db.table("reader_told").create(
+        {"game_id": int, "address": str, "through": int, "digest_at": str},
+        pk=("game_id", "address"),
+        foreign_keys=[("game_id", "games", "id")],
+        not_null={"through"},
         if_not_exists=True,
     )
     db.table("press").create(

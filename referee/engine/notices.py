@@ -26,9 +26,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from referee.config import Config
-from referee.engine.post import Post
+from referee.engine.post import Post, Reader
 from referee.record import digest_line
-from referee.store import Notify, PhaseRow, Store
+from referee.store import GameState, Notify, PhaseRow, Store
 from referee.tables import Table, Tables
 from referee.timeutil import EventClock, from_iso, iso
 
@@ -159,19 +159,63 @@ class Notices:
     def digests(self) -> list[str]:
         """Send each digest due (Timers.tick): to a DIGEST seat that has been
         told of no phase resolved since, a day after its last digest (or
-        after it chose them, or its game began)."""
+        after it chose them, or its game began); and so to each reader at
+        DIGEST (a club's list at ``announce_notify = "digest"``, an observer)."""
         now, done = self.clock(), []
         for row in self.store.digest_seats(self.config.notify):
             due = _due(row)
             if due is not None and due <= now:
                 with self.store.transaction():
                     done.append(self._digest(self.tables.table(row["game_id"]), row["seat"], row, now))
+        for digest in self._reader_digests():
+            if digest.due <= now:
+                with self.store.transaction():
+                    done.append(self._reader_digest(digest, now))
         return done
 
     def digests_due(self, game_id: int | None = None) -> list[datetime]:
-        """When the next digests fall due (of one game's seats, with ``game_id``)."""
+        """When the next digests fall due (of one game's seats and readers, with ``game_id``)."""
         rows = self.store.digest_seats(self.config.notify)
-        return [due for row in rows if game_id in (None, row["game_id"]) and (due := _due(row)) is not None]
+        seats = [due for row in rows if game_id in (None, row["game_id"]) and (due := _due(row)) is not None]
+        return seats + [digest.due for digest in self._reader_digests(game_id)]
+
+    def _reader_digests(self, game_id: int | None = None) -> list[_ReaderDigest]:
+        """The digests owed to the readers at DIGEST of the running games
+        (of one, with ``game_id``): each once a phase they were not told of
+        is resolved, a day after their last (or since they chose DIGEST,
+        or the game began).  Read from the store alone: no game is replayed."""
+        owed = []
+        for game in self.store.games(GameState.RUNNING):
+            if game_id not in (None, game["id"]):
+                continue
+            readers = [reader for reader in self.post.readers_of(game) if reader.level is Notify.DIGEST]
+            told = self.store.reader_told(game["id"]) if readers else {}
+            for reader in readers:
+                row = told.get(reader.address.lower())
+                through = row["through"] if row else 0
+                untold_at = self.store.resolved_at(game["id"], through + 1)
+                if untold_at is None:
+                    continue
+                since = (row["digest_at"] if row else None) or game["created_at"] or untold_at
+                due = max(from_iso(untold_at), from_iso(since) + DIGEST_EVERY)
+                owed.append(_ReaderDigest(game["id"], reader, through, since, due))
+        return owed
+
+    def _reader_digest(self, digest: _ReaderDigest, now: datetime) -> str:
+        """A reader's daily digest: what the game did in public since their last."""
+        table = self.tables.table(digest.game_id)
+        last = len(table.replay.steps)
+        rounds = [self.post.round_context(table, number) for number in range(digest.through + 1, last + 1)]
+        context = {
+            **self.post.context(table),
+            "rounds": rounds,
+            "since": digest.since,
+            "digest": digest_line(table.phases[last - 1]["label"], table.digest(last)),
+            "digest_help": "round",
+        }
+        self.post.to_reader(table, digest.reader, "daily", context)
+        self.store.set_reader_told(table.id, digest.reader.address, last, iso(now))
+        return f"sent game {table.id}'s daily digest of {len(rounds)} phase(s) to a reader"
 
     def _digest(self, table: Table, seat: int, told: Mapping[str, Any], now: datetime) -> str:
         last = len(table.replay.steps)
@@ -186,6 +230,17 @@ class Notices:
         self.post.send(table, seat, "daily", context, self._news_since(table, seat, told["through"], last))
         self.store.set_told(table.id, seat, last, digest_at=iso(now))
         return f"sent game {table.id}'s daily digest of {len(rounds)} phase(s) to seat {seat + 1}"
+
+
+@dataclass(frozen=True)
+class _ReaderDigest:
+    """A daily digest a reader (a list, an observer) is owed (Notices._reader_digests)."""
+
+    game_id: int
+    reader: Reader
+    through: int  # the last phase they were told of
+    since: str  # their last digest's time (or when they chose DIGEST, or the game's start)
+    due: datetime
 
 
 def _round_start(table: Table, number: int) -> int:

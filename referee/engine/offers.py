@@ -18,7 +18,7 @@ nothing of seats, addresses or standby lists.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
@@ -75,12 +75,16 @@ class Offers:
         context: dict[str, Any],
         game_id: int | None = None,
         seat: int | None = None,
+        answering: Mapping[str, Any] | None = None,
         **detail: Any,
     ) -> OfferRow:
         """Offer ``address`` something, by a mail (``template``) whose reply
         address and subject tag carry the offer's own token; it lapses
         after ``lasts``. The template sees ``offer`` (its row), ``tag``
-        and ``private`` (the reply address)."""
+        and ``private`` (the reply address).  An offer a stranger's mail
+        asks for (WATCH) answers it: ``answering`` (Post.mail's ``answers``,
+        ``budget``, ``origin``) spends its answers, and when they are spent
+        the offer is withdrawn at once and EngineError says so."""
         now = self.clock()
         offer_id = self.store.add_offer(
             kind=kind,
@@ -104,7 +108,9 @@ class Offers:
             "tag": tagged(f"[{kind.value}]", token),
             "private": reply_to,
         }
-        self.post.mail(game_id, address, template, context, reply_to=reply_to)
+        if not self.post.mail(game_id, address, template, context, reply_to=reply_to, **(answering or {})):
+            self.store.close_offer(offer_id, iso(now), Outcome.WITHDRAWN)
+            raise EngineError("the referee has sent that address too many mails this hour")
         log.info("offer %d (%s) made, game %s seat %s", offer_id, kind.value, game_id, seat)
         return offer
 

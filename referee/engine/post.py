@@ -23,9 +23,9 @@ from referee.config import Config
 from referee.mail.compose import Composer
 from referee.mail.origin import UNKNOWN
 from referee.mail.parse import is_address
-from referee.mail.tokens import phase_tag, tagged, token_address, unsubscribe_token
+from referee.mail.tokens import phase_tag, tagged, token_address, unsubscribe_token, unwatch_token
 from referee.resources import game_folder, game_record, rules_page
-from referee.store import Act, DelegationRow, GameState, MailState, Notify, SeatRow, Store
+from referee.store import Act, DelegationRow, GameRow, GameState, MailState, Notify, SeatRow, Store
 from referee.tables import Table, deadlines, own_calendar
 from referee.timeutil import EventClock, from_iso, iso
 
@@ -84,6 +84,7 @@ class Reader:
     address: str
     level: Notify
     unsubscribe: str | None = None  # an observer's unsubscribe address (List-Unsubscribe)
+    token: str | None = None  # an observer's reply token (tokens.watcher_token): their Reply-To and subject tag
 
 
 @dataclass(eq=False)
@@ -233,10 +234,27 @@ class Post:
     # -- those who read a game's public mail without a seat ---------------------
 
     def readers(self, table: Table) -> list[Reader]:
-        """Who gets the game's public mail besides its players: the club's
-        lists (the config's and the game's own), at ``[club] announce_notify``."""
-        lists = dict.fromkeys([*self.config.announce_to, *table.row["announce_to"]])
-        return [Reader(address, self.config.announce_notify) for address in lists]
+        """Who gets the game's public mail besides its players (see ``readers_of``)."""
+        return self.readers_of(table.row)
+
+    def readers_of(self, game: GameRow) -> list[Reader]:
+        """Who gets a game's public mail besides its players: the club's
+        lists (the config's and the game's own), at ``[club] announce_notify``,
+        and its observers (WATCH), each at their level (else the config's
+        ``notify``), with their reply token and unsubscribe address."""
+        lists = dict.fromkeys([*self.config.announce_to, *game["announce_to"]])
+        readers = [Reader(address, self.config.announce_notify) for address in lists]
+        for watcher in self.store.watchers(game["id"]):
+            address = watcher["address"]
+            readers.append(
+                Reader(
+                    address,
+                    Notify(watcher["notify"]) if watcher["notify"] else self.config.notify,
+                    token_address(self.config.address, unwatch_token(self.key, game["id"], address)),
+                    watcher["token"],
+                )
+            )
+        return readers
 
     def by_name(self, table: Table, players: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Templates' ``players`` labelled by their names (Table.names), not
@@ -256,6 +274,10 @@ class Post:
         names = _Relabel(self.public_names(table))
         players = self.by_name(table, context.get("players", []))
         headers: dict[str, Any] = {"unsubscribe": reader.unsubscribe} if reader.unsubscribe else {}
+        game = context.get("game")
+        if reader.token is not None:  # an observer's: their replies (NOTIFY, UNWATCH) prove them
+            headers["reply_to"] = token_address(self.config.address, reader.token)
+            game = game and {**game, "tag": tagged(table.tag(), reader.token)}
         self.mail(
             table.id,
             reader.address,
@@ -263,11 +285,13 @@ class Post:
             names.within(
                 {
                     **{k: v for k, v in context.items() if k != "mine"},  # (templates ask whether ``mine`` is defined)
+                    "game": game,
                     "players": players,  # (``seat``, if any, is the seat the mail tells of, as in every copy)
                     "news": None,
                     "notify": reader.level,
                     "own_calendar": None,
                     "public_copy": True,
+                    "observer": reader.token is not None,  # (their footer says how to change or stop it)
                 }
             ),
             preface=[names.within(piece) for piece in preface],

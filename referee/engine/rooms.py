@@ -13,6 +13,7 @@ Each room is handed only the rooms below it, so arrows run one way:
     addresses                 a seat's move to a new address (confirmed by it, or the keeper's)
     standby                   who takes over a seat left mid-game (offered it by an offer)
     talk                      table talk (TELL) relayed between seats, and its answers
+    observers                 who follows a game's public mail without a seat (WATCH, confirmed by an offer)
     timers                    deadlines, reminders, the ends of pauses
     reports                   LIST, status, history, health (reads only)
     watch                     the keepers' mail about the health
@@ -36,6 +37,7 @@ from referee.engine.addresses import Addresses
 from referee.engine.delegating import Delegating
 from referee.engine.keeping import Keeping
 from referee.engine.notices import Notices
+from referee.engine.observers import Observers
 from referee.engine.offers import Offers, Terms
 from referee.engine.phases import Phases
 from referee.engine.post import Post
@@ -81,6 +83,8 @@ class Rooms:
         self.offers.register(OfferKind.SEAT, Terms(self.standby.accept, self.standby.lapse))
         self.seating.on_leaving = self.standby.seat_left  # a seat left mid-game is offered to standby
         self.talk = TableTalk(store, config, self.clock, self.key, self.post)
+        self.observers = Observers(store, config, self.clock, self.tables, self.post, self.offers, self.key)
+        self.offers.register(OfferKind.WATCH, Terms(self.observers.accepted))
         self.timers = Timers(
             store,
             config,

@@ -108,7 +108,10 @@ class Standby:
                 "phase": phase and phase["label"],
             }
             # What accepting checks (the seat is still the bot's it was offered as), and whom a lapse passes over.
-            detail = {"passed": [*passed, address], "bot_from_phase": table.seats[seat]["bot_since_phase"]}
+            detail: dict[str, Any] = {
+                "passed": [*passed, address],
+                "bot_from_phase": table.seats[seat]["bot_since_phase"],
+            }
             lasts = self.config.standby_answer
             self.offers.make(OfferKind.SEAT, address, lasts, "standby-offer", context, game_id, seat, **detail)
             log.info("game %d: seat %d offered to the next on standby", game_id, seat)

@@ -10,7 +10,9 @@ of their own (``[keeper TOKEN]``), for the keeper's commands by mail.
 
 Two more tokens name no sender: a seat's unsubscribe address (its mail's
 List-Unsubscribe), which only makes the seat's mail quieter and is never
-read for moves, and the name of the seat's own calendar on the site.
+read for moves, and the name of the seat's own calendar on the site.  An
+observer of a game (WATCH) has a reply token of their own, and an
+unsubscribe address that stops their copies.
 
 A token is an HMAC of what it stands for under the referee's secret key:
 16 lowercase base32 characters, 80 bits, so it cannot be guessed, and it
@@ -74,6 +76,19 @@ def unsubscribe_token(key: bytes, game_id: int, seat: int, address: str) -> str:
     Of the seat's address too, so a newcomer in the seat (or the player at a
     new address) has another, and an old mail cannot quiet them."""
     return make_token(key, "unsubscribe", game_id, seat, address.lower())
+
+
+def watcher_token(key: bytes, game_id: int, address: str) -> str:
+    """What an observer's copies of a game's mail carry (WATCH): their reply
+    token, which with their From proves a mail theirs (NOTIFY, UNWATCH).
+    Stored with the observer; of the address, so nobody else's copy names it."""
+    return make_token(key, "watcher", game_id, address.lower())
+
+
+def unwatch_token(key: bytes, game_id: int, address: str) -> str:
+    """What an observer's copies carry in their List-Unsubscribe: mail to it
+    stops their copies of the game, and does nothing else (never read)."""
+    return make_token(key, "unwatch", game_id, address.lower())
 
 
 def calendar_token(key: bytes, game_id: int, seat: int, address: str) -> str:

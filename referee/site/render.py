@@ -122,8 +122,9 @@ class Site:
         state: dict[str, _Rendered] = {}
         paused = self.records.store.paused()
         calendars: set[str] = set()  # every seat's own calendar now
+        watched = self.records.store.watcher_counts()  # how many follow each game (WATCH): a count, never who
         for row in self.records.store.games():
-            summary = self._summary(row, now, paused.get(row["id"]))
+            summary = self._summary(row, now, paused.get(row["id"]), watched.get(row["id"], 0))
             summaries.append(summary)
             own = self._calendars(row["id"])
             calendars.update(own)
@@ -133,7 +134,11 @@ class Site:
                 report.games_unchanged += 1
                 state[str(row["id"])] = before
                 continue
-            entries, facts = self._render_game(row["id"], now, report) if row["state"] != GameState.OPEN else ([], {})
+            entries, facts = (
+                self._render_game(row["id"], now, report, summary["watchers"])
+                if row["state"] != GameState.OPEN
+                else ([], {})
+            )
             state[str(row["id"])] = {"fingerprint": fingerprint, "entries": entries, "facts": facts}
             state[str(row["id"])]["calendars"] = _digest(sorted(own))
             report.games_rendered += 1
@@ -157,11 +162,19 @@ class Site:
 
     # -- one game ------------------------------------------------------------
 
-    def _render_game(self, game_id: int, now: datetime, report: Report) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    def _render_game(
+        self, game_id: int, now: datetime, report: Report, watchers: int
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Write a game's files; returns its feed entries, and what the index
-        tells of it (who is awaited, who won: both change only with the game)."""
+        tells of it (who is awaited, who won: both change only with the game).
+        ``watchers``: how many follow it by mail (WATCH), which its page shows."""
         table = self.records.tables.table(game_id)
-        context = {**page_context(table, now), "now": iso(now), "referee": self.records.config.address}
+        context = {
+            **page_context(table, now),
+            "now": iso(now),
+            "referee": self.records.config.address,
+            "watchers": watchers,
+        }
         kind = table.row["kind"]
         context["entries"] = self._entries(context, kind)
         base = game_folder(game_id)
@@ -328,10 +341,10 @@ class Site:
 
     # -- the index and the site's feed -------------------------------------
 
-    def _summary(self, row: GameRow, now: datetime, pause: InterventionRow | None) -> dict[str, Any]:
+    def _summary(self, row: GameRow, now: datetime, pause: InterventionRow | None, watchers: int) -> dict[str, Any]:
         """A line of the index about one game, from the store alone (cheap);
         ``pause``, the pause in force (Store.paused): then no deadline runs,
-        and the line says so instead."""
+        and the line says so instead; ``watchers``, how many follow it."""
         phases = self.records.store.phases(row["id"]) if row["state"] == GameState.RUNNING else []
         phase = phases[-1] if phases else None
         left = None
@@ -350,6 +363,7 @@ class Site:
             "paused": pause and {"at": pause["at"], "until": pause["detail"].get("until")},
             "signed": len(self.records.store.signups(row["id"])) if row["state"] == GameState.OPEN else None,
             "wanted": row["seats_wanted"],
+            "watchers": watchers,
         }
 
     def _fingerprint(self, game_id: int, summary: dict[str, Any], calendars: list[str]) -> str:

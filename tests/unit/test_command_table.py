@@ -31,6 +31,8 @@ EXAMPLES = {
     "timezone": "TIMEZONE Europe/Berlin",
     "rules": "RULES pure-skill",
     "address": "ADDRESS alice@example.net",
+    "watch": "WATCH 2",  # (a game alice does not play in: the test makes one)
+    "unwatch": "UNWATCH ALL",
 }
 
 
@@ -187,6 +189,8 @@ def section_of_code() -> str:
 def test_who_may_use_a_command_decides_whether_a_players_from_needs_her_token(engine, clock, game, entry):
     """A mail from a seat's From without its token: a command anyone may use
     is answered; a player's command is not carried out, and she is told."""
+    if entry.word == "watch":
+        engine.new_game("pure-skill", ["dan@example.org", "erin@example.org", "fay@example.org"])
     outcome = engine.ingest(make_mail(ALICE, example(entry), subject="Hello", received=clock()))
     if entry.who is Who.ANYONE:
         assert "no valid reply token" not in outcome.detail

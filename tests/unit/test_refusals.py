@@ -125,6 +125,21 @@ EXAMPLES = {
         {"game": 4, "more": 2},
         ("You are signed up for game 4 already; it starts when 2 more player(s) join."),
     ),
+    Why.WATCH_WHICH: (
+        {"game": None},
+        "WATCH needs the number of a game, as LIST shows them; for example, WATCH 7 (or WATCH 7 DIGEST: one mail "
+        "a day).",
+    ),
+    Why.WATCH_OVER: (
+        {"game": 7},
+        "Game 7 is over: there is nothing more to follow. Its page on the referee's site has everything it did.",
+    ),
+    Why.WATCH_PLAYER: ({"game": 7}, "You play in game 7 (or are signed up for it): you get its mail already."),
+    Why.WATCH_FULL: (
+        {"game": 7, "most": 50},
+        "Sorry: game 7 has as many observers as the referee takes (50). Try again later: one may leave.",
+    ),
+    Why.UNWATCH_WHICH: ({}, "UNWATCH needs the number of the game you follow, or ALL; for example, UNWATCH 7."),
     Why.TOO_MANY_MAILS: (
         {},
         (
