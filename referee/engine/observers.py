@@ -104,7 +104,7 @@ class Observers:
                 f"you follow game {game_id} ({self._about(game)['title']}) from now on, at {self._level(level).value}: "
                 "its public mail only; UNWATCH in a reply to any of it, or its unsubscribe button, stops it"
             )
-        return {"done": done, "game_id": game_id, "level": self._level(level).value}
+        return {"confirm": False, "done": done, "game_id": game_id, "level": self._level(level).value}
 
     def stop(self, game_id: int, address: str) -> bool:
         """``address`` no longer follows the game; False if it did not."""

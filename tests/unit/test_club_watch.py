@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer, make_mail, send
+from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer, join, make_mail, send
 from test_notify import KINDS, Played
 
 from referee.config import Config
@@ -124,6 +124,20 @@ def test_the_cap_refuses_one_more_observer_politely(tmp_path, clock):
     assert answer(engine, clock, the_offer(box, OTTO), "").code == "refused"  # full by the time it answers
     assert "as many observers" in box.to(OTTO)[-1]["body"]
     assert watchers(engine) == [OLIVE, OSCAR]
+
+
+def test_an_open_game_s_observer_gets_its_start_with_how_much_mail_they_get(engine, clock, box):
+    join(engine, "pure-skill", ALICE)  # game 1, open for sign-up
+    watch(engine, clock, box, OLIVE, "WATCH 1 EVERY")
+    assert ask(engine, clock, OSCAR, "WATCH 1").code == "done"
+    offer = the_offer(box, OSCAR)  # (any mail of ours to oscar: its reply address proves him)
+    assert engine.ingest(make_mail(OSCAR, "WATCH 1", to=offer["reply_to"], received=clock())).code == "done"
+    join(engine, "pure-skill", BOB)
+    join(engine, "pure-skill", CAROL)  # the seats are full: it starts
+    start = next(mail for mail in box.to(OLIVE) if "begins" in mail["subject"])
+    assert "you get a mail for every turn's or round's result" in start["body"]
+    assert "UNWATCH" in start["body"] and ALICE not in start["body"]
+    assert sorted(watchers(engine)) == [OLIVE, OSCAR]  # oscar's WATCH in a reply to the offer counted at once
 
 
 # -- UNWATCH --------------------------------------------------------------------------
