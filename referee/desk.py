@@ -6,7 +6,8 @@ A pipeline in Mailman's manner, each step one small method:
 1. a bounce of the referee's own mail is recorded against the player; its own
    mail come back (a list's copy: see ``_come_back``) is dropped; a
    mail to a seat's unsubscribe address (its mail's List-Unsubscribe) makes
-   that seat's mail a digest, and is nothing else (see ``_unsubscribe``);
+   that seat's mail a digest, one to an observer's removes the observer,
+   and is nothing else (see ``_unsubscribe``);
 2. mail that must never be answered (auto-replies, lists, ourselves) is
    dropped; a reply to a notice of a mail not accepted (see 4) is read for
    nothing, only answered with how to move instead;

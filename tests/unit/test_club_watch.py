@@ -22,6 +22,7 @@ from referee.config import Config
 from referee.engine import Engine
 from referee.site.render import Site
 from referee.store import Notify, Store
+from referee.timeutil import from_iso
 
 ALICE, BOB, CAROL = PLAYERS
 OLIVE, OSCAR, OTTO = "olive@example.net", "oscar@example.net", "otto@example.net"
@@ -180,6 +181,15 @@ def test_notify_in_an_observer_s_reply_changes_their_level(engine, clock, game, 
     assert "one mail a day" in box.to(OLIVE)[-1]["body"]
 
 
+def test_an_observer_s_reply_is_never_a_move(engine, clock, game, box):
+    watch(engine, clock, box, OLIVE)
+    for player in (ALICE, BOB):
+        send(engine, clock, player, "bid 3")
+    send(engine, clock, CAROL, "bid 5")
+    assert answer(engine, clock, box.to(OLIVE)[-1], "bid K").code == "refused"
+    assert [move for move in engine.store.moves(1) if move["phase"] == 2] == []
+
+
 # -- List-Unsubscribe ------------------------------------------------------------------
 
 
@@ -245,11 +255,15 @@ def watched(request, tmp_path_factory) -> Watched:
     return Watched(tmp_path_factory.mktemp(request.param), request.param)
 
 
-def test_every_and_turns_observers_get_each_phase_s_or_round_s_result_and_the_end(watched):
-    phases = len(watched.engine.table(1).phases)
-    assert len(watched.game_mail(OLIVE)) == phases + 1  # each phase's result, the end
+def test_every_turns_and_digest_observers_get_what_their_level_says_over_a_whole_game(watched):
+    table = watched.engine.table(1)
+    assert len(watched.game_mail(OLIVE)) == len(table.phases) + 1  # each phase's result, the end
     assert len(watched.game_mail(OSCAR)) == watched.rounds + 1  # each round's result, the end
     assert "over" in watched.game_mail(OSCAR)[-1]["subject"].lower()
+    # (moves every half hour or less: the game is over within a day or two, so a digest or two at most)
+    digests = [mail for mail in watched.game_mail(OTTO) if "What happened since" in mail["subject"]]
+    days = (from_iso(table.row["finished_at"]) - from_iso(table.row["created_at"])).days
+    assert len(watched.game_mail(OTTO)) == len(digests) + 1 and len(digests) <= days
 
 
 def test_an_observer_s_copies_carry_no_player_s_address_nor_private_fact(watched):
@@ -279,12 +293,12 @@ def test_a_digest_observer_gets_one_mail_a_day_of_what_happened_and_the_end(tmp_
     digests = [mail for mail in theirs if "What happened since" in mail["subject"]]
     assert len(theirs) == len(digests) + 1 and "over" in theirs[-1]["subject"].lower()
     assert len(digests) >= 3
-    sent = [mail["created_at"] for mail in digests]
-    assert all(later >= earlier for earlier, later in itertools.pairwise(sent))
+    sent = [from_iso(mail["created_at"]) for mail in digests]
+    assert all(later - earlier >= timedelta(days=1) for earlier, later in itertools.pairwise(sent))
+    # each phase resolved before the last digest is in a digest (the rest, in the final mail)
     told = "\n".join(mail["body"] for mail in digests)
-    table = played.engine.table(1)
-    last_digested = table.phases[: -1 - 2]  # the last phases went out in the final mail, not a digest
-    assert all(phase["label"] in told for phase in last_digested[: len(digests)])
+    resolved = [phase for phase in played.engine.table(1).phases if from_iso(phase["resolved_at"]) <= sent[-1]]
+    assert resolved and all(f"{phase['label']}:" in told for phase in resolved)
     for mail in theirs:
         assert not [player for player in PLAYERS if player in mail["raw"].decode("utf-8", "replace")]
 
