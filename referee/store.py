@@ -269,6 +269,32 @@ class InterventionRow(TypedDict):
     detail: dict[str, Any]  # (JSON in games.db) what the act needs to be replayed and told
 
 
+class ResultRow(TypedDict):
+    """A seat's end of a finished game (``results``, written when the game
+    ends), read with its game's kind and its seat's player now."""
+
+    game_id: int
+    kind: str
+    seat: int
+    score: int | None
+    place: int  # 1 for the winner; then by score, a place shared by equal scores
+    won: int  # 1 for the winner
+    address: str | None  # the seat's player at the end (None: a bot from the start)
+    bot_since_phase: int | None  # not None: its player left it to a bot
+
+
+class MoveTally(TypedDict):
+    """How many phases a seat of a finished game moved in by one source,
+    in one stint of a player (0: its first player's; 1, after the first
+    takeover...)."""
+
+    game_id: int
+    seat: int
+    source: str  # a record.MoveSource, read back as its value
+    stint: int
+    moves: int
+
+
 class OfferRow(TypedDict):
     id: int
     kind: str  # an OfferKind, read back as its value
@@ -463,6 +489,7 @@ _TABLES = {
     "reader_told",  # (schema 6)
     "press",  # (schema 6)
     "press_tokens",  # (schema 6)
+    "results",  # (schema 6)
     "signups",
     "players",
     "bounces",
@@ -1224,6 +1251,61 @@ class Store:
         """A game's interventions, in the order they were made."""
         return [_decode_intervention(r) for r in self._rows("interventions", "game_id = ?", [game_id], order_by="id")]
 
+    # -- results: what the standings count (referee.standings) -------------
+
+    def add_results(self, game_id: int, results: list[dict[str, Any]]) -> None:
+        """A finished game's result per seat (seat, score, place, won)."""
+        for row in results:
+            self._insert("results", {"game_id": game_id, **row}, replace=True)
+
+    def results(self) -> list[ResultRow]:
+        """Every seat's result in the finished games that have one, by game."""
+        return self._read(
+            """select r.game_id, g.kind, r.seat, r.score, r.place, r.won, s.address, s.bot_since_phase
+               from results r join games g on g.id = r.game_id
+               join seats s on s.game_id = r.game_id and s.seat = r.seat
+               where g.state = ? order by r.game_id, r.seat""",
+            [GameState.FINISHED],
+        )
+
+    def unscored(self) -> tuple[list[int], int]:
+        """The finished games with no results written (finished before
+        there were any), and how many the keeper cancelled (which have none)."""
+        rows = self._read(
+            """select g.id, exists (select 1 from interventions i where i.game_id = g.id and i.act = ?) as cancelled
+               from games g where g.state = ? and not exists (select 1 from results r where r.game_id = g.id)
+               order by g.id""",
+            [Act.CANCEL, GameState.FINISHED],
+        )
+        return [row["id"] for row in rows if not row["cancelled"]], sum(row["cancelled"] for row in rows)
+
+    def move_tally(self, sources: tuple[str, ...]) -> list[MoveTally]:
+        """Per seat of every finished game, and per stint of a player in it
+        (a takeover starts the next), in how many phases it moved by each of
+        ``sources``: a move replaced by a later one counts once."""
+        return self._read(
+            f"""with takeovers as (select game_id, json_extract(detail, '$.seat') as seat, phase
+                                   from interventions where act = ?)
+                select m.game_id, m.seat, m.source,
+                       (select count(*) from takeovers t
+                        where t.game_id = m.game_id and t.seat = m.seat and t.phase <= m.phase) as stint,
+                       count(distinct m.phase) as moves
+                from moves m join games g on g.id = m.game_id
+                where g.state = ? and m.source in ({", ".join("?" * len(sources))})
+                group by m.game_id, m.seat, m.source, stint""",
+            [Act.REPLACE, GameState.FINISHED, *sources],
+        )
+
+    def seat_changes(self) -> list[InterventionRow]:
+        """The takeovers of seats and players' moves to another address in
+        every finished game, in the order they were made."""
+        rows = self._read(
+            """select i.* from interventions i join games g on g.id = i.game_id
+               where g.state = ? and i.act in (?, ?) order by i.id""",
+            [GameState.FINISHED, Act.REPLACE, Act.ADDRESS],
+        )
+        return [_decode_intervention(row) for row in rows]
+
     def moved_token(self, token: str) -> InterventionRow | None:
         """The change of address that retired a seat's reply token, if one did
         (its detail keeps the token: interventions are few, so no index)."""
@@ -1845,7 +1927,9 @@ def _schema_6(db: sqlite_utils.Database) -> None:
     digest; ``press``, each message of table talk relayed (TELL), kept
     for its rate limit (who, when, to how many; never what it said), and
     ``press_tokens``, the reply address each reader of one was given, so a
-    reply goes back to its writer through the referee."""
+    reply goes back to its writer through the referee; ``results``, each
+    seat's score and place in a finished game, as its rules' result says
+    (the standings read them, never replaying a game)."""
     games = db.table("games")
     for column in ("press", "announce_to"):
         if column not in games.columns_dict:
@@ -1884,6 +1968,13 @@ def _schema_6(db: sqlite_utils.Database) -> None:
         pk="token",
         foreign_keys=[("game_id", "games", "id"), ("press_id", "press", "id")],
         not_null={"game_id", "seat", "to_seat", "signed", "press_id"},
+        if_not_exists=True,
+    )
+    db.table("results").create(
+        {"game_id": int, "seat": int, "score": int, "place": int, "won": int},
+        pk=("game_id", "seat"),
+        foreign_keys=[("game_id", "games", "id")],
+        not_null={"place", "won"},
         if_not_exists=True,
     )
 

@@ -18,6 +18,7 @@ from referee.errors import EngineError, Refusal, Why
 from referee.mail.parse import Incoming
 from referee.mail.tokens import phase_answered
 from referee.record import MoveSource, digest_line, random_move_rng
+from referee.standings import table_results
 from referee.store import GameState, OfferKind, OutcomeCode, PhaseRow, Store
 from referee.tables import Table, Tables, deadlines
 from referee.timeutil import EventClock, ceil_second, from_iso, iso
@@ -212,6 +213,7 @@ class Phases:
         phase for seats not sent its result, at the top of theirs)."""
         self.store.finish_game(table.id, iso(at))
         table = self.tables.table(table.id)
+        self.store.add_results(table.id, table_results(table))  # what the standings count
         digest = digest_line(None, table.end_digest(), end=True)
         context = {**self.post.context(table, history=True), "digest": digest, "digest_help": "end"}
         # Those who left get it too: the only mail that covers the rounds

@@ -48,6 +48,7 @@ from referee.engine.talk import TableTalk
 from referee.engine.timers import Timers
 from referee.engine.watch import Watch
 from referee.mail.compose import Composer
+from referee.standings import table_results
 from referee.store import OfferKind, Store
 from referee.tables import Tables
 from referee.timeutil import Clock, EventClock, utc_now
@@ -102,6 +103,11 @@ class Rooms:
         self.watch = Watch(store, config, self.clock, self.post, self.reports)
         for seat in store.seats_without_token():  # a games.db from before reply tokens
             store.set_token(seat["game_id"], seat["seat"], self.seating.token(seat["game_id"], seat["seat"]))
+        unscored, _ = store.unscored()  # games finished before their results were kept (referee.standings)
+        if unscored:
+            with store.transaction():
+                for game_id in unscored:
+                    store.add_results(game_id, table_results(self.tables.table(game_id)))
 
 
 def _stored_key(store: Store, seeds: Seeds) -> bytes:

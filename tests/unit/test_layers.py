@@ -64,7 +64,7 @@ def test_the_rules_import_nothing_else_of_ours():
 
 
 def test_the_record_store_and_tables_import_nothing_that_acts():
-    below = files("record") + files("store") + files("tables") + files("errors")
+    below = files("record") + files("store") + files("tables") + files("standings") + files("errors")
     assert offending(below, ("referee.engine", "referee.desk", "referee.site", "referee.cli", "referee.runner")) == {}
 
 
