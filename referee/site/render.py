@@ -2,6 +2,9 @@
 GitHub Pages) can serve.
 
     index.html              every game: open for sign-up, running, finished
+    standings.html          every player's games, wins, places and moves by
+                            mail, per kind and over all (referee.standings),
+                            written again when a game ends
     feed.atom               every game's results, newest first
     games/N/index.html      a game's page: players, the open phase, every
                             round, the scores chart, the seed
@@ -39,6 +42,8 @@ from referee.resources import game_folder, game_record, rule_texts, rules_page, 
 from referee.rules import GAMES, get_game
 from referee.site.chart import UNIT
 from referee.site.public import page_context
+from referee.standings import PAGE as STANDINGS_PAGE
+from referee.standings import standings
 from referee.store import GameRow, GameState, InterventionRow, StorageFault, Store
 from referee.tables import PRIVATE, Table, Tables, own_calendar, reminder_time
 from referee.timeutil import Clock, from_iso, iso, show, show_duration
@@ -47,7 +52,7 @@ log = logging.getLogger("referee.site")
 
 _STATE_FILE = ".render-state.json"
 _FEED_ENTRIES = 100  # the site's feed: every game's end, and the newest of the other entries
-_LAYOUT = "9"  # bump when the pages' layout changes: every page is then written again
+_LAYOUT = "10"  # bump when the pages' layout changes: every page is then written again
 
 
 class Records(Protocol):
@@ -123,6 +128,7 @@ class Site:
         paused = self.records.store.paused()
         calendars: set[str] = set()  # every seat's own calendar now
         watched = self.records.store.watcher_counts()  # how many follow each game (WATCH): a count, never who
+        ended = False  # whether a finished game was written: the standings may have changed
         for row in self.records.store.games():
             summary = self._summary(row, now, paused.get(row["id"]), watched.get(row["id"], 0))
             summaries.append(summary)
@@ -142,6 +148,7 @@ class Site:
             state[str(row["id"])] = {"fingerprint": fingerprint, "entries": entries, "facts": facts}
             state[str(row["id"])]["calendars"] = _digest(sorted(own))
             report.games_rendered += 1
+            ended = ended or row["state"] == GameState.FINISHED
         if any(game.get("calendars") != _calendars_of(known.get(id_)) for id_, game in state.items()):
             self._take_down(calendars, report)  # a seat taken over, left, or its player's address changed
         if report.games_rendered or force or not (self.folder / "index.html").exists():
@@ -150,6 +157,8 @@ class Site:
                 summary.update(state[str(summary["id"])].get("facts", {}))
             self._render_index(summaries, entries, now, report)
             self._render_rules(report)
+            if ended or force or not (self.folder / STANDINGS_PAGE).exists():
+                self._render_standings(now, report)
             # An entry out of the newest now never comes back (every new entry
             # is newer), so the state keeps only those and the games' ends:
             # it stays small however many rounds the site has.
@@ -403,6 +412,17 @@ class Site:
             ),
             report,
         )
+
+    def _render_standings(self, now: datetime, report: Report) -> None:
+        """The standings over every finished game (referee.standings), as
+        STANDINGS tells them by mail: written when a game has ended."""
+        page = self.env.get_template("site/standings.html.j2").render(
+            standings=standings(self.records.store, self.records.tables),
+            titles={kind: game.title for kind, game in GAMES.items()},
+            now=iso(now),
+            referee=self.records.config.address,
+        )
+        self._write(STANDINGS_PAGE, page, report)
 
     def _render_rules(self, report: Report) -> None:
         """Each kind's rule text and rulings, at rules/<kind>.html, written

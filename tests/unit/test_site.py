@@ -503,7 +503,7 @@ def test_every_page_is_well_formed_and_accessible(site):
     pages = [name for name in site_files(site) if name.endswith(".html")]
     rules = {f"rules/{kind}.html" for kind in ("pure-skill", "bid", "ice", "priority", "bluff")}
     games = {"games/1/index.html", "games/2/index.html", "games/3/index.html"}
-    assert set(pages) == {"index.html", *games, "private/index.html", *rules}
+    assert set(pages) == {"index.html", "standings.html", *games, "private/index.html", *rules}
     for name in pages:
         text = (site / name).read_text(encoding="utf-8")
         assert text.startswith("<!DOCTYPE html>"), name
@@ -980,7 +980,8 @@ def test_passing_time_rewrites_the_running_games_only(played, clock, site):
 def test_force_rewrites_every_file(played, site):
     before = stats(site)
     report = Site(played, site).render(force=True)
-    expected = {"index.html", "feed.atom"}.union(*(game_files(g) | own_files(played, g) for g in (1, 2, 3)))
+    pages = {"index.html", "feed.atom", "standings.html"}
+    expected = pages.union(*(game_files(g) | own_files(played, g) for g in (1, 2, 3)))
     assert sorted(report.written) == sorted(expected)
     after = stats(site)
     assert all(after[name][0] != before[name][0] for name in expected)  # each file replaced by a new one
@@ -1060,13 +1061,13 @@ def test_render_writes_the_site_to_dir_or_site_dir(cfg, clock, capsys, tmp_path)
     folder = tmp_path / "public"
     assert main(["--config", str(cfg), "render", "--dir", str(folder)], clock=clock) == 0
     out = capsys.readouterr().out
-    # 5 of them the rules pages, 3 the players' own calendars and one private/index.html
-    assert out == f"{folder}: 1 game(s) written, 0 unchanged, 15 file(s)\n"
+    # 5 of them the rules pages, 3 the players' own calendars, one private/index.html and the standings
+    assert out == f"{folder}: 1 game(s) written, 0 unchanged, 16 file(s)\n"
     assert (folder / "index.html").is_file() and (folder / "games/1/record.json").is_file()
     assert main(["--config", str(cfg), "render", "--dir", str(folder)], clock=clock) == 0
     assert capsys.readouterr().out == f"{folder}: 0 game(s) written, 1 unchanged, 0 file(s)\n"
     assert main(["--config", str(cfg), "render", "--dir", str(folder), "--force"], clock=clock) == 0
-    assert capsys.readouterr().out == f"{folder}: 1 game(s) written, 0 unchanged, 9 file(s)\n"
+    assert capsys.readouterr().out == f"{folder}: 1 game(s) written, 0 unchanged, 10 file(s)\n"
     configured = tmp_path / "configured"
     cfg.write_text(cfg.read_text() + f'site_dir = "{configured}"\n')
     assert main(["--config", str(cfg), "render"], clock=clock) == 0
