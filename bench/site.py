@@ -1,8 +1,9 @@
 """Benchmark: how long `referee render` takes for many finished games.
 
 Builds N games of Pure Skill played to the end (players who never answer, so
-every bid is random at the deadline), then times a full render, a render
-with nothing changed, and a render after one move.  Then the same for N
+every bid is random at the deadline), then times a full render, the
+standings over them (the site's page, STANDINGS by mail), a render with
+nothing changed, and a render after one move.  Then the same for N
 finished games of each other kind (played by bots), with the phases a game
 has, since a page's cost follows its game's length.  Prints its figures;
 asserts nothing.  Targets (issue 16): 200 Pure Skill games in under a
@@ -22,6 +23,7 @@ from pathlib import Path
 from referee.config import Config
 from referee.engine import Engine
 from referee.site.render import Site
+from referee.standings import standings
 from referee.store import Store
 
 
@@ -74,6 +76,15 @@ def main() -> None:
             f"render after one game changed: {time.perf_counter() - start:.3f} s, "
             f"{report.games_rendered} game(s), {len(report.written)} files written"
         )
+        start = time.perf_counter()
+        counted = standings(engine.store, engine.tables)
+        took = time.perf_counter() - start
+        print(f"standings of {counted.games} games, {len(counted.overall)} players: {took * 1000:.1f} ms")
+        clock.now += timedelta(minutes=1)
+        start = time.perf_counter()
+        engine.ingest(b"From: zoe@example.net\r\nTo: referee@example.org\r\nSubject: hello\r\n\r\nSTANDINGS\r\n")
+        print(f"a STANDINGS mail answered: {(time.perf_counter() - start) * 1000:.1f} ms")
+
         size = sum(p.stat().st_size for p in (Path(folder) / "site").rglob("*") if p.is_file())
         print(f"site size: {size / 2**20:.1f} MiB")
     for kind in ("bid", "ice", "priority", "bluff"):

@@ -86,6 +86,7 @@ from referee.mail.tokens import (
 from referee.resources import rule_texts, rules_page
 from referee.rules import GAMES, MoveError, kind_named
 from referee.rules.api import Press
+from referee.standings import PAGE as STANDINGS_PAGE
 from referee.store import (
     MOVE_CODES,
     DelegationRow,
@@ -1025,6 +1026,18 @@ class Desk:
 
     def _do_list(self, sender: Sender, command: Command) -> Answer:
         return Answer(command.line, "list", self.reports.listing(), OutcomeCode.DONE)
+
+    def _do_standings(self, sender: Sender, command: Command) -> Answer:
+        """STANDINGS, or STANDINGS <game>: every player's games, wins, places
+        and share of moves by mail over the finished games (of that kind),
+        by name, as the site's standings page shows them."""
+        named = command.argument.strip()
+        kind = kind_named(named) if named else None
+        if named and kind is None:
+            raise Refusal(Why.NO_SUCH_GAME, kinds=list(GAMES), command="standings")
+        site = self.config.site_url
+        context = {**self.reports.standings(kind), "url": site and f"{site}/{STANDINGS_PAGE}"}
+        return Answer(command.line, "standings", context, OutcomeCode.DONE)
 
     def _kind_asked(self, sender: Sender, named: str) -> str:
         """The kind of game a line names ("" for none); none named, the kind
@@ -1995,6 +2008,14 @@ COMMANDS = CommandTable(
         Who.ANYONE,
         Desk._do_list,
         "games open for sign-up, games being played, and how many wait on standby for each kind",
+    ),
+    Entry(
+        "standings",
+        Who.ANYONE,
+        Desk._do_standings,
+        "each player's finished games, wins, places and share of moves made by mail, over all games and per "
+        "game; STANDINGS <game>: that game's alone",
+        argument="[<game>]",
     ),
     Entry(
         "join",

@@ -11,8 +11,8 @@ else the network that handed it over, else ``unknown``).
 - ``player``: answers to mail that proves a seat or a sign-up by its token
   (or that answers a notice to that inbox, whose Message-ID only its reader
   has seen).  ``replies_per_hour`` of them; a forger cannot spend them.
-- ``open``: answers to mail that proves nothing (HELP, LIST, RULES, JOIN's reply,
-  mail too large to read).  ``open_replies_per_hour`` per inbox and origin.
+- ``open``: answers to mail that proves nothing (HELP, LIST, STANDINGS, RULES,
+  JOIN's reply, mail too large to read).  ``open_replies_per_hour`` per inbox and origin.
 - ``signup``: a sign-up confirmation (JOIN), kept apart from ``open`` so
   that HELPs in someone's name cannot use up their JOIN: as many per inbox
   and origin.

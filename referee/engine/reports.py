@@ -13,6 +13,7 @@ from typing import Any
 from referee.engine.post import Post
 from referee.mail.commands import tag
 from referee.rules import GAMES, get_game
+from referee.standings import standings
 from referee.store import BounceRow, FaultAside, GameRow, GameState, MailState, Store
 from referee.tables import Tables
 from referee.timeutil import iso
@@ -78,6 +79,16 @@ class Reports:
             if kind in GAMES  # (a game no longer installed offers no seats)
         ]
         return {"open": open_games, "running": running, "standby": standby}
+
+    def standings(self, kind: str | None = None) -> dict[str, Any]:
+        """The standings over the finished games (of ``kind``, if given), as
+        STANDINGS tells anyone and the site's page shows them
+        (referee.standings): players by name, never by address."""
+        return {
+            "standings": standings(self.store, self.tables, kind),
+            "kind": kind,
+            "titles": {kind: game.title for kind, game in GAMES.items()},
+        }
 
     def status(self, game_id: int) -> dict[str, Any]:
         """The public state of a game, as ``referee status --json`` prints it."""
