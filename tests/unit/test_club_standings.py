@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -62,9 +63,11 @@ class Club:
         sometimes: tuple[str, ...] = (),
         leaves: tuple[str, int] | None = None,
         phases: int | None = None,
+        then: dict[int, Callable[[int], object]] | None = None,
     ) -> int:
         """A game of ``kind``, played to its end (or ``phases`` phases);
-        ``leaves``: who sends RESIGN, and after how many phases."""
+        ``leaves``: who sends RESIGN, and after how many phases; ``then``:
+        what else is done to the game after how many phases (the keeper's acts)."""
         engine = self.engine
         game = engine.new_game(kind, players, deadline=DAY)
         for played in range(5000):
@@ -73,6 +76,8 @@ class Club:
                 return game
             if leaves is not None and played == leaves[1]:
                 assert send(engine, self.clock, leaves[0], "RESIGN", game=game).code == "done"
+            if then and played in then:
+                then[played](game)
             number = len(engine.table(game).phases)
             for mover in engine.status(game)["phase"]["waiting_for"]:
                 if mover in silent or (mover in sometimes and self.choose.random() < 0.5):
@@ -303,6 +308,42 @@ def test_results_kept_from_before_are_made_from_the_records(club, tmp_path):
     Engine(store, club.engine.config, club.clock)
     assert len(store.results()) == len(club.engine.store.results())
     assert standings(store, Tables(store)) == before
+
+
+def test_a_seat_taken_over_is_each_player_s_for_their_part_and_a_new_address_is_the_same_player(tmp_path):
+    """Carol, who never answered, is replaced after 3 rounds by Frank, who
+    always does: Carol left the game (placed last, her moves all random),
+    Frank played it to its end (his moves all by mail).  Bob moves to
+    another address mid-game and plays his next game from the old one: one
+    player, two games."""
+    club = Club(tmp_path)
+    frank, bob_now = "frank@example.org", "bob@new.example"
+    engine = club.engine
+    club.play(
+        "pure-skill",
+        [ALICE, BOB, CAROL],
+        silent=(CAROL,),
+        then={
+            3: lambda game: engine.replace(game, CAROL, frank, "shell", "Carol moved away"),
+            6: lambda game: engine.address(game, BOB, bob_now, "shell"),
+        },
+    )
+    club.play("pure-skill", [BOB, CAROL, DAVE])
+    table = engine.table(1)
+    assert table.seats[2]["address"] == frank and table.seats[1]["address"] == bob_now
+    tables = page_tables(club.site(tmp_path / "site"))
+    overall = tables["All games"]
+    assert overall["carol"][0] == "2" and overall["carol"][2] == "1"  # two games, one of them left
+    assert overall["frank"][0] == "1" and overall["frank"][-1] == "100%"
+    # 3 random in game 1 before she left; 12 by mail in game 2 (the 13th round's bid, her last card, is forced)
+    assert overall["carol"][-1] == f"{round(100 * 12 / 15)}%"
+    assert overall["bob"][0] == "2" and not [name for name in overall if name.startswith("bob (")]
+    pure = tables["Game of Pure Skill"]
+    result = table.rules.result(table.state)
+    assert result is not None
+    assert pure["frank"][2] == str(result.scores[2])  # the seat's points: the end is Frank's
+    text = club.ask(STRANGER, "STANDINGS")
+    assert bob_now not in text and frank not in text
 
 
 def test_an_empty_club_reads_sensibly(tmp_path):
