@@ -101,6 +101,7 @@ from referee.timeutil import iso, parse_duration, show_duration
 
 if TYPE_CHECKING:
     from referee.engine.rooms import Rooms
+    from referee.engine.seating import Wish
     from referee.store import OutboxRow
     from referee.tables import Table
 
@@ -109,6 +110,44 @@ log = logging.getLogger("referee")
 _MAX_NOT_UNDERSTOOD = 5  # then the rest of the mail is not read
 _RECENT_MAILS = 3  # compared with a quote in a mail whose thread names none of the referee's
 _THREAD_IDS_READ = 10  # of a mail's In-Reply-To and References, looked up for a notice it answers
+_RECENT_CONFIRMATIONS = 20  # of the mails last sent to a sign-up's address, looked through for its confirmation
+# The words of a reply that only says yes to a confirmation ("Yes please!", "OK, count me in, thanks").
+_ASSENT = frozenset(
+    [
+        "yes",
+        "yeah",
+        "yep",
+        "yup",
+        "y",
+        "ok",
+        "okay",
+        "sure",
+        "please",
+        "confirm",
+        "confirmed",
+        "accept",
+        "accepted",
+        "agreed",
+        "absolutely",
+        "indeed",
+        "go",
+        "ahead",
+        "do",
+        "it",
+        "count",
+        "me",
+        "in",
+        "join",
+        "thanks",
+        "thank",
+        "you",
+        "thx",
+        "cheers",
+        "great",
+        "fine",
+        "good",
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -216,6 +255,10 @@ class Desk:
             return self._answer_press(message, sender, sender.press)
         if sender.offer is not None and not own_lines(message.text, 1, self._quoted):
             lines = ["accept"]  # a reply to an offer that says nothing of its own (its subject aside) takes it
+        elif self._assents(sender, message):
+            # A reply to a sign-up's confirmation (JOIN's, STANDBY's) that says nothing of its own, or only
+            # yes, confirms it, whatever became of its subject: it repeats the command the confirmation asks.
+            lines = self._confirmation_asked(sender) or lines
         answers = self._run_all(sender, lines)
         if sender.game_id is None or sender.seat is None or not any(a.code in MOVE_CODES for a in answers):
             self._reply(message, sender, answers)  # a mail that moved nothing changes nothing more
@@ -418,6 +461,32 @@ class Desk:
         sent = self._answered_mail
         recent = [sent] if sent else self.store.last_sent_to(message.sender, _RECENT_MAILS) if message.sender else []
         return [line for mail in recent for line in parse(mail["raw"], message.received_at).text.splitlines()]
+
+    def _assents(self, sender: Sender, message: Incoming) -> bool:
+        """Whether a mail with a sign-up token (and no seat's or offer's)
+        says nothing of its own, or only yes ("Yes please!", "OK, thanks"),
+        as replies to a confirmation do."""
+        if not sender.signed or sender.offer is not None or sender.game_id is not None:
+            return False
+        return all(_assent(line) for line in own_lines(message.text, MAX_LINES, self._quoted))
+
+    def _confirmation_asked(self, sender: Sender) -> list[str]:
+        """The command the sign-up confirmation a mail answers asks to
+        confirm, from a subject: the confirmation's that its thread names,
+        else the reply's own where it repeats a command, else the newest
+        confirmation sent to the sender with one of the mail's sign-up
+        tokens; none if neither says."""
+        tokens = [signup_token(self.key, kind, sender.address) for kind in sender.signed]
+
+        def confirmation(mail: OutboxRow | None) -> bool:
+            return mail is not None and mail["budget"] == "signup" and any(t in mail["subject"] for t in tokens)
+
+        if confirmation(answered := self._answered_mail) and answered is not None:
+            return [without_tags(answered["subject"])]
+        if COMMANDS.read(own := without_tags(self.message.subject)).word:
+            return [own]
+        sent = self.store.last_sent_to(sender.address, _RECENT_CONFIRMATIONS)
+        return [without_tags(mail["subject"]) for mail in sent if confirmation(mail)][:1]
 
     # -- 4. who is it? -------------------------------------------------------
 
@@ -1074,26 +1143,114 @@ class Desk:
             raise Refusal(Why.TOO_MANY_MAILS, command=word.upper())
 
     def _do_join(self, sender: Sender, command: Command) -> Answer:
-        kind = self._kind_asked(sender, command.argument)
-        if kind not in GAMES:
-            raise Refusal(Why.NO_SUCH_GAME if kind else Why.JOIN_WHICH, kinds=list(GAMES))
+        """JOIN <kind> [<seats>] [<option>=<value>...] [press=...]: the oldest
+        open game of the kind with what it names (else a new one); JOIN
+        <number>: that open game.  From mail that proves no sign-up of the
+        kind, a confirmation to reply to first, naming the game it would
+        join (or the JOIN that opens one)."""
+        number, wish = self._join_asked(sender, command.argument)
+        game = self.store.game(number) if number is not None else None
+        if wish is not None:
+            game = self.seating.matching(wish)
+        if number is not None and (game is None or game["state"] == GameState.FINISHED):
+            raise Refusal(Why.NO_OPEN_GAME, game=number)
+        kind = game["kind"] if game is not None else wish.kind if wish is not None else ""
+        title = GAMES[kind].title
+        if game is not None and game["state"] == GameState.RUNNING and not GAMES[kind].bots_replaceable:
+            raise Refusal(Why.JOIN_BEGUN, game=game["id"], kind=kind, title=title)
         if kind not in sender.signed:
-            self._confirm_first(sender, kind, "join")
-            return Answer(command.line, "join", {"confirm": True, "title": GAMES[kind].title}, OutcomeCode.DONE)
-        game_id, started = self.seating.join(kind, sender.address, self.message.key)
+            asked = f"JOIN game {game['id']}" if game is not None else wish.command if wish is not None else ""
+            shown = self.reports.listing(game["id"])["open"] if game is not None else []
+            self._confirm_first(sender, kind, "join", command=asked, open=shown[0] if shown else None)
+            return Answer(command.line, "join", {"confirm": True, "title": title}, OutcomeCode.DONE)
+        if game is not None and game["state"] == GameState.RUNNING:
+            if self.tables.table(game["id"]).seat_of(sender.address) is not None:  # (an old confirmation's reply)
+                raise Refusal(Why.PLAYS_ALREADY, game=game["id"])
+            return self._beyond_seats(command, game["id"], kind, sender.address)
+        if game is not None:
+            game_id, started = self.seating.join_game(game["id"], sender.address)
+        elif wish is not None:
+            game_id, started = self.seating.join(wish, sender.address, self.message.key)
         context = {
             "confirm": False,
-            "title": GAMES[kind].title,
+            "beyond": False,
+            "signed": True,  # a sign-up made: its answer is its confirmation (Desk._reply)
+            "title": title,
             "game_id": game_id,
             "started": started,
             "signup": self.reports.listing(game_id),
+            "window": show_duration(self.config.signup_window),
+            "least": GAMES[kind].min_seats,
         }
         return Answer(command.line, "join", context, OutcomeCode.DONE)
+
+    def _beyond_seats(self, command: Command, game_id: int, kind: str, address: str) -> Answer:
+        """A JOIN of a game that began (its seats filled) before it was
+        confirmed: onto the standby list of its kind instead."""
+        added = self.standby.join(kind, address)
+        place, waiting = self.standby.place(kind, address)
+        context = {
+            "confirm": False,
+            "beyond": True,
+            "signed": added,
+            "game_id": game_id,
+            "title": GAMES[kind].title,
+            "kind": kind,
+            "place": place,
+            "waiting": waiting,
+            "answer": show_duration(self.config.standby_answer),
+        }
+        return Answer(command.line, "join", context, OutcomeCode.DONE)
+
+    def _join_asked(self, sender: Sender, argument: str) -> tuple[int | None, Wish | None]:
+        """What a JOIN line asks for: a game by its number (JOIN 12, JOIN
+        game 12), else a kind (the one sign-up token's, when the line names
+        none) with the seats, options and press it names, checked."""
+        words = _SPACED_EQUALS.sub("=", argument).replace(",", " ").split()  # (the reading spaces out "=")
+        said = [w.lower() for w in words]
+        if len(said) in (1, 2) and said[-1].isdigit() and said[:-1] in ([], ["game"]) and int(said[-1]) > 0:
+            return int(said[-1]), None
+        seats: int | None = None
+        options: dict[str, str] = {}
+        press, named = None, []
+        for word in words:
+            key, is_option, value = word.partition("=")
+            key = key.strip().lower().replace("-", "_")
+            if is_option and key == "press":
+                press = value
+            elif is_option:
+                options[key] = value
+            elif word.isdigit() and seats is None:
+                seats = int(word)
+            elif word.lower() not in _JOIN_FILLER:
+                named.append(word)
+        kind = self._kind_asked(sender, " ".join(named))
+        if kind not in GAMES:
+            raise Refusal(Why.NO_SUCH_GAME if kind else Why.JOIN_WHICH, kinds=list(GAMES))
+        return None, self.seating.wish(kind, seats, options, press)
+
+    def _do_start(self, sender: Sender, command: Command) -> Answer:
+        """START: start the open game the sender is signed up for as soon as
+        it has its least players and everyone signed up has sent START."""
+        kinds = [k for k in sender.signed if self.seating.signup_of(k, sender.address) is not None]
+        if not kinds:
+            known = self._kind_of(sender)
+            raise Refusal(Why.START_NOT_SIGNED, title=GAMES[known].title if known else "any kind")
+        started = self.seating.start(kinds[0], sender.address)
+        context = {
+            "title": GAMES[kinds[0]].title,
+            "game_id": started.game_id,
+            "started": started.started,
+            "more": started.more,
+            "waiting": list(started.waiting),
+            "window": show_duration(self.config.signup_window),
+        }
+        return Answer(command.line, "start", context, OutcomeCode.DONE)
 
     def _do_leave(self, sender: Sender, command: Command) -> Answer:
         if sender.game_id is not None:
             raise Refusal(Why.LEAVE_BEGUN, game=sender.game_id)
-        kinds = [k for k in sender.signed if self.seating.signed_up(k, sender.address)]
+        kinds = [k for k in sender.signed if self.seating.signup_of(k, sender.address) is not None]
         if not kinds:
             raise Refusal(Why.LEAVE_NOT_SIGNED)
         for kind in kinds:
@@ -1604,7 +1761,11 @@ class Desk:
                 None, sender.address, "reply", context, budget=budget, origin=self._origin, reply_to=reply_to, **headers
             )
         else:
-            self.post.mail(None, sender.address, "reply", context, budget=budget, origin=self._origin, **headers)
+            # A sign-up made (or a place on standby) is never left unconfirmed by the cap on answers.
+            signed = any(answer.context.get("signed") for answer in answers)
+            self.post.mail(
+                None, sender.address, "reply", context, budget=budget, origin=self._origin, always=signed, **headers
+            )
 
     def _reply_parts(
         self, message: Incoming, sender: Sender, answers: list[Answer], table: Table | None
@@ -1679,16 +1840,27 @@ class Desk:
         # Line numbers, never the lines: this is printed and logged, and a line may be a sealed bid.
         summary = "; ".join(f"line {number}: {a.code}" for number, a in enumerate(answers, 1))
         code = moves[-1].code if moves else OutcomeCode.DONE if done else OutcomeCode.REFUSED
-        return Outcome(code, summary, sender.game_id, keeper=sender.keeper and bool(done))
+        # A sign-up is about its game too: it may start that game's sign-up window (the runner's next moment).
+        signed = (a.context["game_id"] for a in answers if a.context.get("signed"))
+        game_id = sender.game_id if sender.game_id is not None else next(signed, None)
+        return Outcome(code, summary, game_id, keeper=sender.keeper and bool(done))
 
 
 _FINISHED_SHOWN = 5  # of the finished games, a keeper's STATUS shows the newest few
 _ADDRESS_USAGE = "ADDRESS new@example.net (or ADDRESS new@example.net ALL: in every game you play)"
 _KEEPER_ADDRESS_EXAMPLE = "ADDRESS 7 2 bob@example.net Bob's new mail"
+_JOIN_FILLER = ("players", "player", "seats", "seat", "for", "with", "a", "game", "of")  # JOIN bid for 3 players
 _NEW_DURATIONS = ("deadline", "turn_deadline", "decision_deadline", "settle")  # NEW's settings that are durations
 _ON_OFF = {"on": True, "yes": True, "off": False, "no": False}  # NEW's settings that are on or off (awards=)
 _FILLER = ("of", "for", "game")  # "STATUS of game 7", "EXTEND game 7 2d"
 _SPACED_COLON = re.compile(r"\s*:\s*")
+_SPACED_EQUALS = re.compile(r"\s*=\s*")
+
+
+def _assent(line: str) -> bool:
+    """Whether a line only says yes ("Yes please!", "OK, count me in")."""
+    words = re.findall(r"[a-z]+", line.lower())
+    return bool(words) and all(word in _ASSENT for word in words)
 
 
 def _past_filler(words: list[str]) -> list[str]:
@@ -2021,8 +2193,19 @@ COMMANDS = CommandTable(
         "join",
         Who.ANYONE,
         Desk._do_join,
-        "sign up for the next game of that kind; it starts by itself when its seats are full",
-        argument="<game>",
+        "sign up for the next game of that kind, e.g. JOIN priority; with how many players and its options, "
+        "JOIN priority 5 turn_limit=3 press=grey (a game open with those, else a new one); JOIN 12: that open "
+        "game. It starts when its seats are full, when everyone signed up sends START, or when it has had "
+        "the players it needs for the sign-up window",
+        argument="<game> [<players>] [<options>]",
+    ),
+    Entry(
+        "start",
+        Who.PLAYER,
+        Desk._do_start,
+        "in a reply to your sign-up's mail: start the game now with those signed up, once it has the players "
+        "it needs and everyone signed up has sent START",
+        alone=True,
     ),
     Entry("leave", Who.PLAYER, Desk._do_leave, "take back your sign-up (before the game starts)", alone=True),
     Entry(

@@ -42,6 +42,12 @@ class Why(Enum):
     NO_SUCH_GAME = "no_such_game"  # kinds; command: one to show an example of ("rules"), if any
     JOIN_WHICH = "join_which"  # kinds
     SIGNED_ALREADY = "signed_already"  # game, more: the players it still waits for
+    JOIN_SEATS = "join_seats"  # title, seats: as asked; least, most: the kind's
+    JOIN_OPTION = "join_option"  # kind, problem: the game's words; options: the kind's option names
+    NO_OPEN_GAME = "no_open_game"  # game: the number a JOIN named, of no game open for sign-up
+    PLAYS_ALREADY = "plays_already"  # game: a JOIN of a game begun, from one of its players
+    JOIN_BEGUN = "join_begun"  # game, kind, title: a game begun, of a kind with no standby list
+    START_NOT_SIGNED = "start_not_signed"  # title: START from an address signed up for no open game of the kind
     TOO_MANY_MAILS = "too_many_mails"  # command: to send again (JOIN, STANDBY)
     LEAVE_BEGUN = "leave_begun"  # game
     LEAVE_NOT_SIGNED = "leave_not_signed"

@@ -218,6 +218,7 @@ class SignupRow(TypedDict):
     game_id: int
     address: str
     joined_at: str
+    start: str | None  # when they sent START (schema 6): everyone's START starts the game
 
 
 class StandbyRow(TypedDict):
@@ -984,6 +985,10 @@ class Store:
 
     def add_signup(self, game_id: int, address: str, at: str) -> None:
         self._insert("signups", {"game_id": game_id, "address": address, "joined_at": at})
+
+    def set_signup_start(self, game_id: int, address: str, at: str) -> None:
+        """A signed-up player asked to start at once (START), as of ``at``."""
+        self._update("signups", "game_id = ? and address = ?", [game_id, address], {"start": at})
 
     def remove_signup(self, game_id: int, address: str) -> None:
         self._write("delete from signups where game_id = ? and address = ?", [game_id, address])

@@ -490,6 +490,7 @@ class Post:
         budget: limits.Budget = "player",
         origin: str = UNKNOWN,
         preface: Sequence[str] = (),
+        always: bool = False,
         **headers: Any,
     ) -> bool:
         """Render and queue one mail to ``to``, showing times in their zone too.
@@ -497,12 +498,14 @@ class Post:
         ``answers`` is the key of the message this mail answers; it spends
         ``budget`` (see referee.limits) of the message's ``origin``
         (referee.mail.origin).  Returns False when the budget held it back
-        (the address may get the over-limit notice instead)."""
+        (the address may get the over-limit notice instead).  ``always``: it
+        is spent, but never held back (the one confirmation of a sign-up the
+        answer made: at most one a sign-up, which only a proven reply makes)."""
         now = self.clock()
         if not is_address(to):  # seats and senders are checked; this keeps it so for any caller
             log.warning("not mailing %r: not an address SMTP can carry", to)
             return False
-        if answers:
+        if answers and not always:
             decision = limits.verdict(self.store, self.config, to, budget, now, origin)
             if decision != limits.Verdict.SEND:
                 log.info("not answering %s: over its %s answers for the hour", to, budget)

@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from referee.engine.post import Post
+from referee.engine.seating import shown_option
 from referee.mail.commands import tag
 from referee.rules import GAMES, get_game
 from referee.standings import standings
@@ -54,6 +55,8 @@ class Reports:
                 "title": get_game(g["kind"]).title,
                 "signed": len(self.store.signups(g["id"])),
                 "wanted": g["seats_wanted"],
+                "least": get_game(g["kind"]).min_seats,
+                "options": _options_shown(g),
             }
             for g in self.store.games(GameState.OPEN)
             if game_id is None or g["id"] == game_id
@@ -331,3 +334,12 @@ class Reports:
         return self.post.composer.env.get_template(f"mail/{table.row['kind']}/history.txt.j2").render(
             **self.post.context(table, history=True)
         )
+
+
+def _options_shown(game: GameRow) -> str:
+    """The options an open game was asked for where they differ from its
+    kind's defaults, and its press if chosen, as a JOIN names them
+    ("turn_limit=3 press=grey"); "" for none."""
+    defaults = get_game(game["kind"]).options
+    named = [f"{name}={shown_option(value)}" for name, value in game["options"].items() if defaults.get(name) != value]
+    return " ".join(named + ([f"press={game['press']}"] if game["press"] else []))

@@ -98,6 +98,7 @@ class Rooms:
             self.offers,
             self.delegating,
             self.notices,
+            self.seating,
         )
         self.reports = Reports(store, self.tables, self.post)
         self.watch = Watch(store, config, self.clock, self.post, self.reports)

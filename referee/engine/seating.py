@@ -7,9 +7,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import timedelta
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import Enum
 from typing import Any
 
 from referee.config import Config
@@ -24,12 +25,65 @@ from referee.record import commitment, digest_line
 from referee.rules import Game, OptionError, get_game
 from referee.rules.api import Press
 from referee.store import Act, GameRow, GameState, Notify, Store
-from referee.tables import Table, Tables
+from referee.tables import Table, Tables, name_seats
 from referee.timeutil import Clock, from_iso, iso
 
 log = logging.getLogger("referee")
 
 Seeds = Callable[[int], bytes]  # n random bytes: secrets.token_bytes, or a test's own (see Rooms)
+
+
+@dataclass(frozen=True)
+class Wish:
+    """What a JOIN asks for: a kind of game, and perhaps how many seats,
+    which of its options (checked: Game.check_options) and which press."""
+
+    kind: str
+    seats: int | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)  # only those named, as the game reads them
+    press: Press | None = None
+
+    def fits(self, game: GameRow) -> bool:
+        """Whether an open game has all the wish names."""
+        press = Press(game["press"]) if game["press"] else get_game(game["kind"]).press
+        return (
+            game["kind"] == self.kind
+            and self.seats in (None, game["seats_wanted"])
+            and all(game["options"].get(name) == value for name, value in self.options.items())
+            and self.press in (None, press)
+        )
+
+    @property
+    def command(self) -> str:
+        """The JOIN that asks for it, as the confirmation's subject repeats it."""
+        named = [f"{name}={shown_option(value)}" for name, value in self.options.items()]
+        said = [str(self.seats)] if self.seats else []
+        return " ".join(["JOIN", self.kind, *said, *named, *([f"press={self.press}"] if self.press else [])])
+
+
+def shown_option(value: Any) -> str:
+    """An option's value as a JOIN writes it (true, not True)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+class Began(Enum):
+    """Why a sign-up game started (the start mail says which)."""
+
+    FULL = "full"  # its seats were full
+    WINDOW = "window"  # it had its least players for [club] signup_window
+    START = "start"  # everyone signed up sent START
+
+
+@dataclass(frozen=True)
+class Started:
+    """What a START did: the game, whether it started, how many more players
+    it needs at least, and the names (as the game will name them) of those
+    signed up who have not sent START."""
+
+    game_id: int
+    started: bool
+    more: int
+    waiting: Sequence[str]
 
 
 @dataclass(eq=False)
@@ -176,8 +230,11 @@ class Seating:
             press=press,
         )
 
-    def _begin(self, game_id: int, addresses: list[str], bots: int = 0) -> None:
-        """Seat the players, announce the game, open its first phase."""
+    def _begin(
+        self, game_id: int, addresses: list[str], bots: int = 0, preface: Mapping[int, Sequence[str]] | None = None
+    ) -> None:
+        """Seat the players, announce the game (``preface``: what goes at the
+        top of a seat's copy), open its first phase."""
         for seat, address in enumerate(addresses):
             self.store.add_seat(game_id, seat, address, bot=False, token=self.token(game_id, seat))
         for seat in range(len(addresses), len(addresses) + bots):
@@ -190,65 +247,179 @@ class Seating:
             "digest_help": "start",
             "notify_help": True,  # (each copy says how much mail its reader gets, and how to change it)
         }
-        self.post.announce(table, f"{table.row['kind']}/start", context, news_since=None)
+        self.post.announce(table, f"{table.row['kind']}/start", context, news_since=None, preface=preface)
         self.phases.advance(game_id)
 
-    # -- sign-up games (JOIN and LEAVE by mail) ----------------------------
+    # -- sign-up games (JOIN, START and LEAVE by mail) --------------------
 
-    def open_game(self, kind: str) -> GameRow | None:
-        """The game of ``kind`` open for sign-up, if there is one."""
-        games = [g for g in self.store.games(GameState.OPEN) if g["kind"] == kind]
-        return games[0] if games else None
+    def wish(self, kind: str, seats: int | None, options: Mapping[str, str], press: str | None) -> Wish:
+        """What a JOIN asks for, checked against the kind's rules: its seats
+        within the kind's range, its options the game's own (Game.check_options)
+        and ``press`` one of none, white or grey (none only, where the rules
+        forbid table talk).  Refused, saying what is wrong, otherwise."""
+        rules = get_game(kind)
+        if seats is not None and not rules.min_seats <= seats <= rules.max_seats:
+            raise Refusal(Why.JOIN_SEATS, title=rules.title, seats=seats, least=rules.min_seats, most=rules.max_seats)
+        try:
+            checked = rules.check_options(options)
+        except OptionError as error:
+            problem = str(error).strip("'\"")
+            raise Refusal(Why.JOIN_OPTION, kind=kind, problem=problem, options=list(rules.options)) from None
+        chosen = None
+        if press is not None:
+            if press.lower() not in tuple(Press):
+                raise Refusal(Why.JOIN_OPTION, kind=kind, problem=f"press must be {', '.join(Press)}", options=[])
+            chosen = Press(press.lower())
+            if rules.press is Press.NONE and chosen is not Press.NONE:
+                raise Refusal(Why.JOIN_OPTION, kind=kind, problem=f"{rules.title} allows no table talk", options=[])
+        return Wish(kind, seats, {name: checked[name] for name in options}, chosen)
 
-    def join(self, kind: str, address: str, message_key: str | None = None) -> tuple[int, bool]:
-        """Sign ``address`` up for the open game of ``kind`` (opening one if
-        none is); the game starts by itself when its seats are full (rule 3).
-        Returns the game's id and whether it started.  A game a JOIN by mail
-        opens draws its seed from the referee's key and that mail
-        (``message_key``): handled again after a restore, the mail makes the
-        same game."""
-        game = self.open_game(kind)
+    def open_games(self, kind: str) -> list[GameRow]:
+        """The games of ``kind`` open for sign-up, oldest first."""
+        return [g for g in self.store.games(GameState.OPEN) if g["kind"] == kind]
+
+    def matching(self, wish: Wish) -> GameRow | None:
+        """The oldest open game that has what ``wish`` names (what it leaves
+        unnamed may be anything), if one."""
+        return next((game for game in self.open_games(wish.kind) if wish.fits(game)), None)
+
+    def signup_of(self, kind: str, address: str) -> GameRow | None:
+        """The open game of ``kind`` that ``address`` is signed up for (one
+        at most: a player waits for one game of a kind at a time)."""
+        for game in self.open_games(kind):
+            if any(s["address"] == address for s in self.store.signups(game["id"])):
+                return game
+        return None
+
+    def join(self, wish: Wish | str, address: str, message_key: str | None = None) -> tuple[int, bool]:
+        """Sign ``address`` up for the oldest open game that fits ``wish`` (a
+        kind alone: any open game of it),
+        opening one if none does (with the seats and options it names; the
+        kind's most seats and its defaults for what it leaves unnamed).
+        Returns the game's id and whether it started (its seats are full).
+        A game a JOIN by mail opens draws its seed from the referee's key and
+        that mail (``message_key``): handled again after a restore, the mail
+        makes the same game."""
+        wish = Wish(wish) if isinstance(wish, str) else wish
+        self._not_waiting_already(wish.kind, address)
+        game = self.matching(wish)
         if game is not None:
-            game_id, wanted = game["id"], _seats_wanted(game)
-        else:
-            rules = get_game(kind)
-            seed = (
-                None
-                if message_key is None
-                else hmac.new(self.key, f"seed\0{message_key}".encode(), hashlib.sha256).digest()
-            )
-            wanted = rules.max_seats
-            game_id = self._create(
-                kind,
-                rules.check_options({}),
-                self._deadlines(rules),
-                self.config.settle,
-                None,
-                GameState.OPEN,
-                wanted,
-                seed,
-            )
+            return self.join_game(game["id"], address)
+        rules = get_game(wish.kind)
+        seed = (
+            None
+            if message_key is None
+            else hmac.new(self.key, f"seed\0{message_key}".encode(), hashlib.sha256).digest()
+        )
+        game_id = self._create(
+            wish.kind,
+            rules.check_options(wish.options),
+            self._deadlines(rules),
+            self.config.settle,
+            None,
+            GameState.OPEN,
+            wish.seats or rules.max_seats,
+            seed,
+            press=wish.press,
+        )
+        return self.join_game(game_id, address)
+
+    def join_game(self, game_id: int, address: str) -> tuple[int, bool]:
+        """Sign ``address`` up for the open game ``game_id`` (the caller saw
+        it open); it starts by itself when its seats are full (rule 3).
+        Returns the game's id and whether it started."""
+        game = self.tables.row(game_id)
+        self._not_waiting_already(game["kind"], address)
+        wanted = _seats_wanted(game)
         signed = [s["address"] for s in self.store.signups(game_id)]
-        if address in signed:
-            raise Refusal(Why.SIGNED_ALREADY, game=game_id, more=wanted - len(signed))
         self.store.add_signup(game_id, address, iso(self.clock()))
         if len(signed) + 1 < wanted:
             return game_id, False
-        self._begin(game_id, signed + [address])
-        log.info("game %d (%s) starts: its seats are full", game_id, kind)
+        self._begin_signed(game_id, Began.FULL)
         return game_id, True
 
-    def signed_up(self, kind: str, address: str) -> bool:
-        game = self.open_game(kind)
-        return game is not None and any(s["address"] == address for s in self.store.signups(game["id"]))
+    def _not_waiting_already(self, kind: str, address: str) -> None:
+        waiting = self.signup_of(kind, address)
+        if waiting is not None:
+            signed = len(self.store.signups(waiting["id"]))
+            raise Refusal(Why.SIGNED_ALREADY, game=waiting["id"], more=_seats_wanted(waiting) - signed)
+
+    def start(self, kind: str, address: str) -> Started:
+        """``address``, signed up for an open game of ``kind``, asks to start
+        it now (START): it starts once it has its kind's least players and
+        all of them asked.  Refused when they are signed up for none."""
+        game = self.signup_of(kind, address)
+        if game is None:
+            raise Refusal(Why.START_NOT_SIGNED, title=get_game(kind).title)
+        now = iso(self.clock())
+        self.store.set_signup_start(game["id"], address, now)
+        signups = self.store.signups(game["id"])
+        least = get_game(kind).min_seats
+        names = name_seats([s["address"] for s in signups])
+        waiting = [name for name, s in zip(names, signups, strict=True) if not s["start"]]
+        started = len(signups) >= least and not waiting
+        if started:
+            self._begin_signed(game["id"], Began.START)
+        return Started(game["id"], started, max(least - len(signups), 0), waiting)
 
     def leave(self, kind: str, address: str) -> None:
-        """Take ``address`` off the open game of ``kind`` (the caller saw it
-        there: signed_up)."""
-        game = self.open_game(kind)
+        """Take ``address`` off the open game of ``kind`` it is signed up for
+        (the caller saw it there: signup_of)."""
+        game = self.signup_of(kind, address)
         if game is None:
-            raise EngineError(f"no {kind} game is open for sign-up")
+            raise EngineError(f"{address} is signed up for no {kind} game")
         self.store.remove_signup(game["id"], address)
+
+    # -- the sign-up window ----------------------------------------------------
+
+    def window_opened(self, game: GameRow) -> datetime | None:
+        """When an open game reached its kind's least players (as its sign-ups
+        stand now: the sign-up that made up the least), if it has."""
+        signups = self.store.signups(game["id"])
+        least = get_game(game["kind"]).min_seats
+        return from_iso(signups[least - 1]["joined_at"]) if len(signups) >= least else None
+
+    def windows_end(self, game_id: int | None = None) -> list[datetime]:
+        """When each open game (or ``game_id`` alone) with its least players
+        starts by itself: ``[club] signup_window`` after it reached them."""
+        moments = []
+        for game in self.store.games(GameState.OPEN):
+            if game_id is None or game["id"] == game_id:
+                opened = self.window_opened(game)
+                moments += [] if opened is None else [opened + self.config.signup_window]
+        return moments
+
+    def start_due(self) -> list[str]:
+        """Start every open game whose sign-up window has passed (Timers.tick),
+        with the players it has; returns what it did, one line each."""
+        done = []
+        now = self.clock()
+        for game in self.store.games(GameState.OPEN):
+            opened = self.window_opened(game)
+            if opened is not None and opened + self.config.signup_window <= now:
+                with self.store.transaction():
+                    self._begin_signed(game["id"], Began.WINDOW)
+                done.append(f"started game {game['id']}: its sign-up window passed")
+        return done
+
+    def _begin_signed(self, game_id: int, began: Began) -> None:
+        """Start an open game with everyone signed up: each is told in the
+        start mail that their sign-up holds and why it starts now (a mail
+        no cap holds back: the one confirmation of a sign-up a capped answer
+        would drop)."""
+        game = self.tables.row(game_id)
+        addresses = [s["address"] for s in self.store.signups(game_id)]
+        started = self.post.composer.section(
+            "signup-started",
+            game=game_id,
+            title=get_game(game["kind"]).title,
+            began=began.value,
+            players=len(addresses),
+            wanted=_seats_wanted(game),
+            window=self.config.signup_window,
+        )
+        self._begin(game_id, addresses, preface={seat: [started] for seat in range(len(addresses))})
+        log.info("game %d (%s) starts with %d players: %s", game_id, game["kind"], len(addresses), began.value)
 
     # -- a player leaves a running game (rule 8) ---------------------------
 

@@ -17,6 +17,7 @@ from referee.engine.notices import Notices
 from referee.engine.offers import Offers
 from referee.engine.phases import Phases
 from referee.engine.post import Post
+from referee.engine.seating import Seating
 from referee.store import Act, PhaseRow, Store
 from referee.tables import Table, Tables, reminder_time
 from referee.timeutil import EventClock, from_iso, iso
@@ -39,11 +40,12 @@ class Timers:
     offers: Offers
     delegating: Delegating
     notices: Notices
+    seating: Seating  # (a sign-up game whose window has passed starts)
 
     def tick(self, guard: bool = True) -> list[str]:
         """Guard against an outage, end the pauses whose time has come, close
         the offers no one answered in time, end the stand-ins' turns whose time
-        has come, enforce deadlines and settle windows, send due reminders and
+        has come, start the sign-up games whose window has passed, enforce deadlines and settle windows, send due reminders and
         daily digests; returns what it did, one line each.  A paused game has
         no deadline."""
         now = self.clock()
@@ -54,6 +56,7 @@ class Timers:
         done += self.offers.expire_due()
         done += self.delegating.end_due()
         done += self.guard_outage() if guard else []
+        done += self.seating.start_due()
         paused = self.store.paused()
         # Only games with something due are read (a read replays the game):
         # the cost of a tick follows the work it does, not the games running.
@@ -105,10 +108,12 @@ class Timers:
     def next_due(self, game_id: int | None = None) -> list[datetime]:
         """When tick() next has work: every open phase's deadline, settle end
         and reminder time, every stand-in's turn's end, every open offer's
-        lapse and each daily digest due (of one game's, with ``game_id``)."""
+        lapse, each daily digest due and the end of each sign-up game's
+        window (of one game's, with ``game_id``)."""
         moments = self.delegating.ends(game_id)  # (a stand-in's turn ends at its time, paused or not)
         moments += [from_iso(offer["expires_at"]) for offer in self.store.open_offers(game_id=game_id)]
         moments += self.notices.digests_due(game_id)
+        moments += self.seating.windows_end(game_id)
         paused = self.store.paused()
         for phase in self.store.open_phases(game_id):
             if phase["game_id"] in paused:  # only its pause's end, if it has one

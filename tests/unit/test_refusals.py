@@ -140,6 +140,33 @@ EXAMPLES = {
         "Sorry: game 7 has as many observers as the referee takes (50). Try again later: one may leave.",
     ),
     Why.UNWATCH_WHICH: ({}, "UNWATCH needs the number of the game you follow, or ALL; for example, UNWATCH 7."),
+    Why.JOIN_SEATS: ({"title": "Bid!", "seats": 5, "least": 3, "most": 4}, "Bid! takes 3 to 4 players, not 5."),
+    Why.JOIN_OPTION: (
+        {"kind": "bid", "problem": "reroll must be 'pawn' (the rules) or 'coin' (the variant)", "options": ["reroll"]},
+        (
+            "Reroll must be 'pawn' (the rules) or 'coin' (the variant). The options of bid are reroll, and "
+            "press (none, white or grey); RULES bid says what they do."
+        ),
+    ),
+    Why.NO_OPEN_GAME: (
+        {"game": 99},
+        "No game 99 is open for sign-up; LIST shows those that are, or JOIN and a kind of game opens one.",
+    ),
+    Why.PLAYS_ALREADY: ({"game": 3}, "You play in game 3 already: it has begun."),
+    Why.JOIN_BEGUN: (
+        {"game": 3, "kind": "pure-skill", "title": "Game of Pure Skill"},
+        (
+            "Game 3 has begun, with its seats full, and Game of Pure Skill has no standby list; JOIN pure-skill "
+            "signs you up for the next."
+        ),
+    ),
+    Why.START_NOT_SIGNED: (
+        {"title": "Bid!"},
+        (
+            "You are not signed up for a game of Bid! that has yet to begin: JOIN it first. (START works in a "
+            "reply to the mail that confirmed your sign-up.)"
+        ),
+    ),
     Why.TOO_MANY_MAILS: (
         {},
         (
