@@ -41,7 +41,7 @@ def test_a_club_signs_up_starts_announces_on_its_list_and_talks_through_the_refe
     the_list = f"club-{stack.n}@lists.example.org"
 
     for player in stack.players:
-        stack.send(player, stack.referee, "join", "JOIN bid 3\n")
+        stack.send(player, stack.referee, "join", "JOIN bid\n")  # four seats, the most Bid! takes
     club.run_once()
     for player in stack.players:  # as a phone sends it: nothing of their own, the confirmation quoted
         confirmation = newest(stack, player, r"JOIN")
