@@ -1763,6 +1763,12 @@ class Desk:
         else:
             # A sign-up made (or a place on standby) is never left unconfirmed by the cap on answers.
             signed = any(answer.context.get("signed") for answer in answers)
+            if len(sender.signed) == 1:  # a reply to it (START, LEAVE) carries the sign-up's token again
+                kind = next(iter(sender.signed))
+                headers = {
+                    **headers,
+                    "reply_to": token_address(self.config.address, signup_token(self.key, kind, sender.address)),
+                }
             self.post.mail(
                 None, sender.address, "reply", context, budget=budget, origin=self._origin, always=signed, **headers
             )

@@ -354,3 +354,19 @@ def test_the_cap_on_answers_never_drops_the_confirmation_of_a_sign_up(capped, cl
     assert "You have signed up for game 1 (Bid!)" in flat(told["body"])
     answer(engine, clock, mail, "")  # (her sign-up made already: that answer is held as any)
     assert len(box.to(ANN)) == before + 1
+
+
+def test_start_and_leave_work_in_a_reply_to_the_answer_that_says_one_is_signed_up(engine, clock):
+    """A person replies to the newest mail they got, the one saying they are
+    signed up (and telling them to reply START): its reply address carries
+    their sign-up's token, as the confirmation's does."""
+    box = Mailbox(engine)
+    for address in (ANN, BEN, CAT):
+        signed = joins(engine, clock, box, address, "JOIN bid")
+        assert "reply to this mail with LEAVE" in flat(signed["body"])
+    answer(engine, clock, box.to(CAT)[-1], "LEAVE")
+    assert "withdrawn" in box.to(CAT)[-1]["body"] and len(engine.store.signups(1)) == 2
+    joins(engine, clock, box, DAN, "JOIN bid")
+    for address in (ANN, BEN, DAN):
+        answer(engine, clock, box.to(address)[-1], "START")
+    assert status(engine)["state"] == "running" and players(engine) == [ANN, BEN, DAN]
