@@ -240,6 +240,11 @@ SHAPES: dict[str, Callable[[Mail, int], bytes]] = {
         "x", size, f"From: alice@example.org To: referee+{mail.token}@example.org Subject: bid 7 "
     ).encode(),
     "command lines repeated": text(lambda size: fill("help\nbid 7\nstatus\n", size)),
+    # table talk (TELL): its words on its line, or the paragraph below it (refused in Pure Skill, by its rule 7,
+    # after they are read)
+    "TELL with one huge line of words": text(lambda size: fill("lorem ", size, "TELL ALL ")),
+    "TELL then a huge paragraph": text(lambda size: fill(LOREM + "\n", size, "TELL ALL\n")),
+    "TELL lines repeated": text(lambda size: fill("TELL bob GREY x\n", size)),
     "bid lines repeated": text(lambda size: fill("bid 7\n", size)),
     "CR line ends": text(lambda size: fill(LOREM + "\r", size, "bid 7\r")),
     "mixed CRLF, CR and LF line ends": text(lambda size: fill("a\r\rb\r\n\nc\n\r", size, "bid 7\r\n")),
@@ -277,6 +282,13 @@ SHAPES: dict[str, Callable[[Mail, int], bytes]] = {
         lambda size: "Auto-Submitted: " + "(" * (size // 2 - 16) + ")" * (size // 2 - 16) + " no\r\n"
     ),
     "many header fields": header_shape(lambda size: fill("X-Junk: x\r\n", size)),
+    # (a club's list: whether a mail is the referee's own coming back is read from these)
+    "List-Id and X-Original-From folded over many lines": header_shape(
+        lambda size: fill(
+            "\r\n referee@example.org", size // 2, "List-Id: <club.lists.example.org>\r\nX-Original-From: x"
+        )
+    ),
+    "many List-Id fields": header_shape(lambda size: fill("List-Id: <club.lists.example.org>\r\n", size)),
     "many Received fields": header_shape(
         lambda size: fill("Received: from a by b; Sat, 21 Nov 2026 12:00:00 +0000\r\n", size)
     ),
