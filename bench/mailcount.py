@@ -32,7 +32,9 @@ player often late, or changing their mind, is sent more of their own
 doing).  ``--detail`` breaks the mail down by
 what it was (start, prompt, receipt, round, reminder, final, answer ...),
 named by its template (a reply is a receipt when it answers a move, an
-answer when it answers a command).  Asserts nothing.
+answer when it answers a command).  "list": what a club's list that follows
+every game at the same level ([club] announce_to, announce_notify) gets
+over the game.  Asserts nothing.
 
 Run from the top of the checkout:
     python3 bench/mailcount.py [--seeds 3] [--kinds bid,bluff] [--levels every,turns] [--detail]
@@ -130,6 +132,10 @@ class Played:
     seats: list[Seat] = field(default_factory=list)
     outbox: Counter[str] = field(default_factory=Counter)  # recipient -> mails in the outbox
     seconds: float = 0.0
+    list_mails: int = 0  # what the club's list got, at the same level ([club] announce_notify)
+
+
+LIST = "club@lists.example.org"  # a club's list that follows every game ([club] announce_to)
 
 
 class Game:
@@ -141,7 +147,13 @@ class Game:
         self.seed = hashlib.sha256(name.encode()).digest()
         self.chooser = random.Random(name)  # the people's choices: the same at every level
         self.clock = FakeClock()
-        config = Config(address="referee@example.org", database=Path(":memory:"), outage_gap=None)
+        config = Config(
+            address="referee@example.org",
+            database=Path(":memory:"),
+            outage_gap=None,
+            announce_to=(LIST,),
+            announce_notify=level,
+        )
         self.engine = Engine(Store(":memory:"), config, self.clock, Seeds(self.seed))
         self.people = [f"player{n}@example.org" for n in range(people)]
         self.use_mail = notify_command() if use_mail is None else use_mail
@@ -307,6 +319,7 @@ class Game:
         table, played = self.table, self.played
         played.rounds = len(rounds(row["label"] for row in table.phases))
         played.outbox = Counter(row["recipients"][0] for row in self.engine.store.outbox(None))
+        played.list_mails = played.outbox[LIST]
         for seat in played.seats:
             seat.mails = played.outbox[seat.address]
             seat.by_kind = Counter(self.kinds[seat.address])
@@ -339,7 +352,7 @@ def report(games: list[Played], detail: bool) -> None:
         by.setdefault((game.kind, game.level), []).append(game)
     print(
         f"{'kind':<10} {'seats':<5} {'level':<6} {'mails/player':>12} {'per own move':>12} {'own moves':>9} "
-        f"{'rounds':>6} {'TURNS bound':>11} {'within':>10} {'explained':>9} {'s/game':>6}"
+        f"{'rounds':>6} {'TURNS bound':>11} {'within':>10} {'explained':>9} {'list':>7} {'s/game':>6}"
     )
     for (kind, level), played in by.items():
         seats = [(game, seat) for game in played for seat in game.seats]
@@ -356,7 +369,8 @@ def report(games: list[Played], detail: bool) -> None:
             f"{kind:<10} {played[0].table:<5} {level.value:<6} {spread(mails):>12} "
             f"{spread((s.mails / max(s.own_moves, 1) for _, s in seats), 2):>12} "
             f"{spread(s.own_moves for _, s in seats):>9} {spread(g.rounds for g in played):>6} "
-            f"{bounds:>11} {within:>10} {explained:>9} {sum(g.seconds for g in played) / len(played):6.1f}"
+            f"{bounds:>11} {within:>10} {explained:>9} {spread(g.list_mails for g in played):>7} "
+            f"{sum(g.seconds for g in played) / len(played):6.1f}"
         )
         if detail:
             kinds = sorted(
