@@ -26,7 +26,7 @@ from referee.rules import Game, OptionError, get_game
 from referee.rules.api import Press
 from referee.store import Act, GameRow, GameState, Notify, Store
 from referee.tables import Table, Tables, name_seats
-from referee.timeutil import Clock, from_iso, iso
+from referee.timeutil import EventClock, from_iso, iso
 
 log = logging.getLogger("referee")
 
@@ -90,7 +90,7 @@ class Started:
 class Seating:
     store: Store
     config: Config
-    clock: Clock
+    clock: EventClock
     key: bytes
     tables: Tables
     post: Post
@@ -397,7 +397,11 @@ class Seating:
         for game in self.store.games(GameState.OPEN):
             opened = self.window_opened(game)
             if opened is not None and opened + self.config.signup_window <= now:
-                with self.store.transaction():
+                # As of the window's end, not of the tick that saw it pass (cron's, or the
+                # runner's a second on): its first phase opens then, as it does when the
+                # same mail is handled again after a restore (catch_up ticks at that very
+                # moment); a referee that was down opens it late instead (Phases' LATE_OPEN).
+                with self.store.transaction(), self.clock.at(opened + self.config.signup_window):
                     self._begin_signed(game["id"], Began.WINDOW)
                 done.append(f"started game {game['id']}: its sign-up window passed")
         return done
