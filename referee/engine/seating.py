@@ -364,11 +364,16 @@ class Seating:
 
     def leave(self, kind: str, address: str) -> None:
         """Take ``address`` off the open game of ``kind`` it is signed up for
-        (the caller saw it there: signup_of)."""
+        (the caller saw it there: signup_of); the game starts at once if
+        everyone left has sent START and they are at least its fewest."""
         game = self.signup_of(kind, address)
         if game is None:
             raise EngineError(f"{address} is signed up for no {kind} game")
         self.store.remove_signup(game["id"], address)
+        # The one everyone else waited for has gone: if those left are enough and all sent START, it starts.
+        signups = self.store.signups(game["id"])
+        if len(signups) >= get_game(kind).min_seats and all(s["start"] for s in signups):
+            self._begin_signed(game["id"], Began.START)
 
     # -- the sign-up window ----------------------------------------------------
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from conftest import FakeClock, Mailbox, make_mail
-from test_club_signup import ANN, BEN, CAT, confirmation, status
+from test_club_signup import ANN, BEN, CAT, DAN, confirmation, flat, status
 
 from referee.engine import Engine
 from referee.site.public import game_record
@@ -39,6 +39,14 @@ def _signs_up(engine: Engine, clock: FakeClock, box: Mailbox, sent: Sent, addres
         raw.replace(b"Date:", f"Received: by mx; {clock():%a, %d %b %Y %H:%M:%S +0000}\r\nDate:".encode(), 1),
     )
     clock.advance(minutes=1)
+
+
+def _answer(mail: dict, text: str, received: datetime) -> bytes:
+    """A reply to ``mail`` as a mail client makes it."""
+    thread = {"In-Reply-To": mail["message_id"], "References": mail["message_id"]}
+    return make_mail(
+        mail["to"], text, to=mail["reply_to"], headers=thread, subject=f"Re: {mail['subject']}", received=received
+    )
 
 
 def _public(engine: Engine, game: int = 1) -> str:
@@ -90,3 +98,33 @@ def test_a_window_that_passed_while_the_referee_was_down_starts_the_game_with_it
     assert first["opened_at"] == iso(clock())
     assert first["deadline"] == iso(clock() + engine.config.deadline)
     assert not engine.store.moves(1)
+
+
+def test_when_the_one_who_had_not_sent_start_leaves_the_game_starts_at_once(engine, clock):
+    """Four sign up for Auction (priority), which needs three; three send
+    START, the fourth LEAVEs instead: now everyone signed up has sent START,
+    and there are enough of them, so the game starts (it waited for the
+    window, two days, with nobody left to send START)."""
+    box, sent = Mailbox(engine), []
+    for address in (ANN, BEN, CAT, DAN):
+        _signs_up(engine, clock, box, sent, address, "JOIN priority")
+    for address in (ANN, BEN, CAT):
+        engine.ingest(_answer(confirmation(box, address), "START", clock()), received_at=clock())
+    assert status(engine)["state"] == "open"
+    assert engine.ingest(_answer(confirmation(box, DAN), "LEAVE", clock()), received_at=clock()).code == "done"
+    assert status(engine)["state"] == "running"
+    assert [p["address"] for p in status(engine)["players"]] == [ANN, BEN, CAT]
+    [begins] = [m for m in box.to(ANN) if " begins" in m["subject"]]
+    body = flat(begins["body"])
+    assert "everyone signed up sent START" in body
+    assert not [m for m in box.to(DAN) if " begins" in m["subject"]]
+
+
+def test_a_leave_that_leaves_too_few_starts_nothing(engine, clock):
+    box, sent = Mailbox(engine), []
+    for address in (ANN, BEN, CAT):
+        _signs_up(engine, clock, box, sent, address, "JOIN priority")
+    for address in (ANN, BEN):
+        engine.ingest(_answer(confirmation(box, address), "START", clock()), received_at=clock())
+    engine.ingest(_answer(confirmation(box, CAT), "LEAVE", clock()), received_at=clock())
+    assert status(engine)["state"] == "open"
