@@ -372,6 +372,7 @@ class Site:
             "paused": pause and {"at": pause["at"], "until": pause["detail"].get("until")},
             "signed": len(self.records.store.signups(row["id"])) if row["state"] == GameState.OPEN else None,
             "wanted": row["seats_wanted"],
+            "asked": _asked(row) if row["state"] == GameState.OPEN else "",
             "watchers": watchers,
         }
 
@@ -522,3 +523,16 @@ def _fold_ics(text: str) -> str:
 def _ics_time(text: str) -> str:
     """``20261124T120000Z``: iCalendar's UTC form."""
     return iso_text(text).replace("-", "").replace(":", "")
+
+
+def _asked(row: GameRow) -> str:
+    """An open game's options where they differ from its kind's defaults, and
+    its press if chosen, as a JOIN names them ("reroll=coin press=grey"): as
+    LIST shows them (Reports' _options_shown)."""
+    defaults = get_game(row["kind"]).options
+    named = [
+        f"{name}={str(value).lower() if isinstance(value, bool) else value}"
+        for name, value in row["options"].items()
+        if defaults.get(name) != value
+    ]
+    return " ".join(named + ([f"press={row['press']}"] if row["press"] else []))

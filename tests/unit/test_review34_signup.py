@@ -8,11 +8,13 @@ import json
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+import pytest
 from conftest import FakeClock, Mailbox, make_mail
 from test_club_signup import ANN, BEN, CAT, DAN, confirmation, flat, status
 
 from referee.engine import Engine
 from referee.site.public import game_record
+from referee.site.render import Site
 from referee.store import Store
 from referee.timeutil import iso
 
@@ -128,3 +130,53 @@ def test_a_leave_that_leaves_too_few_starts_nothing(engine, clock):
         engine.ingest(_answer(confirmation(box, address), "START", clock()), received_at=clock())
     engine.ingest(_answer(confirmation(box, CAT), "LEAVE", clock()), received_at=clock())
     assert status(engine)["state"] == "open"
+
+
+def _again(config, clock: FakeClock, path, sent: Sent) -> Engine:
+    """The same mail handled again, as after `referee restore` (Runner.handle_again)."""
+    again = Engine(Store(path), config, clock)
+    with again.restoring(lambda message_id: True):
+        for raw, received in sent:
+            again.catch_up(received)
+            again.ingest(raw, received_at=received)
+        again.catch_up(clock() + timedelta(seconds=1))
+    return again
+
+
+@pytest.mark.parametrize("how", ["full", "start"])
+def test_a_game_joined_with_seats_and_options_replays_the_same(config, clock, tmp_path, how):
+    keyed = replace(config, secret_key=b"k" * 32)
+    live = Engine(Store(tmp_path / "live.db"), keyed, clock)
+    box, sent = Mailbox(live), []
+    line = "JOIN priority 5 press=grey" if how == "full" else "JOIN bid 4 reroll=coin"
+    for address in (ANN, BEN, CAT, DAN, *(["eve@example.net"] if how == "full" else [])):
+        _signs_up(live, clock, box, sent, address, line)
+    if how == "start":
+        for address in (ANN, BEN, CAT, DAN):
+            raw = _answer(confirmation(box, address), "START", clock())
+            _mail(live, clock, sent, raw)
+            clock.advance(minutes=3)
+    assert status(live)["state"] == "running"
+    clock.advance(hours=1)
+    again = _again(keyed, clock, tmp_path / "again.db", sent)
+    assert again.store.game(1) == live.store.game(1)
+    assert again.store.phases(1) == live.store.phases(1)
+    assert _public(again) == _public(live)
+
+
+def test_the_sites_index_names_the_join_that_joins_each_open_game_and_its_options(engine, clock, tmp_path):
+    """Two open games of Bid!: the oldest with the defaults, the other asked
+    for with reroll=coin and press=grey.  `JOIN bid` joins the oldest, so the
+    index must not tell a visitor to mail it for the second: it names each
+    game's own JOIN (by its number), and the options it was asked for."""
+    box, sent = Mailbox(engine), []
+    _signs_up(engine, clock, box, sent, ANN, "JOIN bid")
+    _signs_up(engine, clock, box, sent, BEN, "JOIN bid reroll=coin press=grey")
+    Site(engine, tmp_path / "site").render()
+    index = flat((tmp_path / "site" / "index.html").read_text())
+    second = index.split("Game 2, Bid!")[1].split("</li>")[0]
+    assert "reroll=coin" in second and "press=grey" in second
+    assert "<code>JOIN 2</code>" in second
+    first = index.split("Game 1, Bid!")[1].split("</li>")[0]
+    assert "<code>JOIN 1</code>" in first and "reroll" not in first
+    assert ANN not in index and BEN not in index
