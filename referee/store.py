@@ -117,6 +117,7 @@ class GameRow(TypedDict):
     press: str | None  # a Press, read back as its value; None: the kind's own (Game.press)
     announce_to: list[str]  # (JSON in games.db) the game's own lists, besides the config's [club] announce_to
     awards: int | None  # 1: its mails carry the award text of its kind (Pure Skill's rule 5); None: the config's
+    least_since: str | None  # an open game: when it last reached its kind's least players (its sign-up window)
 
 
 class SeatRow(TypedDict):
@@ -989,6 +990,10 @@ class Store:
     def set_signup_start(self, game_id: int, address: str, at: str) -> None:
         """A signed-up player asked to start at once (START), as of ``at``."""
         self._update("signups", "game_id = ? and address = ?", [game_id, address], {"start": at})
+
+    def set_least_since(self, game_id: int, at: str | None) -> None:
+        """When an open game last reached its kind's least players (None: it has fewer)."""
+        self._update("games", "id = ?", [game_id], {"least_since": at})
 
     def remove_signup(self, game_id: int, address: str) -> None:
         self._write("delete from signups where game_id = ? and address = ?", [game_id, address])
@@ -1925,7 +1930,8 @@ def _schema_5(db: sqlite_utils.Database) -> None:
 def _schema_6(db: sqlite_utils.Database) -> None:
     """Schema 6: games for a club.  ``games.press``, ``games.announce_to``
     and ``games.awards``, a game's own table talk, lists and award text;
-    ``signups.start``, when a signed-up player asked to start at once
+    ``games.least_since``, when an open game last reached its kind's least
+    players (its sign-up window counts from then); ``signups.start``, when a signed-up player asked to start at once
     (START); ``watchers``, who follows a game's public mail without playing
     (WATCH), each with the reply token of their copies, and ``reader_told``,
     what each reader (a list, an observer) has been told, for their daily
@@ -1936,7 +1942,7 @@ def _schema_6(db: sqlite_utils.Database) -> None:
     seat's score and place in a finished game, as its rules' result says
     (the standings read them, never replaying a game)."""
     games = db.table("games")
-    for column in ("press", "announce_to"):
+    for column in ("press", "announce_to", "least_since"):
         if column not in games.columns_dict:
             games.add_column(column, str)
     if "awards" not in games.columns_dict:

@@ -333,6 +333,8 @@ class Seating:
         wanted = _seats_wanted(game)
         signed = [s["address"] for s in self.store.signups(game_id)]
         self.store.add_signup(game_id, address, iso(self.clock()))
+        if len(signed) + 1 == get_game(game["kind"]).min_seats:  # its sign-up window opens now
+            self.store.set_least_since(game_id, iso(self.clock()))
         if len(signed) + 1 < wanted:
             return game_id, False
         self._begin_signed(game_id, Began.FULL)
@@ -372,17 +374,23 @@ class Seating:
         self.store.remove_signup(game["id"], address)
         # The one everyone else waited for has gone: if those left are enough and all sent START, it starts.
         signups = self.store.signups(game["id"])
+        if len(signups) < get_game(kind).min_seats:  # below its least: the window closes, to open again when reached
+            self.store.set_least_since(game["id"], None)
         if len(signups) >= get_game(kind).min_seats and all(s["start"] for s in signups):
             self._begin_signed(game["id"], Began.START)
 
     # -- the sign-up window ----------------------------------------------------
 
     def window_opened(self, game: GameRow) -> datetime | None:
-        """When an open game reached its kind's least players (as its sign-ups
-        stand now: the sign-up that made up the least), if it has."""
+        """When an open game last reached its kind's least players, if it has
+        them: ``games.least_since``, which a LEAVE that keeps them leaves as
+        it was (a game opened before schema 6 kept none: the sign-up that
+        makes up the least, as they stand now)."""
         signups = self.store.signups(game["id"])
         least = get_game(game["kind"]).min_seats
-        return from_iso(signups[least - 1]["joined_at"]) if len(signups) >= least else None
+        if len(signups) < least:
+            return None
+        return from_iso(game["least_since"] or signups[least - 1]["joined_at"])
 
     def windows_end(self, game_id: int | None = None) -> list[datetime]:
         """When each open game (or ``game_id`` alone) with its least players
