@@ -28,14 +28,17 @@ replayed here, once per read.
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from referee.record import MoveSource
 from referee.rules import GAMES, Result
-from referee.store import Act, ResultRow, Store
+from referee.store import Act, ResultRow, StorageFault, Store
 from referee.tables import Table, Tables, name_seats
+
+log = logging.getLogger(__name__)
 
 PAGE = "standings.html"  # the site's standings page, from the site's root
 
@@ -124,12 +127,27 @@ def table_results(table: Table) -> list[dict[str, Any]]:
     return [] if result is None or table.cancelled else game_results(result)
 
 
+def replayed_results(tables: Tables, game_id: int) -> list[dict[str, Any]] | None:
+    """``table_results`` of a finished game read by ``tables``; None when
+    it cannot be replayed (its kind no longer installed, its record damaged):
+    such a game is left out of the standings, and stops nothing else."""
+    try:
+        return table_results(tables.table(game_id))
+    except StorageFault:
+        raise
+    except Exception as error:  # noqa: BLE001 - any fault of one old game's replay
+        log.warning("game %d cannot be replayed (%s): it is left out of the standings", game_id, error)
+        return None
+
+
 def standings(store: Store, tables: Tables, kind: str | None = None) -> Standings:
     """Every player's standing over the finished games (of ``kind`` only,
     if given): see the module's text for what counts."""
     rows = store.results()
     unscored, cancelled = store.unscored()
-    rows += [row for game_id in unscored for row in _replayed(tables.table(game_id))]
+    for game_id in unscored:
+        if replayed_results(tables, game_id) is not None:  # (else left out: it cannot be replayed)
+            rows += _replayed(tables.table(game_id))
     if kind is not None:
         rows = [row for row in rows if row["kind"] == kind]
     games: dict[int, list[ResultRow]] = defaultdict(list)

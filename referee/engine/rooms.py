@@ -48,7 +48,7 @@ from referee.engine.talk import TableTalk
 from referee.engine.timers import Timers
 from referee.engine.watch import Watch
 from referee.mail.compose import Composer
-from referee.standings import table_results
+from referee.standings import replayed_results
 from referee.store import OfferKind, Store
 from referee.tables import Tables
 from referee.timeutil import Clock, EventClock, utc_now
@@ -106,9 +106,9 @@ class Rooms:
             store.set_token(seat["game_id"], seat["seat"], self.seating.token(seat["game_id"], seat["seat"]))
         unscored, _ = store.unscored()  # games finished before their results were kept (referee.standings)
         if unscored:
-            with store.transaction():
+            with store.transaction():  # (a game that cannot be replayed has none, and stops nothing)
                 for game_id in unscored:
-                    store.add_results(game_id, table_results(self.tables.table(game_id)))
+                    store.add_results(game_id, replayed_results(self.tables, game_id) or [])
 
 
 def _stored_key(store: Store, seeds: Seeds) -> bytes:
