@@ -404,7 +404,10 @@ class Seating:
 
     def start_due(self) -> list[str]:
         """Start every open game whose sign-up window has passed (Timers.tick),
-        with the players it has; returns what it did, one line each."""
+        with the players it has; returns what it did, one line each.  It
+        starts as of the window's end, as a phase opens when the one before
+        it became due (Phases._insert), not when the referee next ran: a
+        restore, which catches up as of that moment, makes the same game."""
         done = []
         now = self.clock()
         for game in self.store.games(GameState.OPEN):
