@@ -156,16 +156,21 @@ def standings(store: Store, tables: Tables, kind: str | None = None) -> Standing
     changes = store.seat_changes()
     same = _same_players(changes)
     takeovers: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
+    moved: dict[tuple[int, int], dict[str, str]] = defaultdict(dict)  # a seat's new address -> the one it left
     for act in changes:
         if act["act"] == Act.REPLACE:
             takeovers[act["game_id"], act["detail"]["seat"]].append(act["detail"])
+        elif act["detail"].get("was_address"):
+            moved[act["game_id"], act["detail"]["seat"]][act["detail"]["address"].lower()] = act["detail"][
+                "was_address"
+            ]
     moves: dict[tuple[int, int, int], dict[str, int]] = defaultdict(dict)
     for tally in store.move_tally(_COUNTED):
         moves[tally["game_id"], tally["seat"], tally["stint"]][tally["source"]] = tally["moves"]
     played: list[tuple[str, str, _Seat]] = []  # (kind, player, their part in one game)
     shown: dict[str, str] = {}  # player -> their address as last seen (its case)
     for game_id, seats in games.items():
-        for player, part, address in _parts(game_id, seats, takeovers, moves, same):
+        for player, part, address in _parts(game_id, seats, takeovers, moves, same, moved):
             played.append((seats[0]["kind"], player, part))
             shown[player] = address
     names = dict(zip(shown, name_seats(list(shown.values())), strict=True))
@@ -202,10 +207,14 @@ def _parts(
     takeovers: dict[tuple[int, int], list[dict[str, Any]]],
     moves: dict[tuple[int, int, int], dict[str, int]],
     same: dict[str, str],
+    moved: dict[tuple[int, int], dict[str, str]],
 ) -> list[tuple[str, _Seat, str]]:
-    """Each player's part in one game: (the player, their part, their
-    address).  A seat taken over had a player per stint: those before the
-    last left the game; the last, too, if a bot has the seat at the end."""
+    """Each player's part in one game: (the player, their part, the address
+    the game named them by: the one they played from before they moved,
+    ADDRESS, for the game's name of them never changed and the new one is
+    nobody else's business).  A seat taken over had a player per stint:
+    those before the last left the game; the last, too, if a bot has the
+    seat at the end."""
     parts: dict[str, tuple[_Seat, str]] = {}
     for row in seats:
         changes = takeovers.get((game_id, row["seat"]), [])
@@ -229,8 +238,18 @@ def _parts(
                 keep, add = (part, earlier) if stayed else (earlier, part)
                 keep.by_mail, keep.at_random = keep.by_mail + add.by_mail, keep.at_random + add.at_random
                 part = keep
-            parts[player] = (part, address)
+            parts[player] = (part, _named_by(address, moved.get((game_id, row["seat"]), {})))
     return [(player, part, address) for player, (part, address) in parts.items()]
+
+
+def _named_by(address: str, moved: dict[str, str]) -> str:
+    """The address a seat's player was named by in its game: the one they
+    played from before moving (``moved``: the seat's new address -> the one it left)."""
+    seen = set()
+    while address.lower() in moved and address.lower() not in seen:
+        seen.add(address.lower())
+        address = moved[address.lower()]
+    return address
 
 
 def _same_players(changes: list[Any]) -> dict[str, str]:
