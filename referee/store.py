@@ -933,6 +933,10 @@ class Store:
         self._update("games", "id = ?", [game_id], {"state": GameState.FINISHED, "finished_at": at})
 
     def add_seat(self, game_id: int, seat: int, address: str | None, bot: bool, token: str) -> None:
+        """A seat of a game starting; a person who watched the game (WATCH)
+        and now plays it is one of its players, and no longer its reader."""
+        if address is not None:
+            self.remove_watcher(game_id, address)
         self._insert(
             "seats",
             {
@@ -1149,7 +1153,10 @@ class Store:
         return self._read(sql, [GameState.RUNNING, default, Notify.DIGEST])
 
     def take_seat(self, game_id: int, seat: int, address: str) -> None:
-        """A person takes over a seat (its token stays: the seat's reply address)."""
+        """A person takes over a seat (its token stays: the seat's reply
+        address); one who watched the game (WATCH) no longer does: they get
+        its mail as its player, not a reader's copy of each besides."""
+        self.remove_watcher(game_id, address)
         self._update(
             "seats",
             "game_id = ? and seat = ?",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,88 @@ def test_standings_name_a_player_who_moved_address_as_their_game_did_never_by_th
     assert "bob" in names and not [name for name in names if "hidden" in name], names
     text = club.ask(STRANGER, "STANDINGS")
     assert "hidden" not in text and "bob" in text
+
+
+# -- colours: Auction's secret colours change nothing a reader is sent ----------------
+
+
+def test_a_reader_s_copies_do_not_depend_on_the_colours_nobody_has_seen(tmp_path):
+    """Auction (priority cards): each seat's colour is its own until it
+    wins an item (P2).  Every kind of copy a reader gets (the start, a
+    turn's result, the TURNS round result with its preface, a daily
+    digest), made from the game with two unrevealed colours swapped, is
+    byte for byte the same, for the list and for an observer."""
+    from dataclasses import replace as changed
+
+    from conftest import body_of, to_deadline
+    from test_ingest_priority import FOUR
+
+    from referee.engine.post import Reader
+    from referee.record import Replay
+
+    clock = FakeClock()
+    config = Config(address="referee@example.org", database=tmp_path / "games.db", outage_gap=None)
+    engine = Engine(Store(config.database), config, clock)
+    game = engine.new_game("priority", FOUR, turn_deadline=timedelta(hours=6))
+    engine.observers.watch(game, WATCHERS[Notify.TURNS], Notify.TURNS)
+    for _ in range(5):
+        to_deadline(engine, clock, game)
+        engine.tick()
+    real = engine.table(game)
+    hidden = [seat for seat in range(len(FOUR)) if seat not in real.state.revealed]
+    colours = list(real.state.colours)
+    colours[hidden[0]], colours[hidden[1]] = colours[hidden[1]], colours[hidden[0]]
+    other = changed(real, replay=Replay(changed(real.state, colours=tuple(colours)), real.replay.steps))
+    number = real.replay.steps[-1].number
+    readers = [Reader(LIST, Notify.EVERY), *engine.post.readers(real)]
+    for template, extra in (
+        ("priority/start", {"digest": "", "notify_help": True}),
+        ("priority/round", {"digest": ""}),
+        ("daily", {"rounds": [], "since": real.row["created_at"], "digest": "", "digest_help": "round"}),
+    ):
+        for reader in readers:
+            bodies = []
+            for table in (real, other):
+                context = {**engine.post.context(table), "round": engine.post.round_context(table, number), **extra}
+                if template == "daily":
+                    context["rounds"] = [engine.post.round_context(table, n) for n in range(1, number + 1)]
+                engine.post.to_reader(table, reader, template, context, ["(preface)"])
+                bodies.append(body_of(engine.store.outbox(None)[-1]["raw"]))
+            assert bodies[0] == bodies[1], (template, reader.address)
+    # (the seat's own view does change: the swap is one a reader would notice, were it shown)
+    assert engine.post.context(real, hidden[0])["view"] != engine.post.context(other, hidden[0])["view"]
+
+
+# -- an observer who takes a seat -------------------------------------------------------
+
+
+def _one_start_each(engine: Engine, address: str) -> list[str]:
+    return [
+        m["subject"] for m in engine.store.outbox(None) if m["recipients"] == [address] and "begins" in m["subject"]
+    ]
+
+
+def test_an_observer_who_joins_the_game_gets_its_mail_once_as_a_player(engine):
+    """Zoe follows an open game (WATCH), then JOINs it: from then on she is
+    a player, sent each public mail once, as a player (not a second,
+    reader's copy of each, at the reader's level)."""
+    from conftest import join
+
+    zoe = "zoe@example.net"
+    game, _ = join(engine, "pure-skill", PLAYERS[0])
+    engine.observers.watch(game, zoe, Notify.EVERY)
+    join(engine, "pure-skill", zoe)
+    join(engine, "pure-skill", PLAYERS[1])
+    assert engine.table(game).row["state"] == "running"
+    assert len(_one_start_each(engine, zoe)) == 1, _one_start_each(engine, zoe)
+
+
+def test_an_observer_given_a_seat_by_the_keeper_gets_its_mail_once_as_a_player(engine, clock):
+    zoe = "zoe@example.net"
+    game = engine.new_game("pure-skill", PLAYERS)
+    engine.observers.watch(game, zoe, Notify.EVERY)
+    engine.replace(game, "2", zoe, "shell", "bob moved away")
+    before = len([m for m in engine.store.outbox(None) if m["recipients"] == [zoe]])
+    engine.say(game, "Welcome, zoe.", "shell")
+    said = [m["subject"] for m in engine.store.outbox(None) if m["recipients"] == [zoe]][before:]
+    assert len(said) == 1, said
