@@ -189,3 +189,77 @@ def test_an_observer_given_a_seat_by_the_keeper_gets_its_mail_once_as_a_player(e
     engine.say(game, "Welcome, zoe.", "shell")
     said = [m["subject"] for m in engine.store.outbox(None) if m["recipients"] == [zoe]][before:]
     assert len(said) == 1, said
+
+
+# -- table talk in a reply that quotes the prompt --------------------------------------
+
+_REF = "Referee <referee@example.org>"
+_ON = "On Sat, 21 Nov 2026 at 12:00, " + _REF + " wrote:"
+
+
+def _quoted(body: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in body.splitlines())
+
+
+def _html(body: str) -> str:
+    import html
+
+    return "".join(f"<div>{html.escape(line)}</div>" for line in body.splitlines())
+
+
+_FORMS = {
+    "gmail, top-posted": lambda b, w: f"{w}\n\n{_ON}\n\n{_quoted(b)}\n",
+    "bottom-posted, attribution": lambda b, w: f"{_ON}\n{_quoted(b)}\n\n{w}\n",
+    "outlook": lambda b, w: f"{w}\n\n-----Original Message-----\nFrom: {_REF}\nSent: Saturday\nSubject: x\n\n{b}\n",
+    "outlook web": lambda b, w: f"{w}\n\n________________________________\nFrom: {_REF}\nSent: Saturday\n\n{b}\n",
+    "apple mail": lambda b, w: (
+        f"{w}\n\nSent from my iPhone\n\n> On 21 Nov 2026, at 12:00, {_REF} wrote:\n> \n{_quoted(b)}\n"
+    ),
+    "pasted, unmarked": lambda b, w: f"{w}\n\n{_ON}\n\n{b}\n",
+    "pasted, no header": lambda b, w: f"{w}\n\n{b}\n",
+    "indented": lambda b, w: f"{w}\n\n" + "\n".join(f"\t{line}" for line in b.splitlines()) + "\n",
+    "signature": lambda b, w: f"{w}\n\n-- \nAlice\n\n{_ON}\n{_quoted(b)}\n",
+}
+_HTML_FORMS = {
+    "html gmail": lambda b, w: (
+        "<div dir='ltr'>" + w.replace("\n", "<br>") + "</div><div class='gmail_quote'><div class='gmail_attr'>"
+        f"{_ON.replace('<', '&lt;').replace('>', '&gt;')}<br></div><blockquote class='gmail_quote'>{_html(b)}"
+        "</blockquote></div>"
+    ),
+    "html outlook": lambda b, w: (
+        "<div>" + w.replace("\n", "<br>") + "</div><hr><div id='divRplyFwdMsg'><b>From:</b> Referee "
+        f"&lt;referee@example.org&gt;<br><b>Sent:</b> Saturday</div><div>{_html(b)}</div>"
+    ),
+    "html apple": lambda b, w: (
+        "<html><body>" + w.replace("\n", "<br>") + "<br><blockquote type='cite'>On 21 Nov 2026, at 12:00, "
+        f"Referee &lt;referee@example.org&gt; wrote:<br><br></blockquote><blockquote type='cite'>{_html(b)}"
+        "</blockquote></body></html>"
+    ),
+}
+
+
+@pytest.mark.parametrize("paragraph", [False, True], ids=["one line", "paragraph"])
+@pytest.mark.parametrize("form", [*_FORMS, *_HTML_FORMS])
+def test_table_talk_in_a_reply_to_the_prompt_relays_no_line_of_it(engine, clock, form, paragraph):
+    """Auction (priority cards, white press): Alice's prompt holds her
+    colour and hand; a TELL in her reply to it, however her client quotes
+    it (or HTML-only), relays her own words and nothing of it."""
+    from conftest import Mailbox, make_mail
+    from test_ingest_priority import FOUR
+
+    game = engine.new_game("priority", FOUR, turn_deadline=timedelta(hours=6))
+    box = Mailbox(engine)
+    prompt = [m for m in box.to(FOUR[0]) if "begins" in m["subject"]][-1]  # her colour, privately
+    assert "Your colour is" in prompt["body"]  # (what must not be relayed)
+    words = "TELL ALL\nhello there\nEND" if paragraph else "TELL ALL hello there"
+    html = form in _HTML_FORMS
+    body = (_HTML_FORMS if html else _FORMS)[form](prompt["body"], words)
+    thread = {"In-Reply-To": prompt["message_id"], "References": prompt["message_id"]}
+    raw = make_mail(FOUR[0], body, to=prompt["reply_to"], headers=thread, subject=f"Re: {prompt['subject']}")
+    if html:
+        raw = raw.replace(b"text/plain", b"text/html")
+    assert engine.ingest(raw).code == "done"
+    [relayed] = [m for m in box.to(FOUR[1]) if "writes to the table" in m["subject"]]
+    said = relayed["body"].split("through the referee:\n", 1)[1].split("\n\nTo answer", 1)[0]
+    assert said.strip() == "hello there", said
+    assert engine.table(game).open_phase["number"] == 1 and engine.store.moves(game) == []
