@@ -152,6 +152,7 @@ class Notices:
         context = self.post.context(table)
         if by_name:
             context["players"] = self.post.by_name(table, context["players"])
+            context["public_copy"] = True  # ("Earlier in this round", not "since your last mail")
         return [self.post.composer.section("_since", **context, rounds=rounds)]
 
     # -- the daily digest -----------------------------------------------------

@@ -34,3 +34,10 @@ def test_a_list_at_every_gets_each_phase_s_result(tmp_path):
     played = Played(tmp_path, "ice", announce_to=(LIST,), announce_notify=Notify.EVERY)
     # the start, each phase's result, the end
     assert len(played.subjects(LIST)) == len(played.engine.table(1).phases) + 2
+
+
+def test_the_list_s_round_result_tells_the_round_s_earlier_phases_as_the_list_s_not_a_player_s(played):
+    tops = [m["body"] for m in played.box.to(LIST) if "Earlier in this round:" in m["body"]]
+    if len(played.engine.table(1).phases) > played.rounds:  # a kind whose rounds have several phases
+        assert tops
+    assert not [m for m in played.box.to(LIST) if "Since your last mail" in m["body"]]
