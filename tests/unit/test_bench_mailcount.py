@@ -37,7 +37,9 @@ def test_a_whole_game_counts_every_mail_each_player_got(kind, people, bots):
     assert table.row["state"] == "finished"
     addresses = [f"player{n}@example.org" for n in range(people)]
     assert [seat.address for seat in played.seats] == addresses
-    assert set(played.outbox) == set(addresses), "mail to someone who is no player (or none to a player)"
+    # and the club's list the bench has follow every game, at the players' level
+    assert set(played.outbox) == {*addresses, mailcount.LIST}, "mail to someone who is no player (or none to one)"
+    assert played.list_mails == played.outbox[mailcount.LIST] == len(table.phases) + 2  # the start, each phase, the end
     rows = game.engine.store.outbox(None)
     for seat in played.seats:
         assert seat.mails == sum(row["recipients"] == [seat.address] for row in rows)
