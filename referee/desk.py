@@ -656,11 +656,15 @@ class Desk:
         if row is None:
             return None
         table = self.tables.table(row["game_id"])
-        address = table.seats[row["seat"]]["address"]
+        address = self.talk.reader_address(
+            table, row
+        )  # (whom it went to: the one who left, if the seat was taken over)
         if address is None:
             return None
         if problem := self._unproven(message, address):
             return self._forged(message, address, table, problem)
+        if address != table.seats[row["seat"]]["address"]:
+            return Sender(address, press=row)  # the seat is a newcomer's now: nothing is passed on
         return Sender(address, table.id, row["seat"], press=row)
 
     def _keeper_address(self, message: Incoming) -> Outcome:
@@ -817,6 +821,8 @@ class Desk:
         it says.  The reader is answered as for a TELL."""
         text = "\n".join(self._text_below(0))
         try:
+            if sender.game_id is None:  # (the reader's seat was taken over since: see _answering)
+                raise Refusal(Why.TELL_WHO, name="", problem="replaced", names=[])
             table, _ = self._seat(sender, Command("", "", ""))
             answer = Answer("", "tell", self.talk.answer(table, reply, text), OutcomeCode.DONE)
         except Refusal as refusal:

@@ -86,7 +86,9 @@ class Why(Enum):
     UNKNOWN_LEVEL = "unknown_level"  # level: NOTIFY's word, as the player wrote it
     # Table talk (TELL), and the answers to it.
     TELL_HOW = "tell_how"  # problem: None (no seat named), "text" (no words), "answer" (a reply with none of its own)
-    TELL_WHO = "tell_who"  # name, problem: nobody, several, self, bot, left, alone; names: those it could be
+    TELL_WHO = (
+        "tell_who"  # name, problem: nobody, several, self, bot, left, gone, replaced, alone; names: those it could be
+    )
     PRESS_NONE = "press_none"  # title; rule: the rule that forbids talk, cited ("": the keeper's choice)
     PRESS_SIGNED = "press_signed"  # title: a game whose table talk is signed only (white press)
     PRESS_TOO_LONG = "press_too_long"  # size, most: characters

@@ -1428,6 +1428,10 @@ class Store:
         rows = self._rows("press", "game_id = ? and seat = ? and at > ?", [game_id, seat, since], order_by="at")
         return [row["at"] for row in rows]
 
+    def press_at(self, press_id: int) -> str:
+        """When a message of table talk was relayed."""
+        return str(next(iter(self._rows("press", "id = ?", [press_id])))["at"])
+
     def add_press_token(self, row: PressTokenRow) -> None:
         self._insert("press_tokens", dict(row))
 

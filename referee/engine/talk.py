@@ -34,7 +34,7 @@ from referee.engine.post import Post
 from referee.errors import Refusal, Why
 from referee.mail.tokens import make_token, phase_tag, tagged, token_address
 from referee.rules.api import Press
-from referee.store import PressTokenRow, Store
+from referee.store import Act, PressTokenRow, Store
 from referee.tables import Table
 from referee.timeutil import EventClock, from_iso, iso
 
@@ -79,9 +79,35 @@ class TableTalk:
         signed = bool(reply["signed"])
         self._allowed(table, not signed)
         writer = reply["to_seat"]
+        if (took := self.taken_over(table, writer, reply)) is not None:
+            # Its writer's words were theirs alone: the newcomer in the seat wrote nothing, and reads no answer.
+            raise Refusal(Why.TELL_WHO, name=took["detail"]["was"] if signed else "", problem="gone", names=[])
         if not self._reads(table, writer):
             raise Refusal(Why.TELL_WHO, name=table.names[writer] if signed else "", problem="left", names=[])
         return self._relay(table, reply["seat"], [writer], text, signed=signed, everyone=False, answer=True)
+
+    def taken_over(self, table: Table, seat: int, reply: PressTokenRow) -> dict[str, Any] | None:
+        """The first takeover of ``seat`` (Keeping.replace) since the message
+        ``reply`` answers was relayed, if any: from then on the seat is
+        another person's, and that message, its reply address and the
+        answers to it are not.  (A takeover in the same second counts: a
+        newcomer cannot have written before the seat was theirs.)"""
+        at = self.store.press_at(reply["press_id"])
+        return next(
+            (
+                dict(act)
+                for act in table.interventions
+                if act["act"] == Act.REPLACE and act["detail"]["seat"] == seat and act["at"] >= at
+            ),
+            None,
+        )
+
+    def reader_address(self, table: Table, reply: PressTokenRow) -> str | None:
+        """The address the message with the reply address ``reply`` went to,
+        as its seat's player's is now (a move to another address is still
+        them); the one who left, if someone took the seat over since."""
+        took = self.taken_over(table, reply["seat"], reply)
+        return took["detail"]["was_address"] if took is not None else table.seats[reply["seat"]]["address"]
 
     def _allowed(self, table: Table, grey: bool) -> None:
         press = self.press(table)

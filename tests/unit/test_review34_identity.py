@@ -1,0 +1,94 @@
+"""Review of issue 34 (identity and abuse at the seams): probes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from conftest import PLAYERS, Mailbox, answer, make_mail, send
+from test_club_press import receipt, start, talk
+
+from referee.engine import Engine
+from referee.rules.api import Press
+
+ALICE, BOB, CAROL = PLAYERS
+DAVE = "dave@example.org"
+ZED = "zed@example.net"
+EVE = "eve@example.net"
+KEEPER = "keeper@example.org"
+
+
+@pytest.fixture
+def config(config):
+    return replace(config, keepers=(KEEPER,), press_per_day=5)
+
+
+@pytest.fixture
+def box(engine: Engine) -> Mailbox:
+    return Mailbox(engine)
+
+
+def test_an_answer_to_table_talk_never_reaches_the_newcomer_who_took_the_writers_seat(engine, clock, box):
+    """Bob answers alice's table talk after the keeper gave her seat to zed:
+    the words were for alice, and zed wrote nothing; bob is told."""
+    start(engine, box)
+    send(engine, clock, ALICE, "TELL bob secret for alice only")
+    [to_bob] = talk(box, BOB)
+    clock.advance(minutes=5)
+    engine.replace(1, ALICE, ZED, KEEPER)
+    box.new()
+    assert answer(engine, clock, to_bob, "Alice, here is my plan").code == "refused"
+    assert not [m for m in box.all if "my plan" in m["body"]]
+    said = receipt(box, BOB)
+    assert "alice has left the game, and another player took the seat over" in said and "zed" not in said
+
+
+def test_an_answer_to_grey_table_talk_after_a_takeover_names_nobody(engine, clock, box):
+    start(engine, box, press=Press.GREY)
+    send(engine, clock, ALICE, "TELL bob GREY psst")
+    [to_bob] = talk(box, BOB)
+    engine.replace(1, ALICE, ZED, KEEPER)  # (in the same second: still after the message)
+    box.new()
+    assert answer(engine, clock, to_bob, "who are you?").code == "refused"
+    assert box.to(ZED) == [] or not [m for m in box.to(ZED) if "who are you" in m["body"]]
+    said = receipt(box, BOB)
+    assert "The player who wrote has left the game" in said and "alice" not in said and "zed" not in said
+
+
+def test_the_newcomer_s_own_table_talk_is_answered_to_them(engine, clock, box):
+    start(engine, box)
+    engine.replace(1, ALICE, ZED, KEEPER)
+    clock.advance(minutes=5)
+    assert send(engine, clock, ZED, "TELL bob hello from the new player").code == "done"
+    [to_bob] = [m for m in box.to(BOB) if "hello from the new player" in m["body"]]
+    assert answer(engine, clock, to_bob, "welcome").code == "done"
+    assert [m for m in box.to(ZED) if "welcome" in m["body"]]
+
+
+def test_one_who_left_answering_old_table_talk_reaches_nobody_and_no_address_is_shown(engine, clock, box):
+    """Bob's seat was given to zed; bob answers alice's earlier message from
+    his own address: nothing is passed on to alice, zed is not told of it
+    (nor shown bob's address), and bob is told why."""
+    start(engine, box)
+    send(engine, clock, ALICE, "TELL bob hi bob")
+    [to_bob] = talk(box, BOB)
+    clock.advance(minutes=5)
+    engine.replace(1, BOB, ZED, KEEPER)
+    box.new()
+    assert answer(engine, clock, to_bob, "bob's answer").code == "refused"
+    fresh = box.new()
+    assert [m["to"] for m in fresh] == [BOB]
+    assert "You no longer play in this game" in fresh[0]["body"]
+    assert not [m for m in box.to(ALICE) if "bob's answer" in m["body"]]
+
+
+def test_a_forged_answer_with_the_old_reader_s_token_tells_the_one_it_went_to(engine, clock, box):
+    start(engine, box)
+    send(engine, clock, ALICE, "TELL bob hi bob")
+    [to_bob] = talk(box, BOB)
+    clock.advance(minutes=5)
+    engine.replace(1, BOB, ZED, KEEPER)
+    box.new()
+    forged = make_mail(EVE, "psst", to=to_bob["reply_to"], received=clock())
+    assert engine.ingest(forged).code == "refused"
+    assert [m["to"] for m in box.new()] == [BOB]  # never the newcomer, to whom bob's address is private
