@@ -233,7 +233,7 @@ class Desk:
         unsubscribe = self._unsubscribe(message)
         if unsubscribe:
             return unsubscribe
-        why = never_answer(message, self.config.address)
+        why = never_answer(message, self.config.address) or self._from_a_list(message)
         if why:
             return Outcome(OutcomeCode.IGNORED, why)
         notice = self._notice_answered(message)
@@ -312,6 +312,16 @@ class Desk:
             return "the referee's own mail, come back (a list's copy)"
         if through_a_list(message, self.config.address):
             return "the referee's own mail, come back through a list"
+        return None
+
+    def _from_a_list(self, message: Incoming) -> str | None:
+        """Why a message is never answered when its From is a list the
+        referee copies games' public mail to (``announce_to``): an answer
+        would go to every member, and anyone can put the list's address on a
+        mail (a WATCH, a JOIN, a HELP in its name would mail the whole club)."""
+        sender = normalised(message.sender)
+        if any(normalised(address) == sender for address in (*self.config.announce_to, *self.store.lists())):
+            return "from a club's list the referee announces to: never answered"
         return None
 
     # -- 1b. unsubscribes ----------------------------------------------------

@@ -919,6 +919,11 @@ class Store:
         """A game's own lists (games.announce_to) and whether its mail tells its award (None: the config's)."""
         self._update("games", "id = ?", [game_id], {"announce_to": json.dumps(announce_to), "awards": awards})
 
+    def lists(self) -> set[str]:
+        """Every game's own lists (games.announce_to), lower case."""
+        rows = self._read("select distinct announce_to from games where announce_to not in ('', '[]')")
+        return {address.lower() for row in rows for address in json.loads(row["announce_to"] or "[]")}
+
     def game(self, game_id: int) -> GameRow | None:
         if not 0 < game_id < 2**63:  # beyond SQLite's integers: no such game
             return None

@@ -92,3 +92,24 @@ def test_a_forged_answer_with_the_old_reader_s_token_tells_the_one_it_went_to(en
     forged = make_mail(EVE, "psst", to=to_bob["reply_to"], received=clock())
     assert engine.ingest(forged).code == "refused"
     assert [m["to"] for m in box.new()] == [BOB]  # never the newcomer, to whom bob's address is private
+
+
+LIST = "club@lists.example.org"
+
+
+@pytest.mark.parametrize("line", ["WATCH 1", "JOIN bid", "HELP", "STANDINGS", "UNWATCH 1", "JOIN priority 5"])
+@pytest.mark.parametrize("where", ["game", "config"])
+def test_mail_in_a_club_list_s_name_is_never_answered_so_nobody_mails_the_whole_club(
+    engine, clock, box, config, seeds, line, where
+):
+    """Anyone can put the club's list address on a mail: a WATCH, a JOIN or a
+    HELP in its name would send an offer, a confirmation or an answer to
+    every member of the club, hour after hour."""
+    if where == "config":
+        engine = Engine(engine.store, replace(config, announce_to=(LIST,)), clock, seeds)
+        box = Mailbox(engine)
+    engine.new_game("pure-skill", PLAYERS, announce_to=[LIST] if where == "game" else [])
+    before = len(box.to(LIST))
+    outcome = engine.ingest(make_mail(f"Club <{LIST.upper()}>", line, subject="hi", received=clock()))
+    assert outcome.code == "ignored" and "club's list" in outcome.detail
+    assert len(box.to(LIST)) == before and engine.store.watchers(1) == []
