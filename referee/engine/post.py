@@ -241,11 +241,17 @@ class Post:
         """Who gets a game's public mail besides its players: the club's
         lists (the config's and the game's own), at ``[club] announce_notify``,
         and its observers (WATCH), each at their level (else the config's
-        ``notify``), with their reply token and unsubscribe address."""
+        ``notify``), with their reply token and unsubscribe address; not an
+        observer who plays a seat of it now (their seat's mail is theirs)."""
         lists = dict.fromkeys([*self.config.announce_to, *game["announce_to"]])
         readers = [Reader(address, self.config.announce_notify) for address in lists]
+        # An observer who took a seat since (a JOIN, a REPLACE, a place from standby) gets the seat's mail:
+        # not a second copy of each, whose reply token is no seat's.
+        playing = {s["address"].lower() for s in self.store.seats(game["id"]) if s["address"] and not s["bot"]}
         for watcher in self.store.watchers(game["id"]):
             address = watcher["address"]
+            if address.lower() in playing:
+                continue
             readers.append(
                 Reader(
                     address,

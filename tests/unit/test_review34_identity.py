@@ -9,6 +9,7 @@ from conftest import PLAYERS, Mailbox, answer, make_mail, send
 from test_club_press import receipt, start, talk
 
 from referee.engine import Engine
+from referee.mail.tokens import token_address
 from referee.rules.api import Press
 
 ALICE, BOB, CAROL = PLAYERS
@@ -113,3 +114,30 @@ def test_mail_in_a_club_list_s_name_is_never_answered_so_nobody_mails_the_whole_
     outcome = engine.ingest(make_mail(f"Club <{LIST.upper()}>", line, subject="hi", received=clock()))
     assert outcome.code == "ignored" and "club's list" in outcome.detail
     assert len(box.to(LIST)) == before and engine.store.watchers(1) == []
+
+
+OLIVE = "olive@example.net"
+
+
+def test_an_observer_who_joins_the_game_gets_its_mail_once_as_a_player(engine, clock, box):
+    """Olive follows an open game, then joins it: each public mail came
+    twice, once with her seat's reply address and once with her observer's,
+    and a move in a reply to the observer's copy proves no seat."""
+    from conftest import join
+    from test_club_watch import ask, watch
+
+    join(engine, "pure-skill", ALICE)
+    join(engine, "pure-skill", BOB)
+    watch(engine, clock, box, OLIVE)
+    assert [w["address"] for w in engine.store.watchers(1)] == [OLIVE]
+    assert ask(engine, clock, OLIVE, "JOIN pure-skill").code == "done"
+    confirmation = [m for m in box.to(OLIVE) if "] JOIN " in m["subject"]][-1]
+    assert answer(engine, clock, confirmation, "").code == "done"
+    assert engine.store.game(1)["state"] == "running"
+    count = len(box.to(OLIVE))
+    for player, bid in ((ALICE, 3), (BOB, 4), (OLIVE, 5)):
+        assert send(engine, clock, player, f"bid {bid}").code == "move"
+    results = [m for m in box.to(OLIVE)[count:] if "Round 1 of 13" in m["subject"]]
+    assert len(results) == 1 and results[0]["reply_to"] == token_address(
+        engine.config.address, engine.table(1).seats[2]["token"]
+    )
