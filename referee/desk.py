@@ -318,9 +318,12 @@ class Desk:
         """Why a message is never answered when its From is a list the
         referee copies games' public mail to (``announce_to``): an answer
         would go to every member, and anyone can put the list's address on a
-        mail (a WATCH, a JOIN, a HELP in its name would mail the whole club)."""
+        mail (a WATCH, a JOIN, a HELP in its name would mail the whole club).
+        Unless it plays a seat (a keeper named a list, or a list's address,
+        as a player): its moves are read as any player's."""
         sender = normalised(message.sender)
-        if any(normalised(address) == sender for address in (*self.config.announce_to, *self.store.lists())):
+        lists = (*self.config.announce_to, *self.store.lists())
+        if any(normalised(address) == sender for address in lists) and not self.store.games_of(message.sender):
             return "from a club's list the referee announces to: never answered"
         return None
 

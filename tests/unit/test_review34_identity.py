@@ -141,3 +141,12 @@ def test_an_observer_who_joins_the_game_gets_its_mail_once_as_a_player(engine, c
     assert len(results) == 1 and results[0]["reply_to"] == token_address(
         engine.config.address, engine.table(1).seats[2]["token"]
     )
+
+
+def test_a_player_whose_address_is_also_a_list_of_the_game_still_plays(engine, clock, box):
+    """A keeper who names a player's address among a game's lists (or a
+    list as a player) must not make that player's moves vanish."""
+    engine.new_game("pure-skill", PLAYERS, announce_to=[CAROL])
+    for player, bid in ((ALICE, 3), (BOB, 4), (CAROL, 5)):
+        assert send(engine, clock, player, f"bid {bid}").code == "move"
+    assert engine.status(1)["phase"]["label"].startswith("Round 2")
