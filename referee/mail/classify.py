@@ -24,6 +24,10 @@ def never_answer(message: Incoming, own_address: str) -> str | None:
         return "bulk, list or auto-reply mail"
     if any(name in headers for name in _LIST_OR_AUTO):
         return "list mail or auto-reply"
+    if "X-MS-Exchange-Inbox-Rules-Loop" in headers and "all" in _words(headers.get("X-Auto-Response-Suppress")):
+        # Exchange's out-of-office reply, which carries no Auto-Submitted: made by an inbox rule, and asking
+        # that nothing answer it (the pair Zammad's OutOfOfficeCheck reads; either alone is ordinary mail's).
+        return "an out-of-office reply (Exchange)"
     return_path = str(headers.get("Return-Path", "<x>")).strip().lower()
     if return_path in ("<>", "") or "mailer-daemon" in return_path:
         return "bounce (empty or MAILER-DAEMON return path)"
@@ -34,6 +38,10 @@ def never_answer(message: Incoming, own_address: str) -> str | None:
     if is_own(message.sender, own_address):
         return "our own mail"
     return None
+
+
+def _words(value: object) -> list[str]:
+    return [word.strip().lower() for word in str(value or "").split(",")]
 
 
 def through_a_list(message: Incoming, own_address: str) -> bool:

@@ -150,3 +150,48 @@ def test_a_player_whose_address_is_also_a_list_of_the_game_still_plays(engine, c
     for player, bid in ((ALICE, 3), (BOB, 4), (CAROL, 5)):
         assert send(engine, clock, player, f"bid {bid}").code == "move"
     assert engine.status(1)["phase"]["label"].startswith("Round 2")
+
+
+EXCHANGE_OOF = {
+    "X-Auto-Response-Suppress": "All",
+    "X-MS-Exchange-Inbox-Rules-Loop": BOB,
+    "Thread-Topic": "Automatic reply",
+}
+
+
+def test_an_exchange_out_of_office_reply_to_table_talk_is_not_relayed(engine, clock, box):
+    """Exchange's automatic reply carries no Auto-Submitted: answering a
+    relayed message, it was passed on to the writer as the reader's words."""
+    start(engine, box)
+    send(engine, clock, ALICE, "TELL bob Shall we share the Suns?")
+    [to_bob] = talk(box, BOB)
+    box.new()
+    oof = make_mail(
+        BOB,
+        "I am out of the office until Monday.",
+        to=to_bob["reply_to"],
+        subject=f"Automatic reply: {to_bob['subject']}",
+        headers=EXCHANGE_OOF,
+        received=clock(),
+    )
+    assert engine.ingest(oof).code == "ignored"
+    assert box.new() == []
+
+
+def test_an_exchange_out_of_office_reply_to_an_observer_s_copy_is_not_answered(engine, clock, box):
+    from test_club_watch import watch
+
+    engine.new_game("pure-skill", PLAYERS)
+    watch(engine, clock, box, OLIVE)
+    box.new()
+    headers = {**EXCHANGE_OOF, "X-MS-Exchange-Inbox-Rules-Loop": OLIVE}
+    oof = make_mail(OLIVE, "Away.", to=box.to(OLIVE)[-1]["reply_to"], headers=headers, received=clock())
+    assert engine.ingest(oof).code == "ignored"
+    assert box.new() == []
+
+
+@pytest.mark.parametrize("headers", [{"X-Auto-Response-Suppress": "All"}, {"X-MS-Exchange-Inbox-Rules-Loop": BOB}])
+def test_either_exchange_header_alone_is_a_person_s_mail(engine, clock, box, headers):
+    """Outlook puts X-Auto-Response-Suppress on ordinary mail too."""
+    engine.new_game("pure-skill", PLAYERS)
+    assert send(engine, clock, BOB, "bid 3", headers=headers).code == "move"
