@@ -1251,7 +1251,9 @@ class Desk:
     def _do_start(self, sender: Sender, command: Command) -> Answer:
         """START: start the open game the sender is signed up for as soon as
         it has its least players and everyone signed up has sent START."""
-        kinds = [k for k in sender.signed if self.seating.signup_of(k, sender.address) is not None]
+        # In the games' order (GAMES), never a set's (whose order is the process's hash seed's): a mail that
+        # names two kinds' sign-up tokens starts the same game each time it is handled (after a restore too).
+        kinds = [k for k in GAMES if k in sender.signed and self.seating.signup_of(k, sender.address) is not None]
         if not kinds:
             known = self._kind_of(sender)
             raise Refusal(Why.START_NOT_SIGNED, title=GAMES[known].title if known else "any kind")
@@ -1269,7 +1271,7 @@ class Desk:
     def _do_leave(self, sender: Sender, command: Command) -> Answer:
         if sender.game_id is not None:
             raise Refusal(Why.LEAVE_BEGUN, game=sender.game_id)
-        kinds = [k for k in sender.signed if self.seating.signup_of(k, sender.address) is not None]
+        kinds = [k for k in GAMES if k in sender.signed and self.seating.signup_of(k, sender.address) is not None]
         if not kinds:
             raise Refusal(Why.LEAVE_NOT_SIGNED)
         for kind in kinds:

@@ -195,3 +195,51 @@ def test_either_exchange_header_alone_is_a_person_s_mail(engine, clock, box, hea
     """Outlook puts X-Auto-Response-Suppress on ordinary mail too."""
     engine.new_game("pure-skill", PLAYERS)
     assert send(engine, clock, BOB, "bid 3", headers=headers).code == "move"
+
+
+_START_SCRIPT = """
+import sys
+sys.path[:0] = [sys.argv[2], sys.argv[2] + "/tests"]
+from pathlib import Path
+from conftest import FakeClock, Seeds, join, make_mail
+from referee.config import Config
+from referee.engine import Engine
+from referee.mail.tokens import signup_token, token_address
+from referee.store import Store
+
+folder = Path(sys.argv[1])
+config = Config(address="referee@example.org", database=folder / "games.db", reminder=None, outage_gap=None)
+clock = FakeClock()
+engine = Engine(Store(config.database), config, clock, Seeds(b"s" * 64))
+for kind in ("bid", "ice"):
+    for player in ("alice@example.org", "bob@example.org", "carol@example.org"):
+        join(engine, kind, player)
+tokens = [signup_token(engine.key, kind, "alice@example.org") for kind in ("bid", "ice")]
+to = ", ".join(token_address(config.address, token) for token in tokens)
+engine.ingest(make_mail("alice@example.org", "START", to=to, subject="start", received=clock()))
+print(engine.store.outbox()[-1]["raw"].decode().split("\\r\\n\\r\\n", 1)[1][:200])  # (the answer: which game)
+"""
+
+
+def test_start_with_two_kinds_sign_up_tokens_acts_the_same_whatever_the_hash_seed(tmp_path):
+    """START from a mail naming sign-up tokens of two kinds picked the first
+    kind of a frozenset: which game it counted towards depended on
+    PYTHONHASHSEED, so the same mail handled again after a restart (a
+    restore) could act otherwise."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])
+    said = set()
+    for seed in ("1", "2", "3", "4", "5", "6"):
+        folder = tmp_path / seed
+        folder.mkdir()
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": root}
+        done = subprocess.run(
+            [sys.executable, "-c", _START_SCRIPT, str(folder), root], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        said.add(done.stdout)
+    assert len(said) == 1, said
