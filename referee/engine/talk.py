@@ -79,11 +79,16 @@ class TableTalk:
         signed = bool(reply["signed"])
         self._allowed(table, not signed)
         writer = reply["to_seat"]
-        if (took := self.taken_over(table, writer, reply)) is not None:
-            # Its writer's words were theirs alone: the newcomer in the seat wrote nothing, and reads no answer.
-            raise Refusal(Why.TELL_WHO, name=took["detail"]["was"] if signed else "", problem="gone", names=[])
+        took = self.taken_over(table, writer, reply)  # (the newcomer in the seat wrote nothing, and reads no answer)
+        if (took is not None or not self._reads(table, writer)) and not signed:
+            # Unsigned, its writer is not to be known: "they left" would name them among those who did.  It is
+            # answered as if passed on, counted as any (its receipt says an unsigned answer reaches its writer
+            # only if they still play), and goes to nobody.
+            return self._relay(table, reply["seat"], [], text, signed=False, everyone=False, answer=True)
+        if took is not None:
+            raise Refusal(Why.TELL_WHO, name=took["detail"]["was"], problem="gone", names=[])
         if not self._reads(table, writer):
-            raise Refusal(Why.TELL_WHO, name=table.names[writer] if signed else "", problem="left", names=[])
+            raise Refusal(Why.TELL_WHO, name=table.names[writer], problem="left", names=[])
         return self._relay(table, reply["seat"], [writer], text, signed=signed, everyone=False, answer=True)
 
     def taken_over(self, table: Table, seat: int, reply: PressTokenRow) -> dict[str, Any] | None:

@@ -50,10 +50,33 @@ def test_an_answer_to_grey_table_talk_after_a_takeover_names_nobody(engine, cloc
     [to_bob] = talk(box, BOB)
     engine.replace(1, ALICE, ZED, KEEPER)  # (in the same second: still after the message)
     box.new()
-    assert answer(engine, clock, to_bob, "who are you?").code == "refused"
-    assert box.to(ZED) == [] or not [m for m in box.to(ZED) if "who are you" in m["body"]]
+    assert answer(engine, clock, to_bob, "who are you?").code == "done"  # (as if passed on: see below)
+    assert not [m for m in box.all if "who are you" in m["body"]]
     said = receipt(box, BOB)
-    assert "The player who wrote has left the game" in said and "alice" not in said and "zed" not in said
+    assert "Passed on to the writer, if they still play" in said and "alice" not in said and "zed" not in said
+
+
+@pytest.mark.parametrize("leaves", ["RESIGN", "REPLACE"])
+def test_an_answer_to_grey_table_talk_never_says_its_writer_left(engine, clock, box, leaves):
+    """Alice writes unsigned, then leaves (her leaving is public): bob's
+    answer was refused with "The player who wrote has left the game",
+    which names alice as the writer.  Now bob's receipt reads as for a
+    writer who still plays, and the words go nowhere."""
+    start(engine, box, press=Press.GREY)
+    send(engine, clock, ALICE, "TELL bob GREY carol is bluffing")
+    send(engine, clock, CAROL, "TELL bob GREY alice is bluffing")
+    [from_alice, from_carol] = talk(box, BOB)
+    clock.advance(minutes=5)
+    if leaves == "RESIGN":
+        assert send(engine, clock, ALICE, "RESIGN").code == "done"
+    else:
+        engine.replace(1, ALICE, ZED, KEEPER)
+    receipts = []
+    for mail in (from_alice, from_carol):
+        assert answer(engine, clock, mail, "who are you?").code == "done"
+        receipts.append(receipt(box, BOB).replace("1 of the", "N of the").replace("2 of the", "N of the"))
+    assert receipts[0] == receipts[1]  # nothing tells the two writers apart
+    assert [m["to"] for m in box.all if "who are you?" in m["body"]] == [CAROL]
 
 
 def test_the_newcomer_s_own_table_talk_is_answered_to_them(engine, clock, box):
