@@ -2300,7 +2300,7 @@ COMMANDS = CommandTable(
         "tell",
         Who.PLAYER,
         Desk._do_tell,
-        "table talk: your words to one player of this game (by name or seat number) or to ALL, signed with "
+        "table talk: your words to one player of this game (by name, address or seat number) or to ALL, signed with "
         "your name (GREY after the name: unsigned, where the game allows it); with nothing after the name, "
         "the lines below are the words, up to END. Replies come back through the referee. Never a move",
         argument="<name>|ALL [GREY] <words>",

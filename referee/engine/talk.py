@@ -130,8 +130,9 @@ class TableTalk:
         return [other for other in range(len(table.seats)) if other != seat and self._reads(table, other)]
 
     def _seat_named(self, table: Table, seat: int, whom: str) -> int:
-        """The seat a TELL names: its number (2, #2), its name, or the start
-        of one name alone; refused when it names nobody, several, the writer,
+        """The seat a TELL names: its number (2, #2), its name, its player's
+        address (as the writer's game mail shows it), or the start of one
+        name alone; refused when it names nobody, several, the writer,
         or a seat no person plays."""
         said = whom.strip("<>,;:.!").lower()
         names = [name.lower() for name in table.names]
@@ -139,7 +140,10 @@ class TableTalk:
         if number.isdigit():
             found = [int(number) - 1] if 1 <= int(number) <= len(table.seats) else []
         else:
+            # The writer's own game mail names the others by address: that names them too.
+            addresses = [(row["address"] or "").lower() for row in table.seats]
             found = [s for s, name in enumerate(names) if name == said]
+            found = found or [s for s, address in enumerate(addresses) if address and address == said]
             found = found or [s for s, name in enumerate(names) if name.startswith(said)]
         others = [table.names[s] for s in self._readers(table, seat)]
         if not found:

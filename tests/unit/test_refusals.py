@@ -286,7 +286,7 @@ EXAMPLES = {
     ),
     Why.TELL_WHO: (
         {"name": "zed", "problem": "nobody", "names": ["bob", "carol"]},
-        '"zed" names no seat of this game. You may write to bob, carol (by name or seat number), or to ALL.',
+        '"zed" names no seat of this game. You may write to bob, carol (by name, address or seat number), or to ALL.',
     ),
     Why.PRESS_NONE: (
         {"title": "Game of Pure Skill", "rule": 'rule 7: "Players may not discuss or collude on strategy or bids."'},
