@@ -1256,6 +1256,10 @@ class Desk:
         kinds = [k for k in GAMES if k in sender.signed and self.seating.signup_of(k, sender.address) is not None]
         if not kinds:
             known = self._kind_of(sender)
+            asked = set(sender.signed) or ({known} if known else set())
+            begun = [game for game in self.store.games_of(sender.address) if game["kind"] in asked]
+            if begun:  # the game they signed up for began (its seats filled) before their START came
+                raise Refusal(Why.START_BEGUN, game=begun[-1]["id"], title=GAMES[begun[-1]["kind"]].title)
             raise Refusal(Why.START_NOT_SIGNED, title=GAMES[known].title if known else "any kind")
         started = self.seating.start(kinds[0], sender.address)
         context = {

@@ -48,6 +48,7 @@ class Why(Enum):
     PLAYS_ALREADY = "plays_already"  # game: a JOIN of a game begun, from one of its players
     JOIN_BEGUN = "join_begun"  # game, kind, title: a game begun, of a kind with no standby list
     START_NOT_SIGNED = "start_not_signed"  # title: START from an address signed up for no open game of the kind
+    START_BEGUN = "start_begun"  # game, title: START from a player of that game, begun already (its seats filled)
     TOO_MANY_MAILS = "too_many_mails"  # command: to send again (JOIN, STANDBY)
     LEAVE_BEGUN = "leave_begun"  # game
     LEAVE_NOT_SIGNED = "leave_not_signed"

@@ -167,6 +167,13 @@ EXAMPLES = {
             "reply to the mail that confirmed your sign-up.)"
         ),
     ),
+    Why.START_BEGUN: (
+        {"game": 3, "title": "Bid!"},
+        (
+            "Game 3 (Bid!) has begun already, and you play in it: there is nothing left to start. Its first mails "
+            "to you came separately; reply to those to play."
+        ),
+    ),
     Why.TOO_MANY_MAILS: (
         {},
         (

@@ -4,7 +4,7 @@ reads, and what they can do with what they read."""
 from __future__ import annotations
 
 import pytest
-from conftest import PLAYERS, Mailbox, send
+from conftest import PLAYERS, Mailbox, answer, make_mail, send
 
 from referee.engine import Engine
 
@@ -14,6 +14,11 @@ ALICE, BOB, CAROL = PLAYERS
 @pytest.fixture
 def box(engine: Engine) -> Mailbox:
     return Mailbox(engine)
+
+
+def write(engine: Engine, clock, sender: str, body: str):
+    """A fresh mail to the referee's plain address: no reply token."""
+    return engine.ingest(make_mail(sender, body, subject="Hello referee", received=clock()))
 
 
 def said(box: Mailbox, to: str) -> str:
@@ -30,3 +35,20 @@ def test_tell_names_a_player_as_the_writer_s_own_game_mail_shows_them_by_address
     assert [m for m in box.to(CAROL) if "writes to you" in m["subject"]]
     assert send(engine, clock, ALICE, f"TELL {ALICE} hi").code == "refused"
     assert "That is your own seat" in said(box, ALICE)
+
+
+def test_start_sent_after_the_seats_filled_says_the_game_has_begun_not_join_it_first(engine, clock, box):
+    people = [f"{name}@example.net" for name in ("ann", "ben", "cat")]
+    confirmations = {}
+    for person in people:
+        write(engine, clock, person, "JOIN pure-skill")
+        confirmations[person] = [m for m in box.to(person) if " JOIN " in m["subject"]][-1]
+        assert answer(engine, clock, confirmations[person], "").code == "done"
+    assert engine.status(1)["state"] == "running"  # three seats, three sign-ups: full
+    assert answer(engine, clock, confirmations[people[0]], "START").code == "refused"
+    told = said(box, people[0])
+    assert "Game 1 (Game of Pure Skill) has begun already, and you play in it" in told
+    assert "JOIN it first" not in told
+    # someone signed up for nothing still hears JOIN it first
+    assert write(engine, clock, "dan@example.net", "START").code == "refused"
+    assert "JOIN it first" in said(box, "dan@example.net")
