@@ -1788,14 +1788,20 @@ class Desk:
         else:
             # A sign-up made (or a place on standby) is never left unconfirmed by the cap on answers.
             signed = any(answer.context.get("signed") for answer in answers)
-            if len(sender.signed) == 1:  # a reply to it (START, LEAVE) carries the sign-up's token again
-                kind = next(iter(sender.signed))
-                headers = {
-                    **headers,
-                    "reply_to": token_address(self.config.address, signup_token(self.key, kind, sender.address)),
-                }
+            # An answer to a reply to a sign-up's confirmation carries its token too, so START or LEAVE in a
+            # reply to the answer ("You have signed up ...", the newest mail) works as it does to the confirmation.
+            kinds = sorted(sender.signed) if sender.game_id is None else []
+            token = signup_token(self.key, kinds[0], sender.address) if len(kinds) == 1 else None
             self.post.mail(
-                None, sender.address, "reply", context, budget=budget, origin=self._origin, always=signed, **headers
+                None,
+                sender.address,
+                "reply",
+                context,
+                budget=budget,
+                origin=self._origin,
+                always=signed,
+                reply_to=token and token_address(self.config.address, token),
+                **headers,
             )
 
     def _reply_parts(

@@ -52,3 +52,25 @@ def test_start_sent_after_the_seats_filled_says_the_game_has_begun_not_join_it_f
     # someone signed up for nothing still hears JOIN it first
     assert write(engine, clock, "dan@example.net", "START").code == "refused"
     assert "JOIN it first" in said(box, "dan@example.net")
+
+
+def confirmation(box: Mailbox, address: str) -> dict:
+    return [m for m in box.to(address) if " JOIN " in m["subject"] and not m["subject"].startswith("Re:")][-1]
+
+
+def signed_up(engine: Engine) -> list[str]:
+    return [row["address"] for row in engine.store.signups(1)] if engine.store.game(1) else []
+
+
+def test_start_and_leave_in_a_reply_to_the_you_have_signed_up_answer_work(engine, clock, box):
+    """The newest mail a person has is the answer "You have signed up ...": replying START or LEAVE to it
+    was refused as "You are not signed up for a game of any kind", which they were."""
+    write(engine, clock, "dan@example.net", "JOIN bid")
+    answer(engine, clock, confirmation(box, "dan@example.net"), "")
+    signed = box.to("dan@example.net")[-1]
+    assert "You have signed up for game 1" in " ".join(signed["body"].split())
+    assert answer(engine, clock, signed, "START").code == "done"
+    assert engine.store.signups(1)[0]["start"] is not None
+    assert answer(engine, clock, box.to("dan@example.net")[-1], "LEAVE").code == "done"
+    assert signed_up(engine) == []
+    assert "withdrawn" in said(box, "dan@example.net")
