@@ -125,6 +125,8 @@ _ASSENT = frozenset(
         "please",
         "confirm",
         "confirmed",
+        "sign",
+        "up",
         "accept",
         "accepted",
         "agreed",
@@ -258,7 +260,13 @@ class Desk:
         elif self._assents(sender, message):
             # A reply to a sign-up's confirmation (JOIN's, STANDBY's) that says nothing of its own, or only
             # yes, confirms it, whatever became of its subject: it repeats the command the confirmation asks.
-            lines = self._confirmation_asked(sender) or lines
+            # START in it (the sign-up's own word) starts the game too, once the sign-up is made.
+            starts = [line for line in lines if _starts(line)]
+            playing = {game["kind"] for game in self.store.games_of(sender.address)}
+            if starts and all(self.seating.signup_of(k, sender.address) or k in playing for k in sender.signed):
+                pass  # signed up already (or playing, the game begun): START alone, as written
+            else:
+                lines = [*(self._confirmation_asked(sender) or [line for line in lines if not _starts(line)]), *starts]
         answers = self._run_all(sender, lines)
         if sender.game_id is None or sender.seat is None or not any(a.code in MOVE_CODES for a in answers):
             self._reply(message, sender, answers)  # a mail that moved nothing changes nothing more
@@ -481,7 +489,10 @@ class Desk:
         as replies to a confirmation do."""
         if not sender.signed or sender.offer is not None or sender.game_id is not None:
             return False
-        return all(_assent(line) for line in own_lines(message.text, MAX_LINES, self._quoted))
+        own = [line for line in own_lines(message.text, MAX_LINES, self._quoted) if not _starts(line)]
+        if own and len(own) > 1 and any(_assent(line) for line in own[:-1]) and _sign_off(own[-1]):
+            own = own[:-1]  # "Yes please!" signed "Thanks, Fay": the name below a yes is no command
+        return all(_assent(line) for line in own)
 
     def _confirmation_asked(self, sender: Sender) -> list[str]:
         """The command the sign-up confirmation a mail answers asks to
@@ -1892,6 +1903,21 @@ _ON_OFF = {"on": True, "yes": True, "off": False, "no": False}  # NEW's settings
 _FILLER = ("of", "for", "game")  # "STATUS of game 7", "EXTEND game 7 2d"
 _SPACED_COLON = re.compile(r"\s*:\s*")
 _SPACED_EQUALS = re.compile(r"\s*=\s*")
+
+
+def _starts(line: str) -> bool:
+    """Whether a line is START (in a reply to a sign-up's confirmation)."""
+    return COMMANDS.read(line).word == "start"
+
+
+_REFUSING = frozenset(["no", "not", "nope", "never", "stop", "cancel", "remove", "unsubscribe", "wrong", "mistake"])
+
+
+def _sign_off(line: str) -> bool:
+    """Whether a line is a short sign-off under a yes ("Thanks, Fay", "Ann"):
+    three words at most, no command and no word of refusal."""
+    words = re.findall(r"[a-z']+", line.lower())
+    return len(line.split()) <= 3 and not COMMANDS.read(line).word and not _REFUSING.intersection(words)
 
 
 def _assent(line: str) -> bool:

@@ -62,6 +62,36 @@ def signed_up(engine: Engine) -> list[str]:
     return [row["address"] for row in engine.store.signups(1)] if engine.store.game(1) else []
 
 
+@pytest.mark.parametrize(
+    "reply",
+    ["Yes please, sign me up!\n\nThanks, Fay", "Yes\nFay", "Count me in!\n-- \nFay Smith\nSent from my phone"],
+)
+def test_a_yes_signed_with_a_name_confirms_a_sign_up(engine, clock, box, reply):
+    write(engine, clock, "fay@example.net", "JOIN bid")
+    assert answer(engine, clock, confirmation(box, "fay@example.net"), reply).code == "done"
+    assert signed_up(engine) == ["fay@example.net"]
+    assert "You have signed up for game 1" in said(box, "fay@example.net")
+
+
+@pytest.mark.parametrize("reply", ["Yes\nNot me", "Not me!\nAnn", "No thanks\nAnn", "Who are you?\nAnn"])
+def test_a_reply_that_says_no_or_asks_signs_nobody_up(engine, clock, box, reply):
+    write(engine, clock, "ann@example.net", "JOIN bid")
+    answer(engine, clock, confirmation(box, "ann@example.net"), reply)
+    assert signed_up(engine) == []
+
+
+def test_start_in_the_reply_to_the_confirmation_signs_up_and_asks_to_start(engine, clock, box):
+    people = ["ann@example.net", "ben@example.net", "cat@example.net"]
+    for person in people:
+        write(engine, clock, person, "JOIN bid")
+        assert answer(engine, clock, confirmation(box, person), "START").code == "done"
+    assert signed_up(engine) == people
+    assert engine.status(1)["state"] == "running"  # three of Bid!'s four seats, all asked to start
+    assert "has sent START: it starts now" in said(box, "cat@example.net") or any(
+        "everyone signed up sent START" in " ".join(m["body"].split()) for m in box.to("cat@example.net")
+    )
+
+
 def test_start_and_leave_in_a_reply_to_the_you_have_signed_up_answer_work(engine, clock, box):
     """The newest mail a person has is the answer "You have signed up ...": replying START or LEAVE to it
     was refused as "You are not signed up for a game of any kind", which they were."""
