@@ -4,7 +4,7 @@ reads, and what they can do with what they read."""
 from __future__ import annotations
 
 import pytest
-from conftest import PLAYERS, Mailbox, answer, make_mail, send
+from conftest import PLAYERS, Mailbox, answer, make_mail, send, to_deadline
 
 from referee.engine import Engine
 
@@ -104,3 +104,17 @@ def test_start_and_leave_in_a_reply_to_the_you_have_signed_up_answer_work(engine
     assert answer(engine, clock, box.to("dan@example.net")[-1], "LEAVE").code == "done"
     assert signed_up(engine) == []
     assert "withdrawn" in said(box, "dan@example.net")
+
+
+def test_standings_explain_the_columns_they_show_and_no_other(engine, clock, box):
+    engine.new_game("pure-skill", PLAYERS)
+    while engine.status(1)["state"] == "running":
+        to_deadline(engine, clock)
+        engine.tick()
+    write(engine, clock, "zed@example.net", "STANDINGS pure-skill")
+    one = said(box, "zed@example.net")
+    assert "Place " in one and "Placing" not in one and "Left" not in one
+    write(engine, clock, "zed@example.net", "STANDINGS")
+    every = said(box, "zed@example.net")
+    assert "Placing: 100% is first" in every and "Left: games the player left" in every
+    assert "count.STANDINGS" not in every and "STANDINGS with a kind of game (pure-skill)" in every
