@@ -36,6 +36,13 @@ from referee.timeutil import EventClock, iso
 
 log = logging.getLogger("referee")
 
+# How much mail an observer gets at each level, in words (as _levels.txt.j2's observer_gets says it).
+_GETS = {
+    Notify.EVERY: "a mail for every turn's or round's result",
+    Notify.TURNS: "a mail for each round's or auction's result",
+    Notify.DIGEST: "one mail a day with what happened in the game",
+}
+
 ANSWER_WITHIN = timedelta(days=2)  # a WATCH's offer lapses then, unanswered
 
 
@@ -94,15 +101,16 @@ class Observers:
         now = iso(self.clock())
         if self.store.watcher(game_id, address) is not None:
             self.set_level(game_id, address, level)
-            done = f"you follow game {game_id} already; you get {self._level(level).value} mail of it now"
+            done = f"you follow game {game_id} already; from now on you get {_GETS[self._level(level)]}"
         else:
             token = watcher_token(self.key, game_id, address)
             self.store.add_watcher(game_id, address, level and level.value, now, token)
             self._told_now(game, address)
             log.info("game %d: an observer joined (%s mail)", game_id, self._level(level).value)
             done = (
-                f"you follow game {game_id} ({self._about(game)['title']}) from now on, at {self._level(level).value}: "
-                "its public mail only; UNWATCH in a reply to any of it, or its unsubscribe button, stops it"
+                f"you follow game {game_id} ({self._about(game)['title']}) from now on: you get "
+                f"{_GETS[self._level(level)]}, besides its start and its end. It is the game's public mail only; "
+                "UNWATCH in a reply to any of it, or its unsubscribe button, stops it"
             )
         return {"confirm": False, "done": done, "game_id": game_id, "level": self._level(level).value}
 

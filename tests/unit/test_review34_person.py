@@ -118,3 +118,19 @@ def test_standings_explain_the_columns_they_show_and_no_other(engine, clock, box
     every = said(box, "zed@example.net")
     assert "Placing: 100% is first" in every and "Left: games the player left" in every
     assert "count.STANDINGS" not in every and "STANDINGS with a kind of game (pure-skill)" in every
+
+
+def test_an_observer_reads_how_much_mail_they_get_once_in_words(engine, clock, box):
+    engine.new_game("bid", PLAYERS)
+    write(engine, clock, "olive@example.net", "WATCH 1 DIGEST")
+    offer = [m for m in box.to("olive@example.net") if "Follow game" in m["subject"]][-1]
+    answer(engine, clock, offer, "")
+    accepted = said(box, "olive@example.net")
+    assert "you get one mail a day with what happened in the game" in accepted and "at digest" not in accepted
+    while engine.status(1)["state"] == "running":
+        to_deadline(engine, clock)
+        engine.tick()
+    daily = [m for m in box.to("olive@example.net") if "What happened since" in m["subject"]]
+    assert daily
+    for mail in daily:
+        assert mail["body"].count("NOTIFY EVERY") == 1, mail["body"]
