@@ -168,6 +168,9 @@ class Post:
             "record_url": self.on_site(game_record(table.id)),
             # whether its game-over mail says what its kind awards where a club keeps such books (Pure Skill's rule 5)
             "awards": bool(self.config.awards if table.row["awards"] is None else table.row["awards"]),
+            # the table talk it relays (TELL: engine.talk), for its players' start mail; the rule that forbids it
+            "press": table.row["press"] or table.rules.press.value,
+            "press_rule": "" if table.row["press"] else table.rules.press_rule,
         }
 
     def on_site(self, path: str) -> str | None:

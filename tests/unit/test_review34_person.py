@@ -3,10 +3,14 @@ reads, and what they can do with what they read."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from conftest import PLAYERS, Mailbox, answer, make_mail, send, to_deadline
 
 from referee.engine import Engine
+from referee.rules.api import Press
+from referee.store import Store
 
 ALICE, BOB, CAROL = PLAYERS
 
@@ -134,3 +138,25 @@ def test_an_observer_reads_how_much_mail_they_get_once_in_words(engine, clock, b
     assert daily
     for mail in daily:
         assert mail["body"].count("NOTIFY EVERY") == 1, mail["body"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "press", "says"),
+    [
+        ("priority", None, '"TELL 2 your words" in a reply passes them on'),
+        ("bid", "grey", "GREY after the name or ALL sends them unsigned"),
+        ("pure-skill", None, "Table talk: this game relays none (Game of Pure Skill's rule 7"),
+    ],
+)
+def test_a_player_s_start_mail_says_how_to_talk_to_the_table_and_a_list_s_copy_does_not(
+    config, clock, seeds, kind, press, says
+):
+    engine = Engine(Store(config.database), replace(config, announce_to=("club@lists.example.org",)), clock, seeds)
+    box = Mailbox(engine)
+    engine.new_game(kind, PLAYERS, press=Press(press) if press else None)
+    start = " ".join(box.to(ALICE)[0]["body"].split())
+    assert says in start
+    assert "by mail to each other" not in start
+    listed = " ".join(box.to("club@lists.example.org")[0]["body"].split())
+    assert "Table talk" not in listed and "\n\n\n" not in box.to("club@lists.example.org")[0]["body"]
+
