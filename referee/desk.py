@@ -1499,7 +1499,10 @@ class Desk:
             game_id = sender.watcher["game_id"]
         watching = [w for w in self.store.watching(sender.address) if every or w["game_id"] == game_id]
         if not watching:  # (nothing to stop: as STANDBY OFF off the list, it is done)
-            return Answer(command.line, "unwatch", {"confirm": False, "games": [], "asked": game_id}, OutcomeCode.DONE)
+            asked = self.store.game(game_id) if game_id is not None else None
+            over = asked is not None and asked["state"] == GameState.FINISHED
+            context = {"confirm": False, "games": [], "asked": game_id, "over": over}
+            return Answer(command.line, "unwatch", context, OutcomeCode.DONE)
         games = [w["game_id"] for w in watching]
         if not sender.authenticated:
             self._confirm_unwatch(sender, watching[0], "ALL" if every else str(game_id))
@@ -2249,7 +2252,7 @@ COMMANDS = CommandTable(
         Who.ANYONE,
         Desk._do_standings,
         "each player's finished games, wins, places and share of moves made by mail, over all games and per "
-        "game; STANDINGS <game>: that game's alone",
+        "kind of game; STANDINGS bid: Bid!'s alone",
         argument="[<game>]",
     ),
     Entry(

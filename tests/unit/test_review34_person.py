@@ -160,3 +160,16 @@ def test_a_player_s_start_mail_says_how_to_talk_to_the_table_and_a_list_s_copy_d
     listed = " ".join(box.to("club@lists.example.org")[0]["body"].split())
     assert "Table talk" not in listed and "\n\n\n" not in box.to("club@lists.example.org")[0]["body"]
 
+
+def test_unwatch_after_the_game_ended_says_it_is_over_not_that_they_never_followed_it(engine, clock, box):
+    engine.new_game("pure-skill", PLAYERS)
+    write(engine, clock, "olive@example.net", "WATCH 1")
+    answer(engine, clock, [m for m in box.to("olive@example.net") if "Follow game" in m["subject"]][-1], "")
+    while engine.status(1)["state"] == "running":
+        to_deadline(engine, clock)
+        engine.tick()
+    assert any("Game over" in m["subject"] for m in box.to("olive@example.net"))
+    write(engine, clock, "olive@example.net", "UNWATCH 1")
+    told = said(box, "olive@example.net")
+    assert "Game 1 is over: the referee sends nothing more about it" in told
+    assert "does not follow" not in told
