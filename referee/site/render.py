@@ -52,7 +52,7 @@ log = logging.getLogger("referee.site")
 
 _STATE_FILE = ".render-state.json"
 _FEED_ENTRIES = 100  # the site's feed: every game's end, and the newest of the other entries
-_LAYOUT = "10"  # bump when the pages' layout changes: every page is then written again
+_LAYOUT = "11"  # bump when the pages' layout changes: every page is then written again
 
 
 class Records(Protocol):
