@@ -173,3 +173,19 @@ def test_unwatch_after_the_game_ended_says_it_is_over_not_that_they_never_follow
     told = said(box, "olive@example.net")
     assert "Game 1 is over: the referee sends nothing more about it" in told
     assert "does not follow" not in told
+
+
+def test_the_game_over_mail_asks_nobody_to_reply_to_play(config, clock, seeds):
+    engine = Engine(Store(config.database), replace(config, site_url="https://games.example.org/r"), clock, seeds)
+    box = Mailbox(engine)
+    engine.new_game("pure-skill", PLAYERS)
+    while engine.status(1)["state"] == "running":
+        to_deadline(engine, clock)
+        engine.tick()
+    [over] = [m for m in box.to(ALICE) if "Game over" in m["subject"]]
+    assert "Reply to this mail to play" not in over["body"]
+    assert "The game is over: there are no more moves to make." in over["body"]
+    assert "checks it once the game is over" not in over["body"]
+    assert "Its record (`referee verify` checks it): https://games.example.org/r/games/1/record.json" in over["body"]
+    running = box.to(ALICE)[0]["body"]  # the start: still to be played
+    assert "Reply to this mail to play" in running and "checks it once the game is over" in running
