@@ -5,7 +5,8 @@ its own words (``Game.verbs``, ``referee.mail.commands.WORDS``).  A line is
 first made plain (``clean``): Unicode compatibility forms folded (full-width
 digits and letters, non-breaking spaces), invisible characters dropped,
 typographic quotes and dashes made ASCII, struck text (``~~bid 7~~``)
-taken back, suit symbols spelled, emoji, emoticons, emphasis (``*bid K*``),
+taken back, suit symbols spelled (also as phones send them, "♥️"), keycap
+digits read ("1️⃣" is 1), emoji, emoticons, emphasis (``*bid K*``),
 list markers (``- ``, ``1.``, ``a)``), quotes and brackets around words,
 and the punctuation that ends a sentence taken off.  Then ``phrase`` finds
 the verb behind what people put before it ("Hi referee,", "ok,", "I bid",
@@ -50,6 +51,11 @@ _PLAIN = str.maketrans(
     }
 )
 _STRUCK = re.compile(r"~~.*?~~")  # struck through: taken back, not typed
+# How a phone dresses an emoji, never meant as a character of its own: the variation selectors that ask for
+# text or emoji style ("♥️" is U+2665 U+FE0F), the joiner between the parts of one emoji, the skin tones, and
+# the keycap that frames a digit ("1️⃣" is "1" U+FE0F U+20E3)
+_PRESENTATION = re.compile("[\ufe00-\ufe0f\u200d\u20e3\U0001f3fb-\U0001f3ff]")
+_KEYCAP_TEN = "\U0001f51f"  # 🔟, the one keycap that is a character of its own
 _SUITS = {
     "♥": "hearts",
     "♡": "hearts",
@@ -302,7 +308,7 @@ def bare_move(text: str, verb: str) -> bool:
 
 def clean(text: str) -> str:
     """The line as the games read it (see the module's docstring)."""
-    text = unicodedata.normalize("NFKC", text)
+    text = unicodedata.normalize("NFKC", _PRESENTATION.sub("", text).replace(_KEYCAP_TEN, "10"))
     text = "".join(c for c in text if unicodedata.category(c) != "Cf")  # zero-width, BOM, bidi marks
     text = _STRUCK.sub(" ", " ".join(text.translate(_PLAIN).split()))
     text = _SUIT_AFTER.sub(
@@ -326,7 +332,9 @@ def past_greeting(text: str) -> str | None:
 
 def is_question(text: str) -> bool:
     """Whether the line asks rather than says ("bid 7?"): no move, no command that cannot be undone."""
-    return bool(_QUESTION.search(_EMOTICON.sub("", unicodedata.normalize("NFKC", text)).rstrip()))
+    return bool(
+        _QUESTION.search(_EMOTICON.sub("", unicodedata.normalize("NFKC", _PRESENTATION.sub("", text))).rstrip())
+    )
 
 
 def words(text: str) -> list[str]:
