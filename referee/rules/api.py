@@ -83,6 +83,64 @@ _NOISE = {
 }
 
 
+# Words a sentence puts around a move it names ("Going with the 10 of hearts this round.", "Actually, make that
+# bid 9. Sorry!", "I'll put in 1 coin"): a line that says nothing else names the move (see Game.suggest)
+_AROUND_A_MOVE = _NOISE | {
+    "i",
+    "i'll",
+    "ill",
+    "i'm",
+    "im",
+    "i'd",
+    "i've",
+    "will",
+    "would",
+    "like",
+    "to",
+    "let's",
+    "lets",
+    "go",
+    "going",
+    "goes",
+    "do",
+    "doing",
+    "make",
+    "that",
+    "it",
+    "is",
+    "be",
+    "take",
+    "pick",
+    "choose",
+    "put",
+    "in",
+    "up",
+    "actually",
+    "sorry",
+    "oops",
+    "ok",
+    "okay",
+    "so",
+    "well",
+    "think",
+    "guess",
+    "hmm",
+    "um",
+    "oh",
+    "thanks",
+    "here",
+    "here's",
+    "from",
+    "spend",
+    "offer",
+    "coin",
+    "coins",
+}
+_TOGETHER = {"and", "&", "+", ","}  # between the parts of one move: "bid 3 and 5"
+_SENTENCE_WORDS = 20  # a longer line is a letter, not a move written out
+_NAMING_WORDS = 6  # the most words that name one move ("the 10 of hearts", "3 and 5")
+
+
 class MoveError(ValueError):
     """A move that cannot be made now.  The message is addressed to the player."""
 
@@ -222,7 +280,9 @@ class Game(ABC, Generic[State, Move]):
         """The one legal move a line that is no move most likely meant, as
         its text: asked as a question ("bid 7?"), the verb left out ("King"
         -> "bid K"), the verb misspelt ("bdi 7"), words that say nothing in
-        a move ("bid card 7").  None when no move or more than one comes so
+        a move ("bid card 7"), a sentence that names one move and says nothing
+        else ("Going with the 10 of hearts this round.", "Make it bid 6": see
+        ``_named_in_sentence``).  None when no move or more than one comes so
         close: it is offered, never played, and never a move that drops a
         word that meant something ("bid K - A." is not "bid A") or that the
         verb alone would make ("Thanks!" is not "pass", "Cass" not "pass")."""
@@ -239,7 +299,39 @@ class Game(ABC, Generic[State, Move]):
             readings.append(" ".join([first, *(w for w in rest.split() if w.lower() not in _NOISE)]))
         alone = set(self._readings(state, seat, verbs))  # "pass": what a verb reads as without the line
         moves = {self.move_text(move) for move in self._readings(state, seat, readings) if move not in alone}
+        if not moves:
+            moves = self._named_in_sentence(state, seat, line, alone)
         return moves.pop() if len(moves) == 1 else None
+
+    def _named_in_sentence(self, state: State, seat: int, line: str, alone: set[Move]) -> set[str]:
+        """The legal moves a sentence names ("Going with the 10 of hearts this round.", "Make it bid 6", "bid 3
+        and 5", "I'll put in 1 coin"): none unless every move any run of its words reads as is one and the same,
+        and the words around that run only say that a move is made (``_AROUND_A_MOVE``, a verb); so a line that
+        names two moves ("bid 7, then 8 next round") or says more ("the 10 of diamonds" from the hearts) names
+        none."""
+        words = reading.words(line)
+        if len(words) > _SENTENCE_WORDS:
+            return set()
+        named: set[str] = set()
+        around_only: set[str] = set()
+        for start in range(len(words)):
+            for end in range(start + 1, min(start + _NAMING_WORDS, len(words)) + 1):
+                run = [w for w in words[start:end] if w.strip(",.!;") not in _TOGETHER]
+                if not run or words[start] in _TOGETHER or words[end - 1].strip(",.!;") in _TOGETHER:
+                    continue  # a shorter run reads the same
+                said = " ".join(run)
+                prefixed = [f"{verb} {said}" for verb in dict.fromkeys(self.verbs.values())]  # the verb left out
+                moves = self._readings(state, seat, [said]) + [
+                    move for move in self._readings(state, seat, prefixed) if move not in alone
+                ]  # "pass" said is a move, "pass" put before "thanks" is not
+                found = {self.move_text(move) for move in moves}
+                named |= found
+                outside = [w.strip(",.!;") for w in words[:start] + words[end:]]
+                if all(w in _AROUND_A_MOVE or w in self.verbs for w in outside):
+                    around_only |= found
+                if len(named) > 1:
+                    return set()
+        return around_only if around_only == named else set()
 
     def _readings(self, state: State, seat: int, texts: list[str], parsed: bool = False) -> list[Move]:
         """The moves of those texts (``parsed``: in the game's own form) that read as one."""
