@@ -310,8 +310,9 @@ class Game(ABC, Generic[State, Move]):
         names two moves ("bid 7, then 8 next round") or says more ("the 10 of diamonds" from the hearts) names
         none."""
         words = reading.words(line)
-        if len(words) > _SENTENCE_WORDS:
-            return set()
+        saying = [at for at, word in enumerate(words) if word.strip(",.!;") not in _AROUND_A_MOVE | set(self.verbs)]
+        if len(words) > _SENTENCE_WORDS or (saying and saying[-1] - saying[0] >= _NAMING_WORDS):
+            return set()  # no one run covers what the line says besides making a move
         named: set[str] = set()
         around_only: set[str] = set()
         for start in range(len(words)):
