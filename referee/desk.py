@@ -20,7 +20,9 @@ A pipeline in Mailman's manner, each step one small method:
    commands from their From without it are answered, at that address only,
    with their private keeper address to send them to;
 5. each line is one command (or one move), carried out in order; two
-   different moves in one mail are ambiguous, and neither is made;
+   different moves in one mail are ambiguous, and neither is made, unless
+   the later one says it corrects the earlier ("actually bid 6", "bid 6
+   instead": ``referee.rules.reading.correction``), which then counts;
 6. one reply says, line by line, what was done, within the sender's budget
    of answers (``referee.limits``: a player's own, which unproven mail
    cannot spend; for unproven mail, one per origin, ``referee.mail.origin``,
@@ -84,7 +86,7 @@ from referee.mail.tokens import (
     unwatch_token,
 )
 from referee.resources import rule_texts, rules_page
-from referee.rules import GAMES, MoveError, kind_named
+from referee.rules import GAMES, MoveError, kind_named, reading
 from referee.rules.api import Press
 from referee.standings import PAGE as STANDINGS_PAGE
 from referee.store import (
@@ -859,7 +861,8 @@ class Desk:
     def _run_all(self, sender: Sender, lines: list[str]) -> list[Answer]:
         answers: list[Answer] = []
         commands = [COMMANDS.read(line, keeper=sender.keeper) for line in lines[:MAX_LINES]]
-        moves = self._moves_in(sender, commands)
+        moves, taken_back = self._moves_in(sender, commands)
+        standing = {number: move for number, move in moves.items() if number not in taken_back}
         made: dict[str, int] = {}  # a move's text -> the line that made it
         for number, (line, command) in enumerate(zip(lines, commands), 1):
             self._line = number
@@ -867,8 +870,13 @@ class Desk:
                 answers.append(self._run(sender, command))
                 return answers
             move = moves.get(number)
-            if move is not None and len(set(moves.values())) > 1:
+            if move is not None and len(set(standing.values())) > 1:
                 answers.append(self._ambiguous(line, moves, lines))
+            elif move is not None and number in taken_back:
+                by = taken_back[number]
+                answers.append(
+                    Answer(line, "taken-back", {"move": move, "number": by, "by": lines[by - 1]}, OutcomeCode.DONE)
+                )
             elif move is not None and move in made:
                 answers.append(Answer(line, "repeat", {"move": move, "number": made[move]}, OutcomeCode.DONE))
             else:
@@ -889,26 +897,42 @@ class Desk:
             answers.append(self._error("", Refusal(Why.NO_COMMAND, legal=True, attempt=True), sender))
         return answers
 
-    def _moves_in(self, sender: Sender, commands: list[Command]) -> dict[int, str]:
+    def _moves_in(self, sender: Sender, commands: list[Command]) -> tuple[dict[int, str], dict[int, int]]:
         """The moves the lines ask for (line number -> the move's text), read
-        before any is made: a seat's, in the phase open to it."""
+        before any is made: a seat's, in the phase open to it; and the lines
+        of those taken back by a correction below them (line number -> the
+        correction's).  A correction ("actually bid 6") takes back every
+        different move above it, so only what stands after the last one can
+        be ambiguous."""
         if sender.game_id is None or sender.seat is None:
-            return {}
+            return {}, {}
         table = self.tables.table(sender.game_id)
         phase = table.open_phase if table.row["state"] == GameState.RUNNING else None
         if phase is None or sender.seat not in phase["movers"] or not table.human(sender.seat):
-            return {}
-        moves = {}
+            return {}, {}
+        moves: dict[int, str] = {}
+        taken_back: dict[int, int] = {}
         for number, command in enumerate(commands, 1):
             if COMMANDS.stops(command) or (command.word == "tell" and not _told(command.line).text):
                 break  # nothing below is read (as a move: a TELL's words below it are its own)
             if command.word:
                 continue
-            try:
-                moves[number] = table.rules.move_text(table.rules.read_move(table.state, sender.seat, command.line))
-            except MoveError:
+            move = self._move_of(table, sender.seat, command.line)
+            if move is None:
                 continue
-        return moves
+            if reading.correction(command.line, table.rules.verbs) is not None:
+                taken_back |= {
+                    above: number for above, said in moves.items() if said != move and above not in taken_back
+                }
+            moves[number] = move
+        return moves, taken_back
+
+    def _move_of(self, table: Table, seat: int, line: str) -> str | None:
+        """The move a line asks for, as its text, or None."""
+        try:
+            return table.rules.move_text(table.rules.read_move(table.state, seat, line))
+        except MoveError:
+            return None
 
     def _ambiguous(self, line: str, moves: dict[int, str], lines: list[str]) -> Answer:
         """Two different moves in one mail: neither is made, both are quoted."""

@@ -14,6 +14,12 @@ the verb behind what people put before it ("Hi referee,", "ok,", "I bid",
 past a colon or dash after it and an article ("play the king"), and drops
 a sign-off after a dash ("- good luck!") and a "please" or "thanks".
 
+A line may take back a move above it in the same mail (``correction``):
+"no wait, make it bid 6", "actually bid 6", "bid 6 instead", "change my
+bid to 6", "scratch that, bid 6", "sorry, I meant bid 6", "Correction:
+bid 6".  The grammar reads the move past those words and says that the
+line corrects; which move it takes back is the desk's to say.
+
 What this grammar cannot place it leaves alone: the game reads the plain
 line and says what it expected.  Where a line has two readings
 (``move_lines``) the game keeps the one it can read; the grammar never
@@ -256,6 +262,120 @@ _SIGN_OFFS = {
 }
 _TRAILERS = (("thank", "you"), ("thanks",), ("thx",), ("ty",), ("cheers",), ("please",), ("pls",), ("plz",))
 
+# What opens a line that takes back a move above it, read off its front in any order ("No wait, actually, make it
+# bid 6"): words that only correct, and "change my bid to" (the noun, when it is a verb of the game, is the verb)
+_CORRECTION_LEADS = sorted(
+    (
+        tuple(lead.split())
+        for lead in (
+            "no",
+            "nope",
+            "wait",
+            "hold on",
+            "hang on",
+            "actually",
+            "sorry",
+            "oops",
+            "whoops",
+            "err",
+            "correction",
+            "corrected",
+            "edit",
+            "update",
+            "instead",
+            "rather",
+            "i meant",
+            "i mean",
+            "meant",
+            "i meant to say",
+            "i meant to",
+            "i mean to",
+            "i've changed my mind",
+            "i changed my mind",
+            "changed my mind",
+            "change of plan",
+            "change of plans",
+            "on second thought",
+            "on second thoughts",
+            "second thoughts",
+            "my mistake",
+            "my bad",
+            "typo",
+            "scratch that",
+            "scratch it",
+            "strike that",
+            "forget that",
+            "ignore that",
+            "ignore the above",
+            "ignore my last",
+            "make that",
+            "make it",
+            "change that to",
+            "change it to",
+            "change to",
+            "switch to",
+            "let me change that to",
+            "let me change to",
+        )
+    ),
+    key=len,
+    reverse=True,
+)
+_BARE_NO = {("no",), ("nope",)}  # a lead only before a comma, "!" or dash: "No, bid 6", but "no coins" is a move
+_CHANGE_MY = ("change", "my")  # "change my bid to 6", "change my move to bid 6"
+_CORRECTION_TAILS = {"sorry", "oops"}  # "Actually, make that bid 9. Sorry!"
+_CORRECTION_AFTER = {"instead", "rather"}  # "bid 6 instead of 5", "bid 6 rather than 5": what follows is taken back
+
+
+def correction(text: str, verbs: Mapping[str, str]) -> str | None:
+    """The move a line asks for in place of one above it (the line without
+    the words that take back: "no wait, make it bid 6" -> "bid 6"), or None
+    when the line does not say it corrects, or says nothing else.  Read in
+    one pass over the line's words."""
+    tokens, low = _tokens(text)
+    at, corrects = 0, False
+    while at < len(low):
+        past = _past_correction_lead(tokens, low, at)
+        if past == at:
+            break
+        at, corrects = past, True
+        while at < len(low) and low[at] in (":", "-", "--", ","):
+            at += 1
+    kept, said = tokens[at:], low[at:]
+    for end in range(1, len(said)):  # "bid 6 instead", "bid 6 instead of 5"
+        if said[end] in _CORRECTION_AFTER:
+            kept, said, corrects = kept[:end], said[:end], True
+            break
+    while corrects and said and said[-1] in _CORRECTION_TAILS:
+        kept, said = kept[:-1], said[:-1]
+    if not corrects or not kept:
+        return None
+    noun = _changed_noun(low, at)
+    if noun is not None and noun in verbs and _verb(said[0], verbs) is None:
+        kept = [verbs[noun], *kept]  # "change my bid to 6" -> "bid 6"
+    return " ".join(kept)
+
+
+def _past_correction_lead(tokens: list[str], low: list[str], at: int) -> int:
+    """Past one phrase that takes back ("no wait", "make it", "change my bid
+    to") at ``at``, when something follows it; else ``at``."""
+    if tuple(low[at : at + 2]) == _CHANGE_MY and at + 3 < len(low) and low[at + 3] == "to":
+        return at + 4 if at + 4 < len(low) else at
+    for lead in _CORRECTION_LEADS:
+        after = at + len(lead)
+        if tuple(low[at:after]) == lead and after < len(low):
+            if lead in _BARE_NO and tokens[at][-1:] not in (",", "!", ".") and low[after] not in ("-", ":"):
+                continue
+            return after
+    return at
+
+
+def _changed_noun(low: list[str], at: int) -> str | None:
+    """The noun of "change my <noun> to" right before ``at``, if there."""
+    if at >= 4 and tuple(low[at - 4 : at - 2]) == _CHANGE_MY and low[at - 1] == "to":
+        return low[at - 2]
+    return None
+
 
 # Numbers as words, for the games whose moves count ("reroll one three", "play two on red")
 NUMBER_WORDS = {
@@ -392,7 +512,9 @@ def move_line(text: str, verbs: Mapping[str, str]) -> str:
 def move_lines(text: str, verbs: Mapping[str, str]) -> list[str]:
     """The line's readings in a game's own form, the likeliest first: a dash
     after the verb introduces its argument ("bid - K") or ends the move
-    ("pawn - good luck!"), and only the game can tell which."""
+    ("pawn - good luck!"), and only the game can tell which.  A correction
+    ("actually bid 6") reads as the move it asks for."""
+    text = correction(text, verbs) or text
     found = _read(text, verbs)
     if found is None:
         return [clean(text)]
