@@ -270,6 +270,10 @@ _CORRECTION_LEADS = sorted(
         for lead in (
             "no",
             "nope",
+            "no wait",
+            "nope wait",
+            "no actually",
+            "no sorry",
             "wait",
             "hold on",
             "hang on",
