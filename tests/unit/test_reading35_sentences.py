@@ -87,8 +87,6 @@ def test_a_keycap_digit_is_the_digit(engine, clock, seeds):
     ("line", "meant"),
     [
         ("Going with the 10 of {suit} this round.", "bid 10"),
-        ("Actually, make that bid 9. Sorry!", "bid 9"),
-        ("Make it bid 6", "bid 6"),
         ("I'll go with the king", "bid K"),
     ],
 )
@@ -113,13 +111,23 @@ def test_a_sentence_naming_two_cards_or_anothers_card_gets_no_offer(engine, cloc
     assert moves_made(engine) == []
 
 
-def test_make_it_bid_in_bid_offers_the_tile(engine, clock, seeds):
+@pytest.mark.parametrize("line", ["Actually, make that bid 9. Sorry!", "Make it bid 9"])
+def test_a_correction_of_nothing_in_a_sentence_plays_its_move(engine, clock, line):
+    """The correcting words alone (no move above them to take back) leave a
+    move the grammar reads without doubt: it is played, not offered."""
+    engine.new_game("pure-skill", PLAYERS)
+    box = Mailbox(engine)
+    box.new()
+    assert send(engine, clock, ALICE, line).code == "move"
+    assert [m["move"] for m in engine.store.moves(1, 1) if m["source"] == "mail"] == ["bid 9"]
+
+
+def test_make_it_bid_in_bid_plays_the_tile(engine, clock, seeds):
     seeds.fixed = seed_where(lambda state, seed: not state.ace("suns"))  # a bid of one tile
     engine.new_game("bid", PLAYERS)
     box = Mailbox(engine)
     box.new()
-    assert send(engine, clock, ALICE, "Make it bid 4", subject=AUCTION).code == "refused"
-    assert "Did you mean `bid 4`?" in refusal_to(box, ALICE)
+    assert send(engine, clock, ALICE, "Make it bid 4", subject=AUCTION).code == "move"
 
 
 @pytest.mark.parametrize("line", ["bid 3 and 5", "I'll bid 3 & 5 please"])
