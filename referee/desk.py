@@ -109,7 +109,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("referee")
 
-_MAX_NOT_UNDERSTOOD = 5  # then the rest of the mail is not read
+_MAX_NOT_UNDERSTOOD = 5  # then the rest of the mail is not read (a greeting or thanks is not counted)
 _RECENT_MAILS = 3  # compared with a quote in a mail whose thread names none of the referee's
 _THREAD_IDS_READ = 10  # of a mail's In-Reply-To and References, looked up for a notice it answers
 _RECENT_CONFIRMATIONS = 20  # of the mails last sent to a sign-up's address, looked through for its confirmation
@@ -886,7 +886,8 @@ class Desk:
                 if self._rest_read:  # the lines below were its own (SAY's text)
                     return answers
             if (
-                sum(a.code == OutcomeCode.REFUSED for a in answers) >= _MAX_NOT_UNDERSTOOD
+                sum(a.code == OutcomeCode.REFUSED and not reading.courtesy(a.line) for a in answers)
+                >= _MAX_NOT_UNDERSTOOD
                 and max(moves, default=0) <= number
             ):
                 answers.append(Answer("...", "stop", {"errors": True}, OutcomeCode.REFUSED))
@@ -1852,7 +1853,7 @@ class Desk:
         texts = [
             # ("move": a stand-in's copy of the answer has the seat's moves only: Post.send)
             {"line": quote(a.line), "number": number, "text": self._render(a), "move": a.code in MOVE_CODES}
-            for number, a in enumerate(self._trim_legal(answers), 1)
+            for number, a in self._trim_legal(answers)
         ]
         context = {
             "answers": texts,
@@ -1874,13 +1875,15 @@ class Desk:
             answer.part, **{"referee": self.config.address, "timezone": timezone, **answer.context}
         )
 
-    def _trim_legal(self, answers: list[Answer]) -> list[Answer]:
+    def _trim_legal(self, answers: list[Answer]) -> list[tuple[int, Answer]]:
         """List the legal moves under a line that tried a move, and under the
         first other line not understood when the mail made no move.  When it
-        made one, a "Hi," or "Thanks" around it is only said to be left alone."""
-        moved = any(a.code in MOVE_CODES for a in answers)
+        made one, another line not understood is only said to be left alone
+        (and a "Hi," or "Thanks" around it gets no answer: _without_courtesies)."""
+        numbered = _without_courtesies(answers)  # (each keeps its line's number in the mail)
+        moved = any(a.code in MOVE_CODES for _, a in numbered)
         trimmed, shown = [], False
-        for answer in answers:
+        for number, answer in numbered:
             context = answer.context
             if (
                 answer.part == "error"
@@ -1897,7 +1900,7 @@ class Desk:
                 if moved or shown:
                     answer = Answer(answer.line, "error", {**context, "legal": []}, answer.code)
                 shown = True
-            trimmed.append(answer)
+            trimmed.append((number, answer))
         return trimmed
 
     def _subject(self, message: Incoming, table: Table | None, sender: Sender) -> str:
@@ -1945,6 +1948,31 @@ def _sign_off(line: str) -> bool:
     three words at most, no command and no word of refusal."""
     words = re.findall(r"[a-z']+", line.lower())
     return len(line.split()) <= 3 and not COMMANDS.read(line).word and not _REFUSING.intersection(words)
+
+
+def _without_courtesies(answers: list[Answer]) -> list[tuple[int, Answer]]:
+    """The answers without those to a greeting, thanks or a sign-off (and a
+    name signed under it at the mail's end) beside a line that did or asked
+    something: "Hi ref," and "Cheers, / Carol" around a move need no answer
+    of their own.  A mail of nothing else keeps them, so it is still told
+    what it can do."""
+
+    def unread(answer: Answer) -> bool:
+        context = answer.context
+        return answer.part == "error" and not context.get("attempt") and not context.get("suggestion")
+
+    kinds = [reading.courtesy(answer.line) if unread(answer) else None for answer in answers]
+    courteous = {at for at, kind in enumerate(kinds) if kind}
+    tail = len(answers)  # the mail's last lines, each courteous or a name: where a signature is
+    while tail and unread(answers[tail - 1]) and (kinds[tail - 1] or reading.name_line(answers[tail - 1].line)):
+        tail -= 1
+    signed = False
+    for at in range(tail, len(answers)):
+        courteous |= {at} if kinds[at] or signed else set()
+        signed = signed or kinds[at] is reading.Courtesy.SIGN_OFF
+    if len(courteous) == len(answers):
+        courteous = set()
+    return [(at + 1, answer) for at, answer in enumerate(answers) if at not in courteous]
 
 
 def _assent(line: str) -> bool:

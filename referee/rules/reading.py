@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Mapping
+from enum import Enum
 
 # Typographic marks a phone or word processor puts where ASCII was typed
 _PLAIN = str.maketrans(
@@ -452,6 +453,187 @@ def past_greeting(text: str) -> str | None:
     tokens, low = _tokens(text)
     past = _past_opener(tokens, low, 0, None)
     return " ".join(tokens[past:]) if past else None
+
+
+# A greeting's first words ("Hi", "Good morning", "Hola"), and the words that may follow them ("Hi ref", "Hi all")
+_GREETINGS = {
+    ("hi",),
+    ("hello",),
+    ("hey",),
+    ("heya",),
+    ("hiya",),
+    ("howdy",),
+    ("dear",),
+    ("greetings",),
+    ("yo",),
+    ("morning",),
+    ("evening",),
+    ("good", "morning"),
+    ("good", "afternoon"),
+    ("good", "evening"),
+    ("good", "day"),
+    ("hallo",),
+    ("hola",),
+    ("bonjour",),
+    ("salut",),
+    ("ciao",),
+    ("hej",),
+    ("moin",),
+    ("servus",),
+    ("guten", "tag"),
+    ("buongiorno",),
+    ("buenos", "dias"),
+    ("ola",),
+}
+_GREETED = {
+    "ref",
+    "referee",
+    "all",
+    "zusammen",
+    "everyone",
+    "everybody",
+    "there",
+    "folks",
+    "guys",
+    "team",
+    "again",
+    "mr",
+    "ms",
+}
+# Words of thanks and of a sign-off: a line of these alone (and a name) says nothing to act on
+_THANKS = {
+    "thanks",
+    "thank",
+    "thx",
+    "ty",
+    "ta",
+    "cheers",
+    "best",
+    "regards",
+    "wishes",
+    "sincerely",
+    "yours",
+    "bye",
+    "goodbye",
+    "cya",
+    "later",
+    "love",
+    "care",
+    "luck",
+    "gl",
+    "hf",
+    "xx",
+    "xo",
+    "merci",
+    "danke",
+    "gracias",
+    "grazie",
+    "obrigado",
+    "obrigada",
+    "tack",
+    "gruss",
+    "grusse",
+    "lg",
+    "vg",
+    "mfg",
+    "saludos",
+    "saluti",
+    "cordialement",
+    "tschuss",
+    "ciao",
+}
+_THANKS_FILLER = {
+    "you",
+    "very",
+    "much",
+    "so",
+    "a",
+    "lot",
+    "many",
+    "kind",
+    "kindest",
+    "warm",
+    "warmest",
+    "the",
+    "all",
+    "truly",
+    "faithfully",
+    "see",
+    "ya",
+    "soon",
+    "take",
+    "good",
+    "have",
+    "fun",
+    "x",
+    "again",
+    "in",
+    "advance",
+    "for",
+    "now",
+    "everyone",
+    "and",
+    "viele",
+    "liebe",
+    "beste",
+    "mit",
+    "freundlichen",
+    "beaucoup",
+    "muchas",
+    "mille",
+    "game",
+    "help",
+    "this",
+    "it",
+    "everything",
+}
+_NAME = re.compile(r"[^\W\d_][\w'.-]*")  # a word of a name: "Carol", "O'Neil", "J."
+
+
+class Courtesy(Enum):
+    """What a line of courtesy does: greet (it opens a mail) or thank and sign off (it closes one)."""
+
+    GREETING = "greeting"
+    SIGN_OFF = "sign-off"
+
+
+def courtesy(text: str) -> Courtesy | None:
+    """Whether the line only greets ("Hi ref,", "Good morning all", "Hola"),
+    or only thanks or signs off ("Thanks!", "Cheers, Carol", "Best regards"):
+    a line with nothing to act on.  None for any other line."""
+    typed = [word for word in _folded(clean(text)).split() if word.strip(",.!-")]
+    low = [word.lower().strip(",.!-") for word in typed]
+    for greeting in sorted(_GREETINGS, key=len, reverse=True):
+        if tuple(low[: len(greeting)]) == greeting:
+            rest = typed[len(greeting) :]
+            greets = len(rest) <= 3 and all(word.lower().strip(",.!-") in _GREETED or _named(word) for word in rest)
+            return Courtesy.GREETING if greets else None
+    vocabulary = 0
+    while vocabulary < len(low) and low[vocabulary] in _THANKS | _THANKS_FILLER:
+        vocabulary += 1
+    names = typed[vocabulary:]
+    thanks = any(word in _THANKS for word in low[:vocabulary])
+    return Courtesy.SIGN_OFF if thanks and len(names) <= 3 and all(_named(word) for word in names) else None
+
+
+def name_line(text: str) -> bool:
+    """Whether the line could be a name signed under a sign-off ("Carol", "Ann B.")."""
+    words = clean(text).split()
+    return 0 < len(words) <= 3 and all(_named(word) for word in words)
+
+
+def _name_word(word: str) -> bool:
+    return bool(_NAME.fullmatch(word.strip(",.!")))
+
+
+def _named(word: str) -> bool:
+    """Whether a word after a greeting or thanks is a name ("Bob", not "can")."""
+    return _name_word(word) and word[:1].isupper()
+
+
+def _folded(text: str) -> str:
+    """The text without accents ("Grüße" -> "Gruse"... "Olá" -> "Ola"), for the word lists above."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).replace("ß", "ss")
 
 
 def is_question(text: str) -> bool:
