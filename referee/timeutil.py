@@ -76,19 +76,22 @@ def from_iso(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
 
-def show(moment: datetime | str, zone: str | None = None) -> str:
+def show(moment: datetime | str, zone: str | None = None, seconds: bool = False) -> str:
     """A time as players read it: ``2026-11-24 06:14 UTC``; with a zone
-    (a player's TIMEZONE), ``2026-11-24 06:14 UTC (07:14 Europe/Berlin)``."""
+    (a player's TIMEZONE), ``2026-11-24 06:14 UTC (07:14 Europe/Berlin)``;
+    with ``seconds``, to the second (``06:14:20``), for a moment that is
+    only seconds away."""
+    clock = "%H:%M:%S" if seconds else "%H:%M"
     if isinstance(moment, str):
         if zone is None and moment.endswith("Z"):  # stored UTC text: reshaping it is enough
-            return f"{moment[:10]} {moment[11:16]} UTC"
+            return f"{moment[:10]} {moment[11 : 19 if seconds else 16]} UTC"
         moment = from_iso(moment)
     utc = moment.astimezone(UTC)
-    text = utc.strftime("%Y-%m-%d %H:%M UTC")
+    text = utc.strftime(f"%Y-%m-%d {clock} UTC")
     if zone:
         local = utc.astimezone(ZoneInfo(zone))
         day = "" if local.date() == utc.date() else local.strftime("%a %d %b ")
-        text += f" ({day}{local:%H:%M} {zone})"
+        text += f" ({day}{local.strftime(clock)} {zone})"
     return text
 
 

@@ -24,6 +24,7 @@ from referee.tables import Table, Tables, deadlines
 from referee.timeutil import EventClock, ceil_second, from_iso, iso
 
 log = logging.getLogger("referee")
+_SETTLE_TO_THE_SECOND = 300  # seconds: a settle window shorter than this is told to the second
 
 # A phase the referee opens more than this part of its deadline after it
 # became due (and never more than the outage gap) has its deadline counted
@@ -261,6 +262,8 @@ class Phases:
             "superseded": superseded,
             "waiting": [table.label(s) for s in table.waiting_for(phase)],
             "settling": not self._due(table.phases[phase["number"] - 1]),
+            # a window of seconds closes at a second, not at a minute that may be over before the mail is read
+            "closes_to_the_second": (table.row["settle_seconds"] or 0) < _SETTLE_TO_THE_SECOND,
         }
         log.info("game %d %s: move accepted from seat %d", table.id, phase["label"], seat)
         code = OutcomeCode.SUPERSEDED if superseded else OutcomeCode.REPLACED if earlier else OutcomeCode.MOVE

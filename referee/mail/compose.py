@@ -32,15 +32,16 @@ _SMTP = policy.compat32.clone(linesep="\r\n")
 
 
 @jinja2.pass_context
-def _when(context: jinja2.runtime.Context, moment: datetime | str) -> str:
-    """A time in UTC, and in the reader's zone when they chose one (TIMEZONE)."""
+def _when(context: jinja2.runtime.Context, moment: datetime | str, seconds: bool = False) -> str:
+    """A time in UTC, and in the reader's zone when they chose one (TIMEZONE);
+    to the second with ``seconds``."""
     zone = context.get("timezone")
-    return show(moment, zone) if zone else show(moment)
+    return show(moment, zone or None, seconds)
 
 
 _PARAGRAPHS = re.compile(r"\n[ \t]*\n")
 # What reflow never breaks across lines: a moment ("2026-12-03 18:00 UTC") and a short length ("(5 days)").
-_UNBROKEN = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d(?: UTC)?|\(\d+ [a-z]+\)")
+_UNBROKEN = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d(?::\d\d)?(?: UTC)?|\(\d+ [a-z]+\)")
 _GLUE = "\x00"  # (no template's text holds it: it holds a space through the wrapping)
 REFLOW_WIDTH = 74  # a paragraph's lines (reflow): a phone shows 78 columns whole, with room for a quote's "> "
 

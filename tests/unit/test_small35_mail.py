@@ -1,0 +1,32 @@
+"""Issue 35's smaller points about the referee's mail: a short settle
+window's close told to the second; receipts threaded under the mail they
+answer; a move sent to the wrong game's mail pointed at the game it fits."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from conftest import PLAYERS, last_id, mails
+from conftest import send as play
+from test_commands import answers_in
+
+ALICE, BOB, CAROL = PLAYERS
+
+
+@pytest.mark.parametrize(
+    ("settle", "shown"), [(timedelta(seconds=20), r"\d\d:\d\d:\d\d"), (timedelta(minutes=30), r"\d\d:\d\d")]
+)
+def test_a_short_settle_window_is_told_to_the_second(engine, clock, settle, shown):
+    engine.new_game("pure-skill", PLAYERS, settle=settle)
+    clock.advance(seconds=7)  # (the last move lands inside a minute)
+    play(engine, clock, ALICE, "bid 4")
+    play(engine, clock, BOB, "bid 5")
+    before = last_id(engine)
+    play(engine, clock, CAROL, "bid 6")
+    ((_, text),) = answers_in(mails(engine, after=before)[0]["body"])
+    closes = re.search(r"closes at \d{4}-\d\d-\d\d (\S+) UTC", " ".join(text.split()))
+    assert closes and re.fullmatch(shown, closes[1]), text
+    if settle < timedelta(minutes=1):
+        assert closes[1] == (clock() + settle).strftime("%H:%M:%S")
