@@ -1865,7 +1865,9 @@ class Desk:
         headers = {
             "in_reply_to": message.message_id,
             "answers": message.key,
-            "references": (proven and one_line(str(message.headers.get("References", "") or ""))) or None,
+            # their References, or (RFC 5322 3.6.4) their In-Reply-To when they sent none: the reply hangs under
+            # their mail in the thread of the mail they answered, not beside it
+            "references": (proven and one_line(_thread_above(message))) or None,
         }
         return context, headers
 
@@ -1948,6 +1950,11 @@ def _sign_off(line: str) -> bool:
     three words at most, no command and no word of refusal."""
     words = re.findall(r"[a-z']+", line.lower())
     return len(line.split()) <= 3 and not COMMANDS.read(line).word and not _REFUSING.intersection(words)
+
+
+def _thread_above(message: Incoming) -> str:
+    """The ids above a mail in its thread: its References, else its In-Reply-To."""
+    return str(message.headers.get("References", "") or message.headers.get("In-Reply-To", "") or "")
 
 
 def _without_courtesies(answers: list[Answer]) -> list[tuple[int, Answer]]:

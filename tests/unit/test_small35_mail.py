@@ -30,3 +30,22 @@ def test_a_short_settle_window_is_told_to_the_second(engine, clock, settle, show
     assert closes and re.fullmatch(shown, closes[1]), text
     if settle < timedelta(minutes=1):
         assert closes[1] == (clock() + settle).strftime("%H:%M:%S")
+
+
+def thread_of(mail: dict) -> tuple[str, list[str]]:
+    return str(mail["message"]["In-Reply-To"]), str(mail["message"]["References"]).split()
+
+
+@pytest.mark.parametrize("references", [True, False])  # (some clients send In-Reply-To alone)
+def test_answers_and_receipts_thread_under_the_players_mail(engine, clock, references):
+    engine.new_game("pure-skill", PLAYERS)
+    prompts = {m["recipients"][0]: m["message"]["Message-ID"] for m in mails(engine)}
+    for who, card in ((ALICE, 4), (BOB, 5), (CAROL, 6)):
+        thread = {"In-Reply-To": prompts[who], **({"References": prompts[who]} if references else {})}
+        before = last_id(engine)
+        play(engine, clock, who, f"bid {card}", message_id=f"<m{card}@client.example.net>", headers=thread)
+        # the answer on its own (alice, bob), or as the receipt at the top of the round's result (carol)
+        (answer,) = [
+            m for m in mails(engine, after=before) if f"> bid {card}" in m["body"] and m["recipients"] == [who]
+        ]
+        assert thread_of(answer) == (f"<m{card}@client.example.net>", [prompts[who], f"<m{card}@client.example.net>"])
