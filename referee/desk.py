@@ -976,6 +976,7 @@ class Desk:
             "more_legal": False,
             "attempt": refusal.attempt,
             "suggestion": refusal.suggestion,
+            "elsewhere": self._move_elsewhere(sender, line) if refusal.code in _MAYBE_ELSEWHERE else None,
         }
         if refusal.legal and sender is not None and sender.game_id is not None:
             table = self.tables.table(sender.game_id)
@@ -984,6 +985,29 @@ class Desk:
                 context.update(self.post.legal(table, sender.seat))
             context["game"] = self.post.game_info(table)
         return Answer(line, "error", context, OutcomeCode.REFUSED)
+
+    def _move_elsewhere(self, sender: Sender | None, line: str) -> dict[str, Any] | None:
+        """Another running game of the sender's of which the line, no move of
+        the game its mail is about, is a move (its number and title): "bid 5"
+        sent in reply to Auction's mail by a player who also plays Bid!."""
+        if sender is None or sender.game_id is None or sender.stand_in is not None or not line:
+            return None
+        if self.tables.table(sender.game_id).rules.looks_like_move(line):
+            return None  # a move of this game, only not now or not legal: said so
+        for row in self.store.games_of(sender.address):
+            kind = GAMES.get(row["kind"])
+            if row["id"] == sender.game_id or kind is None or not kind.looks_like_move(line):
+                continue  # (read by its kind's words first: a game is costlier to load)
+            other = self.tables.table(row["id"])
+            seat = other.seat_of(sender.address)
+            if seat is None or not other.human(seat):
+                continue
+            try:
+                other.rules.read_move(other.state, seat, line)
+            except MoveError:
+                continue
+            return {"id": other.id, "title": other.rules.title}
+        return None
 
     def _seat(self, sender: Sender, command: Command) -> tuple[Table, int]:
         """The game a seat's command is about, and the seat; refused when the
@@ -1926,6 +1950,8 @@ class Desk:
         return Outcome(code, summary, game_id, keeper=sender.keeper and bool(done))
 
 
+# Refusals of a line that may be a move of another of the player's games, sent in reply to the wrong game's mail
+_MAYBE_ELSEWHERE = frozenset([Why.NOT_YOUR_MOVE, Why.NOT_UNDERSTOOD])
 _FINISHED_SHOWN = 5  # of the finished games, a keeper's STATUS shows the newest few
 _ADDRESS_USAGE = "ADDRESS new@example.net (or ADDRESS new@example.net ALL: in every game you play)"
 _KEEPER_ADDRESS_EXAMPLE = "ADDRESS 7 2 bob@example.net Bob's new mail"

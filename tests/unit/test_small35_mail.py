@@ -49,3 +49,25 @@ def test_answers_and_receipts_thread_under_the_players_mail(engine, clock, refer
             m for m in mails(engine, after=before) if f"> bid {card}" in m["body"] and m["recipients"] == [who]
         ]
         assert thread_of(answer) == (f"<m{card}@client.example.net>", [prompts[who], f"<m{card}@client.example.net>"])
+
+
+HINT = "It looks like a move of your game 2 (Bid!): send it in reply to that game's mail."
+
+
+def test_a_move_sent_to_the_wrong_games_mail_is_pointed_at_the_game_it_fits(engine, clock):
+    auction = engine.new_game("priority", PLAYERS)
+    bid = engine.new_game("bid", PLAYERS)
+    for who in PLAYERS:  # (to the first mover "pawn" is no Auction move; to the others, not their turn)
+        before = last_id(engine)
+        assert play(engine, clock, who, "pawn\nfrobnicate", game=auction).code == "refused"
+        ((_, text), (_, other)) = answers_in(mails(engine, after=before)[0]["body"])
+        assert HINT in " ".join(text.split()) and "game 2" not in other
+    assert engine.store.moves(auction) == [] and engine.store.moves(bid) == []
+
+
+def test_no_hint_without_a_game_the_line_fits(engine, clock):
+    engine.new_game("priority", PLAYERS)
+    before = last_id(engine)
+    play(engine, clock, ALICE, "bid 5")
+    ((_, text),) = answers_in(mails(engine, after=before)[0]["body"])
+    assert text.startswith("Not done: ") and "looks like a move" not in text  # (out of turn, or no move of this game)
