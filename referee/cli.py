@@ -319,6 +319,8 @@ def _main(argv: list[str] | None, clock: Clock) -> int:
         handler = logging.StreamHandler()
         handler.setFormatter(LogFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
         logging.basicConfig(level=levels[min(baseline + args.verbose, 2)], handlers=[handler])
+        # aioimaplib's INFO is every IMAP command and state change: the serve log's noise, not its news
+        logging.getLogger("aioimaplib").setLevel(logging.DEBUG if args.verbose >= 2 else logging.WARNING)
         if args.command == "init":
             return _init(args)
         if args.command == "demo":

@@ -76,7 +76,7 @@ class Absences:
         cap = int(most.total_seconds())
         detail: dict[str, Any] = {"seat": seat, "from": iso(start), "until": iso(until), "most_away": cap}
         self.store.intervene(table.id, phase["number"], iso(now), Act.AWAY, table.label(seat), why.strip(), **detail)
-        log.info("game %d %s: seat %d away until %s", table.id, phase["label"], seat, iso(until))
+        log.info("game %d %s: seat %d away until %s", table.id, phase["label"], seat + 1, iso(until))
         held = self.hold(table.id)
         table = self.tables.table(table.id)
         context = {
@@ -102,7 +102,7 @@ class Absences:
         if not ending:
             raise Refusal(Why.NOT_AWAY)
         self.store.intervene(table.id, phase["number"], iso(now), Act.BACK, table.label(seat), "", seat=seat)
-        log.info("game %d %s: seat %d back", table.id, phase["label"], seat)
+        log.info("game %d %s: seat %d back", table.id, phase["label"], seat + 1)
         table = self.tables.table(table.id)
         context = {
             **self.post.context(table),

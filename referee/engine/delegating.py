@@ -115,7 +115,7 @@ class Delegating:
             seat=seat,
             until=iso(until),
         )
-        log.info("game %d: seat %d asks for a stand-in until %s", table.id, seat, iso(until))
+        log.info("game %d: seat %d asks for a stand-in until %s", table.id, seat + 1, iso(until))
         return {"asked": address, "until": iso(until), "answer_by": offer["expires_at"], "withdrawn": withdrawn}
 
     def begin(self, offer: OfferRow) -> str:
@@ -157,7 +157,7 @@ class Delegating:
         self.post.to_stand_in(table, delegation, "delegate/welcome", own)
         if seat in table.waiting_for(open_):
             self.post.to_stand_in(table, delegation, f"{table.row['kind']}/prompt", self.post.context(table, seat))
-        log.info("game %d: a stand-in plays seat %d until %s", game_id, seat, until)
+        log.info("game %d: a stand-in plays seat %d until %s", game_id, seat + 1, until)
         return f"you stand in for seat {seat + 1} of game {game_id}: the mail just before this one welcomes you"
 
     def declined(self, offer: OfferRow, outcome: Outcome) -> None:
@@ -270,7 +270,10 @@ class Delegating:
         self.store.end_delegation(delegation["id"], at)
         self.store.intervene(table.id, open_["number"], at, Act.DELEGATE_END, by, why, seat=delegation["seat"])
         log.info(
-            "game %d: the stand-in's turn at seat %d ended (%s)", table.id, delegation["seat"], why or "by its player"
+            "game %d: the stand-in's turn at seat %d ended (%s)",
+            table.id,
+            delegation["seat"] + 1,
+            why or "by its player",
         )
         return at
 

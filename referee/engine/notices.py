@@ -63,7 +63,7 @@ class Notices:
         if level is Notify.DIGEST:
             told = self.store.told(table.id).get(seat)
             self.store.set_told(table.id, seat, told["through"] if told else 0, digest_at=iso(self.clock()))
-        log.info("game %d: seat %d gets %s mail", table.id, seat, level.value)
+        log.info("game %d: seat %d gets %s mail", table.id, seat + 1, level.value)
         return pending
 
     # -- a phase resolved, the next one opened -------------------------------

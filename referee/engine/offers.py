@@ -111,7 +111,9 @@ class Offers:
         if not self.post.mail(game_id, address, template, context, reply_to=reply_to, **(answering or {})):
             self.store.close_offer(offer_id, iso(now), Outcome.WITHDRAWN)
             raise EngineError("the referee has sent that address too many mails this hour")
-        log.info("offer %d (%s) made, game %s seat %s", offer_id, kind.value, game_id, seat)
+        log.info(
+            "offer %d (%s) made, game %s seat %s", offer_id, kind.value, game_id, None if seat is None else seat + 1
+        )
         return offer
 
     def answer(self, offer: OfferRow, accepted: bool) -> str:

@@ -151,7 +151,7 @@ class Phases:
             received_at=iso(at),
             recorded_at=iso(self.clock()),
         )
-        log.debug("game %d %s: %s move for seat %d: %s", table.id, phase["label"], source, seat, text)
+        log.debug("game %d %s: %s move for seat %d: %s", table.id, phase["label"], source, seat + 1, text)
 
     def _note_complete(self, game_id: int, number: int) -> None:
         """When the last owed move is in, fix when the phase closes: when the
@@ -265,7 +265,7 @@ class Phases:
             # a window of seconds closes at a second, not at a minute that may be over before the mail is read
             "closes_to_the_second": (table.row["settle_seconds"] or 0) < _SETTLE_TO_THE_SECOND,
         }
-        log.info("game %d %s: move accepted from seat %d", table.id, phase["label"], seat)
+        log.info("game %d %s: move accepted from seat %d", table.id, phase["label"], seat + 1)
         code = OutcomeCode.SUPERSEDED if superseded else OutcomeCode.REPLACED if earlier else OutcomeCode.MOVE
         return code, context
 

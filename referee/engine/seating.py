@@ -481,7 +481,7 @@ class Seating:
             self.store.make_bot(table.id, seat, since, left, **({"address": None} if since == 0 else {}))
         table = self.tables.table(table.id)
         self.post.announce(table, "left", {**self.post.context(table), "seat": seat, "address": address})
-        log.info("game %d: seat %d is now a bot", table.id, seat)
+        log.info("game %d: seat %d is now a bot", table.id, seat + 1)
         if self.on_leaving is not None:  # offered to someone on standby first: its bot then waits for them
             self.on_leaving(table.id, seat)
         self.phases.bot_moves(self.tables.table(table.id), phase, now)

@@ -114,9 +114,9 @@ class Standby:
             }
             lasts = self.config.standby_answer
             self.offers.make(OfferKind.SEAT, address, lasts, "standby-offer", context, game_id, seat, **detail)
-            log.info("game %d: seat %d offered to the next on standby", game_id, seat)
+            log.info("game %d: seat %d offered to the next on standby", game_id, seat + 1)
             return
-        log.info("game %d: nobody on standby takes seat %d; its bot plays on", game_id, seat)
+        log.info("game %d: nobody on standby takes seat %d; its bot plays on", game_id, seat + 1)
 
     # -- the offer's terms (registered in rooms.py) -----------------------------------
 
