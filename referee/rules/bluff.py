@@ -461,7 +461,6 @@ class BluffAuction(Game[BluffState, Move]):
             **public,
             "seat": seat,
             "dice": list(state.dice[seat]),
-            "my_dice": [f"{n} {face}" for n, face in enumerate(state.dice[seat], 1)],
         }
         phase = self.phase(state)
         if phase is not None and seat in phase.movers:

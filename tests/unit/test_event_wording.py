@@ -351,6 +351,7 @@ TABLE = {
                 (BLUFF["move"], f"{ESCAPED} moves purple 3 to red at 1"),
                 (BLUFF["pass"], f"{ESCAPED} passes (nothing else to do)"),
                 (BLUFF["rerolled"], f"{ESCAPED} rerolls 2, ann rerolls 1"),
+                ({**BLUFF["rerolled"], "counts": {"1": 0, "0": 1}}, f"{ESCAPED} keeps their dice, ann rerolls 1"),
                 (BLUFF["oneshot"], f"{ESCAPED} uses the 1-shot tile"),
                 (BLUFF["special"], f"{ESCAPED} takes Overbid with Tie"),
                 (BLUFF["exhibit"], f"{ESCAPED} exhibits red art, 2 Dice for 3"),
