@@ -91,3 +91,21 @@ def test_bids_prompt_says_how_the_points_on_offer_come_from_the_dice(bid: Played
         if "coins" not in mail["subject"]:
             assert "The highest bid wins" in body  # what a bid is and what it costs
     assert explained
+
+
+def test_a_bidding_prompt_says_what_the_players_own_dice_make_sure_of(bluff: Played):
+    prompts = [
+        m
+        for m in bluff.box.to(PLAYERS[0])
+        if m["subject"].endswith("your turn to bid") and not m["subject"].startswith("Re:")
+    ]
+    assert prompts
+    for mail in prompts:
+        body = mail["body"]
+        own = _OWN_DICE.search(body)[2].split(", ")
+        community = re.search(r"^Community dice \(everyone's\): (.+)\.$", body, re.M)
+        counted = own + (community[1].split(", ") if community else [])
+        sure = re.search(r"virtual dice only add\): (.+)\.$", body, re.M)[1]
+        for track, limit in (part.split(" ") for part in sure.split(", ")):
+            mine = counted.count(track) if track != "purple" else 0
+            assert int(limit) == counted.count("purple") + mine, (track, body)
