@@ -24,7 +24,7 @@ def test_the_demo_plays_a_whole_game_by_mail_with_a_silent_player(tmp_path):
     assert list((tmp_path / "referee-maildir" / "new").iterdir()) == []  # everything was read
     record = json.loads((tmp_path / "site" / f"games/{game_id}/record.json").read_text())  # the site, built
     assert record["game"]["state"] == "finished" and verify(record).ok
-    assert f'href="games/{game_id}/"' in (tmp_path / "site" / "index.html").read_text()
+    assert f'href="games/{game_id}/index.html"' in (tmp_path / "site" / "index.html").read_text()
 
 
 def test_the_demo_plays_auction_by_mail_too(tmp_path):

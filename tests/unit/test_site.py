@@ -292,9 +292,9 @@ def test_the_index_lists_running_open_and_finished_games_with_links(site):
     headings = [text for tag, text in index.headings if tag == "h2"]
     assert headings == ["Being played", "Open for sign-up", "Finished"]
     links = [a["href"] for a in index.find("a") if a["href"].startswith("games/")]
-    assert links == ["games/2/", "games/1/", "games/3/"]  # running first, newest first
+    assert links == ["games/2/index.html", "games/1/index.html", "games/3/index.html"]  # running first, newest first
     for link in links:
-        assert (site / link / "index.html").is_file()
+        assert (site / link).is_file()
     two, one, four, three = index.items  # in the order of the headings
     for item in (one, two):
         assert "Round" in item and "deadline 2026-11-27 12:00 UTC" in item and "(in 2 days 2 hours)" in item
@@ -307,6 +307,19 @@ def test_the_index_lists_running_open_and_finished_games_with_links(site):
     assert two.endswith("waiting for dave, erin")
     winner = json.loads((site / "games/3/record.json").read_text())["winner"]
     assert three.endswith(f": {winner} won" if winner else ": no winner")
+
+
+def test_every_link_between_pages_names_a_file_so_the_site_works_from_file_urls(site):
+    """Opened from disk (`referee demo` prints a file:// address), a link to
+    a folder shows a folder listing, not its page: every page links to files."""
+    for path in sorted(site.rglob("*.html")):
+        name = path.relative_to(site).as_posix()
+        for anchor in page(site, name).find("a") + page(site, name).find("link"):
+            href = (anchor["href"] or "").split("#")[0]
+            if not href or "://" in href or href.startswith("mailto:"):
+                continue  # a place on the same page, or another site
+            assert not href.endswith("/"), f"{name} links to the folder {href}"
+            assert (path.parent / href).resolve().is_file(), f"{name} links to {href}, which is not there"
 
 
 def test_a_running_pure_skill_page_shows_the_prize_on_offer_and_what_is_left(played, site):
