@@ -324,9 +324,13 @@ def _main(argv: list[str] | None, clock: Clock) -> int:
         if args.command == "init":
             return _init(args)
         if args.command == "demo":
-            from referee.demo import demo  # imports aiosmtpd: only when asked for
+            from referee.demo import DemoFailed, demo  # imports aiosmtpd: only when asked for
 
-            demo(args.dir or Path(tempfile.mkdtemp(prefix="referee-demo-")), args.deadline, args.game)
+            try:
+                demo(args.dir or Path(tempfile.mkdtemp(prefix="referee-demo-")), args.deadline, args.game)
+            except DemoFailed as failure:
+                print(f"referee demo: {failure}", file=sys.stderr)
+                return 1
             return 0
         if args.command == "verify":
             return _verify(args)

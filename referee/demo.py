@@ -4,11 +4,13 @@ newcomer's first minute.  No root, no Dovecot, no network.
 An aiosmtpd SMTP server on 127.0.0.1 plays the mail system: it delivers mail
 for the referee into a local Maildir (as a real mail server would), and mail
 for the players to three simulated players.  Alice and Bob read each prompt
-and reply by SMTP; Carol never answers, so she gets a random move at every
-deadline.  The referee itself runs exactly as `referee serve` does, reading
-the Maildir and sending through the SMTP server.  The game is Pure Skill, or
-any other three-player kind (``--game priority``): there Alice and Bob answer
-with one of the moves their prompt suggests.
+and reply by SMTP with one of the moves it lists as theirs to make now (every
+game's prompts list them in the same words, so they play every game the same
+way); Carol never answers, so she gets a random move at every deadline.  The
+referee itself runs exactly as `referee serve` does, reading the Maildir and
+sending through the SMTP server.  The game is Pure Skill, or any other
+three-player kind (``--game bid``).  At the end the demo says how many of
+each player's moves came by mail, and fails if Alice or Bob had none counted.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import random
 import re
 import socket
 import time
+from collections import Counter
 from datetime import timedelta
 from email import message_from_bytes, policy
 from email.message import EmailMessage
@@ -30,17 +33,17 @@ from aiosmtpd.controller import Controller
 
 from referee.config import Config, MaildirSettings, Server
 from referee.engine import Engine
+from referee.record import MoveSource
 from referee.runner import Runner
 from referee.store import GameState, Store
 from referee.timeutil import utc_now
 
-PLAYERS = ["alice@example.org", "bob@example.org", "carol@example.org"]  # carol never answers
+PLAYERS = ["alice@example.org", "bob@example.org", "carol@example.org"]
+SILENT = PLAYERS[2]  # carol never answers
 REFEREE = "referee@example.org"
-_HAND = re.compile(r"^Your hand \(\w+\): (.+)$", re.M)
-_PRIZE = re.compile(r"the prize is the (\w+) of spades")
-_SHORT = {"Ace": "A", "Jack": "J", "Queen": "Q", "King": "K"}
-_TURN = re.compile(r": it is your turn\.")
-_EXAMPLES = re.compile(r"for example:\n\n((?:    \S.*\n)+)")
+# Every prompt lists the moves its reader can make now, in these words (templates/mail/_legal.txt.j2):
+# the simulated players read them as a person does, the same way in every game.
+_LEGAL = re.compile(r"^Moves you can make now(?: \(the first \d+\))?: (.+?)\.$", re.M | re.S)
 
 
 class _MailSystem:
@@ -82,30 +85,21 @@ class _MailSystem:
         self.loop.call_soon_threadsafe(self.in_trays[player].put_nowait, raw)
 
 
-def _choose(address: str, prompt, body: str, chooser: random.Random) -> str | None:
-    """A simulated player's move for a prompt, or None for other mail.  In
-    Pure Skill Alice bids the prize's own rank when she can and Bob at random;
-    in other games each picks one of the moves the prompt suggests."""
-    hand = _HAND.search(body)
-    if hand is not None:
-        cards = hand[1].split()
-        prize = _PRIZE.search(str(prompt["Subject"]))
-        rank = prize and _SHORT.get(prize[1], prize[1])
-        return f"bid {rank if address == PLAYERS[0] and rank in cards else chooser.choice(cards)}"
-    examples = _EXAMPLES.search(body)
-    if _TURN.search(body) and examples and not str(prompt["Subject"]).startswith("Re:"):
-        return chooser.choice(examples[1].split("\n")[:-1]).strip()
-    return None
+def legal_moves(body: str) -> list[str]:
+    """The moves a mail lists as the reader's to make now (a prompt's,
+    a reminder's), as written there; none for any other mail."""
+    listed = _LEGAL.search(body)
+    return [] if listed is None else [move.strip() for move in " ".join(listed[1].split()).split(", ")]
 
 
-async def _player(address: str, mail: _MailSystem, smtp_port: int, chooser: random.Random) -> None:
-    """A simulated player: answers every prompt with a move it shows."""
+async def _player(address: str, mail: _MailSystem, smtp_port: int, chooser: random.Random, sent: Counter[str]) -> None:
+    """A simulated player: answers every mail that lists moves of theirs to
+    make with one of them, chosen at random (``sent`` counts their replies)."""
     while True:
         raw = await mail.in_trays[address].get()
         prompt = message_from_bytes(raw, policy=policy.default)
-        body = prompt.get_content().replace("\r\n", "\n")
-        move = _choose(address, prompt, body, chooser)
-        if address == PLAYERS[2] or move is None:
+        moves = legal_moves(prompt.get_content().replace("\r\n", "\n"))
+        if address == SILENT or not moves:
             continue  # Carol never answers; other mail needs no answer
         reply = EmailMessage()
         reply["From"] = address
@@ -114,8 +108,38 @@ async def _player(address: str, mail: _MailSystem, smtp_port: int, chooser: rand
         reply["In-Reply-To"] = str(prompt["Message-ID"])
         reply["Message-ID"] = make_msgid(domain="example.org")
         reply["Date"] = format_datetime(utc_now())
-        reply.set_content(f"{move}\n\n> (the prompt, quoted)\n")
+        reply.set_content(f"{chooser.choice(moves)}\n\n> (the prompt, quoted)\n")
         await aiosmtplib.send(reply, hostname="127.0.0.1", port=smtp_port, local_hostname="players.example.org")
+        sent[address] += 1
+
+
+class DemoFailed(Exception):
+    """A simulated player who answers had no move received and counted by mail."""
+
+
+def by_mail(engine: Engine, game_id: int, sent: Counter[str]) -> list[str]:
+    """What each player's mail did, one line each: how many moves they sent,
+    how many the referee received and how many counted (the last in each
+    phase); raises DemoFailed if a player who answers had no move counted
+    by mail."""
+    table = engine.table(game_id)
+    seats = {seat["address"]: seat["seat"] for seat in table.seats}
+    received = Counter(m["seat"] for m in engine.store.moves(game_id) if m["source"] == MoveSource.MAIL)
+    counted = Counter(
+        seat for moves in table.counted.values() for seat, move in moves.items() if move["source"] == MoveSource.MAIL
+    )
+    lines, silent_players = [], []
+    for player in PLAYERS:
+        seat = seats[player]
+        if player == SILENT:
+            lines.append(f"{player}: never answers; {counted[seat]} moves by mail")
+            continue
+        lines.append(f"{player}: sent {sent[player]} moves by mail, {received[seat]} received, {counted[seat]} counted")
+        if counted[seat] == 0:
+            silent_players.append(player)
+    if silent_players:
+        raise DemoFailed(f"no move by mail counted for {', '.join(silent_players)}: " + "; ".join(lines))
+    return lines
 
 
 def _free_port() -> int:
@@ -163,7 +187,8 @@ async def run_demo(
             f"phase lasts {deadline.total_seconds():g} s or until all have moved."
         )
         chooser = random.Random(7)  # the simulated players' own choices, not the game's
-        players = [asyncio.ensure_future(_player(p, mail, port, chooser)) for p in PLAYERS]
+        sent: Counter[str] = Counter()
+        players = [asyncio.ensure_future(_player(p, mail, port, chooser, sent)) for p in PLAYERS]
         stop = asyncio.Event()
         serving = asyncio.ensure_future(runner.serve(stop))
         shown = 0
@@ -180,12 +205,16 @@ async def run_demo(
         for task in players:
             task.cancel()
         (folder / "history.txt").write_text(engine.history(game_id), encoding="utf-8")
+        for line in by_mail(engine, game_id, sent):
+            say(f"  {line}")
         return game_id
     finally:
         controller.stop()
 
 
 def demo(folder: Path, deadline: timedelta, kind: str = "pure-skill") -> int:
+    """`referee demo`: the game's id; raises DemoFailed (after playing it) if
+    a player who answers had no move counted by mail."""
     game_id = asyncio.run(run_demo(folder, deadline, kind=kind))
     print()
     print(f"The game is over. Its history:   {folder / 'history.txt'}")

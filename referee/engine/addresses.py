@@ -192,7 +192,7 @@ class Addresses:
         # (Not copied to a stand-in: their turn goes on as it was, and they were prompted already.)
         self.post.send(table, seat, "address/welcome", context, copy=False)
         if seat in table.waiting_for(open_):
-            self.post.send(table, seat, f"{table.row['kind']}/prompt", self.post.context(table, seat), copy=False)
+            self.post.prompt(table, seat, copy=False)
         log.info("game %d: seat %d plays from another address", game_id, seat + 1)
 
     def _running(self, game_id: int) -> tuple[Table, PhaseRow]:

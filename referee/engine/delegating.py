@@ -156,7 +156,9 @@ class Delegating:
         own = {**self.post.context(table, seat), "name": table.names[seat], "asker": player, "until": until}
         self.post.to_stand_in(table, delegation, "delegate/welcome", own)
         if seat in table.waiting_for(open_):
-            self.post.to_stand_in(table, delegation, f"{table.row['kind']}/prompt", self.post.context(table, seat))
+            self.post.to_stand_in(
+                table, delegation, f"{table.row['kind']}/prompt", self.post.prompt_context(table, seat)
+            )
         log.info("game %d: a stand-in plays seat %d until %s", game_id, seat + 1, until)
         return f"you stand in for seat {seat + 1} of game {game_id}: the mail just before this one welcomes you"
 

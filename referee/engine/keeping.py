@@ -226,7 +226,7 @@ class Keeping:
         self.post.announce(table, "keeper/replaced", context, skip=seat)  # the newcomer is welcomed instead
         self.post.send(table, seat, "keeper/welcome", {**context, **self.post.context(table, seat)})
         if owes:
-            self.post.send(table, seat, f"{table.row['kind']}/prompt", self.post.context(table, seat))
+            self.post.prompt(table, seat)
         log.info("game %d: seat %d taken over by a newcomer", game_id, seat + 1)
         return f"game {game_id}: {address} plays seat {seat + 1} (was {was or f'bot {seat + 1}'})"
 

@@ -107,7 +107,7 @@ class Notices:
             last = len(table.replay.steps)
             preface += self._since(table, told["through"] if told else 0, last)
             self.store.set_told(table.id, seat, last)
-        self.post.send(table, seat, f"{table.row['kind']}/prompt", self.post.context(table, seat), preface)
+        self.post.prompt(table, seat, preface)
 
     def news(self, table: Table, held: Mapping[int, News]) -> None:
         """Private news whose result was not sent and no prompt carried: a

@@ -349,6 +349,16 @@ class Post:
             copy=bool(news),
         )
 
+    def prompt(self, table: Table, seat: int, preface: Sequence[str] = (), copy: bool = True) -> None:
+        """A mover's prompt (its kind's ``prompt`` template): the seat's view,
+        and the moves it can make now (``legal``), which every prompt lists
+        as the reminder and a refused move do."""
+        self.send(table, seat, f"{table.row['kind']}/prompt", self.prompt_context(table, seat), preface, copy=copy)
+
+    def prompt_context(self, table: Table, seat: int) -> dict[str, Any]:
+        """What a prompt shows: the seat's view and its legal moves."""
+        return {**self.context(table, seat), **self.legal(table, seat)}
+
     def send(
         self,
         table: Table,
