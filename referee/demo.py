@@ -166,9 +166,16 @@ def demo_config(folder: Path, deadline: timedelta, maildir: Path, port: int) -> 
 
 
 async def run_demo(
-    folder: Path, deadline: timedelta, say=print, kind: str = "pure-skill", options: dict | None = None
+    folder: Path,
+    deadline: timedelta,
+    say=print,
+    kind: str = "pure-skill",
+    options: dict | None = None,
+    phases: int | None = None,
 ) -> int:
-    """Play one game of ``kind`` to its end in ``folder``; returns the game's id."""
+    """Play one game of ``kind`` to its end in ``folder`` (or, with
+    ``phases``, until that many phases are resolved: a test's shorter
+    game); returns the game's id."""
     folder.mkdir(parents=True, exist_ok=True)
     loop = asyncio.get_running_loop()
     mail = _MailSystem(folder, loop)
@@ -192,7 +199,7 @@ async def run_demo(
         stop = asyncio.Event()
         serving = asyncio.ensure_future(runner.serve(stop))
         shown = 0
-        while engine.status(game_id)["state"] == GameState.RUNNING:
+        while engine.status(game_id)["state"] == GameState.RUNNING and (phases is None or shown < phases):
             await asyncio.sleep(0.1)
             steps = engine.table(game_id).replay.steps
             for step in steps[shown:]:
@@ -204,12 +211,14 @@ async def run_demo(
         await runner.close()
         for task in players:
             task.cancel()
+        await asyncio.gather(*players, return_exceptions=True)  # a reply being sent closes its connection
         (folder / "history.txt").write_text(engine.history(game_id), encoding="utf-8")
         for line in by_mail(engine, game_id, sent):
             say(f"  {line}")
         return game_id
     finally:
-        controller.stop()
+        # Off the loop: stopping waits for the server's sessions, which need the loop to end.
+        await loop.run_in_executor(None, controller.stop)
 
 
 def demo(folder: Path, deadline: timedelta, kind: str = "pure-skill") -> int:

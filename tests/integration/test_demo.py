@@ -2,9 +2,12 @@
 
 import asyncio
 import json
+import re
 from datetime import timedelta
 
-from referee.demo import PLAYERS, run_demo
+import pytest
+
+from referee.demo import PLAYERS, SILENT, run_demo
 from referee.record import verify
 from referee.store import Store
 
@@ -41,3 +44,23 @@ def test_the_demo_plays_auction_by_mail_too(tmp_path):
     history = (tmp_path / "history.txt").read_text()
     assert history.count("is tallied") == 4 and "chosen at random" in history
     assert store.outbox("queued") == []
+
+
+@pytest.mark.parametrize("kind", ["bid", "bluff", "ice"])
+def test_the_demo_players_answer_every_kinds_prompts_by_mail(tmp_path, kind):
+    """`referee demo --game bid` (and bluff, ice): alice and bob answer each
+    prompt with one of the moves it lists, so their moves come by mail, and
+    the demo says so; carol's are random."""
+    said: list[str] = []
+    game_id = asyncio.run(run_demo(tmp_path, timedelta(seconds=1), say=said.append, kind=kind, phases=12))
+    moves = Store(tmp_path / "games.db").moves(game_id)
+    for seat, player in enumerate(PLAYERS):
+        mine = {m["source"] for m in moves if m["seat"] == seat}
+        if player == SILENT:
+            assert "mail" not in mine and f"  {player}: never answers; 0 moves by mail" in said
+        else:
+            (line,) = [line for line in said if line.startswith(f"  {player}: sent ")]
+            sent, received, counted = map(int, re.findall(r"\d+", line))
+            assert mine == {"mail"} and sent >= received >= counted >= 2, line  # (the last may be unread when it stops)
+    site = tmp_path / "site"
+    assert (site / f"games/{game_id}/index.html").is_file() and "/index.html" in (site / "index.html").read_text()
