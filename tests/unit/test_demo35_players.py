@@ -9,6 +9,8 @@ from collections import Counter
 import pytest
 from conftest import Mailbox, answer, to_deadline
 
+import referee.demo
+from referee.cli import main
 from referee.demo import PLAYERS, SILENT, DemoFailed, by_mail, legal_moves
 from referee.rules import GAMES
 from referee.store import GameState
@@ -89,3 +91,12 @@ def test_the_moves_listed_across_lines_are_read_whole():
     body = "Your hand.\n\nMoves you can make now (the first 3): bid 2, bid 3,\nbid 10.\n\nDeadline: soon.\n"
     assert legal_moves(body) == ["bid 2", "bid 3", "bid 10"]
     assert legal_moves("Game 1, round 2: alice bids 7.\n") == []
+
+
+def test_referee_demo_exits_non_zero_and_says_why_when_the_check_fails(tmp_path, monkeypatch, capsys):
+    def failing(folder, deadline, kind):
+        raise DemoFailed("no move by mail counted for alice@example.org")
+
+    monkeypatch.setattr(referee.demo, "demo", failing)
+    assert main(["demo", "--dir", str(tmp_path), "--game", "bid"]) == 1
+    assert "referee demo: no move by mail counted for alice@example.org" in capsys.readouterr().err
