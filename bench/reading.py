@@ -246,6 +246,10 @@ SHAPES: dict[str, Callable[[Mail, int], bytes]] = {
     "TELL then a huge paragraph": text(lambda size: fill(LOREM + "\n", size, "TELL ALL\n")),
     "TELL lines repeated": text(lambda size: fill("TELL bob GREY x\n", size)),
     "bid lines repeated": text(lambda size: fill("bid 7\n", size)),
+    # (issue 35: a correction takes back the moves above it; greetings and sign-offs beside a move go unanswered)
+    "corrections repeated": text(lambda size: fill("bid 5\nno wait, make it bid 7\n", size)),
+    "greetings and sign-offs repeated": text(lambda size: fill("Hi ref,\nThanks!\nCheers,\n", size, "bid 7\n")),
+    "sentences naming a card repeated": text(lambda size: fill("Going with the 7 of hearts this round.\n", size)),
     "CR line ends": text(lambda size: fill(LOREM + "\r", size, "bid 7\r")),
     "mixed CRLF, CR and LF line ends": text(lambda size: fill("a\r\rb\r\n\nc\n\r", size, "bid 7\r\n")),
     "'-----Original Message-----' repeated": text(lambda size: fill("  -----Original Message-----\n", size, "bid 7\n")),
