@@ -196,6 +196,7 @@ class _Answered:
         for line in own:
             self.by_text.setdefault(line.strip(), set()).add(line)
         self.pairs = set(itertools.pairwise(own))  # lines that follow each other, past blank ones
+        self.text = "\n".join(_plain(line) for line in own)  # each line's words, for a line wrapped again
 
     def echoes(self, line: str) -> bool:
         """The line is one of the mail's, word for word."""
@@ -209,6 +210,12 @@ class _Answered:
     def follows(self, first: str, second: str) -> bool:
         """The two lines stand one after the other in the mail (a client's indent aside)."""
         return any((a, b) in self.pairs for a in self._own(first) for b in self._own(second))
+
+    def continues(self, first: str, second: str) -> bool:
+        """The two lines are one of the mail's, wrapped again: together they
+        stand within one of its lines ("Moves you can make now: ..., bid" +
+        "black 4.", a client's narrower wrap of the list of moves)."""
+        return bool(self.text) and f"{_plain(first)} {_plain(second)}" in self.text
 
     def _own(self, line: str) -> list[str]:
         line = line.rstrip()
@@ -246,7 +253,9 @@ def _quoted(lines: list[str], answered: _Answered) -> tuple[list[bool], list[boo
 def _copies(lines: list[str], quoted: list[bool], answered: _Answered) -> None:
     """Mark each line that is the answered mail's own, indent and all, next
     (past blank lines) to another that is its neighbour there too; then a
-    line of the mail's words between two such lines (its indent lost)."""
+    line of the mail's words between two such lines (its indent lost); and two
+    lines next to each other that together stand within one of its lines (a
+    line a client wrapped again)."""
     copied = [
         i
         for i, line in enumerate(lines)
@@ -257,6 +266,10 @@ def _copies(lines: list[str], quoted: list[bool], answered: _Answered) -> None:
             lines[before], lines[after]
         ):
             quoted[before] = quoted[after] = True
+    for at in range(len(lines) - 1):  # a line of the mail a client wrapped again, pasted unmarked
+        first, second = lines[at], lines[at + 1]
+        if first.strip() and second.strip() and not _SIGNATURE.match(second) and answered.continues(first, second):
+            quoted[at] = quoted[at + 1] = True
     text = [i for i, line in enumerate(lines) if line.strip()]
     for before, at, after in zip(text, text[1:], text[2:]):
         if quoted[before] and quoted[after] and not quoted[at] and answered.echoes(lines[at]):
