@@ -54,3 +54,20 @@ def test_a_move_above_a_pasted_prompt_rewrapped_is_played(engine, clock, kind):
     prompt = [m for m in mails(engine) if player in m["recipients"]][-1]["body"]
     play(engine, clock, player, first + "\n\n" + rewrapped(prompt))
     assert counted(engine, game, seat) == [first]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a correction whose move is not legal (a card already spent) takes nothing back: the move the player "
+    "took back is played, and as the last mover resolves the round at once; needs a rule for when a correction "
+    "that cannot be played still takes back (reading.correction's rest names a verb of the game?)",
+)
+@pytest.mark.parametrize("second", ["actually bid Q", "Change my bid to Q", "scratch that, bid Q", "bid Q instead"])
+def test_a_correction_to_a_spent_card_does_not_play_the_card_taken_back(engine, clock, second):
+    game = engine.new_game("pure-skill", PLAYERS)
+    for player in PLAYERS:
+        play(engine, clock, player, "bid Q")  # round 1: everyone's queen is spent
+    play(engine, clock, PLAYERS[1], "bid 3")
+    play(engine, clock, PLAYERS[2], "bid 3")
+    play(engine, clock, PLAYERS[0], "bid K\n" + second)  # the last mover takes back bid K
+    assert counted(engine, game, 0) == ["bid Q"]
