@@ -34,7 +34,7 @@ from aiosmtpd.controller import Controller
 from referee.config import Config, MaildirSettings, Server
 from referee.engine import Engine
 from referee.record import MoveSource
-from referee.runner import Runner
+from referee.runner import Runner, cancel_and_wait
 from referee.store import GameState, Store
 from referee.timeutil import utc_now
 
@@ -199,7 +199,12 @@ async def run_demo(
         stop = asyncio.Event()
         serving = asyncio.ensure_future(runner.serve(stop))
         shown = 0
-        while engine.status(game_id)["state"] == GameState.RUNNING and (phases is None or shown < phases):
+        # (a referee that failed ends the loop too: awaiting it below raises its error)
+        while (
+            not serving.done()
+            and engine.status(game_id)["state"] == GameState.RUNNING
+            and (phases is None or shown < phases)
+        ):
             await asyncio.sleep(0.1)
             steps = engine.table(game_id).replay.steps
             for step in steps[shown:]:
@@ -209,9 +214,8 @@ async def run_demo(
         await serving
         await runner.once()  # the last pass sends the final results
         await runner.close()
-        for task in players:
-            task.cancel()
-        await asyncio.gather(*players, return_exceptions=True)  # a reply being sent closes its connection
+        for task in players:  # a reply being sent closes its connection first
+            await cancel_and_wait(task)  # (again and again: aiosmtplib's wait_for can swallow a cancel)
         (folder / "history.txt").write_text(engine.history(game_id), encoding="utf-8")
         for line in by_mail(engine, game_id, sent):
             say(f"  {line}")

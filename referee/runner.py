@@ -157,7 +157,7 @@ async def until_stopped(work: Awaitable[T], stop: asyncio.Event) -> T | None:
     finally:
         stopping.cancel()
         if not working.done():
-            await _cancel(working)
+            await cancel_and_wait(working)
     if working.cancelled():
         return None
     if isinstance(working.exception(), Stopped):
@@ -168,7 +168,7 @@ async def until_stopped(work: Awaitable[T], stop: asyncio.Event) -> T | None:
     return working.result()
 
 
-async def _cancel(task: asyncio.Future) -> None:
+async def cancel_and_wait(task: asyncio.Future) -> None:
     """Cancel a task and wait until it has stopped; its own error, if it had
     one meanwhile, is dropped (the caller is already failing or stopping).
     Cancelled again until it ends: asyncio.wait_for in Python 3.11, which
@@ -321,7 +321,7 @@ class Runner:
             unreachable = error
         except BaseException:  # stopped, or a storage fault: the sending stops too
             feed.close()
-            await _cancel(sending)
+            await cancel_and_wait(sending)
             raise
         feed.close()
         undelivered = await sending

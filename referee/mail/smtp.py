@@ -85,7 +85,7 @@ async def _finishing(sending: Coroutine[object, object, None]) -> None:
     except asyncio.CancelledError:
         give_up = asyncio.get_running_loop().time() + STOP_GRACE
         while not task.done() and (left := give_up - asyncio.get_running_loop().time()) > 0:
-            with suppress(asyncio.CancelledError):  # the stop asks again, and waits (runner._cancel)
+            with suppress(asyncio.CancelledError):  # the stop asks again, and waits (runner.cancel_and_wait)
                 await asyncio.wait({task}, timeout=left)
         if not task.done():
             task.cancel()

@@ -4,6 +4,7 @@ it, is left on the server for the next pass, which reads each once."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
@@ -22,6 +23,7 @@ from referee.cli import main
 from referee.engine import Engine
 from referee.interrupt import Stopped, reading, stop_signals_cut_reading_short
 from referee.mail.parse import parse
+from referee.runner import cancel_and_wait
 from referee.store import Store
 from referee.timeutil import utc_now
 
@@ -153,3 +155,27 @@ def test_a_stop_cuts_short_only_a_reading_wherever_between_two_steps_it_lands():
             done.set()
             thread.join()
     assert cut > 0 and outside == 0, (cut, outside)
+
+
+def test_a_task_that_swallows_a_cancel_is_cancelled_again_until_it_stops():
+    """asyncio.wait_for in Python 3.11, which aiosmtplib and aioimaplib use,
+    can swallow a cancel that meets a reply; the task then waits on, and a
+    stop (or `referee demo`'s end) that cancelled it once would wait for
+    good.  It is cancelled again until it has stopped."""
+    swallowed = []
+
+    async def a_reader_that_swallows_one_cancel() -> None:
+        forever = asyncio.Event()
+        try:
+            await forever.wait()
+        except asyncio.CancelledError:
+            swallowed.append(True)  # as wait_for does when the reply came in the same step
+        await forever.wait()
+
+    async def stop_it() -> bool:
+        task = asyncio.ensure_future(a_reader_that_swallows_one_cancel())
+        await asyncio.sleep(0)
+        await asyncio.wait_for(cancel_and_wait(task), 5)
+        return task.cancelled()
+
+    assert asyncio.run(stop_it()) and swallowed == [True]
