@@ -172,6 +172,8 @@ def test_fixture_through_ingest(name, engine, clock):
     reply = body_of(replies[0]["raw"]) if replies else ""
     for phrase in spec.get("says", []):
         assert phrase in " ".join(reply.split()), reply
+    for phrase in spec.get("never_says", []):
+        assert phrase not in " ".join(reply.split()), reply
     if spec["outcome"] == "move" and not sealed:  # a turn: its result is announced to everyone
         assert {address for row in notices for address in row["recipients"]} == set(players)
     else:
