@@ -8,7 +8,7 @@ must (and must not) say, as its expected.toml entry has them.  Prints the count
 over the whole corpus and, given fixture names, over those alone, then each
 named fixture's result.  It asserts nothing.
 
-    /work/main/.venv/bin/python bench/corpus_counts.py /path/to/checkout [NAME.eml ...]
+    python3 bench/corpus_counts.py /path/to/checkout [NAME.eml ...]   (from a venv with the test extras)
 
 To compare two commits, give each its own clone with the same fixtures and
 expected.toml entries copied in, and run this on each.
