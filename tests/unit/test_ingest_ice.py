@@ -22,7 +22,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer, examples, reply, send
+from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer, reply, send
 
 from referee import config as config_module
 from referee.cli import main
@@ -141,6 +141,13 @@ def expected_span(label: str) -> timedelta:
 # -- a whole game ----------------------------------------------------------------
 
 
+def listed(body: str) -> list[str]:
+    """The moves a prompt lists as the ones its reader can make now."""
+    return re.search(r"Moves you can make now(?: \(the first \d+\))?: (.*?)\.(?: |$)", " ".join(body.split()))[1].split(
+        ", "
+    )
+
+
 class Played:
     """A whole game of Ice Ice Baby by mail, played once for the tests below."""
 
@@ -182,15 +189,16 @@ class Played:
             pending = [m for m in self.box.to(mover) if prompt_label(m) == phase["label"]]
             assert len(pending) == 1, (phase["label"], pending)
             prompt = pending[0]
-            offered = examples(prompt["body"])
+            offered = listed(prompt["body"])  # the prompt's own list, which the player plays from
             legal = [RULES.move_text(m) for m in RULES.legal_moves(state, seat)]
-            assert offered and set(offered) <= set(legal), (offered, legal)
+            assert offered == legal[: len(offered)] and (len(offered) == len(legal) or "for example:" in prompt["body"])
             assert f"the referee picks one of your {len(legal)} legal moves at random" in " ".join(
                 prompt["body"].split()
             )
             self._maybe_colour_choice(prompt, state, seat)
             self._maybe_render_mid(state, phase)
-            text = choose.choice(offered)
+            # the first two and the last, as the prompt's examples once were: the game the tests below expect
+            text = choose.choice(offered[:2] + offered[-1:] if len(offered) > 3 else offered)
             clock.advance(minutes=choose.randint(1, 600))  # well inside even the 12-hour offers
             outcome = answer(engine, clock, prompt, text)
             assert outcome.code == "move", (text, outcome)

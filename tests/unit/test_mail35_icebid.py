@@ -1,0 +1,125 @@
+"""Mail a player can play from (issue 35, item 4), Ice Ice Baby and Bid!:
+whole games by mail through ``Engine.ingest``, every mail a player gets
+read as the player reads it.
+
+Ice: a prompt says what is on offer, what the player can bid from, what
+passing costs and brings, and glosses L, M, S; the final scoring is in
+words.  Bid!: the prompt says what coins are for; a coin tie-break says
+what is at stake and what coins cost; a result adds up two-tile bids and
+says why the winner won; the game's history names everyone.  Bluff: the
+Tools prompt says what "Tools" is."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import PLAYERS
+from test_notify import Played
+
+ALICE = PLAYERS[0]
+_PILE = r"(?:[LMS]-\w+(?: [LMS]-\w+)*|nothing)"
+
+
+def _squeezed(body: str) -> str:
+    return " ".join(body.split())
+
+
+def _listed(body: str) -> list[str]:
+    return re.search(r"Moves you can make now(?: \(the first \d+\))?: (.*?)\.(?: |$)", _squeezed(body))[1].split(", ")
+
+
+def _seat_lines(body: str) -> dict[str, dict[str, str]]:
+    """The board's rows, by player: "active" and "now" as shown."""
+    rows = {}
+    for name, block in re.findall(
+        r"^\d\. (\S+?)(?:,[^:]*)?: \d+ points? if the game ended now\n((?:   .*\n)+)", body, re.M
+    ):
+        rows[name] = dict(re.findall(r"^   (\w+): +(.*)$", block, re.M))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def ice(tmp_path_factory) -> Played:
+    return Played(tmp_path_factory.mktemp("ice"), "ice")
+
+
+def _prompts(played: Played, player: str, wanted: str) -> list[dict]:
+    """The prompts ``player`` got whose Subject holds ``wanted`` (a turn's, or a sealed auction's)."""
+    opened = re.compile(r"^.* of game \d+(?:: it is your turn| is open)\.$", re.M)
+    return [m for m in played.box.to(player) if opened.search(m["body"]) and wanted in m["subject"]]
+
+
+# -- Ice Ice Baby ------------------------------------------------------------------
+
+
+def test_an_ice_bidding_prompt_says_what_is_on_offer_what_you_bid_from_and_what_passing_does(ice: Played):
+    checked = 0
+    for player in PLAYERS:
+        for mail in _prompts(ice, player, "your turn, "):
+            body = mail["body"]
+            lot = re.search(rf"^Auction area \(auction \d+\): ({_PILE})$", body, re.M)[1]
+            assert f"On offer: {lot}, all to the winner of this auction." in body
+            rows = _seat_lines(body)
+            mine = rows[player]
+            assert f"Yours to bid from (your active area): {mine['active']}." in body
+            assert "(L, M, S: large, medium, small." in body
+            if "Everyone else passed without bidding" in body:
+                continue
+            passed = {
+                int(m[1]): name for name, row in rows.items() if (m := re.match(r"passed, card (\d+)", row["now"]))
+            }
+            card = len(passed) + 1
+            told = re.search(r"If you pass, you take card (\d+)(.*?)\. ", _squeezed(body))
+            assert int(told[1]) == card
+            own = re.match(rf"bid ({_PILE})", mine["now"])
+            if own is None:
+                assert (
+                    told[2]
+                    == ", without a bid: you give nothing, and you get the bid of the next player to pass, or the winner's if nobody passes after you"[
+                        : len(told[2])
+                    ]
+                )
+            elif card == 1:
+                assert (
+                    f"with your bid {own[1]} on it: that bid goes to the dead area once the auction is won" in told[2]
+                )
+            else:
+                assert f"with your bid {own[1]} on it: that bid goes to {passed[card - 1]} (card {card - 1})" in told[2]
+            checked += 1
+    assert checked > 20
+
+
+def test_an_ice_prompt_lists_its_moves_once(ice: Played):
+    """The moves the player can make are listed once, not again as examples (unless the list is cut short)."""
+    for player in PLAYERS:
+        for mail in _prompts(ice, player, ""):
+            body = mail["body"]
+            assert _listed(body)
+            assert ("for example:" in body) == ("Moves you can make now (the first" in body), mail["subject"]
+
+
+def test_an_ice_scoring_offer_names_the_players_active_area_and_says_what_uniform_means(ice: Played):
+    offers = [(player, mail) for player in PLAYERS for mail in _prompts(ice, player, "score a tree?")]
+    assert offers
+    for player, mail in offers:
+        body = mail["body"]
+        assert f"Your active area: {_seat_lines(body)[player]['active']} (L, M, S: large, medium, small)." in body
+        assert "A uniform tree (all one colour) is worth 7 points at the end, a mixed one 5." in _squeezed(body)
+
+
+def test_the_ice_final_scoring_says_in_words_where_each_players_points_come_from(ice: Played):
+    (final,) = [m for m in ice.box.to(ALICE) if "Game over" in m["subject"]]
+    body = final["body"]
+    scoring = body.split("Final scoring:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert len(scoring) == len(PLAYERS)
+    totals = []
+    for line, player in zip(scoring, PLAYERS, strict=True):
+        said = re.fullmatch(rf"  {re.escape(player)} +(\d+) points?: (.*)", line)
+        assert said, line
+        parts = re.findall(r"\((\d+)\)", said[2])
+        assert sum(map(int, parts)) == int(said[1]), line  # the parts add up to the total
+        assert " x " not in line and "single" not in line
+        totals.append(int(said[1]))
+    tied = totals.count(max(totals)) > 1
+    assert ("A tie on points is broken by" in body) == tied
