@@ -35,7 +35,7 @@ DAY = timedelta(days=1)
 _OPEN = re.compile(r"^(?P<label>.+) of game \d+ is open\.$", re.M)
 _RESOLVED = re.compile(r"^(?P<label>.+) of game \d+ is resolved\.$", re.M)
 _TILES = re.compile(r"^Your tiles: (?P<tiles>[^;\n]+);", re.M)
-_COINS_ASKED = re.compile(r"number of coins you bid, from 0 to (?P<most>\d+)")
+_COINS_ASKED = re.compile(r"coins?: bid 0 to (?P<most>\d+)\.")
 
 
 # -- helpers -------------------------------------------------------------------
@@ -58,7 +58,7 @@ def asked(body: str) -> tuple[str, list[int], int]:
     match = _TILES.search(body)
     assert match, f"a prompt that asks for neither tiles nor coins:\n{body}"
     hand = [tile_value(word) for word in match["tiles"].split()]
-    return "bid", hand, 2 if re.search(r"\bbid two tiles\b", body, re.I) else 1
+    return "bid", hand, 2 if re.search(r"\bbid two of your tiles\b", body, re.I) else 1
 
 
 def tiles(bid) -> str:
@@ -132,7 +132,7 @@ class Played:
                 assert size == state.coins[seat] and state.stage == "coins"
                 text = f"coins {choose.randint(0, size)}"
             elif prompt["to"] == ALICE and self.pawn_phase is None and phase["number"] >= 3:
-                assert 'reply "pawn"' in prompt["body"]
+                assert 'Or play your pawn ("pawn")' in prompt["body"]
                 text, self.pawn_phase = "pawn", phase["number"]
             else:
                 assert hand == list(state.hands[seat]) and size == state.tiles_per_bid
@@ -228,7 +228,7 @@ def test_alices_pawn_cancels_one_auction_and_the_next_gets_a_fresh_deadline(play
         assert f"Deadline: {show(new['deadline'])}" in prompt["body"]
     # alice's prompts from then on no longer offer the pawn
     later = [m for m in played.box.to(ALICE) if is_prompt(m) and m["created_at"] >= new["opened_at"]]
-    assert later and not any('reply "pawn"' in m["body"] for m in later)
+    assert later and not any('("pawn")' in m["body"] for m in later)
 
 
 def _check_round_mail(body: str, step, how: dict[int, str]) -> None:
@@ -249,7 +249,8 @@ def _check_round_mail(body: str, step, how: dict[int, str]) -> None:
     for seat, address in enumerate(PLAYERS):
         line = re.search(rf"^\s+{re.escape(address)}\s+(?P<bid>\S.*?)(?P<remark>\s{{2}}\(.*\))?$", bids, re.M)
         assert line, f"no bid of {address} in:\n{bids}"
-        assert line["bid"].strip() == tiles(event["bids"][seat])
+        bid = event["bids"][seat]
+        assert line["bid"].strip() == tiles(bid) + (f" = {sum(bid)}" if len(bid) > 1 else "")  # a two-tile bid added up
         if seat in how:  # (a coin tie-break's mail repeats the bids: its remarks are about the coins)
             random_move = how[seat] == "random"
             assert bool(line["remark"] and "random" in line["remark"]) == random_move, line[0]
@@ -261,7 +262,10 @@ def _check_round_mail(body: str, step, how: dict[int, str]) -> None:
         assert coins, body
         assert coins[1] == ", ".join(f"{PLAYERS[int(s)]} {n}" for s, n in event["coins_bid"].items())
     if event["winner"] is not None:
-        assert f"{PLAYERS[event['winner']]} wins the auction: {points} point" in body, body
+        why = r"\(the most coins\)" if event["coins_bid"] else rf"with the highest bid, {max(map(sum, event['bids']))}"
+        assert re.search(
+            rf"^{re.escape(PLAYERS[event['winner']])} wins the auction {why}: {points} point", body, re.M
+        ), body
     elif event["crowned"]:
         crowned = ", ".join(PLAYERS[s] for s in event["crowned"])
         assert f"Ace of Crowns: {crowned} tied for the highest bid and each lose {points} points" in body
@@ -381,7 +385,7 @@ def test_under_the_ace_of_suns_a_one_tile_bid_is_refused_and_changes_nothing(eng
     prompt = next(m for m in box.to(ALICE) if is_prompt(m))
     assert "Ace of Suns" in prompt["subject"]
     assert asked(prompt["body"]) == ("bid", [0, 1, 2, 3, 4, 5], 2)
-    assert re.search(r"^\s+bid \S+ \S+$", prompt["body"], re.M)  # the example names two tiles
+    assert re.search(r"^Moves you can make now: bid \S+ \S+, ", prompt["body"], re.M)  # two tiles a move
     before = engine.table(1).state
     box.new()
     clock.advance(hours=1)
@@ -441,7 +445,7 @@ def test_a_tie_asks_only_the_tied_players_for_coins(engine, clock, seeds):
         prompts = [m for m in fresh if m["to"] == address and is_prompt(m)]
         assert len(prompts) == (address != BOB)
         if prompts:
-            assert "break the tie with coins" in prompts[0]["subject"]
+            assert "coin tie-break: bid coins for " in prompts[0]["subject"]
             assert asked(prompts[0]["body"]) == ("coins", [], 2)
 
 

@@ -44,6 +44,16 @@ def ice(tmp_path_factory) -> Played:
     return Played(tmp_path_factory.mktemp("ice"), "ice")
 
 
+@pytest.fixture(scope="module")
+def bid(tmp_path_factory) -> Played:
+    return Played(tmp_path_factory.mktemp("bid"), "bid")
+
+
+@pytest.fixture(scope="module")
+def bluff(tmp_path_factory) -> Played:
+    return Played(tmp_path_factory.mktemp("bluff"), "bluff", draw="bluff6")  # rerolls with Tools in rounds 3 to 5
+
+
 def _prompts(played: Played, player: str, wanted: str) -> list[dict]:
     """The prompts ``player`` got whose Subject holds ``wanted`` (a turn's, or a sealed auction's)."""
     opened = re.compile(r"^.* of game \d+(?:: it is your turn| is open)\.$", re.M)
@@ -123,3 +133,90 @@ def test_the_ice_final_scoring_says_in_words_where_each_players_points_come_from
         totals.append(int(said[1]))
     tied = totals.count(max(totals)) > 1
     assert ("A tie on points is broken by" in body) == tied
+
+
+# -- Bid! ----------------------------------------------------------------------------
+
+
+def test_a_bid_prompt_says_what_coins_and_the_pawn_are_for_and_lists_the_moves_once(bid: Played):
+    prompts = _prompts(bid, ALICE, "")
+    assert prompts
+    for mail in prompts:
+        body = mail["body"]
+        assert re.search(r"^Your tiles: .*; your coins: \d+ \(they break a tie for the highest bid\)", body, re.M)
+        if "your pawn: yours to play" in body:
+            assert "your pawn: yours to play (once a game)" in body
+            assert 'Or play your pawn ("pawn"): this auction is cancelled' in body
+        assert "for example:" not in body and _listed(body)
+
+
+_FACES = {"null": 0, "ace": 1, **{str(n): n for n in range(2, 6)}}
+
+
+def _bid_values(body: str) -> list[int]:
+    """Each player's bid in a result's table of bids, as a number (null 0, ace 1)."""
+    table = body.split("The bids:\n", 1)[1]
+    lines = re.findall(r"^  \S+ +(\S+(?: \+ \S+)*(?: = \d+)?)", table, re.M)[: len(PLAYERS)]
+    return [sum(_FACES[tile] for tile in line.split(" = ")[0].split(" + ")) for line in lines]
+
+
+def test_a_coin_tie_break_says_what_is_at_stake_and_what_the_coins_cost(bid: Played):
+    mails = bid.box.to(ALICE)
+    coins = _prompts(bid, ALICE, ": coin tie-break: ")
+    assert coins
+    for mail in coins:
+        body = mail["body"]
+        label = re.search(r"\] (Auction [^:]+: coin tie-break): ", mail["subject"])[1]
+        (result,) = [m for m in mails if f"\n{label} of game 1 is resolved." in "\n" + m["body"]]
+        points = int(re.search(r"The winner takes (\d+) points?", result["body"])[1])
+        assert f"bid coins for {points} point" in mail["subject"]
+        assert f"The tied bids were {max(_bid_values(result['body']))} each. At stake: {points} point" in body
+        assert "every coin bid goes to the bank, the loser's too" in _squeezed(body)
+
+
+def test_a_bid_result_adds_up_each_bid_and_says_why_the_winner_won(bid: Played):
+    results = [m for m in bid.box.to(ALICE) if " is resolved." in m["body"] and "The bids:\n" in m["body"]]
+    doubles = 0
+    for mail in results:
+        body = mail["body"]
+        values = _bid_values(body)
+        for line in re.findall(r"^  \S+ +(\S+ \+ .*)$", body.split("The bids:\n", 1)[1], re.M):
+            said = re.match(r"(\S+) \+ (\S+) = (\d+)", line)  # a two-tile bid, added up
+            assert said and int(said[3]) == _FACES[said[1]] + _FACES[said[2]], line
+            doubles += 1
+        won = re.search(r"^\S+ wins the auction (.*?): \d+ points?", body, re.M)
+        if won and "Coin tie-break:" in body:
+            assert won[1] == "(the most coins)"
+        elif won:
+            assert won[1] == f"with the highest bid, {max(values)}"
+    assert doubles
+
+
+def test_a_bid_games_history_names_everyone_and_every_bid(bid: Played):
+    (final,) = [m for m in bid.box.to(ALICE) if "Game over" in m["subject"]]
+    history = re.findall(r"^(Auction .*?): ((?:bids|coins|cancelled) .*)$", final["body"], re.M)
+    assert history
+    assert not re.search(r"\bseat \d+ [+-]", final["body"])
+    for label, line in history:
+        if line.startswith("cancelled by "):
+            assert re.fullmatch(r"cancelled by \S+'s (pawn|reroll)", line)
+        elif line.startswith("coins "):
+            assert "coin tie-break" in label and re.search(r"; (\S+ \+\d+|no winner)$", line)
+        else:
+            assert all(f"{player} " in line for player in PLAYERS), line
+            assert re.search(r"; (tied|\S+ \+\d+|no winner|Ace of Crowns, tied: .* -\d+ each)$", line), line
+
+
+# -- Bluff Auction ------------------------------------------------------------------
+
+
+def test_the_tools_prompt_says_what_tools_means(bluff: Played):
+    tools = [m for player in PLAYERS for m in _prompts(bluff, player, "reroll with your Tools?")]
+    assert tools
+    for mail in tools:
+        body = _squeezed(mail["body"])
+        assert (
+            '("Tools" is the step before the bidding where players who own Tool tiles may roll some of their dice'
+            " again, in secret.)" in body
+        )
+        assert 'name them by their numbers above ("reroll 1 3"), or say "keep" to keep them all.' in body
