@@ -861,7 +861,7 @@ class Desk:
     def _run_all(self, sender: Sender, lines: list[str]) -> list[Answer]:
         answers: list[Answer] = []
         commands = [COMMANDS.read(line, keeper=sender.keeper) for line in lines[:MAX_LINES]]
-        moves, taken_back = self._moves_in(sender, commands)
+        moves, taken_back, meant = self._moves_in(sender, commands)
         standing = {number: move for number, move in moves.items() if number not in taken_back}
         made: dict[str, int] = {}  # a move's text -> the line that made it
         for number, (line, command) in enumerate(zip(lines, commands), 1):
@@ -880,7 +880,7 @@ class Desk:
             elif move is not None and move in made:
                 answers.append(Answer(line, "repeat", {"move": move, "number": made[move]}, OutcomeCode.DONE))
             else:
-                answers.append(self._run(sender, command))
+                answers.append(self._run(sender, command, meant.get(number)))
                 if move is not None:
                     made[move] = number
                 if self._rest_read:  # the lines below were its own (SAY's text)
@@ -898,35 +898,70 @@ class Desk:
             answers.append(self._error("", Refusal(Why.NO_COMMAND, legal=True, attempt=True), sender))
         return answers
 
-    def _moves_in(self, sender: Sender, commands: list[Command]) -> tuple[dict[int, str], dict[int, int]]:
+    def _moves_in(
+        self, sender: Sender, commands: list[Command]
+    ) -> tuple[dict[int, str], dict[int, int], dict[int, str]]:
         """The moves the lines ask for (line number -> the move's text), read
-        before any is made: a seat's, in the phase open to it; and the lines
-        of those taken back by a correction below them (line number -> the
-        correction's).  A correction ("actually bid 6") takes back every
+        before any is made: a seat's, in the phase open to it; the lines of
+        those taken back by a correction below them (line number -> the
+        correction's); and what a correction without the verb means, read
+        with the verb of the move it corrects ("make it 6" under "bid 5":
+        "bid 6").  A correction ("actually bid 6") takes back every
         different move above it, so only what stands after the last one can
-        be ambiguous."""
+        be ambiguous; so does one that cannot be played but asks for a move
+        ("actually bid Q", the queen spent), which then makes none."""
         if sender.game_id is None or sender.seat is None:
-            return {}, {}
+            return {}, {}, {}
         table = self.tables.table(sender.game_id)
         phase = table.open_phase if table.row["state"] == GameState.RUNNING else None
         if phase is None or sender.seat not in phase["movers"] or not table.human(sender.seat):
-            return {}, {}
+            return {}, {}, {}
         moves: dict[int, str] = {}
         taken_back: dict[int, int] = {}
+        meant: dict[int, str] = {}
         for number, command in enumerate(commands, 1):
             if COMMANDS.stops(command) or (command.word == "tell" and not _told(command.line).text):
                 break  # nothing below is read (as a move: a TELL's words below it are its own)
             if command.word:
                 continue
             move = self._move_of(table, sender.seat, command.line)
-            if move is None:
+            corrected = reading.correction(command.line, table.rules.verbs)
+            if corrected is None or not moves:
+                if move is not None:
+                    moves[number] = move
                 continue
-            if reading.correction(command.line, table.rules.verbs) is not None:
-                taken_back |= {
-                    above: number for above, said in moves.items() if said != move and above not in taken_back
-                }
-            moves[number] = move
-        return moves, taken_back
+            if move is None:
+                with_verb = self._with_verb(table, command.line, corrected, moves[max(moves)])
+                if with_verb is not None:
+                    meant[number] = with_verb
+                    move = self._move_of(table, sender.seat, with_verb)
+                if move is None and not self._asks_a_move(table, sender.seat, corrected, with_verb):
+                    continue  # "Sorry, I'm late": a courtesy, no correction
+            taken_back |= {above: number for above, said in moves.items() if said != move and above not in taken_back}
+            if move is not None:
+                moves[number] = move
+        return moves, taken_back, meant
+
+    def _with_verb(self, table: Table, line: str, corrected: str, above: str) -> str | None:
+        """A correction's words without a verb ("6" of "make it 6"), given
+        the verb of the move above it that it corrects ("bid 5": "bid 6"),
+        still a question if the line asked one ("actually 6?" is no move);
+        None when they start with a verb of their own."""
+        if table.rules.looks_like_move(corrected) or reading.phrase(corrected, table.rules.verbs) is not None:
+            return None
+        return f"{above.split(' ', 1)[0]} {corrected}{'?' if reading.is_question(line) else ''}"
+
+    def _asks_a_move(self, table: Table, seat: int, corrected: str, with_verb: str | None) -> bool:
+        """Whether a correction that cannot be played asks for a move all the
+        same (a card spent, a bid the game reads only as a suggestion), so
+        that it takes back the move above it; "Actually, thanks for running
+        this!" does not."""
+        rules = table.rules
+        return (
+            rules.looks_like_move(corrected)
+            or rules.suggest(table.state, seat, corrected) is not None
+            or (with_verb is not None and rules.suggest(table.state, seat, with_verb) is not None)
+        )
 
     def _move_of(self, table: Table, seat: int, line: str) -> str | None:
         """The move a line asks for, as its text, or None."""
@@ -940,7 +975,7 @@ class Desk:
         asked = [{"number": number, "line": lines[number - 1], "move": move} for number, move in moves.items()]
         return self._error(line, Refusal(Why.AMBIGUOUS, attempt=True, asked=asked))
 
-    def _run(self, sender: Sender, command: Command) -> Answer:
+    def _run(self, sender: Sender, command: Command, meant: str | None = None) -> Answer:
         """The line carried out: by its command's handler, else as a move.
         A keeper's command from anyone else is refused as such, unless it
         reads as a move of the sender's game (the keeper's words are read
@@ -953,7 +988,9 @@ class Desk:
                 and not self._looks_like_move(sender, command)
             ):
                 raise Refusal(Why.KEEPERS_ONLY, word=word, legal=True)  # a seat's moves listed, as for any line
-            return self._do_move(sender, command) if entry is None else entry.handler(self, sender, command)
+            if entry is None:
+                return self._do_move(sender, command, meant)
+            return entry.handler(self, sender, command)
         except Refusal as refusal:
             return self._error(command.line, refusal, sender)
 
@@ -1028,18 +1065,24 @@ class Desk:
             raise Refusal(Why.RESIGNED, game=table.id)
         return table, sender.seat
 
-    def _do_move(self, sender: Sender, command: Command) -> Answer:
+    def _do_move(self, sender: Sender, command: Command, meant: str | None = None) -> Answer:
+        """The line played as a move; ``meant``: read as that text instead (a
+        correction without its verb, "make it 6" -> "bid 6"), the line
+        still quoted."""
         table, seat = self._seat(sender, command)
         rules = table.rules
+        text = meant or command.line
         if table.open_phase is not None:  # a reply about a phase that is over
             self.phases.check_thread(table, table.open_phase, seat, self.message)
         try:
-            move = rules.read_move(table.state, seat, command.line)
+            move = rules.read_move(table.state, seat, text)
         except MoveError as error:
             if table.open_phase is not None:  # out of turn, what was wrong with it matters less
                 self.phases.check_mover(table, table.open_phase, seat)
-            suggestion = rules.suggest(table.state, seat, command.line)
-            if rules.looks_like_move(command.line):
+            suggestion = rules.suggest(table.state, seat, command.line) or (
+                meant and rules.suggest(table.state, seat, meant)
+            )
+            if rules.looks_like_move(text):
                 raise Refusal(Why.BAD_MOVE, legal=True, attempt=True, suggestion=suggestion, error=str(error)) from None
             raise Refusal(
                 Why.NOT_UNDERSTOOD, legal=suggestion is None, suggestion=suggestion, line=command.line, error=str(error)

@@ -56,12 +56,6 @@ def test_a_move_above_a_pasted_prompt_rewrapped_is_played(engine, clock, kind):
     assert counted(engine, game, seat) == [first]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a correction whose move is not legal (a card already spent) takes nothing back: the move the player "
-    "took back is played, and as the last mover resolves the round at once; needs a rule for when a correction "
-    "that cannot be played still takes back (reading.correction's rest names a verb of the game?)",
-)
 @pytest.mark.parametrize("second", ["actually bid Q", "Change my bid to Q", "scratch that, bid Q", "bid Q instead"])
 def test_a_correction_to_a_spent_card_does_not_play_the_card_taken_back(engine, clock, second):
     game = engine.new_game("pure-skill", PLAYERS)
