@@ -11,6 +11,7 @@ a legal move.
 from __future__ import annotations
 
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,16 @@ def test_every_games_legal_moves_corrected_without_the_verb(kind, data):
         done = len(counted(engine, game, seat))
         play(engine, clock, player, body, game=game)
         assert counted(engine, game, seat)[done:] == [first if quoted else second], body
+
+
+def test_a_move_after_a_short_settle_window_is_told_when_it_closed_to_the_second(engine, clock):
+    engine.new_game("pure-skill", PLAYERS, settle=timedelta(seconds=20))
+    clock.advance(seconds=7)  # (the window closes inside a minute)
+    for player in PLAYERS:
+        play(engine, clock, player, "bid 4")
+    closed = clock() + timedelta(seconds=20)
+    clock.advance(seconds=25)  # past the close, before the round is resolved
+    before = last_id(engine)
+    play(engine, clock, PLAYERS[0], "bid 5")
+    body = reply_body(engine, PLAYERS[0], before)
+    assert f"after Round 1 of 13 closed ({closed:%Y-%m-%dT%H:%M:%S}Z" in body, body
