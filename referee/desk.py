@@ -957,8 +957,10 @@ class Desk:
         that it takes back the move above it; "Actually, thanks for running
         this!" does not."""
         rules = table.rules
+        said = reading.move_line(corrected, rules.verbs).lower().split()
         return (
-            rules.looks_like_move(corrected)
+            # a verb of the game's first: Auction's looks_like_move takes a bare number too ("Sorry, 2 minutes late")
+            (bool(said) and said[0] in rules.verbs)
             or rules.suggest(table.state, seat, corrected) is not None
             or (with_verb is not None and rules.suggest(table.state, seat, with_verb) is not None)
         )

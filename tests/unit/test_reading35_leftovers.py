@@ -33,6 +33,8 @@ COURTESIES = (
     "No worries if this is late",
     "Wait, is it my turn already?",
     "Actually, have a great weekend all",
+    "Sorry, 2 minutes late",  # a number after the correcting word: Auction reads a line opening with one as a move
+    "Oops, one more thing: thanks!",
 )
 # Corrections without the verb, each as "{rest}": the move corrected gives them its verb
 VERBLESS = (
