@@ -1985,7 +1985,8 @@ class Desk:
 
     def _outcome(self, sender: Sender, answers: list[Answer]) -> Outcome:
         moves = [a for a in answers if a.code in MOVE_CODES]
-        done = [a for a in answers if a.code != OutcomeCode.REFUSED]
+        # A line taken back by a correction did nothing: with the correction refused, nothing counted.
+        done = [a for a in answers if a.code != OutcomeCode.REFUSED and a.part != "taken-back"]
         # Line numbers, never the lines: this is printed and logged, and a line may be a sealed bid.
         summary = "; ".join(f"line {number}: {a.code}" for number, a in enumerate(answers, 1))
         code = moves[-1].code if moves else OutcomeCode.DONE if done else OutcomeCode.REFUSED
