@@ -202,7 +202,11 @@ def assert_clean_headers(raw: bytes) -> None:
 
 
 def examples(body: str) -> list[str]:
-    """The example moves a prompt shows (indented lines after "for example:")."""
+    """The example moves a prompt shows (indented lines after "for example:"),
+    or, in a prompt that shows none (Auction's when it lists every move), the
+    moves it lists."""
+    if not re.search(r"for example:", body, flags=re.I):
+        return re.search(r"^Moves you can make now: (.+)\.$", body, re.M)[1].split(", ")
     part = re.split(r"for example:", body, flags=re.I)[1].split("\nDeadline:")[0]
     return re.findall(r"^    (\S.*)$", part, re.M)
 

@@ -224,6 +224,9 @@ class PureSkill(Game[PureSkillState, int]):
             "scores": list(state.scores),
             "takes": [list(take) for take in state.takes],
             "cards_left": [len(hand) for hand in state.hands],
+            # Every bid is shown when its round resolves, so the cards a seat has
+            # not bid yet are the table's knowledge, not a secret of its own.
+            "unbid": [sorted(hand) for hand in state.hands],
             "suits": list(SUITS),
             "bots": sorted(state.bots),
         }
