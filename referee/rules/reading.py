@@ -32,6 +32,7 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from enum import Enum
+from typing import NamedTuple
 
 # Typographic marks a phone or word processor puts where ASCII was typed
 _PLAIN = str.maketrans(
@@ -455,139 +456,76 @@ def past_greeting(text: str) -> str | None:
     return " ".join(tokens[past:]) if past else None
 
 
+class _Manners(NamedTuple):
+    """One language's courtesies, folded as ``_folded`` reads a line (no accents, "ß" as "ss") and in lower case:
+    the phrases a greeting opens with ("good morning"), comma-separated; the words it may greet ("all"); the
+    words that thank or sign off ("thanks", "regards"); and the words that only stand beside those ("very much").
+    No word here is a move's or a command's first word (tests/unit/test_reading35_courtesy.py checks)."""
+
+    greetings: str
+    greeted: str
+    thanks: str
+    beside: str
+
+
+_MANNERS = {
+    "en": _Manners(
+        "hi, hello, hey, heya, hiya, howdy, dear, greetings, yo, morning, afternoon, evening, good morning, "
+        "good afternoon, good evening, good day",
+        "ref referee all everyone everybody there folks guys team again mr ms mrs dr sir",
+        "thanks thank thx ty ta cheers best regards wishes sincerely yours bye goodbye cya later love care luck "
+        "gl hf xx xo day weekend",
+        "you very much so a lot many kind kindest warm warmest the all truly faithfully see ya soon take good "
+        "have fun x again in advance for now everyone and game help this it everything nice great",
+    ),
+    "de": _Manners(
+        "hallo, moin, servus, guten tag, guten morgen, guten abend, gruss gott, gruezi, liebe, lieber, "
+        "sehr geehrte, sehr geehrter",
+        "zusammen alle herr frau damen und herren",
+        "danke dank gruss grusse grussen lg vg mfg tschuss bald",
+        "viele vielen liebe lieben beste besten mit freundlichen freundliche herzliche herzlichen schone "
+        "schonen schon sehr bis und",
+    ),
+    "fr": _Manners(
+        "bonjour, bonsoir, salut, coucou, cher, chere",
+        "a tous toutes monsieur madame",
+        "merci cordialement amities amicalement bises bisous journee soiree salutations bientot",
+        "et bonne bonnes beaucoup bien a vous toi tous mes meilleures sinceres votre pour encore excellente",
+    ),
+    "es": _Manners(
+        "hola, buenos dias, buenas tardes, buenas noches, buenas, estimado, estimada, querido, querida",
+        "a todos todas",
+        "gracias saludos saludo abrazos abrazo besos chao adios atentamente",
+        "muchas muchos mil un una y buen buena muy cordiales por todo de nuevo",
+    ),
+    "nl": _Manners(
+        "hoi, hallo, hey, goedemorgen, goedemiddag, goedenavond, goedendag, goede morgen, beste, dag",
+        "allemaal iedereen allen",
+        "bedankt dank groetjes groet groeten doei ziens succes",
+        "je u wel hartelijk hartelijke vriendelijke met tot zo alvast veel lieve",
+    ),
+    "it": _Manners(
+        "ciao, buongiorno, buonasera, buon giorno, salve, caro, cara",
+        "a tutti tutte",
+        "grazie saluti saluto ciao arrivederci cordialmente giornata serata presto",
+        "mille tante tanti cordiali distinti buona un e a",
+    ),
+    "pt": _Manners(
+        "ola, oi, bom dia, boa tarde, boa noite, prezado, prezada, caro, cara",
+        "a todos pessoal",
+        "obrigado obrigada abracos abraco beijos atenciosamente tchau valeu cumprimentos",
+        "muito muita um e",
+    ),
+    "sv": _Manners("hej, hej hej", "alla", "tack hej", "sa mycket"),
+}
 # A greeting's first words ("Hi", "Good morning", "Hola"), and the words that may follow them ("Hi ref", "Hi all")
-_GREETINGS = {
-    ("hi",),
-    ("hello",),
-    ("hey",),
-    ("heya",),
-    ("hiya",),
-    ("howdy",),
-    ("dear",),
-    ("greetings",),
-    ("yo",),
-    ("morning",),
-    ("evening",),
-    ("good", "morning"),
-    ("good", "afternoon"),
-    ("good", "evening"),
-    ("good", "day"),
-    ("hallo",),
-    ("hola",),
-    ("bonjour",),
-    ("salut",),
-    ("ciao",),
-    ("hej",),
-    ("moin",),
-    ("servus",),
-    ("guten", "tag"),
-    ("buongiorno",),
-    ("buenos", "dias"),
-    ("ola",),
-}
-_GREETED = {
-    "ref",
-    "referee",
-    "all",
-    "zusammen",
-    "everyone",
-    "everybody",
-    "there",
-    "folks",
-    "guys",
-    "team",
-    "again",
-    "mr",
-    "ms",
-}
+_GREETINGS = {tuple(greeting.split()) for manners in _MANNERS.values() for greeting in manners.greetings.split(", ")}
+_GREETED = {word for manners in _MANNERS.values() for word in manners.greeted.split()}
 # Words of thanks and of a sign-off: a line of these alone (and a name) says nothing to act on
-_THANKS = {
-    "thanks",
-    "thank",
-    "thx",
-    "ty",
-    "ta",
-    "cheers",
-    "best",
-    "regards",
-    "wishes",
-    "sincerely",
-    "yours",
-    "bye",
-    "goodbye",
-    "cya",
-    "later",
-    "love",
-    "care",
-    "luck",
-    "gl",
-    "hf",
-    "xx",
-    "xo",
-    "merci",
-    "danke",
-    "gracias",
-    "grazie",
-    "obrigado",
-    "obrigada",
-    "tack",
-    "gruss",
-    "grusse",
-    "lg",
-    "vg",
-    "mfg",
-    "saludos",
-    "saluti",
-    "cordialement",
-    "tschuss",
-    "ciao",
-}
-_THANKS_FILLER = {
-    "you",
-    "very",
-    "much",
-    "so",
-    "a",
-    "lot",
-    "many",
-    "kind",
-    "kindest",
-    "warm",
-    "warmest",
-    "the",
-    "all",
-    "truly",
-    "faithfully",
-    "see",
-    "ya",
-    "soon",
-    "take",
-    "good",
-    "have",
-    "fun",
-    "x",
-    "again",
-    "in",
-    "advance",
-    "for",
-    "now",
-    "everyone",
-    "and",
-    "viele",
-    "liebe",
-    "beste",
-    "mit",
-    "freundlichen",
-    "beaucoup",
-    "muchas",
-    "mille",
-    "game",
-    "help",
-    "this",
-    "it",
-    "everything",
-}
+_THANKS = {word for manners in _MANNERS.values() for word in manners.thanks.split()}
+_THANKS_FILLER = {word for manners in _MANNERS.values() for word in manners.beside.split()}
 _NAME = re.compile(r"[^\W\d_][\w'.-]*")  # a word of a name: "Carol", "O'Neil", "J."
+_AROUND_A_WORD = ",.!¡¿-"  # punctuation a courtesy's words carry: "¡Gracias!", "Hoi,"
 
 
 class Courtesy(Enum):
@@ -598,22 +536,27 @@ class Courtesy(Enum):
 
 
 def courtesy(text: str) -> Courtesy | None:
-    """Whether the line only greets ("Hi ref,", "Good morning all", "Hola"),
-    or only thanks or signs off ("Thanks!", "Cheers, Carol", "Best regards"):
-    a line with nothing to act on.  None for any other line."""
-    typed = [word for word in _folded(clean(text)).split() if word.strip(",.!-")]
-    low = [word.lower().strip(",.!-") for word in typed]
-    for greeting in sorted(_GREETINGS, key=len, reverse=True):
-        if tuple(low[: len(greeting)]) == greeting:
-            rest = typed[len(greeting) :]
-            greets = len(rest) <= 3 and all(word.lower().strip(",.!-") in _GREETED or _named(word) for word in rest)
-            return Courtesy.GREETING if greets else None
+    """Whether the line only thanks or signs off ("Thanks!", "Cheers, Carol",
+    "Best regards", "Merci et bonne journée"), or only greets ("Hi ref,",
+    "Good morning all", "Hoi"): a line with nothing to act on.  None for any
+    other line.  A sign-off is tried first, so "Liebe Grüße" signs off where
+    "Liebe Alice" greets."""
+    typed = [word for word in _folded(clean(text)).split() if word.strip(_AROUND_A_WORD)]
+    low = [word.lower().strip(_AROUND_A_WORD) for word in typed]
     vocabulary = 0
     while vocabulary < len(low) and low[vocabulary] in _THANKS | _THANKS_FILLER:
         vocabulary += 1
     names = typed[vocabulary:]
-    thanks = any(word in _THANKS for word in low[:vocabulary])
-    return Courtesy.SIGN_OFF if thanks and len(names) <= 3 and all(_named(word) for word in names) else None
+    if any(word in _THANKS for word in low[:vocabulary]) and len(names) <= 3 and all(map(_named, names)):
+        return Courtesy.SIGN_OFF
+    for greeting in sorted(_GREETINGS, key=len, reverse=True):
+        if tuple(low[: len(greeting)]) == greeting:
+            rest = low[len(greeting) :]
+            greets = len(rest) <= 3 and all(
+                word in _GREETED or _named(typed[len(greeting) + at]) for at, word in enumerate(rest)
+            )
+            return Courtesy.GREETING if greets else None
+    return None
 
 
 def name_line(text: str) -> bool:
@@ -623,7 +566,7 @@ def name_line(text: str) -> bool:
 
 
 def _name_word(word: str) -> bool:
-    return bool(_NAME.fullmatch(word.strip(",.!")))
+    return bool(_NAME.fullmatch(word.strip(_AROUND_A_WORD)))
 
 
 def _named(word: str) -> bool:
