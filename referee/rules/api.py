@@ -136,6 +136,10 @@ _AROUND_A_MOVE = _NOISE | {
     "coin",
     "coins",
 }
+# What a number may count in a sentence ("I'll put in 1 coin", "2 points"): a move named there must count it too
+# ("coins 1"), so a count of coins is never offered as a card or a tile ("bid ace", "bid A")
+_COUNTED_NOUNS = {"coin": "coin", "coins": "coin", "point": "point", "points": "point", "pts": "point"}
+_PRONOUNS = {"one", "ones"}  # "the medium yellow one": after a word that is no number, "one" counts nothing
 _TOGETHER = {"and", "&", "+", ","}  # between the parts of one move: "bid 3 and 5"
 _SENTENCE_WORDS = 20  # a longer line is a letter, not a move written out
 _NAMING_WORDS = 6  # the most words that name one move ("the 10 of hearts", "3 and 5")
@@ -298,9 +302,11 @@ class Game(ABC, Generic[State, Move]):
         if first.lower() in self.verbs:  # "bid card 7", "bid a 7"
             readings.append(" ".join([first, *(w for w in rest.split() if w.lower() not in _NOISE)]))
         alone = set(self._readings(state, seat, verbs))  # "pass": what a verb reads as without the line
+        counted = _counted(line)
         moves = {self.move_text(move) for move in self._readings(state, seat, readings) if move not in alone}
+        moves = {move for move in moves if _counts(move, counted)}
         if not moves:
-            moves = self._named_in_sentence(state, seat, line, alone)
+            moves = {move for move in self._named_in_sentence(state, seat, line, alone) if _counts(move, counted)}
         return moves.pop() if len(moves) == 1 else None
 
     def _named_in_sentence(self, state: State, seat: int, line: str, alone: set[Move]) -> set[str]:
@@ -309,7 +315,7 @@ class Game(ABC, Generic[State, Move]):
         and the words around that run only say that a move is made (``_AROUND_A_MOVE``, a verb); so a line that
         names two moves ("bid 7, then 8 next round") or says more ("the 10 of diamonds" from the hearts) names
         none."""
-        words = reading.words(line)
+        words = _without_pronouns(reading.words(line), set(self.verbs))
         saying = [at for at, word in enumerate(words) if word.strip(",.!;") not in _AROUND_A_MOVE | set(self.verbs)]
         if len(words) > _SENTENCE_WORDS or (saying and saying[-1] - saying[0] >= _NAMING_WORDS):
             return set()  # no one run covers what the line says besides making a move
@@ -459,3 +465,34 @@ class Game(ABC, Generic[State, Move]):
         """A person takes over a seat a bot played (only where
         ``bots_replaceable``): the seat is a player's again."""
         return dataclasses.replace(state, bots=state.bots - {seat})
+
+
+def _counted(line: str) -> set[str]:
+    """What the line's numbers count ({"coin"} for "I'll put in 1 coin", "one coin")."""
+    said = reading.words(line)
+    return {
+        _COUNTED_NOUNS[noun]
+        for number, noun in zip(said, [word.strip(",.!;") for word in said[1:]], strict=False)
+        if noun in _COUNTED_NOUNS and (number.isdigit() or number in reading.NUMBER_WORDS)
+    }
+
+
+def _counts(move: str, counted: set[str]) -> bool:
+    """Whether a move's text counts all that a line counts ("coins 1" counts coins, "bid ace" nothing)."""
+    return all(noun in move for noun in counted)
+
+
+def _without_pronouns(words: list[str], verbs: set[str]) -> list[str]:
+    """The words without a "one" that stands for the thing just named ("I'll take the medium yellow one.",
+    "the red one"), so the words before it can name a move; a "one" after a number, a verb or a word around a
+    move ("bid one", "take one", "3 and one") is kept, a number."""
+    kept: list[str] = []
+    for word in words:
+        before = kept[-1].strip(",.!;") if kept else ""
+        pronoun = word.strip(",.!;") in _PRONOUNS and before and not kept[-1].endswith((",", ";"))
+        if pronoun and not (
+            before.isdigit() or before in reading.NUMBER_WORDS or before in _AROUND_A_MOVE | _TOGETHER | verbs
+        ):
+            continue
+        kept.append(word)
+    return kept
