@@ -136,9 +136,23 @@ _AROUND_A_MOVE = _NOISE | {
     "coin",
     "coins",
 }
-# What a number may count in a sentence ("I'll put in 1 coin", "2 points"): a move named there must count it too
-# ("coins 1"), so a count of coins is never offered as a card or a tile ("bid ace", "bid A")
-_COUNTED_NOUNS = {"coin": "coin", "coins": "coin", "point": "point", "points": "point", "pts": "point"}
+# What a number may count in a sentence ("I'll put in 1 coin", "2 points", "3 cards"): a move named there must count
+# it too ("coins 1"), so a count is never offered as a card or a tile ("bid ace", "bid A", "bid 3"); a plural only
+# for cards, tiles and pyramids, as "the 3 tile" names one
+_COUNTED_NOUNS = {
+    "coin": "coin",
+    "coins": "coin",
+    "point": "point",
+    "points": "point",
+    "pts": "point",
+    "cards": "cards",
+    "tiles": "tiles",
+    "pyramids": "pyramids",
+}
+# A number that names a round, a turn or a game, not a move ("round 3", "Round 3 of 13", "game #2")
+_NUMBERED = re.compile(
+    rf"\b(?:round|turn|game|auction)\s+#?(?:\d+|{'|'.join(reading.NUMBER_WORDS)})(?:\s+of\s+\d+)?\b", re.I
+)
 _PRONOUNS = {"one", "ones"}  # "the medium yellow one": after a word that is no number, "one" counts nothing
 _TOGETHER = {"and", "&", "+", ","}  # between the parts of one move: "bid 3 and 5"
 _SENTENCE_WORDS = 20  # a longer line is a letter, not a move written out
@@ -290,6 +304,7 @@ class Game(ABC, Generic[State, Move]):
         close: it is offered, never played, and never a move that drops a
         word that meant something ("bid K - A." is not "bid A") or that the
         verb alone would make ("Thanks!" is not "pass", "Cass" not "pass")."""
+        line = _NUMBERED.sub(" ", line)
         text = reading.move_line(line, self.verbs)
         first, _, rest = text.partition(" ")
         verbs = list(dict.fromkeys(self.verbs.values()))

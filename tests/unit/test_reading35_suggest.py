@@ -1,5 +1,5 @@
 """What a sentence is offered (issue 35, item 2), through ``Engine.ingest``: a count of coins or points is never
-offered as a card or a tile ("I'll put in 1 coin" is not Bid!'s ace), and an Ice Ice Baby pyramid named by its
+offered as a card or a tile ("I'll put in 1 coin" is not Bid!'s ace, "round 3" not the 3), and an Ice Ice Baby pyramid named by its
 size and colour ("I'll take the medium yellow one.") is offered, never a pyramid that only comes close."""
 
 from __future__ import annotations
@@ -35,8 +35,12 @@ def test_a_count_of_coins_while_bidding_tiles_is_offered_no_tile(engine, clock, 
     assert moves_made(engine) == []
 
 
-@pytest.mark.parametrize("line", COUNTS)
-def test_a_count_of_coins_in_pure_skill_is_offered_no_card(engine, clock, line):
+# A number that counts something, or numbers a round, in a sentence about something else than a card
+FALSE_FRIENDS = [*COUNTS, "3 cards left", "I'll put in 2 tiles", "round 3", "Round 3 of 13", "see you in game #2"]
+
+
+@pytest.mark.parametrize("line", FALSE_FRIENDS)
+def test_a_count_or_a_rounds_number_in_pure_skill_is_offered_no_card(engine, clock, line):
     engine.new_game("pure-skill", PLAYERS)
     box = Mailbox(engine)
     box.new()
@@ -51,10 +55,13 @@ def test_a_count_is_offered_only_as_a_move_that_counts_it(data, position):
     """In every game and phase: "I'll put in N coins" is offered as nothing, or as the coin move of N."""
     game, state, seat, _ = position
     count = data.draw(st.integers(0, 12))
-    noun = data.draw(st.sampled_from(["coin", "coins", "point", "points"]))
+    noun = data.draw(st.sampled_from(["coin", "coins", "point", "points", "cards", "tiles", "pyramids"]))
     line = data.draw(st.sampled_from(["I'll put in {n} {noun}", "{n} {noun}", "Going with {n} {noun} this round"]))
     offered = game.suggest(state, seat, line.format(n=count, noun=noun))
     assert offered in (None, f"coins {count}") and (offered is None or noun.startswith("coin")), offered
+    assert (
+        game.suggest(state, seat, data.draw(st.sampled_from(["round {n}", "Round {n} of 13"])).format(n=count)) is None
+    )
 
 
 # -- a pyramid by size and colour ----------------------------------------------------
