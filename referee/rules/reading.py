@@ -460,7 +460,7 @@ class _Manners(NamedTuple):
     """One language's courtesies, folded as ``_folded`` reads a line (no accents, "ß" as "ss") and in lower case:
     the phrases a greeting opens with ("good morning"), comma-separated; the words it may greet ("all"); the
     words that thank or sign off ("thanks", "regards"); and the words that only stand beside those ("very much").
-    No word here is a move's or a command's first word (tests/unit/test_reading35_courtesy.py checks)."""
+    Kept clear of moves and commands: no legal move and no command line reads as a courtesy (a property test)."""
 
     greetings: str
     greeted: str
