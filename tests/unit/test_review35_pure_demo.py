@@ -1,0 +1,56 @@
+"""Review of issue 35's Pure Skill and Auction mail: whole games played by
+mail through ``Engine.ingest``, every mail one player gets read as the
+player reads it, and checked against the game's state."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from pathlib import Path
+
+from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer
+
+from referee.config import Config
+from referee.engine import Engine
+from referee.store import Store
+
+ALICE, BOB, CAROL = PLAYERS
+DAVE = "dave@example.org"
+KEEPER = "keeper@example.org"
+CARDS = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"]
+
+
+def _engine(root: Path) -> tuple[Engine, FakeClock, Mailbox]:
+    config = Config(address="referee@example.org", database=root / "games.db", outage_gap=None)
+    clock = FakeClock()
+    engine = Engine(Store(config.database), config, clock, Seeds(bytes(range(32))))
+    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
+    return engine, clock, Mailbox(engine)
+
+
+def _bid(engine: Engine, clock: FakeClock, box: Mailbox, player: str, line: str) -> str:
+    clock.advance(minutes=3)
+    return answer(engine, clock, box.to(player)[-1], line).code
+
+
+def test_a_pure_skill_winner_a_bot_outscored_is_not_said_to_have_the_highest_total(tmp_path):
+    """Rule 8: a bot is no player when the winner is decided, so the winner
+    may have less than a bot.  The final mail gave the winner's total as
+    "the single highest total" beside a bot's higher one, unmarked."""
+    engine, clock, box = _engine(tmp_path)
+    engine.resign(1, CAROL)  # a bot plays seat 3 from the first round
+    choose = random.Random(0)
+    while engine.status(1)["state"] == "running":
+        for mover in engine.status(1)["phase"]["waiting_for"]:
+            table = engine.table(1)
+            hand = sorted(table.rules.legal_moves(table.state, table.seat_of(mover)))
+            card = hand[0] if choose.random() < 0.7 else choose.choice(hand)  # mostly the lowest: the bot wins rounds
+            assert _bid(engine, clock, box, mover, table.rules.move_text(card)) == "move"
+    scores = engine.table(1).state.scores
+    assert scores[2] > max(scores[:2])  # the bot has the most
+    winner = ALICE if scores[0] > scores[1] else BOB
+    final = " ".join([m for m in box.to(ALICE) if "Game over" in m["subject"]][-1]["body"].split())
+    assert f"{winner} wins with {max(scores[:2])} points" in final
+    assert "the single highest total (" not in final  # not the table's highest: the players'
+    assert "the single highest total among the players" in final
+    assert f"{CAROL} (bot) {scores[2]}" in final
