@@ -224,7 +224,11 @@ class Keeping:
         if was is not None and who is not None:
             self.post.mail(game_id, was, "keeper/replaced-out", {**context, "address": address, "former": True})
         self.post.announce(table, "keeper/replaced", context, skip=seat)  # the newcomer is welcomed instead
-        self.post.send(table, seat, "keeper/welcome", {**context, **self.post.context(table, seat)})
+        # A sealed move the seat made in the open phase stands: the newcomer is told it (it is the seat's own),
+        # or a result would show a move they never made, from a hand the welcome showed still holding it.
+        made = table.counted.get(open_["number"], {}).get(seat) if open_["sealed"] and not bot and not owes else None
+        own = {"seat_move": made["move"] if made else None}
+        self.post.send(table, seat, "keeper/welcome", {**context, **self.post.context(table, seat), **own})
         if owes:
             self.post.prompt(table, seat)
         log.info("game %d: seat %d taken over by a newcomer", game_id, seat + 1)

@@ -5,6 +5,7 @@ player reads it, and checked against the game's state."""
 from __future__ import annotations
 
 import random
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -54,3 +55,32 @@ def test_a_pure_skill_winner_a_bot_outscored_is_not_said_to_have_the_highest_tot
     assert "the single highest total (" not in final  # not the table's highest: the players'
     assert "the single highest total among the players" in final
     assert f"{CAROL} (bot) {scores[2]}" in final
+
+
+def test_a_newcomer_given_a_seat_that_has_bid_in_the_open_round_is_told_the_bid_stands(tmp_path):
+    """A keeper's REPLACE in a sealed round after the seat's player bid: the
+    bid stands (the seat owes no move, so no prompt comes), but the welcome
+    did not say so; the newcomer was shown a hand still holding the card and
+    then a result with a bid they never made."""
+    engine, clock, box = _engine(tmp_path)
+    assert _bid(engine, clock, box, BOB, "bid 7") == "move"
+    engine.replace(1, BOB, DAVE, KEEPER, "moved away")
+    welcome = [m for m in box.to(DAVE) if "Welcome" in m["subject"]][-1]["body"]
+    said = " ".join(welcome.split())
+    assert "bid 7" in said
+    assert "stands unless you send another" in said
+    # and it does stand, and the newcomer may change it
+    assert _bid(engine, clock, box, DAVE, "bid 9") == "replaced"
+    assert _bid(engine, clock, box, ALICE, "bid 2") == "move"
+    assert _bid(engine, clock, box, CAROL, "bid 3") == "move"
+    result = [m for m in box.to(DAVE) if "is resolved" in m["body"]][-1]["body"]
+    assert re.search(rf"^  {re.escape(DAVE)} +9 *$", result, re.M)
+
+
+def test_a_newcomer_given_a_seat_that_owes_its_bid_is_not_told_of_one(tmp_path):
+    engine, clock, box = _engine(tmp_path)
+    assert _bid(engine, clock, box, ALICE, "bid 7") == "move"
+    engine.replace(1, BOB, DAVE, KEEPER, "moved away")
+    welcome = [m for m in box.to(DAVE) if "Welcome" in m["subject"]][-1]["body"]
+    assert "stands unless" not in welcome and "bid 7" not in welcome  # (alice's bid is hers)
+    assert ": the prize is the " in box.to(DAVE)[-1]["subject"]  # the seat owes a bid: its prompt follows
