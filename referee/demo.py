@@ -89,7 +89,11 @@ def legal_moves(body: str) -> list[str]:
     """The moves a mail lists as the reader's to make now (a prompt's,
     a reminder's), as written there; none for any other mail."""
     listed = _LEGAL.search(body)
-    return [] if listed is None else [move.strip() for move in " ".join(listed[1].split()).split(", ")]
+    if listed is None:
+        return []
+    moves = " ".join(listed[1].split())
+    # (parted by semicolons where a move has commas in it: Bluff's exhibit)
+    return [move.strip() for move in moves.split("; " if "; " in moves else ", ")]
 
 
 async def _player(address: str, mail: _MailSystem, smtp_port: int, chooser: random.Random, sent: Counter[str]) -> None:

@@ -9,9 +9,10 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
-from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer
+from conftest import PLAYERS, FakeClock, Mailbox, Seeds, answer, to_deadline
 
 from referee.config import Config
+from referee.demo import legal_moves
 from referee.engine import Engine
 from referee.store import Store
 
@@ -21,12 +22,13 @@ KEEPER = "keeper@example.org"
 CARDS = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"]
 
 
-def _engine(root: Path) -> tuple[Engine, FakeClock, Mailbox]:
+def _engine(root: Path, kind: str = "pure-skill", seed: bytes = bytes(range(32))) -> tuple[Engine, FakeClock, Mailbox]:
     config = Config(address="referee@example.org", database=root / "games.db", outage_gap=None)
     clock = FakeClock()
-    engine = Engine(Store(config.database), config, clock, Seeds(bytes(range(32))))
-    engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3))
-    return engine, clock, Mailbox(engine)
+    engine = Engine(Store(config.database), config, clock, Seeds(seed))
+    box = Mailbox(engine)
+    engine.new_game(kind, PLAYERS, deadline=timedelta(days=3), name="demo")
+    return engine, clock, box
 
 
 def _bid(engine: Engine, clock: FakeClock, box: Mailbox, player: str, line: str) -> str:
@@ -84,3 +86,34 @@ def test_a_newcomer_given_a_seat_that_owes_its_bid_is_not_told_of_one(tmp_path):
     welcome = [m for m in box.to(DAVE) if "Welcome" in m["subject"]][-1]["body"]
     assert "stands unless" not in welcome and "bid 7" not in welcome  # (alice's bid is hers)
     assert ": the prize is the " in box.to(DAVE)[-1]["subject"]  # the seat owes a bid: its prompt follows
+
+
+def test_the_moves_a_bluff_prompt_lists_read_apart_where_a_move_has_commas_in_it(tmp_path):
+    """Bluff's exhibit is written with commas ("exhibit red ancient tool,
+    red modern art, red medieval weapon"), and "Moves you can make now"
+    joined the moves with commas too: neither a person nor the demo's
+    players could tell where one move ended.  The demo's Alice and Bob sent
+    "green ancient art" and "exhibit black ancient tool", a quarter of their
+    Bluff mail refused."""
+    engine, clock, box = _engine(tmp_path, "bluff", bytes([4]) * 32)  # (a game where exhibits are offered)
+    game, choose, offered = 1, random.Random(1), 0
+    while engine.status(game)["state"] == "running" and offered < 3:
+        answered = False
+        for mail in box.new():
+            moves = legal_moves(mail["body"])
+            if mail["to"] == CAROL or not moves:
+                continue
+            table = engine.table(game)
+            expected = {
+                table.rules.move_text(m) for m in table.rules.legal_moves(table.state, table.seat_of(mail["to"]))
+            }
+            assert set(moves) <= expected, (mail["subject"], sorted(set(moves) - expected))
+            offered += any(move.startswith("exhibit ") for move in moves)
+            # an exhibit when there is one: the moves a person would misread
+            move = next((m for m in moves if m.startswith("exhibit ")), None) or choose.choice(moves)
+            assert answer(engine, clock, mail, move).code in ("move", "replaced"), move
+            answered = True
+        if not answered:
+            to_deadline(engine, clock, game)
+            engine.tick()
+    assert offered, "no exhibit was offered"
