@@ -248,6 +248,8 @@ SHAPES: dict[str, Callable[[Mail, int], bytes]] = {
     "bid lines repeated": text(lambda size: fill("bid 7\n", size)),
     # (issue 35: a correction takes back the moves above it; greetings and sign-offs beside a move go unanswered)
     "corrections repeated": text(lambda size: fill("bid 5\nno wait, make it bid 7\n", size)),
+    "corrections on the move's own line repeated": text(lambda size: fill("bid 5 no wait, bid 7\n", size)),
+    "one huge line of corrections on the move's line": text(lambda size: fill("bid 5 - no, make it ", size, "", "7\n")),
     "greetings and sign-offs repeated": text(lambda size: fill("Hi ref,\nThanks!\nCheers,\n", size, "bid 7\n")),
     "sentences naming a card repeated": text(lambda size: fill("Going with the 7 of hearts this round.\n", size)),
     "CR line ends": text(lambda size: fill(LOREM + "\r", size, "bid 7\r")),

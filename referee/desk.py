@@ -861,7 +861,7 @@ class Desk:
     def _run_all(self, sender: Sender, lines: list[str]) -> list[Answer]:
         answers: list[Answer] = []
         commands = [COMMANDS.read(line, keeper=sender.keeper) for line in lines[:MAX_LINES]]
-        moves, taken_back, meant = self._moves_in(sender, commands)
+        moves, taken_back, meant, taken_within = self._moves_in(sender, commands)
         standing = {number: move for number, move in moves.items() if number not in taken_back}
         made: dict[str, int] = {}  # a move's text -> the line that made it
         for number, (line, command) in enumerate(zip(lines, commands), 1):
@@ -881,6 +881,8 @@ class Desk:
                 answers.append(Answer(line, "repeat", {"move": move, "number": made[move]}, OutcomeCode.DONE))
             else:
                 answers.append(self._run(sender, command, meant.get(number)))
+                if number in taken_within:  # said in the answer, played or refused
+                    answers[-1].context["taken_within"] = taken_within[number]
                 if move is not None:
                     made[move] = number
                 if self._rest_read:  # the lines below were its own (SAY's text)
@@ -900,37 +902,43 @@ class Desk:
 
     def _moves_in(
         self, sender: Sender, commands: list[Command]
-    ) -> tuple[dict[int, str], dict[int, int], dict[int, str]]:
+    ) -> tuple[dict[int, str], dict[int, int], dict[int, str], dict[int, str]]:
         """The moves the lines ask for (line number -> the move's text), read
         before any is made: a seat's, in the phase open to it; the lines of
         those taken back by a correction below them (line number -> the
-        correction's); and what a correction without the verb means, read
+        correction's); what a correction without the verb means, read
         with the verb of the move it corrects ("make it 6" under "bid 5":
-        "bid 6").  A correction ("actually bid 6") takes back every
-        different move above it, so only what stands after the last one can
-        be ambiguous; so does one that cannot be played but asks for a move
-        ("actually bid Q", the queen spent), which then makes none."""
+        "bid 6"), or what a line that takes back its own move means ("bid 5
+        no wait, bid 6": "bid 6"); and the move each such line took back.
+        A correction ("actually bid 6") takes back every different move
+        above it, so only what stands after the last one can be ambiguous;
+        so does one that cannot be played but asks for a move ("actually bid
+        Q", the queen spent), which then makes none.  A line that corrects
+        only itself takes back nothing above it."""
         if sender.game_id is None or sender.seat is None:
-            return {}, {}, {}
+            return {}, {}, {}, {}
         table = self.tables.table(sender.game_id)
         phase = table.open_phase if table.row["state"] == GameState.RUNNING else None
         if phase is None or sender.seat not in phase["movers"] or not table.human(sender.seat):
-            return {}, {}, {}
+            return {}, {}, {}, {}
         moves: dict[int, str] = {}
         taken_back: dict[int, int] = {}
         meant: dict[int, str] = {}
+        taken_within: dict[int, str] = {}
         for number, command in enumerate(commands, 1):
             if COMMANDS.stops(command) or (command.word == "tell" and not _told(command.line).text):
                 break  # nothing below is read (as a move: a TELL's words below it are its own)
             if command.word:
                 continue
             move = self._move_of(table, sender.seat, command.line)
+            if move is None and (within := self._corrected_within(table, sender.seat, command.line)) is not None:
+                meant[number], move, taken_within[number] = within
             corrected = reading.correction(command.line, table.rules.verbs)
             if corrected is None or not moves:
                 if move is not None:
                     moves[number] = move
                 continue
-            if move is None:
+            if move is None and number not in meant:
                 with_verb = self._with_verb(table, command.line, corrected, moves[max(moves)])
                 if with_verb is not None:
                     meant[number] = with_verb
@@ -940,7 +948,33 @@ class Desk:
             taken_back |= {above: number for above, said in moves.items() if said != move and above not in taken_back}
             if move is not None:
                 moves[number] = move
-        return moves, taken_back, meant
+        return moves, taken_back, meant, taken_within
+
+    def _corrected_within(self, table: Table, seat: int, line: str) -> tuple[str, str | None, str] | None:
+        """A line that takes back its own move ("bid 5 no wait, bid 6"): what
+        it is read as (with the verb of the move taken back where it has
+        none: "bid 5 - no, make it 6" -> "bid 6"), the move that is if it can
+        be played now, and the move taken back.  None when the line is no
+        such thing: no move before the words that take back, none asked for
+        after them, or a question."""
+        rules = table.rules
+        within = reading.corrected_within(line)
+        if within is None or reading.is_question(line):
+            return None
+        before, after = within
+        taken = self._move_of(table, seat, before)
+        if taken is None and not rules.looks_like_move(before):
+            return None
+        taken = taken or reading.move_line(before, rules.verbs)
+        corrected = reading.correction(after, rules.verbs)
+        if corrected is None:
+            return None
+        with_verb = self._with_verb(table, line, corrected, taken)
+        said = with_verb or reading.move_line(corrected, rules.verbs)
+        move = self._move_of(table, seat, said)
+        if move is None and not self._asks_a_move(table, seat, corrected, with_verb):
+            return None  # "bid 5 sorry for the delay": the game says what it makes of that
+        return said, move, taken
 
     def _with_verb(self, table: Table, line: str, corrected: str, above: str) -> str | None:
         """A correction's words without a verb ("6" of "make it 6"), given

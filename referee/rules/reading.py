@@ -18,7 +18,8 @@ A line may take back a move above it in the same mail (``correction``):
 "no wait, make it bid 6", "actually bid 6", "bid 6 instead", "change my
 bid to 6", "scratch that, bid 6", "sorry, I meant bid 6", "Correction:
 bid 6".  The grammar reads the move past those words and says that the
-line corrects; which move it takes back is the desk's to say.
+line corrects; which move it takes back is the desk's to say.  A line may
+also take back its own move (``corrected_within``: "bid 5 no wait, bid 6").
 
 What this grammar cannot place it leaves alone: the game reads the plain
 line and says what it expected.  Where a line has two readings
@@ -331,6 +332,7 @@ _BARE_NO = {("no",), ("nope",)}  # a lead only before a comma, "!" or dash: "No,
 _CHANGE_MY = ("change", "my")  # "change my bid to 6", "change my move to bid 6"
 _CORRECTION_TAILS = {"sorry", "oops"}  # "Actually, make that bid 9. Sorry!"
 _CORRECTION_AFTER = {"instead", "rather"}  # "bid 6 instead of 5", "bid 6 rather than 5": what follows is taken back
+_LEAD_GAPS = {":", "-", "--", "---", ",", ""}  # between phrases that take back, or before them ("bid 5... no, bid 6")
 
 
 def correction(text: str, verbs: Mapping[str, str]) -> str | None:
@@ -360,6 +362,41 @@ def correction(text: str, verbs: Mapping[str, str]) -> str | None:
     if noun is not None and noun in verbs and _verb(said[0], verbs) is None:
         kept = [verbs[noun], *kept]  # "change my bid to 6" -> "bid 6"
     return " ".join(kept)
+
+
+def corrected_within(text: str) -> tuple[str, str] | None:
+    """A line that takes back its own move: a move, words that take it back,
+    and what it asks for in its place ("bid 5 no wait, bid 6", "bid 3,
+    actually bid 4", "bid 5 - no, make it 6"), as (the words before the first
+    such phrase, the line from the last one on: a ``correction``); None when
+    no phrase stands after a word that is not one.  Which are moves is the
+    game's to say.  Read in one pass over the line's words."""
+    tokens, low = _tokens(text)
+    at = _past_correction_run(tokens, low, 0) + 1  # (a line opening with one corrects a line above: its own move next)
+    first = last = None
+    while at < len(low):
+        if low[at] in _CORRECTION_AFTER or _past_correction_lead(tokens, low, at) == at:
+            at += 1  # ("bid 6 instead of 5" ends a correction, it opens none)
+            continue
+        first, last = at if first is None else first, at
+        at = _past_correction_run(tokens, low, at)
+    if first is None or last is None:
+        return None
+    before = tokens[:first]
+    while before and before[-1].rstrip(",.!;") in _LEAD_GAPS:
+        before = before[:-1]
+    return (" ".join(before), " ".join(tokens[last:])) if before else None
+
+
+def _past_correction_run(tokens: list[str], low: list[str], at: int) -> int:
+    """Past the phrases that take back at ``at`` and the marks between them
+    ("no wait, actually, make it"); ``at`` when none stands there."""
+    while at < len(low):
+        past = at + 1 if low[at] in _LEAD_GAPS else _past_correction_lead(tokens, low, at)
+        if past == at:
+            break
+        at = past
+    return at
 
 
 def _past_correction_lead(tokens: list[str], low: list[str], at: int) -> int:
