@@ -1044,7 +1044,7 @@ class Desk:
         only when the mail made no move, and once), or the move it most
         likely meant."""
         context: dict[str, Any] = {
-            "reason": self.post.composer.refusal(refusal),
+            "reason": self.post.composer.refusal(refusal, self.store.timezone(sender.address) if sender else None),
             "legal": [],
             "more_legal": False,
             "attempt": refusal.attempt,

@@ -31,11 +31,11 @@ class Why(Enum):
     TOO_LARGE = "too_large"  # size, limit: in KB
     # A move out of its time or turn.
     MOVED_ALREADY = "moved_already"  # phase, move: the label, and the move that stands
-    LATE_FOR_THREAD = "late_for_thread"  # received, phase, deadline; now, mover, waiting (see thread_over)
+    LATE_FOR_THREAD = "late_for_thread"  # received, phase, deadline, seconds; now, mover, waiting (see thread_over)
     THREAD_OVER = "thread_over"  # phase; now (the open phase's label), mover (moves in it), waiting
     BEFORE_OPEN = "before_open"  # received, phase
-    AFTER_DEADLINE = "after_deadline"  # received, phase, deadline
-    AFTER_CLOSE = "after_close"  # received, phase, closed
+    AFTER_DEADLINE = "after_deadline"  # received, phase, deadline, seconds: the times told to the second
+    AFTER_CLOSE = "after_close"  # received, phase, closed, seconds
     NOT_YOUR_MOVE = "not_your_move"  # phase, waiting
     NOT_YET_YOURS = "not_yet_yours"  # phase: a bot's seat taken over in it, whose bot has moved in it
     # Sign-ups and settings.

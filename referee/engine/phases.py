@@ -26,6 +26,21 @@ from referee.timeutil import EventClock, ceil_second, from_iso, iso
 log = logging.getLogger("referee")
 _SETTLE_TO_THE_SECOND = 300  # seconds: a settle window shorter than this is told to the second
 
+
+def _closes_to_the_second(table: Table) -> bool:
+    """Whether the close of a phase of ``table`` is told to the second: a
+    window of seconds closes at a second, not at a minute that may be over
+    before the mail is read."""
+    return (table.row["settle_seconds"] or 0) < _SETTLE_TO_THE_SECOND
+
+
+def _same_minute(received: datetime, limit: str) -> bool:
+    """Whether a mail received after ``limit`` came within its minute, so
+    that the two told to the minute would read as the same time: told to
+    the second, they show which came first."""
+    return received.replace(second=0, microsecond=0) == from_iso(limit).replace(second=0, microsecond=0)
+
+
 # A phase the referee opens more than this part of its deadline after it
 # became due (and never more than the outage gap) has its deadline counted
 # from the moment it is opened.  A daemon opens within seconds, cron within
@@ -262,8 +277,7 @@ class Phases:
             "superseded": superseded,
             "waiting": [table.label(s) for s in table.waiting_for(phase)],
             "settling": not self._due(table.phases[phase["number"] - 1]),
-            # a window of seconds closes at a second, not at a minute that may be over before the mail is read
-            "closes_to_the_second": (table.row["settle_seconds"] or 0) < _SETTLE_TO_THE_SECOND,
+            "closes_to_the_second": _closes_to_the_second(table),
         }
         log.info("game %d %s: move accepted from seat %d", table.id, phase["label"], seat + 1)
         code = OutcomeCode.SUPERSEDED if superseded else OutcomeCode.REPLACED if earlier else OutcomeCode.MOVE
@@ -293,6 +307,7 @@ class Phases:
                 received=received,
                 phase=meant["label"],
                 deadline=meant["deadline"],
+                seconds=_same_minute(received, meant["deadline"]),
                 now=phase["label"],
                 mover=mover,
                 waiting=waiting,
@@ -310,9 +325,21 @@ class Phases:
             self.check_mover(table, phase, seat)
             return
         if received > from_iso(phase["deadline"]):
-            raise Refusal(Why.AFTER_DEADLINE, received=received, phase=phase["label"], deadline=phase["deadline"])
+            raise Refusal(
+                Why.AFTER_DEADLINE,
+                received=received,
+                phase=phase["label"],
+                deadline=phase["deadline"],
+                seconds=_same_minute(received, phase["deadline"]),
+            )
         if phase["closes_at"] and received > from_iso(phase["closes_at"]):
-            raise Refusal(Why.AFTER_CLOSE, received=received, phase=phase["label"], closed=phase["closes_at"])
+            raise Refusal(
+                Why.AFTER_CLOSE,
+                received=received,
+                phase=phase["label"],
+                closed=phase["closes_at"],
+                seconds=_closes_to_the_second(table) or _same_minute(received, phase["closes_at"]),
+            )
         self.check_mover(table, phase, seat)
 
     @staticmethod

@@ -160,10 +160,13 @@ class Composer:
         text = self.env.get_template(f"mail/{name}.txt.j2").render(**context)
         return "\n".join(line.rstrip() for line in text.strip("\n").split("\n"))
 
-    def refusal(self, refusal: Refusal) -> str:
+    def refusal(self, refusal: Refusal, timezone: str | None = None) -> str:
         """Why a line was refused, in words: the macro named by its code in
-        ``templates/mail/refusals.txt.j2``, given its facts."""
-        wording = getattr(self.env.get_template(REFUSALS).module, refusal.code.value)
+        ``templates/mail/refusals.txt.j2``, given its facts; its times also
+        in ``timezone`` (the reader's TIMEZONE), as every mail gives them."""
+        template = self.env.get_template(REFUSALS)
+        module = template.make_module({"timezone": timezone}) if timezone else template.module
+        wording = getattr(module, refusal.code.value)
         return str(wording(**refusal.facts)).strip()
 
     def render(self, template: str, **context: Any) -> tuple[str, str]:

@@ -5,6 +5,8 @@ from datetime import timedelta
 
 from conftest import PLAYERS, body_of, reply
 
+from referee.timeutil import show
+
 
 def _bids(engine, game_id: int, seat: int) -> list[str]:
     return [m["move"] for m in engine.store.moves(game_id, 1) if m["seat"] == seat]
@@ -21,7 +23,7 @@ def test_a_change_received_after_the_settle_window_closed_is_refused(engine, clo
     assert outcome.code == "refused"
     answer = [m for m in engine.store.outbox() if m["recipients"] == [PLAYERS[0]]][-1]
     assert answer["subject"].startswith("Re: ")
-    assert closes in body_of(answer["raw"])  # the reply says when the round closed
+    assert f"closed ({show(closes)}," in body_of(answer["raw"])  # the reply says when the round closed
     assert engine.tick() == [f"resolved game {game_id} Round 1 of 13"]
     assert engine.table(game_id).replay.steps[0].moves[0] == 7
 

@@ -175,4 +175,4 @@ def test_a_move_after_a_short_settle_window_is_told_when_it_closed_to_the_second
     before = last_id(engine)
     play(engine, clock, PLAYERS[0], "bid 5")
     body = reply_body(engine, PLAYERS[0], before)
-    assert f"after Round 1 of 13 closed ({closed:%Y-%m-%dT%H:%M:%S}Z" in body, body
+    assert f"after Round 1 of 13 closed ({closed:%Y-%m-%d %H:%M:%S} UTC" in body, body

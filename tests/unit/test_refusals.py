@@ -72,8 +72,8 @@ EXAMPLES = {
             "waiting": [],
         },
         (
-            "Your mail reached the server at 2026-11-21T06:14:26Z, after the deadline of round 2 "
-            "(2026-11-21T06:00:00Z): a move missing at the deadline is chosen at random. round 3 "
+            "Your mail reached the server at 2026-11-21 06:14 UTC, after the deadline of round 2 "
+            "(2026-11-21 06:00 UTC): a move missing at the deadline is chosen at random. round 3 "
             "is open now: to make this move there, send it again in a reply to this mail."
         ),
     ),
@@ -87,22 +87,22 @@ EXAMPLES = {
     Why.BEFORE_OPEN: (
         {"received": RECEIVED, "phase": "round 2"},
         (
-            "Your mail reached the server at 2026-11-21T06:14:26Z, before round 2 opened; the round "
+            "Your mail reached the server at 2026-11-21 06:14 UTC, before round 2 opened; the round "
             "it was meant for has closed. Please send your move again."
         ),
     ),
     Why.AFTER_DEADLINE: (
         {"received": RECEIVED, "phase": "round 2", "deadline": "2026-11-21T06:00:00Z"},
         (
-            "Your mail reached the server at 2026-11-21T06:14:26Z, after the deadline of round 2 "
-            "(2026-11-21T06:00:00Z). A move missing at the deadline is chosen at random."
+            "Your mail reached the server at 2026-11-21 06:14 UTC, after the deadline of round 2 "
+            "(2026-11-21 06:00 UTC). A move missing at the deadline is chosen at random."
         ),
     ),
     Why.AFTER_CLOSE: (
         {"received": RECEIVED, "phase": "round 2", "closed": "2026-11-21T06:10:00Z"},
         (
-            "Your mail reached the server at 2026-11-21T06:14:26Z, after round 2 closed "
-            "(2026-11-21T06:10:00Z, when its settle time after the last move ran out)."
+            "Your mail reached the server at 2026-11-21 06:14 UTC, after round 2 closed "
+            "(2026-11-21 06:10 UTC, when its settle time after the last move ran out)."
         ),
     ),
     Why.NOT_YOUR_MOVE: (
@@ -345,6 +345,18 @@ def test_every_code_has_its_wording_and_every_wording_a_code(composer):
 def test_each_code_says_what_the_code_said_before(composer, code):
     facts, sentence = EXAMPLES[code]
     assert composer.refusal(Refusal(code, **facts)) == sentence
+
+
+def test_a_refusal_gives_its_times_in_the_readers_zone_and_to_the_second_where_asked(composer):
+    facts = {"received": RECEIVED, "phase": "round 2", "closed": "2026-11-21T06:14:05Z", "seconds": True}
+    assert composer.refusal(Refusal(Why.AFTER_CLOSE, **facts), "Europe/Berlin") == (
+        "Your mail reached the server at 2026-11-21 06:14:26 UTC (07:14:26 Europe/Berlin), after round 2 closed "
+        "(2026-11-21 06:14:05 UTC (07:14:05 Europe/Berlin), when its settle time after the last move ran out)."
+    )
+    facts = {"most": 20, "at": "2026-12-10T08:00:00Z"}
+    assert "from 2026-12-10 08:00 UTC (09:00 Europe/Berlin)." in composer.refusal(
+        Refusal(Why.PRESS_LIMIT, **facts), "Europe/Berlin"
+    )
 
 
 def test_rules_names_an_example_and_join_does_not(composer):
