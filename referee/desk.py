@@ -943,7 +943,7 @@ class Desk:
                 if with_verb is not None:
                     meant[number] = with_verb
                     move = self._move_of(table, sender.seat, with_verb)
-                if move is None and not self._asks_a_move(table, sender.seat, corrected, with_verb):
+                if move is None and not self._asks_a_move(table, sender.seat, corrected, with_verb, moves[max(moves)]):
                     continue  # "Sorry, I'm late": a courtesy, no correction
             taken_back |= {above: number for above, said in moves.items() if said != move and above not in taken_back}
             if move is not None:
@@ -985,11 +985,13 @@ class Desk:
             return None
         return f"{above.split(' ', 1)[0]} {corrected}{'?' if reading.is_question(line) else ''}"
 
-    def _asks_a_move(self, table: Table, seat: int, corrected: str, with_verb: str | None) -> bool:
+    def _asks_a_move(self, table: Table, seat: int, corrected: str, with_verb: str | None, above: str) -> bool:
         """Whether a correction that cannot be played asks for a move all the
-        same (a card spent, a bid the game reads only as a suggestion), so
-        that it takes back the move above it; "Actually, thanks for running
-        this!" does not."""
+        same (a card spent, a bid the game reads only as a suggestion, the
+        words of a move without its verb: "make it Q", "make it 2" under "bid
+        purple 1", "make it blue" under "play 1 on red"), so that it takes
+        back the move above it; "Actually, thanks for running this!" and
+        "Sorry, 2 minutes late" do not."""
         rules = table.rules
         said = reading.move_line(corrected, rules.verbs).lower().split()
         return (
@@ -997,6 +999,20 @@ class Desk:
             (bool(said) and said[0] in rules.verbs)
             or rules.suggest(table.state, seat, corrected) is not None
             or (with_verb is not None and rules.suggest(table.state, seat, with_verb) is not None)
+            or self._words_of_a_move(table, seat, corrected, above)
+        )
+
+    def _words_of_a_move(self, table: Table, seat: int, corrected: str, above: str) -> bool:
+        """Whether every word of a correction is a word of a move: a number,
+        a capital letter but "I" (a card: "Q", spent or not), or a word of the move
+        it corrects or of one the seat may make now ("blue", "L-yellow")."""
+        rules = table.rules
+        known = {word for move in rules.legal_moves(table.state, seat) for word in rules.move_text(move).split()}
+        known = {word.lower() for word in known | set(above.split())}
+        said = reading.clean(corrected).split()
+        return bool(said) and all(
+            word.isdigit() or (len(word) == 1 and word.isupper() and word != "I") or word.lower() in known
+            for word in said
         )
 
     def _move_of(self, table: Table, seat: int, line: str) -> str | None:

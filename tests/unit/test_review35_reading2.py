@@ -1,0 +1,66 @@
+"""Review of issue 35's reading, second pass: the seams of corrections across lines and of courtesies, through
+``Engine.ingest``.
+
+A correction without its verb that the game cannot play ("make it Q", the queen spent; "make it 2" under
+"bid purple 1", which needs a colour; "make it blue" under "play 1 on red") still asks for another move: it takes
+the move above it back, as "actually bid Q" does, and the mail makes none, where the move taken back was played
+(final, in a game of turns).  A name signed under a sign-off that happens to be a card ("Saludos, / Jack") is a
+signature, not a move to offer.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import PLAYERS, last_id
+from conftest import send as play
+from test_reading35_corrections import counted, mover_and_moves, reply_body
+from test_reading35_leftovers import spend_queens
+
+
+@pytest.mark.parametrize("second", ["make it Q", "no wait, Q", "Actually, make that Q. Sorry!", "Q instead"])
+def test_a_correction_without_the_verb_to_a_spent_card_does_not_play_the_card_taken_back(engine, clock, second):
+    game = spend_queens(engine, clock)  # seat 0 the last to move: its move resolves the round
+    before = last_id(engine)
+    play(engine, clock, PLAYERS[0], "bid K\n" + second)
+    assert counted(engine, game, 0) == ["bid Q"]  # round 1's only: round 2 waits for a move
+    body = reply_body(engine, PLAYERS[0], before)
+    assert f'Taken back by line 2 ("{second}"), so bid K was not played.' in body
+    assert "You no longer hold the Queen" in body
+
+
+def a_word_changed(kind: str, legal: list[str]) -> tuple[str, str]:
+    """The first legal move, and one word of another legal move that differs from it: "bid purple 1" and "2",
+    "play 1 on red" and "blue"."""
+    first = legal[0].split()
+    for move in legal[1:]:
+        words = move.split()
+        changed = [at for at, (was, now) in enumerate(zip(first, words)) if was != now]
+        if len(words) == len(first) and len(changed) == 1 and changed[0] != (1 if kind == "priority" else 2):
+            return legal[0], words[changed[0]]
+    raise AssertionError(legal)
+
+
+@pytest.mark.parametrize("kind", ["bluff", "priority"])
+@pytest.mark.parametrize("form", ["make it {word}", "actually {word}", "no wait, {word}", "{word} instead"])
+def test_a_correction_of_one_word_of_a_turns_move_takes_it_back(engine, clock, kind, form):
+    game = engine.new_game(kind, PLAYERS)
+    player, seat, legal = mover_and_moves(engine, game)
+    first, word = a_word_changed(kind, legal)
+    second = form.format(word=word)
+    before = last_id(engine)
+    play(engine, clock, player, f"{first}\n{second}")
+    assert counted(engine, game, seat) == []  # moves in turn are final: the move taken back must not be one
+    assert f'Taken back by line 2 ("{second}"), so {first} was not played.' in reply_body(engine, player, before)
+
+
+@pytest.mark.parametrize("kind", ["pure-skill", "bluff", "priority"])
+@pytest.mark.parametrize(
+    "line", ["Wait, I", "sorry, 1 more thing", "Make it count!", "Sorry x", "Actually, 2 things", "I mean it"]
+)
+def test_a_line_of_a_correcting_word_and_a_number_or_a_letter_takes_nothing_back(engine, clock, kind, line):
+    game = engine.new_game(kind, PLAYERS)
+    player, seat, legal = mover_and_moves(engine, game)
+    before = last_id(engine)
+    play(engine, clock, player, f"{legal[0]}\n{line}")
+    assert counted(engine, game, seat) == [legal[0]]
+    assert "Taken back" not in reply_body(engine, player, before)
