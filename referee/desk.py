@@ -2087,13 +2087,18 @@ def _without_courtesies(answers: list[Answer]) -> list[tuple[int, Answer]]:
     what it can do."""
 
     def unread(answer: Answer) -> bool:
-        context = answer.context
-        return answer.part == "error" and not context.get("attempt") and not context.get("suggestion")
+        return not_a_move(answer) and not answer.context.get("suggestion")
+
+    def not_a_move(answer: Answer) -> bool:  # a signed "Jack" or "K" is offered a card ("bid J?"), and is a name
+        return answer.part == "error" and not answer.context.get("attempt")
 
     kinds = [reading.courtesy(answer.line) if unread(answer) else None for answer in answers]
     courteous = {at for at, kind in enumerate(kinds) if kind}
     tail = len(answers)  # the mail's last lines, each courteous or a name: where a signature is
-    while tail and unread(answers[tail - 1]) and (kinds[tail - 1] or reading.name_line(answers[tail - 1].line)):
+    while tail and (
+        (unread(answers[tail - 1]) and kinds[tail - 1])
+        or (not_a_move(answers[tail - 1]) and reading.name_line(answers[tail - 1].line))
+    ):
         tail -= 1
     signed = False
     for at in range(tail, len(answers)):

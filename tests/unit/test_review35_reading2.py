@@ -64,3 +64,30 @@ def test_a_line_of_a_correcting_word_and_a_number_or_a_letter_takes_nothing_back
     play(engine, clock, player, f"{legal[0]}\n{line}")
     assert counted(engine, game, seat) == [legal[0]]
     assert "Taken back" not in reply_body(engine, player, before)
+
+
+@pytest.mark.parametrize(
+    ("kind", "signature"),
+    [
+        ("pure-skill", "Saludos,\nJack"),
+        ("pure-skill", "Thanks!\nK"),
+        ("pure-skill", "Love,\nQ"),
+        ("bid", "Cheers,\nAce"),
+    ],
+)
+def test_a_name_signed_under_a_sign_off_that_is_also_a_card_is_offered_no_move(engine, clock, kind, signature):
+    game = engine.new_game(kind, PLAYERS)
+    player, seat, _ = mover_and_moves(engine, game)
+    before = last_id(engine)
+    assert play(engine, clock, player, f"bid 5\n\n{signature}").code == "move"
+    assert counted(engine, game, seat) == ["bid 5"]
+    body = reply_body(engine, player, before)
+    assert "Did you mean" not in body and "neither a command nor a move" not in body
+
+
+def test_a_card_alone_under_a_move_is_still_offered(engine, clock):
+    game = engine.new_game("pure-skill", PLAYERS)
+    before = last_id(engine)
+    play(engine, clock, PLAYERS[0], "bid 5\nK")
+    assert counted(engine, game, 0) == ["bid 5"]
+    assert "Did you mean `bid K`?" in reply_body(engine, PLAYERS[0], before)
