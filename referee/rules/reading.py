@@ -333,6 +333,10 @@ _CHANGE_MY = ("change", "my")  # "change my bid to 6", "change my move to bid 6"
 _CORRECTION_TAILS = {"sorry", "oops"}  # "Actually, make that bid 9. Sorry!"
 _CORRECTION_AFTER = {"instead", "rather"}  # "bid 6 instead of 5", "bid 6 rather than 5": what follows is taken back
 _LEAD_GAPS = {":", "-", "--", "---", ",", ""}  # between phrases that take back, or before them ("bid 5... no, bid 6")
+# "bid 6, not 5", "Actually 6, not 5": what follows a comma and "not" is taken back, when it is a word or two
+# that names no doubt ("7, not sure" is no correction)
+_NOT_NAMED = 2
+_NOT_DOUBTS = {"sure", "certain", "really", "yet", "quite", "too", "so", "much", "bad", "good", "great", "that", "this"}
 
 
 def correction(text: str, verbs: Mapping[str, str]) -> str | None:
@@ -350,9 +354,9 @@ def correction(text: str, verbs: Mapping[str, str]) -> str | None:
         while at < len(low) and low[at] in (":", "-", "--", ","):
             at += 1
     kept, said = tokens[at:], low[at:]
-    for end in range(1, len(said)):  # "bid 6 instead", "bid 6 instead of 5"
-        if said[end] in _CORRECTION_AFTER:
-            kept, said, corrects = kept[:end], said[:end], True
+    for end in range(1, len(said)):  # "bid 6 instead", "bid 6 instead of 5", "bid 6, not 5"
+        if said[end] in _CORRECTION_AFTER or _not_named(kept, said, end):
+            kept, said, corrects = [*kept[: end - 1], kept[end - 1].rstrip(",")], said[:end], True
             break
     while corrects and said and said[-1] in _CORRECTION_TAILS:
         kept, said = kept[:-1], said[:-1]
@@ -397,6 +401,15 @@ def _past_correction_run(tokens: list[str], low: list[str], at: int) -> int:
             break
         at = past
     return at
+def _not_named(tokens: list[str], low: list[str], at: int) -> bool:
+    """Whether ``at`` is the "not" of ", not 5": after a comma, before a word or two that say no doubt."""
+    named = low[at + 1 :]
+    return (
+        low[at] == "not"
+        and tokens[at - 1].endswith(",")
+        and 0 < len(named) <= _NOT_NAMED
+        and not _NOT_DOUBTS.intersection(named)
+    )
 
 
 def _past_correction_lead(tokens: list[str], low: list[str], at: int) -> int:

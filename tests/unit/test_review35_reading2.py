@@ -11,7 +11,7 @@ signature, not a move to offer.
 from __future__ import annotations
 
 import pytest
-from conftest import PLAYERS, last_id
+from conftest import PLAYERS, last_id, mails
 from conftest import send as play
 from test_reading35_corrections import counted, mover_and_moves, reply_body
 from test_reading35_leftovers import spend_queens
@@ -92,3 +92,22 @@ def test_a_card_alone_under_a_move_is_still_offered(engine, clock):
     play(engine, clock, PLAYERS[0], "bid 5\nK")
     assert counted(engine, game, 0) == ["bid 5"]
     assert "Did you mean `bid K`?" in reply_body(engine, PLAYERS[0], before)
+
+
+@pytest.mark.parametrize("second", ["Actually 6, not 5", "bid 6, not 5", "No wait: bid 6, not the 5"])
+def test_a_correction_that_names_the_move_it_takes_back_after_not_plays_the_new_one(engine, clock, second):
+    game = spend_queens(engine, clock)  # seat 0 the last to move: its move resolves the round
+    before = last_id(engine)
+    play(engine, clock, PLAYERS[0], "bid 5\n" + second)
+    assert counted(engine, game, 0) == ["bid Q", "bid 6"]
+    told = " ".join(" ".join(mail["body"].split()) for mail in mails(engine, PLAYERS[0], before))  # with the round's
+    assert f'Taken back by line 2 ("{second}"), so bid 5 was not played.' in told
+
+
+@pytest.mark.parametrize("second", ["7, not sure", "Thanks, not long now", "2 is not enough"])
+def test_a_not_that_takes_nothing_back_leaves_the_move(engine, clock, second):
+    game = engine.new_game("pure-skill", PLAYERS)
+    before = last_id(engine)
+    play(engine, clock, PLAYERS[0], "bid 5\n" + second)
+    assert counted(engine, game, 0) == ["bid 5"]
+    assert "Taken back" not in reply_body(engine, PLAYERS[0], before)
