@@ -337,6 +337,8 @@ _LEAD_GAPS = {":", "-", "--", "---", ",", ""}  # between phrases that take back,
 # that names no doubt ("7, not sure" is no correction)
 _NOT_NAMED = 2
 _NOT_DOUBTS = {"sure", "certain", "really", "yet", "quite", "too", "so", "much", "bad", "good", "great", "that", "this"}
+# A postscript's label before a correction: "P.S. make it 6", "PS: actually bid 6" (no correction by itself)
+_POSTSCRIPTS = {"ps", "p.s", "pps", "p.p.s"}
 
 
 def correction(text: str, verbs: Mapping[str, str]) -> str | None:
@@ -346,6 +348,10 @@ def correction(text: str, verbs: Mapping[str, str]) -> str | None:
     one pass over the line's words."""
     tokens, low = _tokens(text)
     at, corrects = 0, False
+    if low and low[0] in _POSTSCRIPTS:
+        at = 1
+        while at < len(low) and low[at] in (":", "-", "--", ","):
+            at += 1
     while at < len(low):
         past = _past_correction_lead(tokens, low, at)
         if past == at:

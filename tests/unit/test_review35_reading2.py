@@ -111,3 +111,18 @@ def test_a_not_that_takes_nothing_back_leaves_the_move(engine, clock, second):
     play(engine, clock, PLAYERS[0], "bid 5\n" + second)
     assert counted(engine, game, 0) == ["bid 5"]
     assert "Taken back" not in reply_body(engine, PLAYERS[0], before)
+
+
+@pytest.mark.parametrize("second", ["P.S. make it 6", "PS: actually bid 6", "PS - no wait, 6", "p.s. bid 6 instead"])
+def test_a_correction_in_a_postscript_plays_the_corrected_bid(engine, clock, second):
+    game = engine.new_game("pure-skill", PLAYERS)
+    before = last_id(engine)
+    assert play(engine, clock, PLAYERS[0], "bid 5\n" + second).code == "move"
+    assert counted(engine, game, 0) == ["bid 6"]
+    assert f'Taken back by line 2 ("{second}"), so bid 5 was not played.' in reply_body(engine, PLAYERS[0], before)
+
+
+def test_a_postscript_of_thanks_takes_nothing_back(engine, clock):
+    game = engine.new_game("pure-skill", PLAYERS)
+    play(engine, clock, PLAYERS[0], "bid 5\nPS: thanks for running this")
+    assert counted(engine, game, 0) == ["bid 5"]
