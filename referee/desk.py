@@ -1134,7 +1134,7 @@ class Desk:
             suggestion = rules.suggest(table.state, seat, command.line) or (
                 meant and rules.suggest(table.state, seat, meant)
             )
-            if rules.looks_like_move(text):
+            if rules.looks_like_move(text) and not reading.courtesy(command.line):  # "Keep well," is no Bluff keep
                 raise Refusal(Why.BAD_MOVE, legal=True, attempt=True, suggestion=suggestion, error=str(error)) from None
             raise Refusal(
                 Why.NOT_UNDERSTOOD, legal=suggestion is None, suggestion=suggestion, line=command.line, error=str(error)

@@ -530,15 +530,15 @@ _MANNERS = {
         "good afternoon, good evening, good day",
         "ref referee all everyone everybody there folks guys team again mr ms mrs dr sir",
         "thanks thank thx ty ta cheers best regards wishes sincerely yours bye goodbye cya later love care luck "
-        "gl hf xx xo day weekend",
+        "gl hf xx xo day weekend safe well",
         "you very much so a lot many kind kindest warm warmest the all truly faithfully see ya soon take good "
-        "have fun x again in advance for now everyone and game help this it everything nice great",
+        "have fun x again in advance for now everyone and game help this it everything nice great keep stay",
     ),
     "de": _Manners(
-        "hallo, moin, servus, guten tag, guten morgen, guten abend, gruss gott, gruezi, liebe, lieber, "
+        "hallo, moin, moin moin, servus, guten tag, guten morgen, guten abend, gruss gott, gruezi, liebe, lieber, "
         "sehr geehrte, sehr geehrter",
         "zusammen alle herr frau damen und herren",
-        "danke dank gruss grusse grussen lg vg mfg tschuss bald",
+        "danke dank gruss grusse grussen lg vg mfg tschuss bald dann spater",
         "viele vielen liebe lieben beste besten mit freundlichen freundliche herzliche herzlichen schone "
         "schonen schon sehr bis und",
     ),
@@ -572,7 +572,7 @@ _MANNERS = {
         "obrigado obrigada abracos abraco beijos atenciosamente tchau valeu cumprimentos",
         "muito muita um e",
     ),
-    "sv": _Manners("hej, hej hej", "alla", "tack hej", "sa mycket"),
+    "sv": _Manners("hej, hej hej", "alla", "tack hej mvh halsningar", "sa mycket med vanliga vanlig basta"),
 }
 # A greeting's first words ("Hi", "Good morning", "Hola"), and the words that may follow them ("Hi ref", "Hi all")
 _GREETINGS = {tuple(greeting.split()) for manners in _MANNERS.values() for greeting in manners.greetings.split(", ")}

@@ -126,3 +126,22 @@ def test_a_postscript_of_thanks_takes_nothing_back(engine, clock):
     game = engine.new_game("pure-skill", PLAYERS)
     play(engine, clock, PLAYERS[0], "bid 5\nPS: thanks for running this")
     assert counted(engine, game, 0) == ["bid 5"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "greeting", "sign_off"),
+    [
+        ("bluff", "Hi all,", "Keep well,\nAnn"),  # "keep" is a move of Bluff's rerolls
+        ("bluff", "Hello,", "Keep safe!\nAnn"),
+        ("ice", "Moin moin,", "Bis dann\nAnn"),
+        ("bid", "Hej hej!", "Mvh\nAnn"),
+        ("priority", "Hej!", "Med vänliga hälsningar,\nAnn"),
+    ],
+)
+def test_more_courtesies_around_a_move_get_no_answer_of_their_own(engine, clock, kind, greeting, sign_off):
+    game = engine.new_game(kind, PLAYERS)
+    player, seat, legal = mover_and_moves(engine, game)
+    before = last_id(engine)
+    play(engine, clock, player, f"{greeting}\n{legal[0]}\n\n{sign_off}")
+    assert counted(engine, game, seat) == [legal[0]]
+    assert "Not done" not in reply_body(engine, player, before)
