@@ -972,7 +972,7 @@ class Desk:
         with_verb = self._with_verb(table, line, corrected, taken)
         said = with_verb or reading.move_line(corrected, rules.verbs)
         move = self._move_of(table, seat, said)
-        if move is None and not self._asks_a_move(table, seat, corrected, with_verb):
+        if move is None and not self._asks_a_move(table, seat, corrected, with_verb, taken):
             return None  # "bid 5 sorry for the delay": the game says what it makes of that
         return said, move, taken
 

@@ -407,6 +407,8 @@ def _past_correction_run(tokens: list[str], low: list[str], at: int) -> int:
             break
         at = past
     return at
+
+
 def _not_named(tokens: list[str], low: list[str], at: int) -> bool:
     """Whether ``at`` is the "not" of ", not 5": after a comma, before a word or two that say no doubt."""
     named = low[at + 1 :]
