@@ -4,7 +4,11 @@ a result says must be what the game then does."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from conftest import PLAYERS, mails, send
+from test_notify import Played
 
 from referee.engine import Engine
 
@@ -59,3 +63,33 @@ def test_an_ice_prompt_says_what_passing_brings_as_the_auction_then_pays(engine,
     assert f"with your bid {bid} on it: that bid goes to the dead area once the auction is won" in told_second
     assert "you get the bid of the next player to pass" not in told_first
     assert "If you pass, you take card 1, without a bid: you give nothing and get nothing" in told_first
+
+
+# -- Bid!: the game-over history adds up -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bid(tmp_path_factory) -> Played:
+    return Played(tmp_path_factory.mktemp("bid"), "bid")
+
+
+def test_the_bid_history_adds_up_to_the_final_points_ace_of_arms_included(bid: Played):
+    """The Ace of Arms pays 5 (10 under the Ace of Suns) to each player whose
+    tiles total 16 or more: the game-over history left those points out, so
+    the winner's 101 points read as 76 auction by auction."""
+    (final,) = [m for m in bid.box.to(PLAYERS[0]) if "Game over" in m["subject"]]
+    body = final["body"]
+    history = body.split("\nStandings:\n")[0]
+    standings = body.split("\nStandings:\n")[1]
+    arms = 0
+    for player in PLAYERS:
+        said = 0
+        for line in history.splitlines():
+            said += sum(int(n) for n in re.findall(rf"{re.escape(player)} \+(\d+)", line))
+            crowned = re.search(r"Ace of Crowns, tied: (.*) -(\d+) each", line)
+            if crowned and player in crowned[1]:
+                said -= int(crowned[2])
+        arms += len(re.findall(rf"Ace of Arms: [^;\n]*{re.escape(player)} \+", history))
+        points = int(re.search(rf"^  {re.escape(player)} +(\d+) points?", standings, re.M)[1])
+        assert said == points, (player, said, points)
+    assert arms  # (the game has Ace of Arms bonuses, which the history now names)
