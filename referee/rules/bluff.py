@@ -457,10 +457,17 @@ class BluffAuction(Game[BluffState, Move]):
         }
         if seat is None:
             return public
+        own = [*state.dice[seat], *state.community]
         private = {
             **public,
             "seat": seat,
             "dice": list(state.dice[seat]),
+            # each track's limit the seat is sure of: its own dice, the community's and its own virtual
+            # dice (a 1-shot tile is not counted until used); the others' dice only add
+            "sure": {
+                colour: own.count(PURPLE) + (own.count(colour) if colour != PURPLE else 0) + _virtual(state, seat, t)
+                for t, colour in enumerate(TRACKS)
+            },
         }
         phase = self.phase(state)
         if phase is not None and seat in phase.movers:
