@@ -203,3 +203,17 @@ def test_a_bluff_bidding_prompts_sure_limits_count_the_players_own_virtual_dice(
             clock.advance(minutes=choose.randint(1, 30))
             assert send(engine, clock, mover, _sensible(table, seat, choose)).code == "move"
     assert virtual  # (players held Weapons or the Virtual Purple Die while bidding)
+
+
+# -- after the end, the points are the game's ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["ice", "bluff"])
+def test_the_last_result_gives_the_points_not_the_points_if_the_game_ended_now(kind, tmp_path):
+    """The result that ends the game showed the board as a turn's does:
+    '29 points if the game ended now', of a game that had ended."""
+    played = Played(tmp_path, kind)
+    last = [m for m in played.box.to(PLAYERS[0]) if "game over" in m["subject"].lower()]
+    assert last
+    for mail in last:
+        assert "if the game ended now" not in mail["body"], mail["subject"]
