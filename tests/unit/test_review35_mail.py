@@ -217,3 +217,14 @@ def test_the_last_result_gives_the_points_not_the_points_if_the_game_ended_now(k
     assert last
     for mail in last:
         assert "if the game ended now" not in mail["body"], mail["subject"]
+
+
+def test_a_bid_prompt_under_the_ace_of_crowns_does_not_say_coins_break_the_tie(bid: Played):
+    """Under the Ace of Crowns a tie for the highest bid loses the points;
+    no coins are bid. The prompt said so, and, two lines below, 'your coins:
+    2 (they break a tie for the highest bid)'."""
+    crowned = [m for m in bid.box.to(PLAYERS[0]) if "Ace of Crowns" in m["subject"] and "is open." in m["body"]]
+    assert crowned
+    for mail in crowned:
+        assert "they break a tie for the highest bid" not in mail["body"]
+        assert "no tie-break by coins in this auction: the Ace of Crowns" in mail["body"]
