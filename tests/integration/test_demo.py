@@ -42,7 +42,7 @@ def test_the_demo_plays_auction_by_mail_too(tmp_path):
     assert {m["source"] for m in moves if m["seat"] == 2} == {"random"}
     assert {m["source"] for m in moves if m["seat"] in (0, 1)} == {"mail"}
     history = (tmp_path / "history.txt").read_text()
-    assert history.count("is tallied") == 4 and "chosen at random" in history
+    assert history.count("cards are shown and added up by colour") == 4 and "chosen at random" in history
     assert store.outbox("queued") == []
 
 
