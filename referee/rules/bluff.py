@@ -464,10 +464,7 @@ class BluffAuction(Game[BluffState, Move]):
             "dice": list(state.dice[seat]),
             # each track's limit the seat is sure of: its own dice, the community's and its own virtual
             # dice (a 1-shot tile is not counted until used); the others' dice only add
-            "sure": {
-                colour: own.count(PURPLE) + (own.count(colour) if colour != PURPLE else 0) + _virtual(state, seat, t)
-                for t, colour in enumerate(TRACKS)
-            },
+            "sure": {colour: _limit(state, seat, t, own) for t, colour in enumerate(TRACKS)},
         }
         phase = self.phase(state)
         if phase is not None and seat in phase.movers:
@@ -791,11 +788,16 @@ def _next_bidder(state: BluffState, after: int, include: bool) -> tuple[BluffSta
 
 
 def _value(state: BluffState, seat: int, track: int) -> int:
-    """What a bid of ``seat`` on ``track`` is measured against: the dice of
+    """What a bid of ``seat`` on ``track`` is measured against: every die
+    shown (see ``_limit``)."""
+    return _limit(state, seat, track, [face for dice in (*state.dice, state.community) for face in dice])
+
+
+def _limit(state: BluffState, seat: int, track: int, faces: list[str]) -> int:
+    """A bid's limit of ``seat`` on ``track`` from the dice ``faces``: those of
     the track's colour, plus purple (wild), plus its own virtual dice."""
     colour = TRACKS[track]
-    every = [face for dice in (*state.dice, state.community) for face in dice]
-    return every.count(PURPLE) + (every.count(colour) if colour != PURPLE else 0) + _virtual(state, seat, track)
+    return faces.count(PURPLE) + (faces.count(colour) if colour != PURPLE else 0) + _virtual(state, seat, track)
 
 
 def _winner(state: BluffState, track: int) -> Bid | None:
