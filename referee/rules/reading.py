@@ -349,16 +349,12 @@ def correction(text: str, verbs: Mapping[str, str]) -> str | None:
     tokens, low = _tokens(text)
     at, corrects = 0, False
     if low and low[0] in _POSTSCRIPTS:
-        at = 1
-        while at < len(low) and low[at] in (":", "-", "--", ","):
-            at += 1
+        at = _past_marks(low, 1)
     while at < len(low):
         past = _past_correction_lead(tokens, low, at)
         if past == at:
             break
-        at, corrects = past, True
-        while at < len(low) and low[at] in (":", "-", "--", ","):
-            at += 1
+        at, corrects = _past_marks(low, past), True
     kept, said = tokens[at:], low[at:]
     for end in range(1, len(said)):  # "bid 6 instead", "bid 6 instead of 5", "bid 6, not 5"
         if said[end] in _CORRECTION_AFTER or _not_named(kept, said, end):
@@ -372,6 +368,13 @@ def correction(text: str, verbs: Mapping[str, str]) -> str | None:
     if noun is not None and noun in verbs and _verb(said[0], verbs) is None:
         kept = [verbs[noun], *kept]  # "change my bid to 6" -> "bid 6"
     return " ".join(kept)
+
+
+def _past_marks(low: list[str], at: int) -> int:
+    """Past the marks after a postscript's label or a phrase that takes back ("no wait: bid 6", "PS - 6")."""
+    while at < len(low) and low[at] in (":", "-", "--", ","):
+        at += 1
+    return at
 
 
 def corrected_within(text: str) -> tuple[str, str] | None:
@@ -577,7 +580,12 @@ _MANNERS = {
     "sv": _Manners("hej, hej hej", "alla", "tack hej mvh halsningar", "sa mycket med vanliga vanlig basta"),
 }
 # A greeting's first words ("Hi", "Good morning", "Hola"), and the words that may follow them ("Hi ref", "Hi all")
-_GREETINGS = {tuple(greeting.split()) for manners in _MANNERS.values() for greeting in manners.greetings.split(", ")}
+# (longest first, so "good morning" is tried before "morning")
+_GREETINGS = sorted(
+    {tuple(greeting.split()) for manners in _MANNERS.values() for greeting in manners.greetings.split(", ")},
+    key=len,
+    reverse=True,
+)
 _GREETED = {word for manners in _MANNERS.values() for word in manners.greeted.split()}
 # Words of thanks and of a sign-off: a line of these alone (and a name) says nothing to act on
 _THANKS = {word for manners in _MANNERS.values() for word in manners.thanks.split()}
@@ -607,7 +615,7 @@ def courtesy(text: str) -> Courtesy | None:
     names = typed[vocabulary:]
     if any(word in _THANKS for word in low[:vocabulary]) and len(names) <= 3 and all(map(_named, names)):
         return Courtesy.SIGN_OFF
-    for greeting in sorted(_GREETINGS, key=len, reverse=True):
+    for greeting in _GREETINGS:
         if tuple(low[: len(greeting)]) == greeting:
             rest = low[len(greeting) :]
             greets = len(rest) <= 3 and all(
