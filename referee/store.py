@@ -213,6 +213,7 @@ class OutboxRow(TypedDict):
     budget: str | None
     answer_to: str | None
     answer_from: str | None
+    text: str | None  # the body as composed (schema 7): what a reply quoting it is read against; None once trimmed
 
 
 class SignupRow(TypedDict):
@@ -355,7 +356,7 @@ class MailboxRow(TypedDict):
 
 BUSY_TIMEOUT_MS = 10_000  # how long a write waits for another process's write lock
 NEARLY_FULL = 1 << 20  # bytes: a disk with less free than this is full, whatever SQLite said
-SCHEMA_VERSION = 6  # the user_version of a games.db this code writes; see MIGRATIONS
+SCHEMA_VERSION = 7  # the user_version of a games.db this code writes; see MIGRATIONS
 
 
 class StorageFault(RuntimeError):
@@ -1547,11 +1548,11 @@ class Store:
         )
 
     def forget_sent_bodies(self, before: str) -> int:
-        """Keep only the headers of mail sent before ``before``: the outbox
-        stops growing by whole mails, and a bounce still finds the mail it
-        quotes.  Returns how many mails were trimmed."""
+        """Keep only the headers of mail sent before ``before`` (and none of
+        its text): the outbox stops growing by whole mails, and a bounce
+        still finds the mail it quotes.  Returns how many mails were trimmed."""
         cursor = self._write(
-            "update outbox set raw = substr(raw, 1, instr(raw, X'0D0A0D0A') + 3) "
+            "update outbox set raw = substr(raw, 1, instr(raw, X'0D0A0D0A') + 3), text = null "
             "where state in (?, ?) and coalesce(sent_at, created_at) < ? "
             "and instr(raw, X'0D0A0D0A') > 0 "
             "and length(raw) > instr(raw, X'0D0A0D0A') + 3",
@@ -2006,6 +2007,16 @@ def _schema_6(db: sqlite_utils.Database) -> None:
     )
 
 
+def _schema_7(db: sqlite_utils.Database) -> None:
+    """Schema 7: the referee's own cost.  ``outbox.text``, the body of a
+    mail as the referee composed it, kept beside its bytes: a reply that
+    quotes a prompt is read against the prompt's text, which would
+    otherwise cost a second parse of the referee's own mail for every
+    reply (older rows have none: they are parsed as before)."""
+    if "text" not in db.table("outbox").columns_dict:
+        db.table("outbox").add_column("text", str)
+
+
 # MIGRATIONS[n] takes a games.db from schema n to n + 1.  To change the
 # schema: append a step, raise SCHEMA_VERSION, and add a fixture of the
 # schema it starts from to tests/fixtures/schemas (see test_storage).
@@ -2016,6 +2027,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _schema_4,
     _schema_5,
     _schema_6,
+    _schema_7,
 ]
 
 

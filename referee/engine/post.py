@@ -579,6 +579,7 @@ class Post:
             state=MailState.RESTORED if self.sent_before and self.sent_before(message_id) else MailState.QUEUED,
             subject=subject,
             raw=raw,
+            text=body,  # what a reply quoting it is read against, without parsing raw again
             created_at=iso(now),
             answers=answers,
             budget=budget,
