@@ -970,23 +970,37 @@ class Store:
     def start_game(self, game_id: int) -> None:
         self._update("games", "id = ?", [game_id], {"state": GameState.RUNNING})
 
-    def game_version(self, game_id: int) -> str:
-        """A string that changes whenever the public part of the game's
-        record does: for the site, to write a game's pages only when they
-        would change.  Of the moves it counts which seats have moved in each
-        phase, not the rows: a replaced sealed move must not show."""
-        row = self._execute(
-            """select g.state, g.finished_at,
-                      (select count(distinct phase || '/' || seat) from moves where game_id = g.id),
-                      (select count(*) || '/' || count(resolved_at) || '/' || coalesce(max(deadline), '')
-                       from phases where game_id = g.id),
-                      (select group_concat(coalesce(bot_since_phase, '-')) from seats where game_id = g.id),
-                      (select count(*) from signups where game_id = g.id),
-                      (select count(*) from interventions where game_id = g.id)
-               from games g where g.id = ?""",
-            [game_id],
-        ).fetchone()
-        return "|".join(str(value) for value in row or ())
+    def site_versions(self) -> dict[int, str]:
+        """Per game, a text that changes whenever anything its public pages
+        show may change: for the site, to write a game's pages only when
+        they would change, and to find that nothing did in one query.
+
+        It is derived from the rows themselves (no counter to bump, so no
+        path that changes a game can forget to): the game's row; its last
+        phase (a resolved phase never changes again, so a new phase, a
+        resolution or a moved deadline all show in the last one); which
+        seats have moved in that phase (not the rows: a replaced sealed
+        move must not show); its seats (who plays them: the pages' names
+        and the seats' own calendars); and how many interventions,
+        watchers and sign-ups it has.  Each part is an index look-up, so
+        the cost grows with the number of games, not with their history."""
+        rows = self._execute(
+            """select g.id, g.kind, g.name, g.options, g.press, g.seats_wanted, g.state, g.created_at,
+                      g.finished_at, last.number, last.label, last.deadline, last.resolved_at,
+                      (select count(distinct seat) from moves
+                        where game_id = g.id and phase = last.number),
+                      (select group_concat(seat || ' ' || coalesce(address, '') || ' '
+                                           || coalesce(bot_since_phase, '-'), ',')
+                         from seats where game_id = g.id),
+                      (select count(*) || ' ' || coalesce(max(id), '') from interventions where game_id = g.id),
+                      (select count(*) from watchers where game_id = g.id),
+                      (select count(*) from signups where game_id = g.id)
+               from games g
+               left join phases last on last.game_id = g.id
+                    and last.number = (select max(number) from phases where game_id = g.id)
+               order by g.id"""
+        ).fetchall()
+        return {row[0]: "|".join(str(value) for value in row) for row in rows}
 
     # -- sign-ups and players ---------------------------------------------
 

@@ -11,13 +11,11 @@ does not hand their addresses to spammers.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from referee.site.chart import score_chart
 from referee.store import GameState
 from referee.tables import Table
-from referee.timeutil import from_iso, show_duration
 
 
 def public_names(table: Table) -> list[str]:
@@ -52,7 +50,7 @@ def game_record(table: Table) -> dict[str, Any]:
     }
 
 
-def page_context(table: Table, now: datetime) -> dict[str, Any]:
+def page_context(table: Table) -> dict[str, Any]:
     """What a game's page shows: the record, the scores round by round (or
     auction by auction: only of those that ended), and the open phase (who
     has moved, never what)."""
@@ -64,11 +62,9 @@ def page_context(table: Table, now: datetime) -> dict[str, Any]:
     current = None
     if phase is not None:
         waiting = table.waiting_for(phase)
-        deadline = from_iso(phase["deadline"])
         current = {
             "label": phase["label"],
             "deadline": phase["deadline"],
-            "left": show_duration(deadline - now) if deadline > now else "any moment now",
             "moved": [names[s] for s in phase["movers"] if s not in waiting],
             "sealed": bool(phase["sealed"]),
             "waiting": [names[s] for s in waiting],

@@ -16,9 +16,11 @@ GitHub Pages) can serve.
                             no page links to it, and private/index.html
                             keeps a web server from listing the folder
 
-Only the games whose record changed since the last render are written again
-(``.render-state.json`` keeps a fingerprint of each, and its feed entries
-for the site's feed), and every file is
+Only the games whose rows changed since the last render are written again
+(``.render-state.json`` keeps a fingerprint of each, what the index says of
+it, and its feed entries for the site's feed); nothing shown depends on the
+clock (the time left before a deadline is worked out in the reader's
+browser), so time passing writes nothing.  Every file is
 written under a temporary name and renamed, so a web server never serves
 half a page.  Everything shown comes from ``referee.site.public``.
 """
@@ -32,7 +34,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NotRequired, Protocol, TypedDict
+from typing import Any, Protocol, TypedDict
 
 import jinja2
 
@@ -46,13 +48,13 @@ from referee.standings import PAGE as STANDINGS_PAGE
 from referee.standings import standings
 from referee.store import GameRow, GameState, InterventionRow, StorageFault, Store
 from referee.tables import PRIVATE, Table, Tables, own_calendar, reminder_time
-from referee.timeutil import Clock, from_iso, iso, show, show_duration
+from referee.timeutil import Clock, from_iso, iso, show
 
 log = logging.getLogger("referee.site")
 
 _STATE_FILE = ".render-state.json"
 _FEED_ENTRIES = 100  # the site's feed: every game's end, and the newest of the other entries
-_LAYOUT = "11"  # bump when the pages' layout changes: every page is then written again
+_LAYOUT = "12"  # bump when the pages' layout changes: every page is then written again
 
 
 class Records(Protocol):
@@ -74,9 +76,9 @@ class _Rendered(TypedDict):
 
     fingerprint: str  # of what its pages showed (Site._fingerprint)
     entries: list[dict[str, Any]]  # its feed entries, those still among the site feed's newest
-    facts: NotRequired[dict[str, Any]]  # what the index tells of it (not in a state file older than that)
+    summary: dict[str, Any]  # what the index tells of it (Site._summary, who is awaited, who won)
     # a digest of its seats' own calendars' names (never the names: the state file is on the site too)
-    calendars: NotRequired[str]
+    calendars: str
 
 
 @dataclass
@@ -105,7 +107,7 @@ class Site:
             auto_reload=False,  # templates do not change while the referee runs: no stat per render
             keep_trailing_newline=True,  # iCalendar's last line ends in CRLF too
         )
-        self.env.filters.update(when=show, iso=iso_text, ics_time=_ics_time, ics_text=_ics_text, duration=show_duration)
+        self.env.filters.update(when=show, iso=iso_text, ics_time=_ics_time, ics_text=_ics_text)
         for game in GAMES.values():
             self.env.filters.update(game.filters)
 
@@ -120,51 +122,60 @@ class Site:
             log.exception("the site could not be written; the games go on")
 
     def render(self, force: bool = False) -> Report:
-        """Write what changed since the last render (everything with ``force``)."""
+        """Write what changed since the last render (everything with ``force``).
+
+        What changed is found from the store in one query (Store.site_versions)
+        and the state file's fingerprints: a refresh that finds nothing
+        changed reads nothing else and writes no file.  Nothing a page shows
+        depends on the clock (the time left before a deadline is worked out
+        in the reader's browser), so time passing changes no page."""
         now = self.records.clock()
         known = {} if force else self._read_state()
-        report, summaries = Report(), []
-        state: dict[str, _Rendered] = {}
-        paused = self.records.store.paused()
-        calendars: set[str] = set()  # every seat's own calendar now
-        watched = self.records.store.watcher_counts()  # how many follow each game (WATCH): a count, never who
+        report = Report()
+        versions = self.records.store.site_versions()
+        fingerprints = {str(id_): self._fingerprint(version) for id_, version in versions.items()}
+        changed = [id_ for id_ in versions if _fingerprint_of(known.get(str(id_))) != fingerprints[str(id_)]]
+        report.games_unchanged = len(versions) - len(changed)
+        index_missing = not (self.folder / "index.html").exists()
+        if not changed and not force and not index_missing:
+            return report  # (what is kept of a game that is no longer in the store stays: games are never deleted)
+        unchanged = set(versions) - set(changed)
+        state: dict[str, _Rendered] = {str(id_): known[str(id_)] for id_ in unchanged}
+        paused = self.records.store.paused() if changed else {}
+        watched = self.records.store.watcher_counts() if changed else {}  # how many follow each game: never who
+        calendars_changed = False  # whether a seat's own calendar changed name: the others are taken down
         ended = False  # whether a finished game was written: the standings may have changed
-        for row in self.records.store.games():
-            summary = self._summary(row, now, paused.get(row["id"]), watched.get(row["id"], 0))
-            summaries.append(summary)
-            own = self._calendars(row["id"])
-            calendars.update(own)
-            fingerprint = self._fingerprint(row["id"], summary, own)
-            before = known.get(str(row["id"]))
-            if before is not None and before.get("fingerprint") == fingerprint:
-                report.games_unchanged += 1
-                state[str(row["id"])] = before
-                continue
+        for id_ in changed:
+            row = self.records.store.game(id_)
+            assert row is not None  # (a game is never deleted)
+            summary = self._summary(row, paused.get(id_), watched.get(id_, 0))
+            own = _digest(sorted(self._calendars(id_)))
             entries, facts = (
-                self._render_game(row["id"], now, report, summary["watchers"])
-                if row["state"] != GameState.OPEN
-                else ([], {})
+                self._render_game(id_, now, report, summary["watchers"]) if row["state"] != GameState.OPEN else ([], {})
             )
-            state[str(row["id"])] = {"fingerprint": fingerprint, "entries": entries, "facts": facts}
-            state[str(row["id"])]["calendars"] = _digest(sorted(own))
+            state[str(id_)] = {
+                "fingerprint": fingerprints[str(id_)],
+                "entries": entries,
+                "summary": {**summary, **facts},
+                "calendars": own,
+            }
+            calendars_changed = calendars_changed or own != _calendars_of(known.get(str(id_)))
             report.games_rendered += 1
             ended = ended or row["state"] == GameState.FINISHED
-        if any(game.get("calendars") != _calendars_of(known.get(id_)) for id_, game in state.items()):
-            self._take_down(calendars, report)  # a seat taken over, left, or its player's address changed
-        if report.games_rendered or force or not (self.folder / "index.html").exists():
-            entries = _newest([e for game in state.values() for e in game["entries"]])
-            for summary in summaries:  # what the index tells of a game, from its last render
-                summary.update(state[str(summary["id"])].get("facts", {}))
-            self._render_index(summaries, entries, now, report)
-            self._render_rules(report)
-            if ended or force or not (self.folder / STANDINGS_PAGE).exists():
-                self._render_standings(now, report)
-            # An entry out of the newest now never comes back (every new entry
-            # is newer), so the state keeps only those and the games' ends:
-            # it stays small however many rounds the site has.
-            kept = {entry["id"] for entry in entries}
-            for game in state.values():
-                game["entries"] = [entry for entry in game["entries"] if entry["id"] in kept]
+        if calendars_changed:  # a seat taken over, left, or its player's address changed
+            self._take_down({path for id_ in versions for path in self._calendars(id_)}, report)
+        entries = _newest([e for game in state.values() for e in game["entries"]])
+        summaries = [state[str(id_)]["summary"] for id_ in versions]  # what the index tells of each game
+        self._render_index(summaries, entries, now, report)
+        self._render_rules(report)
+        if ended or force or not (self.folder / STANDINGS_PAGE).exists():
+            self._render_standings(now, report)
+        # An entry out of the newest now never comes back (every new entry
+        # is newer), so the state keeps only those and the games' ends:
+        # it stays small however many rounds the site has.
+        kept = {entry["id"] for entry in entries}
+        for game in state.values():
+            game["entries"] = [entry for entry in game["entries"] if entry["id"] in kept]
         if state != known:
             self._write(_STATE_FILE, json.dumps(state, sort_keys=True))
         return report
@@ -179,7 +190,7 @@ class Site:
         ``watchers``: how many follow it by mail (WATCH), which its page shows."""
         table = self.records.tables.table(game_id)
         context = {
-            **page_context(table, now),
+            **page_context(table),
             "now": iso(now),
             "referee": self.records.config.address,
             "watchers": watchers,
@@ -350,16 +361,14 @@ class Site:
 
     # -- the index and the site's feed -------------------------------------
 
-    def _summary(self, row: GameRow, now: datetime, pause: InterventionRow | None, watchers: int) -> dict[str, Any]:
+    def _summary(self, row: GameRow, pause: InterventionRow | None, watchers: int) -> dict[str, Any]:
         """A line of the index about one game, from the store alone (cheap);
         ``pause``, the pause in force (Store.paused): then no deadline runs,
-        and the line says so instead; ``watchers``, how many follow it."""
+        and the line says so instead; ``watchers``, how many follow it.
+        Nothing in it depends on the clock: the reader's browser tells the
+        time left before the deadline."""
         phases = self.records.store.phases(row["id"]) if row["state"] == GameState.RUNNING else []
         phase = phases[-1] if phases else None
-        left = None
-        if phase is not None and pause is None:
-            span = from_iso(phase["deadline"]) - now
-            left = show_duration(span) if span.total_seconds() > 0 else "any moment now"
         return {
             "id": row["id"],
             "kind": row["kind"],
@@ -368,7 +377,7 @@ class Site:
             "state": row["state"],
             "created_at": row["created_at"],
             "finished_at": row["finished_at"],
-            "phase": phase and {"label": phase["label"], "deadline": phase["deadline"], "left": left},
+            "phase": phase and {"label": phase["label"], "deadline": phase["deadline"]},
             "paused": pause and {"at": pause["at"], "until": pause["detail"].get("until")},
             "signed": len(self.records.store.signups(row["id"])) if row["state"] == GameState.OPEN else None,
             "wanted": row["seats_wanted"],
@@ -376,17 +385,23 @@ class Site:
             "watchers": watchers,
         }
 
-    def _fingerprint(self, game_id: int, summary: dict[str, Any], calendars: list[str]) -> str:
-        """Changes whenever what the game's pages show changes: its record,
-        the "in 2 days 3 hours" before its deadline, or who plays its seats
-        (its seats' own calendars' names)."""
+    def _fingerprint(self, version: str) -> str:
+        """Changes whenever what a game's pages show may change: its rows
+        (``version``, Store.site_versions), the pages' layout, the record's
+        format, and what the config and the secret key put in them (the
+        referee's address, the calendars' ids and alarms, the seats' own
+        calendars' names).  The key enters only through a hash of it, and
+        that only through this digest: the state file is on the site too."""
+        config = self.records.config
         facts = [
             _LAYOUT,
-            RECORD_FORMAT,
-            self.records.store.game_version(game_id),
-            json.dumps(summary, sort_keys=True),
-            *calendars,
-        ]  # a new record format rewrites every record.json
+            RECORD_FORMAT,  # a new record format rewrites every record.json
+            config.address,
+            config.domain,
+            str(config.reminder),
+            hashlib.sha256(b"referee site fingerprint\n" + self.records.key).hexdigest(),
+            version,
+        ]
         return _digest(facts)
 
     def _render_index(
@@ -467,6 +482,10 @@ class Site:
 
 def _calendars_of(rendered: _Rendered | None) -> str | None:
     return rendered.get("calendars") if rendered is not None else None
+
+
+def _fingerprint_of(rendered: _Rendered | None) -> str | None:
+    return rendered.get("fingerprint") if rendered is not None else None
 
 
 def _digest(lines: list[str]) -> str:

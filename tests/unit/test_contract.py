@@ -418,7 +418,7 @@ def unshown(played: ByMail, types: dict[str, tuple[int, int]]) -> list[str]:
     them (or the final mail) or the game's site page (its rounds, its feed's
     lines) does not show (see ``shows``)."""
     kind, table, compose = played.kind, played.table, played.compose
-    page = page_context(table, played.clock())
+    page = page_context(table)
     env = played.site.env
 
     def mail(number: int) -> Callable[[list[dict[str, Any]]], str]:
@@ -529,7 +529,7 @@ def test_a_game_whose_view_has_no_scores_shows_none_until_its_result(engine, clo
     game = engine.new_game("pure-skill", ["alice@example.org", "bob@example.org"], bots=1)
     scoreless()  # (this game's own templates show the scores: they are made without it)
     assert [p["score"] for p in engine.status(game)["players"]] == [None, None, None]
-    assert [p["score"] for p in page_context(engine.table(game), clock())["players"]] == [None, None, None]
+    assert [p["score"] for p in page_context(engine.table(game))["players"]] == [None, None, None]
     monkeypatch.undo()
     for _ in range(13):
         clock.advance(days=4)
@@ -539,4 +539,4 @@ def test_a_game_whose_view_has_no_scores_shows_none_until_its_result(engine, clo
     scores = list(rules.result(table.state).scores)
     scoreless()
     assert [p["score"] for p in engine.status(game)["players"]] == scores
-    assert [p["score"] for p in page_context(table, clock())["players"]] == scores
+    assert [p["score"] for p in page_context(table)["players"]] == scores

@@ -191,7 +191,7 @@ class Page(HTMLParser):
             self._item = None
 
     def handle_data(self, data):
-        if "style" in self.stack[-1:]:
+        if self.stack[-1:] in (["style"], ["script"]):  # (a script's text is not the page's)
             return
         self.texts.append(data)
         if self._cell is not None:
@@ -224,6 +224,11 @@ def page(folder: Path, name: str) -> Page:
     parsed = Page((folder / name).read_text(encoding="utf-8"))
     assert not parsed.problems, f"{name}: {parsed.problems}"
     return parsed
+
+
+def deadlines(parsed: Page) -> list[str | None]:
+    """The moments of the deadlines whose time left the reader's browser tells."""
+    return [attrs["datetime"] for tag, attrs in parsed.tags if tag == "time" and "data-left" in attrs]
 
 
 def site_files(folder: Path) -> dict[str, bytes]:
@@ -297,7 +302,8 @@ def test_the_index_lists_running_open_and_finished_games_with_links(site):
         assert (site / link).is_file()
     two, one, four, three = index.items  # in the order of the headings
     for item in (one, two):
-        assert "Round" in item and "deadline 2026-11-27 12:00 UTC" in item and "(in 2 days 2 hours)" in item
+        assert "Round" in item and "deadline 2026-11-27 12:00 UTC;" in item  # the time left: the browser's
+    assert deadlines(index) == ["2026-11-27T12:00:00Z", "2026-11-27T12:00:00Z"]
     assert one.startswith("Game 1,") and "The first" in one and "Round 3 of 13" in one
     assert two.startswith("Game 2,") and "Round 2 of 13" in two
     assert three.startswith("Game 3,") and "ended 2026-11-21 12:00 UTC" in three and "deadline" not in three
@@ -406,18 +412,21 @@ def test_a_game_page_shows_the_open_phase_who_moved_and_the_deadline(played, clo
     assert deadline == "2026-11-27T12:00:00Z"
     assert show_duration(from_iso(deadline) - clock()) == "2 days 2 hours"
     assert "Now: Round 3 of 13" in text
-    assert f"Deadline: {show(deadline)} (in 2 days 2 hours)." in text
+    assert f"Deadline: {show(deadline)}." in text  # "(in 2 days 2 hours)" after it: the reader's browser adds it
     assert "Deadline: 2026-11-27 12:00 UTC" in text
+    assert deadlines(page(site, "games/1/index.html")) == [deadline]
     assert "Moved: bob. Still to move: alice, carol." in text
     assert [row[0] for row in rounds_table(page(site, "games/1/index.html"))] == ["1", "2"]
 
 
-def test_a_deadline_passed_but_not_yet_enforced_is_due_any_moment(played, clock, tmp_path):
+def test_a_deadline_passed_but_not_yet_enforced_still_shows_when_it_fell(played, clock, tmp_path):
+    """Past the deadline, before the tick that enforces it, the page still
+    says when it fell (the reader's browser says "any moment now")."""
     clock.advance(days=2, hours=4)  # past round 3's deadline; no tick yet
     Site(played, tmp_path / "late").render()
     text = page(tmp_path / "late", "games/1/index.html").text
-    assert "Deadline: 2026-11-27 12:00 UTC (any moment now)." in text
-    assert "(any moment now)" in page(tmp_path / "late", "index.html").text
+    assert "Deadline: 2026-11-27 12:00 UTC." in text
+    assert deadlines(page(tmp_path / "late", "index.html"))[0] == "2026-11-27T12:00:00Z"
     assert "in 0 seconds" not in text and "in any moment" not in text
 
 
@@ -464,19 +473,28 @@ def test_a_game_page_shows_the_totals_and_an_accessible_inline_chart(played, sit
     assert len({line.get("stroke-dasharray") for line in lines}) == 3
 
 
-def test_pages_load_nothing_from_elsewhere_and_run_no_script(site):
+def test_pages_load_nothing_from_elsewhere_and_run_only_the_time_left_script(site):
+    """No page loads anything from elsewhere; the one script a page may run
+    is inline, the one that tells the time left before a deadline (and only
+    where a deadline is shown)."""
+    scripts = set()
     for name in site_files(site):
         if not name.endswith(".html"):
             continue
         parsed = page(site, name)
-        assert not parsed.find("script") and not parsed.find("iframe") and not parsed.find("img"), name
+        assert not parsed.find("iframe") and not parsed.find("img"), name
+        assert all(not attrs for attrs in parsed.find("script")), name  # no src: inline
+        text = (site / name).read_text()
+        assert text.lower().count("<script") == (1 if deadlines(parsed) else 0), name
+        scripts.update(re.findall(r"<script>(.*?)</script>", text, re.S))
         for tag, attrs in parsed.tags:
             assert not any(k.startswith("on") for k in attrs), (name, tag, attrs)
             for key in ("src", "href", "xlink:href"):
                 value = attrs.get(key) or ""
                 assert not re.match(r"(?:[a-z]+:)?//", value, re.I), (name, tag, value)
                 assert not value.lower().startswith("javascript:"), (name, value)
-        assert "<script" not in (site / name).read_text().lower()
+    [script] = scripts  # the same on every page
+    assert "time[data-left]" in script and "http" not in script and "fetch" not in script
 
 
 def test_the_seed_stays_secret_until_the_end_then_is_shown_with_how_to_verify(played, site):
@@ -979,15 +997,15 @@ def test_a_resolved_round_shows_up_in_the_page_and_feeds(played, clock, site):
     assert len(json.loads((site / "games/1/record.json").read_text())["phases"]) == 3
 
 
-def test_passing_time_rewrites_the_running_games_only(played, clock, site):
-    """The "in 2 days 2 hours" of a running game changes as time passes; a finished game's page does not."""
-    before = stats(site)
+def test_passing_time_rewrites_nothing(played, clock, site):
+    """No page shows what changes with the clock (the time left before a
+    deadline is the reader's browser's): an hour later, with nothing else
+    happening, no file is written, not even the render's state."""
+    before, contents = stats(site), site_files(site)
     clock.advance(hours=1)
     report = Site(played, site).render()
-    running = game_files(1) | game_files(2) | own_files(played, 1) | own_files(played, 2)
-    assert set(report.written) == running | {"index.html", "feed.atom"}
-    assert stats(site)["games/3/index.html"] == before["games/3/index.html"]
-    assert "(in 2 days 1 hour)" in page(site, "games/1/index.html").text
+    assert report.written == [] and (report.games_rendered, report.games_unchanged) == (0, 4)
+    assert stats(site) == before and site_files(site) == contents
 
 
 def test_force_rewrites_every_file(played, site):
@@ -1102,12 +1120,13 @@ def test_a_games_name_is_shown_as_text_everywhere(engine, clock, tmp_path):
     texts = public_text(folder)
     for name, text in texts.items():
         if not name.endswith(".json"):  # JSON holds the name as a string; nothing renders it
-            assert "<script" not in text.lower() and '</h1>"' not in text and "</h1>”" not in text, name
+            assert "alert(1)</script>" not in text.lower() and '</h1>"' not in text and "</h1>”" not in text, name
     for name in ("index.html", "games/1/index.html"):
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in texts[name]
         parsed = page(folder, name)  # still balanced: the name closed nothing
         assert NASTY in parsed.text, name
-        assert not parsed.find("script")
+        assert parsed.find("script") == [{}]  # the time left's script alone
+        assert texts[name].lower().count("<script") == 1
     (h1,) = [text for tag, text in page(folder, "games/1/index.html").headings if tag == "h1"]
     assert h1 == f"Game 1: Game of Pure Skill, “{NASTY}”"
     for name in ("feed.atom", "games/1/feed.atom"):
