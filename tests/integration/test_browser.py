@@ -28,8 +28,10 @@ import required
 from conftest import PLAYERS, FakeClock, Seeds, reply
 
 from referee.engine import Engine
+from referee.engine.keeping import SHELL
 from referee.rules.pure_skill import card_name
 from referee.site.render import Site
+from referee.timeutil import from_iso, show, show_duration
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -232,6 +234,44 @@ def test_a_game_page_renders_its_rounds_and_chart_on_a_phone(engine, clock, tmp_
     assert errors == [], errors
 
     print(f"screenshot: {screenshot(browser, f'game-page-{WIDTH}')}")
+
+
+def test_the_time_left_before_a_deadline_is_told_by_the_browser(engine, clock, tmp_path, serve, browser):
+    """A page is written only when its game changes (issue 36): the time
+    left before its deadline is worked out in the browser, from the page's
+    <time datetime>, in the mail's words (show_duration), for the game's
+    page and the index; "any moment now" once the deadline has passed; a
+    paused game's page has no deadline to count down to."""
+    from selenium.webdriver.common.by import By
+
+    engine.new_game("pure-skill", PLAYERS)
+    engine.new_game("pure-skill", PLAYERS)
+    engine.pause(2, SHELL, "holidays")
+    site = tmp_path / "site"
+    Site(engine, site).render()
+    deadline = from_iso(engine.table(1).open_phase["deadline"])
+    base = serve(site)
+    viewport(browser, WIDTH)
+    soon, late = timedelta(hours=2, minutes=58, seconds=30), timedelta(hours=-1)
+    assert show_duration(soon) == "2 hours 58 minutes"  # the mail's words
+    for before, told in ((soon, "(in 2 hours 58 minutes)"), (late, "(any moment now)")):
+        # The browser's clock, set to ``before`` the deadline for the pages loaded next.
+        moment = int((deadline - before).timestamp() * 1000)
+        fixed = browser.execute_cdp_cmd(
+            "Page.addScriptToEvaluateOnNewDocument", {"source": f"Date.now = () => {moment};"}
+        )
+        try:
+            browser.get(f"{base}games/1/")
+            line = browser.find_element(By.XPATH, "//p[starts-with(normalize-space(), 'Deadline:')]").text
+            assert line == f"Deadline: {show(deadline)} {told}.", line
+            browser.get(base)
+            assert f"deadline {show(deadline)} {told}" in browser.find_element(By.TAG_NAME, "body").text
+            browser.get(f"{base}games/2/")
+            assert "(in " not in browser.find_element(By.TAG_NAME, "body").text
+        finally:
+            browser.execute_cdp_cmd("Page.removeScriptToEvaluateOnNewDocument", fixed)
+    browser.get(f"{base}games/1/")
+    print(f"screenshot: {screenshot(browser, f'time-left-{WIDTH}')}")
 
 
 # -- every kind of game, finished and running, on a phone and a laptop -------------
