@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from enum import StrEnum
@@ -34,6 +35,7 @@ FACES = (*COLOURS, PURPLE)  # a colour blob die
 TRACKS = (PURPLE, *COLOURS)  # F9: the order auctions resolve in
 ERAS = ("ancient", "medieval", "modern")
 TYPES = ("tool", "weapon", "art")
+_ATTRIBUTE_BITS = (*COLOURS, *ERAS, *TYPES)  # (an artifact has one of each)
 ROUNDS = 9
 
 # F2: the special tiles by stage (group I on top); their names as players write them.
@@ -326,7 +328,6 @@ class BluffAuction(Game[BluffState, Move]):
 
     def parse_move(self, state: BluffState, seat: int, text: str) -> Move:
         words = _words(text)
-        legal = self.legal_moves(state, seat)
         if not words:
             raise MoveError(self._forms(state))
         if state.stage == Stage.TOOLS:
@@ -343,9 +344,21 @@ class BluffAuction(Game[BluffState, Move]):
             raise MoveError("'pass' is a move by itself: nothing after it.")
         if move is None:
             raise MoveError(self._forms(state))
-        if move not in legal:
+        if not self._allowed(state, seat, move):
             raise MoveError(_why_not(state, seat, move) or f"'{self.move_text(move)}' is not a move you can make now.")
         return move
+
+    def _allowed(self, state: BluffState, seat: int, move: Move) -> bool:
+        """Whether ``move`` is one of ``legal_moves``: a bid without listing
+        every bid (a replay checks each move of the game so)."""
+        phase = self.phase(state)
+        if phase is None or seat not in phase.movers:
+            return False
+        if state.stage != Stage.BIDDING:
+            return move in self.legal_moves(state, seat)
+        if move == ("pass",):  # (as _bidding_moves: with tokens in hand, only when nothing else is legal)
+            return not state.tokens[seat] or next(_bids(state, seat), None) is None
+        return move in _bids(state, seat)
 
     def _forms(self, state: BluffState) -> str:
         if state.stage == Stage.TOOLS:
@@ -657,23 +670,23 @@ def _virtual(state: BluffState, seat: int, track: int) -> int:
     return weapons + ("vpurple" in state.held[seat]) + (2 if state.used_oneshot == seat else 0)
 
 
-def _reach(state: BluffState, seat: int, track: int) -> int:
-    """The most ``seat`` could count on ``track`` this round: every die
+def _reaches(state: BluffState, seat: int) -> list[int]:
+    """The most ``seat`` could count on each track this round: every die
     rolled, plus its virtual dice (the one-shot's included) (F8)."""
-    colour = TRACKS[track]
-    weapons = sum(1 for t in state.museum[seat] if isinstance(t, tuple) and t[2] == "weapon" and t[0] == colour)
-    return state.rolled() + weapons + ("vpurple" in state.held[seat]) + 2 * ("oneshot" in state.held[seat])
+    weapons = [t[0] for t in state.museum[seat] if isinstance(t, tuple) and t[2] == "weapon"]
+    base = state.rolled() + ("vpurple" in state.held[seat]) + 2 * ("oneshot" in state.held[seat])
+    return [base + weapons.count(colour) for colour in TRACKS]
 
 
-def _cap(state: BluffState, seat: int, track: int) -> int:
-    """The highest bid ``seat`` may make on ``track`` (F8).  By the second
+def _caps(state: BluffState, seat: int) -> list[int]:
+    """The highest bid ``seat`` may make on each track (F8).  By the second
     rulings, one more than anyone could count there: a bid that high can
     never win but stops others bidding there, as the text allows any bid;
     any higher bid would do exactly the same.  By the first, the bidder's
     own reach: a bid it could win."""
     if state.rulings < 2:
-        return _reach(state, seat, track)
-    return max(_reach(state, s, track) for s in range(state.seats)) + 1
+        return _reaches(state, seat)
+    return [max(reach) + 1 for reach in zip(*(_reaches(state, s) for s in range(state.seats)), strict=True)]
 
 
 def _has_tie(state: BluffState, seat: int, moving: Bid | None = None) -> bool:
@@ -720,25 +733,29 @@ def _bidding_moves(state: BluffState, seat: int) -> list[Move]:
     """Bids from hand, then moves of each overbid token (by track, then the
     token's value: F20), each by value then track (so the first few, which a
     reply lists, cover every track), then pass."""
-    moves: list[Move] = []
+    moves = list(_bids(state, seat))
+    if not state.tokens[seat] or not moves:  # F14: no pass with tokens in hand, unless nothing else is legal
+        moves.append(("pass",))
+    return moves
+
+
+def _bids(state: BluffState, seat: int) -> Iterator[Move]:
+    """The moves of ``_bidding_moves`` but pass, in its order, one at a time:
+    whether a seat must pass needs only the first (``_next_bidder``)."""
     hand: list[tuple[int, Bid] | None] = [None] if state.tokens[seat] else []
     sources = hand + [(t, b) for t in _overbid(state, seat) for b in _movable(state, seat, t)]
+    caps = _caps(state, seat)  # (the same whichever token moves)
     for source in sources:
         moving = source[1] if source is not None else None
         ranges = {}
         for track in range(6):
             lowest = _lowest_bid(state, seat, track, moving)
             if lowest is not None:
-                ranges[track] = range(lowest[0], _cap(state, seat, track) + 1)
+                ranges[track] = range(lowest[0], caps[track] + 1)
         for value in range(1, max((r.stop for r in ranges.values()), default=1)):
             for track, allowed in ranges.items():
                 if value in allowed:
-                    moves.append(
-                        ("bid", track, value) if source is None else ("move", source[0], source[1][1], track, value)
-                    )
-    if not state.tokens[seat] or not moves:  # F14: no pass with tokens in hand, unless nothing else is legal
-        moves.append(("pass",))
-    return moves
+                    yield ("bid", track, value) if source is None else ("move", source[0], source[1][1], track, value)
 
 
 def _bid(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list[dict[str, Any]]]:
@@ -776,7 +793,7 @@ def _next_bidder(state: BluffState, after: int, include: bool) -> tuple[BluffSta
     events: list[dict[str, Any]] = []
     seat = after if include else (after + 1) % state.seats
     while state.passes < state.seats:
-        if _bidding_moves(state, seat) != [("pass",)]:
+        if next(_bids(state, seat), None) is not None:  # (a move other than pass)
             return replace(state, turn=seat), events
         state = replace(state, passes=state.passes + 1)
         events.append({"type": "pass", "seat": seat, "forced": True})
@@ -888,15 +905,22 @@ def _oneshot(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list
 # -- acquiring ----------------------------------------------------------------------------
 
 
-def _attributes(tile: Tile) -> set[str]:
-    return set(tile) if isinstance(tile, tuple) else set()
-
-
 def share(tiles: Iterable[Tile]) -> bool:
     """Whether the tiles share a colour, an era or a type; Wild Attribute
     shares any (F5), and a lone tile shares with itself."""
-    real = [t for t in tiles if t != "wild"]
-    return not real or bool(set.intersection(*(_attributes(t) for t in real)))
+    return functools.reduce(operator.and_, map(_attributes, tiles), _ANY) != 0
+
+
+_ANY = -1  # every bit set: the attributes of Wild Attribute, which shares any
+
+
+@functools.cache  # (a tile's attributes never change, and there are few tiles)
+def _attributes(tile: Tile) -> int:
+    """A tile's colour, era and type, a bit each (so tiles share one when
+    their bits have one in common); none for a special tile but Wild Attribute."""
+    if tile == "wild":
+        return _ANY
+    return sum(1 << _ATTRIBUTE_BITS.index(name) for name in tile) if isinstance(tile, tuple) else 0
 
 
 def is_set(tiles: Iterable[Tile]) -> bool:
@@ -923,17 +947,24 @@ def _acquisitions(state: BluffState, seat: int, tile: Tile) -> list[Move]:
     if beside or len(museum) < state.capacity(seat):
         moves.append(("place",))
     if len(state.exhibits[seat]) < spaces(state.seats):
-        pool = _sorted(museum if beside else (*museum, tile))
-        found = set()
-        for n in range(3, len(pool) + 1):
-            for combo in itertools.combinations(range(len(pool)), n):
-                tiles = tuple(pool[i] for i in combo)
-                if is_set(tiles) and tiles not in found:
-                    found.add(tiles)
-                    moves.append(("exhibit", tiles))
+        moves += [("exhibit", tiles) for tiles in _sets(_sorted(museum if beside else (*museum, tile)))]
     if not beside and len(museum) >= state.capacity(seat):
         moves += [("discard", t) for t in _sorted({*museum, tile})]
     return moves
+
+
+@functools.lru_cache(maxsize=4096)
+def _sets(pool: tuple[Tile, ...]) -> tuple[tuple[Tile, ...], ...]:
+    """Every set that could be exhibited from ``pool`` (sorted), each once,
+    smallest first.  Cached: it depends on the tiles alone, and a round asks
+    it of the same museum several times."""
+    found: dict[tuple[Tile, ...], None] = {}  # (in the order found)
+    for n in range(3, len(pool) + 1):
+        for combo in itertools.combinations(range(len(pool)), n):
+            tiles = tuple(pool[i] for i in combo)
+            if is_set(tiles):
+                found.setdefault(tiles)
+    return tuple(found)
 
 
 def _skip_settled(state: BluffState) -> tuple[BluffState, list[dict[str, Any]]]:
@@ -944,11 +975,12 @@ def _skip_settled(state: BluffState) -> tuple[BluffState, list[dict[str, Any]]]:
     events = []
     while state.won:
         seat, tile = state.won[0]
-        if _beside(tile) and (state.rulings < 2 or _acquisitions(state, seat, tile) == [("place",)]):
+        only_place = _acquisitions(state, seat, tile) == [("place",)]
+        if _beside(tile) and (state.rulings < 2 or only_place):
             state, more = _acquire(state, seat, ("place",))
             events += more
             continue
-        if _acquisitions(state, seat, tile) == [("place",)]:
+        if only_place:
             state, more = _acquire(state, seat, ("place",))
             events += [{**event, "auto": True} for event in more]  # no one was asked
             continue
@@ -1009,34 +1041,36 @@ def _acquire(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list
 # -- the end ---------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096)  # (a museum is scored after every move, and changes seldom)
 def best_partition(tiles: tuple[Tile, ...], rulings: int = 2) -> tuple[int, tuple[tuple[Tile, ...], ...]]:
     """F18: the museum scored as sets at the end: the split of its tiles into
     groups that scores the most (1/3/6/10...), each group a lone tile or
     tiles sharing a colour, era or type (by the first rulings, any two
     tiles made a group too).  A museum holds at most eight tiles, so every
     split is tried."""
-    tiles = _sorted(tiles)
-    best: tuple[int, tuple] = (0, ())
+    return _best_split(_sorted(tiles), rulings)
 
-    def shares(group: tuple[Tile, ...]) -> bool:
-        return len(group) < (3 if rulings < 2 else 2) or share(group)
 
-    def search(rest: tuple[Tile, ...], groups: list, score: int) -> None:
-        nonlocal best
-        if not rest:
-            if score > best[0] or not best[1]:
-                best = (score, tuple(groups))
-            return
-        first, others = rest[0], rest[1:]
-        for n in range(len(others) + 1):
-            for combo in itertools.combinations(range(len(others)), n):
-                group = (first, *(others[i] for i in combo))
-                if shares(group):
-                    left = tuple(t for i, t in enumerate(others) if i not in combo)
-                    search(left, [*groups, group], score + set_points(len(group)))
-
-    search(tiles, [], 0)
+# The best split of the tiles left after the groups chosen so far does not
+# depend on those groups: each such rest is split once, and kept (it is a
+# function of the tiles alone; a museum's rests are mostly those of the
+# museum before its last tile).  The groups are tried in the same order as
+# ever, and the first best kept, so the split shown stays the same.
+@functools.lru_cache(maxsize=16384)
+def _best_split(rest: tuple[Tile, ...], rulings: int) -> tuple[int, tuple[tuple[Tile, ...], ...]]:
+    if not rest:
+        return 0, ()
+    best: tuple[int, tuple[tuple[Tile, ...], ...]] | None = None
+    first, others = rest[0], rest[1:]
+    for n in range(len(others) + 1):
+        for combo in itertools.combinations(range(len(others)), n):
+            group = (first, *(others[i] for i in combo))
+            if len(group) < (3 if rulings < 2 else 2) or share(group):
+                score, groups = _best_split(tuple(t for i, t in enumerate(others) if i not in combo), rulings)
+                score += set_points(len(group))
+                if best is None or score > best[0]:
+                    best = (score, (group, *groups))
+    assert best is not None  # (a lone tile always makes a group)
     return best
 
 
@@ -1220,7 +1254,7 @@ def _why_not(state: BluffState, seat: int, move: Move) -> str | None:
         if lowest is None:
             return f"The high bid on {TRACKS[track]} is yours: you cannot overbid yourself."
         value = move[2] if move[0] == "bid" else move[4]
-        cap = _cap(state, seat, track)
+        cap = _caps(state, seat)[track]
         if value < lowest[0]:
             return f"On {TRACKS[track]} you must bid at least {lowest[0]}."
         if value > cap and state.rulings < 2:
