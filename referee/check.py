@@ -16,10 +16,11 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urljoin
 
-from referee.fetch import Unreadable, load_record, printable
+from referee.fetch import Unreadable, is_url, load_record, printable
 from referee.mail.parse import parse
-from referee.record import Digest, Verdict, mail_digests, verify
+from referee.record import Digest, PartsError, Verdict, join_record, mail_digests, part_names, verify
 from referee.timeutil import utc_now
 
 MAX_MAIL_BYTES = 10 * 1024 * 1024  # a result mail is a few KB; a saved .eml with attachments, more
@@ -57,9 +58,14 @@ def run(source: str, mails: list[str], as_json: bool) -> int:
     """The `verify` command: print what was checked; the exit status."""
     try:
         record: Any = load_record(source)
+        parts = [load_record(beside(source, name)) for name in part_names(record)]  # (a long game's)
+        record = join_record(record, parts) if parts else record
     except Unreadable as error:
         print(f"cannot read {source}: {error}", file=sys.stderr)
         return 2
+    except PartsError as error:
+        print(f"NOT verified: {error}")
+        return 1
     verdict = verify(record)
     try:
         compared = [compare(Path(path), verdict.digests) for path in mails]
@@ -76,6 +82,14 @@ def run(source: str, mails: list[str], as_json: bool) -> int:
             print(f"{found['file']}: {found['says']}")
         print(verdict.message if verdict.ok else f"NOT verified: {verdict.message}")
     return 0 if verdict.ok and agreed else 1
+
+
+def beside(source: str, name: str) -> str:
+    """The address of a record's part ``name`` (referee.record.part_names),
+    in the folder of its head ``source``, a file or an http(s) address."""
+    if is_url(source):
+        return urljoin(source, name)
+    return str(Path(source).parent / name)
 
 
 def describe(record: dict[str, Any], digests: tuple[Digest, ...]) -> list[str]:

@@ -131,6 +131,72 @@ NO_INTERVENTIONS_FORMAT = "referee-record/3"
 OLD_BOT_FLAG_FORMAT = "referee-record/2"
 
 
+# A long game's published record is in parts, so that a new phase rewrites
+# only the last part (and the small head), never the phases published before:
+# record.json is then the head, every field but ``phases``, with ``parts``,
+# the names of the part files beside it in order; each part holds the next
+# PART_PHASES phases, with its game's id and its place.  A record of one
+# part's phases or fewer is published whole, as always.
+PART_PHASES = 200
+
+
+class PartsError(ValueError):
+    """A record's head and parts that do not make one record."""
+
+
+def split_record(record: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The head and the parts a whole record is published as (no parts: the
+    head is the whole record).  ``join_record`` makes the record again."""
+    phases = record["phases"]
+    if len(phases) <= PART_PHASES:
+        return dict(record), []
+    blocks = [phases[start : start + PART_PHASES] for start in range(0, len(phases), PART_PHASES)]
+    head = {key: value for key, value in record.items() if key != "phases"}
+    head["parts"] = [part_name(number) for number in range(1, len(blocks) + 1)]
+    game = record["game"]["id"]
+    return head, [{"game": game, "part": number, "phases": block} for number, block in enumerate(blocks, 1)]
+
+
+def part_name(number: int) -> str:
+    return f"record-{number}.json"
+
+
+def part_names(head: Any) -> list[str]:
+    """The part files a record's head lists (none: the head is the whole
+    record); PartsError for a list that is not of part names beside it."""
+    if not isinstance(head, dict) or "parts" not in head:
+        return []
+    names = head["parts"]
+    if "phases" in head or not isinstance(names, list) or len(names) < 2:
+        raise PartsError("a record with parts has no phases of its own, and two parts or more")
+    if names != [part_name(number) for number in range(1, len(names) + 1)]:
+        raise PartsError("the parts are not record-1.json, record-2.json... in order")
+    return names
+
+
+def join_record(head: Mapping[str, Any], parts: list[Any]) -> dict[str, Any]:
+    """The whole record from its head and its parts, read in the head's
+    order; PartsError where a part is not the next of this game's (then the
+    record is not verified: the whole is checked as strictly as ever)."""
+    game = head["game"]["id"] if isinstance(head.get("game"), dict) else None
+    phases: list[Any] = []
+    for number, part in enumerate(parts, 1):
+        if not isinstance(part, dict) or set(part) != {"game", "part", "phases"}:
+            raise PartsError(f"{part_name(number)} is not a part of a record (game, part, phases)")
+        if part["game"] != game or part["part"] != number:
+            raise PartsError(
+                f"{part_name(number)} is part {part['part']!r} of game {part['game']!r}, not part {number} of game {game!r}"
+            )
+        if not isinstance(part["phases"], list) or not part["phases"]:
+            raise PartsError(f"{part_name(number)} has no phases")
+        if number < len(parts) and len(part["phases"]) != PART_PHASES:
+            raise PartsError(f"{part_name(number)} has {len(part['phases'])} phases, not {PART_PHASES}")
+        phases += part["phases"]
+    whole = {key: value for key, value in head.items() if key != "parts"}
+    whole["phases"] = phases
+    return whole
+
+
 class MoveSource(StrEnum):
     """How a move was made, as the engine records it (the ``source`` of a
     move in games.db and in a record, written as its value)."""

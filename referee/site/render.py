@@ -8,7 +8,8 @@ GitHub Pages) can serve.
     feed.atom               every game's results, newest first
     games/N/index.html      a game's page: players, the open phase, every
                             round, the scores chart, the seed
-    games/N/record.json     its record, for `referee verify`
+    games/N/record.json     its record, for `referee verify` (a long game's:
+                            its head, and record-K.json its parts)
     games/N/feed.atom       its results as they come
     games/N/deadlines.ics   its next deadline, for a calendar
     private/TOKEN.ics       a seat's own deadlines and reminders, at a name
@@ -39,7 +40,7 @@ from typing import Any, Protocol, TypedDict
 import jinja2
 
 from referee.config import Config
-from referee.record import RECORD_FORMAT
+from referee.record import RECORD_FORMAT, part_name, split_record
 from referee.resources import game_folder, game_record, rule_texts, rules_page, template_folders
 from referee.rules import GAMES, get_game
 from referee.site.chart import UNIT
@@ -199,7 +200,7 @@ class Site:
         context["entries"] = self._entries(context, kind)
         base = game_folder(game_id)
         self._write(f"{base}/index.html", self.env.get_template("site/game.html.j2").render(**context), report)
-        self._write(game_record(game_id), json.dumps(context["record"], sort_keys=True, ensure_ascii=False), report)
+        self._write_record(game_id, context["record"], report)
         own = [entry for entry in context["entries"] if entry["feeds"] != "site"]
         self._write(
             f"{base}/feed.atom",
@@ -255,6 +256,25 @@ class Site:
                 uid=f"{table.id}.{self.records.config.domain}",
             )
             self._write(path, _fold_ics(text), report)
+
+    def _write_record(self, game_id: int, record: dict[str, Any], report: Report) -> None:
+        """A game's record.json; a long game's in parts (record.split_record),
+        where a part already published as it is now is not written again:
+        a new phase writes the head and the last part, never the older phases."""
+        head, parts = split_record(record)
+        for number, part in enumerate(parts, 1):
+            name = f"{game_folder(game_id)}/{part_name(number)}"
+            text = json.dumps(part, sort_keys=True, ensure_ascii=False)
+            if number == len(parts) or not self._holds(name, text):
+                self._write(name, text, report)
+        self._write(game_record(game_id), json.dumps(head, sort_keys=True, ensure_ascii=False), report)
+
+    def _holds(self, name: str, text: str) -> bool:
+        """Whether the site's file ``name`` is ``text`` already."""
+        try:
+            return (self.folder / name).read_text(encoding="utf-8") == text
+        except (OSError, ValueError):
+            return False
 
     def _calendars(self, game_id: int) -> list[str]:
         """The names of a game's seats' own calendars (tables.own_calendar)."""

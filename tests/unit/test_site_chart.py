@@ -23,6 +23,7 @@ from test_site import Page, contrast, page
 
 from referee.config import Config
 from referee.engine import Engine
+from referee.record import join_record, part_names
 from referee.rules import get_game
 from referee.site.public import score_chart
 from referee.site.render import Site
@@ -333,6 +334,13 @@ def games(tmp_path_factory) -> tuple[Engine, Path, dict[str, int]]:
     shutil.rmtree(root, ignore_errors=True)
 
 
+def whole_record(folder: Path) -> dict:
+    """A game's published record, its parts joined (a long game's: record.split_record)."""
+    head = json.loads((folder / "record.json").read_text(encoding="utf-8"))
+    parts = [json.loads((folder / name).read_text(encoding="utf-8")) for name in part_names(head)]
+    return join_record(head, parts) if parts else head
+
+
 def groups(record: dict) -> list[tuple[str, list[int]]]:
     """Each round or auction of a record, in order, with the scores after its last phase."""
     found: list[tuple[str, list[int]]] = []
@@ -357,7 +365,7 @@ def test_a_games_page_charts_each_round_or_auction_in_its_own_unit(games, kind):
     svg = svg_of(html)
     assert svg.find(f"{SVG}title").text == f"Scores after each {unit.lower()}"
     assert [t.text for t in texts_of(svg, "axis-title")] == ["Points", unit]
-    record = json.loads((site / f"games/{game}/record.json").read_text(encoding="utf-8"))
+    record = whole_record(site / f"games/{game}")
     expected = groups(record)
     table = engine.table(game)
     if kind == "running":  # the auction being played has no point yet
