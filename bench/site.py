@@ -1,19 +1,27 @@
-"""Benchmark: how long `referee render` takes for many finished games.
+"""Benchmark: how long `referee render` takes, and what a move costs the site.
 
-Builds N games of Pure Skill played to the end (players who never answer, so
-every bid is random at the deadline), then times a full render, the
-standings over them (the site's page, STANDINGS by mail), a render with
-nothing changed, and a render after one move.  Then the same for N
-finished games of each other kind (played by bots), with the phases a game
-has, since a page's cost follows its game's length.  Prints its figures;
-asserts nothing.  Targets (issue 16): 200 Pure Skill games in under a
-second, the others in proportion, one changed game under 50 ms.
-Run: python3 bench/site.py [--games 200]
+1. Per kind, the CPU of a forced full render (`referee render --force`) of N
+   finished games (issue 36: every kind under 2 s of CPU for 200).  Pure
+   Skill is played by players who never answer (every bid random at its
+   deadline), the other kinds by 4 bots.  The games.db built for each kind
+   is kept in --cache (building them takes minutes), keyed by kind and N.
+2. For Pure Skill: a render with nothing changed, one after a move, the
+   standings, a STANDINGS mail, the site's size.
+3. A long game: an 8-player Auction (priority) whose players never answer,
+   played to its end by the deadlines: the CPU and the bytes a render writes
+   after one move at move 10, at the last move before the end, and at the
+   end (which reveals every move: written once).  Flat is the goal (issue
+   36: a long game's site grows by the new phase).
+
+Prints its figures (CPU by time.process_time, wall by time.perf_counter);
+asserts nothing.
+Run: python3 bench/site.py [--games 200] [--cache /tmp/referee-bench-site] [--kinds bluff,ice] [--no-long]
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import time
@@ -22,9 +30,12 @@ from pathlib import Path
 
 from referee.config import Config
 from referee.engine import Engine
-from referee.site.render import Site
+from referee.site.render import Report, Site
 from referee.standings import standings
 from referee.store import Store
+
+KINDS = ("pure-skill", "bid", "ice", "priority", "bluff")
+LONG_SEED = b"\x01" * 32  # the long game is the same at every run: 1,358 turns
 
 
 class Clock:
@@ -35,86 +46,143 @@ class Clock:
         return self.now
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--games", type=int, default=200)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as folder:
-        config = Config(
-            address="referee@example.org", database=Path(folder) / "games.db", reminder=None, outage_gap=None
-        )
-        clock = Clock()
-        engine = Engine(Store(config.database), config, clock)
-        start = time.perf_counter()
-        for number in range(args.games):
+def engine_on(database: Path, clock: Clock) -> Engine:
+    config = Config(address="referee@example.org", database=database, reminder=None, outage_gap=None)
+    return Engine(Store(database), config, clock)
+
+
+def built(kind: str, games: int, cache: Path) -> Path:
+    """A games.db of ``games`` finished games of ``kind`` (kept in ``cache``)."""
+    database = cache / f"{kind}-{games}.db"
+    if database.exists():
+        return database
+    cache.mkdir(parents=True, exist_ok=True)
+    building = database.with_suffix(".building")
+    building.unlink(missing_ok=True)
+    clock = Clock()
+    engine = engine_on(building, clock)
+    start = time.process_time()
+    if kind == "pure-skill":
+        for number in range(games):
             players = [f"{name}{number}@example.org" for name in ("alice", "bob", "carol")]
             engine.new_game("pure-skill", players, deadline=timedelta(hours=1))
         for _ in range(13):
             clock.now += timedelta(hours=1)
             engine.tick()
-        running = engine.new_game("pure-skill", ["x@example.org", "y@example.org", "z@example.org"])
-        finished = len(engine.store.games("finished"))
-        print(f"built {finished} finished games of 13 rounds (+1 running) in {time.perf_counter() - start:.1f} s")
-
-        site = Site(engine, Path(folder) / "site")
-        start = time.perf_counter()
-        report = site.render()
-        full = time.perf_counter() - start
-        print(
-            f"full render: {full:.3f} s for {report.games_rendered} games, {len(report.written)} files "
-            f"({full / report.games_rendered * 1000:.2f} ms a game)"
-        )
-
-        start = time.perf_counter()
-        report = site.render()
-        print(f"render with nothing changed: {time.perf_counter() - start:.3f} s, {len(report.written)} files written")
-
-        engine.resign(running, "x@example.org")  # one change: a bot takes a seat and bids
-        start = time.perf_counter()
-        report = site.render()
-        print(
-            f"render after one game changed: {time.perf_counter() - start:.3f} s, "
-            f"{report.games_rendered} game(s), {len(report.written)} files written"
-        )
-        start = time.perf_counter()
-        counted = standings(engine.store, engine.tables)
-        took = time.perf_counter() - start
-        print(f"standings of {counted.games} games, {len(counted.overall)} players: {took * 1000:.1f} ms")
-        clock.now += timedelta(minutes=1)
-        start = time.perf_counter()
-        engine.ingest(b"From: zoe@example.net\r\nTo: referee@example.org\r\nSubject: hello\r\n\r\nSTANDINGS\r\n")
-        print(f"a STANDINGS mail answered: {(time.perf_counter() - start) * 1000:.1f} ms")
-
-        size = sum(p.stat().st_size for p in (Path(folder) / "site").rglob("*") if p.is_file())
-        print(f"site size: {size / 2**20:.1f} MiB")
-    for kind in ("bid", "ice", "priority", "bluff"):
-        other_kind(kind, args.games)
-
-
-def other_kind(kind: str, games: int) -> None:
-    """A site of ``games`` finished bot games of ``kind``: a full render, and one changed game."""
-    with tempfile.TemporaryDirectory() as folder:
-        config = Config(
-            address="referee@example.org", database=Path(folder) / "games.db", reminder=None, outage_gap=None
-        )
-        clock = Clock()
-        engine = Engine(Store(config.database), config, clock)
+    else:
         for _ in range(games):
             engine.new_game(kind, [], bots=4)
+    engine.store.db.close()
+    building.rename(database)
+    print(f"  (built {games} games of {kind} in {time.process_time() - start:.1f} s of CPU, kept in {database})")
+    return database
+
+
+def full_renders(kinds: list[str], games: int, cache: Path) -> None:
+    print(f"forced full render of {games} finished games (CPU / wall):")
+    for kind in kinds:
+        database = built(kind, games, cache)
+        engine = engine_on(database, Clock())
         phases = engine.store.db.execute("select count(*) from phases").fetchone()[0] / games
-        site = Site(engine, Path(folder) / "site")
-        start = time.perf_counter()
-        report = site.render()
-        full = time.perf_counter() - start
-        engine.new_game(kind, [], bots=4)
-        start = time.perf_counter()
-        site.render()
-        one = time.perf_counter() - start
+        with tempfile.TemporaryDirectory() as folder:
+            cpu, wall = time.process_time(), time.perf_counter()
+            report = Site(engine, Path(folder) / "site").render(force=True)
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         print(
-            f"{kind}: full render {full:.3f} s for {report.games_rendered} games of {phases:.0f} phases "
-            f"({full / report.games_rendered * 1000:.2f} ms a game, {full / report.games_rendered / phases * 1e6:.0f} "
-            f"us a phase); one game more {one * 1000:.0f} ms"
+            f"  {kind:10} {cpu:6.2f} s / {wall:6.2f} s  ({report.games_rendered} games of {phases:.0f} phases, "
+            f"{cpu / report.games_rendered * 1000:.1f} ms CPU a game)"
         )
+
+
+def pure_skill_changes(games: int, cache: Path) -> None:
+    """Renders after a full one: nothing changed, one game changed; the standings."""
+    with tempfile.TemporaryDirectory() as folder:
+        database = Path(folder) / "games.db"
+        shutil.copy(built("pure-skill", games, cache), database)
+        clock = Clock()
+        clock.now += timedelta(hours=14)
+        engine = engine_on(database, clock)
+        running = engine.new_game("pure-skill", ["x@example.org", "y@example.org", "z@example.org"])
+        site = Site(engine, Path(folder) / "site")
+        site.render()
+        print("Pure Skill, after a full render:")
+        start = time.process_time()
+        report = site.render()
+        print(f"  nothing changed: {time.process_time() - start:.3f} s CPU, {len(report.written)} files written")
+        engine.resign(running, "x@example.org")  # one change: a bot takes a seat and bids
+        start = time.process_time()
+        report = site.render()
+        print(
+            f"  one game changed: {time.process_time() - start:.3f} s CPU, "
+            f"{report.games_rendered} game(s), {len(report.written)} files written"
+        )
+        start = time.process_time()
+        counted = standings(engine.store, engine.tables)
+        took = time.process_time() - start
+        print(f"  standings of {counted.games} games, {len(counted.overall)} players: {took * 1000:.1f} ms CPU")
+        clock.now += timedelta(minutes=1)
+        start = time.process_time()
+        engine.ingest(b"From: zoe@example.net\r\nTo: referee@example.org\r\nSubject: hello\r\n\r\nSTANDINGS\r\n")
+        print(f"  a STANDINGS mail answered: {(time.process_time() - start) * 1000:.1f} ms CPU")
+        size = sum(p.stat().st_size for p in (Path(folder) / "site").rglob("*") if p.is_file())
+        print(f"  site size: {size / 2**20:.1f} MiB")
+
+
+def long_game() -> None:
+    """An 8-player Auction played to its end by its deadlines: what a render
+    after one move costs at move 10, at the last move and at the end."""
+    turns = _play_long(None)
+    print(f"a long game: 8-player Auction (priority) of {turns} turns; a render after one move:")
+    _play_long({10: "move 10", turns - 1: "the last move", turns: "the end (every move revealed)"})
+
+
+def _play_long(measure: dict[int, str] | None) -> int:
+    """Play the long game; at each move in ``measure`` (turns resolved),
+    render the site before it and after it, and print the second; the game's turns."""
+    with tempfile.TemporaryDirectory() as folder:
+        clock = Clock()
+        engine = engine_on(Path(folder) / "games.db", clock)
+        players = [f"p{n}@example.org" for n in range(8)]
+        game = engine.new_game("priority", players, deadline=timedelta(hours=1), seed=LONG_SEED)
+        site = Site(engine, Path(folder) / "site")
+        resolved = 0
+        while engine.table(game).row["state"] == "running":
+            if measure and resolved + 1 in measure:
+                site.render()
+            clock.now += timedelta(days=3)  # past any deadline: one turn resolved at random
+            engine.tick()
+            resolved += 1
+            if measure and resolved in measure:
+                cpu, wall = time.process_time(), time.perf_counter()
+                report = site.render()
+                cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+                print(
+                    f"  {measure[resolved]:30} {cpu * 1000:6.0f} ms CPU / {wall * 1000:6.0f} ms, {_written(site, report)}"
+                )
+        return resolved
+
+
+def _written(site: Site, report: Report) -> str:
+    sizes = {name: (site.folder / name).stat().st_size for name in report.written}
+    game = {name: size for name, size in sizes.items() if name.startswith("games/")}
+    biggest = sorted(game.items(), key=lambda item: -item[1])[:3]
+    shown = ", ".join(f"{Path(name).name} {size / 1024:.0f}" for name, size in biggest)
+    return f"{len(sizes)} files, {sum(sizes.values()) / 1024:.0f} KiB written (the biggest: {shown} KiB)"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--games", type=int, default=200)
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "referee-bench-site")
+    parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--no-long", action="store_true", help="skip the long game")
+    args = parser.parse_args()
+    kinds = [kind for kind in args.kinds.split(",") if kind]
+    full_renders(kinds, args.games, args.cache)
+    if "pure-skill" in kinds:
+        pure_skill_changes(args.games, args.cache)
+    if not args.no_long:
+        long_game()
 
 
 if __name__ == "__main__":
