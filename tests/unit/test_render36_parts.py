@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 from conftest import PLAYERS, FakeClock
 from test_verify import fresh_engine
+from test_verify import web_folder as _web_folder
 
 import referee.record
 from referee.cli import main
 from referee.site.render import Site
 
+web_folder = _web_folder  # the fixture
 PART = 4  # phases a part here: a game of 13 rounds has parts of 4, 4, 4 and 1
 
 
@@ -37,7 +39,7 @@ def site(tmp_path) -> Path:
     return tmp_path / "site"
 
 
-def verify(path: Path, capsys) -> tuple[int, str]:
+def verify(path: Path | str, capsys) -> tuple[int, str]:
     status = main(["verify", str(path)])
     captured = capsys.readouterr()
     return status, (captured.out + captured.err).strip().splitlines()[-1]
@@ -121,3 +123,13 @@ def test_a_new_phase_writes_the_head_and_the_last_part_only(tmp_path):
             # The first time a game has parts, every part is written; after, only the last.
             expected = range(1, last + 1) if number == PART + 1 else [last]
             assert records == sorted([f"{folder}/record.json", *(f"{folder}/record-{n}.json" for n in expected)])
+
+
+def test_a_long_record_verifies_from_its_web_address(site, web_folder, capsys):
+    """The parts are read beside the head's address; one missing is a 404."""
+    folder, base = web_folder
+    shutil.copytree(site / "games", folder / "games")
+    assert verify(f"{base}/games/1/record.json", capsys) == (0, "verified: 13 phases replay exactly; winner: nobody")
+    (folder / "games/1/record-3.json").unlink()
+    status, line = verify(f"{base}/games/1/record.json", capsys)
+    assert status == 2 and "record-3.json" in line and "404" in line
