@@ -279,7 +279,7 @@ class Trial:
         """The queued mail is sent: the players have it."""
         store = self.engine.store
         for mail in store.outbox("queued"):
-            store.mark_sent(mail["id"], iso(self.clock()))
+            store.mark_sent([mail["id"]], iso(self.clock()))
             self.read(mail)
         store.sync()
 

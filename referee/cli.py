@@ -554,7 +554,7 @@ def _write_out(engine: Engine, mails: list, folder: Path, mark_sent: bool) -> No
         for mail in mails:
             (folder / f"{mail['id']:06d}.eml").write_bytes(mail["raw"])
             if mark_sent:  # handed over: never written (or sent) again
-                engine.store.mark_sent(mail["id"], iso(engine.clock()))
+                engine.store.mark_sent([mail["id"]], iso(engine.clock()))
     except OSError as error:
         raise UsageError(f"cannot write to {folder}: {error.strerror}") from None
 

@@ -459,8 +459,7 @@ class Runner:
                     due = min((*self.engine.next_due(outcome.game_id), *([due] if due else [])), default=None)
                 if feed:
                     feed.added()
-                    for _ in range(4):  # the sender's turn: a reply it waited for is read, its next command sent
-                        await asyncio.sleep(0)
+                    await asyncio.sleep(0)  # the drain's turn: it marks what was sent, hands what was queued on
             for unread in read.unreadable:
                 self.engine.set_aside(f"unread:{source.name}:{unread.ref}", unread.received_at, "could not be read")
         except BaseException as error:

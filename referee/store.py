@@ -1544,8 +1544,13 @@ class Store:
         row["recipients"] = json.dumps(row["recipients"])
         self._insert("outbox", {"state": MailState.QUEUED, "attempts": 0, **row})
 
-    def mark_sent(self, mail_id: int, at: str) -> None:
-        self._update("outbox", "id = ?", [mail_id], {"state": MailState.SENT, "sent_at": at})
+    def mark_sent(self, mail_ids: list[int], at: str) -> None:
+        """The SMTP server took these mails: one statement for all of them
+        (the sender marks what it sent since its last look, between messages)."""
+        self._write(
+            "update outbox set state = ?, sent_at = ? where id in (select value from json_each(?))",
+            [MailState.SENT, at, json.dumps(mail_ids)],
+        )
 
     def defer_mail(self, mail_id: int, error: str, next_try_at: str) -> None:
         """A temporary failure: the mail stays queued and is tried again later."""
@@ -1661,11 +1666,12 @@ class Store:
         due: str | None = None,
         game_id: int | None = None,
         after: int = 0,
+        limit: int | None = None,
     ) -> list[OutboxRow]:
         """Mail in ``state`` (queued, sent, or failed: refused for good; all
         with None), oldest first; with ``due``, only mail whose next try is not
         later than that time; with ``game_id``, only that game's; with
-        ``after``, only mail queued after the one with that id."""
+        ``after``, only mail queued after the one with that id; ``limit`` mails at most."""
         clauses: list[str] = ["id > ?"] if after else []
         args: list[Any] = [after] if after else []
         if state:
@@ -1678,7 +1684,7 @@ class Store:
             clauses.append("game_id = ?")
             args.append(game_id)
         where = " and ".join(clauses) or None
-        rows = self._rows("outbox", where, args or None, order_by="id")
+        rows = self._rows("outbox", where, args or None, order_by="id", limit=limit)
         return [_decode_mail(r) for r in rows]
 
 

@@ -4,7 +4,10 @@ No mail goes out before every row that led to it is durable (Store.sync):
 what a player has seen survives a power cut.  A mail is marked sent only
 after the server accepted it, so a crash in
 between sends it again, with the Message-ID it was given when it was queued:
-a resend is recognisably the same mail.  A temporary failure of one mail (a
+a resend is recognisably the same mail.  The marks are made in batches (the
+mails sent while a message was read, SEND_BATCH at most), so a crash may
+send again as many as that, never more.  The SMTP conversation runs in a
+thread of its own (``_Wire``), so mail goes out while messages are read.  A temporary failure of one mail (a
 4xx reply, or the connection dropped or timed out while it was being sent)
 leaves it queued and tries it again later, waiting twice as long each time;
 a permanent one (5xx) is recorded against the mail and reported by
@@ -18,11 +21,16 @@ so a mail the server took is marked sent, not sent again by the next run.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
+import queue
+import threading
 from collections.abc import Coroutine
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import timedelta
+from enum import Enum
+from typing import TypeVar
 
 import aiosmtplib
 
@@ -36,6 +44,13 @@ log = logging.getLogger("referee.smtp")
 FIRST_RETRY = timedelta(minutes=1)
 LAST_RETRY = timedelta(hours=1)
 STOP_GRACE = 2.0  # seconds a stopping sender gives the mail in hand to be taken and marked sent
+# Mails handed to the wire at a time: one flush of games.db makes them durable
+# first, and at most this many are sent and not marked sent yet (a crash may send
+# them again).  While messages are read, a batch waits until it is full.
+SEND_BATCH = 20
+ENDING = 5.0  # seconds the wire's thread is given to end once its connection is closed
+
+T = TypeVar("T")
 
 
 class SmtpUnreachable(ConnectionError):
@@ -59,9 +74,10 @@ class Drained:
 class Feed:
     """How the runner keeps a drain going while it reads mail: each message
     read may queue mail (``added``), and ``close`` says no more will come.
-    The runner yields between messages, so the sender sends its next
-    command while the server works on the last (the loop runs one thread:
-    the sender never touches the store while a message is being read)."""
+    The runner yields between messages: the drain then records what the
+    wire sent meanwhile and hands it what is queued (the SMTP conversation
+    runs in the wire's own thread; the store is touched on the runner's
+    thread alone, never while a message is being read)."""
 
     more: asyncio.Event = field(default_factory=asyncio.Event)
     closed: bool = False
@@ -72,6 +88,136 @@ class Feed:
     def close(self) -> None:
         self.closed = True
         self.more.set()
+
+
+class Said(Enum):
+    """What became of a mail handed to the SMTP server."""
+
+    SENT = "sent"
+    REFUSED = "refused"  # by the server, this mail alone: deferred (a 4xx code) or failed for good
+    DROPPED = "dropped"  # the connection broke or timed out: the mail is deferred, the drain stops
+
+
+@dataclass(frozen=True)
+class Outcome:
+    mail: OutboxRow | None  # None: the connection broke just after the mail before (a reset that failed)
+    said: Said
+    error: str = ""
+    code: int = 0
+
+
+class _Wire:
+    """One SMTP connection, worked by a thread of its own with its own
+    event loop, so that mail goes out while the runner's thread reads and
+    ingests messages (CPU work, between which it yields only now and then).
+    It is handed rows that are durable already, sends them in order, and
+    reports each outcome back, setting ``wake`` on the runner's loop; it
+    never touches the store (SQLite's connection stays on the runner's
+    thread).  Waiting on the network costs the runner nothing: the thread
+    takes the GIL when the runner's thread lets it go, at each SQL
+    statement, or after sys.getswitchinterval() at most."""
+
+    def __init__(self, sender: SmtpSender, wake: asyncio.Event):
+        self._sender, self._wake = sender, wake
+        self._home = asyncio.get_running_loop()
+        self._loop = asyncio.new_event_loop()
+        self._outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
+        self._halt = threading.Event()  # no mail begun once it is set
+        self._client: aiosmtplib.SMTP | None = None
+        self._sending: concurrent.futures.Future[None] | None = None
+        self.in_hand = 0  # mails handed over whose outcome the runner's thread has not taken yet
+        self._thread = threading.Thread(target=self._run, name="referee-smtp", daemon=True)
+        self._thread.start()
+
+    @property
+    def halted(self) -> bool:
+        return self._halt.is_set()
+
+    def give(self, mails: list[OutboxRow]) -> None:
+        """Send ``mails``, in order (called with none in hand); ``wake`` is
+        set once they are all sent, or the sending stopped: their sent marks
+        are one statement (the runner's thread may look earlier, between
+        two messages it reads)."""
+        self.in_hand += len(mails)
+        self._sending = asyncio.run_coroutine_threadsafe(self._send_all(mails), self._loop)
+        self._sending.add_done_callback(lambda _: self._tell())  # all sent, stopped, or failed
+
+    def outcomes(self) -> list[Outcome]:
+        """What became of the mails sent since the last look.  A server that
+        cannot be reached (SmtpUnreachable, SmtpRefused: no mail's doing), or
+        an error of no known kind, is raised here."""
+        taken: list[Outcome] = []
+        with suppress(queue.Empty):
+            while True:
+                taken.append(self._outcomes.get_nowait())
+        self.in_hand -= sum(outcome.mail is not None for outcome in taken)
+        sending = self._sending
+        if sending is not None and sending.done() and not sending.cancelled() and sending.exception():
+            self.in_hand = 0
+            self._sending = None
+            raise sending.exception()  # type: ignore[misc]
+        return taken
+
+    async def halt(self) -> None:
+        """Begin no other mail; return once the one in hand is done."""
+        self._halt.set()
+        if self._sending is not None:
+            with suppress(Exception):  # (heard by outcomes())
+                await asyncio.wrap_future(self._sending)
+
+    async def close(self, polite: bool) -> None:
+        """QUIT (``polite``), or just close the connection; the thread ends either way."""
+        try:
+            if polite and self._client is not None:
+                await self._there(self._quit())
+        finally:
+            self._loop.call_soon_threadsafe(self._abandon)
+            self._thread.join(ENDING)
+
+    # -- on the wire's thread ------------------------------------------------
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_forever()
+            left = asyncio.all_tasks(self._loop)  # a mail cut off by a stop, say
+            for task in left:
+                task.cancel()
+            self._loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+        finally:
+            self._loop.close()
+
+    async def _there(self, work: Coroutine[object, object, T]) -> T:
+        """Run ``work`` on the wire's thread (awaited from the runner's)."""
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, self._loop))
+
+    async def _send_all(self, mails: list[OutboxRow]) -> None:
+        if self._client is None:  # the first mails: connect here, so the runner's thread never waits on it
+            self._client = await self._sender._open()
+        for mail in mails:
+            if self._halt.is_set():
+                return
+            outcomes = await self._sender._send(self._client, mail)
+            for outcome in outcomes:
+                self._outcomes.put(outcome)
+            if outcomes[-1].said is Said.DROPPED:
+                self._halt.set()
+                return  # (the runner's thread is told as this ends: give())
+
+    def _tell(self) -> None:
+        self._home.call_soon_threadsafe(self._wake.set)
+
+    async def _quit(self) -> None:
+        assert self._client is not None
+        try:
+            await self._client.quit()
+        except (aiosmtplib.SMTPException, OSError):
+            self._client.close()
+
+    def _abandon(self) -> None:
+        if self._client is not None:
+            self._client.close()
+        self._loop.stop()
 
 
 async def _finishing(sending: Coroutine[object, object, None]) -> None:
@@ -122,41 +268,52 @@ class SmtpSender:
         message caused goes out while the next messages are read (the SMTP
         server's work overlaps the referee's).  Raises SmtpUnreachable (after
         recording it against the mail it was sending) if the server cannot be
-        reached or goes away; whatever is unsent stays queued."""
-        report, client, last = Drained(), None, 0
+        reached or goes away; whatever is unsent stays queued.
+
+        The SMTP conversation runs in a thread of its own (``_Wire``), so it
+        goes on while a message is being read; games.db stays on this
+        thread: the wire is handed rows already durable, and what it did is
+        recorded here, between messages (``_settle``: the sent marks of all
+        the mails it sent since, in one statement)."""
+        report, wire, last = Drained(), None, 0
+        wake = feed.more if feed else asyncio.Event()
         try:
             while True:
-                due = self.store.outbox(MailState.QUEUED, due=iso(self.clock()), after=last)
-                if not due:
-                    if feed is None or feed.closed:
+                wake.clear()  # (set again by whatever comes from here on: the feed, or the wire)
+                if wire is not None:
+                    self._settle(wire, report)
+                if wire is None or not wire.in_hand:
+                    due = self.store.outbox(MailState.QUEUED, due=iso(self.clock()), after=last, limit=SEND_BATCH)
+                    reading = feed is not None and not feed.closed
+                    if due and (len(due) == SEND_BATCH or not reading):
+                        # Durable before sent: a mail a player holds must never be
+                        # unknown to games.db after a power cut, nor the moves and
+                        # phases that made it.  One flush covers every message read
+                        # since the last batch was handed over: while messages are
+                        # read, a batch waits to be full, so a backlog costs a flush
+                        # per SEND_BATCH mails, not per message; the first covers
+                        # what a run killed before its own flush committed.
+                        self.store.sync(always=wire is None)
+                        wire = wire or _Wire(self, wake)  # (it connects as it is given its first mail)
+                        wire.give(due)
+                        last = due[-1]["id"]
+                    elif not (due or reading):
                         return report
-                    feed.more.clear()
-                    await feed.more.wait()
-                    continue
-                # Durable before sent: a mail a player holds must never be
-                # unknown to games.db after a power cut, nor the moves and
-                # phases that made it.  One flush covers every message read
-                # since the last (while the server took the last batch, the
-                # runner read on: the flushes group themselves); the first
-                # covers what a run killed before its own flush committed.
-                self.store.sync(always=client is None)
-                client = client or await self._connect()
-                for mail in due:
-                    await _finishing(self._send(client, mail, report))
-                    last = mail["id"]
-        except asyncio.CancelledError:  # stopping: no polite QUIT that may wait on the server
-            if client is not None:
-                client.close()
-                client = None
+                await wake.wait()
+        except asyncio.CancelledError:  # stopping: the mail in hand may finish, no polite QUIT
+            if wire is not None:
+                try:
+                    await _finishing(wire.halt())
+                finally:
+                    with suppress(SmtpUnreachable):  # (the stop is what the caller hears)
+                        self._settle(wire, report)
             raise
         finally:
-            if client is not None:
-                try:
-                    await client.quit()
-                except (aiosmtplib.SMTPException, OSError):
-                    client.close()
+            if wire is not None:
+                await wire.close(polite=not wire.halted)
 
-    async def _connect(self) -> aiosmtplib.SMTP:
+    async def _open(self) -> aiosmtplib.SMTP:
+        """A connection, logged in (run on the wire's thread)."""
         client = self._client()
         try:
             await client.connect()
@@ -176,7 +333,9 @@ class SmtpSender:
             raise self._unreachable(error) from None
         return client
 
-    async def _send(self, client: aiosmtplib.SMTP, mail: OutboxRow, report: Drained) -> None:
+    async def _send(self, client: aiosmtplib.SMTP, mail: OutboxRow) -> list[Outcome]:
+        """Send one mail (on the wire's thread); what became of it, and of the
+        connection.  It touches no store: the outcomes are recorded by ``_settle``."""
         # An internationalised address needs the server's SMTPUTF8 (RFC 6531).
         utf8 = not all(address.isascii() for address in (self.sender, *mail["recipients"]))
         try:
@@ -185,34 +344,53 @@ class SmtpSender:
             )
         except aiosmtplib.SMTPNotSupported:
             # No retry will help: fail this mail alone, not the queue behind it.
-            self._refused(
-                mail,
-                554,
-                "cannot be sent: the SMTP server does not offer SMTPUTF8, which an internationalised address needs",
-                report,
-            )
+            why = "cannot be sent: the SMTP server does not offer SMTPUTF8, which an internationalised address needs"
+            return [Outcome(mail, Said.REFUSED, why, 554)]
         except aiosmtplib.SMTPRecipientsRefused as error:
             codes = [refusal.code for refusal in error.recipients]
-            self._refused(mail, min(codes), "; ".join(str(r) for r in error.recipients), report)
+            return [Outcome(mail, Said.REFUSED, "; ".join(str(r) for r in error.recipients), min(codes))]
         except aiosmtplib.SMTPResponseException as error:
-            self._refused(mail, error.code, f"{error.code} {error.message}", report)
+            return [Outcome(mail, Said.REFUSED, f"{error.code} {error.message}", error.code)]
         except (UnicodeError, ValueError) as error:
             # Cannot be put on the wire at all (e.g. a non-ASCII address and a
             # server without SMTPUTF8): no retry will help, so fail this mail
             # alone rather than block the queue behind it.
-            self._refused(mail, 554, f"cannot be sent: {error}", report)
+            refused = Outcome(mail, Said.REFUSED, f"cannot be sent: {error}", 554)
             try:  # the failure may have left a transaction half open
                 await client.rset()
             except (aiosmtplib.SMTPException, OSError) as reset_error:
-                raise self._unreachable(reset_error) from None
+                return [refused, Outcome(None, Said.DROPPED, str(reset_error))]
+            return [refused]
         except (aiosmtplib.SMTPException, OSError) as error:  # dropped, timed out
-            self._defer(mail, str(error))
-            report.deferred += 1
-            raise self._unreachable(error) from None
-        else:
-            self.store.mark_sent(mail["id"], iso(self.clock()))
-            report.sent += 1
-            log.info("sent mail %d %s to %s", mail["id"], mail["message_id"], ", ".join(mail["recipients"]))
+            return [Outcome(mail, Said.DROPPED, str(error))]
+        return [Outcome(mail, Said.SENT)]
+
+    def _settle(self, wire: _Wire, report: Drained) -> None:
+        """Record what the wire did since the last look: the sent marks in
+        one statement, each refusal, and a connection that broke
+        (SmtpUnreachable, after the mail it was sending is deferred)."""
+        sent: list[OutboxRow] = []
+        broken: SmtpUnreachable | None = None
+        for outcome in wire.outcomes():
+            mail = outcome.mail
+            if outcome.said is Said.DROPPED:
+                if mail is not None:
+                    self._defer(mail, outcome.error)
+                    report.deferred += 1
+                broken = self._unreachable(Exception(outcome.error))
+            elif mail is None:
+                continue  # (only a dropped connection comes without a mail)
+            elif outcome.said is Said.SENT:
+                sent.append(mail)
+            else:
+                self._refused(mail, outcome.code, outcome.error, report)
+        if sent:
+            self.store.mark_sent([mail["id"] for mail in sent], iso(self.clock()))
+            report.sent += len(sent)
+            for mail in sent:
+                log.info("sent mail %d %s to %s", mail["id"], mail["message_id"], ", ".join(mail["recipients"]))
+        if broken is not None:
+            raise broken
 
     def _unreachable(self, error: Exception) -> SmtpUnreachable:
         return SmtpUnreachable(f"SMTP server {self.server.host}:{self.server.port}: {error}")

@@ -46,7 +46,7 @@ def problems(engine: Engine) -> dict[str, str]:
 def sent(engine: Engine, clock) -> None:
     """Every mail queued goes out (there is no SMTP server here)."""
     for mail in engine.store.outbox(MailState.QUEUED):
-        engine.store.mark_sent(mail["id"], iso(clock()))
+        engine.store.mark_sent([mail["id"]], iso(clock()))
 
 
 def bounce(engine: Engine, clock, address: str) -> None:
@@ -466,7 +466,7 @@ class Sender:
         while True:
             for mail in self.engine.store.outbox(MailState.QUEUED):
                 self.subjects.append(mail["subject"])
-                self.engine.store.mark_sent(mail["id"], iso(self.engine.clock()))
+                self.engine.store.mark_sent([mail["id"]], iso(self.engine.clock()))
             if feed is None or feed.closed:
                 return Drained()
             feed.more.clear()

@@ -60,7 +60,7 @@ class Club:
             store = self.engine.store
             with store.transaction():
                 for mail in store.outbox("queued"):
-                    store.mark_sent(mail["id"], iso(self.clock()))
+                    store.mark_sent([mail["id"]], iso(self.clock()))
 
     def move(self, game: int, skip: str | None = None, minutes: int = 5, sent: bool = True) -> None:
         """Each person the game waits for mails a legal move (but ``skip``),
@@ -264,7 +264,7 @@ def test_with_games_db_gone_the_keeper_says_until_when_the_referee_ran(config, c
 def _sent(club: Club) -> set[str]:
     """The queued mail goes out (the players have it); the Message-IDs they have."""
     for mail in club.engine.store.outbox("queued"):
-        club.engine.store.mark_sent(mail["id"], iso(club.clock()))
+        club.engine.store.mark_sent([mail["id"]], iso(club.clock()))
     return {mail["message_id"] for mail in club.engine.store.outbox(None)}
 
 

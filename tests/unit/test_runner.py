@@ -167,7 +167,7 @@ class RecordingSender:
             queued = self.engine.store.outbox("queued")
             for mail in queued:
                 subjects.append(mail["subject"])
-                self.engine.store.mark_sent(mail["id"], "2026-11-21T12:00:00Z")
+                self.engine.store.mark_sent([mail["id"]], "2026-11-21T12:00:00Z")
             if not queued and (feed is None or feed.closed):
                 return Drained(sent=len(subjects))
             if not queued:

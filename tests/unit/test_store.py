@@ -272,7 +272,7 @@ def test_sent_mail_keeps_only_its_headers_after_the_retention(engine, clock):
     bounce needs to be matched to it; queued mail is never trimmed."""
     engine.new_game("pure-skill", PLAYERS)
     first = engine.store.outbox()[0]
-    engine.store.mark_sent(first["id"], iso(clock()))
+    engine.store.mark_sent([first["id"]], iso(clock()))
     clock.advance(days=89)
     engine.tick()
     assert engine.store.outbox(None)[0]["raw"] == first["raw"]
