@@ -143,20 +143,21 @@ class _Wire:
         self._sending.add_done_callback(lambda _: self._tell())  # all sent, stopped, or failed
 
     def outcomes(self) -> list[Outcome]:
-        """What became of the mails sent since the last look.  A server that
-        cannot be reached (SmtpUnreachable, SmtpRefused: no mail's doing), or
-        an error of no known kind, is raised here."""
+        """What became of the mails sent since the last look."""
         taken: list[Outcome] = []
         with suppress(queue.Empty):
             while True:
                 taken.append(self._outcomes.get_nowait())
         self.in_hand -= sum(outcome.mail is not None for outcome in taken)
-        sending = self._sending
-        if sending is not None and sending.done() and not sending.cancelled() and sending.exception():
-            self.in_hand = 0
-            self._sending = None
-            raise sending.exception()  # type: ignore[misc]
         return taken
+
+    def failure(self) -> BaseException | None:
+        """What stopped the sending that is no mail's outcome: a server that
+        cannot be reached (SmtpUnreachable, SmtpRefused), or an error of no known kind."""
+        sending = self._sending
+        if sending is None or not sending.done() or sending.cancelled():
+            return None
+        return sending.exception()
 
     async def halt(self) -> None:
         """Begin no other mail; return once the one in hand is done."""
@@ -368,7 +369,8 @@ class SmtpSender:
     def _settle(self, wire: _Wire, report: Drained) -> None:
         """Record what the wire did since the last look: the sent marks in
         one statement, each refusal, and a connection that broke
-        (SmtpUnreachable, after the mail it was sending is deferred)."""
+        (SmtpUnreachable, after the mail it was sending is deferred), or a
+        server that could not be reached at all."""
         sent: list[OutboxRow] = []
         broken: SmtpUnreachable | None = None
         for outcome in wire.outcomes():
@@ -391,6 +393,8 @@ class SmtpSender:
                 log.info("sent mail %d %s to %s", mail["id"], mail["message_id"], ", ".join(mail["recipients"]))
         if broken is not None:
             raise broken
+        if (failure := wire.failure()) is not None:
+            raise failure
 
     def _unreachable(self, error: Exception) -> SmtpUnreachable:
         return SmtpUnreachable(f"SMTP server {self.server.host}:{self.server.port}: {error}")
