@@ -17,7 +17,9 @@ the same servers:
 
 It prints moves/s, mails/s, SQL statements per message, the flushes of
 games.db the pass made (Store.sync: durable before visible) and the time
-they took, and the ratio raw time / referee time, where raw time = N_in /
+they took, the share of the pass's mail the SMTP server took before the
+last message was read (sending keeps pace with reading: SentWhileReading)
+and the pass's CPU, and the ratio raw time / referee time, where raw time = N_in /
 fetch rate + N_out / send rate; each repetition's, and the median of three,
 with the load average.
 
@@ -30,7 +32,7 @@ process, idle with 1,000 running games: its CPU over 20 s and its RSS.
 Asserts nothing.
 
 Run from the top of the checkout (needs dovecot-imapd and dovecot-lmtpd):
-    python3 bench/pipeline.py [--games 500] [--bids 5000] [--runs 3] [--no-delivery]
+    python3 bench/pipeline.py [--games 500] [--bids 5000] [--runs 3] [--no-delivery] [--no-latency]
 """
 
 from __future__ import annotations
