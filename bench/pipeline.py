@@ -228,6 +228,7 @@ async def referee_run(dovecot: Dovecot, stack: MailStack, games: int, target: in
         "flush_seconds": sum(flushes),
         "sent_while_reading": overlap.share(),
         "pass_cpu": overlap.cpu,
+        "read_seconds": overlap.last_read - overlap.start,
         "mails_in": mails,
         "mails_out": sent,
     }
@@ -261,10 +262,11 @@ class SentWhileReading:
     so it counts whichever thread the sender sends from."""
 
     def __init__(self, engine: Engine):
-        self.engine, self.accepted, self.last_read, self.cpu = engine, [], 0.0, 0.0
+        self.engine, self.accepted, self.last_read, self.cpu, self.start = engine, [], 0.0, 0.0, 0.0
 
     def __enter__(self) -> SentWhileReading:
         self.cpu = -time.process_time()  # (every thread's: a sender's own too)
+        self.start = time.perf_counter()
         self._sendmail, self._ingest = aiosmtplib.SMTP.sendmail, self.engine.ingest
         sendmail, ingest, accepted = self._sendmail, self._ingest, self.accepted
 
@@ -308,7 +310,9 @@ async def one_run(games: int, target: int, run: int, deliver: bool) -> dict:
     print(
         f"run {run}: {result['received']} mails in, {result['moves']} moves, {result['sent']} mails out in "
         f"{result['seconds']:.1f} s; raw FETCH {fetch_rate:.0f} msg/s, SMTP {send_rate:.0f} msg/s; "
-        f"ratio {result['ratio']:.2f}; {result['sent_while_reading']:.0%} of the mail out sent while reading, CPU {result['pass_cpu']:.1f} s; games.db flushed {result['flushes']} times, "
+        f"ratio {result['ratio']:.2f}; {result['sent_while_reading']:.0%} of the mail out sent while reading "
+        f"(the last read at {result['read_seconds']:.1f} s), "
+        f"CPU {result['pass_cpu']:.1f} s; games.db flushed {result['flushes']} times, "
         f"{result['flush_seconds']:.2f} s; load average {os.getloadavg()[0]:.2f}",
         flush=True,
     )
