@@ -66,8 +66,8 @@ def build(home: Path, games: int) -> tuple[Config, Engine, Clock]:
         players = [f"{name}{number}@example.org" for name in ("alice", "bob", "carol")]
         engine.new_game(kinds[number % len(kinds)], players, deadline=timedelta(days=3))
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    for mail in engine.store.outbox():  # the start mails: sent (an idle run has nothing to send)
-        engine.store.mark_sent(mail["id"], now)
+    # the start mails: sent (an idle run has nothing to send)
+    engine.store.mark_sent([mail["id"] for mail in engine.store.outbox()], now)
     engine.store.sync()
     return config, engine, clock
 

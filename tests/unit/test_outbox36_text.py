@@ -27,7 +27,7 @@ def test_every_mail_s_stored_text_is_the_text_its_reader_sees(engine, clock):
 def test_trimming_an_old_mail_s_body_forgets_its_text_too(engine, clock):
     engine.new_game("pure-skill", PLAYERS[:3])
     for mail in engine.store.outbox():
-        engine.store.mark_sent(mail["id"], iso(clock()))
+        engine.store.mark_sent([mail["id"]], iso(clock()))
     assert engine.store.forget_sent_bodies(iso(clock() + timedelta(seconds=1))) > 0
     for mail in engine.store.outbox(None):
         assert mail["text"] is None
