@@ -16,7 +16,6 @@ does the work).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import logging
 import os
@@ -28,21 +27,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from referee import config as config_module
 from referee import launch
-from referee.engine import Engine, EngineError
-from referee.engine.keeping import SHELL
-from referee.engine.reports import Reports
-from referee.interrupt import stop_signals_cut_reading_short
-from referee.mail.smtp import SmtpUnreachable
-from referee.mail.source import SourceError, WrongSettings
+from referee.errors import Busy, EngineError
 from referee.resources import game_file, shipped
 from referee.rules import GAMES
 from referee.rules.api import Press
-from referee.runner import Busy, Report, RunLock, Runner, fault_text, run_lock, until_stopped
-from referee.site.render import Site
 from referee.store import (
     FaultAside,
     GameState,
@@ -62,6 +54,18 @@ from referee.timeutil import (
     show_duration,
     utc_now,
 )
+
+# A command imports what only it needs when it runs, not here: the engine
+# once a command has been parsed (not for `--help` or a bad command line),
+# the mail servers' clients and asyncio for `run` and `serve` (not for
+# `ingest -`, which procmail may start for every mail), the site when a
+# command renders it.  Each costs a process tens of milliseconds of CPU
+# (issue 36; `python -X importtime -c "import referee.cli"`).
+if TYPE_CHECKING:
+    import asyncio
+
+    from referee.engine import Engine
+    from referee.runner import Report, Runner
 
 SERVER_AWAY = 1  # the exit statuses of run --once (see the module's doc)
 STORAGE_FAULT = 3
@@ -336,18 +340,24 @@ def _main(argv: list[str] | None, clock: Clock) -> int:
             return _verify(args)
         if args.command == "kinds":
             return _kinds()
-        config = config_module.load(args.config)
+        config = config_module.load(args.config).caching_templates()
         if args.command in _CONNECTING:
             config = config.connecting()  # the passwords, read before anything is opened
         database = config.database
         if args.command in ("backup", "restore"):
             return (_backup if args.command == "backup" else _restore)(config, args)
+        from referee.engine import Engine  # (see the imports)
+
         engine = Engine(_open(config.database, args.command, clock), config, clock)
         status = COMMANDS[args.command](engine, args)
         if args.command not in ("run", "serve"):  # (they sync every pass, and when stopped)
             engine.store.sync()  # what the command did survives a power cut before it says so
         if args.command in _CHANGING and config.site_dir:
-            Site(engine, config.site_dir, config.templates).refresh()  # (run and serve do, every pass)
+            from referee.site.render import Site  # (see the imports)
+
+            Site(
+                engine, config.site_dir, config.templates, config.template_cache
+            ).refresh()  # (run and serve do, every pass)
         return status
     except (UsageError, config_module.ConfigError, EngineError, Busy) as error:
         print(f"referee: {error}", file=sys.stderr)
@@ -469,6 +479,8 @@ def _status(engine: Engine, args) -> int:
         if args.json:
             print(json.dumps({"health": engine.health(), "games": games}, indent=2))
             return 0
+        from referee.engine.reports import Reports  # (see the imports)
+
         for line in Reports.health_lines(engine.health(), bool(engine.config.imap or engine.config.smtp)):
             print(line)
         for game in games:
@@ -539,6 +551,8 @@ def _outbox(engine: Engine, args) -> int:
     if not args.write:
         return 0
     if args.mark_sent:  # never beside a run that sends the same mail by SMTP
+        from referee.runner import run_lock  # (see the imports)
+
         with run_lock(engine.config.database):
             _write_out(engine, mails, args.write, mark_sent=True)
     else:
@@ -565,6 +579,12 @@ def _run(engine: Engine, args) -> int:
     or settings status 4; queued mail is kept for the next run.
     A stop signal is a clean stop, exit status 0, whenever it comes.  A
     storage fault goes up to main (status 3)."""
+    import asyncio  # (see the imports)
+
+    from referee.mail.smtp import SmtpUnreachable
+    from referee.mail.source import SourceError, WrongSettings
+    from referee.runner import Runner, fault_text, run_lock
+
     config = engine.config
     if not (config.imap or config.maildir or config.smtp):
         raise UsageError("nothing to run: the config has no [imap] or [maildir] and no [smtp]")
@@ -600,6 +620,10 @@ def _stop_on_signals() -> Iterator[asyncio.Event]:
     """An event SIGTERM or SIGINT sets, set already if one came while the
     command was starting (see referee.launch); while it is in force, they
     also cut a mail's reading short (referee.interrupt)."""
+    import asyncio  # (see the imports)
+
+    from referee.interrupt import stop_signals_cut_reading_short
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in launch.STOP_SIGNALS:
@@ -617,6 +641,8 @@ def _stopping(stop: asyncio.Event, why: str) -> None:
 
 async def _once(runner: Runner) -> Report | None:
     """One pass; None if a signal stopped it."""
+    from referee.runner import until_stopped  # (see the imports)
+
     with _stop_on_signals() as stop:
         try:
             return await until_stopped(runner.once(), stop)
@@ -625,6 +651,8 @@ async def _once(runner: Runner) -> Report | None:
 
 
 async def _serve(runner: Runner, database: Path) -> None:
+    from referee.runner import RunLock  # (see the imports)
+
     log = logging.getLogger("referee")
     with _stop_on_signals() as stop:
         lock = RunLock(database)
@@ -652,6 +680,14 @@ def _sync_when_stopped(engine: Engine) -> None:
         logging.getLogger("referee").error("%s", fault)
 
 
+def _shell() -> str:
+    """Who acts, for the keeper at the shell (referee.engine.keeping.SHELL),
+    imported as the engine is (see the imports)."""
+    from referee.engine.keeping import SHELL
+
+    return SHELL
+
+
 def _resign(engine: Engine, args) -> int:
     engine.resign(args.game, args.address)
     print(f"{args.address} left game {args.game}; a random bot plays the seat now")
@@ -659,39 +695,39 @@ def _resign(engine: Engine, args) -> int:
 
 
 def _extend(engine: Engine, args) -> int:
-    print(engine.extend(args.game, args.length, SHELL, args.why, force=args.force, phase=args.phase))
+    print(engine.extend(args.game, args.length, _shell(), args.why, force=args.force, phase=args.phase))
     return 0
 
 
 def _pause(engine: Engine, args) -> int:
     until = from_iso(args.until) if args.until else engine.clock() + args.length if args.length else None
-    print(engine.pause(args.game, SHELL, args.why, until=until, force=args.force))
+    print(engine.pause(args.game, _shell(), args.why, until=until, force=args.force))
     return 0
 
 
 def _resume(engine: Engine, args) -> int:
-    print(engine.resume(args.game, SHELL, args.why))
+    print(engine.resume(args.game, _shell(), args.why))
     return 0
 
 
 def _cancel(engine: Engine, args) -> int:
-    print(engine.cancel(args.game, SHELL, args.why))
+    print(engine.cancel(args.game, _shell(), args.why))
     return 0
 
 
 def _replace(engine: Engine, args) -> int:
-    print(engine.replace(args.game, args.seat, args.address, SHELL, args.why))
+    print(engine.replace(args.game, args.seat, args.address, _shell(), args.why))
     return 0
 
 
 def _address(engine: Engine, args) -> int:
-    print(engine.address(args.game, args.seat, args.address, SHELL, args.why))
+    print(engine.address(args.game, args.seat, args.address, _shell(), args.why))
     return 0
 
 
 def _say(engine: Engine, args) -> int:
     text = sys.stdin.read() if args.text == "-" else args.text
-    print(engine.say(args.game, text, SHELL, args.seat))
+    print(engine.say(args.game, text, _shell(), args.seat))
     return 0
 
 
@@ -740,6 +776,8 @@ def _restore(config: config_module.Config, args) -> int:
     if _same(backup, database):
         raise UsageError(f"{backup} is games.db itself: name the backup to restore")
     _check_backup(backup)
+    from referee.runner import run_lock  # (see the imports)
+
     with run_lock(database):
         incoming = database.with_name(f"{database.name}.restoring")
         try:
@@ -842,7 +880,9 @@ def _render(engine: Engine, args) -> int:
     folder = args.dir or engine.config.site_dir
     if folder is None:
         raise UsageError("say where the site goes: --dir DIR, or site_dir in [referee]")
-    report = Site(engine, folder, engine.config.templates).render(force=args.force)
+    from referee.site.render import Site  # (see the imports)
+
+    report = Site(engine, folder, engine.config.templates, engine.config.template_cache).render(force=args.force)
     print(
         f"{folder}: {report.games_rendered} game(s) written, {report.games_unchanged} unchanged, "
         f"{len(report.written)} file(s)"

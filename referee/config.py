@@ -39,6 +39,8 @@ _SERVER = {
     "password_env": "text",
 }
 
+TEMPLATE_CACHE = "template-cache"  # the folder beside games.db where compiled templates are kept
+
 # section -> setting -> kind: the one place that says what a config file may hold
 _SETTINGS: dict[str, dict[str, str]] = {
     "referee": {
@@ -149,6 +151,10 @@ class Config:
     # Where players read the site written to site_dir (its index.html): RULES
     # and the start mails give the rules' page there; None: RULES mails the text.
     site_url: str | None = None
+    # Where a process keeps the templates it compiled for the next one
+    # (referee.templating): the command line sets it beside games.db; None
+    # (the default, and in tests): each process compiles its own.
+    template_cache: Path | None = None
     secret_key: bytes | None = field(default=None, repr=False)
     max_message_size: int = 5 * 2**20  # bytes: larger mail is not parsed; its sender is told
     # Answers per hour (see referee.limits): to a player's mail that proves its seat,
@@ -211,6 +217,14 @@ class Config:
         password_file), for a command that connects: ConfigError, naming
         the file and line of the setting, if one cannot be read."""
         return replace(self, imap=_password_read(self.imap), smtp=_password_read(self.smtp))
+
+    def caching_templates(self) -> Config:
+        """This config with its compiled templates kept beside games.db
+        (TEMPLATE_CACHE), for a process that starts and ends with a command:
+        the next one reads them compiled (referee.templating)."""
+        if str(self.database) == ":memory:":
+            return self
+        return replace(self, template_cache=Path(self.database).parent / TEMPLATE_CACHE)
 
     def unread_passwords(self) -> list[str]:
         """Each mail server's password that could not be read now, and why

@@ -10,6 +10,10 @@ class EngineError(ValueError):
     """A keeper's request that cannot be carried out; the message says why."""
 
 
+class Busy(RuntimeError):
+    """Another referee run holds the run lock (referee.runner.RunLock)."""
+
+
 class Why(Enum):
     """Why a player's command is refused: a ``Refusal``'s code.  Each has its
     wording, one macro of the same name, in ``templates/mail/refusals.txt.j2``

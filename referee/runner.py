@@ -38,6 +38,7 @@ from typing import IO, NamedTuple, TypeVar
 
 from referee.config import Config
 from referee.engine import Engine
+from referee.errors import Busy
 from referee.interrupt import Stopped
 from referee.mail.imap import ImapSource
 from referee.mail.maildir import MaildirSource
@@ -85,10 +86,6 @@ def fault_text(error: BaseException) -> str:
     if isinstance(error, MemoryError):  # (it says nothing itself)
         return "the pass ran out of memory: what it finished is filed; the next pass goes on"
     return str(error)
-
-
-class Busy(RuntimeError):
-    """Another referee run holds the lock."""
 
 
 class RunLock:
@@ -224,7 +221,7 @@ class Runner:
     def from_config(cls, config: Config, engine: Engine) -> Runner:
         config = config.connecting()  # (read already by the command, which fails before opening games.db)
         sender = SmtpSender(config.smtp, config.address, engine.store, engine.clock) if config.smtp else None
-        site = Site(engine, config.site_dir, config.templates) if config.site_dir else None
+        site = Site(engine, config.site_dir, config.templates, config.template_cache) if config.site_dir else None
         return cls(engine, source_for(config, engine), sender, site)
 
     async def once(self) -> Report:

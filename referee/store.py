@@ -23,10 +23,12 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from enum import StrEnum
+from functools import cached_property
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
-import sqlite_utils
+if TYPE_CHECKING:  # (imported when used: Store.db)
+    import sqlite_utils
 
 Row = dict[str, Any]  # a row as written, column by column
 
@@ -638,21 +640,31 @@ class Store:
         self._rollbacks = 0
         self._nested = 0  # savepoints open inside the transaction
         try:
-            self.db = sqlite_utils.Database(path)  # (its table API makes the schema: MIGRATIONS)
-            self._conn = self.db.conn
-            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._conn = sqlite3.connect(str(path))
+            self._conn.execute("PRAGMA recursive_triggers = on")  # (as sqlite-utils' Database sets it)
+            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             on_disk = str(path) != ":memory:"
             version = self._intact_version() if on_disk else 0
             if on_disk:
-                self.db.enable_wal()
+                self._conn.execute("PRAGMA journal_mode = wal")
             # A commit survives the process being killed, with no fsync; sync()
             # makes it survive a power cut too, before anything irreversible.
-            self.db.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
             self._migrate(version)
-            self._synced = self.db.conn.total_changes  # rows changed by this connection, at the last sync
+            self._synced = self._conn.total_changes  # rows changed by this connection, at the last sync
             self._watch_records()
         except (sqlite3.Error, OSError) as error:
             raise storage_fault(path, error) from None
+
+    @cached_property
+    def db(self) -> sqlite_utils.Database:
+        """sqlite-utils on the store's connection, for its table API, which
+        makes the schema (MIGRATIONS).  Imported only when a migration runs
+        (and by tests): the import costs a process that starts per cron run
+        or per mail about 40 ms of CPU, a tenth of it (issue 36)."""
+        import sqlite_utils
+
+        return sqlite_utils.Database(self._conn)
 
     # -- opening: intact, and of a schema this code knows -----------------
 
@@ -660,9 +672,9 @@ class Store:
         """games.db's schema version, after SQLite's quick check of every
         page (tens of milliseconds for tens of megabytes): a damaged file is
         refused before anything is read from it, never half-read."""
-        if problems := damage(self.db.conn):
+        if problems := damage(self._conn):
             raise StorageFault(f"{self.path}: it is damaged ({problems}): {_RESTORE}")
-        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise StorageFault(
                 f"{self.path}: its schema is version {version}, from a newer referee (this one knows "
@@ -716,10 +728,10 @@ class Store:
         def changed(game_id: int) -> None:
             writes[game_id] = writes.get(game_id, 0) + 1
 
-        self.db.conn.create_function("referee_record_changed", 1, changed)
+        self._conn.create_function("referee_record_changed", 1, changed)
         for table, column in self._RECORD:
             for event, row in (("insert", "new"), ("update", "new"), ("delete", "old")):
-                self.db.execute(
+                self._conn.execute(
                     f"create temp trigger if not exists [record_{table}_{event}] after {event} "
                     f"on main.[{table}] begin select referee_record_changed({row}.[{column}]); end"
                 )

@@ -24,6 +24,7 @@ from referee.errors import Refusal
 from referee.mail.parse import message_ids
 from referee.resources import template_folders
 from referee.rules import GAMES
+from referee.templating import template_cache
 from referee.timeutil import iso, show, show_duration
 
 _UTF8_QP = charset.Charset("utf-8")
@@ -143,6 +144,7 @@ class Composer:
             auto_reload=False,  # templates do not change while the referee runs: no stat per render
             keep_trailing_newline=True,
             autoescape=False,  # plain text; HTML templates will escape
+            bytecode_cache=template_cache(config.template_cache, "mail"),
         )
         self.env.filters.update(when=_when, duration=show_duration, iso=iso, reflow=reflow)
         for game in GAMES.values():

@@ -49,6 +49,7 @@ from referee.standings import PAGE as STANDINGS_PAGE
 from referee.standings import standings
 from referee.store import GameRow, GameState, InterventionRow, StorageFault, Store
 from referee.tables import PRIVATE, Table, Tables, own_calendar, reminder_time
+from referee.templating import template_cache
 from referee.timeutil import Clock, from_iso, iso, show
 
 log = logging.getLogger("referee.site")
@@ -90,7 +91,7 @@ class Report:
 
 
 class Site:
-    def __init__(self, records: Records, folder: Path, templates: Path | None = None):
+    def __init__(self, records: Records, folder: Path, templates: Path | None = None, cache: Path | None = None):
         self.records = records
         self.folder = Path(folder)
         self._folders: set[Path] = set()  # made already
@@ -107,6 +108,7 @@ class Site:
             lstrip_blocks=True,
             auto_reload=False,  # templates do not change while the referee runs: no stat per render
             keep_trailing_newline=True,  # iCalendar's last line ends in CRLF too
+            bytecode_cache=template_cache(cache, "site"),  # (Config.template_cache)
         )
         self.env.filters.update(when=show, iso=iso_text, ics_time=_ics_time, ics_text=_ics_text)
         for game in GAMES.values():

@@ -1,0 +1,58 @@
+"""Compiled templates kept between processes (issue 36).
+
+Jinja compiles each template to Python the first time a process uses it:
+a cold ``referee ingest -`` compiled about fifteen (its receipt's and the
+site's), a third of its CPU.  A process started per mail or per cron run
+reads them compiled from a folder instead (``template-cache`` beside
+games.db: ``Config.caching_templates``, which the command line calls).
+
+Why it is right: Jinja's own bytecode cache keys each file on the
+template's name and path, and stores the SHA-1 of the source it was
+compiled from: a template changed by an upgrade or by the keeper's own
+``templates`` folder does not match and is compiled again.  What the source
+alone does not decide is kept apart by folder: the Jinja and Python
+versions (the compiled code calls Jinja's runtime and is marshalled
+Python), and the environment (mail and site templates compile with their
+own settings, autoescape among them).  The cache is only ever a shortcut:
+a folder that cannot be made or written, or a file that cannot be read
+back, leaves the template compiled in the process as before.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import jinja2
+from jinja2.bccache import Bucket
+
+
+class TemplateCache(jinja2.FileSystemBytecodeCache):
+    """Jinja's file cache, never a fault: a cache file that cannot be read
+    or written is a template compiled in the process instead."""
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except (OSError, EOFError, ValueError, TypeError):  # unreadable, cut short, or not marshalled code
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except OSError:  # the folder became unwritable, or the disk is full: compiled again next time
+            pass
+
+
+def template_cache(folder: Path | None, environment: str) -> TemplateCache | None:
+    """The cache of one environment's compiled templates (``mail``,
+    ``site``) under ``folder``; None when there is none or it cannot be made."""
+    if folder is None:
+        return None
+    versions = f"jinja2-{jinja2.__version__}-py{sys.version_info.major}.{sys.version_info.minor}"
+    where = folder / versions / environment
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return TemplateCache(str(where), "%s.cache")
