@@ -20,6 +20,7 @@ back, leaves the template compiled in the process as before.
 
 from __future__ import annotations
 
+import pickle
 import sys
 from pathlib import Path
 
@@ -34,7 +35,7 @@ class TemplateCache(jinja2.FileSystemBytecodeCache):
     def load_bytecode(self, bucket: Bucket) -> None:
         try:
             super().load_bytecode(bucket)
-        except (OSError, EOFError, ValueError, TypeError):  # unreadable, cut short, or not marshalled code
+        except (OSError, EOFError, ValueError, TypeError, pickle.UnpicklingError):  # unreadable, or cut short
             bucket.reset()
 
     def dump_bytecode(self, bucket: Bucket) -> None:
