@@ -20,12 +20,12 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import closing, contextmanager
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
 if TYPE_CHECKING:  # (imported when used: Store.db)
     import sqlite_utils
@@ -669,11 +669,12 @@ class Store:
     # -- opening: intact, and of a schema this code knows -----------------
 
     def _intact_version(self) -> int:
-        """games.db's schema version, after SQLite's quick check of every
-        page (tens of milliseconds for tens of megabytes): a damaged file is
-        refused before anything is read from it, never half-read."""
-        if problems := damage(self._conn):
-            raise StorageFault(f"{self.path}: it is damaged ({problems}): {_RESTORE}")
+        """games.db's schema version.  No check of every page here: that
+        grows with the file (27 ms at 23 MiB, 153 ms at 224 MiB) and a cron
+        run opens it every few minutes.  A damaged page met later is a
+        StorageFault all the same (_is_fault); the whole file is checked
+        before an upgrade (_migrate), by `referee check` and by every backup
+        and restore."""
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise StorageFault(
@@ -689,10 +690,22 @@ class Store:
         it was."""
         if version == SCHEMA_VERSION:
             return
+        self.check()  # an upgrade rewrites tables: never from a damaged file (a new one: at once)
         with self.transaction():
             for step in MIGRATIONS[version:]:
                 step(self.db)
             self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def check(self) -> None:
+        """SQLite's quick check of every page of games.db (`referee check`,
+        and before an upgrade): a StorageFault saying to restore when it
+        finds damage.  Its cost grows with the file, so no run does it."""
+        try:
+            problems = damage(self._conn)
+        except sqlite3.Error as error:
+            raise _as_fault(self.path, error) from None
+        if problems:
+            raise StorageFault(f"{self.path}: it is damaged ({problems}): {_RESTORE}")
 
     # -- backups -----------------------------------------------------------
 
@@ -1248,6 +1261,53 @@ class Store:
             sql, args = f"{sql} and phases.game_id = ?", [*args, game_id]
         return [_decode_phase(r) for r in self._read(f"{sql} order by phases.deadline", args)]
 
+    # The open phases by time, each by one of schema 7's partial indexes (of
+    # the phases not yet resolved): what a tick reads follows what is due,
+    # not how many games run.  "+games.state" keeps SQLite from starting at
+    # games(state), which would read every running game's open phase.
+    _OPEN = (
+        "select phases.* from phases join games on games.id = phases.game_id "
+        "where phases.resolved_at is null and +games.state = ?"
+    )
+
+    def due_phases(self, now: str) -> list[PhaseRow]:
+        """The open phases of running games whose deadline or settle end has
+        come by ``now``, by deadline."""
+        sql = (
+            f"select * from ({self._OPEN} and phases.deadline <= ? "
+            f"union {self._OPEN} and phases.closes_at <= ?) order by deadline, game_id"
+        )
+        return [_decode_phase(r) for r in self._read(sql, [GameState.RUNNING, now, GameState.RUNNING, now])]
+
+    def phases_due_between(self, after: str, through: str) -> list[PhaseRow]:
+        """The open phases of running games whose deadline falls after
+        ``after`` and by ``through``, by deadline."""
+        sql = f"{self._OPEN} and phases.deadline > ? and phases.deadline <= ? order by phases.deadline, phases.game_id"
+        return [_decode_phase(r) for r in self._read(sql, [GameState.RUNNING, after, through])]
+
+    def first_open_phase(
+        self, by: Literal["deadline", "closes_at"], skip: Collection[int], remind_lead: float | None = None
+    ) -> PhaseRow | None:
+        """The open phase of a running game outside ``skip`` whose ``by``
+        (its deadline, or its settle end) comes first.  With
+        ``remind_lead`` (seconds), of the phases still to be reminded that
+        lead before their deadline: those lasting at least twice the lead
+        (tables.reminder_time)."""
+        sql, args = f"{self._OPEN} and phases.{by} is not null", list[Any]([GameState.RUNNING])
+        if skip:
+            sql, args = (
+                f"{sql} and phases.game_id not in (select value from json_each(?))",
+                [*args, json.dumps(sorted(skip))],
+            )
+        if remind_lead is not None:
+            sql = (
+                f"{sql} and phases.reminded_at is null and "
+                "cast(strftime('%s', phases.deadline) as integer) - cast(strftime('%s', phases.opened_at) as integer) >= ?"
+            )
+            args = [*args, 2 * remind_lead]
+        rows = self._read(f"{sql} order by phases.{by} limit 1", args)
+        return _decode_phase(rows[0]) if rows else None
+
     def update_phase(self, game_id: int, number: int, **changes: Any) -> None:
         self._update("phases", "game_id = ? and number = ?", [game_id, number], changes)
 
@@ -1581,14 +1641,24 @@ class Store:
     def forget_sent_bodies(self, before: str) -> int:
         """Keep only the headers of mail sent before ``before`` (and none of
         its text): the outbox stops growing by whole mails, and a bounce
-        still finds the mail it quotes.  Returns how many mails were trimmed."""
+        still finds the mail it quotes.  Only the mails sent since the last
+        call's ``before`` are read (meta's sent_trimmed_before, found by the
+        index on when each was sent), so each row is read once however long
+        the outbox: a mail is marked sent as of the clock's now, never
+        before a cut already made (which lies ``keep_sent_mail`` in the
+        past).  Returns how many mails were trimmed."""
+        done = self.get_meta("sent_trimmed_before") or ""
+        if before <= done:
+            return 0
         cursor = self._write(
-            "update outbox set raw = substr(raw, 1, instr(raw, X'0D0A0D0A') + 3), text = null "
-            "where state in (?, ?) and coalesce(sent_at, created_at) < ? "
+            "update outbox indexed by idx_outbox_sent_or_queued "
+            "set raw = substr(raw, 1, instr(raw, X'0D0A0D0A') + 3), text = null "
+            f"where {_SENT_OR_QUEUED} >= ? and {_SENT_OR_QUEUED} < ? and state in (?, ?) "
             "and instr(raw, X'0D0A0D0A') > 0 "
             "and length(raw) > instr(raw, X'0D0A0D0A') + 3",
-            [MailState.SENT, MailState.RESTORED, before],
+            [done, before, MailState.SENT, MailState.RESTORED],
         )
+        self.set_meta("sent_trimmed_before", before)
         return cursor.rowcount
 
     def forget_received_bodies(self, before: str) -> int:
@@ -1630,7 +1700,8 @@ class Store:
 
     def last_sent_to(self, address: str, count: int) -> list[OutboxRow]:
         """The newest ``count`` mails queued to ``address`` alone, newest first
-        (walked from the end of the outbox, so it stops at the first few)."""
+        (by the index on outbox.recipients, whose entries for one address
+        are in id order: the first few read, however long the outbox)."""
         rows = self._rows("outbox", "recipients = ?", [json.dumps([address])], order_by="id desc", limit=count)
         return [_decode_mail(row) for row in rows]
 
@@ -2039,14 +2110,32 @@ def _schema_6(db: sqlite_utils.Database) -> None:
     )
 
 
+# When a mail was sent (or queued, for one restored: never sent by this
+# file), as forget_sent_bodies reads it: the very expression schema 7
+# indexes, so SQLite finds the rows in a range of it by that index.
+_SENT_OR_QUEUED = "coalesce(sent_at, created_at)"
+
+
 def _schema_7(db: sqlite_utils.Database) -> None:
     """Schema 7: the referee's own cost.  ``outbox.text``, the body of a
     mail as the referee composed it, kept beside its bytes: a reply that
     quotes a prompt is read against the prompt's text, which would
     otherwise cost a second parse of the referee's own mail for every
-    reply (older rows have none: they are parsed as before)."""
+    reply (older rows have none: they are parsed as before).  And indexes,
+    so that no run's work grows with history: outbox(recipients), for
+    last_sent_to (an index outbox(recipients, created_at) served
+    answers_since until schema 6 moved it to answer_to, and was dropped
+    then); the outbox by when each mail was sent, so forget_sent_bodies
+    reads only the mails sent since its last cut; the open phases by
+    deadline and by settle end, so a tick reads only those due;
+    games(state), the running ones."""
     if "text" not in db.table("outbox").columns_dict:
         db.table("outbox").add_column("text", str)
+    db.table("outbox").create_index(["recipients"], if_not_exists=True)
+    db.execute(f"create index if not exists idx_outbox_sent_or_queued on outbox ({_SENT_OR_QUEUED})")
+    db.execute("create index if not exists idx_phases_open_deadline on phases (deadline) where resolved_at is null")
+    db.execute("create index if not exists idx_phases_open_closes_at on phases (closes_at) where resolved_at is null")
+    db.table("games").create_index(["state"], if_not_exists=True)
 
 
 # MIGRATIONS[n] takes a games.db from schema n to n + 1.  To change the

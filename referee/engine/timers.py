@@ -58,14 +58,18 @@ class Timers:
         done += self.guard_outage() if guard else []
         done += self.seating.start_due()
         paused = self.store.paused()
-        # Only games with something due are read (a read replays the game):
-        # the cost of a tick follows the work it does, not the games running.
-        for phase in self.store.open_phases():
+        # Only the phases with something due are read, by index (and only
+        # their games replayed): the cost of a tick follows the work it
+        # does, not the games running.
+        for phase in self.store.due_phases(iso(now)):
             if phase["game_id"] not in paused and self._due(phase, now):
                 with self.store.transaction():
                     resolved = self.phases.advance(phase["game_id"], deadlines=True)
                     done += [f"resolved {line}" for line in resolved]
-        for phase in self.store.open_phases():
+        # A reminder falls the configured lead before a deadline: only the
+        # phases whose deadline is that near can be due one.
+        lead = self.config.reminder
+        for phase in self.store.phases_due_between(iso(now), iso(now + lead)) if lead is not None else []:
             if phase["game_id"] in paused:
                 continue
             remind = self._reminder_time(phase)
@@ -106,26 +110,51 @@ class Timers:
         return done
 
     def next_due(self, game_id: int | None = None) -> list[datetime]:
-        """When tick() next has work: every open phase's deadline, settle end
-        and reminder time, every stand-in's turn's end, every open offer's
-        lapse, each daily digest due and the end of each sign-up game's
-        window (of one game's, with ``game_id``)."""
+        """When tick() next has work (its callers take the earliest): every
+        stand-in's turn's end, every open offer's lapse, each daily digest
+        due, the end of each sign-up game's window and each pause's end;
+        and of the open phases, each one's deadline, settle end and
+        reminder time with ``game_id`` (that game's alone), else the first
+        of each (by index: not every open phase read)."""
         moments = self.delegating.ends(game_id)  # (a stand-in's turn ends at its time, paused or not)
         moments += [from_iso(offer["expires_at"]) for offer in self.store.open_offers(game_id=game_id)]
         moments += self.notices.digests_due(game_id)
         moments += self.seating.windows_end(game_id)
         paused = self.store.paused()
+        if game_id is None:  # a paused game has no deadline: only its pause's end, if it has one
+            moments += [from_iso(until) for pause in paused.values() if (until := pause["detail"].get("until"))]
+            return moments + self._first_phase_moments(set(paused))
         for phase in self.store.open_phases(game_id):
-            if phase["game_id"] in paused:  # only its pause's end, if it has one
+            if phase["game_id"] in paused:
                 until = paused[phase["game_id"]]["detail"].get("until")
                 moments += [from_iso(until)] if until else []
                 continue
-            moments.append(from_iso(phase["deadline"]))
-            if phase["closes_at"]:
-                moments.append(from_iso(phase["closes_at"]))
-            if (remind := self._reminder_time(phase)) is not None:
-                moments.append(remind)
+            moments += self._phase_moments(phase)
         return moments
+
+    def _phase_moments(self, phase: PhaseRow) -> list[datetime]:
+        """An open phase's deadline, settle end and reminder time (those it has)."""
+        remind = self._reminder_time(phase)
+        closes = phase["closes_at"]
+        return [from_iso(phase["deadline"]), *([from_iso(closes)] if closes else []), *([remind] if remind else [])]
+
+    def _first_phase_moments(self, paused: set[int]) -> list[datetime]:
+        """The first deadline, settle end and reminder time of the open
+        phases of the games not paused: a phase's reminder falls the same
+        lead before its deadline, so the first is that of the first
+        deadline among the phases still to be reminded and long enough to
+        be (tables.reminder_time)."""
+        lead = self.config.reminder
+        firsts = [
+            self.store.first_open_phase("deadline", paused),
+            self.store.first_open_phase("closes_at", paused),
+            self.store.first_open_phase("deadline", paused, lead.total_seconds()) if lead is not None else None,
+        ]
+        deadline, closes, reminded = firsts
+        moments = [from_iso(deadline["deadline"])] if deadline else []
+        moments += [from_iso(closes["closes_at"])] if closes and closes["closes_at"] else []
+        remind = self._reminder_time(reminded) if reminded else None
+        return moments + ([remind] if remind else [])
 
     # -- the outage guard --------------------------------------------------
 
@@ -142,7 +171,7 @@ class Timers:
         if gap is None or now - last <= gap:
             return []
         paused = self.store.paused()
-        for phase in self.store.open_phases():
+        for phase in self.store.phases_due_between(iso(last), iso(now)):
             if phase["game_id"] in paused or not last < from_iso(phase["deadline"]) <= now:
                 continue  # no deadline slept through: nothing to read
             with self.store.transaction():
