@@ -960,6 +960,19 @@ class Store:
         where, args = ("state = ?", [state]) if state else (None, None)
         return [_decode_game(r) for r in self._rows("games", where, args, order_by="id")]
 
+    def games_read_by_digest(self, lists_at_digest: bool, lists: bool, default: Notify) -> list[GameRow]:
+        """The running games that may have a reader at DIGEST (Notices'
+        reader digests): with ``lists_at_digest`` (the club's lists get
+        digests), those with a list (``lists``: the config names some; else
+        the game's own), and those with an observer at DIGEST (their own
+        level, else ``default``).  The other running games are not read."""
+        sql = """select * from games g where g.state = ? and (
+                     (? and (? or coalesce(g.announce_to, '[]') != '[]'))
+                     or exists (select 1 from watchers w where w.game_id = g.id and coalesce(w.notify, ?) = ?))
+                 order by g.id"""
+        args = [GameState.RUNNING, lists_at_digest, lists, default, Notify.DIGEST]
+        return [_decode_game(r) for r in self._read(sql, args)]
+
     def finish_game(self, game_id: int, at: str) -> None:
         self._update("games", "id = ?", [game_id], {"state": GameState.FINISHED, "finished_at": at})
 

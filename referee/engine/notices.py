@@ -28,7 +28,7 @@ from typing import Any
 from referee.config import Config
 from referee.engine.post import Post, Reader
 from referee.record import digest_line
-from referee.store import GameState, Notify, PhaseRow, Store
+from referee.store import Notify, PhaseRow, Store
 from referee.tables import Table, Tables
 from referee.timeutil import EventClock, from_iso, iso
 
@@ -186,7 +186,10 @@ class Notices:
         is resolved, a day after their last (or since they chose DIGEST,
         or the game began).  Read from the store alone: no game is replayed."""
         owed = []
-        for game in self.store.games(GameState.RUNNING):
+        # Only the games that may have such a reader are read: the others cost nothing per tick.
+        lists_at_digest = self.config.announce_notify is Notify.DIGEST
+        games = self.store.games_read_by_digest(lists_at_digest, bool(self.config.announce_to), self.config.notify)
+        for game in games:
             if game_id not in (None, game["id"]):
                 continue
             readers = [reader for reader in self.post.readers_of(game) if reader.level is Notify.DIGEST]

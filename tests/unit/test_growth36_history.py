@@ -37,16 +37,17 @@ def plans_of(store: Store, work: Callable[[], object]) -> list[str]:
         return [row[3] for sql in planned for row in reader.execute(f"explain query plan {sql}")]
 
 
-def decoded_phases(monkeypatch) -> list[int]:
-    """A count of the phase rows the store hands out, kept up to date."""
+def decoded(monkeypatch, what: str = "_decode_phase") -> list[int]:
+    """A count of the rows the store hands out (of phases, or with
+    ``_decode_game`` of games), kept up to date."""
     count = [0]
-    decode = store_module._decode_phase
+    decode = getattr(store_module, what)
 
     def counting(row):
         count[0] += 1
         return decode(row)
 
-    monkeypatch.setattr(store_module, "_decode_phase", counting)
+    monkeypatch.setattr(store_module, what, counting)
     return count
 
 
@@ -63,14 +64,15 @@ def many(config, clock) -> Engine:
 
 def test_a_tick_with_nothing_due_reads_no_phase_of_200_games(many, clock, monkeypatch):
     clock.advance(hours=1)
-    count = decoded_phases(monkeypatch)
+    phases, games = decoded(monkeypatch), decoded(monkeypatch, "_decode_game")
     plans = plans_of(many.store, many.tick)
-    assert count[0] == 0
+    assert phases[0] == 0
+    assert games[0] == 0  # (no reader of any gets a digest: no game is looked at for one)
     assert not [p for p in plans if p.startswith("SCAN") and "phases" in p]  # every phase read found by index
 
 
 def test_the_next_thing_due_of_200_games_reads_three_phases(many, monkeypatch):
-    count = decoded_phases(monkeypatch)
+    count = decoded(monkeypatch)
     many.next_due()
     assert count[0] <= 3  # the first deadline, settle end and reminder
 
