@@ -966,11 +966,11 @@ class Store:
         digests), those with a list (``lists``: the config names some; else
         the game's own), and those with an observer at DIGEST (their own
         level, else ``default``).  The other running games are not read."""
-        sql = """select * from games g where g.state = ? and (
-                     (? and (? or coalesce(g.announce_to, '[]') != '[]'))
-                     or exists (select 1 from watchers w where w.game_id = g.id and coalesce(w.notify, ?) = ?))
-                 order by g.id"""
-        args = [GameState.RUNNING, lists_at_digest, lists, default, Notify.DIGEST]
+        sql = """select * from games where state = ? and id in (
+                     select game_id from watchers where coalesce(notify, ?) = ?
+                     union select id from games where ? and (? or coalesce(announce_to, '[]') != '[]'))
+                 order by id"""
+        args = [GameState.RUNNING, default, Notify.DIGEST, lists_at_digest, lists]
         return [_decode_game(r) for r in self._read(sql, args)]
 
     def finish_game(self, game_id: int, at: str) -> None:
@@ -1200,15 +1200,24 @@ class Store:
         level, else their game's, else ``default``), each with what it was
         told (``through``, ``digest_at``), when its game began and when the
         first phase it was not told of was resolved (None: nothing new)."""
+        # The seats at DIGEST by their own level or their game's, found by
+        # schema 7's indexes on seats.notify and games.notify (every seat only
+        # when DIGEST is the default): no tick reads every seat else.
         sql = """select s.game_id, s.seat, coalesce(t.through, 0) as through, t.digest_at, g.created_at,
                         (select p.resolved_at from phases p where p.game_id = s.game_id
                          and p.number = coalesce(t.through, 0) + 1) as untold_at
-                 from seats s join games g on g.id = s.game_id
+                 from (select rowid as id from seats where notify = ?
+                       union select seats.rowid from games join seats on seats.game_id = games.id
+                           where games.notify = ?
+                       union select rowid from seats where ? = ?) as picked
+                 cross join seats s on s.rowid = picked.id
+                 join games g on g.id = s.game_id
                  left join told t on t.game_id = s.game_id and t.seat = s.seat
                  where g.state = ? and s.bot = 0 and s.address is not null
                  and coalesce(s.notify, g.notify, ?) = ?
                  order by s.game_id, s.seat"""
-        return self._read(sql, [GameState.RUNNING, default, Notify.DIGEST])
+        digest = Notify.DIGEST
+        return self._read(sql, [digest, digest, default, digest, GameState.RUNNING, default, digest])
 
     def take_seat(self, game_id: int, seat: int, address: str) -> None:
         """A person takes over a seat (its token stays: the seat's reply
@@ -1438,10 +1447,11 @@ class Store:
     def paused(self) -> dict[int, InterventionRow]:
         """The games paused now: each one's pause (the last pause or resume
         of a running game, when it is a pause)."""
+        # From the pauses ever made (schema 7's index on act), not from every running game.
         sql = """select i.* from interventions i join games g on g.id = i.game_id
-                 where g.state = ? and i.id = (select max(id) from interventions
-                     where game_id = i.game_id and act in (?, ?)) and i.act = ?"""
-        rows = self._read(sql, [GameState.RUNNING, Act.PAUSE, Act.RESUME, Act.PAUSE])
+                 where i.act = ? and +g.state = ? and i.id = (select max(id) from interventions
+                     where game_id = i.game_id and act in (?, ?))"""
+        rows = self._read(sql, [Act.PAUSE, GameState.RUNNING, Act.PAUSE, Act.RESUME])
         return {row["game_id"]: _decode_intervention(row) for row in rows}
 
     # -- offers: what an address is asked to confirm by reply ---------------
@@ -2141,7 +2151,9 @@ def _schema_7(db: sqlite_utils.Database) -> None:
     then); the outbox by when each mail was sent, so forget_sent_bodies
     reads only the mails sent since its last cut; the open phases by
     deadline and by settle end, so a tick reads only those due;
-    games(state), the running ones."""
+    games(state), the running ones; seats(notify) and games(notify), the
+    seats at DIGEST (Store.digest_seats); interventions(act), the pauses
+    (Store.paused)."""
     if "text" not in db.table("outbox").columns_dict:
         db.table("outbox").add_column("text", str)
     db.table("outbox").create_index(["recipients"], if_not_exists=True)
@@ -2149,6 +2161,9 @@ def _schema_7(db: sqlite_utils.Database) -> None:
     db.execute("create index if not exists idx_phases_open_deadline on phases (deadline) where resolved_at is null")
     db.execute("create index if not exists idx_phases_open_closes_at on phases (closes_at) where resolved_at is null")
     db.table("games").create_index(["state"], if_not_exists=True)
+    db.table("seats").create_index(["notify"], if_not_exists=True)
+    db.table("games").create_index(["notify"], if_not_exists=True)
+    db.table("interventions").create_index(["act"], if_not_exists=True)
 
 
 # MIGRATIONS[n] takes a games.db from schema n to n + 1.  To change the
