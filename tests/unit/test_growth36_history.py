@@ -68,7 +68,9 @@ def test_a_tick_with_nothing_due_reads_no_phase_of_200_games(many, clock, monkey
     plans = plans_of(many.store, many.tick)
     assert phases[0] == 0
     assert games[0] == 0  # (no reader of any gets a digest: no game is looked at for one)
-    assert not [p for p in plans if p.startswith("SCAN") and "phases" in p]  # every phase read found by index
+    # Every phase, mail, message and pause read is found by index (the hour's trim of old messages included).
+    history = ("phases", "outbox", "messages", "interventions")
+    assert not [p for p in plans if p.startswith("SCAN") and any(table in p for table in history)]
 
 
 def test_the_next_thing_due_of_200_games_reads_three_phases(many, monkeypatch):
@@ -189,3 +191,8 @@ def test_an_upgrade_refuses_a_damaged_games_db_and_leaves_it_alone(engine, confi
     with pytest.raises(StorageFault, match=r"damaged.*restore the newest backup"):
         Store(config.database)
     assert config.database.read_bytes() == before
+
+
+def test_a_message_finds_the_games_lists_without_reading_every_game(many):
+    plans = plans_of(many.store, many.store.lists)
+    assert plans == ["SCAN games USING COVERING INDEX idx_games_lists"]  # (the games with lists alone)
