@@ -8,11 +8,23 @@ the median of its samples, in ms, taken both warm (the daemon, its caches
 full) and cold (a new process per cron run: nothing cached).  Prints its
 figures; asserts nothing.
 
-Run from the top of the checkout:  python3 bench/growth.py
+Issue 36, item 4: no cost that grows with history.  ``--history`` (the
+default) prints, in ms of CPU (time.process_time, the median of its
+samples; wall in brackets), at 10 / 100 / 1,000 / 10,000 games and at
+1,000 / 10,000 / 100,000 sent mails in the outbox: a tick() with nothing
+due, a cold start (Store opened, Engine made), a cold and a warm ingest of
+a move, last_sent_to and a pass of forget_sent_bodies.  The games past the
+first ten, and the sent mails, are bulk inserts (copies of the first ten
+games' rows; old mails already sent), not made through the engine.
+``--ingest`` prints the older figures above (issue 16).
+
+Run from the top of the checkout:  python3 bench/growth.py [--history] [--ingest] [--most N]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -27,6 +39,7 @@ from engine import PLAYERS, Clock, mail  # bench/engine.py
 from referee.config import Config
 from referee.engine import Engine
 from referee.store import Store
+from referee.timeutil import iso
 
 ICE_PLAYERS = PLAYERS + ["dave@example.org"]
 
@@ -152,11 +165,131 @@ def by_ice_turn(folder: Path) -> None:
     print(f"  ({statistics.mean(len(g) for g in games):.0f} turns a game)")
 
 
+# -- issue 36: the cost of a tick, a start, an ingest, with history -----------
+
+GAME_COUNTS = (10, 100, 1_000, 10_000)
+SENT_COUNTS = (1_000, 10_000, 100_000)
+TEMPLATES = 10  # games made through the engine; the rest copy their rows
+_COPIED = ("seats", "phases", "moves")  # a game's rows beyond games' own: enough to tick and read it
+OLD = "2026-01-01T00:00:00Z"  # long before the bench clock: past keep_sent_mail
+
+
+def cpu_ms(work) -> tuple[float, float]:
+    """CPU and wall ms that ``work()`` took."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    work()
+    return (time.process_time() - cpu) * 1000, (time.perf_counter() - wall) * 1000
+
+
+def median_ms(samples: list[tuple[float, float]]) -> str:
+    cpu = statistics.median(c for c, _ in samples)
+    wall = statistics.median(w for _, w in samples)
+    return f"{cpu:7.2f} ({wall:7.2f})"
+
+
+def copy_games(engine: Engine, total: int) -> None:
+    """Make ``total`` games from the first TEMPLATES by copying their rows
+    (new ids; seat tokens made unique), in one transaction."""
+    conn = engine.store.db.conn
+    for table in ("games", *_COPIED):
+        columns = [c[1] for c in conn.execute(f"PRAGMA table_info([{table}])")]
+        for copy in range(1, total // TEMPLATES):
+            offset = copy * TEMPLATES
+            if table == "games":
+                chosen = [f"id + {offset}" if c == "id" else c for c in columns]
+                where = f"id <= {TEMPLATES}"
+            else:
+                chosen = [f"game_id + {offset}" if c == "game_id" else c for c in columns]
+                chosen = [f"token || '-{copy}'" if c == "token" else c for c in chosen]
+                where = f"game_id <= {TEMPLATES}"
+            conn.execute(
+                f"insert into [{table}] ({', '.join(columns)}) select {', '.join(chosen)} from [{table}] where {where}"
+            )
+    conn.commit()
+
+
+def add_sent_mail(engine: Engine, rows: int) -> None:
+    """``rows`` old mails in the outbox, sent long ago, each to one of 100
+    addresses (none of them a player's): a bulk insert."""
+    raw = b"From: referee@example.org\r\nSubject: old\r\n\r\n" + b"a line of an old mail\r\n" * 10
+    engine.store.db.conn.executemany(
+        "insert into outbox (message_id, game_id, recipients, subject, raw, created_at, state, attempts,"
+        " sent_at, answers, budget) values (?, 1, ?, 'old', ?, ?, 'sent', 1, ?, ?, 'player')",
+        [
+            (
+                f"<old-{n}@example.org>",
+                json.dumps([f"reader{n % 100}@example.org"]),
+                raw,
+                OLD,
+                OLD,
+                f"<in-{n}@example.net>",
+            )
+            for n in range(rows)
+        ],
+    )
+    engine.store.db.conn.commit()
+
+
+def history_figures(config: Config, clock: Clock, engine: Engine, template_ids: list[int]) -> str:
+    """One line of figures for the games.db at ``config.database``."""
+    warm_engine = fresh_engine(config, clock)
+    ticks = [cpu_ms(warm_engine.tick) for _ in range(5)]
+    starts = [cpu_ms(lambda: fresh_engine(config, clock)) for _ in range(5)]
+    cold = [
+        cpu_ms(lambda g=g: move(warm_engine, clock, g, lowest_bid, fresh_engine(config, clock)))
+        for g in template_ids[:5]
+    ]
+    warm = [cpu_ms(lambda g=g: move(warm_engine, clock, g, lowest_bid)) for g in template_ids[5:10]]
+    # (the cold figure holds the start: it is what a cron run pays for one mail)
+    looks = [cpu_ms(lambda: warm_engine.store.last_sent_to("reader7@example.org", 3)) for _ in range(5)]
+    looks += [cpu_ms(lambda: warm_engine.store.last_sent_to("nobody@example.org", 3)) for _ in range(5)]
+    passes = []
+    for hours in range(1, 6):  # each a tick's pass, an hour on (the first trimmed every old body)
+        cut = iso(clock.now - timedelta(days=90) + timedelta(hours=hours))
+        passes.append(cpu_ms(lambda cut=cut: warm_engine.store.forget_sent_bodies(cut)))
+    return "  ".join(median_ms(f) for f in (ticks, starts, cold, warm, looks, passes))
+
+
+HEADER = "tick idle     cold start    cold ingest   warm ingest   last_sent_to  forget pass"
+
+
+def by_history(folder: Path, most: int) -> None:
+    print(f"ms of CPU (wall), median; games.db's size in MiB\n{'':34}{HEADER}")
+    for total in [n for n in GAME_COUNTS if n <= most]:
+        config = Config(address="referee@example.org", database=folder / f"games-{total}.db")
+        clock = Clock()
+        engine = fresh_engine(config, clock)
+        ids = [engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3)) for _ in range(TEMPLATES)]
+        copy_games(engine, total)
+        add_sent_mail(engine, 1_000)
+        engine.tick()  # the first forget pass trims the old mail: then steady
+        line = history_figures(config, clock, engine, ids)
+        print(f"  {total:6} games, 1,000 sent mails, {engine.store.size() / 2**20:5.1f}: {line}")
+    for rows in SENT_COUNTS:
+        config = Config(address="referee@example.org", database=folder / f"outbox-{rows}.db")
+        clock = Clock()
+        engine = fresh_engine(config, clock)
+        ids = [engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=3)) for _ in range(TEMPLATES)]
+        copy_games(engine, 100)
+        add_sent_mail(engine, rows)
+        engine.tick()
+        line = history_figures(config, clock, engine, ids)
+        print(f"  100 games, {rows:7,} sent mails, {engine.store.size() / 2**20:5.1f}: {line}")
+
+
 def main() -> None:
-    print("ms to ingest one move (median):")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--history", action="store_true", help="issue 36's figures (the default)")
+    parser.add_argument("--ingest", action="store_true", help="issue 16's figures")
+    parser.add_argument("--most", type=int, default=10_000, help="the most games (default 10,000)")
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        for measure in (by_games_in_db, by_outbox_rows, by_pure_skill_round, by_ice_turn):
-            measure(Path(folder))
+        if args.history or not args.ingest:
+            by_history(Path(folder), args.most)
+        if args.ingest:
+            print("ms to ingest one move (median):")
+            for measure in (by_games_in_db, by_outbox_rows, by_pure_skill_round, by_ice_turn):
+                measure(Path(folder))
 
 
 if __name__ == "__main__":
