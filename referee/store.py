@@ -7,8 +7,9 @@ causes is written inside one ``transaction()``, together with the outbox rows
 it queues and the row that marks the message handled.
 
 A games.db says which schema it has (``PRAGMA user_version``); opening one
-checks it is intact and not from a newer referee, then brings an older one
-up to date, all in one transaction (``MIGRATIONS``).  When games.db or the
+checks it is not from a newer referee, then brings an older one up to date,
+after checking every page of it, all in one transaction (``MIGRATIONS``).
+No plain start checks every page (``Store.check``: `referee check`).  When games.db or the
 disk under it fails (full, locked, read-only, damaged) the error becomes a
 ``StorageFault`` here, in the store: one line naming the file and what to do.
 The code outside knows that one error and no other of SQLite's or the disk's;
