@@ -20,7 +20,7 @@ from typing import Any
 
 from referee import limits
 from referee.config import Config
-from referee.mail.compose import Composer
+from referee.mail.compose import Composer, encodable
 from referee.mail.origin import UNKNOWN
 from referee.mail.parse import is_address
 from referee.mail.tokens import phase_tag, tagged, token_address, unsubscribe_token, unwatch_token
@@ -579,7 +579,7 @@ class Post:
             state=MailState.RESTORED if self.sent_before and self.sent_before(message_id) else MailState.QUEUED,
             subject=subject,
             raw=raw,
-            text=body,  # what a reply quoting it is read against, without parsing raw again
+            text=encodable(body),  # as sent: what a reply quoting it is read against, without parsing raw again
             created_at=iso(now),
             answers=answers,
             budget=budget,

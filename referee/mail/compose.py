@@ -76,11 +76,11 @@ def header_safe(text: str) -> str:
     """Text from a player's mail made fit for a header of ours: one line, no
     control character, nothing that cannot be written as UTF-8, and short
     enough for a header line."""
-    text = " ".join(_UNSAFE.sub(" ", _encodable(text)).split())
+    text = " ".join(_UNSAFE.sub(" ", encodable(text)).split())
     return text if len(text) <= _MAX_SUBJECT else text[: _MAX_SUBJECT - 1] + "…"
 
 
-def _encodable(text: str) -> str:
+def encodable(text: str) -> str:
     """``text`` with any lone surrogate (what a bad charset decodes to) as U+FFFD."""
     return _SURROGATE.sub("\ufffd", text)
 
@@ -212,7 +212,7 @@ class Composer:
         Archived-At (RFC 5064).
         """
         # typeshed types _charset as str | None; MIMEText takes a Charset too (it passes it to set_payload)
-        mail = MIMEText(_encodable(body), "plain", _UTF8_QP)  # type: ignore[arg-type]
+        mail = MIMEText(encodable(body), "plain", _UTF8_QP)  # type: ignore[arg-type]
         mail["From"] = formataddr((self.config.name, self.config.address), charset="utf-8")
         mail["To"] = ", ".join(to)
         subject = header_safe(subject)
