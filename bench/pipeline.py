@@ -10,16 +10,20 @@ the same servers:
   own process, as a real mail server does, and delivers each mail into the
   player's Dovecot mailbox over LMTP (``--no-delivery``: it drops them, a
   server faster than any real one);
-- the referee: a backlog of bid mails across games of every kind (authenticated
-  replies, so each is a move), handled by one ``Runner.once()``: FETCH, parse,
+- the referee: a backlog of bid mails across games of every kind (``--kinds``)
+  (authenticated replies, so each is a move, written as mail clients write
+  them: the prompt quoted below the move, text and HTML parts), handled by one ``Runner.once()``: FETCH, parse,
   authenticate, apply, resolve, file on the server, send receipts and
   announcements, write the site.
 
-It prints moves/s, mails/s, SQL statements per message, the flushes of
+It prints moves/s, mails/s, SQL statements per message, CPU seconds per
+move of the referee's process (process_time around Runner.once(); the SMTP
+sink and Dovecot run in other processes) and of the raw clients (around
+their FETCH and their sending), the flushes of
 games.db the pass made (Store.sync: durable before visible) and the time
 they took, the share of the pass's mail the SMTP server took before the
-last message was read (sending keeps pace with reading: SentWhileReading)
-and the pass's CPU, and the ratio raw time / referee time, where raw time = N_in /
+last message was read (sending keeps pace with reading: SentWhileReading),
+and the ratio raw time / referee time, where raw time = N_in /
 fetch rate + N_out / send rate; each repetition's, and the median of three,
 with the load average.
 
@@ -32,13 +36,17 @@ process, idle with 1,000 running games: its CPU over 20 s and its RSS.
 Asserts nothing.
 
 Run from the top of the checkout (needs dovecot-imapd and dovecot-lmtpd):
-    python3 bench/pipeline.py [--games 500] [--bids 5000] [--runs 3] [--no-delivery] [--no-latency]
+    python3 bench/pipeline.py [--games 500] [--bids 5000] [--runs 3] [--no-delivery]
+        [--kinds pure-skill,bid] [--no-latency]
+The issue's case (1,500 Pure Skill bids):
+    python3 bench/pipeline.py --kinds pure-skill --games 500 --bids 1500 --no-latency
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -50,7 +58,11 @@ import sys
 import tempfile
 import time
 from dataclasses import replace
-from email.utils import make_msgid
+from datetime import UTC, datetime
+from email.message import EmailMessage
+from email.policy import SMTP
+from email.utils import format_datetime, make_msgid
+from html import escape
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "integration"))
@@ -61,21 +73,50 @@ from mailstack import Dovecot, MailStack  # the test suite's real servers
 
 from referee.config import Config, Server
 from referee.engine import Engine
+from referee.mail.parse import parse
 from referee.mail.tokens import token_address
 from referee.runner import Runner
-from referee.store import Store
+from referee.store import OutboxRow, Store
 
+PROFILE = os.environ.get("PIPELINE_PROFILE")  # a file for cProfile's stats of the referee's pass, if set
 KINDS = ("pure-skill", "bid", "ice", "priority", "bluff")
 REFEREE, PASSWORD = "referee@example.org", "secret"
 
 
 def reply(player: str, token: str, tag: str, text: str, message_id: str | None = None) -> bytes:
-    """A player's reply to the referee's mail, to their seat's reply address."""
+    """A player's bare one-line reply to the referee's mail, to their seat's reply address."""
     message_id = message_id or make_msgid(domain="bench.invalid")
     return (
         f"From: {player}\r\nTo: {token_address(REFEREE, token)}\r\nSubject: Re: [{tag} {token}] Your move\r\n"
         f"Message-ID: {message_id}\r\n\r\n{text}\r\n"
     ).encode()
+
+
+def client_reply(player: str, token: str, text: str, prompt: OutboxRow) -> bytes:
+    """A player's reply as mail clients write it: the move above the prompt
+    it answers, quoted ("> " lines below an attribution line), threaded to
+    it (In-Reply-To, References), in a text part and an HTML part
+    (multipart/alternative; the HTML one quotes in a <blockquote>)."""
+    quoted = parse(prompt["raw"], datetime.now(UTC)).text.splitlines()
+    sent = format_datetime(datetime.fromisoformat(prompt["created_at"]))
+    attribution = f"On {sent}, {REFEREE} wrote:"
+    mail = EmailMessage()
+    mail["From"] = player
+    mail["To"] = token_address(REFEREE, token)
+    mail["Subject"] = "Re: " + prompt["subject"]
+    mail["Date"] = format_datetime(datetime.now(UTC))
+    mail["Message-ID"] = make_msgid(domain="bench.invalid")
+    mail["In-Reply-To"] = prompt["message_id"]
+    mail["References"] = prompt["message_id"]
+    mail.set_content("\n".join([text, "", attribution, *(f"> {line}".rstrip() for line in quoted)]) + "\n")
+    quote_html = "<br>\n".join(escape(line) for line in quoted)
+    mail.add_alternative(
+        f'<html><body><div dir="ltr">{escape(text)}</div><br>\n<div class="gmail_quote">{escape(attribution)}<br>\n'
+        f'<blockquote class="gmail_quote" style="margin:0 0 0 .8ex;border-left:1px #ccc solid;padding-left:1ex">'
+        f"{quote_html}</blockquote></div></body></html>\n",
+        subtype="html",
+    )
+    return mail.as_bytes(policy=SMTP)
 
 
 def bench_config(dovecot: Dovecot, stack: MailStack, folder: Path) -> Config:
@@ -141,8 +182,9 @@ class SinkProcess:
         self.process.join()
 
 
-async def raw_fetch(dovecot: Dovecot, user: str, password: str, mails: list[bytes]) -> float:
-    """Messages per second of a batched FETCH of ``mails`` (delivered first, untimed)."""
+async def raw_fetch(dovecot: Dovecot, user: str, password: str, mails: list[bytes]) -> tuple[float, float]:
+    """Messages per second of a batched FETCH of ``mails`` (delivered first,
+    untimed), and the CPU seconds the client took for it."""
     count = len(mails)
     for mail in mails:
         dovecot.append(user, mail)
@@ -150,32 +192,34 @@ async def raw_fetch(dovecot: Dovecot, user: str, password: str, mails: list[byte
     await client.wait_hello_from_server()
     await client.login(user, password)
     await client.select("INBOX")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for first in range(1, count + 1, 200):
         await client.fetch(f"{first}:{min(first + 199, count)}", "(UID INTERNALDATE BODY.PEEK[])")
-    took = time.perf_counter() - start
+    took, cpu = time.perf_counter() - start, time.process_time() - cpu
     await client.logout()
-    return count / took
+    return count / took, cpu
 
 
-async def raw_send(port: int, mails: list[tuple[list[str], bytes]]) -> float:
+async def raw_send(port: int, mails: list[tuple[list[str], bytes]]) -> tuple[float, float]:
     """Mails per second that aiosmtplib sends to the sink over one connection:
-    ``mails``, (recipients, bytes) each."""
+    ``mails``, (recipients, bytes) each; and the CPU seconds it took."""
     client = aiosmtplib.SMTP(hostname="127.0.0.1", port=port)
     await client.connect()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for recipients, mail in mails:
         await client.sendmail(REFEREE, recipients, mail)
-    took = time.perf_counter() - start
+    took, cpu = time.perf_counter() - start, time.process_time() - cpu
     await client.quit()
-    return len(mails) / took
+    return len(mails) / took, cpu
 
 
 def backlog(engine: Engine, games: list[int], target: int, chooser: random.Random) -> list[bytes]:
     """Every human mover's move in every game and, in sealed phases, changes
     of mind (each counts: the last one stands) until ``target`` mails.  A
     game's changes of mind come before its last mover's bid, which completes
-    the phase: they all arrive while it is open."""
+    the phase: they all arrive while it is open.  Each replies to the last
+    mail sent to its seat in its game (the prompt), quoting it."""
+    prompts = {(m["game_id"], tuple(m["recipients"])): m for m in engine.store.outbox(None)}  # the last stands
     per_game: dict[int, list[tuple]] = {}
     for game_id in games:
         table = engine.table(game_id)
@@ -192,15 +236,18 @@ def backlog(engine: Engine, games: list[int], target: int, chooser: random.Rando
     for game_id in games:
         for table, seat, legal in sorted(extras[game_id], key=lambda e: e[1]) + per_game[game_id]:
             text = table.rules.move_text(chooser.choice(legal[:20]))
-            mails.append(reply(table.label(seat), table.seats[seat]["token"], table.tag(), text))
+            prompt = prompts[(game_id, (table.label(seat),))]
+            mails.append(client_reply(table.label(seat), table.seats[seat]["token"], text, prompt))
     return mails
 
 
-async def referee_run(dovecot: Dovecot, stack: MailStack, games: int, target: int, folder: Path, deliver: bool) -> dict:
+async def referee_run(
+    dovecot: Dovecot, stack: MailStack, games: int, target: int, folder: Path, deliver: bool, kinds: tuple[str, ...]
+) -> dict:
     config = bench_config(dovecot, stack, folder)
     engine = Engine(Store(config.database), config)
     runner = Runner.from_config(config, engine)
-    ids = [engine.new_game(KINDS[g % len(KINDS)], players(g, deliver)) for g in range(games)]
+    ids = [engine.new_game(kinds[g % len(kinds)], players(g, deliver)) for g in range(games)]
     await runner.sender.drain()  # the start mails and prompts: not part of the backlog
     runner.site.render()
     mails = backlog(engine, ids, target, random.Random(1))
@@ -210,10 +257,17 @@ async def referee_run(dovecot: Dovecot, stack: MailStack, games: int, target: in
     flushes = timed_flushes(engine.store)
     statements = []
     engine.store.db.conn.set_trace_callback(statements.append)
-    start = time.perf_counter()
+    profiler = cProfile.Profile() if PROFILE else None
+    start, cpu = time.perf_counter(), time.process_time()
     with SentWhileReading(engine) as overlap:
+        if profiler:
+            profiler.enable()
         report = await runner.once()
-    took = time.perf_counter() - start
+        if profiler:
+            profiler.disable()
+    took, cpu = time.perf_counter() - start, time.process_time() - cpu
+    if profiler:
+        profiler.dump_stats(PROFILE)
     engine.store.db.conn.set_trace_callback(None)
     await runner.close()
     moves = sum(m["code"] in ("move", "replaced", "superseded") for m in engine.store.messages())
@@ -223,11 +277,11 @@ async def referee_run(dovecot: Dovecot, stack: MailStack, games: int, target: in
         "moves": moves,
         "sent": report.mail.sent,
         "seconds": took,
+        "cpu": cpu,
         "statements": len(statements) / max(report.received, 1),
         "flushes": len(flushes),
         "flush_seconds": sum(flushes),
         "sent_while_reading": overlap.share(),
-        "pass_cpu": overlap.cpu,
         "read_seconds": overlap.last_read - overlap.start,
         "mails_in": mails,
         "mails_out": sent,
@@ -262,10 +316,9 @@ class SentWhileReading:
     so it counts whichever thread the sender sends from."""
 
     def __init__(self, engine: Engine):
-        self.engine, self.accepted, self.last_read, self.cpu, self.start = engine, [], 0.0, 0.0, 0.0
+        self.engine, self.accepted, self.last_read, self.start = engine, [], 0.0, 0.0
 
     def __enter__(self) -> SentWhileReading:
-        self.cpu = -time.process_time()  # (every thread's: a sender's own too)
         self.start = time.perf_counter()
         self._sendmail, self._ingest = aiosmtplib.SMTP.sendmail, self.engine.ingest
         sendmail, ingest, accepted = self._sendmail, self._ingest, self.accepted
@@ -286,7 +339,6 @@ class SentWhileReading:
         return self
 
     def __exit__(self, *exc) -> None:
-        self.cpu += time.process_time()
         aiosmtplib.SMTP.sendmail = self._sendmail
         self.engine.ingest = self._ingest
 
@@ -294,25 +346,34 @@ class SentWhileReading:
         return sum(at <= self.last_read for at in self.accepted) / max(len(self.accepted), 1)
 
 
-async def one_run(games: int, target: int, run: int, deliver: bool) -> dict:
+async def one_run(games: int, target: int, run: int, deliver: bool, kinds: tuple[str, ...]) -> dict:
     dovecot, stack = start_servers(games if deliver else 0, own_process=True)
     try:
         with tempfile.TemporaryDirectory() as folder:
-            result = await referee_run(dovecot, stack, games, target, Path(folder), deliver)
+            result = await referee_run(dovecot, stack, games, target, Path(folder), deliver, kinds)
         # The very messages the referee moved, moved raw: its backlog, and its mail out.
-        fetch_rate = await raw_fetch(dovecot, "raw@example.org", "raw", result.pop("mails_in"))
-        send_rate = await raw_send(stack.smtp_port, result.pop("mails_out"))
+        fetch_rate, fetch_cpu = await raw_fetch(dovecot, "raw@example.org", "raw", result.pop("mails_in"))
+        send_rate, send_cpu = await raw_send(stack.smtp_port, result.pop("mails_out"))
     finally:
         stack.stop()
         dovecot.close()
     raw_time = result["received"] / fetch_rate + result["sent"] / send_rate
-    result.update(fetch_rate=fetch_rate, send_rate=send_rate, raw_time=raw_time, ratio=raw_time / result["seconds"])
+    moves = max(result["moves"], 1)
+    result.update(
+        fetch_rate=fetch_rate,
+        send_rate=send_rate,
+        raw_time=raw_time,
+        ratio=raw_time / result["seconds"],
+        cpu_per_move=result["cpu"] / moves,
+        raw_cpu_per_move=(fetch_cpu + send_cpu) / moves,
+    )
     print(
         f"run {run}: {result['received']} mails in, {result['moves']} moves, {result['sent']} mails out in "
-        f"{result['seconds']:.1f} s; raw FETCH {fetch_rate:.0f} msg/s, SMTP {send_rate:.0f} msg/s; "
+        f"{result['seconds']:.1f} s ({result['cpu']:.2f} s of CPU: {result['cpu_per_move'] * 1000:.2f} ms a move, "
+        f"raw clients {result['raw_cpu_per_move'] * 1000:.2f} ms); raw FETCH {fetch_rate:.0f} msg/s, "
+        f"SMTP {send_rate:.0f} msg/s; statements a message {result['statements']:.1f}; "
         f"ratio {result['ratio']:.2f}; {result['sent_while_reading']:.0%} of the mail out sent while reading "
-        f"(the last read at {result['read_seconds']:.1f} s), "
-        f"CPU {result['pass_cpu']:.1f} s; games.db flushed {result['flushes']} times, "
+        f"(the last read at {result['read_seconds']:.1f} s); games.db flushed {result['flushes']} times, "
         f"{result['flush_seconds']:.2f} s; load average {os.getloadavg()[0]:.2f}",
         flush=True,
     )
@@ -453,9 +514,13 @@ def main() -> None:
         "--no-delivery", action="store_true", help="players the SMTP sink drops, not Dovecot users it delivers to"
     )
     parser.add_argument(
+        "--kinds", default=",".join(KINDS), help=f"the kinds of game, comma-separated (default {','.join(KINDS)})"
+    )
+    parser.add_argument(
         "--no-latency", action="store_true", help="skip the receipt latency in serve and the idle daemon"
     )
     args = parser.parse_args()
+    kinds = tuple(kind.strip() for kind in args.kinds.split(",") if kind.strip())
     deliver = not args.no_delivery
     print(
         "mail out is "
@@ -466,19 +531,24 @@ def main() -> None:
         ),
         flush=True,
     )
-    results = [asyncio.run(one_run(args.games, args.bids, run + 1, deliver)) for run in range(args.runs)]
+    results = [asyncio.run(one_run(args.games, args.bids, run + 1, deliver, kinds)) for run in range(args.runs)]
 
     def median(key: str) -> float:
         return statistics.median(r[key] for r in results)
 
     print(
-        f"median of {args.runs} ({args.games} games of {', '.join(KINDS)}; load average "
+        f"median of {args.runs} ({args.games} games of {', '.join(kinds)}; load average "
         f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}):"
     )
     print(
         f"  moves/s {median('moves') / median('seconds'):8.1f}   mails out/s {median('sent') / median('seconds'):8.1f}"
     )
     print(f"  SQL statements per message {median('statements'):8.1f}")
+    print(
+        f"  CPU per move: referee {median('cpu_per_move') * 1000:.2f} ms (its process: the SMTP sink and Dovecot "
+        f"run in others), raw clients {median('raw_cpu_per_move') * 1000:.2f} ms (FETCH and send); "
+        f"{median('cpu_per_move') / median('raw_cpu_per_move'):.1f}x"
+    )
     print(
         f"  games.db flushes {median('flushes'):.0f}, {median('flush_seconds'):.2f} s "
         f"({median('flush_seconds') / median('seconds') * 100:.1f}% of the referee's time)"

@@ -74,7 +74,7 @@ from referee.mail.commands import (
 )
 from referee.mail.dkim import dkim_passed
 from referee.mail.origin import origin
-from referee.mail.parse import Incoming, one_line, parse, thread_ids
+from referee.mail.parse import Incoming, one_line, parse
 from referee.mail.tokens import (
     keeper_token,
     signup_token,
@@ -224,6 +224,7 @@ class Desk:
         self._line = 0  # the number of the line being carried out
         self._rules_mailed: dict[str, int] = {}  # kind -> the line whose answer holds its rules
         self._quoted: list[str] = []  # the lines of the referee's mail the message answers (see _answered)
+        self._sent: dict[str, OutboxRow | None] = {}  # Message-ID -> the mail, as read (see _sent_by_id)
         self._rest_read = False  # a line took the lines below it as its own (SAY's text): they are not read
 
     def handle(self) -> Outcome:
@@ -461,7 +462,15 @@ class Desk:
     @cached_property
     def _answered_mail(self) -> OutboxRow | None:
         """The referee's mail the message's thread names, if still on record."""
-        return next(filter(None, map(self.store.sent_by_id, thread_ids(self.message.headers))), None)
+        return next(filter(None, map(self._sent_by_id, self.message.thread)), None)
+
+    def _sent_by_id(self, message_id: str) -> OutboxRow | None:
+        """store.sent_by_id, asked once a message: the mail its thread names
+        is looked up for what it answers and for a notice it may answer.
+        Nothing this message does changes a mail already queued."""
+        if message_id not in self._sent:
+            self._sent[message_id] = self.store.sent_by_id(message_id)
+        return self._sent[message_id]
 
     def _answered_subject(self) -> str:
         """The subject of the referee's mail the message answers, if known;
@@ -483,7 +492,7 @@ class Desk:
             return []
         sent = self._answered_mail
         recent = [sent] if sent else self.store.last_sent_to(message.sender, _RECENT_MAILS) if message.sender else []
-        return [line for mail in recent for line in parse(mail["raw"], message.received_at).text.splitlines()]
+        return [line for mail in recent for line in _text_of(mail, message.received_at).splitlines()]
 
     def _assents(self, sender: Sender, message: Incoming) -> bool:
         """Whether a mail with a sign-up token (and no seat's or offer's)
@@ -794,8 +803,8 @@ class Desk:
         """The notice of an unaccepted mail that this message replies to (its
         thread names it, and it is from the address the notice went to), if
         any.  A notice's Message-ID is a keyed digest only its reader has seen."""
-        for message_id in thread_ids(message.headers)[:_THREAD_IDS_READ]:
-            sent = self.store.sent_by_id(message_id)
+        for message_id in message.thread[:_THREAD_IDS_READ]:
+            sent = self._sent_by_id(message_id)
             if (
                 sent
                 and sent["budget"] == "notice"
@@ -2057,6 +2066,14 @@ _ON_OFF = {"on": True, "yes": True, "off": False, "no": False}  # NEW's settings
 _FILLER = ("of", "for", "game")  # "STATUS of game 7", "EXTEND game 7 2d"
 _SPACED_COLON = re.compile(r"\s*:\s*")
 _SPACED_EQUALS = re.compile(r"\s*=\s*")
+
+
+def _text_of(mail: OutboxRow, now: datetime) -> str:
+    """The text of a mail the referee sent, as it composed it (outbox.text,
+    kept since schema 7): parsing its bytes again cost as much as reading
+    the reply that quotes it.  A mail queued before schema 7 has none, and
+    is parsed."""
+    return mail["text"] if mail["text"] is not None else parse(mail["raw"], now).text
 
 
 def _starts(line: str) -> bool:

@@ -640,6 +640,8 @@ class Store:
         self.path = path
         self._rollbacks = 0
         self._nested = 0  # savepoints open inside the transaction
+        self._holding_lock = False  # inside transaction(): BEGIN IMMEDIATE taken, not yet ended
+        self._held_version: int | None = None  # data_version as read under that lock (see data_version)
         try:
             self._conn = sqlite3.connect(str(path))
             self._conn.execute("PRAGMA recursive_triggers = on")  # (as sqlite-utils' Database sets it)
@@ -761,7 +763,15 @@ class Store:
         connection (another process: a keeper's command) commits to
         games.db, never for this connection's own commits.  Cheap: in WAL
         mode a look at the WAL index in shared memory, no read of the file."""
-        return self._value("PRAGMA data_version")
+        if self._held_version is not None:
+            return self._held_version
+        version = self._value("PRAGMA data_version")
+        if self._holding_lock:
+            # Inside our BEGIN IMMEDIATE no other connection can commit (we
+            # hold the write lock), so the version cannot change until COMMIT:
+            # read once a transaction, not at every read of a game's record.
+            self._held_version = version
+        return version
 
     def _rows(
         self,
@@ -859,14 +869,21 @@ class Store:
                 # (inside: an interrupt as BEGIN returns must undo it too; a
                 # BEGIN that failed leaves nothing to roll back)
                 self._execute("BEGIN IMMEDIATE")
+                self._holding_lock = True
                 yield
+                self._end_of_lock()
                 self._execute("COMMIT")
             except BaseException:
+                self._end_of_lock()
                 self._rollback()
                 raise
         except BaseException:
             self._rollbacks += 1  # what was read inside may have been undone
             raise
+
+    def _end_of_lock(self) -> None:
+        """The write lock is about to go: data_version may change again."""
+        self._holding_lock, self._held_version = False, None
 
     def _savepoint(self) -> Iterator[None]:
         """A transaction inside the open one: undone alone if it fails."""

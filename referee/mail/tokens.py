@@ -32,7 +32,7 @@ import hashlib
 import hmac
 import re
 
-from referee.mail.parse import Incoming, thread_ids
+from referee.mail.parse import Incoming
 
 TOKEN_LENGTH = 16
 _TOKEN = rf"[a-z2-7]{{{TOKEN_LENGTH}}}"
@@ -136,7 +136,7 @@ def phase_answered(message: Incoming, own_domain: str, game_id: int) -> int | No
     mail it replies to (In-Reply-To, else the newest of References that is
     ours); None when the thread does not say."""
     tagged_id = re.compile(rf"\.g(\d+)p(\d+)@{re.escape(own_domain)}>", re.I)
-    for message_id in thread_ids(message.headers):
+    for message_id in message.thread:
         if (match := tagged_id.search(message_id)) and int(match[1]) == game_id:
             return int(match[2]) or None
     return None
