@@ -1740,6 +1740,11 @@ class Store:
         rows = list(self._rows("outbox", "message_id = ?", [message_id]))
         return _decode_mail(rows[0]) if rows else None
 
+    def has_mail(self, message_id: str) -> bool:
+        """Whether a mail with this Message-ID was queued: sent_by_id without
+        reading (and decoding) the mail, for a new mail's Message-ID."""
+        return self._value("select exists (select 1 from outbox where message_id = ?)", [message_id]) == 1
+
     def last_sent_to(self, address: str, count: int) -> list[OutboxRow]:
         """The newest ``count`` mails queued to ``address`` alone, newest first
         (by the index on outbox.recipients, whose entries for one address

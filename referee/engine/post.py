@@ -602,7 +602,7 @@ class Post:
         ).hexdigest()[:24]
         tag = f".{id_tag}" if id_tag else ""
         message_id, copy = f"<{digest}{tag}@{self.config.domain}>", 1
-        while self.store.sent_by_id(message_id) is not None:
+        while self.store.has_mail(message_id):
             copy += 1
             message_id = f"<{digest}-{copy}{tag}@{self.config.domain}>"
         return message_id

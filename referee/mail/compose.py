@@ -96,7 +96,7 @@ def as_bytes(mail: Message) -> bytes:
     lines = [
         f"{name}: {value}\r\n".encode()
         if _plain(name, value) or _utf8_address(name, value)
-        else _SMTP.fold_binary(name, value)
+        else _one_word(name, value) or _SMTP.fold_binary(name, value)
         for name, value in mail.raw_items()
     ]
     lines.append(b"\r\n")
@@ -111,6 +111,25 @@ def _utf8_address(name: str, value: Any) -> bool:
     """An internationalised address in To (RFC 6532): written in UTF-8 as it
     is, for a server with SMTPUTF8; an encoded word there is no address."""
     return name == "To" and isinstance(value, str) and not value.isascii() and value.isprintable()
+
+
+def _one_word(name: str, value: Any) -> bytes | None:
+    """What compat32 folds a value of one word to (printable ASCII with none
+    of the characters it breaks at: blanks, ";" and ","), or None for
+    another value: on the field's line if it fits in 78 characters, else
+    alone on the next, never broken (a List-Unsubscribe, whose token makes
+    it too long for one line; the library took a millisecond over it)."""
+    if not (isinstance(value, str) and value.isascii() and value.isprintable() and value):
+        return None
+    if _WORD_BREAKS.search(value):
+        return None
+    if len(name) + 2 + len(value) <= _LINE_LENGTH:
+        return f"{name}: {value}\r\n".encode()
+    return f"{name}: \r\n {value}\r\n".encode()
+
+
+_WORD_BREAKS = re.compile(r"[ ;,]")  # (printable ASCII has no other blank)
+_LINE_LENGTH = 78  # compat32's max_line_length
 
 
 def _plain(name: str, value: Any) -> bool:

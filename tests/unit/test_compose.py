@@ -32,6 +32,18 @@ def test_the_quick_serialiser_writes_exactly_what_the_email_library_would(body, 
     assert as_bytes(mail) == mail.as_bytes(policy=_SMTP)
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    name=st.sampled_from(["List-Unsubscribe", "Archived-At", "Subject", "X-A"]),
+    word=st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=300),
+)
+def test_a_value_of_one_word_is_written_as_the_email_library_would_fold_it(name, word):
+    """On its field's line if it fits, else alone on the next (a List-Unsubscribe token makes it long)."""
+    mail = MIMEText("body", "plain", _UTF8_QP)
+    mail[name] = word
+    assert as_bytes(mail) == mail.as_bytes(policy=_SMTP)
+
+
 def test_a_composed_mail_reads_back_as_written(engine):
     subject = "Re: [pure-skill-1] Round 3 of 13 — ünïcode and a rather long subject line " * 2
     message_id, raw = engine.post.composer.message(
