@@ -975,9 +975,16 @@ class Store:
         rows = list(self._rows("games", "id = ?", [game_id]))
         return _decode_game(rows[0]) if rows else None
 
-    def games(self, state: GameState | None = None) -> list[GameRow]:
-        where, args = ("state = ?", [state]) if state else (None, None)
-        return [_decode_game(r) for r in self._rows("games", where, args, order_by="id")]
+    def games(self, state: GameState | None = None, game_id: int | None = None) -> list[GameRow]:
+        """The games in ``state`` (all with None); with ``game_id``, that game
+        alone if it is in it (a look-up by key, not a read of every game:
+        what falls due in one game is asked after every message)."""
+        clauses: list[str] = ["state = ?"] if state else []
+        args: list[Any] = [state] if state else []
+        if game_id is not None:
+            clauses, args = [*clauses, "id = ?"], [*args, game_id]
+        where = " and ".join(clauses) or None
+        return [_decode_game(r) for r in self._rows("games", where, args or None, order_by="id")]
 
     def games_read_by_digest(self, lists_at_digest: bool, lists: bool, default: Notify) -> list[GameRow]:
         """The running games that may have a reader at DIGEST (Notices'

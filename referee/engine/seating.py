@@ -396,10 +396,9 @@ class Seating:
         """When each open game (or ``game_id`` alone) with its least players
         starts by itself: ``[club] signup_window`` after it reached them."""
         moments = []
-        for game in self.store.games(GameState.OPEN):
-            if game_id is None or game["id"] == game_id:
-                opened = self.window_opened(game)
-                moments += [] if opened is None else [opened + self.config.signup_window]
+        for game in self.store.games(GameState.OPEN, game_id):
+            opened = self.window_opened(game)
+            moments += [] if opened is None else [opened + self.config.signup_window]
         return moments
 
     def start_due(self) -> list[str]:

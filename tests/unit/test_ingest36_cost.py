@@ -129,3 +129,18 @@ def test_a_move_costs_few_statements_and_looks_for_other_writers_once(engine, pu
     assert sum(bool(re.match(r"PRAGMA data_version", s)) for s in held) <= 1, "\n".join(statements)
     # The mail the reply answers is looked up once, though several ask for it.
     assert sum(prompt["message_id"] in s for s in statements) == 1
+
+
+def test_what_falls_due_in_one_game_is_read_from_that_game_alone(engine):
+    """The runner asks after every message what falls due in its game: it
+    read every running game's row for it (a third of a pass of 500 games)."""
+    games = [engine.new_game("pure-skill", [f"p{g}{n}@example.org" for n in "abc"]) for g in range(6)]
+    statements: list[str] = []
+    engine.store.db.conn.set_trace_callback(statements.append)
+    try:
+        due = engine.next_due(games[2])
+    finally:
+        engine.store.db.conn.set_trace_callback(None)
+    assert due and set(due) <= set(engine.next_due())
+    reads_of_games = [s for s in statements if re.search(r"from \[games\]", s)]
+    assert reads_of_games and all(f"id = {games[2]}" in s for s in reads_of_games), "\n".join(reads_of_games)
