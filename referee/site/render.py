@@ -6,12 +6,18 @@ GitHub Pages) can serve.
                             mail, per kind and over all (referee.standings),
                             written again when a game ends
     feed.atom               every game's results, newest first
-    games/N/index.html      a game's page: players, the open phase, every
-                            round, the scores chart, the seed
+    games/N/index.html      a game's page: players, the open phase, its
+                            rounds (a long game's newest block of them),
+                            the scores chart, the seed
+    games/N/history-K.html  a long game's older phases, HISTORY_BLOCK a page
+                            (block K: phases 100(K-1)+1 to 100K): written
+                            when the block fills, and again when the game
+                            ends (the end reveals moves kept hidden till then)
     games/N/record.json     its record, for `referee verify` (a long game's:
                             its head, and record-K.json its parts)
-    games/N/feed.atom       its results as they come
-    games/N/deadlines.ics   its next deadline, for a calendar
+    games/N/feed.atom       its results as they come (the newest WINDOW)
+    games/N/deadlines.ics   its next deadline, for a calendar (and the
+                            newest WINDOW phases resolved)
     private/TOKEN.ics       a seat's own deadlines and reminders, at a name
                             only its player is told (tables.own_calendar):
                             no page links to it, and private/index.html
@@ -32,10 +38,12 @@ import hashlib
 import json
 import logging
 import os
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, TypedDict
+from typing import Any, NotRequired, Protocol, TypedDict
 
 import jinja2
 
@@ -56,7 +64,15 @@ log = logging.getLogger("referee.site")
 
 _STATE_FILE = ".render-state.json"
 _FEED_ENTRIES = 100  # the site's feed: every game's end, and the newest of the other entries
-_LAYOUT = "12"  # bump when the pages' layout changes: every page is then written again
+_LAYOUT = "13"  # bump when the pages' layout changes: every page is then written again
+# A long game grows by its new phase, never rewritten whole (issue 36): its
+# older phases are on history pages of HISTORY_BLOCK phases each, written
+# once when the block fills; its feed and calendars are a window of the
+# newest WINDOW entries and events (an Atom feed is a window; a calendar
+# app keeps the events it has already shown).  A game of HISTORY_BLOCK
+# phases or fewer has one page, and everything in its feed and calendars.
+HISTORY_BLOCK = 100
+WINDOW = 100
 
 
 class Records(Protocol):
@@ -81,6 +97,10 @@ class _Rendered(TypedDict):
     summary: dict[str, Any]  # what the index tells of it (Site._summary, who is awaited, who won)
     # a digest of its seats' own calendars' names (never the names: the state file is on the site too)
     calendars: str
+    # a long game's history pages: how many are written, and a digest of
+    # what else they show (Site._history_key): a new block writes its page
+    # alone, a new digest (the game's end) all of them
+    history: NotRequired[dict[str, Any]]
 
 
 @dataclass
@@ -91,9 +111,19 @@ class Report:
 
 
 class Site:
-    def __init__(self, records: Records, folder: Path, templates: Path | None = None, cache: Path | None = None):
+    def __init__(
+        self,
+        records: Records,
+        folder: Path,
+        templates: Path | None = None,
+        cache: Path | None = None,
+        block: int = HISTORY_BLOCK,
+        window: int = WINDOW,
+    ):
         self.records = records
         self.folder = Path(folder)
+        self.block = block  # phases per history page (HISTORY_BLOCK; smaller in tests)
+        self.window = window  # a game's feed entries, its calendars' past events (WINDOW; smaller in tests)
         self._folders: set[Path] = set()  # made already
         folders = [str(templates)] if templates else []
         folders += [str(folder) for folder in template_folders()]  # the referee's, then each game's own
@@ -153,15 +183,15 @@ class Site:
             assert row is not None  # (a game is never deleted)
             summary = self._summary(row, paused.get(id_), watched.get(id_, 0))
             own = _digest(sorted(self._calendars(id_)))
-            entries, facts = (
-                self._render_game(id_, now, report, summary["watchers"]) if row["state"] != GameState.OPEN else ([], {})
-            )
+            before = known.get(str(id_))
             state[str(id_)] = {
                 "fingerprint": fingerprints[str(id_)],
-                "entries": entries,
-                "summary": {**summary, **facts},
+                "entries": [],
+                "summary": summary,
                 "calendars": own,
             }
+            if row["state"] != GameState.OPEN:
+                self._render_game(id_, now, report, before, state[str(id_)])
             calendars_changed = calendars_changed or own != _calendars_of(known.get(str(id_)))
             report.games_rendered += 1
             ended = ended or row["state"] == GameState.FINISHED
@@ -186,24 +216,34 @@ class Site:
     # -- one game ------------------------------------------------------------
 
     def _render_game(
-        self, game_id: int, now: datetime, report: Report, watchers: int
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        """Write a game's files; returns its feed entries, and what the index
-        tells of it (who is awaited, who won: both change only with the game).
-        ``watchers``: how many follow it by mail (WATCH), which its page shows."""
+        self, game_id: int, now: datetime, report: Report, before: _Rendered | None, rendered: _Rendered
+    ) -> None:
+        """Write a game's files, and keep in ``rendered`` its feed entries for
+        the site's feed, what the index tells of it (who is awaited, who won:
+        both change only with the game) and its history pages (``before``:
+        what the last render kept of it, None for a first or forced render)."""
         table = self.records.tables.table(game_id)
         context = {
             **page_context(table),
             "now": iso(now),
             "referee": self.records.config.address,
-            "watchers": watchers,
+            "watchers": rendered["summary"]["watchers"],
         }
         kind = table.row["kind"]
-        context["entries"] = self._entries(context, kind)
+        rounds = context["rounds"]
+        pages = (len(rounds) - 1) // self.block if len(rounds) > self.block else 0  # full blocks not on the page
+        shown = pages * self.block  # the game's page shows the phases after these
+        context["entries"] = self._entries(context, kind, self._linker(game_id, shown), whole=before is None)
         base = game_folder(game_id)
-        self._write(f"{base}/index.html", self.env.get_template("site/game.html.j2").render(**context), report)
+        history = [
+            {"page": _history_page(k), "first": (k - 1) * self.block + 1, "last": k * self.block}
+            for k in range(1, pages + 1)
+        ]
+        page = {**context, "rounds": rounds[shown:], "history": history}
+        self._write(f"{base}/index.html", self.env.get_template("site/game.html.j2").render(**page), report)
+        rendered["history"] = self._render_history(context, history, before, report)
         self._write_record(game_id, context["record"], report)
-        own = [entry for entry in context["entries"] if entry["feeds"] != "site"]
+        own = [entry for entry in context["entries"] if entry["feeds"] != "site"][: self.window]
         self._write(
             f"{base}/feed.atom",
             self.env.get_template("site/feed.atom.j2").render(
@@ -216,21 +256,75 @@ class Site:
             ),
             report,
         )
+        open_number = len(rounds) + 1  # (the open phase's, if one)
         self._write(
             f"{base}/deadlines.ics",
             _fold_ics(
                 self.env.get_template("site/deadlines.ics.j2").render(
-                    **context, uid=f"{game_id}.{self.records.config.domain}"
+                    **{**context, "rounds": rounds[-self.window :]},
+                    open_number=open_number,
+                    uid=f"{game_id}.{self.records.config.domain}",
                 )
             ),
             report,
         )
         self._render_calendars(table, context, report)
-        facts = {
+        rendered["summary"] = {
+            **rendered["summary"],
             "waiting": context["phase"]["waiting"] if context["phase"] else [],
             "winner": context["record"]["winner"],
         }
-        return [entry for entry in context["entries"] if entry["feeds"] != "game"], facts
+        entries = [entry for entry in context["entries"] if entry["feeds"] != "game"]
+        if before is not None:  # the older entries this render did not make are kept as the last one did
+            made = {entry["id"] for entry in entries}
+            entries += [self._relinked(entry, game_id, shown) for entry in before["entries"] if entry["id"] not in made]
+        rendered["entries"] = entries
+
+    def _render_history(
+        self, context: dict[str, Any], history: list[dict[str, Any]], before: _Rendered | None, report: Report
+    ) -> dict[str, Any]:
+        """A long game's history pages (``history``): those not written yet,
+        or all of them when what they show besides their phases changed
+        (Site._history_key: the game's end reveals moves hidden till then).
+        A resolved phase never changes while the game runs, so a page once
+        written stays as it is: a new phase writes no history page, a full
+        block one.  Returns what the state keeps of them."""
+        key = self._history_key(context)
+        kept = before.get("history", {}) if before is not None else {}
+        written = kept.get("pages", 0) if kept.get("key") == key else 0
+        base = game_folder(context["game"]["id"])
+        template = self.env.get_template("site/history.html.j2")
+        for k, block in enumerate(history[written:], written + 1):
+            rounds = context["rounds"][block["first"] - 1 : block["last"]]
+            text = template.render(**{**context, "rounds": rounds}, block=block, history=history, number=k)
+            self._write(f"{base}/{block['page']}", text, report)
+        return {"key": key, "pages": len(history)}
+
+    def _history_key(self, context: dict[str, Any]) -> str:
+        """What a history page shows besides its phases, which stay as they
+        were resolved: the layout, the game's names and state (its end
+        reveals every move), and the referee's address (in the footer)."""
+        game = context["game"]
+        facts = [_LAYOUT, game["state"], game["title"], game["name"] or "", self.records.config.address]
+        return _digest([*facts, *context["names"], *(str(p["bot_from_phase"]) for p in context["players"])])
+
+    def _linker(self, game_id: int, shown: int) -> Callable[[int], str]:
+        """The address of phase N's row, from the site's root: on the game's
+        page (its phases after ``shown``), or on its history page."""
+        base = game_folder(game_id)
+
+        def link(number: int) -> str:
+            if number > shown:
+                return f"{base}/#phase-{number}"
+            return f"{base}/{_history_page((number - 1) // self.block + 1)}#phase-{number}"
+
+        return link
+
+    def _relinked(self, entry: dict[str, Any], game_id: int, shown: int) -> dict[str, Any]:
+        """An entry kept from an earlier render, linked where its phase is now
+        (a full block moves from the game's page to a history page)."""
+        match = re.search(r"#phase-(\d+)$", entry["link"])
+        return {**entry, "link": self._linker(game_id, shown)(int(match[1]))} if match else entry
 
     def _render_calendars(self, table: Table, context: dict[str, Any], report: Report) -> None:
         """Each seat's own calendar (tables.own_calendar): the phases in which
@@ -251,7 +345,7 @@ class Site:
             text = template.render(
                 **context,
                 seat=seat,
-                closed=[p for p in table.phases if p["resolved_at"] and seat in p["movers"]],
+                closed=[p for p in table.phases if p["resolved_at"] and seat in p["movers"]][-self.window :],
                 moves_now=open_ is not None and seat in open_["movers"],
                 open_number=open_ and open_["number"],
                 remind=remind and iso(remind),
@@ -295,12 +389,17 @@ class Site:
         if not (folder / "index.html").exists():
             self._write(f"{PRIVATE}/index.html", index, report)
 
-    def _entries(self, context: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    def _entries(
+        self, context: dict[str, Any], kind: str, link: Callable[[int], str], whole: bool
+    ) -> list[dict[str, Any]]:
         """Atom entries of a game, newest first, each with a line of content
         (the scores, the players), and the ``feeds`` it is in: the game's
         feed has its start, each phase and its end; the site's feed has its
         start, each round or auction (one entry for an Ice Ice Baby
-        auction's many turns), and its end."""
+        auction's many turns), and its end.  Of every phase if ``whole``;
+        else of the newest WINDOW phases (from the start of their round or
+        auction): the feeds show no more, and the render state keeps the
+        site feed's older ones.  ``link``: a phase's address (Site._linker)."""
         game, names = context["game"], context["names"]
         players = ", ".join(
             p["name"] + (" (a random bot)" if p["bot_from_phase"] == 0 else "")  # as at the start
@@ -317,17 +416,20 @@ class Site:
             }
         ]
         # One line per round, in one render: a template per line costs more than the line.
+        rounds = context["rounds"]
+        first = 0 if whole else _window_start(rounds, self.window)
+        scores = _scores_before(rounds, first, len(names))
+        rounds = rounds[first:]
         titles = (
             self.env.get_template(f"site/{kind}/summary.txt.j2")
-            .render(rounds=context["rounds"], names=names, game=game)
+            .render(rounds=rounds, names=names, game=game)
             .split("\n")
         )
         titles = [title.strip() for title in titles if title.strip()]
-        rounds = context["rounds"]
         groups = [_group(entry["label"]) for entry in rounds]
         # The group after each round's: the next round's, after the last the open phase's, if one.
         after: list[str | None] = [*groups[1:], _group(context["phase"]["label"]) if context["phase"] else None]
-        scores, group = [0] * len(names), []
+        group: list[str] = []
         for i, (entry, title) in enumerate(zip(rounds, titles, strict=True)):
             scores = next((e["scores"] for e in reversed(entry["events"]) if "scores" in e), scores)
             standing = ", ".join(f"{names[seat]} {score}" for seat, score in enumerate(scores))
@@ -335,7 +437,7 @@ class Site:
                 "id": f"{self._urn()}:game:{game['id']}:phase:{entry['number']}",
                 "updated": entry["resolved_at"],
                 "title": f"Game {game['id']}, {title}",
-                "link": f"games/{game['id']}/#phase-{entry['number']}",
+                "link": link(entry["number"]),
                 "content": f"{title}. Scores: {standing}.",
                 "feeds": "game",
             }
@@ -519,6 +621,28 @@ def _group(label: str) -> str:
     turn 3" and "Auction 8 scoring, offer 1" are "Auction 8"."""
     match = UNIT.match(label)  # the chart's points are these groups too
     return f"{match[1]} {match[2]}" if match else label
+
+
+def _history_page(number: int) -> str:
+    return f"history-{number}.html"
+
+
+def _window_start(rounds: list[dict[str, Any]], size: int) -> int:
+    """Where the newest ``size`` of ``rounds`` start, moved back to the start
+    of their first round or auction (its headline counts all its phases)."""
+    first = max(0, len(rounds) - size)
+    while 0 < first < len(rounds) and _group(rounds[first - 1]["label"]) == _group(rounds[first]["label"]):
+        first -= 1
+    return first
+
+
+def _scores_before(rounds: list[dict[str, Any]], first: int, seats: int) -> list[Any]:
+    """The scores announced last before ``rounds[first]`` (none: all 0)."""
+    for entry in reversed(rounds[:first]):
+        for event in reversed(entry["events"]):
+            if "scores" in event:
+                return list(event["scores"])
+    return [0] * seats
 
 
 def _newest(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
