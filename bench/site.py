@@ -9,9 +9,11 @@
    standings, a STANDINGS mail, the site's size.
 3. A long game: an 8-player Auction (priority) whose players never answer,
    played to its end by the deadlines: the CPU and the bytes a render writes
-   after one move at move 10, at the last move before the end, and at the
+   after one move at move 10, at the move that fills a block of phases (its
+   history page is written), at the last move before the end, and at the
    end (which reveals every move: written once).  Flat is the goal (issue
-   36: a long game's site grows by the new phase).
+   36: a long game's site grows by the new phase): the last move's CPU and
+   bytes against move 10's are printed.
 
 Prints its figures (CPU by time.process_time, wall by time.perf_counter);
 asserts nothing.
@@ -30,7 +32,7 @@ from pathlib import Path
 
 from referee.config import Config
 from referee.engine import Engine
-from referee.site.render import Report, Site
+from referee.site.render import HISTORY_BLOCK, Report, Site
 from referee.standings import standings
 from referee.store import Store
 
@@ -130,15 +132,32 @@ def pure_skill_changes(games: int, cache: Path) -> None:
 
 def long_game() -> None:
     """An 8-player Auction played to its end by its deadlines: what a render
-    after one move costs at move 10, at the last move and at the end."""
-    turns = _play_long(None)
+    after one move costs at move 10, when a block of phases fills (a history
+    page written), at the last move and at the end; and the last move's
+    against move 10's (flat: the same order of magnitude)."""
+    turns, _ = _play_long(None)
     print(f"a long game: 8-player Auction (priority) of {turns} turns; a render after one move:")
-    _play_long({10: "move 10", turns - 1: "the last move", turns: "the end (every move revealed)"})
+    filled = (turns - 1) // HISTORY_BLOCK * HISTORY_BLOCK + 1  # the move that fills the last block
+    _, figures = _play_long(
+        {
+            10: "move 10",
+            filled: f"move {filled} (a block fills)",
+            turns - 1: "the last move",
+            turns: "the end (every move revealed)",
+        }
+    )
+    (cpu_10, bytes_10), (cpu_last, bytes_last) = figures[10], figures[turns - 1]
+    print(
+        f"  the last move against move 10: {cpu_last / cpu_10:.1f}x the CPU, {bytes_last / bytes_10:.1f}x the bytes "
+        "(before issue 36's split: 134 ms and 1,396 KiB against 6 ms and 32 KiB)"
+    )
 
 
-def _play_long(measure: dict[int, str] | None) -> int:
+def _play_long(measure: dict[int, str] | None) -> tuple[int, dict[int, tuple[float, int]]]:
     """Play the long game; at each move in ``measure`` (turns resolved),
-    render the site before it and after it, and print the second; the game's turns."""
+    render the site before it and after it, and print the second; the game's
+    turns, and each measured render's CPU (s) and bytes written."""
+    figures: dict[int, tuple[float, int]] = {}
     with tempfile.TemporaryDirectory() as folder:
         clock = Clock()
         engine = engine_on(Path(folder) / "games.db", clock)
@@ -159,7 +178,8 @@ def _play_long(measure: dict[int, str] | None) -> int:
                 print(
                     f"  {measure[resolved]:30} {cpu * 1000:6.0f} ms CPU / {wall * 1000:6.0f} ms, {_written(site, report)}"
                 )
-        return resolved
+                figures[resolved] = (cpu, sum((site.folder / name).stat().st_size for name in report.written))
+        return resolved, figures
 
 
 def _written(site: Site, report: Report) -> str:

@@ -24,16 +24,18 @@ def public_names(table: Table) -> list[str]:
     return table.names
 
 
-def game_record(table: Table) -> dict[str, Any]:
+def game_record(table: Table, since: int = 1) -> dict[str, Any]:
     """The JSON record of a game that ``referee verify`` replays: its seats,
     the seed's commitment, each resolved phase with the moves that counted
     (how each was made and when the server received it; what each was, once
     the rules revealed it) and the events the rules announced; after the
-    end, the seed, the winner and every move."""
+    end, the seed, the winner and every move.  Its phases from number
+    ``since`` only (a long game's site writes only its newest: the rest of
+    the record is on the site already)."""
     finished = table.row["state"] == GameState.FINISHED
     record = table.record_head()
     phases = []
-    for step in table.replay.steps:
+    for step in table.replay.steps[since - 1 :]:
         entry = table.record_phase(step.number)
         if not finished:
             shown = table.rules.revealed(step.before, step.moves, step.events)
@@ -50,11 +52,12 @@ def game_record(table: Table) -> dict[str, Any]:
     }
 
 
-def page_context(table: Table) -> dict[str, Any]:
+def page_context(table: Table, since: int = 1) -> dict[str, Any]:
     """What a game's page shows: the record, the scores round by round (or
     auction by auction: only of those that ended), and the open phase (who
-    has moved, never what)."""
-    record = game_record(table)
+    has moved, never what).  The record's phases, and the ``rounds``, from
+    number ``since`` only (game_record); the chart has every phase."""
+    record = game_record(table, since)
     names = public_names(table)
     view = table.rules.view(table.state, None)
     running = table.row["state"] == GameState.RUNNING
@@ -70,9 +73,7 @@ def page_context(table: Table) -> dict[str, Any]:
             "waiting": [names[s] for s in waiting],
             "paused": table.paused and {"at": table.paused["at"], "until": table.paused["detail"].get("until")},
         }
-    labels = {entry["number"]: entry["label"] for entry in record["phases"]}
-    if table.open_phase is not None:
-        labels[table.open_phase["number"]] = table.open_phase["label"]
+    labels = {row["number"]: row["label"] for row in table.phases}  # (the resolved phases', and the open one's)
     standing = table.rules.standing(table.state, view)
     players = [
         {
@@ -90,11 +91,17 @@ def page_context(table: Table) -> dict[str, Any]:
         "names": names,
         "phase": current,
         "rounds": [{**entry, "how": {m["seat"]: m["source"] for m in entry["moves"]}} for entry in record["phases"]],
-        "chart": score_chart(names, record["phases"], phase["label"] if phase is not None else None),
+        "chart": score_chart(names, _scored(table), phase["label"] if phase is not None else None),
         "view": view,
         "acts": _acts(record["interventions"], labels, names),
         "cancelled": next((act for act in record["interventions"] if act["act"] == "cancel"), None),
     }
+
+
+def _scored(table: Table) -> list[dict[str, Any]]:
+    """Every resolved phase's label and events: what the chart plots (the
+    events are public: the record has them whole while the game runs)."""
+    return [{"label": row["label"], "events": step.events} for row, step in zip(table.phases, table.replay.steps)]
 
 
 def _acts(interventions: list[dict[str, Any]], labels: dict[int, str], names: list[str]) -> list[dict[str, Any]]:

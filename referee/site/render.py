@@ -17,7 +17,7 @@ GitHub Pages) can serve.
                             its head, and record-K.json its parts)
     games/N/feed.atom       its results as they come (the newest WINDOW)
     games/N/deadlines.ics   its next deadline, for a calendar (and the
-                            newest WINDOW phases resolved)
+                            newest CALENDAR_PAST phases resolved)
     private/TOKEN.ics       a seat's own deadlines and reminders, at a name
                             only its player is told (tables.own_calendar):
                             no page links to it, and private/index.html
@@ -47,6 +47,7 @@ from typing import Any, NotRequired, Protocol, TypedDict
 
 import jinja2
 
+import referee.record
 from referee.config import Config
 from referee.record import RECORD_FORMAT, part_name, split_record
 from referee.resources import game_folder, game_record, rule_texts, rules_page, template_folders
@@ -67,12 +68,13 @@ _FEED_ENTRIES = 100  # the site's feed: every game's end, and the newest of the 
 _LAYOUT = "13"  # bump when the pages' layout changes: every page is then written again
 # A long game grows by its new phase, never rewritten whole (issue 36): its
 # older phases are on history pages of HISTORY_BLOCK phases each, written
-# once when the block fills; its feed and calendars are a window of the
-# newest WINDOW entries and events (an Atom feed is a window; a calendar
-# app keeps the events it has already shown).  A game of HISTORY_BLOCK
-# phases or fewer has one page, and everything in its feed and calendars.
+# once when the block fills; its feed holds its newest WINDOW entries (an
+# Atom feed is a window, as the site's is) and its calendars the open phase
+# and the newest CALENDAR_PAST resolved (a deadline long past matters little
+# in a calendar).  A game of HISTORY_BLOCK phases or fewer has one page.
 HISTORY_BLOCK = 100
-WINDOW = 100
+WINDOW = 100  # as the site's feed (_FEED_ENTRIES)
+CALENDAR_PAST = 50  # (each seat's own calendar is written at each move: 8 of them in an 8-player game)
 
 
 class Records(Protocol):
@@ -119,11 +121,13 @@ class Site:
         cache: Path | None = None,
         block: int = HISTORY_BLOCK,
         window: int = WINDOW,
+        past: int = CALENDAR_PAST,
     ):
         self.records = records
         self.folder = Path(folder)
         self.block = block  # phases per history page (HISTORY_BLOCK; smaller in tests)
-        self.window = window  # a game's feed entries, its calendars' past events (WINDOW; smaller in tests)
+        self.window = window  # a game's feed entries (WINDOW; smaller in tests)
+        self.past = past  # its calendars' past events (CALENDAR_PAST; likewise)
         self._folders: set[Path] = set()  # made already
         folders = [str(templates)] if templates else []
         folders += [str(folder) for folder in template_folders()]  # the referee's, then each game's own
@@ -220,29 +224,58 @@ class Site:
     ) -> None:
         """Write a game's files, and keep in ``rendered`` its feed entries for
         the site's feed, what the index tells of it (who is awaited, who won:
-        both change only with the game) and its history pages (``before``:
-        what the last render kept of it, None for a first or forced render)."""
+        both change only with the game), its history pages and its record's
+        parts (``before``: what the last render kept of it, None for a first
+        or forced render).  Only the phases the files written show are made
+        into rounds and record entries (Site._needed): a long game's older
+        ones are on the site already, as they stay."""
         table = self.records.tables.table(game_id)
+        resolved = len(table.replay.steps)
+        pages = (resolved - 1) // self.block if resolved > self.block else 0  # full blocks not on the page
+        shown = pages * self.block  # the game's page shows the phases after these
+        key = self._history_key(table)
+        kept = before.get("history", {}) if before is not None and before.get("history", {}).get("key") == key else {}
+        history_written = kept.get("pages", 0)  # history pages as they should be on the site
+        parts_written = kept.get("parts", 0)  # the record's full parts, likewise
+        entries_from = 1 if before is None else _window_start(table.phases[:resolved], self.window) + 1
+        part = referee.record.PART_PHASES  # (read here, not imported: a test makes parts small)
+        # the first phase of the first part to write: the last part, or the first not written yet
+        parts_from = 1 if resolved <= part else min(parts_written, (resolved - 1) // part) * part + 1
+        since = min(
+            shown + 1,  # the game's page
+            history_written * self.block + 1,  # the history pages not written yet
+            entries_from,  # the feeds
+            resolved - self.past + 1,  # the calendar
+            parts_from,  # the record's parts not written yet
+        )
+        since = max(1, since)
         context = {
-            **page_context(table),
+            **page_context(table, since),
             "now": iso(now),
             "referee": self.records.config.address,
             "watchers": rendered["summary"]["watchers"],
         }
         kind = table.row["kind"]
-        rounds = context["rounds"]
-        pages = (len(rounds) - 1) // self.block if len(rounds) > self.block else 0  # full blocks not on the page
-        shown = pages * self.block  # the game's page shows the phases after these
-        context["entries"] = self._entries(context, kind, self._linker(game_id, shown), whole=before is None)
+        rounds = context["rounds"]  # of the phases from ``since``
+
+        def phases(first: int, last: int = resolved) -> list[dict[str, Any]]:
+            return rounds[first - since : last - since + 1]
+
+        scores = _scores_before(table, entries_from, len(context["names"]))
+        context["entries"] = self._entries(context, kind, phases(entries_from), scores, self._linker(game_id, shown))
         base = game_folder(game_id)
-        history = [
-            {"page": _history_page(k), "first": (k - 1) * self.block + 1, "last": k * self.block}
-            for k in range(1, pages + 1)
-        ]
-        page = {**context, "rounds": rounds[shown:], "history": history}
+        history = [self._block(table, k) for k in range(1, pages + 1)]
+        page = {**context, "rounds": phases(shown + 1), "history": history}
         self._write(f"{base}/index.html", self.env.get_template("site/game.html.j2").render(**page), report)
-        rendered["history"] = self._render_history(context, history, before, report)
-        self._write_record(game_id, context["record"], report)
+        template = self.env.get_template("site/history.html.j2")
+        for k, block in enumerate(history[history_written:], history_written + 1):
+            text = template.render(
+                **{**context, "rounds": phases(block["first"], block["last"])}, block=block, history=history, number=k
+            )
+            self._write(f"{base}/{block['page']}", text, report)
+        self._write_record(game_id, context["record"], since, parts_from, report)
+        full_parts = resolved // part if resolved > part else 0  # (no parts: the record is whole)
+        rendered["history"] = {"key": key, "pages": pages, "parts": full_parts}
         own = [entry for entry in context["entries"] if entry["feeds"] != "site"][: self.window]
         self._write(
             f"{base}/feed.atom",
@@ -256,13 +289,12 @@ class Site:
             ),
             report,
         )
-        open_number = len(rounds) + 1  # (the open phase's, if one)
         self._write(
             f"{base}/deadlines.ics",
             _fold_ics(
                 self.env.get_template("site/deadlines.ics.j2").render(
-                    **{**context, "rounds": rounds[-self.window :]},
-                    open_number=open_number,
+                    **{**context, "rounds": phases(resolved - self.past + 1)},
+                    open_number=resolved + 1,  # (the open phase's, if one)
                     uid=f"{game_id}.{self.records.config.domain}",
                 )
             ),
@@ -280,33 +312,31 @@ class Site:
             entries += [self._relinked(entry, game_id, shown) for entry in before["entries"] if entry["id"] not in made]
         rendered["entries"] = entries
 
-    def _render_history(
-        self, context: dict[str, Any], history: list[dict[str, Any]], before: _Rendered | None, report: Report
-    ) -> dict[str, Any]:
-        """A long game's history pages (``history``): those not written yet,
-        or all of them when what they show besides their phases changed
-        (Site._history_key: the game's end reveals moves hidden till then).
-        A resolved phase never changes while the game runs, so a page once
-        written stays as it is: a new phase writes no history page, a full
-        block one.  Returns what the state keeps of them."""
-        key = self._history_key(context)
-        kept = before.get("history", {}) if before is not None else {}
-        written = kept.get("pages", 0) if kept.get("key") == key else 0
-        base = game_folder(context["game"]["id"])
-        template = self.env.get_template("site/history.html.j2")
-        for k, block in enumerate(history[written:], written + 1):
-            rounds = context["rounds"][block["first"] - 1 : block["last"]]
-            text = template.render(**{**context, "rounds": rounds}, block=block, history=history, number=k)
-            self._write(f"{base}/{block['page']}", text, report)
-        return {"key": key, "pages": len(history)}
+    def _block(self, table: Table, number: int) -> dict[str, Any]:
+        """History page ``number``: its name, its phases, and the rounds or
+        auctions they are of, which a reader knows them by ("Round 1 to
+        Round 2")."""
+        first, last = (number - 1) * self.block + 1, number * self.block
+        groups = dict.fromkeys(_group(table.phases[n - 1]["label"]) for n in (first, last))
+        return {"page": _history_page(number), "first": first, "last": last, "groups": " to ".join(groups)}
 
-    def _history_key(self, context: dict[str, Any]) -> str:
-        """What a history page shows besides its phases, which stay as they
-        were resolved: the layout, the game's names and state (its end
-        reveals every move), and the referee's address (in the footer)."""
-        game = context["game"]
-        facts = [_LAYOUT, game["state"], game["title"], game["name"] or "", self.records.config.address]
-        return _digest([*facts, *context["names"], *(str(p["bot_from_phase"]) for p in context["players"])])
+    def _history_key(self, table: Table) -> str:
+        """What a long game's history pages and record parts show besides
+        their phases, which stay as they were resolved: the layout and the
+        record's format, the game's state (its end reveals every move), its
+        names and players, and the referee's address (in the footer).  While
+        it is unchanged, a page or a part once written stays as it is."""
+        row = table.row
+        facts = [
+            _LAYOUT,
+            RECORD_FORMAT,
+            row["state"],
+            table.rules.title,
+            row["name"] or "",
+            self.records.config.address,
+        ]
+        players = json.dumps(table.record_head()["players"], sort_keys=True)
+        return _digest([*facts, *table.names, players])
 
     def _linker(self, game_id: int, shown: int) -> Callable[[int], str]:
         """The address of phase N's row, from the site's root: on the game's
@@ -345,7 +375,7 @@ class Site:
             text = template.render(
                 **context,
                 seat=seat,
-                closed=[p for p in table.phases if p["resolved_at"] and seat in p["movers"]][-self.window :],
+                closed=[p for p in table.phases if p["resolved_at"] and seat in p["movers"]][-self.past :],
                 moves_now=open_ is not None and seat in open_["movers"],
                 open_number=open_ and open_["number"],
                 remind=remind and iso(remind),
@@ -353,24 +383,20 @@ class Site:
             )
             self._write(path, _fold_ics(text), report)
 
-    def _write_record(self, game_id: int, record: dict[str, Any], report: Report) -> None:
-        """A game's record.json; a long game's in parts (record.split_record),
-        where a part already published as it is now is not written again:
-        a new phase writes the head and the last part, never the older phases."""
-        head, parts = split_record(record)
+    def _write_record(self, game_id: int, record: dict[str, Any], since: int, parts_from: int, report: Report) -> None:
+        """A game's record.json; a long game's in parts (record.split_record):
+        the head, and the parts from the one that holds phase ``parts_from``
+        (the others are on the site as they are: a resolved phase does not
+        change while the game runs).  ``record`` has the phases from number
+        ``since`` (at most ``parts_from``) only."""
+        placeholders: list[Any] = [None] * (since - 1)  # (the phases before: in parts not written here)
+        head, parts = split_record({**record, "phases": placeholders + record["phases"]})
+        assert since == 1 or parts, "a whole record is made of every phase"
         for number, part in enumerate(parts, 1):
-            name = f"{game_folder(game_id)}/{part_name(number)}"
-            text = json.dumps(part, sort_keys=True, ensure_ascii=False)
-            if number == len(parts) or not self._holds(name, text):
-                self._write(name, text, report)
+            if number > (parts_from - 1) // referee.record.PART_PHASES:
+                text = json.dumps(part, sort_keys=True, ensure_ascii=False)
+                self._write(f"{game_folder(game_id)}/{part_name(number)}", text, report)
         self._write(game_record(game_id), json.dumps(head, sort_keys=True, ensure_ascii=False), report)
-
-    def _holds(self, name: str, text: str) -> bool:
-        """Whether the site's file ``name`` is ``text`` already."""
-        try:
-            return (self.folder / name).read_text(encoding="utf-8") == text
-        except (OSError, ValueError):
-            return False
 
     def _calendars(self, game_id: int) -> list[str]:
         """The names of a game's seats' own calendars (tables.own_calendar)."""
@@ -390,16 +416,22 @@ class Site:
             self._write(f"{PRIVATE}/index.html", index, report)
 
     def _entries(
-        self, context: dict[str, Any], kind: str, link: Callable[[int], str], whole: bool
+        self,
+        context: dict[str, Any],
+        kind: str,
+        rounds: list[dict[str, Any]],
+        scores: list[Any],
+        link: Callable[[int], str],
     ) -> list[dict[str, Any]]:
         """Atom entries of a game, newest first, each with a line of content
         (the scores, the players), and the ``feeds`` it is in: the game's
         feed has its start, each phase and its end; the site's feed has its
         start, each round or auction (one entry for an Ice Ice Baby
-        auction's many turns), and its end.  Of every phase if ``whole``;
-        else of the newest WINDOW phases (from the start of their round or
-        auction): the feeds show no more, and the render state keeps the
-        site feed's older ones.  ``link``: a phase's address (Site._linker)."""
+        auction's many turns), and its end.  Of ``rounds`` only (every phase,
+        or the newest of a long game from the start of their round or
+        auction: the feeds show no more, and the render state keeps the site
+        feed's older ones); ``scores``, those announced before them;
+        ``link``, a phase's address (Site._linker)."""
         game, names = context["game"], context["names"]
         players = ", ".join(
             p["name"] + (" (a random bot)" if p["bot_from_phase"] == 0 else "")  # as at the start
@@ -416,10 +448,6 @@ class Site:
             }
         ]
         # One line per round, in one render: a template per line costs more than the line.
-        rounds = context["rounds"]
-        first = 0 if whole else _window_start(rounds, self.window)
-        scores = _scores_before(rounds, first, len(names))
-        rounds = rounds[first:]
         titles = (
             self.env.get_template(f"site/{kind}/summary.txt.j2")
             .render(rounds=rounds, names=names, game=game)
@@ -491,8 +519,8 @@ class Site:
         and the line says so instead; ``watchers``, how many follow it.
         Nothing in it depends on the clock: the reader's browser tells the
         time left before the deadline."""
-        phases = self.records.store.phases(row["id"]) if row["state"] == GameState.RUNNING else []
-        phase = phases[-1] if phases else None
+        # (the game's table: read already, or to be read for its pages; the store would read every phase)
+        phase = self.records.tables.table(row["id"]).open_phase if row["state"] == GameState.RUNNING else None
         return {
             "id": row["id"],
             "kind": row["kind"],
@@ -627,19 +655,20 @@ def _history_page(number: int) -> str:
     return f"history-{number}.html"
 
 
-def _window_start(rounds: list[dict[str, Any]], size: int) -> int:
-    """Where the newest ``size`` of ``rounds`` start, moved back to the start
-    of their first round or auction (its headline counts all its phases)."""
-    first = max(0, len(rounds) - size)
-    while 0 < first < len(rounds) and _group(rounds[first - 1]["label"]) == _group(rounds[first]["label"]):
+def _window_start(phases: list[Any], size: int) -> int:
+    """Where the newest ``size`` of ``phases`` (rows with a label) start, as
+    an index, moved back to the start of their first round or auction (its
+    headline counts all its phases)."""
+    first = max(0, len(phases) - size)
+    while 0 < first < len(phases) and _group(phases[first - 1]["label"]) == _group(phases[first]["label"]):
         first -= 1
     return first
 
 
-def _scores_before(rounds: list[dict[str, Any]], first: int, seats: int) -> list[Any]:
-    """The scores announced last before ``rounds[first]`` (none: all 0)."""
-    for entry in reversed(rounds[:first]):
-        for event in reversed(entry["events"]):
+def _scores_before(table: Table, number: int, seats: int) -> list[Any]:
+    """The scores announced last before phase ``number`` (none: all 0)."""
+    for step in reversed(table.replay.steps[: number - 1]):
+        for event in reversed(step.events):
             if "scores" in event:
                 return list(event["scores"])
     return [0] * seats

@@ -63,7 +63,7 @@ def game_files(engine: Engine, game: int) -> set[str]:
 
 def test_a_long_games_older_phases_are_on_history_pages_and_a_new_phase_writes_only_the_newest(engine, clock, tmp_path):
     game = start(engine)
-    site = Site(engine, tmp_path / "site", block=BLOCK, window=WINDOW)
+    site = Site(engine, tmp_path / "site", block=BLOCK, window=WINDOW, past=WINDOW)
     site.render()
     for _ in range(9):  # 9 phases: history-1 (1-4), history-2 (5-8), the game's page 9
         next_phase(engine, clock)
@@ -74,7 +74,8 @@ def test_a_long_games_older_phases_are_on_history_pages_and_a_new_phase_writes_o
     assert rows(site.folder, f"games/{game}/index.html") == [9]
     assert "games/1/history-2.html" in report.written and "games/1/history-1.html" not in report.written
     page = (site.folder / f"games/{game}/index.html").read_text(encoding="utf-8")
-    assert 'href="history-1.html">phases 1 to 4<' in page and 'href="history-2.html">phases 5 to 8<' in page
+    assert re.search(r'href="history-1.html">Round 1 to Round 4</a> <span[^>]*>phases 1 to 4<', page)
+    assert re.search(r'href="history-2.html">Round 5 to Round 8</a> <span[^>]*>phases 5 to 8<', page)
     next_phase(engine, clock)  # phase 10: the game's page and the feeds, no history page
     report = site.render()
     assert set(report.written) == game_files(engine, game) | {"index.html", "feed.atom"}
@@ -83,7 +84,7 @@ def test_a_long_games_older_phases_are_on_history_pages_and_a_new_phase_writes_o
 
 def test_a_long_games_feed_and_calendars_hold_a_window_of_the_newest(engine, clock, tmp_path):
     game = start(engine)
-    site = Site(engine, tmp_path / "site", block=BLOCK, window=WINDOW)
+    site = Site(engine, tmp_path / "site", block=BLOCK, window=WINDOW, past=WINDOW)
     for _ in range(10):
         next_phase(engine, clock)
         site.render()
@@ -122,7 +123,7 @@ def test_every_link_to_a_phase_leads_to_the_page_that_has_it(engine, clock, tmp_
     # the links between the pages
     history = (site.folder / f"games/{game}/history-2.html").read_text(encoding="utf-8")
     assert 'href="history-1.html"' in history and 'href="./"' in history
-    assert re.search(r"<strong>phases 5 to 8</strong>", history)
+    assert re.search(r"<strong>Round 5 to Round 8</strong>", history)
 
 
 def test_a_history_page_shows_what_the_games_page_showed_and_no_more_until_the_end(engine, clock, tmp_path):
@@ -131,7 +132,7 @@ def test_a_history_page_shows_what_the_games_page_showed_and_no_more_until_the_e
     phases while they were the newest, the seed is not there, and the end
     writes every history page again."""
     game = start(engine, "priority", players=3)
-    site = Site(engine, tmp_path / "site", block=BLOCK, window=WINDOW)
+    site = Site(engine, tmp_path / "site", block=BLOCK, window=WINDOW, past=WINDOW)
     shown: dict[int, str] = {}
     for _ in range(3 * BLOCK):
         next_phase(engine, clock)
