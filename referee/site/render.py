@@ -99,9 +99,9 @@ class _Rendered(TypedDict):
     summary: dict[str, Any]  # what the index tells of it (Site._summary, who is awaited, who won)
     # a digest of its seats' own calendars' names (never the names: the state file is on the site too)
     calendars: str
-    # a long game's history pages: how many are written, and a digest of
-    # what else they show (Site._history_key): a new block writes its page
-    # alone, a new digest (the game's end) all of them
+    # a long game's history pages and record parts: how many are written
+    # (the full ones), and a digest of what else they show (Site._history_key):
+    # a new block writes its page alone, a new digest (the game's end) all
     history: NotRequired[dict[str, Any]]
 
 
@@ -227,14 +227,16 @@ class Site:
         both change only with the game), its history pages and its record's
         parts (``before``: what the last render kept of it, None for a first
         or forced render).  Only the phases the files written show are made
-        into rounds and record entries (Site._needed): a long game's older
-        ones are on the site already, as they stay."""
+        into rounds and record entries (``since``): a long game's older ones
+        are on the site already, as they stay."""
         table = self.records.tables.table(game_id)
         resolved = len(table.replay.steps)
         pages = (resolved - 1) // self.block if resolved > self.block else 0  # full blocks not on the page
         shown = pages * self.block  # the game's page shows the phases after these
         key = self._history_key(table)
-        kept = before.get("history", {}) if before is not None and before.get("history", {}).get("key") == key else {}
+        kept = before.get("history", {}) if before is not None else {}
+        if kept.get("key") != key:  # what they show besides their phases changed: all are written again
+            kept = {}
         history_written = kept.get("pages", 0)  # history pages as they should be on the site
         parts_written = kept.get("parts", 0)  # the record's full parts, likewise
         entries_from = 1 if before is None else _window_start(table.phases[:resolved], self.window) + 1
@@ -275,7 +277,8 @@ class Site:
             self._write(f"{base}/{block['page']}", text, report)
         self._write_record(game_id, context["record"], since, parts_from, report)
         full_parts = resolved // part if resolved > part else 0  # (no parts: the record is whole)
-        rendered["history"] = {"key": key, "pages": pages, "parts": full_parts}
+        if pages or full_parts:  # (only a long game's: the state file is written whole, and kept small)
+            rendered["history"] = {"key": key, "pages": pages, "parts": full_parts}
         own = [entry for entry in context["entries"] if entry["feeds"] != "site"][: self.window]
         self._write(
             f"{base}/feed.atom",

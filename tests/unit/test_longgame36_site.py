@@ -17,11 +17,12 @@ import icalendar
 import pytest
 from test_site import atom, resolve_links
 
+import referee.record
 from referee.config import Config
 from referee.engine import Engine
 from referee.site.render import Site
 from referee.store import Store
-from referee.tables import own_calendar
+from referee.tables import Table, own_calendar
 
 ATOM = "{http://www.w3.org/2005/Atom}"
 BLOCK = 4
@@ -104,7 +105,7 @@ def test_every_link_to_a_phase_leads_to_the_page_that_has_it(engine, clock, tmp_
     reader's feed reader does, names a page with that phase's row; and an
     entry kept from before its block filled is linked to its history page."""
     game = start(engine)
-    site = Site(engine, tmp_path / "site", block=BLOCK, window=20)
+    site = Site(engine, tmp_path / "site", block=BLOCK, window=WINDOW, past=WINDOW)
     for _ in range(11):
         next_phase(engine, clock)
         site.render()
@@ -118,6 +119,9 @@ def test_every_link_to_a_phase_leads_to_the_page_that_has_it(engine, clock, tmp_
                 assert int(number) in rows(
                     site.folder, page.removesuffix("/") + ("/index.html" if page.endswith("/") else "")
                 ), target
+    # the site feed still has every round (kept from the renders that made them), each linked where it is now
+    titles = [e.findtext(f"{ATOM}title") for e in atom(site.folder, "feed.atom").findall(f"{ATOM}entry")]
+    assert len([title for title in titles if "Round" in title]) == 11
     links = [target for _, target in resolve_links(site.folder, "feed.atom")]
     assert f"games/{game}/history-1.html" in links and f"games/{game}/history-2.html" in links
     # the links between the pages
@@ -165,3 +169,29 @@ def test_a_game_of_a_block_or_less_has_one_page(engine, clock, tmp_path):
     assert rows(site.folder, f"games/{game}/index.html") == list(range(1, 14))
     assert not list((site.folder / f"games/{game}").glob("history-*"))
     assert "history-" not in (site.folder / f"games/{game}/index.html").read_text(encoding="utf-8")
+
+
+def test_a_render_makes_only_the_phases_it_writes(engine, clock, tmp_path, monkeypatch):
+    """The record's entries made by a render after a new phase of a running
+    game are those of the files it writes (the game's page's block, the
+    feed's and calendars' windows, the record's last part): bounded, however
+    long the game."""
+    monkeypatch.setattr(referee.record, "PART_PHASES", BLOCK)
+    made: list[int] = []
+    record_phase = Table.record_phase
+
+    def counted(table: Table, number: int) -> dict:
+        made.append(number)
+        return record_phase(table, number)
+
+    monkeypatch.setattr(Table, "record_phase", counted)
+    game = start(engine)
+    site = Site(engine, tmp_path / "site", block=BLOCK, window=WINDOW, past=WINDOW)
+    site.render()
+    for number in range(1, 11):
+        next_phase(engine, clock)
+        made.clear()
+        site.render()
+        assert len(made) <= BLOCK + WINDOW, (number, made)
+    assert resolved(engine, game) == 10 and engine.table(game).row["state"] == "running"
+    # (the end makes them all once: it reveals every move)
