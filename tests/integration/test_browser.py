@@ -384,7 +384,8 @@ def test_every_kinds_pages_fit_a_phone_and_a_laptop(engine, clock, seeds, tmp_pa
     """A finished and a running game of each kind, at 360 and 1,280 px: the
     page never scrolls sideways and every cell of every table (players,
     board, rounds, final scoring) is on the screen, whole; a screenshot of
-    each page goes to test-output/."""
+    each page goes to test-output/.  Likewise the history pages of the
+    games long enough for them (issue 36: older phases, a block a page)."""
     games = every_kind(engine, clock, seeds)
     site = tmp_path / "site"
     Site(engine, site).render()
@@ -403,5 +404,15 @@ def test_every_kinds_pages_fit_a_phone_and_a_laptop(engine, clock, seeds, tmp_pa
                 problems.append(f"{page}: the page is {seen['page']} px wide, it scrolls sideways")
             problems += [f"{page}: {found}" for found in seen["found"]]
             shots.append(screenshot(browser, f"{kind}-{state}-{width}"))
+            for history in sorted((site / f"games/{game}").glob("history-*.html")):  # a long game's older phases
+                browser.get(f"{base}games/{game}/{history.name}")
+                seen = browser.execute_script(MEASURE)
+                page = f"{kind}, {state}, {history.name}, at {width} px"
+                assert seen["tables"] >= 1, page
+                if seen["page"] > width:
+                    problems.append(f"{page}: the page is {seen['page']} px wide, it scrolls sideways")
+                problems += [f"{page}: {found}" for found in seen["found"]]
+                shots.append(screenshot(browser, f"{kind}-{state}-{history.stem}-{width}"))
+    assert any("history-" in shot.name for shot in shots), "no game here is long enough for a history page"
     assert problems == [], "\n".join(problems)
     print(f"screenshots: {len(shots)} in {OUTPUT}")
