@@ -172,8 +172,11 @@ def test_the_running_record_log_and_status_show_no_die_before_it_is_shown(played
 
 
 def test_the_site_shows_every_auction_and_the_record_verifies(played: Played):
-    page = (played.site / f"games/{played.game}/index.html").read_text()
-    assert page.count("(dice: ") == 9 * 6  # every auction of every round, with its dice
+    folder = played.site / f"games/{played.game}"
+    # the game's page and, its older phases, its history pages (issue 36: a block of phases a page)
+    pages = [folder / "index.html", *sorted(folder.glob("history-*.html"))]
+    shown = sum(page.read_text().count("(dice: ") for page in pages)
+    assert shown == 9 * 6  # every auction of every round, with its dice
     record = json.loads((played.site / f"games/{played.game}/record.json").read_text())
     verdict = verify(record)
     assert verdict.ok, verdict.message
