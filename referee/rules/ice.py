@@ -12,12 +12,14 @@ A pyramid is ``(colour, size)`` with size 3 (large), 2 (medium) or 1
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple
 
 from referee.rules import reading
 from referee.rules.api import Game, MoveError, OptionError, Phase, Result
@@ -708,34 +710,58 @@ def standings(state: IceState) -> list[dict[str, Any]]:
     """Each seat's points if the game ended now (the final scoring), with
     their parts: trees, single pyramids, colour bonuses, and the collected
     pyramids' value for the tie-break."""
-    collected = [_collected(state, seat) for seat in range(state.seats)]
-    counts = [Counter(colour for colour, _ in pyramids) for pyramids in collected]
-    bonuses: list[dict[str, int]] = [{} for _ in collected]
+    tallies = [_tally(state.active[seat], state.scored[seat]) for seat in range(state.seats)]
+    bonuses: list[dict[str, int]] = [{} for _ in tallies]
     for colour in COLOURS:
         if colour == state.scoring_colour:
             continue  # "The scoring colour is never used to determine bonuses"
-        held = [count[colour] for count in counts]
+        held = [tally.colours.get(colour, 0) for tally in tallies]
         top = max(held)
         for seat, n in enumerate(held):
             if top and n == top:  # I14: none of a colour earns nothing
                 bonuses[seat][colour] = BONUS if held.count(top) == 1 else SHARED_BONUS
-    return [_points(state, seat, bonuses[seat], collected[seat]) for seat in range(state.seats)]
+    return [_points(tally, bonuses[seat]) for seat, tally in enumerate(tallies)]
 
 
-def _points(state: IceState, seat: int, bonuses: dict[str, int], collected: Pile) -> dict[str, Any]:
-    scored_uniform = sum(1 for tree in state.scored[seat] if uniform(tree))
-    made_uniform, made_mixed = best_trees(state.active[seat])
-    uniform_trees = scored_uniform + made_uniform
-    mixed_trees = len(state.scored[seat]) - scored_uniform + made_mixed
-    single = len(state.active[seat]) - 3 * (made_uniform + made_mixed)
-    total = TREE_POINTS[True] * uniform_trees + TREE_POINTS[False] * mixed_trees + single + sum(bonuses.values())
+class _Tally(NamedTuple):
+    """What a seat's pyramids are worth before the colour bonuses (which
+    compare the seats): its trees, its single pyramids, its colours' counts
+    and the value of all it collected."""
+
+    uniform: int
+    mixed: int
+    single: int
+    colours: Mapping[str, int]  # (read only: shared by every caller of _tally)
+    collected: tuple[int, int, int]
+
+
+# A replay asks for every seat's standings after every move, and a move
+# changes one seat's pyramids at most: the others' tallies are looked up.
+# _tally is a pure function of its arguments (piles are tuples, never
+# changed), so a kept answer is always the answer: the cache cannot go stale.
+@functools.lru_cache(maxsize=4096)
+def _tally(active: Pile, scored: tuple[Pile, ...]) -> _Tally:
+    scored_uniform = sum(1 for tree in scored if uniform(tree))
+    made_uniform, made_mixed = best_trees(active)
+    collected = active + tuple(p for tree in scored for p in tree)
+    return _Tally(
+        uniform=scored_uniform + made_uniform,
+        mixed=len(scored) - scored_uniform + made_mixed,
+        single=len(active) - 3 * (made_uniform + made_mixed),
+        colours=MappingProxyType(Counter(colour for colour, _ in collected)),
+        collected=value(collected),
+    )
+
+
+def _points(tally: _Tally, bonuses: dict[str, int]) -> dict[str, Any]:
+    total = TREE_POINTS[True] * tally.uniform + TREE_POINTS[False] * tally.mixed + tally.single + sum(bonuses.values())
     return {
-        "uniform": uniform_trees,
-        "mixed": mixed_trees,
-        "single": single,
+        "uniform": tally.uniform,
+        "mixed": tally.mixed,
+        "single": tally.single,
         "bonuses": bonuses,
         "total": total,
-        "collected": list(value(collected)),
+        "collected": list(tally.collected),
     }
 
 
