@@ -12,10 +12,10 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from referee.rules.api import Game, MoveError, OptionError, Phase, Result
+from referee.rules.api import Game, MoveError, OptionError, Phase, Result, replace
 from referee.rules.rng import Rng
 
 TILES = (0, 1, 2, 3, 4, 5)  # null is 0, ace is 1 (B1: suits do not matter, values do)

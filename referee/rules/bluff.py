@@ -20,13 +20,13 @@ import itertools
 import operator
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
 from referee.rules import reading
-from referee.rules.api import Game, MoveError, OptionError, Phase, Result
+from referee.rules.api import Game, MoveError, OptionError, Phase, Result, replace
 from referee.rules.rng import Rng
 
 COLOURS = ("black", "red", "yellow", "blue", "green")  # F1: the artifacts' cultures

@@ -17,12 +17,12 @@ import itertools
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
 from referee.rules import reading
-from referee.rules.api import Game, MoveError, OptionError, Phase, Result
+from referee.rules.api import Game, MoveError, OptionError, Phase, Result, replace
 from referee.rules.rng import Rng
 
 COLOURS = ("red", "yellow", "green", "blue")  # I1: the four stashes

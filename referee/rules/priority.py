@@ -18,11 +18,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from referee.rules import reading
-from referee.rules.api import Game, MoveError, OptionError, Phase, Result
+from referee.rules.api import Game, MoveError, OptionError, Phase, Result, replace
 from referee.rules.rng import Rng
 
 # P1: the colours in play are the first n of these, one per seat.

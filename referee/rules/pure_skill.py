@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from referee.rules import reading
-from referee.rules.api import Game, MoveError, OptionError, Phase, Press, Result
+from referee.rules.api import Game, MoveError, OptionError, Phase, Press, Result, replace
 from referee.rules.rng import Rng
 
 ROUNDS = 13

@@ -4,10 +4,13 @@ games: a cache must be a pure function of its arguments."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import random
 from collections import Counter
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from test_ice import choosers as _choosers
 from test_ice import game_options as _game_options
@@ -15,6 +18,7 @@ from test_ice import random_game as _random_game
 from test_ice import seat_counts as _seat_counts
 from test_ice import seeds as _seeds
 
+from referee.rules.api import replace
 from referee.rules.ice import BONUS, COLOURS, SHARED_BONUS, TREE_POINTS, IceState, best_trees, pile, standings, uniform
 
 choosers, game_options, random_game, seat_counts, seeds = _choosers, _game_options, _random_game, _seat_counts, _seeds
@@ -73,3 +77,51 @@ def test_ice_standings_answers_are_fresh_dicts_a_caller_may_change():
     first[0]["bonuses"]["red"] = 99
     first[0]["collected"].append(1)
     assert standings(states[-1]) == standings_uncached(states[-1])
+
+
+@settings(max_examples=10, deadline=None)
+@given(seeds, seat_counts, game_options, choosers)
+def test_rules_replace_makes_what_dataclasses_replace_makes(seed, seats, options, chooser):
+    states, _, _ = random_game(seed, seats, options, chooser)
+    pick = random.Random(len(states))  # which fields change (the chooser's draws would be too many for hypothesis)
+    for before, after in itertools.pairwise(states):
+        changes = {f.name: getattr(after, f.name) for f in dataclasses.fields(after) if pick.random() < 0.3}
+        made = replace(before, **changes)
+        assert made == dataclasses.replace(before, **changes)
+        assert type(made) is type(before) and hash(made) == hash(dataclasses.replace(before, **changes))
+        assert made.__dict__ == dataclasses.replace(before, **changes).__dict__
+    assert replace(states[0]) == states[0] and replace(states[0]) is not states[0]
+
+
+def test_rules_replace_refuses_a_name_that_is_not_a_field_and_leaves_the_state_as_it_was():
+    state = random_game(b"render2", 2, {"short": True, "scoring_colour": "red"}, random.Random(2))[0][0]
+    kept = dataclasses.replace(state)
+    with pytest.raises(TypeError):
+        replace(state, colour="blue")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        replace(state, turns=3).turns = 4  # type: ignore[misc]
+    assert state == kept
+
+
+@dataclasses.dataclass(frozen=True)
+class Checked:
+    low: int
+    high: int
+
+    def __post_init__(self) -> None:
+        if self.low > self.high:
+            raise ValueError("low above high")
+
+
+@dataclasses.dataclass(frozen=True)
+class Derived:
+    a: int
+    b: int = dataclasses.field(init=False, default=0)
+
+
+def test_rules_replace_goes_through_init_where_copying_the_fields_would_skip_work():
+    with pytest.raises(ValueError):
+        replace(Checked(1, 2), low=3)  # __post_init__ ran
+    with pytest.raises(ValueError):
+        replace(Derived(1), b=2)  # as dataclasses.replace: a field its __init__ does not take
+    assert replace(Derived(1), a=5) == Derived(5)
