@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar, cast
 
 from referee.rules import reading
 from referee.rules.rng import Rng
@@ -83,7 +83,7 @@ def _copied_fields(kind: type) -> frozenset[str] | None:
         plain = (
             not hasattr(kind, "__post_init__")
             and "__slots__" not in kind.__dict__
-            and len(fields) == len(kind.__dataclass_fields__)  # (no InitVar nor ClassVar pseudo-fields)
+            and len(fields) == len(cast(Any, kind).__dataclass_fields__)  # (no InitVar nor ClassVar pseudo-fields)
             and all(field.init for field in fields)
         )
         _COPIED[kind] = frozenset(field.name for field in fields) if plain else None

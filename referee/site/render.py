@@ -131,7 +131,7 @@ class Site:
         self._folders: set[Path] = set()  # made already
         folders = [str(templates)] if templates else []
         folders += [str(folder) for folder in template_folders()]  # the referee's, then each game's own
-        self.env = jinja2.Environment(
+        self.env = _Environment(
             loader=jinja2.FileSystemLoader(folders),
             # Pages, feeds and charts escape what they show as HTML and XML;
             # plain text (a feed entry's title, escaped once where it is
@@ -633,6 +633,27 @@ class Site:
             raise
         if report is not None:
             report.written.append(name)
+
+
+class _Environment(jinja2.Environment):
+    """Jinja's environment, reading ``a.b`` of a dict as ``a["b"]`` first.
+
+    Jinja tries the attribute first, then the item: for a dict that is an
+    AttributeError raised and caught on almost every ``a.b`` of a page (a
+    tenth of a full render).  A dict has no attribute of a name that is not
+    in ``dir(dict)``, so for those names the item is what Jinja would find
+    anyway; ``a.items`` and the like still go Jinja's way."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return super().getattr(obj, attribute)
+
+
+_DICT_ATTRIBUTES = frozenset(dir(dict))
 
 
 def _calendars_of(rendered: _Rendered | None) -> str | None:
