@@ -465,7 +465,7 @@ class BluffAuction(Game[BluffState, Move]):
             "points": list(state.points),
             "capacity": [state.capacity(s) for s in range(state.seats)],
             "spaces": spaces(state.seats),
-            "scores": [standing(state, s)["total"] for s in range(state.seats)],
+            "scores": [total(state, s) for s in range(state.seats)],
             "stacks": [len(s) for s in state.stacks],
         }
         if seat is None:
@@ -505,7 +505,7 @@ class BluffAuction(Game[BluffState, Move]):
     def result(self, state: BluffState) -> Result | None:
         if state.stage != Stage.OVER:
             return None
-        totals = [standing(state, s)["total"] for s in range(state.seats)]
+        totals = [total(state, s) for s in range(state.seats)]
         people = [s for s in range(state.seats) if s not in state.bots]  # F17: a bot never wins
         if not people:
             return Result(scores=tuple(totals), winner=None)
@@ -655,7 +655,7 @@ def _play_on(state: BluffState, events: list[dict[str, Any]], rng: Rng) -> tuple
         else:
             break
     if events:
-        events[-1]["scores"] = [standing(state, s)["total"] for s in range(state.seats)]
+        events[-1]["scores"] = [total(state, s) for s in range(state.seats)]
     return state, events
 
 
@@ -1079,17 +1079,33 @@ def standing(state: BluffState, seat: int) -> dict[str, Any]:
     split, the stars of its Art (one each: F19), and 4 Points."""
     museum = state.museum[seat]
     museum_points, groups = best_partition(museum, state.rulings)
-    stars = sum(1 for t in museum if isinstance(t, tuple) and t[2] == "art")
-    four = 4 if "four" in state.held[seat] else 0
-    total = state.points[seat] + museum_points + set_points(stars) + four
+    stars = _stars(museum)
+    four = _four(state, seat)
     return {
         "exhibited": state.points[seat],
         "museum": museum_points,
         "stars": set_points(stars),
         "four": four,
-        "total": total,
+        "total": state.points[seat] + museum_points + set_points(stars) + four,
         "groups": [[tile_text(t) for t in g] for g in groups],
     }
+
+
+def total(state: BluffState, seat: int) -> int:
+    """``standing(state, seat)["total"]`` without naming the museum's sets
+    (the scores after every move need only the totals)."""
+    museum = state.museum[seat]
+    return (
+        state.points[seat] + best_partition(museum, state.rulings)[0] + set_points(_stars(museum)) + _four(state, seat)
+    )
+
+
+def _stars(museum: tuple[Tile, ...]) -> int:
+    return sum(1 for t in museum if isinstance(t, tuple) and t[2] == "art")
+
+
+def _four(state: BluffState, seat: int) -> int:
+    return 4 if "four" in state.held[seat] else 0
 
 
 # -- reading moves ------------------------------------------------------------------------

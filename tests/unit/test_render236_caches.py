@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from test_bluff import random_game as _bluff_game
 from test_ice import choosers as _choosers
 from test_ice import game_options as _game_options
 from test_ice import random_game as _random_game
@@ -19,9 +20,11 @@ from test_ice import seat_counts as _seat_counts
 from test_ice import seeds as _seeds
 
 from referee.rules.api import replace
+from referee.rules.bluff import standing, total
 from referee.rules.ice import BONUS, COLOURS, SHARED_BONUS, TREE_POINTS, IceState, best_trees, pile, standings, uniform
 
 choosers, game_options, random_game, seat_counts, seeds = _choosers, _game_options, _random_game, _seat_counts, _seeds
+bluff_game = _bluff_game
 
 
 def standings_uncached(state: IceState) -> list[dict[str, Any]]:
@@ -125,3 +128,12 @@ def test_rules_replace_goes_through_init_where_copying_the_fields_would_skip_wor
     with pytest.raises(ValueError):
         replace(Derived(1), b=2)  # as dataclasses.replace: a field its __init__ does not take
     assert replace(Derived(1), a=5) == Derived(5)
+
+
+@pytest.mark.parametrize(("seed", "seats"), [(b"render2-a", 2), (b"render2-b", 4), (b"render2-c", 5)])
+def test_bluff_total_is_the_standings_total_in_every_state(seed, seats):
+    states, _, _ = bluff_game(seed, seats, random.Random(seed))
+    assert states[-1].stage == "over"
+    for state in states:
+        for seat in range(state.seats):
+            assert total(state, seat) == standing(state, seat)["total"]
