@@ -443,6 +443,16 @@ def _actions(state: PriorityState, seat: int) -> list[Move]:
     return plays + shifts
 
 
+def _can_act(state: PriorityState, seat: int) -> bool:
+    """``bool(_actions(state, seat))`` without listing them (every turn asks):
+    a play needs a card in hand and an empty space, a move a card on the
+    board and an empty space."""
+    if state.taken[seat] >= state.turn_limit:
+        return False
+    board = state.boards[seat]
+    return EMPTY in board and (any(card != EMPTY for card in board) or bool(state.hand(seat)))
+
+
 def _act(state: PriorityState, seat: int, move: Move) -> PriorityState:
     board = list(state.boards[seat])
     if move[0] == "play":
@@ -466,7 +476,7 @@ def _next_turn(state: PriorityState, after: int) -> tuple[PriorityState, list[di
         seat = (after + step) % state.seats
         if seat in state.passed:
             continue
-        if _actions(state, seat):
+        if _can_act(state, seat):
             return replace(state, turn=seat), events
         why = "turn limit" if state.taken[seat] >= state.turn_limit else "board full"
         state = replace(state, passed=(*state.passed, seat))

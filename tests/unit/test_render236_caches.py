@@ -18,13 +18,15 @@ from test_ice import game_options as _game_options
 from test_ice import random_game as _random_game
 from test_ice import seat_counts as _seat_counts
 from test_ice import seeds as _seeds
+from test_priority import random_game as _priority_game
 
 from referee.rules.api import replace
 from referee.rules.bluff import standing, total
 from referee.rules.ice import BONUS, COLOURS, SHARED_BONUS, TREE_POINTS, IceState, best_trees, pile, standings, uniform
+from referee.rules.priority import _actions, _can_act
 
 choosers, game_options, random_game, seat_counts, seeds = _choosers, _game_options, _random_game, _seat_counts, _seeds
-bluff_game = _bluff_game
+bluff_game, priority_game = _bluff_game, _priority_game
 
 
 def standings_uncached(state: IceState) -> list[dict[str, Any]]:
@@ -137,3 +139,14 @@ def test_bluff_total_is_the_standings_total_in_every_state(seed, seats):
     for state in states:
         for seat in range(state.seats):
             assert total(state, seat) == standing(state, seat)["total"]
+
+
+@pytest.mark.parametrize(("seed", "seats", "limit"), [(b"render2-a", 3, 0), (b"render2-b", 5, 1), (b"render2-c", 8, 3)])
+def test_priority_can_act_is_whether_a_seat_has_a_play_or_a_move_in_every_state(seed, seats, limit):
+    states, _, _ = priority_game(seed, seats, {"turn_limit": limit}, random.Random(seed))
+    assert states[-1].over
+    answers = {_can_act(state, seat) for state in states for seat in range(state.seats)}
+    assert answers == {True, False}  # (both seen: the comparison below is not vacuous)
+    for state in states:
+        for seat in range(state.seats):
+            assert _can_act(state, seat) == bool(_actions(state, seat))
