@@ -447,7 +447,7 @@ class IceIceBaby(Game[IceState, Move]):
             "final": state.final,
             "offers": list(state.offers),
             "earn": min(_earned(state), len(state.dead)),
-            "scores": [points["total"] for points in standings(state)],
+            "scores": list(totals(state)),
             "must_bid": state.stage == "auction" and _must_bid(state),
         }
         if seat is None:
@@ -710,10 +710,16 @@ def standings(state: IceState) -> list[dict[str, Any]]:
     """Each seat's points if the game ended now (the final scoring), with
     their parts: trees, single pyramids, colour bonuses, and the collected
     pyramids' value for the tie-break."""
-    tallies = [_tally(state.active[seat], state.scored[seat]) for seat in range(state.seats)]
+    return _standings(state.scoring_colour, state.active, state.scored)
+
+
+def _standings(
+    scoring_colour: str, active: tuple[Pile, ...], scored: tuple[tuple[Pile, ...], ...]
+) -> list[dict[str, Any]]:
+    tallies = [_tally(pyramids, trees) for pyramids, trees in zip(active, scored, strict=True)]
     bonuses: list[dict[str, int]] = [{} for _ in tallies]
     for colour in COLOURS:
-        if colour == state.scoring_colour:
+        if colour == scoring_colour:
             continue  # "The scoring colour is never used to determine bonuses"
         held = [tally.colours.get(colour, 0) for tally in tallies]
         top = max(held)
@@ -721,6 +727,19 @@ def standings(state: IceState) -> list[dict[str, Any]]:
             if top and n == top:  # I14: none of a colour earns nothing
                 bonuses[seat][colour] = BONUS if held.count(top) == 1 else SHARED_BONUS
     return [_points(tally, bonuses[seat]) for seat, tally in enumerate(tallies)]
+
+
+def totals(state: IceState) -> tuple[int, ...]:
+    """``[points["total"] for points in standings(state)]``: what the chart
+    shows after every move.  Looked up: in an auction the bids move no
+    pyramid, so turn after turn asks for the same piles' totals."""
+    return _totals(state.scoring_colour, state.active, state.scored)
+
+
+# (a pure function of strings and tuples, never changed: a kept answer cannot go stale)
+@functools.lru_cache(maxsize=1024)
+def _totals(scoring_colour: str, active: tuple[Pile, ...], scored: tuple[tuple[Pile, ...], ...]) -> tuple[int, ...]:
+    return tuple(points["total"] for points in _standings(scoring_colour, active, scored))
 
 
 class _Tally(NamedTuple):
@@ -769,7 +788,7 @@ def _scored(state: IceState, events: list[dict[str, Any]]) -> list[dict[str, Any
     """Every resolve's last event carries the standings (what the site charts):
     the points each seat would have if the game ended now."""
     if events:
-        events[-1]["scores"] = [points["total"] for points in standings(state)]
+        events[-1]["scores"] = list(totals(state))
     return events
 
 

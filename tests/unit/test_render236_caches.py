@@ -22,7 +22,18 @@ from test_priority import random_game as _priority_game
 
 from referee.rules.api import replace
 from referee.rules.bluff import standing, total
-from referee.rules.ice import BONUS, COLOURS, SHARED_BONUS, TREE_POINTS, IceState, best_trees, pile, standings, uniform
+from referee.rules.ice import (
+    BONUS,
+    COLOURS,
+    SHARED_BONUS,
+    TREE_POINTS,
+    IceState,
+    best_trees,
+    pile,
+    standings,
+    totals,
+    uniform,
+)
 from referee.rules.priority import _actions, _can_act
 
 choosers, game_options, random_game, seat_counts, seeds = _choosers, _game_options, _random_game, _seat_counts, _seeds
@@ -74,6 +85,7 @@ def test_ice_standings_from_kept_tallies_are_the_uncached_standings_in_every_sta
     states, _, _ = random_game(seed, seats, options, chooser)
     for state in states:
         assert standings(state) == standings_uncached(state)
+        assert list(totals(state)) == [points["total"] for points in standings_uncached(state)]
 
 
 def test_ice_standings_answers_are_fresh_dicts_a_caller_may_change():
