@@ -73,6 +73,22 @@ def pile_text(pyramids: Iterable[Pyramid]) -> str:
     return " ".join(name(p) for p in pyramids) or "nothing"
 
 
+def pyramids_html(names: Iterable[str]) -> str:
+    """Pyramids' names ("L-red") as a page shows them, each coloured by its
+    class (site/ice/_pyramids.html.j2 marks this safe): escaped here, as
+    Jinja would escape them.  One function call where a template's loop
+    cost a tenth of a page."""
+    shown = [f'<span class="pyr pyr-{_html(name.split("-", 1)[1])}">{_html(name)}</span>' for name in names]
+    return " ".join(shown) or "nothing"
+
+
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "'": "&#39;", '"': "&#34;"})  # as markupsafe escapes
+
+
+def _html(text: str) -> str:
+    return text.translate(_HTML)
+
+
 def value(pyramids: Iterable[Pyramid]) -> tuple[int, int, int]:
     """A bid's value: "first by number of pyramids and then pyramid size"
     (count, then larges, then mediums).  Colours do not count."""
@@ -186,7 +202,7 @@ class IceIceBaby(Game[IceState, Move]):
     rule_text = "docs/rules/ice-ice-baby.txt"
     rulings_page = "docs/games/ice-ice-baby.md"
     example = "bid L-blue M-green"
-    filters = {"pyramids": lambda names: " ".join(names) or "nothing"}
+    filters = {"pyramids": lambda names: " ".join(names) or "nothing", "pyramids_html": pyramids_html}
 
     def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         options = super().check_options(options)

@@ -10,8 +10,10 @@ import random
 from collections import Counter
 from typing import Any
 
+import jinja2
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_bluff import random_game as _bluff_game
 from test_ice import choosers as _choosers
 from test_ice import game_options as _game_options
@@ -30,6 +32,7 @@ from referee.rules.ice import (
     IceState,
     best_trees,
     pile,
+    pyramids_html,
     standings,
     totals,
     uniform,
@@ -162,3 +165,12 @@ def test_priority_can_act_is_whether_a_seat_has_a_play_or_a_move_in_every_state(
     for state in states:
         for seat in range(state.seats):
             assert _can_act(state, seat) == bool(_actions(state, seat))
+
+
+@given(st.lists(st.text(min_size=3).map(lambda text: "L-" + text), max_size=5))
+def test_ice_pyramids_html_is_the_markup_the_template_loop_made(names):
+    loop = jinja2.Environment(autoescape=True).from_string(
+        '{% for p in pyramids %}<span class="pyr pyr-{{ p.split("-", 1)[1] }}">{{ p }}</span>'
+        '{{ " " if not loop.last }}{% else %}nothing{% endfor %}'
+    )
+    assert pyramids_html(names) == loop.render(pyramids=names)
