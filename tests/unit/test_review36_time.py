@@ -1,0 +1,308 @@
+"""Review of issue 36 (rv-time): the sender's thread and batches, what
+tick/next_due read, and start-up without quick_check."""
+
+import asyncio
+import dataclasses
+import importlib.util
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from aiosmtpd.controller import Controller
+from conftest import PLAYERS, FakeClock, send
+from test_runner import maildir as _maildir
+from test_runner import make_runner
+
+from referee.config import Server
+from referee.engine import Engine
+from referee.mail import smtp
+from referee.runner import cancel_and_wait
+from referee.store import GameState, Notify, Store
+
+maildir = _maildir  # the fixture
+
+
+class Picky:
+    """An SMTP server that answers each mail by its order: ``plan`` maps the
+    n-th DATA (from 1) to a reply ('250', '451 ...', '554 ...', 'drop', or 'hold')."""
+
+    def __init__(self) -> None:
+        self.plan: dict[int, str] = {}
+        self.n = 0
+        self.taken: list[str] = []
+        self.holding = threading.Event()
+        self.release = threading.Event()
+
+    async def handle_DATA(self, server, session, envelope) -> str:
+        self.n += 1
+        said = self.plan.get(self.n, "250 OK")
+        if said == "drop":
+            server.transport.close()  # the connection goes, mid-transaction
+            return "421 bye"
+        if said == "hold":
+            self.holding.set()
+            while not self.release.is_set():
+                await asyncio.sleep(0.01)
+            said = "250 OK"
+        if said.startswith("250"):
+            msgid = next(
+                (
+                    line.split(":", 1)[1].strip()
+                    for line in envelope.content.decode().splitlines()
+                    if line.lower().startswith("message-id:")
+                ),
+                "",
+            )
+            self.taken.append(msgid)
+        return said
+
+
+@pytest.fixture
+def picky() -> Iterator[tuple[Picky, int]]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    handler = Picky()
+    controller = Controller(handler, hostname="127.0.0.1", port=port, ready_timeout=10)
+    controller.start()
+    try:
+        yield handler, port
+    finally:
+        handler.release.set()
+        controller.stop()
+
+
+def _setup(config, clock, maildir, port, games=3):
+    config = replace(config, smtp=Server(host="127.0.0.1", port=port, security="none"))
+    engine, runner = make_runner(config, clock, maildir)
+    for _ in range(games):
+        engine.new_game("pure-skill", PLAYERS)
+    return engine, runner
+
+
+def _threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name == "referee-smtp"]
+
+
+@pytest.mark.parametrize("size", [1, 4, 20])
+def test_refused_and_deferred_mails_mid_batch_are_marked_each_as_the_server_said(
+    config, clock, maildir, picky, monkeypatch, size
+):
+    monkeypatch.setattr(smtp, "SEND_BATCH", size)
+    server, port = picky
+    engine, runner = _setup(config, clock, maildir, port)
+    queued = engine.store.outbox("queued")
+    assert len(queued) >= 6
+    server.plan = {2: "451 try later", 5: "554 no such user"}
+    drained = asyncio.run(runner.sender.drain())
+    rows = {row["id"]: row for row in engine.store.outbox(None)}
+    ids = [row["id"] for row in queued]
+    assert rows[ids[1]]["state"] == "queued" and rows[ids[1]]["attempts"] == 1
+    assert rows[ids[4]]["state"] == "failed"
+    others = [i for n, i in enumerate(ids) if n not in (1, 4)]
+    assert all(rows[i]["state"] == "sent" for i in others)
+    assert sorted(server.taken) == sorted(rows[i]["message_id"] for i in others)
+    assert (drained.sent, drained.deferred, drained.failed) == (len(others), 1, 1)
+    assert not _threads()
+
+
+@pytest.mark.parametrize("size", [1, 4, 20])
+def test_a_server_dropping_mid_batch_leaves_the_rest_queued_and_the_taken_ones_marked(
+    config, clock, maildir, picky, monkeypatch, size
+):
+    monkeypatch.setattr(smtp, "SEND_BATCH", size)
+    server, port = picky
+    engine, runner = _setup(config, clock, maildir, port)
+    queued = engine.store.outbox("queued")
+    server.plan = {3: "drop"}
+    with pytest.raises(smtp.SmtpUnreachable):
+        asyncio.run(runner.sender.drain())
+    rows = {row["id"]: row for row in engine.store.outbox(None)}
+    ids = [row["id"] for row in queued]
+    assert [rows[i]["state"] for i in ids[:2]] == ["sent", "sent"]
+    assert rows[ids[2]]["state"] == "queued" and rows[ids[2]]["attempts"] == 1
+    assert all(rows[i]["state"] == "queued" and rows[i]["attempts"] == 0 for i in ids[3:])
+    assert not _threads()
+
+
+@pytest.mark.parametrize("size", [1, 4, 20])
+def test_a_stop_mid_batch_marks_what_was_taken_and_ends_the_thread(config, clock, maildir, picky, monkeypatch, size):
+    monkeypatch.setattr(smtp, "SEND_BATCH", size)
+    server, port = picky
+    engine, runner = _setup(config, clock, maildir, port)
+    queued = engine.store.outbox("queued")
+    server.plan = {3: "hold"}
+
+    async def go() -> None:
+        task = asyncio.ensure_future(runner.sender.drain())
+        while not server.holding.is_set():
+            await asyncio.sleep(0.01)
+
+        async def later() -> None:
+            await asyncio.sleep(0.3)
+            server.release.set()
+
+        releasing = asyncio.ensure_future(later())
+        await cancel_and_wait(task)
+        await releasing
+
+    asyncio.run(go())
+    rows = {row["id"]: row for row in engine.store.outbox(None)}
+    ids = [row["id"] for row in queued]
+    assert [rows[i]["state"] for i in ids[:3]] == ["sent"] * 3
+    assert all(rows[i]["state"] == "queued" for i in ids[3:])
+    assert sorted(server.taken) == sorted(rows[i]["message_id"] for i in ids[:3])
+    assert not _threads()
+
+
+# -- tick and next_due against 9688ff8's, which read every open phase --------
+
+
+def _old_timers_class():
+    """9688ff8's Timers (every open phase read), for comparison."""
+
+    here = Path(__file__).resolve().parents[2]
+    source = subprocess.run(
+        ["git", "-C", str(here), "show", "9688ff8:referee/engine/timers.py"], capture_output=True, text=True, check=True
+    ).stdout
+    spec = importlib.util.spec_from_loader("old_timers_9688ff8", loader=None)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["old_timers_9688ff8"] = module
+    exec(compile(source, "old_timers.py", "exec"), module.__dict__)
+    return module.Timers
+
+
+def _old(engine):
+    """``engine`` with 9688ff8's Timers, and its reads of every running game and seat for digests."""
+    new = engine.timers
+    fields = {f.name: getattr(new, f.name) for f in dataclasses.fields(new)}
+    engine.timers = _old_timers_class()(**fields)
+    store = engine.store
+    store.games_read_by_digest = lambda *_: store.games(GameState.RUNNING)
+    store.digest_seats = lambda default: store._read(OLD_DIGEST_SEATS, [GameState.RUNNING, default, Notify.DIGEST])
+    return engine
+
+
+OLD_DIGEST_SEATS = """select s.game_id, s.seat, coalesce(t.through, 0) as through, t.digest_at, g.created_at,
+                    (select p.resolved_at from phases p where p.game_id = s.game_id
+                     and p.number = coalesce(t.through, 0) + 1) as untold_at
+             from seats s join games g on g.id = s.game_id
+             left join told t on t.game_id = s.game_id and t.seat = s.seat
+             where g.state = ? and s.bot = 0 and s.address is not null
+             and coalesce(s.notify, g.notify, ?) = ?
+             order by s.game_id, s.seat"""
+
+
+def _twins(tmp_path, config, seeds, **changes):
+    out = []
+    for name in ("new", "old"):
+        (tmp_path / name).mkdir()
+        c = replace(config, database=tmp_path / name / "games.db", **changes)
+        clock = FakeClock()
+        out.append((Engine(Store(c.database), c, clock, seeds), clock))
+    _old(out[1][0])
+    return out
+
+
+def _mail(engine):
+    return [(m["recipients"], m["subject"]) for m in engine.store.outbox(None)]
+
+
+def test_tick_and_next_due_do_as_9688ff8_did_with_many_games_only_some_due(tmp_path, config, seeds):
+    seeds.fixed = bytes(range(64))
+    twins = _twins(
+        tmp_path,
+        config,
+        seeds,
+        reminder=timedelta(hours=20),
+        outage_gap=timedelta(hours=6),
+        outage_grace=timedelta(hours=12),
+        settle=timedelta(minutes=30),
+    )
+    lengths = [1, 3, 30, 50, 72, 100, 7, 44, 90, 26]
+    for engine, _clock in twins:
+        for hours in lengths:
+            engine.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=hours))
+        engine.tick()
+    log: list[list] = [[], []]
+
+    def step(hours: float, act=None) -> None:
+        for n, (engine, clock) in enumerate(twins):
+            clock.advance(hours=hours)
+            if act:
+                act(engine, clock)
+            log[n].append(sorted(engine.tick()))
+            log[n].append(min(engine.next_due(), default=None))
+        assert log[0] == log[1]
+
+    def everyone_moves(game):
+        def act(engine, clock):
+            for who in PLAYERS:
+                send(engine, clock, who, "bid 3", game=game)
+
+        return act
+
+    def pause(game, until_hours=None):
+        def act(engine, clock):
+            until = clock() + timedelta(hours=until_hours) if until_hours else None
+            engine.pause(game, "keeper@example.org", "a break", until=until)
+
+        return act
+
+    step(0.5, everyone_moves(4))  # a settle window opens in game 4
+    step(0.2, pause(5, until_hours=30))
+    step(0.1, pause(6))
+    for _ in range(30):
+        step(1)
+    step(0.5, everyone_moves(8))
+    for _ in range(10):
+        step(1)
+    step(9)  # an outage: deadlines slept through
+    for _ in range(60):
+        step(2)
+    step(0, lambda engine, clock: engine.resume(6, "keeper@example.org"))
+    for _ in range(40):
+        step(3)
+    assert _mail(twins[0][0]) == _mail(twins[1][0])
+
+
+@pytest.mark.parametrize("lists_digest,club", [(False, False), (True, False), (True, True), (False, True)])
+def test_digests_go_as_9688ff8_sent_them_to_seats_lists_and_observers_at_digest(
+    tmp_path, config, seeds, lists_digest, club
+):
+
+    seeds.fixed = bytes(range(64))
+    twins = _twins(
+        tmp_path,
+        config,
+        seeds,
+        announce_notify=Notify.DIGEST if lists_digest else Notify.TURNS,
+        notify=Notify.DIGEST if club else config.notify,
+        announce_to=("club@example.org",) if club else (),
+    )
+    for engine, _clock in twins:
+        engine.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=5))  # 1: alice at DIGEST (her own)
+        engine.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=7), notify=Notify.DIGEST)  # 2: the game's
+        engine.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=3), announce_to=["list@example.org"])  # 3
+        engine.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=4))  # 4: an observer at DIGEST
+        engine.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=6))  # 5: an observer at the default
+        engine.new_game("pure-skill", PLAYERS, deadline=timedelta(hours=2))  # 6: nothing at DIGEST
+        engine.store.set_notify(1, 0, Notify.DIGEST)
+        engine.store.add_watcher(4, "dan@example.org", Notify.DIGEST, engine.store.game(4)["created_at"], "tok4")
+        engine.store.add_watcher(5, "eve@example.org", None, engine.store.game(5)["created_at"], "tok5")
+        engine.tick()
+    log: list[list] = [[], []]
+    for _ in range(24 * 5):
+        for n, (engine, clock) in enumerate(twins):
+            clock.advance(hours=1)
+            log[n].append(sorted(engine.tick()))
+            log[n].append(min(engine.next_due(), default=None))
+            log[n].append(sorted(engine.next_due(g) for g in range(1, 7)))
+        assert log[0] == log[1]
+    assert _mail(twins[0][0]) == _mail(twins[1][0])
