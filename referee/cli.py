@@ -746,6 +746,10 @@ def _backup(config: config_module.Config, args) -> int:
     try:
         store.backup(target)
     except StorageFault as fault:
+        # No start checks every page any more: damage met while copying may
+        # be games.db's own, which is said as such (a storage fault, naming
+        # games.db and saying to restore), not as the copy's.
+        store.check()
         raise UsageError(f"cannot write the backup: {fault}") from None
     print(f"copied {database} to {target}")
     return 0

@@ -19,6 +19,7 @@ from conftest import PLAYERS, FakeClock, send
 from test_runner import maildir as _maildir
 from test_runner import make_runner
 
+from referee.cli import main
 from referee.config import Server
 from referee.engine import Engine
 from referee.mail import smtp
@@ -306,3 +307,39 @@ def test_digests_go_as_9688ff8_sent_them_to_seats_lists_and_observers_at_digest(
             log[n].append(sorted(engine.next_due(g) for g in range(1, 7)))
         assert log[0] == log[1]
     assert _mail(twins[0][0]) == _mail(twins[1][0])
+
+
+# -- start-up without quick_check: a damaged games.db ------------------------
+
+
+def _damage(engine, config, table: str) -> None:
+    """A hundred bytes overwritten on the first page of ``table``'s b-tree (one no pass reads)."""
+    engine.store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    root = engine.store.db.execute("select rootpage from sqlite_master where name = ?", [table]).fetchone()[0]
+    engine.store.db.conn.close()
+    data = bytearray(config.database.read_bytes())
+    at = (root - 1) * 4096
+    data[at : at + 100] = b"\x99" * 100
+    config.database.write_bytes(bytes(data))
+
+
+def _cli(tmp_path, database) -> str:
+    cfg = tmp_path / "referee.toml"
+    cfg.write_text(f'[referee]\naddress = "referee@example.org"\ndatabase = "{database}"\n')
+    return str(cfg)
+
+
+def test_a_backup_of_a_damaged_games_db_says_games_db_is_damaged_not_the_copy(engine, config, tmp_path, capsys):
+    """Before 1234ecb every start checked games.db, so `referee backup` of a
+    damaged one said so (exit 3, games.db named).  Now the damage is met while
+    copying: the keeper must still be told that games.db is the damaged file,
+    not that the backup could not be written or that the copy is damaged."""
+    for _ in range(3):
+        engine.new_game("pure-skill", PLAYERS)
+    _damage(engine, config, "results")
+    cfg = _cli(tmp_path, config.database)
+    target = tmp_path / "backup.db"
+    assert main(["--config", cfg, "backup", str(target)]) == 3
+    err = capsys.readouterr().err
+    assert f"{config.database}: " in err and "damaged" in err and "restore the newest backup" in err
+    assert str(target) not in err and not target.exists()
