@@ -759,7 +759,9 @@ def _check(config: config_module.Config) -> int:
     """Every page of games.db read and checked: what no run does at start-up
     any more, as its cost grows with the file (a damaged page a run meets
     stops it all the same).  A damaged file is a storage fault (exit 3),
-    with what to do."""
+    with what to do.  A games.db that is not there is not made (and called whole)."""
+    if not Path(config.database).is_file():
+        raise UsageError(f"{config.database} is not there: nothing to check (is the config's database right?)")
     Store(config.database).check()
     print(f"{config.database}: every page checked, no damage found")
     return 0

@@ -343,3 +343,13 @@ def test_a_backup_of_a_damaged_games_db_says_games_db_is_damaged_not_the_copy(en
     err = capsys.readouterr().err
     assert f"{config.database}: " in err and "damaged" in err and "restore the newest backup" in err
     assert str(target) not in err and not target.exists()
+
+
+def test_referee_check_of_a_games_db_that_is_not_there_says_so_and_makes_none(tmp_path, capsys):
+    """A config naming the wrong games.db (a typo, another folder): `referee
+    check` must not make an empty one there and report it undamaged."""
+    missing = tmp_path / "elsewhere" / "games.db"
+    missing.parent.mkdir()
+    assert main(["--config", _cli(tmp_path, missing), "check"]) == 2
+    assert "no damage found" not in capsys.readouterr().out
+    assert not missing.exists()
