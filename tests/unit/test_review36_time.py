@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 from aiosmtpd.controller import Controller
-from conftest import PLAYERS, FakeClock, send
+from conftest import PLAYERS, FakeClock, reply, send
+from test_runner import deliver, make_runner
 from test_runner import maildir as _maildir
-from test_runner import make_runner
 
 from referee.cli import main
 from referee.config import Server
@@ -353,3 +353,33 @@ def test_referee_check_of_a_games_db_that_is_not_there_says_so_and_makes_none(tm
     assert main(["--config", _cli(tmp_path, missing), "check"]) == 2
     assert "no damage found" not in capsys.readouterr().out
     assert not missing.exists()
+
+
+@pytest.mark.parametrize("drop_at", [1, 3, 7])
+def test_a_pass_whose_server_drops_mid_backlog_loses_and_doubles_no_mail(
+    config, clock, maildir, picky, monkeypatch, drop_at
+):
+    """Through the runner: a backlog read while the server drops the
+    connection at the ``drop_at``-th mail; the pass says so, every message
+    is handled, and the next passes send each mail the server did not take,
+    once, and none it took again."""
+    monkeypatch.setattr(smtp, "SEND_BATCH", 2)
+    server, port = picky
+    engine, runner = _setup(config, clock, maildir, port)
+    asyncio.run(runner.once())  # the start mails and prompts
+    before = len(server.taken)
+    for game in (1, 2, 3):
+        for who in PLAYERS:
+            deliver(maildir, reply(engine, who, "bid 4", game=game), clock())
+    server.plan = {before + drop_at: "drop"}
+    with pytest.raises(smtp.SmtpUnreachable):
+        asyncio.run(runner.once())
+    assert not list((maildir / "new").iterdir())  # every message handled
+    assert not _threads()
+    for _ in range(3):
+        clock.advance(minutes=5)
+        asyncio.run(runner.once())
+    rows = engine.store.outbox(None)
+    assert all(row["state"] == "sent" for row in rows)
+    assert sorted(server.taken) == sorted(row["message_id"] for row in rows)  # each once
+    assert not _threads()
