@@ -611,10 +611,16 @@ class Site:
     # -- files -------------------------------------------------------------
 
     def _read_state(self) -> dict[str, _Rendered]:
+        """The state file's games; a game kept in a shape this code does not
+        write (a damaged file, a hand's edit) is left out, and is so written
+        again, as is every game when the file is not a state at all."""
         try:
-            return json.loads((self.folder / _STATE_FILE).read_text(encoding="utf-8"))
+            state = json.loads((self.folder / _STATE_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
+        if not isinstance(state, dict):
+            return {}
+        return {id_: game for id_, game in state.items() if _sound(game)}
 
     def _write(self, name: str, text: str, report: Report | None = None) -> None:
         """Write ``name`` whole or not at all: a temporary file, then a rename."""
@@ -654,6 +660,30 @@ class _Environment(jinja2.Environment):
 
 
 _DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
+_SUMMARY_KEYS = {"id", "kind", "title", "name", "state", "created_at", "finished_at", "phase", "paused", "signed"}
+_SUMMARY_KEYS |= {"wanted", "asked", "watchers"}  # (Site._summary's)
+_ENTRY_KEYS = {"id", "updated", "title", "link", "content", "feeds"}  # a feed entry's (Site._entries)
+
+
+def _sound(game: Any) -> bool:
+    """Whether a game's entry in the state file is as render() writes it:
+    what it reads of one kept unchanged (its index line, its feed entries)."""
+    if not isinstance(game, dict) or not all(isinstance(game.get(key), str) for key in ("fingerprint", "calendars")):
+        return False
+    entries, summary = game.get("entries"), game.get("summary")
+    if not isinstance(entries, list) or not isinstance(summary, dict) or not summary.keys() >= _SUMMARY_KEYS:
+        return False
+    if summary["state"] != GameState.OPEN and not {"waiting", "winner"} <= summary.keys():
+        return False
+    return all(
+        isinstance(entry, dict)
+        and entry.keys() >= _ENTRY_KEYS
+        and isinstance(entry["id"], str)
+        and isinstance(entry["updated"], str)
+        for entry in entries
+    )
 
 
 def _calendars_of(rendered: _Rendered | None) -> str | None:
