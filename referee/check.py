@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
+from referee import fetch
 from referee.fetch import Unreadable, is_url, load_record, printable
 from referee.mail.parse import parse
 from referee.record import Digest, PartsError, Verdict, join_record, mail_digests, part_names, verify
@@ -58,7 +59,11 @@ def run(source: str, mails: list[str], as_json: bool) -> int:
     """The `verify` command: print what was checked; the exit status."""
     try:
         record: Any = load_record(source)
-        parts = [load_record(beside(source, name)) for name in part_names(record)]  # (a long game's)
+        names = part_names(record)  # (a long game's parts)
+        # The parts together are held to one record's size: each to its share.
+        share = {"max_bytes": fetch.MAX_BYTES // max(len(names), 1)}
+        share["max_containers"] = fetch.MAX_CONTAINERS // max(len(names), 1)
+        parts = [load_record(beside(source, name), **share) for name in names]
         record = join_record(record, parts) if parts else record
     except Unreadable as error:
         print(f"cannot read {source}: {error}", file=sys.stderr)

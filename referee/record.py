@@ -138,6 +138,11 @@ OLD_BOT_FLAG_FORMAT = "referee-record/2"
 # PART_PHASES phases, with its game's id and its place.  A record of one
 # part's phases or fewer is published whole, as always.
 PART_PHASES = 200
+# The most parts a head may name: the longest game a record can hold (an
+# 8-seat Auction at its highest turn limit, some 11,200 phases: referee.fetch)
+# is 56 parts.  verify reads no head naming more, and holds the parts
+# together to one record's size (referee.check).
+MAX_PARTS = 100
 
 
 class PartsError(ValueError):
@@ -169,6 +174,8 @@ def part_names(head: Any) -> list[str]:
     names = head["parts"]
     if "phases" in head or not isinstance(names, list) or len(names) < 2:
         raise PartsError("a record with parts has no phases of its own, and two parts or more")
+    if len(names) > MAX_PARTS:
+        raise PartsError(f"the head names {len(names):,} parts: no game's record has more than {MAX_PARTS}")
     if names != [part_name(number) for number in range(1, len(names) + 1)]:
         raise PartsError("the parts are not record-1.json, record-2.json... in order")
     return names
@@ -189,7 +196,7 @@ def join_record(head: Mapping[str, Any], parts: list[Any]) -> dict[str, Any]:
             )
         if not isinstance(part["phases"], list) or not part["phases"]:
             raise PartsError(f"{part_name(number)} has no phases")
-        if number < len(parts) and len(part["phases"]) != PART_PHASES:
+        if len(part["phases"]) > PART_PHASES or (number < len(parts) and len(part["phases"]) != PART_PHASES):
             raise PartsError(f"{part_name(number)} has {len(part['phases'])} phases, not {PART_PHASES}")
         phases += part["phases"]
     whole = {key: value for key, value in head.items() if key != "parts"}

@@ -236,3 +236,45 @@ def test_the_join_at_the_edges(small_parts, phases):
     assert [len(part["phases"]) for part in parts] == ([PART, 1] if phases == PART + 1 else [PART, PART])
     names = referee.record.part_names(head)
     assert referee.record.join_record(head, parts) == record and len(names) == len(parts)
+
+
+def test_a_last_part_longer_than_a_part_is_refused(small_parts):
+    record = {"format": "f", "game": {"id": 7}, "phases": [{"number": n} for n in range(1, 3 * PART + 1)]}
+    head, parts = referee.record.split_record(record)
+    parts[-1]["phases"] += [{"number": 99}] * PART
+    with pytest.raises(referee.record.PartsError):
+        referee.record.join_record(head, parts)
+
+
+def test_a_head_naming_very_many_parts_is_refused_before_any_is_read(tmp_path, capsys, monkeypatch):
+    """A record comes from anyone (referee.fetch): a head naming half a
+    million parts had verify read half a million files or addresses, each
+    up to 16 MB, with no limit on the whole."""
+    head = {"format": referee.record.RECORD_FORMAT, "game": {"id": 1}}
+    head["parts"] = [referee.record.part_name(n) for n in range(1, 500_001)]
+    (tmp_path / "record.json").write_text(json.dumps(head))
+    read: list[str] = []
+    original = referee.check.load_record
+
+    def counting(source: str, **limits):
+        read.append(source)
+        return original(source, **limits)
+
+    monkeypatch.setattr(referee.check, "load_record", counting)
+    status, line = verify(tmp_path / "record.json", capsys)
+    assert status == 1 and "parts" in line
+    assert len(read) == 1
+
+
+def test_the_parts_together_are_held_to_one_records_size(tmp_path, capsys, monkeypatch):
+    """Each part was read up to fetch.MAX_BYTES: a head of two parts could
+    make verify read twice a record's most, of 56, 56 times: now each part
+    is held to its share."""
+    head = {"format": referee.record.RECORD_FORMAT, "game": {"id": 1}, "parts": ["record-1.json", "record-2.json"]}
+    (tmp_path / "record.json").write_text(json.dumps(head))
+    monkeypatch.setattr(referee.fetch, "MAX_BYTES", 1000)
+    part = {"game": 1, "part": 1, "phases": [{"x": "a" * 600}]}
+    (tmp_path / "record-1.json").write_text(json.dumps(part))
+    (tmp_path / "record-2.json").write_text(json.dumps({**part, "part": 2}))
+    status, line = verify(tmp_path / "record.json", capsys)
+    assert status == 2 and "larger than" in line
