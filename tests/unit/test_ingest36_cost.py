@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from email import message_from_bytes
 from email.message import EmailMessage
-from email.policy import SMTP
+from email.policy import SMTP, EmailPolicy
 
 import pytest
 from conftest import PLAYERS, seat_address
@@ -102,14 +103,49 @@ def test_a_reply_in_text_and_html_is_parsed_once_and_its_thread_read_once(engine
         fields[name.lower()] += 1
         return real_fetch(policy, name, value)
 
+    def registry(policy, name, value):  # the header registry's parse of a field into an object
+        if policy is referee.mail.parse._TAMED:
+            decoded[name.lower()] += 1
+        return real_registry(policy, name, value)
+
+    decoded: Counter[str] = Counter()
+    real_registry = EmailPolicy.header_fetch_parse
     reply = client_reply(engine, PLAYERS[0], "bid 5", prompt_to(engine, PLAYERS[0]))
     monkeypatch.setattr(referee.mail.parse, "BytesParser", CountingParser)
     monkeypatch.setattr(referee.mail.parse._TamedPolicy, "header_fetch_parse", fetch)
+    monkeypatch.setattr(EmailPolicy, "header_fetch_parse", registry)
     assert engine.ingest(reply).code == "move"
     assert parses == [reply]
     # Read for the ids the thread names (four readers asked, each parsing the
     # fields again) and, References, once more for the answer's own thread.
     assert fields["in-reply-to"] == 1 and fields["references"] <= 2
+    # Its fields are plain (Subject, Message-ID, the thread's ids, To, each
+    # part's Content-Transfer-Encoding): each is read as it stands, never
+    # parsed into an object by the registry (29 such parses a reply cost).
+    assert decoded == Counter()
+
+
+def test_a_reply_s_fields_that_need_the_registry_are_decoded_once_each(engine, pure, monkeypatch):
+    """An encoded Subject, a quoted display name: each is decoded once."""
+    decoded: Counter[str] = Counter()
+    real_registry = EmailPolicy.header_fetch_parse
+
+    def registry(policy, name, value):
+        if policy is referee.mail.parse._TAMED:
+            decoded[name.lower()] += 1
+        return real_registry(policy, name, value)
+
+    prompt = prompt_to(engine, PLAYERS[0])
+    mail = message_from_bytes(client_reply(engine, PLAYERS[0], "bid 5", prompt), policy=SMTP)
+    mail.replace_header("Subject", "Re: " + prompt["subject"] + " =?utf-8?q?=E2=80=94_ok?=")
+    mail.replace_header("To", f'"The referee, {PLAYERS[0]}\'s seat" <{seat_address(engine, PLAYERS[0])}>')
+    reply = mail.as_bytes(policy=SMTP)
+    assert b"=?utf-8?" in reply
+    monkeypatch.setattr(EmailPolicy, "header_fetch_parse", registry)
+    assert engine.ingest(reply).code == "move"
+    assert [m["move"] for m in engine.store.moves(pure)] == ["bid 5"]
+    assert decoded["subject"] == 1 and decoded["to"] == 1
+    assert max(decoded.values()) == 1, decoded
 
 
 def test_a_move_costs_few_statements_and_looks_for_other_writers_once(engine, pure):
