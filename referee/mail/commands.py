@@ -267,6 +267,8 @@ def _copies(lines: list[str], quoted: list[bool], answered: _Answered) -> None:
         ):
             quoted[before] = quoted[after] = True
     for at in range(len(lines) - 1):  # a line of the mail a client wrapped again, pasted unmarked
+        if quoted[at] and quoted[at + 1]:
+            continue  # both quoted already (a marked quote's lines): nothing to mark, no text to search
         first, second = lines[at], lines[at + 1]
         if first.strip() and second.strip() and not _SIGNATURE.match(second) and answered.continues(first, second):
             quoted[at] = quoted[at + 1] = True
