@@ -7,6 +7,7 @@ keeper may point ``referee.templates`` at their own copies.
 
 from __future__ import annotations
 
+import functools
 import re
 import textwrap
 from datetime import datetime
@@ -96,7 +97,7 @@ def as_bytes(mail: Message) -> bytes:
     lines = [
         f"{name}: {value}\r\n".encode()
         if _plain(name, value) or _utf8_address(name, value)
-        else _one_word(name, value) or _SMTP.fold_binary(name, value)
+        else _one_word(name, value) or _folded_text(name, value) or _SMTP.fold_binary(name, value)
         for name, value in mail.raw_items()
     ]
     lines.append(b"\r\n")
@@ -129,6 +130,39 @@ def _one_word(name: str, value: Any) -> bytes | None:
 
 
 _WORD_BREAKS = re.compile(r"[ ;,]")  # (printable ASCII has no other blank)
+_NOT_A_BREAK = re.compile(r"[^ ;,]")
+
+
+def _folded_text(name: str, value: Any) -> bytes | None:
+    """What compat32 folds a value of printable ASCII to (a subject with a
+    seat's token, too long for one line), or None for another value.  Its
+    folding looks only at the lengths of the runs between blanks, ";" and ","
+    and at which of those breaks each is, never at the other characters: so
+    the library folds the value's shape (every other character an "x"),
+    once for all the values of that shape (a move's round mail to every seat
+    has one), and the value's own characters go back where the x's are.
+    tests/unit/test_compose.py checks it byte for byte against the library."""
+    if not (isinstance(value, str) and value.isascii() and value.isprintable()):
+        return None
+    shape = _NOT_A_BREAK.sub("x", value)
+    folded = _folded_shape(name, shape)
+    if folded is None:
+        return None
+    characters = iter(_NOT_A_BREAK.findall(value))  # (the x's, in order)
+    return (f"{name}: " + "".join(next(characters) if c == "x" else c for c in folded)).encode()
+
+
+@functools.lru_cache(maxsize=256)
+def _folded_shape(name: str, shape: str) -> str | None:
+    """The value part of compat32's folding of ``shape`` (from after "name: "),
+    if it only broke lines and added blanks (it has as many x's as ``shape``)."""
+    line = _SMTP.fold(name, shape)
+    prefix = f"{name}: "
+    if not line.startswith(prefix) or line.count("x", len(prefix)) != shape.count("x"):
+        return None
+    return line[len(prefix) :]
+
+
 _LINE_LENGTH = 78  # compat32's max_line_length
 
 

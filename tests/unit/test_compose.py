@@ -44,6 +44,33 @@ def test_a_value_of_one_word_is_written_as_the_email_library_would_fold_it(name,
     assert as_bytes(mail) == mail.as_bytes(policy=_SMTP)
 
 
+@settings(max_examples=1000, deadline=None)
+@given(
+    name=st.sampled_from(["Subject", "List-Unsubscribe", "X-A", "X-A-Rather-Long-Field-Name-Of-Forty-Characters"]),
+    # any printable ASCII: blanks, runs of them, ";", "," and x's
+    words=st.lists(
+        st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=0, max_size=40),
+        min_size=1,
+        max_size=12,
+    ),
+    separator=st.sampled_from([" ", "  ", "; ", ", ", ";", ","]),
+)
+def test_a_line_of_printable_ascii_is_folded_as_the_email_library_would(name, words, separator):
+    """A subject with a seat's token is too long for one line: folded by its shape, as the library would."""
+    value = separator.join(words)
+    mail = MIMEText("body", "plain", _UTF8_QP)
+    mail[name] = value
+    assert as_bytes(mail) == mail.as_bytes(policy=_SMTP)
+
+
+def test_a_round_mail_s_subject_is_folded_as_the_email_library_would():
+    for token in ("mdgqhwtw7wbyxctc", "edfpgfsycao2kjbp"):
+        mail = MIMEText("body", "plain", _UTF8_QP)
+        mail["Subject"] = f"[pure-skill-1 {token}] Round 1 of 13: the prize is the 9 of spades, or a x"
+        assert b"\r\n " in as_bytes(mail)  # (folded: too long for a line)
+        assert as_bytes(mail) == mail.as_bytes(policy=_SMTP)
+
+
 def test_a_composed_mail_reads_back_as_written(engine):
     subject = "Re: [pure-skill-1] Round 3 of 13 — ünïcode and a rather long subject line " * 2
     message_id, raw = engine.post.composer.message(
