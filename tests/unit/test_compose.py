@@ -7,14 +7,15 @@ from email.mime.text import MIMEText
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from referee.mail.compose import _SMTP, _UTF8_QP, as_bytes, header_safe
+from referee.mail.compose import _SMTP, _UTF8_QP, as_bytes, header_safe, plain_text_bytes
 
 header_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=120)
 
 
 @settings(max_examples=300, deadline=None)
 @given(
-    body=st.text(st.characters(blacklist_categories=("Cs",)), max_size=400),
+    body=st.text(st.characters(blacklist_categories=("Cs",)), max_size=400)
+    | st.sampled_from(["", "a  \n", "=\n" * 40]),
     subject=header_text,
     name=header_text,
     to=st.lists(st.emails(), min_size=1, max_size=4),
@@ -30,6 +31,9 @@ def test_the_quick_serialiser_writes_exactly_what_the_email_library_would(body, 
     if references:
         mail["References"] = " ".join(f"<{r}>" for r in references)
     assert as_bytes(mail) == mail.as_bytes(policy=_SMTP)
+    # and without building the MIMEText, as Composer.message writes a mail
+    added = list(mail.raw_items())[3:]  # (after MIMEText's own three)
+    assert plain_text_bytes(added, body) == mail.as_bytes(policy=_SMTP)
 
 
 @settings(max_examples=500, deadline=None)
