@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Hashable, Iterator
 from contextlib import closing, contextmanager
 from enum import StrEnum
 from functools import cached_property
@@ -635,6 +635,39 @@ class FaultAside:
         return True
 
 
+_MISSING = object()  # (not kept: None is a value kept)
+_LISTS = ("lists",)  # _Kept's key of Store.lists
+
+
+class _Kept:
+    """Answers of the Store that a pass asks again and again (a player's
+    zone, the games' lists), kept while they cannot have changed: each key's
+    only writers in the Store forget it before they write, and the whole is
+    forgotten when the Store's moment changes (Store._moment: a rollback,
+    another process's commit).  Bounded: forgotten whole beyond _KEPT_AT_MOST
+    keys (a daemon meets ever more addresses)."""
+
+    def __init__(self) -> None:
+        self._moment: tuple[int, int] | None = None
+        self._values: dict[Hashable, Any] = {}
+
+    def get(self, moment: tuple[int, int], key: Hashable) -> Any:
+        if moment != self._moment:
+            self._moment, self._values = moment, {}
+        return self._values.get(key, _MISSING)
+
+    def put(self, key: Hashable, value: Any) -> None:
+        if len(self._values) >= _KEPT_AT_MOST:
+            self._values = {}
+        self._values[key] = value
+
+    def forget(self, key: Hashable) -> None:
+        self._values.pop(key, None)
+
+
+_KEPT_AT_MOST = 1000
+
+
 class Store:
     def __init__(self, path: Path | str):
         self.path = path
@@ -656,6 +689,7 @@ class Store:
             self._migrate(version)
             self._synced = self._conn.total_changes  # rows changed by this connection, at the last sync
             self._watch_records()
+            self._kept = _Kept()
         except (sqlite3.Error, OSError) as error:
             raise storage_fault(path, error) from None
 
@@ -957,17 +991,32 @@ class Store:
     def create_game(self, **row: Any) -> int:
         row["options"] = json.dumps(row.get("options") or {}, sort_keys=True)
         row["announce_to"] = json.dumps(row.get("announce_to") or [])
+        self._kept.forget(_LISTS)
         return self._insert("games", row)
 
     def set_club(self, game_id: int, announce_to: list[str], awards: bool | None) -> None:
         """A game's own lists (games.announce_to) and whether its mail tells its award (None: the config's)."""
+        self._kept.forget(_LISTS)
         self._update("games", "id = ?", [game_id], {"announce_to": json.dumps(announce_to), "awards": awards})
 
     def lists(self) -> set[str]:
-        """Every game's own lists (games.announce_to), lower case."""
+        """Every game's own lists (games.announce_to), lower case: read once
+        while nothing can have changed them (_Kept; create_game and set_club
+        are their only writers), not at every message (desk._from_a_list)."""
+        kept = self._kept.get(self._moment(), _LISTS)
+        if kept is not _MISSING:
+            return set(kept)
         # (By schema 7's partial index of the games with lists, not a read of every game.)
         rows = self._read(f"select distinct announce_to from games where {_HAS_LISTS}")
-        return {address.lower() for row in rows for address in json.loads(row["announce_to"] or "[]")}
+        found = {address.lower() for row in rows for address in json.loads(row["announce_to"] or "[]")}
+        self._kept.put(_LISTS, found)
+        return set(found)
+
+    def _moment(self) -> tuple[int, int]:
+        """What changes whenever games.db may have changed other than by
+        this connection's own writes: a rollback here (it may undo what was
+        read since), a commit by another process (data_version)."""
+        return (self._rollbacks, self.data_version())
 
     def game(self, game_id: int) -> GameRow | None:
         if not 0 < game_id < 2**63:  # beyond SQLite's integers: no such game
@@ -1091,10 +1140,21 @@ class Store:
         self._update("signups", "game_id = ? and address = ?", [game_id, address], {"address": new})
 
     def timezone(self, address: str) -> str | None:
+        """The zone an address chose (TIMEZONE), None if none.  Every mail
+        and every answer shows times in it, so one message asked four times
+        an address: it is read once while nothing can have changed it
+        (_Kept; set_timezone is its only writer)."""
+        key = ("timezone", address.lower())
+        kept = self._kept.get(self._moment(), key)
+        if kept is not _MISSING:
+            return cast(str | None, kept)
         rows = list(self._rows("players", "address = ?", [address.lower()]))
-        return rows[0]["timezone"] if rows else None
+        zone = rows[0]["timezone"] if rows else None
+        self._kept.put(key, zone)
+        return zone
 
     def set_timezone(self, address: str, zone: str | None) -> None:
+        self._kept.forget(("timezone", address.lower()))
         self._upsert("players", {"address": address.lower(), "timezone": zone}, key="address")
 
     # -- the standby lists: who would take over a seat left mid-game ---------

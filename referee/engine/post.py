@@ -408,7 +408,9 @@ class Post:
         shared = _for_stand_in(context) if copy else None
         # A receipt folded in here is the stand-in's too, as the reply on its own would be (``_send_reply``).
         answered = _for_stand_in({**held.context, "game": context["game"]}) if held and folding else None
-        if shared is not None or answered is not None:
+        # A stand-in's turn is always recorded (Act.DELEGATE, with its delegations row): a game whose record
+        # has none has no stand-in to copy, and its mail does not ask (a statement a mail).
+        if (shared is not None or answered is not None) and _ever_delegated(table):
             for stand_in in self.store.delegations(table.id, iso(self.clock())):
                 if stand_in["seat"] == seat and answered is not None and held is not None:
                     self.to_stand_in(held.table, stand_in, "reply", answered)
@@ -634,6 +636,12 @@ class _Relabel:
         if type(value) in (list, tuple):  # (exactly: a named tuple is left as it is)
             return type(value)(self.within(item) for item in value)
         return value
+
+
+def _ever_delegated(table: Table) -> bool:
+    """Whether any seat of the game ever had a stand-in (Delegating.accept
+    records each turn as an Act.DELEGATE intervention)."""
+    return any(act["act"] == Act.DELEGATE for act in table.interventions)
 
 
 def _for_stand_in(context: dict[str, Any]) -> dict[str, Any] | None:
