@@ -358,7 +358,7 @@ class BluffAuction(Game[BluffState, Move]):
             return move in self.legal_moves(state, seat)
         if move == ("pass",):  # (as _bidding_moves: with tokens in hand, only when nothing else is legal)
             return not state.tokens[seat] or next(_bids(state, seat), None) is None
-        return move in _bids(state, seat)
+        return _bid_allowed(state, seat, move)
 
     def _forms(self, state: BluffState) -> str:
         if state.stage == Stage.TOOLS:
@@ -756,6 +756,29 @@ def _bids(state: BluffState, seat: int) -> Iterator[Move]:
             for track, allowed in ranges.items():
                 if value in allowed:
                     yield ("bid", track, value) if source is None else ("move", source[0], source[1][1], track, value)
+
+
+def _bid_allowed(state: BluffState, seat: int, move: Move) -> bool:
+    """Whether ``_bids`` yields ``move`` (a bid from hand or a move of a
+    token), by its own tests and without listing every bid: the token is in
+    hand, or is the seat's overbid token of that value on the source track
+    (a value names one token: F20); and the value is from the lowest the
+    seat may bid on the track to the track's cap."""
+    if move[0] == "bid" and len(move) == 3:
+        track, value = move[1], move[2]
+        moving = None
+        if not state.tokens[seat]:
+            return False
+    elif move[0] == "move" and len(move) == 5:
+        source, token, track, value = move[1:]
+        high = state.high(source)
+        moving = next((b for b in state.bids[source] if b[0] == seat and b[1] == token and b != high), None)
+        if moving is None:
+            return False
+    else:
+        return False
+    lowest = _lowest_bid(state, seat, track, moving)
+    return lowest is not None and lowest[0] <= value <= _caps(state, seat)[track]
 
 
 def _bid(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list[dict[str, Any]]]:
