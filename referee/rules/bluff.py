@@ -981,11 +981,24 @@ def _sets(pool: tuple[Tile, ...]) -> tuple[tuple[Tile, ...], ...]:
     """Every set that could be exhibited from ``pool`` (sorted), each once,
     smallest first.  Cached: it depends on the tiles alone, and a round asks
     it of the same museum several times."""
+    # The tiles that share an attribute, by size, each size in the order of
+    # itertools.combinations: a group of n is a group of n - 1 that shares
+    # (no group containing one that shares nothing can) and one later tile,
+    # so only groups that share are grown; the sets are those of 3 or more
+    # with a tile besides Wild Attribute (is_set).
+    attributes = [_attributes(t) for t in pool]
     found: dict[tuple[Tile, ...], None] = {}  # (in the order found)
-    for n in range(3, len(pool) + 1):
-        for combo in itertools.combinations(range(len(pool)), n):
+    sharing: list[tuple[tuple[int, ...], int]] = [((i,), bits) for i, bits in enumerate(attributes) if bits]
+    for n in range(2, len(pool) + 1):
+        sharing = [
+            ((*combo, j), bits & attributes[j])
+            for combo, bits in sharing
+            for j in range(combo[-1] + 1, len(pool))
+            if bits & attributes[j]
+        ]
+        for combo, _ in sharing if n >= 3 else ():
             tiles = tuple(pool[i] for i in combo)
-            if is_set(tiles):
+            if any(t != "wild" for t in tiles):
                 found.setdefault(tiles)
     return tuple(found)
 
