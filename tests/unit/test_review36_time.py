@@ -4,7 +4,6 @@ tick/next_due read, and start-up without quick_check."""
 import asyncio
 import dataclasses
 import importlib.util
-import socket
 import subprocess
 import sys
 import threading
@@ -14,10 +13,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from aiosmtpd.controller import Controller
 from conftest import PLAYERS, FakeClock, reply, send
 from test_runner import deliver, make_runner
 from test_runner import maildir as _maildir
+from test_send36_overlap import smtp_server
 
 from referee.cli import main
 from referee.config import Server
@@ -66,17 +65,12 @@ class Picky:
 
 @pytest.fixture
 def picky() -> Iterator[tuple[Picky, int]]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     handler = Picky()
-    controller = Controller(handler, hostname="127.0.0.1", port=port, ready_timeout=10)
-    controller.start()
-    try:
-        yield handler, port
-    finally:
-        handler.release.set()
-        controller.stop()
+    with smtp_server(handler) as port:
+        try:
+            yield handler, port
+        finally:
+            handler.release.set()  # (a mail held back must not keep the server from stopping)
 
 
 def _setup(config, clock, maildir, port, games=3):

@@ -5,6 +5,7 @@ import asyncio
 import socket
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 import pytest
@@ -35,18 +36,25 @@ class Sink:
         return "250 OK"
 
 
-@pytest.fixture
-def sink() -> Iterator[tuple[Sink, int]]:
+@contextmanager
+def smtp_server(handler: object) -> Iterator[int]:
+    """An aiosmtpd server on a free loopback port, answering with ``handler``: its port."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    handler = Sink()
     controller = Controller(handler, hostname="127.0.0.1", port=port, ready_timeout=10)
     controller.start()
     try:
-        yield handler, port
+        yield port
     finally:
         controller.stop()
+
+
+@pytest.fixture
+def sink() -> Iterator[tuple[Sink, int]]:
+    handler = Sink()
+    with smtp_server(handler) as port:
+        yield handler, port
 
 
 def test_a_backlogs_first_receipts_reach_the_server_while_its_last_message_is_being_read(
