@@ -771,8 +771,7 @@ def _bid_allowed(state: BluffState, seat: int, move: Move) -> bool:
             return False
     elif move[0] == "move" and len(move) == 5:
         source, token, track, value = move[1:]
-        high = state.high(source)
-        moving = next((b for b in state.bids[source] if b[0] == seat and b[1] == token and b != high), None)
+        moving = next((b for b in _movable(state, seat, source) if b[1] == token), None)
         if moving is None:
             return False
     else:
