@@ -554,7 +554,8 @@ def main() -> None:
         f"({median('flush_seconds') / median('seconds') * 100:.1f}% of the referee's time)"
     )
     print(f"  raw ceiling: FETCH {median('fetch_rate'):.0f} msg/s, SMTP send {median('send_rate'):.0f} msg/s")
-    print(f"  ratio raw time / referee time {median('ratio'):8.2f}  (target 0.70)")
+    goal = 0.9 if deliver else 0.5  # issue 36: the mail server sets the pace when it delivers
+    print(f"  ratio raw time / referee time {median('ratio'):8.2f}  (goal >= {goal})")
     print(f"  mail out sent before the last message was read {median('sent_while_reading'):8.0%}")
     if args.no_latency:
         return
