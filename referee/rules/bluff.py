@@ -143,6 +143,7 @@ def tile_text(tile: Tile) -> str:
     return " ".join(tile) if isinstance(tile, tuple) else SPECIAL_NAMES[tile]
 
 
+@functools.cache  # (a tile's place never changes, and there are 54 tiles)
 def _tile_order(tile: Tile) -> tuple:
     if isinstance(tile, str):
         return (1, STAGE_OF[tile], tile)
@@ -596,7 +597,12 @@ def _exhibit_dice(state: BluffState, seat: int) -> int:
 
 
 def _tools(state: BluffState, seat: int) -> int:
-    return sum(1 for t in state.museum[seat] if isinstance(t, tuple) and t[2] == "tool")
+    return _tool_count(state.museum[seat])
+
+
+@functools.lru_cache(maxsize=4096)  # (a function of the tiles alone; every phase of a round asks it)
+def _tool_count(museum: tuple[Tile, ...]) -> int:
+    return sum(1 for t in museum if isinstance(t, tuple) and t[2] == "tool")
 
 
 def _tool_movers(state: BluffState, step: int) -> tuple[int, ...]:
@@ -670,23 +676,38 @@ def _virtual(state: BluffState, seat: int, track: int) -> int:
     return weapons + ("vpurple" in state.held[seat]) + (2 if state.used_oneshot == seat else 0)
 
 
-def _reaches(state: BluffState, seat: int) -> list[int]:
-    """The most ``seat`` could count on each track this round: every die
-    rolled, plus its virtual dice (the one-shot's included) (F8)."""
-    weapons = [t[0] for t in state.museum[seat] if isinstance(t, tuple) and t[2] == "weapon"]
-    base = state.rolled() + ("vpurple" in state.held[seat]) + 2 * ("oneshot" in state.held[seat])
-    return [base + weapons.count(colour) for colour in TRACKS]
-
-
-def _caps(state: BluffState, seat: int) -> list[int]:
+def _caps(state: BluffState, seat: int) -> tuple[int, ...]:
     """The highest bid ``seat`` may make on each track (F8).  By the second
     rulings, one more than anyone could count there: a bid that high can
     never win but stops others bidding there, as the text allows any bid;
     any higher bid would do exactly the same.  By the first, the bidder's
     own reach: a bid it could win."""
-    if state.rulings < 2:
-        return _reaches(state, seat)
-    return [max(reach) + 1 for reach in zip(*(_reaches(state, s) for s in range(state.seats)), strict=True)]
+    return _caps_of(state.rulings, state.rolled(), state.museum, state.held)[seat]
+
+
+# Every bid, move and pass of a round's bidding asks for the caps, and they
+# do not change while it lasts (the dice rolled, the museums and the tiles
+# held are the round's).  They are kept by those arguments, immutable tuples
+# and frozensets of which they are a function alone, so a kept answer is
+# never stale.
+@functools.lru_cache(maxsize=1024)
+def _caps_of(
+    rulings: int, rolled: int, museums: tuple[tuple[Tile, ...], ...], held: tuple[frozenset[str], ...]
+) -> tuple[tuple[int, ...], ...]:
+    """Each seat's caps (``_caps``)."""
+    reaches = [_reaches(rolled, museum, tiles) for museum, tiles in zip(museums, held, strict=True)]
+    if rulings < 2:
+        return tuple(reaches)
+    caps = tuple(max(reach) + 1 for reach in zip(*reaches, strict=True))
+    return (caps,) * len(reaches)
+
+
+def _reaches(rolled: int, museum: tuple[Tile, ...], held: frozenset[str]) -> tuple[int, ...]:
+    """The most a seat could count on each track this round: every die
+    ``rolled``, plus its virtual dice (the one-shot's included) (F8)."""
+    weapons = [t[0] for t in museum if isinstance(t, tuple) and t[2] == "weapon"]
+    base = rolled + ("vpurple" in held) + 2 * ("oneshot" in held)
+    return tuple(base + weapons.count(colour) for colour in TRACKS)
 
 
 def _has_tie(state: BluffState, seat: int, moving: Bid | None = None) -> bool:
@@ -726,7 +747,12 @@ def _lowest_bid(state: BluffState, seat: int, track: int, moving: Bid | None = N
 def _overbid(state: BluffState, seat: int) -> list[int]:
     """Tracks where ``seat`` has a token that another bid has overbid: the
     tokens it may move ("high bids ... cannot be moved")."""
-    return [t for t in range(6) if any(b[0] == seat and b != state.high(t) for b in state.bids[t])]
+    tracks = []
+    for track, bids in enumerate(state.bids):
+        own = [b for b in bids if b[0] == seat]
+        if own and own != [state.high(track)]:  # (at most one is the high bid)
+            tracks.append(track)
+    return tracks
 
 
 def _bidding_moves(state: BluffState, seat: int) -> list[Move]:
@@ -742,10 +768,8 @@ def _bidding_moves(state: BluffState, seat: int) -> list[Move]:
 def _bids(state: BluffState, seat: int) -> Iterator[Move]:
     """The moves of ``_bidding_moves`` but pass, in its order, one at a time:
     whether a seat must pass needs only the first (``_next_bidder``)."""
-    hand: list[tuple[int, Bid] | None] = [None] if state.tokens[seat] else []
-    sources = hand + [(t, b) for t in _overbid(state, seat) for b in _movable(state, seat, t)]
     caps = _caps(state, seat)  # (the same whichever token moves)
-    for source in sources:
+    for source in _sources(state, seat):
         moving = source[1] if source is not None else None
         ranges = {}
         for track in range(6):
@@ -756,6 +780,17 @@ def _bids(state: BluffState, seat: int) -> Iterator[Move]:
             for track, allowed in ranges.items():
                 if value in allowed:
                     yield ("bid", track, value) if source is None else ("move", source[0], source[1][1], track, value)
+
+
+def _sources(state: BluffState, seat: int) -> Iterator[tuple[int, Bid] | None]:
+    """Where the seat's next bid may come from, in ``_bids``'s order: its
+    hand (None), then each overbid token (its track and bid), listed only
+    when asked for (a bid from hand is the first legal move most turns)."""
+    if state.tokens[seat]:
+        yield None
+    for track in _overbid(state, seat):
+        for bid in _movable(state, seat, track):
+            yield track, bid
 
 
 def _bid_allowed(state: BluffState, seat: int, move: Move) -> bool:
@@ -1129,10 +1164,13 @@ def standing(state: BluffState, seat: int) -> dict[str, Any]:
 def total(state: BluffState, seat: int) -> int:
     """``standing(state, seat)["total"]`` without naming the museum's sets
     (the scores after every move need only the totals)."""
-    museum = state.museum[seat]
-    return (
-        state.points[seat] + best_partition(museum, state.rulings)[0] + set_points(_stars(museum)) + _four(state, seat)
-    )
+    return state.points[seat] + _museum_points(state.museum[seat], state.rulings) + _four(state, seat)
+
+
+@functools.lru_cache(maxsize=4096)  # (a function of the tiles alone; asked after every move, it changes seldom)
+def _museum_points(museum: tuple[Tile, ...], rulings: int) -> int:
+    """A museum's points at the end: its best split and its Art's stars."""
+    return best_partition(museum, rulings)[0] + set_points(_stars(museum))
 
 
 def _stars(museum: tuple[Tile, ...]) -> int:
