@@ -155,6 +155,87 @@ def _sorted(tiles: Iterable[Tile]) -> tuple[Tile, ...]:
     return tuple(sorted(tiles, key=_tile_order))
 
 
+# -- the site's table of phases -------------------------------------------------------
+
+
+def phase_html(events: list[dict[str, Any]], names: list[str], players: list[dict[str, Any]]) -> str:
+    """What a phase's row in the site's table of phases says happened
+    (site/bluff/rounds.html.j2 marks it safe): its moves as
+    events/bluff.txt.j2's did and move say them with detail, each auction's
+    dice and who won it, a new round, the game's end; an auction's dice
+    event shows nothing (the auction shows its counts).  Escaped here as
+    Jinja would escape it.  A Python function, not macros per event: the
+    table made a third of a full render of finished games (issue 36); a
+    test compares it with those macros over whole games."""
+    shown = [e for e in events if e["type"] != "dice"]
+    cell = []
+    for i, event in enumerate(shown):
+        cell.append(_event_html(event, names, players))
+        if i + 1 < len(shown) and shown[i + 1]["type"] not in ("auction", "round", "over"):
+            cell.append("; ")
+    return "".join(cell)
+
+
+def _event_html(e: dict[str, Any], names: list[str], players: list[dict[str, Any]]) -> str:
+    kind = e["type"]
+    if kind == "rerolled":
+        return ", ".join(
+            f"{_html(names[int(seat)])} " + (f"rerolls {n}" if n else "keeps their dice")
+            for seat, n in e["counts"].items()
+        )
+    if kind in _MOVE_EVENTS:
+        return f"{_html(names[e['seat']])} {_did_html(e)}"
+    if kind == "auction":
+        dice = ", ".join(f"{_html(p['name'])} {_html(e['dice'][p['seat']])}" for p in players)
+        community = f", community {_html(e['community'])}" if e["community"] else ""
+        if e["winner"] is not None:
+            outcome = (
+                f'<span class="win">{_html(names[e["winner"]])} wins {_html(e["tile"])} with {_html(e["value"])}</span>'
+            )
+        elif e["bids"]:
+            worth = ", ".join(f"{_html(names[int(seat)])} could bid {_html(v)}" for seat, v in e["worth"].items())
+            outcome = f"every bid over ({worth}): {_html(e['tile'])} leaves"
+        else:
+            outcome = f"no bids: {_html(e['tile'])} leaves"
+        return f"<br>{_html(e['track'])} (dice: {dice}{community}): {outcome}"
+    if kind == "round":
+        return f"<br>round {_html(e['round'])}: {_html(names[e['start']])} starts"
+    if kind == "over":
+        return "<br>game over"
+    return ""  # (a type named nowhere here shows nothing)
+
+
+_MOVE_EVENTS = ("bid", "move", "pass", "oneshot", "special", "place", "exhibit", "discard")  # a seat's own
+
+
+def _did_html(e: dict[str, Any]) -> str:
+    """events/bluff.txt.j2's did(e, detail=true, html=true)."""
+    kind = e["type"]
+    if kind == "bid":
+        return f"bids {_html(e['value'])} on {_html(e['track'])}" + (" (tie)" if e["tied"] else "")
+    if kind == "move":
+        token = f" {int(e['token'])}" if "token" in e else ""
+        return f"moves {_html(e['from'])}{token} to {_html(e['track'])} at {_html(e['value'])}"
+    if kind == "pass":
+        return "passes" + (" (nothing else to do)" if e["forced"] else "")
+    if kind == "oneshot":
+        return ("uses" if e["used"] else "keeps") + " the 1-shot tile"
+    if kind == "exhibit":
+        return f"exhibits {', '.join(map(_html, e['set']))} for {_html(e['points'])}"
+    if kind == "discard":
+        return f"discards {_html(e['discarded'])}"
+    if kind == "special":
+        return f"takes {_html(e['tile'])}"
+    return f"places {_html(e['tile'])}"
+
+
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "'": "&#39;", '"': "&#34;"})  # as markupsafe escapes
+
+
+def _html(value: object) -> str:
+    return str(value).translate(_HTML)
+
+
 @dataclass(frozen=True)
 class BluffState:
     stacks: tuple[tuple[Artifact, ...], ...]  # per colour, the artifacts not yet offered (sorted)
@@ -224,6 +305,7 @@ class BluffAuction(Game[BluffState, Move]):
     move_word = "bid"
     move_words = ("bid", "move", "pass", "reroll", "keep", "use", "place", "exhibit", "discard")
     example = "bid red 3"
+    filters = {"bluff_phase_html": phase_html}
     # "rulings": the edition of the rulings a game is played by (F21): 2 for a
     # new game; a game recorded before the option existed was played by 1.
     options = {"exhibit_dice": 1, "rulings": 2}
