@@ -440,7 +440,7 @@ class BluffAuction(Game[BluffState, Move]):
         if state.stage != Stage.BIDDING:
             return move in self.legal_moves(state, seat)
         if move == ("pass",):  # (as _bidding_moves: with tokens in hand, only when nothing else is legal)
-            return not state.tokens[seat] or next(_bids(state, seat), None) is None
+            return not state.tokens[seat] or not _can_bid(state, seat)
         return _bid_allowed(state, seat, move)
 
     def _forms(self, state: BluffState) -> str:
@@ -848,8 +848,8 @@ def _bidding_moves(state: BluffState, seat: int) -> list[Move]:
 
 
 def _bids(state: BluffState, seat: int) -> Iterator[Move]:
-    """The moves of ``_bidding_moves`` but pass, in its order, one at a time:
-    whether a seat must pass needs only the first (``_next_bidder``)."""
+    """The moves of ``_bidding_moves`` but pass, in its order, one at a time
+    (whether there is one at all: ``_can_bid``)."""
     caps = _caps(state, seat)  # (the same whichever token moves)
     for source in _sources(state, seat):
         moving = source[1] if source is not None else None
@@ -862,6 +862,19 @@ def _bids(state: BluffState, seat: int) -> Iterator[Move]:
             for track, allowed in ranges.items():
                 if value in allowed:
                     yield ("bid", track, value) if source is None else ("move", source[0], source[1][1], track, value)
+
+
+def _can_bid(state: BluffState, seat: int) -> bool:
+    """Whether ``_bids`` yields anything (a move other than pass), by its
+    tests without making the move: every bidding turn asks it of a seat or
+    more (``_next_bidder``)."""
+    caps = _caps(state, seat)
+    return any(
+        (lowest := _lowest_bid(state, seat, track, source[1] if source is not None else None)) is not None
+        and lowest[0] <= caps[track]
+        for source in _sources(state, seat)
+        for track in range(6)
+    )
 
 
 def _sources(state: BluffState, seat: int) -> Iterator[tuple[int, Bid] | None]:
@@ -932,7 +945,7 @@ def _next_bidder(state: BluffState, after: int, include: bool) -> tuple[BluffSta
     events: list[dict[str, Any]] = []
     seat = after if include else (after + 1) % state.seats
     while state.passes < state.seats:
-        if next(_bids(state, seat), None) is not None:  # (a move other than pass)
+        if _can_bid(state, seat):  # (a move other than pass)
             return replace(state, turn=seat), events
         state = replace(state, passes=state.passes + 1)
         events.append({"type": "pass", "seat": seat, "forced": True})

@@ -12,7 +12,7 @@ import pytest
 from test_bluff import random_game as _random_game
 
 from referee.resources import template_folders
-from referee.rules.bluff import phase_html
+from referee.rules.bluff import _bids, _can_bid, phase_html
 
 random_game = _random_game
 
@@ -77,3 +77,12 @@ def test_bluff_phase_html_escapes_names_and_tiles_once():
         "&lt;ann&gt; bids 3 on red (tie); b&amp;b moves purple 3 to red at 1; "
         "&lt;ann&gt; exhibits red &lt;art&gt;, a &amp; b for 3"
     )
+
+
+@pytest.mark.parametrize("seats", [2, 3, 4, 5])
+def test_bluff_can_bid_is_whether_a_seat_has_a_bid_or_a_move_in_every_state(seats):
+    for seed in (b"d", b"e"):
+        states, _, _ = random_game(seed + bytes([seats]), seats, random.Random(seed))
+        for state in states:
+            for seat in range(seats):
+                assert _can_bid(state, seat) == (next(_bids(state, seat), None) is not None)
