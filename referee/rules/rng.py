@@ -30,11 +30,14 @@ class Rng:
 
     def __init__(self, seed: bytes, label: str):
         self.label = label
-        self._key = hmac.new(seed, label.encode(), hashlib.sha256).digest()
+        self._seed = seed
+        self._key: bytes | None = None  # made at the first draw: most phases' resolves draw nothing
         self._counter = 0
         self._buffer = b""
 
     def _word(self) -> int:
+        if self._key is None:
+            self._key = hmac.new(self._seed, self.label.encode(), hashlib.sha256).digest()
         if len(self._buffer) < 8:
             block = hmac.new(self._key, self._counter.to_bytes(8, "big"), hashlib.sha256)
             self._counter += 1
