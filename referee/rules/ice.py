@@ -184,7 +184,8 @@ class IceState:
 
     def in_auction(self) -> tuple[int, ...]:
         """The seats that have not passed, clockwise from the starting player."""
-        order = [(self.start + k) % self.seats for k in range(self.seats)]
+        seats = self.seats
+        order = [(self.start + k) % seats for k in range(seats)]
         return tuple(seat for seat in order if seat not in self.cards)
 
 
@@ -549,7 +550,8 @@ def _next_turn(state: IceState, after: int, include: bool) -> tuple[IceState, li
             return replace(state, stage="won", turn=left[0]), events  # I8: no pyramids, the lot is free
         if len(left) == 1:
             return replace(state, turn=left[0]), events
-        order = [(after + k) % state.seats for k in range(0 if include else 1, state.seats + 1)]
+        seats = state.seats
+        order = [(after + k) % seats for k in range(0 if include else 1, seats + 1)]
         seat = next(s for s in order if s in left)
         if _can_raise(state, seat):
             return replace(state, turn=seat), events
@@ -829,7 +831,12 @@ class _Group:
     colour: str | None = None
 
 
-def _groups(text: str) -> list[tuple[int, int, str | None]]:
+# A replay reads every move again, and the same few texts ("bid L-red") come
+# back in every game.  _groups is a pure function of a string, and its answer
+# a tuple of tuples, never changed: a kept answer cannot go stale.  (A text
+# it refuses raises MoveError, which is never kept.)
+@functools.lru_cache(maxsize=4096)
+def _groups(text: str) -> tuple[tuple[int, int, str | None], ...]:
     """Read "L-red 2M S", "large red, 2 medium blue" or "red L" into
     (count, size, colour) groups; raises MoveError on a word it does not know."""
     words = [w for w in re.split(r"[\s,;+&/-]+|\band\b", text.lower()) if w]
@@ -875,7 +882,7 @@ def _groups(text: str) -> list[tuple[int, int, str | None]]:
         if group.size is None:
             raise MoveError("Each pyramid needs a size: L (large), M (medium) or S (small), as in 'L-red'.")
         read.append((group.count, group.size, group.colour))
-    return read
+    return tuple(read)
 
 
 def _read_pile(text: str, have: Pile, verb: str, where: str = "your active area") -> Pile:
@@ -888,6 +895,8 @@ def _read_pile(text: str, have: Pile, verb: str, where: str = "your active area"
         raise MoveError(
             f"There is no {pile_text(pile(missing.elements()))} in {where} to {verb}; it holds {pile_text(have)}."
         )
+    if all(colour for _, _, colour in groups):
+        return pile(named)  # (every pyramid named: nothing left to choose)
     left, chosen = list(_without(have, named)), list(named)
     for n, size, colour in groups:
         if colour:
