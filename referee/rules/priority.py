@@ -116,7 +116,7 @@ class PriorityState:
     @property
     def in_play(self) -> tuple[str, ...]:
         """The colours of this game, in board order."""
-        return COLOURS[: self.seats]
+        return COLOURS[: len(self.colours)]
 
     @property
     def over(self) -> bool:
@@ -328,12 +328,11 @@ class PriorityAuction(Game[PriorityState, Move]):
     ) -> tuple[PriorityState, list[dict[str, Any]]]:
         seat = state.mover
         move = moves[seat]
-        state = replace(state, turn_number=state.turn_number + 1)
         if move[0] == "pass":
-            state = replace(state, passed=(*state.passed, seat))
+            state = replace(state, turn_number=state.turn_number + 1, passed=(*state.passed, seat))
             event = {"type": "pass", "seat": seat, "forced": False}
         else:
-            state = _act(state, seat, move)
+            state = _act(state, seat, move, turn_number=state.turn_number + 1)
             if move[0] == "play":
                 event = {"type": "play", "seat": seat, "colour": move[2]}  # never the card (P17)
             else:
@@ -453,7 +452,8 @@ def _can_act(state: PriorityState, seat: int) -> bool:
     return EMPTY in board and (any(card != EMPTY for card in board) or bool(state.hand(seat)))
 
 
-def _act(state: PriorityState, seat: int, move: Move) -> PriorityState:
+def _act(state: PriorityState, seat: int, move: Move, turn_number: int) -> PriorityState:
+    """The state after ``seat``'s play or move, as turn ``turn_number`` of the round."""
     board = list(state.boards[seat])
     if move[0] == "play":
         board[state.in_play.index(move[2])] = move[1]
@@ -464,7 +464,7 @@ def _act(state: PriorityState, seat: int, move: Move) -> PriorityState:
     boards[seat] = tuple(board)
     taken = list(state.taken)
     taken[seat] += 1
-    return replace(state, boards=tuple(boards), taken=tuple(taken))
+    return replace(state, boards=tuple(boards), taken=tuple(taken), turn_number=turn_number)
 
 
 def _next_turn(state: PriorityState, after: int) -> tuple[PriorityState, list[dict[str, Any]]]:
@@ -472,8 +472,9 @@ def _next_turn(state: PriorityState, after: int) -> tuple[PriorityState, list[di
     pass (at its turn limit, or a full board and an empty hand) passes at
     once (P7).  ``turn`` is None when everyone has passed."""
     events: list[dict[str, Any]] = []
-    for step in range(1, state.seats + 1):
-        seat = (after + step) % state.seats
+    seats = state.seats
+    for step in range(1, seats + 1):
+        seat = (after + step) % seats
         if seat in state.passed:
             continue
         if _can_act(state, seat):
