@@ -55,9 +55,12 @@ _VERB = re.compile(r"^\s*(?P<verb>[a-z]+)\b(?P<rest>.*?)\s*\.?\s*$", re.I)
 # -- pyramids and piles --------------------------------------------------------
 
 
-def _order(pyramid: Pyramid) -> tuple[int, int]:
-    colour, size = pyramid
-    return (-size, COLOURS.index(colour) if colour in COLOURS else len(COLOURS))
+# A pyramid's place in a pile: larger first, then in the order of COLOURS,
+# colourless last.  A table, not a function: piles are sorted at every move.
+_PLACE: dict[Pyramid, tuple[int, int]] = {
+    (colour, size): (-size, rank) for rank, colour in enumerate((*COLOURS, COLOURLESS)) for size in SIZES
+}
+_order = _PLACE.__getitem__
 
 
 def pile(pyramids: Iterable[Pyramid]) -> Pile:
@@ -373,13 +376,12 @@ class IceIceBaby(Game[IceState, Move]):
         move = moves[seat]
         if state.stage == "scoring":
             return self._offer(state, seat, move, rng)
-        state = replace(state, turns=state.turns + 1)
         if move[0] == "pass":
-            state, event = _pass(state, seat, forced=False)
+            state, event = _pass(replace(state, turns=state.turns + 1), seat, forced=False)
         else:
             bids = list(state.bids)
             bids[seat] = move[1]
-            state = replace(state, bids=tuple(bids), high=seat)
+            state = replace(state, turns=state.turns + 1, bids=tuple(bids), high=seat)
             event = {"type": "bid", "seat": seat, "bid": _names(move[1])}
         state, events = _next_turn(state, seat, include=False)
         return self._play_on(state, [event, *events], rng)
