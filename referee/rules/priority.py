@@ -15,6 +15,7 @@ boards until the round's tally.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -227,7 +228,7 @@ class PriorityAuction(Game[PriorityState, Move]):
         return _actions(state, seat) + [("pass",)]
 
     def parse_move(self, state: PriorityState, seat: int, text: str) -> Move:
-        words = [w for w in _WORD.findall(text.lower()) if w not in _FILLER]
+        words = _words(text)
         if not words:
             raise MoveError(self._forms(state, seat))
         if "and" in words:
@@ -257,7 +258,7 @@ class PriorityAuction(Game[PriorityState, Move]):
             "an empty colour), or 'pass' (for the rest of this round)."
         )
 
-    def _parse_play(self, state: PriorityState, seat: int, words: list[str]) -> Move:
+    def _parse_play(self, state: PriorityState, seat: int, words: tuple[str, ...]) -> Move:
         numbers = [n for w in words if (n := _number(w)) is not None]
         colours = [_colour(state, w) for w in words if _number(w) is None]
         if len(numbers) != 1 or len(colours) != 1:
@@ -278,7 +279,7 @@ class PriorityAuction(Game[PriorityState, Move]):
         self._check_empty(state, seat, colour)
         return ("play", card, colour)
 
-    def _parse_shift(self, state: PriorityState, seat: int, words: list[str]) -> Move:
+    def _parse_shift(self, state: PriorityState, seat: int, words: tuple[str, ...]) -> Move:
         board = state.boards[seat]
         numbers = [n for w in words if (n := _number(w)) is not None]
         colours = [_colour(state, w) for w in words if _number(w) is None]
@@ -557,6 +558,15 @@ def _scores(state: PriorityState) -> tuple[int, ...]:
 
 
 # -- reading moves ---------------------------------------------------------------------------
+
+
+# A replay reads every move again, and the same few texts ("play 3 on red",
+# "pass") come back in every game.  _words is a pure function of a string,
+# and its answer a tuple: a kept answer cannot go stale.
+@functools.lru_cache(maxsize=4096)
+def _words(text: str) -> tuple[str, ...]:
+    """A move's words that may mean something (not the filler), lower case."""
+    return tuple(w for w in _WORD.findall(text.lower()) if w not in _FILLER)
 
 
 def _number(word: str) -> int | None:

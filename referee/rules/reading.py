@@ -29,6 +29,7 @@ picks between two moves.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -488,6 +489,10 @@ AROUND_A_BARE_MOVE = {
 }
 
 
+# A replay reads every move again, and the same few lines ("pass") come back
+# in every game; clean() is the costly part.  A pure function of two
+# strings, whose answer is a bool: a kept answer cannot go stale.
+@functools.lru_cache(maxsize=1024)
 def bare_move(text: str, verb: str) -> bool:
     """Whether the line says the verb and nothing that could mean more."""
     return set(re.findall(r"[a-z]+", clean(text).lower())) <= AROUND_A_BARE_MOVE | {verb}
