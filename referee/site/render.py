@@ -25,7 +25,11 @@ GitHub Pages) can serve.
 
 Only the games whose rows changed since the last render are written again
 (``.render-state.json`` keeps a fingerprint of each, what the index says of
-it, and its feed entries for the site's feed); nothing shown depends on the
+it, and its feed entries for the site's feed), and of those only the files
+that changed: a move that resolves nothing changes the game's page, not its
+record, feed or calendars (the state keeps a digest of each; a calendar's
+DTSTAMP is when its event last changed, not the time of the render: RFC
+5545 allows it).  Nothing shown depends on the
 clock (the time left before a deadline is worked out in the reader's
 browser), so time passing writes nothing.  Every file is
 written under a temporary name and renamed, so a web server never serves
@@ -56,7 +60,7 @@ from referee.site.chart import UNIT
 from referee.site.public import page_context
 from referee.standings import PAGE as STANDINGS_PAGE
 from referee.standings import standings
-from referee.store import GameRow, GameState, InterventionRow, StorageFault, Store
+from referee.store import GameRow, GameState, InterventionRow, PhaseRow, StorageFault, Store
 from referee.tables import PRIVATE, Table, Tables, own_calendar, reminder_time
 from referee.templating import template_cache
 from referee.timeutil import Clock, from_iso, iso, show
@@ -103,6 +107,10 @@ class _Rendered(TypedDict):
     # (the full ones), and a digest of what else they show (Site._history_key):
     # a new block writes its page alone, a new digest (the game's end) all
     history: NotRequired[dict[str, Any]]
+    # a digest of what its calendars show (Site._calendars_shown): while it is the same they are not rendered
+    ics: NotRequired[str]
+    # a digest of its record.json (a long game's head) and feed.atom as written: the same text is not written again
+    texts: NotRequired[dict[str, str]]
 
 
 @dataclass
@@ -275,35 +283,26 @@ class Site:
                 **{**context, "rounds": phases(block["first"], block["last"])}, block=block, history=history, number=k
             )
             self._write(f"{base}/{block['page']}", text, report)
-        self._write_record(game_id, context["record"], since, parts_from, report)
+        written = before.get("texts") if before is not None else None
+        rendered["texts"] = {}
+        self._write_record(game_id, context["record"], since, parts_from, report, written, rendered["texts"])
         full_parts = resolved // part if resolved > part else 0  # (no parts: the record is whole)
         if pages or full_parts:  # (only a long game's: the state file is written whole, and kept small)
             rendered["history"] = {"key": key, "pages": pages, "parts": full_parts}
         own = [entry for entry in context["entries"] if entry["feeds"] != "site"][: self.window]
-        self._write(
-            f"{base}/feed.atom",
-            self.env.get_template("site/feed.atom.j2").render(
-                title=f"{table.rules.title}, game {game_id}",
-                entries=own,
-                updated=own[0]["updated"] if own else table.row["created_at"],
-                feed_id=f"{self._urn()}:game:{game_id}",
-                link=f"{base}/",
-                base="../../",
-            ),
-            report,
+        feed = self.env.get_template("site/feed.atom.j2").render(
+            title=f"{table.rules.title}, game {game_id}",
+            entries=own,
+            updated=own[0]["updated"] if own else table.row["created_at"],
+            feed_id=f"{self._urn()}:game:{game_id}",
+            link=f"{base}/",
+            base="../../",
         )
-        self._write(
-            f"{base}/deadlines.ics",
-            _fold_ics(
-                self.env.get_template("site/deadlines.ics.j2").render(
-                    **{**context, "rounds": phases(resolved - self.past + 1)},
-                    open_number=resolved + 1,  # (the open phase's, if one)
-                    uid=f"{game_id}.{self.records.config.domain}",
-                )
-            ),
-            report,
-        )
-        self._render_calendars(table, context, report)
+        self._write_changed(f"{base}/feed.atom", feed, report, written, rendered["texts"])
+        calendars = self._calendars_shown(table, context, phases(resolved - self.past + 1))
+        rendered["ics"] = _digest([_LAYOUT, json.dumps(calendars, sort_keys=True)])
+        if before is None or before.get("ics") != rendered["ics"]:  # (a move that resolves nothing changes none)
+            self._render_calendars(calendars, report)
         rendered["summary"] = {
             **rendered["summary"],
             "waiting": context["phase"]["waiting"] if context["phase"] else [],
@@ -359,39 +358,78 @@ class Site:
         match = re.search(r"#phase-(\d+)$", entry["link"])
         return {**entry, "link": self._linker(game_id, shown)(int(match[1]))} if match else entry
 
-    def _render_calendars(self, table: Table, context: dict[str, Any], report: Report) -> None:
-        """Each seat's own calendar (tables.own_calendar): the phases in which
-        it moves, each dated when it closed, and the open one, if it moves in
-        it, at its deadline, with an alarm when the referee's reminder is due
-        (tables.reminder_time); the game and phase in each summary, nothing
-        of the seat's hand or moves."""
-        template = self.env.get_template("site/own-deadlines.ics.j2")
-        open_ = table.open_phase if context["phase"] is not None else None  # (none in a cancelled game)
+    def _calendars_shown(self, table: Table, context: dict[str, Any], rounds: list[dict[str, Any]]) -> dict[str, Any]:
+        """All that the game's calendars show, and nothing else: the public
+        deadlines.ics (the newest ``rounds`` resolved and the open phase) and
+        each seat's own (tables.own_calendar: the phases in which it moves,
+        each dated when it closed, and the open one, if it moves in it, at
+        its deadline, with an alarm when the referee's reminder is due,
+        tables.reminder_time); the game and phase in each summary, nothing
+        of a seat's hand or moves.  The calendars are rendered from this
+        alone, so its digest (the state's ``ics``) changes whenever one of
+        them would: a move that resolves nothing changes none of them."""
+        phase = context["phase"]
+        open_ = table.open_phase if phase is not None else None  # (none in a cancelled game)
         remind = None  # no reminder while paused: no deadline runs
-        if open_ is not None and not context["phase"]["paused"]:
+        if open_ is not None and not phase["paused"]:
             remind = reminder_time(open_, self.records.config.reminder)
+
+        def dated(rows: list[Any]) -> list[dict[str, Any]]:
+            return [{"number": row["number"], "label": row["label"], "resolved_at": row["resolved_at"]} for row in rows]
+
+        own = []
         for row in table.seats:
             path = own_calendar(self.records.key, row)
-            if path is None:
-                continue
-            seat = row["seat"]
-            text = template.render(
-                **context,
-                seat=seat,
-                closed=[p for p in table.phases if p["resolved_at"] and seat in p["movers"]][-self.past :],
-                moves_now=open_ is not None and seat in open_["movers"],
-                open_number=open_ and open_["number"],
-                remind=remind and iso(remind),
-                uid=f"{table.id}.{self.records.config.domain}",
-            )
-            self._write(path, _fold_ics(text), report)
+            if path is not None:
+                seat = row["seat"]
+                own.append(
+                    {
+                        "path": path,
+                        "seat": seat,
+                        "closed": dated(
+                            [p for p in table.phases if p["resolved_at"] and seat in p["movers"]][-self.past :]
+                        ),
+                        "moves_now": open_ is not None and seat in open_["movers"],
+                        "remind": remind and iso(remind),
+                    }
+                )
+        return {
+            "game": {"id": table.id, "title": table.rules.title},
+            "rounds": dated(rounds),
+            "phase": phase and {"label": phase["label"], "deadline": phase["deadline"], "paused": phase["paused"]},
+            "open_number": open_ and open_["number"],
+            "stamp": open_ and _stamp(open_, context["acts"]),
+            "uid": f"{table.id}.{self.records.config.domain}",
+            "own": own,
+        }
 
-    def _write_record(self, game_id: int, record: dict[str, Any], since: int, parts_from: int, report: Report) -> None:
+    def _render_calendars(self, calendars: dict[str, Any], report: Report) -> None:
+        """The game's deadlines.ics and its seats' own calendars, from what
+        they show (Site._calendars_shown)."""
+        shown = {name: value for name, value in calendars.items() if name != "own"}
+        text = self.env.get_template("site/deadlines.ics.j2").render(**shown)
+        self._write(f"{game_folder(calendars['game']['id'])}/deadlines.ics", _fold_ics(text), report)
+        template = self.env.get_template("site/own-deadlines.ics.j2")
+        for seat in calendars["own"]:
+            self._write(seat["path"], _fold_ics(template.render(**shown, **seat)), report)
+
+    def _write_record(
+        self,
+        game_id: int,
+        record: dict[str, Any],
+        since: int,
+        parts_from: int,
+        report: Report,
+        written: dict[str, str] | None,
+        texts: dict[str, str],
+    ) -> None:
         """A game's record.json; a long game's in parts (record.split_record):
         the head, and the parts from the one that holds phase ``parts_from``
         (the others are on the site as they are: a resolved phase does not
         change while the game runs).  ``record`` has the phases from number
-        ``since`` (at most ``parts_from``) only."""
+        ``since`` (at most ``parts_from``) only.  The head (or the whole
+        record) is written only when it changed (Site._write_changed: a move
+        that resolves nothing changes no record)."""
         placeholders: list[Any] = [None] * (since - 1)  # (the phases before: in parts not written here)
         head, parts = split_record({**record, "phases": placeholders + record["phases"]})
         assert since == 1 or parts, "a whole record is made of every phase"
@@ -399,7 +437,9 @@ class Site:
             if number > (parts_from - 1) // referee.record.PART_PHASES:
                 text = json.dumps(part, sort_keys=True, ensure_ascii=False)
                 self._write(f"{game_folder(game_id)}/{part_name(number)}", text, report)
-        self._write(game_record(game_id), json.dumps(head, sort_keys=True, ensure_ascii=False), report)
+        self._write_changed(
+            game_record(game_id), json.dumps(head, sort_keys=True, ensure_ascii=False), report, written, texts
+        )
 
     def _calendars(self, game_id: int) -> list[str]:
         """The names of a game's seats' own calendars (tables.own_calendar)."""
@@ -622,6 +662,20 @@ class Site:
             return {}
         return {id_: game for id_, game in state.items() if _sound(game)}
 
+    def _write_changed(
+        self, name: str, text: str, report: Report, written: dict[str, str] | None, texts: dict[str, str]
+    ) -> None:
+        """Write ``name`` unless the last render wrote it as ``text`` already
+        (``written``: the digests of a game's files as the state file keeps
+        them, Site._render_game's ``before``; None, or a name not in it: it
+        is written).  The state file is written after the files, so a digest
+        kept there is of a file on the site (only `referee render --force`
+        writes back a file deleted by hand).  ``texts`` gets its digest."""
+        key = name.rsplit("/", 1)[-1]
+        texts[key] = _digest([text])
+        if not isinstance(written, dict) or written.get(key) != texts[key]:
+            self._write(name, text, report)
+
     def _write(self, name: str, text: str, report: Report | None = None) -> None:
         """Write ``name`` whole or not at all: a temporary file, then a rename."""
         path = self.folder / name
@@ -684,6 +738,15 @@ def _sound(game: Any) -> bool:
         and isinstance(entry["updated"], str)
         for entry in entries
     )
+
+
+def _stamp(phase: PhaseRow, acts: list[dict[str, Any]]) -> str:
+    """When what the calendars show of the open ``phase`` last changed: it
+    opened, or a keeper's or the referee's act in it (an extension, a pause,
+    a takeover...) was the last to; their DTSTAMP (RFC 5545 allows the time
+    the event was last revised), which stays as it is while they do."""
+    times = [phase["opened_at"], *(act["at"] for act in acts if act["phase"] == phase["number"])]
+    return max(times, key=from_iso)
 
 
 def _calendars_of(rendered: _Rendered | None) -> str | None:

@@ -112,8 +112,19 @@ def test_each_change_to_a_game_rewrites_its_pages_and_the_index_only(two, clock,
     report = Site(two, site).render()
     assert report.games_rendered == 1 and report.games_unchanged == 1
     written = set(report.written)
-    assert game_files(1) <= written <= game_files(1) | own_files(two, 1) | {"index.html", "feed.atom"}
-    assert "index.html" in written
+    assert (
+        {"games/1/index.html", "index.html"}
+        <= written
+        <= game_files(1) | own_files(two, 1) | {"index.html", "feed.atom"}
+    )
+    # its record, feed and calendars are written only if they changed: each is what a fresh render writes
+    Site(two, tmp_path / "fresh").render()
+    for name in game_files(1) | own_files(two, 1):
+        assert (site / name).read_bytes() == (tmp_path / "fresh" / name).read_bytes(), name
+    if change in (move, observer):  # who has moved, who follows: shown on the page alone
+        assert written == {"games/1/index.html", "index.html", "feed.atom"}
+    else:  # an act: in the record, and moving (or stopping) the deadline in the calendars
+        assert {"games/1/record.json", "games/1/deadlines.ics"} | own_files(two, 1) <= written
     after = stats(site)
     if change is takeover:  # dora's own calendar is new, bob's was taken down
         assert len(own_files(two, 1) - set(before)) == 1 and own_files(two, 1) <= written

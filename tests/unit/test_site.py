@@ -968,12 +968,18 @@ def test_a_render_with_nothing_changed_writes_nothing(played, site):
     assert not temporary_files(site)
 
 
-def test_a_move_rewrites_only_its_games_files_and_the_index(played, site):
+def test_a_move_rewrites_only_its_games_files_and_the_index(played, site, tmp_path):
     before = stats(site)
     old_two = site_files(site)
     bid(played, CAROL, lowest(played, CAROL))  # game 1; the clock stands still
     report = Site(played, site).render()
-    assert set(report.written) == game_files(1) | own_files(played, 1) | {"index.html", "feed.atom"}
+    # A move that resolves nothing changes the game's page (who has moved),
+    # not its record, feed or calendars: those are not written again.
+    assert set(report.written) == {"games/1/index.html", "index.html", "feed.atom"}
+    fresh = tmp_path / "fresh"
+    Site(played, fresh).render()
+    for name in game_files(1) | own_files(played, 1):  # as a fresh render writes them, byte for byte
+        assert (site / name).read_bytes() == (fresh / name).read_bytes(), name
     assert report.games_rendered == 1
     after = stats(site)
     for name in game_files(2) | game_files(3):
@@ -1042,7 +1048,7 @@ def test_a_crash_while_renaming_keeps_the_previous_file_and_no_temporary_one(pla
     real_replace = os.replace
 
     def failing(source, target):
-        if str(target).endswith("games/1/record.json"):
+        if str(target).endswith("games/1/index.html"):
             raise OSError(28, "No space left on device")
         return real_replace(source, target)
 
@@ -1050,12 +1056,11 @@ def test_a_crash_while_renaming_keeps_the_previous_file_and_no_temporary_one(pla
         patch.setattr("referee.site.render.os.replace", failing)
         with pytest.raises(OSError):
             Site(played, site).render()
-    assert (site / "games/1/record.json").read_bytes() == previous["games/1/record.json"]
-    assert json.loads((site / "games/1/record.json").read_text())  # whole, not half written
+    assert (site / "games/1/index.html").read_bytes() == previous["games/1/index.html"]  # whole, not half written
     assert not temporary_files(site)
     assert (site / STATE_FILE).read_bytes() == previous[STATE_FILE]
     report = Site(played, site).render()  # the next render finishes the job
-    assert set(report.written) >= game_files(1) | {"index.html", "feed.atom"}
+    assert set(report.written) >= {"games/1/index.html", "index.html", "feed.atom"}
     assert "Moved: bob, carol." in page(site, "games/1/index.html").text
 
 
