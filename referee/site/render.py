@@ -149,6 +149,7 @@ class Site:
             trim_blocks=True,
             lstrip_blocks=True,
             auto_reload=False,  # templates do not change while the referee runs: no stat per render
+            cache_size=-1,  # every template kept in a plain dict, not an LRU cache behind a lock (a few dozen)
             keep_trailing_newline=True,  # iCalendar's last line ends in CRLF too
             bytecode_cache=template_cache(cache, "site"),  # (Config.template_cache)
         )
@@ -194,7 +195,8 @@ class Site:
             row = self.records.store.game(id_)
             assert row is not None  # (a game is never deleted)
             summary = self._summary(row, paused.get(id_), watched.get(id_, 0))
-            own = _digest(sorted(self._calendars(id_)))
+            calendar_names = self._calendar_names(id_)
+            own = _digest(sorted(calendar_names.values()))
             before = known.get(str(id_))
             state[str(id_)] = {
                 "fingerprint": fingerprints[str(id_)],
@@ -203,7 +205,7 @@ class Site:
                 "calendars": own,
             }
             if row["state"] != GameState.OPEN:
-                self._render_game(id_, now, report, before, state[str(id_)])
+                self._render_game(id_, now, report, before, state[str(id_)], calendar_names)
             calendars_changed = calendars_changed or own != _calendars_of(known.get(str(id_)))
             report.games_rendered += 1
             ended = ended or row["state"] == GameState.FINISHED
@@ -228,13 +230,20 @@ class Site:
     # -- one game ------------------------------------------------------------
 
     def _render_game(
-        self, game_id: int, now: datetime, report: Report, before: _Rendered | None, rendered: _Rendered
+        self,
+        game_id: int,
+        now: datetime,
+        report: Report,
+        before: _Rendered | None,
+        rendered: _Rendered,
+        calendar_names: dict[int, str],
     ) -> None:
         """Write a game's files, and keep in ``rendered`` its feed entries for
         the site's feed, what the index tells of it (who is awaited, who won:
         both change only with the game), its history pages and its record's
         parts (``before``: what the last render kept of it, None for a first
-        or forced render).  Only the phases the files written show are made
+        or forced render; ``calendar_names``: its seats' own calendars',
+        Site._calendar_names).  Only the phases the files written show are made
         into rounds and record entries (``since``): a long game's older ones
         are on the site already, as they stay."""
         table = self.records.tables.table(game_id)
@@ -299,7 +308,7 @@ class Site:
             base="../../",
         )
         self._write_changed(f"{base}/feed.atom", feed, report, written, rendered["texts"])
-        calendars = self._calendars_shown(table, context, phases(resolved - self.past + 1))
+        calendars = self._calendars_shown(table, context, phases(resolved - self.past + 1), calendar_names)
         rendered["ics"] = _digest([_LAYOUT, json.dumps(calendars, sort_keys=True)])
         if before is None or before.get("ics") != rendered["ics"]:  # (a move that resolves nothing changes none)
             self._render_calendars(calendars, report)
@@ -358,7 +367,9 @@ class Site:
         match = re.search(r"#phase-(\d+)$", entry["link"])
         return {**entry, "link": self._linker(game_id, shown)(int(match[1]))} if match else entry
 
-    def _calendars_shown(self, table: Table, context: dict[str, Any], rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    def _calendars_shown(
+        self, table: Table, context: dict[str, Any], rounds: list[dict[str, Any]], names: dict[int, str]
+    ) -> dict[str, Any]:
         """All that the game's calendars show, and nothing else: the public
         deadlines.ics (the newest ``rounds`` resolved and the open phase) and
         each seat's own (tables.own_calendar: the phases in which it moves,
@@ -377,22 +388,16 @@ class Site:
         def dated(rows: list[Any]) -> list[dict[str, Any]]:
             return [{"number": row["number"], "label": row["label"], "resolved_at": row["resolved_at"]} for row in rows]
 
-        own = []
-        for row in table.seats:
-            path = own_calendar(self.records.key, row)
-            if path is not None:
-                seat = row["seat"]
-                own.append(
-                    {
-                        "path": path,
-                        "seat": seat,
-                        "closed": dated(
-                            [p for p in table.phases if p["resolved_at"] and seat in p["movers"]][-self.past :]
-                        ),
-                        "moves_now": open_ is not None and seat in open_["movers"],
-                        "remind": remind and iso(remind),
-                    }
-                )
+        own = [
+            {
+                "path": path,
+                "seat": seat,
+                "closed": dated([p for p in table.phases if p["resolved_at"] and seat in p["movers"]][-self.past :]),
+                "moves_now": open_ is not None and seat in open_["movers"],
+                "remind": remind and iso(remind),
+            }
+            for seat, path in sorted(names.items())
+        ]
         return {
             "game": {"id": table.id, "title": table.rules.title},
             "rounds": dated(rounds),
@@ -443,7 +448,13 @@ class Site:
 
     def _calendars(self, game_id: int) -> list[str]:
         """The names of a game's seats' own calendars (tables.own_calendar)."""
-        return [path for seat in self.records.store.seats(game_id) if (path := own_calendar(self.records.key, seat))]
+        return list(self._calendar_names(game_id).values())
+
+    def _calendar_names(self, game_id: int) -> dict[int, str]:
+        """A game's seats' own calendars' names (tables.own_calendar), by
+        seat: of the seats a person plays."""
+        seats = self.records.store.seats(game_id)
+        return {seat["seat"]: path for seat in seats if (path := own_calendar(self.records.key, seat))}
 
     def _take_down(self, calendars: set[str], report: Report) -> None:
         """Remove every seat's calendar but ``calendars`` (those of seats a
