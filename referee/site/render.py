@@ -831,6 +831,9 @@ def _fold_ics(text: str) -> str:
     after CRLF and a space, never inside a UTF-8 character."""
     lines = []
     for line in text.split("\r\n"):
+        if len(line) <= 75 and line.isascii():  # (most lines: an octet a character, and short)
+            lines.append(line)
+            continue
         data, chunks, limit = line.encode(), [], 75
         while len(data) > limit:
             cut = limit
