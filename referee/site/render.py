@@ -136,7 +136,7 @@ class Site:
         self.block = block  # phases per history page (HISTORY_BLOCK; smaller in tests)
         self.window = window  # a game's feed entries (WINDOW; smaller in tests)
         self.past = past  # its calendars' past events (CALENDAR_PAST; likewise)
-        self._folders: set[Path] = set()  # made already
+        self._folders: set[str] = set()  # made already
         folders = [str(templates)] if templates else []
         folders += [str(folder) for folder in template_folders()]  # the referee's, then each game's own
         self.env = _Environment(
@@ -688,19 +688,27 @@ class Site:
             self._write(name, text, report)
 
     def _write(self, name: str, text: str, report: Report | None = None) -> None:
-        """Write ``name`` whole or not at all: a temporary file, then a rename."""
-        path = self.folder / name
-        if path.parent not in self._folders:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._folders.add(path.parent)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # one writer: the run lock
+        """Write ``name`` whole or not at all: a temporary file, then a rename.
+        (By the os module's calls, not pathlib's and a text file's: a refresh
+        writes a file or more for each game that changed, and those cost
+        half the CPU of a write, which is a few system calls.)"""
+        folder, base = os.path.split(os.path.join(self.folder, name))
+        if folder not in self._folders:
+            os.makedirs(folder, exist_ok=True)
+            self._folders.add(folder)
+        temporary = os.path.join(folder, f".{base}.{os.getpid()}.tmp")  # one writer: the run lock
         try:
-            with open(temporary, "w", encoding="utf-8", newline="\n") as file:
-                os.fchmod(file.fileno(), 0o644)  # the site is public, whatever the umask
-                file.write(text)
-            os.replace(temporary, path)
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.fchmod(descriptor, 0o644)  # the site is public, whatever the umask
+                data = memoryview(text.encode())
+                while data:  # (a write may take less than all)
+                    data = data[os.write(descriptor, data) :]
+            finally:
+                os.close(descriptor)
+            os.replace(temporary, os.path.join(folder, base))
         except BaseException:
-            temporary.unlink(missing_ok=True)
+            Path(temporary).unlink(missing_ok=True)
             raise
         if report is not None:
             report.written.append(name)
