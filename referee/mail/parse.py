@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.headerregistry import HeaderRegistry
 from email.message import EmailMessage, Message
-from email.parser import BytesParser
+from email.parser import BytesParser, Parser
 from email.policy import EmailPolicy
 from email.utils import getaddresses, parsedate_to_datetime
+from enum import Enum, auto
 from functools import cached_property
 from html import unescape
 from itertools import count, islice
@@ -162,6 +163,10 @@ class _TamedMessage(EmailMessage):
     takes minutes over a header of a megabyte, and a field dropped or
     rewritten could change who a mail is from."""
 
+    _payload: (
+        Any  # Message's own store of the payload (not in the stubs), which _plain_multipart sets as the parser does
+    )
+
     def __init__(self, policy=None):
         super().__init__(policy)
         self._kept = {True: 0, False: 0}  # fields kept, of those read and of others
@@ -267,6 +272,8 @@ def _parse_tamed(raw: bytes, head: bytes) -> _TamedMessage | None:
     lines = raw.count(b"\n") + raw.count(b"\r") - raw.count(b"\r\n")
     if boundaries > MAX_PARTS or lines * (boundaries + 1) > MAX_LINE_CHECKS:
         return None
+    if (plain := _plain_multipart(raw)) is not None:
+        return plain
     try:
         message = BytesParser(_counted(), policy=_TAMED).parsebytes(raw)
     except (_TooManyParts, RecursionError):
@@ -274,6 +281,122 @@ def _parse_tamed(raw: bytes, head: bytes) -> _TamedMessage | None:
     if len(list(islice(message.walk(), MAX_PARTS + 1))) > MAX_PARTS:
         return None
     return message
+
+
+# The standard library's parser compiles a regular expression for each
+# multipart's boundary, and each mail has its own boundary, so re's cache
+# never holds it: a third of the cost of parsing a reply in text and HTML.
+# A plainly well-formed multipart of single parts (a reply's text and HTML,
+# a message with attachments) is therefore split here, by a plain scan of
+# its lines, and each part parsed by the standard library as it parses a
+# part; the result is the very tree the standard library makes
+# (tests/unit/test_parse36_multipart.py compares them, over generated mails
+# and the mail clients' fixtures).  Anything else (a nested multipart, a
+# digest, no closing boundary, two boundary lines in a row, a defect
+# anywhere) is left to the standard library's parse.
+_LINE_END = re.compile(r"\r\n|\r|\n")  # the parser's line breaks (str.splitlines knows more)
+_EOL_AT_END = re.compile(r"(?:\r\n|\r|\n)\Z")  # the break before a boundary belongs to the boundary
+_SINGLE_PART_PARSER = Parser(_TamedMessage, policy=_TAMED)
+
+
+class _Boundary(Enum):
+    """What a line is to a multipart: a boundary between parts, its
+    closing boundary, or neither."""
+
+    NONE = auto()
+    SEPARATOR = auto()
+    CLOSE = auto()
+
+
+def _boundary_line(line: str, separator: str) -> _Boundary:
+    """The standard library's reading of a line (with its line break) against
+    "--" + boundary: the separator, "--" for the close, then spaces and tabs."""
+    if not line.startswith(separator):
+        return _Boundary.NONE
+    rest = line[len(separator) :].rstrip("\r\n")
+    closing = rest.startswith("--")
+    if rest[2 if closing else 0 :].strip(" \t"):
+        return _Boundary.NONE
+    return _Boundary.CLOSE if closing else _Boundary.SEPARATOR
+
+
+def _plain_multipart(raw: bytes) -> _TamedMessage | None:
+    """A multipart of single parts, parsed as the standard library parses it
+    but without compiling its boundary; None if it is not plainly such (the
+    caller parses it in full then)."""
+    text = raw.decode("ascii", "surrogateescape")  # as BytesParser reads bytes
+    message = _SINGLE_PART_PARSER.parsestr(text, headersonly=True)
+    boundary = message.get_boundary()
+    body = message._payload  # as stored: get_payload() would decode it
+    if (
+        message.defects
+        or message.get_content_maintype() != "multipart"
+        or message.get_content_type() == "multipart/digest"  # its parts default to message/rfc822
+        or boundary is None
+        or not isinstance(body, str)
+        or str(message.get("content-transfer-encoding", "8bit")).lower() not in ("7bit", "8bit", "binary")
+    ):
+        return None
+    parts = _split_parts(body, "--" + boundary)
+    if parts is None or not 0 < len(parts.texts) < MAX_PARTS:
+        return None
+    message._payload = None  # the parts are attached to it, as the parser attaches them
+    if parts.preamble:
+        message.preamble = _EOL_AT_END.sub("", "".join(parts.preamble), count=1)
+    for part_text in parts.texts:
+        part = _SINGLE_PART_PARSER.parsestr(part_text)
+        if part.defects or part.get_content_maintype() in ("multipart", "message"):
+            return None
+        if isinstance(part._payload, str):  # the payload as stored: get_payload() would decode it
+            part._payload = _EOL_AT_END.sub("", part._payload, count=1)
+        message.attach(part)
+    message.epilogue = parts.epilogue
+    return message
+
+
+@dataclass
+class _Split:
+    preamble: list[str]  # its lines
+    texts: list[str]  # each part's text, up to the boundary after it
+    epilogue: str
+
+
+def _split_parts(body: str, separator: str) -> _Split | None:
+    """A multipart's body split on its boundary lines, in one pass: None
+    unless it has a preamble or none, then parts each after one separator
+    line, then the closing boundary."""
+    lines = _lines(body)
+    at = 0
+    while at < len(lines) and _boundary_line(lines[at], separator) is _Boundary.NONE:
+        at += 1
+    if at == len(lines) or _boundary_line(lines[at], separator) is not _Boundary.SEPARATOR:
+        return None
+    split = _Split(preamble=lines[:at], texts=[], epilogue="")
+    start = at + 1
+    for at in range(start, len(lines)):
+        kind = _boundary_line(lines[at], separator)
+        if kind is _Boundary.NONE:
+            continue
+        if at == start:
+            return None  # two boundary lines in a row: the parser reads them its own way
+        split.texts.append("".join(lines[start:at]))
+        if kind is _Boundary.CLOSE:
+            split.epilogue = "".join(lines[at + 1 :])
+            return split
+        start = at + 1
+    return None  # no closing boundary
+
+
+def _lines(text: str) -> list[str]:
+    """The text's lines, each with its line break, as the parser cuts them."""
+    lines = []
+    at = 0
+    for end in _LINE_END.finditer(text):
+        lines.append(text[at : end.end()])
+        at = end.end()
+    if at < len(text):
+        lines.append(text[at:])
+    return lines
 
 
 class _TooManyParts(Exception):
