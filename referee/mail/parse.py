@@ -288,8 +288,9 @@ def _parse_tamed(raw: bytes, head: bytes) -> _TamedMessage | None:
 # never holds it: a third of the cost of parsing a reply in text and HTML.
 # A plainly well-formed multipart of single parts (a reply's text and HTML,
 # a message with attachments) is therefore split here, by a plain scan of
-# its lines, and each part parsed by the standard library as it parses a
-# part; the result is the very tree the standard library makes
+# its lines; the parser reads each header section, and each part's body is
+# its lines as the parser would store them (it reads them a line a call);
+# the result is the very tree the standard library makes
 # (tests/unit/test_parse36_multipart.py compares them, over generated mails
 # and the mail clients' fixtures).  Anything else (a nested multipart, a
 # digest, no closing boundary, two boundary lines in a row, a defect
@@ -297,6 +298,7 @@ def _parse_tamed(raw: bytes, head: bytes) -> _TamedMessage | None:
 _LINE_END = re.compile(r"\r\n|\r|\n")  # the parser's line breaks (str.splitlines knows more)
 _EOL_AT_END = re.compile(r"(?:\r\n|\r|\n)\Z")  # the break before a boundary belongs to the boundary
 _SINGLE_PART_PARSER = Parser(_TamedMessage, policy=_TAMED)
+_HEADER_LINE = re.compile(r"^(From |[\041-\071\073-\176]*:|[\t ])")  # a line of a header section, to the parser
 
 
 class _Boundary(Enum):
@@ -324,65 +326,79 @@ def _plain_multipart(raw: bytes) -> _TamedMessage | None:
     """A multipart of single parts, parsed as the standard library parses it
     but without compiling its boundary; None if it is not plainly such (the
     caller parses it in full then)."""
-    text = raw.decode("ascii", "surrogateescape")  # as BytesParser reads bytes
-    message = _SINGLE_PART_PARSER.parsestr(text, headersonly=True)
+    lines = _lines(raw.decode("ascii", "surrogateescape"))  # as BytesParser reads bytes
+    if (read := _header_section(lines, 0, len(lines))) is None:
+        return None
+    message, body = read
     boundary = message.get_boundary()
-    body = message._payload  # as stored: get_payload() would decode it
     if (
-        message.defects
-        or message.get_content_maintype() != "multipart"
+        message.get_content_maintype() != "multipart"
         or message.get_content_type() == "multipart/digest"  # its parts default to message/rfc822
         or boundary is None
-        or not isinstance(body, str)
         or str(message.get("content-transfer-encoding", "8bit")).lower() not in ("7bit", "8bit", "binary")
     ):
         return None
-    parts = _split_parts(body, "--" + boundary)
-    if parts is None or not 0 < len(parts.texts) < MAX_PARTS:
+    split = _split_parts(lines, body, "--" + boundary)
+    if split is None or not 0 < len(split.parts) < MAX_PARTS:
         return None
-    message._payload = None  # the parts are attached to it, as the parser attaches them
-    if parts.preamble:
-        message.preamble = _EOL_AT_END.sub("", "".join(parts.preamble), count=1)
-    for part_text in parts.texts:
-        part = _SINGLE_PART_PARSER.parsestr(part_text)
-        if part.defects or part.get_content_maintype() in ("multipart", "message"):
+    if split.preamble_end > body:  # the line break before the first boundary belongs to it
+        message.preamble = _EOL_AT_END.sub("", "".join(lines[body : split.preamble_end]), count=1)
+    for start, end in split.parts:
+        if (read := _header_section(lines, start, end)) is None:
             return None
-        if isinstance(part._payload, str):  # the payload as stored: get_payload() would decode it
-            part._payload = _EOL_AT_END.sub("", part._payload, count=1)
+        part, part_body = read
+        if part.get_content_maintype() in ("multipart", "message"):
+            return None
+        part._payload = _EOL_AT_END.sub("", "".join(lines[part_body:end]), count=1)  # as stored, not decoded
         message.attach(part)
-    message.epilogue = parts.epilogue
+    message.epilogue = "".join(lines[split.epilogue_start :])
     return message
+
+
+def _header_section(lines: list[str], start: int, end: int) -> tuple[_TamedMessage, int] | None:
+    """The part lines[start:end] holds, its header fields parsed as the
+    parser parses them (no body yet), and where its body starts; None if its
+    header section ends in no blank line, or has a defect."""
+    at = start
+    while at < end and _HEADER_LINE.match(lines[at]):
+        at += 1
+    body = at
+    if at < end:
+        if lines[at] not in ("\r\n", "\n", "\r"):
+            return None  # a line that is neither a field nor blank: the parser notes a defect
+        body = at + 1
+    part = _SINGLE_PART_PARSER.parsestr("".join(lines[start:at]), headersonly=True)
+    part._payload = None  # a multipart's parts are attached to it, as the parser attaches them
+    return None if part.defects else (part, body)
 
 
 @dataclass
 class _Split:
-    preamble: list[str]  # its lines
-    texts: list[str]  # each part's text, up to the boundary after it
-    epilogue: str
+    preamble_end: int  # the first boundary line
+    parts: list[tuple[int, int]]  # each part's lines, from after a boundary line to the next
+    epilogue_start: int  # the line after the closing boundary
 
 
-def _split_parts(body: str, separator: str) -> _Split | None:
-    """A multipart's body split on its boundary lines, in one pass: None
-    unless it has a preamble or none, then parts each after one separator
-    line, then the closing boundary."""
-    lines = _lines(body)
-    at = 0
-    while at < len(lines) and _boundary_line(lines[at], separator) is _Boundary.NONE:
-        at += 1
-    if at == len(lines) or _boundary_line(lines[at], separator) is not _Boundary.SEPARATOR:
+def _split_parts(lines: list[str], body: int, separator: str) -> _Split | None:
+    """A multipart's body (lines[body:]) split on its boundary lines, in one
+    pass: None unless it has a preamble or none, then parts each after one
+    separator line, then the closing boundary."""
+    first = body
+    while first < len(lines) and _boundary_line(lines[first], separator) is _Boundary.NONE:
+        first += 1
+    if first == len(lines) or _boundary_line(lines[first], separator) is not _Boundary.SEPARATOR:
         return None
-    split = _Split(preamble=lines[:at], texts=[], epilogue="")
-    start = at + 1
+    parts = []
+    start = first + 1
     for at in range(start, len(lines)):
         kind = _boundary_line(lines[at], separator)
         if kind is _Boundary.NONE:
             continue
         if at == start:
             return None  # two boundary lines in a row: the parser reads them its own way
-        split.texts.append("".join(lines[start:at]))
+        parts.append((start, at))
         if kind is _Boundary.CLOSE:
-            split.epilogue = "".join(lines[at + 1 :])
-            return split
+            return _Split(preamble_end=first, parts=parts, epilogue_start=at + 1)
         start = at + 1
     return None  # no closing boundary
 
