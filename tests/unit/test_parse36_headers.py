@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from referee.mail.parse import _PLAIN_ADDRESSES, _PLAIN_TEXT, _TAMED, _reads_as_itself
+from referee.mail.parse import _PLAIN_ADDRESSES, _PLAIN_TEXT, _TAMED, _plain_list_addresses, _reads_as_itself
 
 # Printable ASCII and tabs, with the characters that make a field structured
 # (and an encoded word's "=?") drawn often.
@@ -67,6 +67,14 @@ def test_a_plain_address_list_names_the_addresses_the_registry_finds(name, value
         assert getaddresses([value]) and [a for _, a in getaddresses([value])] == [
             a for _, a in getaddresses([registry(name, value)])
         ]
+
+
+@settings(max_examples=400, deadline=None)
+@given(values=st.lists(ADDRESS_LIST | PLAIN, min_size=1, max_size=4))
+def test_plain_address_lists_are_cut_into_the_addresses_getaddresses_finds(values):
+    if all(_PLAIN_ADDRESSES.fullmatch(value) for value in values):
+        cut = [address for value in values for address in _plain_list_addresses(value)]
+        assert cut == [address for _, address in getaddresses(values) if "@" in address]
 
 
 def test_fields_that_are_not_plain_go_through_the_registry():
