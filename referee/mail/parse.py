@@ -295,7 +295,8 @@ def _parse_tamed(raw: bytes, head: bytes) -> _TamedMessage | None:
 # and the mail clients' fixtures).  Anything else (a nested multipart, a
 # digest, no closing boundary, two boundary lines in a row, a defect
 # anywhere) is left to the standard library's parse.
-_LINE_END = re.compile(r"\r\n|\r|\n")  # the parser's line breaks (str.splitlines knows more)
+_LINE_END = re.compile(r"\r\n|\r|\n")  # the parser's line breaks
+_OTHER_LINE_BREAK = re.compile(r"[\v\f\x1c-\x1e\x85\u2028\u2029]")  # where str.splitlines breaks a line too
 _EOL_AT_END = re.compile(r"(?:\r\n|\r|\n)\Z")  # the break before a boundary belongs to the boundary
 _SINGLE_PART_PARSER = Parser(_TamedMessage, policy=_TAMED)
 _HEADER_LINE = re.compile(r"^(From |[\041-\071\073-\176]*:|[\t ])")  # a line of a header section, to the parser
@@ -404,7 +405,10 @@ def _split_parts(lines: list[str], body: int, separator: str) -> _Split | None:
 
 
 def _lines(text: str) -> list[str]:
-    """The text's lines, each with its line break, as the parser cuts them."""
+    """The text's lines, each with its line break, as the parser cuts them
+    (str.splitlines does, in C, where it finds no other break to cut at)."""
+    if not _OTHER_LINE_BREAK.search(text):
+        return text.splitlines(keepends=True)
     lines = []
     at = 0
     for end in _LINE_END.finditer(text):

@@ -148,7 +148,8 @@ def well_formed_mails(draw) -> bytes:
     boundary = draw(_BOUNDARY)
     text = st.lists(
         st.sampled_from(
-            ["hello", "", f"--{boundary}x", f"-{boundary}", f" --{boundary}", "=20", "From x", "\x0c", "é"]
+            ["hello", "", f"--{boundary}x", f"-{boundary}", f" --{boundary}", "=20", "From x", "é"]
+            + ["\x0c", f"x\x0c--{boundary}", f"\x1c--{boundary}--"],
         ),
         max_size=4,
     )
