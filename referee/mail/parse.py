@@ -21,7 +21,7 @@ from email.utils import getaddresses, parsedate_to_datetime
 from enum import Enum, auto
 from functools import cached_property
 from html import unescape
-from itertools import count, islice
+from itertools import count, islice, pairwise
 from typing import TYPE_CHECKING, Any
 
 
@@ -363,6 +363,8 @@ def _header_section(lines: list[str], start: int, end: int) -> tuple[_TamedMessa
     at = start
     while at < end and _HEADER_LINE.match(lines[at]):
         at += 1
+    if any(line.startswith("From ") for line in lines[start + 1 : at]):
+        return None  # an envelope line below the first: the parser moves it, or notes a defect
     body = at
     if at < end:
         if lines[at] not in ("\r\n", "\n", "\r"):
@@ -384,23 +386,21 @@ def _split_parts(lines: list[str], body: int, separator: str) -> _Split | None:
     """A multipart's body (lines[body:]) split on its boundary lines, in one
     pass: None unless it has a preamble or none, then parts each after one
     separator line, then the closing boundary."""
-    first = body
-    while first < len(lines) and _boundary_line(lines[first], separator) is _Boundary.NONE:
-        first += 1
-    if first == len(lines) or _boundary_line(lines[first], separator) is not _Boundary.SEPARATOR:
+    marks = [
+        (at, kind)
+        for at in range(body, len(lines))
+        if lines[at].startswith(separator)  # the rare line worth a closer look
+        and (kind := _boundary_line(lines[at], separator)) is not _Boundary.NONE
+    ]
+    if not marks or marks[0][1] is not _Boundary.SEPARATOR:
         return None
     parts = []
-    start = first + 1
-    for at in range(start, len(lines)):
-        kind = _boundary_line(lines[at], separator)
-        if kind is _Boundary.NONE:
-            continue
-        if at == start:
+    for (start, _), (end, kind) in pairwise(marks):
+        if end == start + 1:
             return None  # two boundary lines in a row: the parser reads them its own way
-        parts.append((start, at))
+        parts.append((start + 1, end))
         if kind is _Boundary.CLOSE:
-            return _Split(preamble_end=first, parts=parts, epilogue_start=at + 1)
-        start = at + 1
+            return _Split(preamble_end=marks[0][0], parts=parts, epilogue_start=end + 1)
     return None  # no closing boundary
 
 

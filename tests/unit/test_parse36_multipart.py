@@ -134,6 +134,12 @@ def test_a_plain_reply_in_parts_is_split():
     assert assert_same_or_left(raw)
 
 
+def test_an_envelope_line_ending_a_part_header_section_is_left_to_the_standard_library():
+    raw = b'Content-Type: multipart/alternative; boundary="b1"\r\n\r\n--b1\r\nFrom x\r\nFrom x\r\n--b1--'
+    assert not assert_same_or_left(raw)
+    assert standard(raw).get_payload(0).get_payload() == "From x"  # the parser takes it for the body's first line
+
+
 def test_too_many_parts_are_left_to_the_standard_library_and_refused():
     raw = b'Content-Type: multipart/mixed; boundary="b"\n\n' + b"--b\n\nx\n" * 250 + b"--b--\n"
     assert _plain_multipart(raw) is None
