@@ -115,6 +115,10 @@ MAX_LINE_CHECKS = 4_000_000
 # Where the header section names a type the parser looks into (multipart/*,
 # message/*; a Message-ID is no such name): else the mail has one part
 _MIME_TYPE = re.compile(rb"multipart|message(?!-id)")
+# Where it names a multipart that mail clients write (a reply in text and
+# HTML, attachments, inline pictures), _plain_multipart may split it (below);
+# a bounce's report, say, is not worth the look.
+_SPLIT_SIGN = re.compile(rb"multipart/(?:alternative|mixed|related)")
 # The standard library parses structured fields in time quadratic in their
 # length (0.3 s for 8 KB of ";"), so those it parses are cut shorter:
 # Content-* fields (a real one is under 200 characters; they are read again
@@ -266,13 +270,14 @@ def _parse_tamed(raw: bytes, head: bytes) -> _TamedMessage | None:
     before it cost a reply in text and HTML a third of its parsing.  The
     tamed parse stores each field as it came, as compat32 does, so it
     costs no more than a counting pass would up to where it stops.)"""
-    if not _MIME_TYPE.search(head.lower()):
+    lowered_head = head.lower()
+    if not _MIME_TYPE.search(lowered_head):
         return BytesParser(policy=_TAMED).parsebytes(raw)
     boundaries = raw.lower().count(b"boundary")  # at least one to each multipart, however spelt
     lines = raw.count(b"\n") + raw.count(b"\r") - raw.count(b"\r\n")
     if boundaries > MAX_PARTS or lines * (boundaries + 1) > MAX_LINE_CHECKS:
         return None
-    if (plain := _plain_multipart(raw)) is not None:
+    if _SPLIT_SIGN.search(lowered_head) and (plain := _plain_multipart(raw)) is not None:
         return plain
     try:
         message = BytesParser(_counted(), policy=_TAMED).parsebytes(raw)
@@ -298,6 +303,9 @@ def _parse_tamed(raw: bytes, head: bytes) -> _TamedMessage | None:
 _LINE_END = re.compile(r"\r\n|\r|\n")  # the parser's line breaks
 _OTHER_LINE_BREAK = re.compile(r"[\v\f\x1c-\x1e\x85\u2028\u2029]")  # where str.splitlines breaks a line too
 _EOL_AT_END = re.compile(r"(?:\r\n|\r|\n)\Z")  # the break before a boundary belongs to the boundary
+# A digest's parts default to message/rfc822; a report (a bounce) holds a
+# message/* part, which the split leaves to the parser: not worth a look.
+_NOT_SPLIT = frozenset({"multipart/digest", "multipart/report"})
 _SINGLE_PART_PARSER = Parser(_TamedMessage, policy=_TAMED)
 _HEADER_LINE = re.compile(r"^(From |[\041-\071\073-\176]*:|[\t ])")  # a line of a header section, to the parser
 
@@ -334,7 +342,7 @@ def _plain_multipart(raw: bytes) -> _TamedMessage | None:
     boundary = message.get_boundary()
     if (
         message.get_content_maintype() != "multipart"
-        or message.get_content_type() == "multipart/digest"  # its parts default to message/rfc822
+        or message.get_content_type() in _NOT_SPLIT
         or boundary is None
         or str(message.get("content-transfer-encoding", "8bit")).lower() not in ("7bit", "8bit", "binary")
     ):
@@ -386,13 +394,14 @@ def _split_parts(lines: list[str], body: int, separator: str) -> _Split | None:
     """A multipart's body (lines[body:]) split on its boundary lines, in one
     pass: None unless it has a preamble or none, then parts each after one
     separator line, then the closing boundary."""
-    marks = [
+    candidates = (
         (at, kind)
         for at in range(body, len(lines))
         if lines[at].startswith(separator)  # the rare line worth a closer look
         and (kind := _boundary_line(lines[at], separator)) is not _Boundary.NONE
-    ]
-    if not marks or marks[0][1] is not _Boundary.SEPARATOR:
+    )
+    marks = list(islice(candidates, MAX_PARTS + 1))  # no further: the parser refuses so many parts anyway
+    if not marks or marks[0][1] is not _Boundary.SEPARATOR or len(marks) > MAX_PARTS:
         return None
     parts = []
     for (start, _), (end, kind) in pairwise(marks):
