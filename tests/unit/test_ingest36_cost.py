@@ -90,14 +90,20 @@ def test_a_prompt_queued_before_its_text_was_kept_is_parsed_as_before(engine, pu
 
 
 def test_a_reply_in_text_and_html_is_parsed_once_and_its_thread_read_once(engine, pure, monkeypatch):
-    parses: list[bytes] = []
+    parses: list[bytes] = []  # the mails whose MIME was parsed
+    whole_parses: list[bytes] = []  # what the standard library's parser was given whole
     fields: Counter[str] = Counter()
     real_parser, real_fetch = referee.mail.parse.BytesParser, referee.mail.parse._TamedPolicy.header_fetch_parse
+    real_parse_tamed = referee.mail.parse._parse_tamed
 
     class CountingParser(real_parser):  # type: ignore[misc,valid-type]
         def parsebytes(self, text, headersonly=False):
-            parses.append(text)
+            whole_parses.append(text)
             return super().parsebytes(text, headersonly)
+
+    def counting_parse_tamed(raw, head):
+        parses.append(raw)
+        return real_parse_tamed(raw, head)
 
     def fetch(policy, name, value):
         fields[name.lower()] += 1
@@ -112,10 +118,11 @@ def test_a_reply_in_text_and_html_is_parsed_once_and_its_thread_read_once(engine
     real_registry = EmailPolicy.header_fetch_parse
     reply = client_reply(engine, PLAYERS[0], "bid 5", prompt_to(engine, PLAYERS[0]))
     monkeypatch.setattr(referee.mail.parse, "BytesParser", CountingParser)
+    monkeypatch.setattr(referee.mail.parse, "_parse_tamed", counting_parse_tamed)
     monkeypatch.setattr(referee.mail.parse._TamedPolicy, "header_fetch_parse", fetch)
     monkeypatch.setattr(EmailPolicy, "header_fetch_parse", registry)
     assert engine.ingest(reply).code == "move"
-    assert parses == [reply]
+    assert parses == [reply] and set(whole_parses) <= {reply}  # the prompt it quotes is not parsed again
     # Read for the ids the thread names (four readers asked, each parsing the
     # fields again) and, References, once more for the answer's own thread.
     assert fields["in-reply-to"] == 1 and fields["references"] <= 2
