@@ -40,6 +40,7 @@ from referee.config import Config
 from referee.engine import Engine
 from referee.errors import Busy
 from referee.interrupt import Stopped
+from referee.mail import smtp
 from referee.mail.imap import ImapSource
 from referee.mail.maildir import MaildirSource
 from referee.mail.smtp import Drained, Feed, SmtpSender, SmtpUnreachable
@@ -65,6 +66,10 @@ WAKE_POLL = 0.5  # seconds between the waiting daemon's looks for a commit by an
 WINDOW = 10_000  # new messages listed at a time (UID or name, size, receipt time: about 200 bytes each)
 BATCH_MAIL = 200  # messages read, handled and filed at a time, at most
 BATCH_BYTES = 8 * 2**20  # bytes of mail read at a time, at most (one message alone, up to max_message_size)
+# Messages handled in one transaction at most (Store.batch): a COMMIT a
+# message was a tenth of the statements' CPU.  The sender sends only what is
+# committed, so a transaction ends sooner once it queued a sender's batch.
+MESSAGES_A_COMMIT = 20
 IN_FLIGHT = "in_flight"  # games.db's meta: the batch being read and handled (Runner.receive)
 GIVE_UP_FAILED = 2  # a mail read alone is quarantined unread once this many passes it ended saw why
 GIVE_UP_ENDED = 5  # ... or once this many ended unseen (killed), or with the mail server failing
@@ -209,6 +214,7 @@ class Runner:
     def __init__(self, engine: Engine, source: Source | None, sender: SmtpSender | None, site: Site | None = None):
         self.engine, self.source, self.sender, self.site = engine, source, sender, site
         self._looked = engine.clock.real()  # when the last pass looked at the inbox
+        self._queued_before = 0  # the store's mails_queued as a pass began to read (see _ingest_some)
         self.caught_up: list[str] = []  # what the last pass did between its mails
         self.poll_interval = MAILDIR_POLL  # for sources that cannot push
         self._version: int | None = None  # games.db's data_version as the last pass began
@@ -400,6 +406,7 @@ class Runner:
         mail its turn.  The mail before it in its batch is handled, and the
         mail after it is read as usual once it is gone."""
         self._looked = _second_before(self.engine.clock.real())
+        self._queued_before = self.engine.store.mails_queued  # (see _ingest_some)
         store, max_size = self.engine.store, self.engine.config.max_message_size
         stale = self._stale(source)  # ref -> its tally: the mail of a batch a pass did not finish
         taken = 0
@@ -439,21 +446,18 @@ class Runner:
         failed: list[Received] = []
         try:
             read = await source.read(batch)
-            # A StorageFault from ingest stops the loop and files nothing: the
-            # messages handled so far are committed, and the next pass knows them.
-            for message in read.messages:
-                # What fell due before the mail came is done first, as of its own
-                # time: the mail meets the game as it was when the server got it
-                # (as when it is handled again after a restore).
-                if due is not None and due < message.received_at:
-                    self.caught_up += self.engine.catch_up(message.received_at)
-                    due = min(self.engine.next_due(), default=None)
-                outcome = self.engine.ingest(message.raw, received_at=message.received_at, size=message.size)
-                (failed if outcome.code == OutcomeCode.FAILED else finished).append(message)
-                if outcome.keeper:  # a keeper's commands may move any game's moments, or make a game
-                    due = min(self.engine.next_due(), default=None)
-                elif outcome.game_id is not None:  # a player's message changes its own game's moments only
-                    due = min((*self.engine.next_due(outcome.game_id), *([due] if due else [])), default=None)
+            # Several messages in one transaction (``_ingest_some``; Store.batch:
+            # each message in a savepoint of its own).  The drain has its turn
+            # only between them, so it never sees a row not yet committed, and
+            # it flushes before it hands a mail over (durable before sent).  A
+            # StorageFault stops the loop and files nothing: the messages of
+            # its transaction are rolled back, those before are committed, and
+            # the next pass knows them.
+            handled, most = 0, 1
+            while handled < len(read.messages):
+                with store.batch():
+                    handled, due = self._ingest_some(read.messages, handled, most, due, finished, failed, feed)
+                most = min(2 * most, MESSAGES_A_COMMIT)
                 if feed:
                     feed.added()
                     await asyncio.sleep(0)  # the drain's turn: it marks what was sent, hands what was queued on
@@ -467,6 +471,51 @@ class Runner:
         await source.done(finished)
         await source.done([*failed, *read.unreadable], quarantine=True)
         return taken + len(read.messages) + len(read.unreadable), due
+
+    def _ingest_some(
+        self,
+        messages: list[Received],
+        start: int,
+        most: int,
+        due: datetime | None,
+        finished: list[Received],
+        failed: list[Received],
+        feed: Feed | None,
+    ) -> tuple[int, datetime | None]:
+        """Handle ``messages`` from ``start`` on, in the caller's transaction:
+        ``most`` of them (the runner starts a batch with one, so its first
+        mail goes out at once, and doubles it up to MESSAGES_A_COMMIT) or,
+        with a sender fed, fewer once the pass has queued another whole
+        batch of mail for it (smtp.SEND_BATCH: the drain hands the wire a
+        full batch while messages are read, so waiting for more would only
+        hold mail back); where to go on from, and the next moment due."""
+        store, index = self.engine.store, start
+        batches_queued = (store.mails_queued - self._queued_before) // smtp.SEND_BATCH
+        while index < len(messages) and index - start < most:
+            due = self._ingest(messages[index], due, finished, failed)
+            index += 1
+            if feed and (store.mails_queued - self._queued_before) // smtp.SEND_BATCH > batches_queued:
+                break
+        return index, due
+
+    def _ingest(
+        self, message: Received, due: datetime | None, finished: list[Received], failed: list[Received]
+    ) -> datetime | None:
+        """Handle one message of a batch, adding it to ``finished`` or
+        ``failed``; the next moment due after it."""
+        # What fell due before the mail came is done first, as of its own
+        # time: the mail meets the game as it was when the server got it
+        # (as when it is handled again after a restore).
+        if due is not None and due < message.received_at:
+            self.caught_up += self.engine.catch_up(message.received_at)
+            due = min(self.engine.next_due(), default=None)
+        outcome = self.engine.ingest(message.raw, received_at=message.received_at, size=message.size)
+        (failed if outcome.code == OutcomeCode.FAILED else finished).append(message)
+        if outcome.keeper:  # a keeper's commands may move any game's moments, or make a game
+            return min(self.engine.next_due(), default=None)
+        if outcome.game_id is not None:  # a player's message changes its own game's moments only
+            return min((*self.engine.next_due(outcome.game_id), *([due] if due else [])), default=None)
+        return due
 
     def _mark(self, source: Source, batch: list[Waiting], tally: Tally | None) -> None:
         """Note the batch about to be read (committed, not flushed: a crash

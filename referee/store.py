@@ -26,7 +26,7 @@ from contextlib import closing, contextmanager
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypedDict, cast
 
 if TYPE_CHECKING:  # (imported when used: Store.db)
     import sqlite_utils
@@ -362,6 +362,35 @@ NEARLY_FULL = 1 << 20  # bytes: a disk with less free than this is full, whateve
 SCHEMA_VERSION = 7  # the user_version of a games.db this code writes; see MIGRATIONS
 
 
+class RecordStamp(NamedTuple):
+    """What Store.record_stamp says of a game's record."""
+
+    rollbacks: int  # this connection's rollbacks (each may have undone any write)
+    version: int  # data_version: changes with another process's commit
+    writes: int  # this connection's writes to the game's record
+    parts: tuple[int, ...]  # ... to each of its tables: games, seats, phases, moves, interventions
+
+    def only_ours_since(self, earlier: RecordStamp) -> bool:
+        """Whether the record changed since ``earlier`` by this connection's writes alone."""
+        return (self.rollbacks, self.version) == (earlier.rollbacks, earlier.version)
+
+    def unchanged(self, earlier: RecordStamp, table: str) -> bool:
+        """Whether ``table``'s rows of the game are as they were at ``earlier`` (this connection's writes alone since)."""
+        index = RECORD_TABLES.index(table)
+        return self.only_ours_since(earlier) and self.parts[index] == earlier.parts[index]
+
+
+# A game's record: its rows in these tables, by the column naming the game.
+_RECORD = (
+    ("games", "id"),
+    ("seats", "game_id"),
+    ("phases", "game_id"),
+    ("moves", "game_id"),
+    ("interventions", "game_id"),
+)
+RECORD_TABLES = tuple(table for table, _ in _RECORD)
+
+
 class StorageFault(RuntimeError):
     """games.db, or the disk under it, failed the referee: not the fault of
     any message.  The run stops; mail not yet handled stays on the mail
@@ -690,6 +719,7 @@ class Store:
             self._synced = self._conn.total_changes  # rows changed by this connection, at the last sync
             self._watch_records()
             self._kept = _Kept()
+            self.mails_queued = 0  # by this connection, ever (the runner commits when a sender's batch is ready)
         except (sqlite3.Error, OSError) as error:
             raise storage_fault(path, error) from None
 
@@ -753,21 +783,13 @@ class Store:
 
     # -- knowing when a game's record changed ------------------------------
 
-    _RECORD = (
-        ("games", "id"),
-        ("seats", "game_id"),
-        ("phases", "game_id"),
-        ("moves", "game_id"),
-        ("interventions", "game_id"),
-    )
-
     def _watch_records(self) -> None:
         """Count the writes to each game's record (its rows in games, seats,
         phases and moves) as SQLite makes them: temporary triggers, private
         to this connection, call back for every row written, whichever code
         wrote it.  A rollback counts as a change of every game."""
         self._rollbacks = 0
-        writes: dict[int, int] = {}
+        writes: dict[tuple[int, str], int] = {}  # (game id, table) -> rows written
         self._record_writes = writes
 
         # The callback holds the counts, never the Store: SQLite's connection
@@ -775,22 +797,25 @@ class Store:
         # them, so a Store the callback held could never be freed, nor its
         # connection closed (a games.db, -wal and -shm open, and their page
         # cache, for every Store a long process ever opened).
-        def changed(game_id: int) -> None:
-            writes[game_id] = writes.get(game_id, 0) + 1
+        def changed(game_id: int, table: str) -> None:
+            writes[game_id, table] = writes.get((game_id, table), 0) + 1
 
-        self._conn.create_function("referee_record_changed", 1, changed)
-        for table, column in self._RECORD:
+        self._conn.create_function("referee_record_changed", 2, changed)
+        for table, column in _RECORD:
             for event, row in (("insert", "new"), ("update", "new"), ("delete", "old")):
                 self._conn.execute(
                     f"create temp trigger if not exists [record_{table}_{event}] after {event} "
-                    f"on main.[{table}] begin select referee_record_changed({row}.[{column}]); end"
+                    f"on main.[{table}] begin select referee_record_changed({row}.[{column}], '{table}'); end"
                 )
 
-    def record_stamp(self, game_id: int) -> tuple[int, int, int]:
+    def record_stamp(self, game_id: int) -> RecordStamp:
         """A value that changes whenever game ``game_id``'s record may have:
         a write to it by this connection, a rollback here, or a commit by
-        another process (the keeper's command, say: data_version)."""
-        return (self._rollbacks, self.data_version(), self._record_writes.get(game_id, 0))
+        another process (the keeper's command, say: data_version).  Its
+        ``parts`` count this connection's writes to each of the record's
+        tables (RECORD_TABLES's order), so a reader can tell which of them changed."""
+        parts = tuple(self._record_writes.get((game_id, table), 0) for table in RECORD_TABLES)
+        return RecordStamp(self._rollbacks, self.data_version(), sum(parts), parts)
 
     def data_version(self) -> int:
         """SQLite's ``PRAGMA data_version``: it changes whenever another
@@ -914,6 +939,29 @@ class Store:
         except BaseException:
             self._rollbacks += 1  # what was read inside may have been undone
             raise
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """One transaction for several messages, each handled in its own
+        (transaction() inside it is a savepoint, undone alone if it fails),
+        so a backlog pays one COMMIT a batch, not one a message.  Something
+        that ends the batch early (a stop, memory run out, an error the
+        engine does not catch) has undone its own message's savepoint on its
+        way out: what the messages before it did is committed all the same,
+        as when each had its own commit.  A fault of games.db itself rolls
+        the whole batch back (the transaction may be gone already): its
+        messages are still on the mail server, unfiled, and the next pass
+        handles them afresh."""
+        stopped: BaseException | None = None
+        with self.transaction():
+            try:
+                yield
+            except StorageFault:
+                raise
+            except BaseException as error:  # noqa: BLE001 - raised again once the rest is committed
+                stopped = error
+        if stopped is not None:
+            raise stopped
 
     def _end_of_lock(self) -> None:
         """The write lock is about to go: data_version may change again."""
@@ -1724,6 +1772,7 @@ class Store:
     def queue_mail(self, **row: Any) -> None:
         row["recipients"] = json.dumps(row["recipients"])
         self._insert("outbox", {"state": MailState.QUEUED, "attempts": 0, **row})
+        self.mails_queued += 1
 
     def mark_sent(self, mail_ids: list[int], at: str) -> None:
         """The SMTP server took these mails: one statement for all of them

@@ -27,7 +27,7 @@ from referee.record import (
     stints,
 )
 from referee.rules import Game, get_game
-from referee.store import Act, GameRow, GameState, InterventionRow, MoveRow, PhaseRow, SeatRow, Store
+from referee.store import Act, GameRow, GameState, InterventionRow, MoveRow, PhaseRow, RecordStamp, SeatRow, Store
 from referee.timeutil import from_iso
 
 # The reading cache of Tables keeps a game's last read and its replay for
@@ -293,7 +293,7 @@ class Tables:
         self.store = store
         self._replays = _Kept[tuple[Any, list[PhaseRecord], Replay]](records_at=1)  # game id -> cache, oldest first
         # game id -> the last read, with its stamp (Store.record_stamp)
-        self._tables = _Kept[tuple[tuple[int, int, int], Table, list[PhaseRecord]]](records_at=2)
+        self._tables = _Kept[tuple[RecordStamp, Table, list[PhaseRecord]]](records_at=2)
 
     def table(self, game_id: int) -> Table:
         """The game as its record says now.  One message reads its game
@@ -301,38 +301,58 @@ class Tables:
         (Store.record_stamp), that Table is the answer, and nobody changes a
         Table they were given.  When only this connection wrote to it since,
         the phases that were resolved then are as they were (a resolved phase
-        never changes), so only the rest is read: the cost of a read does not
-        grow with the length of the game."""
+        never changes), so only the rest is read, and of the record's tables
+        only those it wrote to (a move's row alone, say: Store.record_stamp
+        counts its writes table by table): the cost of a read does not grow
+        with the length of the game."""
         stamp = self.store.record_stamp(game_id)
         cached = self._tables.take(game_id)
         if cached and cached[0] == stamp:
             table, records = cached[1], cached[2]
         else:
             # Only what ours changed since (no rollback, no other process): read the rest.
-            since = cached[1:] if cached is not None and cached[0][:2] == stamp[:2] else None
-            table, records = self._read(game_id, since)
+            since = cached if cached is not None and stamp.only_ours_since(cached[0]) else None
+            table, records = self._read(game_id, stamp, since)
         self._tables.keep(game_id, (stamp, table, records))
         return table
 
-    def _read(self, game_id: int, since: tuple[Table, list[PhaseRecord]] | None) -> tuple[Table, list[PhaseRecord]]:
-        """Read a game; with ``since`` (an earlier read), only its phases from
-        the first that was still open then."""
-        row = self.row(game_id)
+    def _read(
+        self, game_id: int, stamp: RecordStamp, since: tuple[RecordStamp, Table, list[PhaseRecord]] | None
+    ) -> tuple[Table, list[PhaseRecord]]:
+        """Read a game as of ``stamp``; with ``since`` (an earlier read, and
+        its stamp: only this connection wrote to the record since), only the
+        tables written to since, and of its phases and moves only those from
+        the first phase that was still open then."""
+        earlier = since[1] if since else None
+
+        def kept_from_earlier(table: str) -> bool:  # its rows are as ``earlier`` read them
+            return since is not None and stamp.unchanged(since[0], table)
+
+        row = earlier.row if earlier and kept_from_earlier("games") else self.row(game_id)
         rules = get_game(row["kind"])
-        seats = self.store.seats(game_id)
+        seats = earlier.seats if earlier and kept_from_earlier("seats") else self.store.seats(game_id)
+        interventions = (
+            earlier.interventions
+            if earlier and kept_from_earlier("interventions")
+            else self.store.interventions(game_id)
+        )
         kept = 0
         phases, counted, records, chain = [], {}, [], []
-        if since:
-            earlier, earlier_records = since
+        if since and earlier:
             kept = len(earlier.phases) - (earlier.open_phase is not None)
-            phases, records = earlier.phases[:kept], earlier_records[:kept]
+            phases, records = earlier.phases[:kept], since[2][:kept]
             counted = {number: earlier.counted[number] for number in range(1, kept + 1) if number in earlier.counted}
             chain = earlier.chain[: kept + 1]
-        phases = phases + self.store.phases(game_id, since=kept + 1)
-        interventions = self.store.interventions(game_id)
+        if earlier and kept_from_earlier("phases"):
+            phases = earlier.phases
+        else:
+            phases = phases + self.store.phases(game_id, since=kept + 1)
+        if earlier and kept_from_earlier("phases") and kept_from_earlier("moves"):
+            counted |= {number: moves for number, moves in earlier.counted.items() if number > kept}
+        else:
+            for move in self.store.moves(game_id, since=kept + 1):
+                counted.setdefault(move["phase"], {})[move["seat"]] = move
         bots = _stints(seats, interventions)
-        for move in self.store.moves(game_id, since=kept + 1):
-            counted.setdefault(move["phase"], {})[move["seat"]] = move
         records = records + [
             PhaseRecord(
                 number=phase["number"],
