@@ -790,7 +790,8 @@ class Store:
         wrote it.  A rollback counts as a change of every game."""
         self._rollbacks = 0
         writes: dict[tuple[int, str], int] = {}  # (game id, table) -> rows written
-        self._record_writes = writes
+        totals = dict.fromkeys(RECORD_TABLES, 0)  # table -> rows written, of every game
+        self._record_writes, self._table_writes = writes, totals
 
         # The callback holds the counts, never the Store: SQLite's connection
         # keeps its functions where Python's garbage collector cannot see
@@ -799,6 +800,7 @@ class Store:
         # cache, for every Store a long process ever opened).
         def changed(game_id: int, table: str) -> None:
             writes[game_id, table] = writes.get((game_id, table), 0) + 1
+            totals[table] += 1
 
         self._conn.create_function("referee_record_changed", 2, changed)
         for table, column in _RECORD:
@@ -1060,6 +1062,15 @@ class Store:
         self._kept.put(_LISTS, found)
         return set(found)
 
+    def _kept_since_writes(self, key: Hashable, *tables: str) -> tuple[Hashable, ...]:
+        """A key of _Kept for an answer read from some of a record's
+        ``tables``: it names this connection's writes to them so far (the
+        triggers of _watch_records count every row written, whichever code
+        wrote it), so a write makes a new key and the old answer is never
+        read again; _Kept forgets it all at a rollback or another process's
+        commit (_moment)."""
+        return (key, *(self._table_writes[table] for table in tables))
+
     def _moment(self) -> tuple[int, int]:
         """What changes whenever games.db may have changed other than by
         this connection's own writes: a rollback here (it may undo what was
@@ -1118,8 +1129,16 @@ class Store:
         )
 
     def seat_by_token(self, token: str) -> SeatRow | None:
-        rows = list(self._rows("seats", "token = ?", [token]))
-        return rows[0] if rows else None
+        """The seat a reply token names.  A message asks it more than once
+        (is it an unsubscribe? whose move?): kept while no row of seats
+        was written (_kept_since_writes)."""
+        key = self._kept_since_writes(("seat_by_token", token), "seats")
+        kept = self._kept.get(self._moment(), key)
+        if kept is _MISSING:
+            rows = self._rows("seats", "token = ?", [token])
+            kept = rows[0] if rows else None
+            self._kept.put(key, kept)
+        return dict(kept) if kept else None  # type: ignore[return-value]
 
     def seats_without_token(self) -> list[SeatRow]:
         """Seats of a games.db older than reply tokens."""
@@ -1581,12 +1600,19 @@ class Store:
     def paused(self) -> dict[int, InterventionRow]:
         """The games paused now: each one's pause (the last pause or resume
         of a running game, when it is a pause)."""
-        # From the pauses ever made (schema 7's index on act), not from every running game.
-        sql = """select i.* from interventions i join games g on g.id = i.game_id
-                 where i.act = ? and +g.state = ? and i.id = (select max(id) from interventions
-                     where game_id = i.game_id and act in (?, ?))"""
-        rows = self._read(sql, [Act.PAUSE, GameState.RUNNING, Act.PAUSE, Act.RESUME])
-        return {row["game_id"]: _decode_intervention(row) for row in rows}
+        # Asked after every message (what falls due next) and at every tick:
+        # kept while no row of interventions or games was written (_kept_since_writes).
+        key = self._kept_since_writes("paused", "interventions", "games")
+        kept = self._kept.get(self._moment(), key)
+        if kept is _MISSING:
+            # From the pauses ever made (schema 7's index on act), not from every running game.
+            sql = """select i.* from interventions i join games g on g.id = i.game_id
+                     where i.act = ? and +g.state = ? and i.id = (select max(id) from interventions
+                         where game_id = i.game_id and act in (?, ?))"""
+            rows = self._read(sql, [Act.PAUSE, GameState.RUNNING, Act.PAUSE, Act.RESUME])
+            kept = {row["game_id"]: _decode_intervention(row) for row in rows}
+            self._kept.put(key, kept)
+        return dict(kept)
 
     # -- offers: what an address is asked to confirm by reply ---------------
 
