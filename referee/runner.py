@@ -494,7 +494,7 @@ class Runner:
         while index < len(messages) and index - start < most:
             due = self._ingest(messages[index], due, finished, failed)
             index += 1
-            if feed and (store.mails_queued - self._queued_before) // smtp.SEND_BATCH > batches_queued:
+            if feed and self.sender and (store.mails_queued - self._queued_before) // smtp.SEND_BATCH > batches_queued:
                 break
         return index, due
 
