@@ -113,7 +113,7 @@ import referee.tables  # noqa: E402
 from bench.daemon import KINDS, PLAYERS, Lmtp  # noqa: E402
 from referee.record import mail_digests, short_digest  # noqa: E402
 from referee.rules.rng import Rng  # noqa: E402
-from referee.store import Store  # noqa: E402
+from referee.store import RECORD_TABLES, Store, _Kept  # noqa: E402
 from referee.tables import Tables  # noqa: E402
 from referee.timeutil import from_iso, iso  # noqa: E402
 
@@ -215,10 +215,13 @@ class ReadOnlyStore(Store):
     def __init__(self, path: Path):
         self.path = path
         self._rollbacks = 0
-        self._record_writes: dict[int, int] = {}
+        self._record_writes: dict[int, list[int]] = {}
+        self._table_writes = [0] * len(RECORD_TABLES)
         self.db = sqlite_utils.Database(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30))
         self._conn = self.db.conn  # (what the Store's readers run their statements on)
         self._nested = 0
+        self._holding_lock, self._held_version = False, None  # (no transaction: it never writes)
+        self._kept = _Kept()
 
 
 class Reader:
@@ -232,7 +235,7 @@ class Reader:
         self.path = path
         self.store: ReadOnlyStore | None = None
         self.tables: Tables | None = None
-        self.replays: dict = {}
+        self.replays = referee.tables._Kept(records_at=1)  # (Tables' own kind of cache)
         referee.tables._REPLAYS_KEPT = 100_000  # every game's replay, so reads stay cheap
         referee.tables._PHASES_KEPT = 10**9
 

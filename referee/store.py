@@ -389,6 +389,7 @@ _RECORD = (
     ("interventions", "game_id"),
 )
 RECORD_TABLES = tuple(table for table, _ in _RECORD)
+_NO_WRITES = [0] * len(RECORD_TABLES)
 
 
 class StorageFault(RuntimeError):
@@ -789,8 +790,8 @@ class Store:
         to this connection, call back for every row written, whichever code
         wrote it.  A rollback counts as a change of every game."""
         self._rollbacks = 0
-        writes: dict[tuple[int, str], int] = {}  # (game id, table) -> rows written
-        totals = dict.fromkeys(RECORD_TABLES, 0)  # table -> rows written, of every game
+        writes: dict[int, list[int]] = {}  # game id -> rows written to each of RECORD_TABLES
+        totals = [0] * len(RECORD_TABLES)  # rows written to each of RECORD_TABLES, of every game
         self._record_writes, self._table_writes = writes, totals
 
         # The callback holds the counts, never the Store: SQLite's connection
@@ -798,16 +799,19 @@ class Store:
         # them, so a Store the callback held could never be freed, nor its
         # connection closed (a games.db, -wal and -shm open, and their page
         # cache, for every Store a long process ever opened).
-        def changed(game_id: int, table: str) -> None:
-            writes[game_id, table] = writes.get((game_id, table), 0) + 1
+        def changed(game_id: int, table: int) -> None:
+            counts = writes.get(game_id)
+            if counts is None:
+                counts = writes[game_id] = [0] * len(RECORD_TABLES)
+            counts[table] += 1
             totals[table] += 1
 
         self._conn.create_function("referee_record_changed", 2, changed)
-        for table, column in _RECORD:
+        for index, (table, column) in enumerate(_RECORD):
             for event, row in (("insert", "new"), ("update", "new"), ("delete", "old")):
                 self._conn.execute(
                     f"create temp trigger if not exists [record_{table}_{event}] after {event} "
-                    f"on main.[{table}] begin select referee_record_changed({row}.[{column}], '{table}'); end"
+                    f"on main.[{table}] begin select referee_record_changed({row}.[{column}], {index}); end"
                 )
 
     def record_stamp(self, game_id: int) -> RecordStamp:
@@ -816,7 +820,7 @@ class Store:
         another process (the keeper's command, say: data_version).  Its
         ``parts`` count this connection's writes to each of the record's
         tables (RECORD_TABLES's order), so a reader can tell which of them changed."""
-        parts = tuple(self._record_writes.get((game_id, table), 0) for table in RECORD_TABLES)
+        parts = tuple(self._record_writes.get(game_id, _NO_WRITES))
         return RecordStamp(self._rollbacks, self.data_version(), sum(parts), parts)
 
     def data_version(self) -> int:
@@ -1069,7 +1073,7 @@ class Store:
         wrote it), so a write makes a new key and the old answer is never
         read again; _Kept forgets it all at a rollback or another process's
         commit (_moment)."""
-        return (key, *(self._table_writes[table] for table in tables))
+        return (key, *(self._table_writes[RECORD_TABLES.index(table)] for table in tables))
 
     def _moment(self) -> tuple[int, int]:
         """What changes whenever games.db may have changed other than by
