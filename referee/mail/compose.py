@@ -153,6 +153,7 @@ def _one_word(name: str, value: Any) -> bytes | None:
 
 _WORD_BREAKS = re.compile(r"[ ;,]")  # (printable ASCII has no other blank)
 _NOT_A_BREAK = re.compile(r"[^ ;,]")
+_RUNS_OF_X = re.compile(r"(x+)")
 
 
 def _folded_text(name: str, value: Any) -> bytes | None:
@@ -166,23 +167,29 @@ def _folded_text(name: str, value: Any) -> bytes | None:
     tests/unit/test_compose.py checks it byte for byte against the library."""
     if not (isinstance(value, str) and value.isascii() and value.isprintable()):
         return None
-    shape = _NOT_A_BREAK.sub("x", value)
-    folded = _folded_shape(name, shape)
-    if folded is None:
+    pieces = _folded_shape(name, _NOT_A_BREAK.sub("x", value))
+    if pieces is None:
         return None
-    characters = iter(_NOT_A_BREAK.findall(value))  # (the x's, in order)
-    return (f"{name}: " + "".join(next(characters) if c == "x" else c for c in folded)).encode()
+    characters, start, written = _WORD_BREAKS.sub("", value), 0, [f"{name}: "]  # (the x's, in order)
+    for text, run in pieces:
+        written.append(text)
+        written.append(characters[start : start + run])
+        start += run
+    return "".join(written).encode()
 
 
 @functools.lru_cache(maxsize=256)
-def _folded_shape(name: str, shape: str) -> str | None:
+def _folded_shape(name: str, shape: str) -> tuple[tuple[str, int], ...] | None:
     """The value part of compat32's folding of ``shape`` (from after "name: "),
-    if it only broke lines and added blanks (it has as many x's as ``shape``)."""
+    if it only broke lines and added blanks (it has as many x's as ``shape``):
+    as pairs of what is written as it is and how many x's follow it."""
     line = _SMTP.fold(name, shape)
     prefix = f"{name}: "
     if not line.startswith(prefix) or line.count("x", len(prefix)) != shape.count("x"):
         return None
-    return line[len(prefix) :]
+    split = _RUNS_OF_X.split(line[len(prefix) :])  # text, x's, text, ..., text
+    split.append("")
+    return tuple((text, len(run)) for text, run in zip(split[::2], split[1::2], strict=True))
 
 
 _LINE_LENGTH = 78  # compat32's max_line_length
