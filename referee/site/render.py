@@ -39,6 +39,7 @@ half a page.  Everything shown comes from ``referee.site.public``.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import logging
 import os
@@ -190,6 +191,12 @@ class Site:
         paused = self.records.store.paused() if changed else {}
         watched = self.records.store.watcher_counts() if changed else {}  # how many follow each game: never who
         calendars_changed = False  # whether a seat's own calendar changed name: the others are taken down
+        # The newest _FEED_ENTRIES times of the site feed's entries (not the
+        # games' ends) of the games before this one in the state's order,
+        # which is _newest's order among entries of the same time.
+        newest: list[str] = []
+        for game in state.values():
+            _keep_newest(newest, game["entries"])
         ended = False  # whether a finished game was written: the standings may have changed
         for id_ in changed:
             row = self.records.store.game(id_)
@@ -205,7 +212,8 @@ class Site:
                 "calendars": own,
             }
             if row["state"] != GameState.OPEN:
-                self._render_game(id_, now, report, before, state[str(id_)], calendar_names)
+                self._render_game(id_, now, report, before, state[str(id_)], calendar_names, _crowded(newest))
+                _keep_newest(newest, state[str(id_)]["entries"])
             calendars_changed = calendars_changed or own != _calendars_of(known.get(str(id_)))
             report.games_rendered += 1
             ended = ended or row["state"] == GameState.FINISHED
@@ -237,13 +245,15 @@ class Site:
         before: _Rendered | None,
         rendered: _Rendered,
         calendar_names: dict[int, str],
+        crowded: str | None = None,
     ) -> None:
         """Write a game's files, and keep in ``rendered`` its feed entries for
         the site's feed, what the index tells of it (who is awaited, who won:
         both change only with the game), its history pages and its record's
         parts (``before``: what the last render kept of it, None for a first
         or forced render; ``calendar_names``: its seats' own calendars',
-        Site._calendar_names).  Only the phases the files written show are made
+        Site._calendar_names; ``crowded``: a time at or before which no entry
+        of this game can be among the site feed's newest, _crowded).  Only the phases the files written show are made
         into rounds and record entries (``since``): a long game's older ones
         are on the site already, as they stay."""
         table = self.records.tables.table(game_id)
@@ -256,7 +266,10 @@ class Site:
             kept = {}
         history_written = kept.get("pages", 0)  # history pages as they should be on the site
         parts_written = kept.get("parts", 0)  # the record's full parts, likewise
-        entries_from = 1 if before is None else _window_start(table.phases[:resolved], self.window) + 1
+        if before is None:  # every entry the feeds can show: the game's newest, and the site's not crowded out
+            entries_from = _feed_start(table.phases[:resolved], self.window, crowded) + 1
+        else:  # the newest: the older ones are kept as the last render made them
+            entries_from = _window_start(table.phases[:resolved], self.window) + 1
         part = referee.record.PART_PHASES  # (read here, not imported: a test makes parts small)
         # the first phase of the first part to write: the last part, or the first not written yet
         parts_from = 1 if resolved <= part else min(parts_written, (resolved - 1) // part) * part + 1
@@ -799,6 +812,43 @@ def _window_start(phases: list[Any], size: int) -> int:
     while 0 < first < len(phases) and _group(phases[first - 1]["label"]) == _group(phases[first]["label"]):
         first -= 1
     return first
+
+
+def _feed_start(phases: list[Any], size: int, crowded: str | None) -> int:
+    """Where the phases the feeds can show start, as an index: the game's
+    feed's newest ``size`` (_window_start), and every round or auction whose
+    site entry (at its last phase's resolution) is newer than ``crowded``
+    (_crowded), from its start (its headline counts all its phases)."""
+    first = _window_start(phases, size)
+    if crowded is None:
+        return 0
+    for index, phase in enumerate(phases[:first]):
+        last = index + 1 == len(phases) or _group(phases[index + 1]["label"]) != _group(phase["label"])
+        if last and phase["resolved_at"] > crowded:  # (the site feed compares the times as text too: _newest)
+            return _window_start(phases[: index + 1], 1)
+    return first
+
+
+def _keep_newest(newest: list[str], entries: list[dict[str, Any]]) -> None:
+    """Add to ``newest`` (a heap) the times of ``entries`` that compete for
+    the site feed (not a game's end: those are all shown, _newest), keeping
+    the newest _FEED_ENTRIES."""
+    for entry in entries:
+        if not entry["id"].endswith(":end"):
+            if len(newest) < _FEED_ENTRIES:
+                heapq.heappush(newest, entry["updated"])
+            elif entry["updated"] > newest[0]:
+                heapq.heapreplace(newest, entry["updated"])
+
+
+def _crowded(newest: list[str]) -> str | None:
+    """The time at or before which an entry of a game rendered next is never
+    among the site feed's newest: _newest sorts by time, keeping the order
+    of the state (the order games are rendered in) among equal times, so
+    _FEED_ENTRIES entries of the games before it, as new or newer, come
+    first.  (The entries of the games after it can only crowd out more.)
+    None while fewer than _FEED_ENTRIES are known."""
+    return newest[0] if len(newest) == _FEED_ENTRIES else None
 
 
 def _scores_before(table: Table, number: int, seats: int) -> list[Any]:
