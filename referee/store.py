@@ -1425,7 +1425,7 @@ class Store:
     def phases(self, game_id: int, since: int = 1) -> list[PhaseRow]:
         """A game's phases, from number ``since`` on."""
         rows = self._rows("phases", "game_id = ? and number >= ?", [game_id, since], order_by="number")
-        return [_decode_phase(r) for r in rows]
+        return _decode_phases(rows)
 
     def open_phases(self, game_id: int | None = None) -> list[PhaseRow]:
         """The phases not yet resolved of running games (of one game, with
@@ -1438,7 +1438,7 @@ class Store:
         args: list[Any] = [GameState.RUNNING]
         if game_id is not None:
             sql, args = f"{sql} and phases.game_id = ?", [*args, game_id]
-        return [_decode_phase(r) for r in self._read(f"{sql} order by phases.deadline", args)]
+        return _decode_phases(self._read(f"{sql} order by phases.deadline", args))
 
     # The open phases by time, each by one of schema 7's partial indexes (of
     # the phases not yet resolved): what a tick reads follows what is due,
@@ -1456,13 +1456,13 @@ class Store:
             f"select * from ({self._OPEN} and phases.deadline <= ? "
             f"union {self._OPEN} and phases.closes_at <= ?) order by deadline, game_id"
         )
-        return [_decode_phase(r) for r in self._read(sql, [GameState.RUNNING, now, GameState.RUNNING, now])]
+        return _decode_phases(self._read(sql, [GameState.RUNNING, now, GameState.RUNNING, now]))
 
     def phases_due_between(self, after: str, through: str) -> list[PhaseRow]:
         """The open phases of running games whose deadline falls after
         ``after`` and by ``through``, by deadline."""
         sql = f"{self._OPEN} and phases.deadline > ? and phases.deadline <= ? order by phases.deadline, phases.game_id"
-        return [_decode_phase(r) for r in self._read(sql, [GameState.RUNNING, after, through])]
+        return _decode_phases(self._read(sql, [GameState.RUNNING, after, through]))
 
     def first_open_phase(
         self, by: Literal["deadline", "closes_at"], skip: Collection[int], remind_lead: float | None = None
@@ -2379,6 +2379,16 @@ def _decode_intervention(row: Any) -> InterventionRow:
 def _decode_phase(row: Any) -> PhaseRow:
     row["movers"], row["sealed"] = json.loads(row["movers"]), bool(row["sealed"])
     return row
+
+
+def _decode_phases(rows: list[Any]) -> list[PhaseRow]:
+    """Rows of phases decoded as _decode_phase does, their movers read as one
+    JSON array (a game's hundreds of phases: a json.loads each cost five
+    times as much, a tenth of a full render's reading)."""
+    movers = json.loads(f"[{','.join(row['movers'] for row in rows)}]")
+    for row, seats in zip(rows, movers, strict=True):
+        row["movers"], row["sealed"] = seats, bool(row["sealed"])
+    return rows
 
 
 def _decode_mail(row: Any) -> OutboxRow:
