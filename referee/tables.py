@@ -353,18 +353,24 @@ class Tables:
             for move in self.store.moves(game_id, since=kept + 1):
                 counted.setdefault(move["phase"], {})[move["seat"]] = move
         bots = _stints(seats, interventions)
+        # the seats a bot takes over at each phase, and those a person takes back (by phase: a game has hundreds)
+        new_bots: dict[int | None, tuple[int, ...]] = {}
+        new_people: dict[int | None, tuple[int, ...]] = {}
+        for stint in bots:
+            new_bots[stint.start] = (*new_bots.get(stint.start, ()), stint.seat)
+            new_people[stint.end] = (*new_people.get(stint.end, ()), stint.seat)
         records = records + [
             PhaseRecord(
                 number=phase["number"],
                 moves=None
                 if phase["resolved_at"] is None
                 else {seat: move["move"] for seat, move in counted[phase["number"]].items()},
-                new_bots=tuple(stint.seat for stint in bots if stint.start == phase["number"]),
-                new_people=tuple(stint.seat for stint in bots if stint.end == phase["number"]),
+                new_bots=new_bots.get(phase["number"], ()),
+                new_people=new_people.get(phase["number"], ()),
             )
             for phase in phases[kept:]
         ]
-        initial_bots = tuple(stint.seat for stint in bots if stint.start == 0)
+        initial_bots = new_bots.get(0, ())
         replayed = self._replay(row, rules, len(seats), initial_bots, records)
         table = Table(row, rules, seats, phases, replayed, counted, interventions, chain)
         return table, records
