@@ -453,11 +453,9 @@ class Site:
         assert since == 1 or parts, "a whole record is made of every phase"
         for number, part in enumerate(parts, 1):
             if number > (parts_from - 1) // referee.record.PART_PHASES:
-                text = json.dumps(part, sort_keys=True, ensure_ascii=False)
+                text = _record_text(part)
                 self._write(f"{game_folder(game_id)}/{part_name(number)}", text, report)
-        self._write_changed(
-            game_record(game_id), json.dumps(head, sort_keys=True, ensure_ascii=False), report, written, texts
-        )
+        self._write_changed(game_record(game_id), _record_text(head), report, written, texts)
 
     def _calendars(self, game_id: int) -> list[str]:
         """The names of a game's seats' own calendars (tables.own_calendar)."""
@@ -787,6 +785,15 @@ def _calendars_of(rendered: _Rendered | None) -> str | None:
 
 def _fingerprint_of(rendered: _Rendered | None) -> str | None:
     return rendered.get("fingerprint") if rendered is not None else None
+
+
+def _record_text(record: dict[str, Any]) -> str:
+    """A game's record.json (or a part of it) as the site has it.  Without
+    json's check for a list or dict inside itself, which keeps a note of
+    every one and costs as much as the rest of the dump: a record is made
+    afresh for this (public.game_record), a tree of the rows' and replay's
+    values, and one that held itself would fail anyway (RecursionError)."""
+    return json.dumps(record, sort_keys=True, ensure_ascii=False, check_circular=False)
 
 
 def _digest(lines: list[str]) -> str:
