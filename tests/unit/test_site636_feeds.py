@@ -7,6 +7,8 @@ site feed, so a few games of a few phases fill them."""
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from test_longgame36_site import next_phase, resolved, start
 
@@ -52,3 +54,20 @@ def test_a_forced_render_writes_the_feeds_the_renders_along_the_way_wrote(engine
     assert [resolved(engine, game) for game in games] == [6, 6, 6]
     # the first game's rounds fill the site feed: the others make their feed's newest only
     assert made == [6, WINDOW, WINDOW]
+
+
+def test_a_render_leaves_the_garbage_collectors_thresholds_as_they_were(engine, clock, tmp_path, monkeypatch):
+    start(engine)
+    next_phase(engine, clock)
+    thresholds = gc.get_threshold()
+    seen: list[tuple[int, int, int]] = []
+    entries = Site._entries
+
+    def watched(self: Site, *args):  # type: ignore[no-untyped-def]
+        seen.append(gc.get_threshold())
+        return entries(self, *args)
+
+    monkeypatch.setattr(Site, "_entries", watched)
+    Site(engine, tmp_path / "site").render(force=True)
+    assert seen and seen[0][0] > thresholds[0]  # collecting less while the pages are made
+    assert gc.get_threshold() == thresholds
