@@ -210,23 +210,7 @@ _MOVE_EVENTS = ("bid", "move", "pass", "oneshot", "special", "place", "exhibit",
 
 def _did_html(e: dict[str, Any]) -> str:
     """events/bluff.txt.j2's did(e, detail=true, html=true)."""
-    kind = e["type"]
-    if kind == "bid":
-        return f"bids {_html(e['value'])} on {_html(e['track'])}" + (" (tie)" if e["tied"] else "")
-    if kind == "move":
-        token = f" {int(e['token'])}" if "token" in e else ""
-        return f"moves {_html(e['from'])}{token} to {_html(e['track'])} at {_html(e['value'])}"
-    if kind == "pass":
-        return "passes" + (" (nothing else to do)" if e["forced"] else "")
-    if kind == "oneshot":
-        return ("uses" if e["used"] else "keeps") + " the 1-shot tile"
-    if kind == "exhibit":
-        return f"exhibits {', '.join(map(_html, e['set']))} for {_html(e['points'])}"
-    if kind == "discard":
-        return f"discards {_html(e['discarded'])}"
-    if kind == "special":
-        return f"takes {_html(e['tile'])}"
-    return f"places {_html(e['tile'])}"
+    return _html(did_said(e, detail=True))
 
 
 _HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "'": "&#39;", '"': "&#34;"})  # as markupsafe escapes
@@ -234,6 +218,77 @@ _HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "'": "&#39;", '"'
 
 def _html(value: object) -> str:
     return str(value).translate(_HTML)
+
+
+# -- a phase in words (events/bluff.txt.j2's macros call these) -----------------------
+# Python functions, not macros: the site's feed says every phase's headline, a
+# few hundred phases a game, and a macro call costs more than the words (issue
+# 36).  tests/unit/test_words36_render.py holds them to the macros they
+# replaced.  Plain text: the macros escape it for a page.
+
+
+def did_said(e: Mapping[str, Any], detail: bool = False) -> str:
+    """What a player did, after their name: "bids 3 on red", "moves their
+    token of 3 from purple to red at 1", "passes", "uses the 1-shot tile",
+    "exhibits a set of 2 for 3 points", "discards T", "takes T" (a special
+    tile), "places T"; with ``detail``, as the site's table of phases says
+    it ("bids 3 on red (tie)", "moves purple 3 to red at 1", "passes
+    (nothing else to do)", "exhibits T, U for 3")."""
+    kind = e["type"]
+    if kind == "bid":
+        return f"bids {e['value']} on {e['track']}" + (" (tie)" if detail and e["tied"] else "")
+    if kind == "move":
+        if detail:
+            token = f" {int(e['token'])}" if "token" in e else ""
+            return f"moves {e['from']}{token} to {e['track']} at {e['value']}"
+        token = f"their token of {e['token']}" if "token" in e else "a token"
+        return f"moves {token} from {e['from']} to {e['track']} at {e['value']}"
+    if kind == "pass":
+        return "passes" + (" (nothing else to do)" if detail and e["forced"] else "")
+    if kind == "oneshot":
+        return ("uses" if e["used"] else "keeps") + " the 1-shot tile"
+    if kind == "exhibit":
+        if detail:
+            return f"exhibits {', '.join(map(str, e['set']))} for {e['points']}"
+        return f"exhibits a set of {len(e['set'])} for {e['points']} points"
+    if kind == "discard":
+        return f"discards {e['discarded']}"
+    if kind == "special":
+        return f"takes {e['tile']}"
+    return f"places {e['tile']}"
+
+
+def move_said(e: Mapping[str, Any], names: list[str], detail: bool = False) -> str:
+    """A move with its player's name ("ann bids 3 on red"), or the dice some
+    rerolled: "rerolls"; with ``detail``, whose and how many ("ann rerolls
+    2, bob keeps their dice")."""
+    if e["type"] != "rerolled":
+        return f"{names[e['seat']]} {did_said(e, detail)}"
+    if not detail:
+        return "rerolls"
+    return ", ".join(
+        f"{names[int(seat)]} " + (f"rerolls {n:d}" if n else "keeps their dice") for seat, n in e["counts"].items()
+    )
+
+
+def won_said(e: Mapping[str, Any], names: list[str], detail: bool = False) -> str:
+    """An auction won: "ann wins red modern art"; with ``detail``, "... with 5"."""
+    return f"{names[e['winner']]} wins {e['tile']}" + (f" with {e['value']}" if detail else "")
+
+
+def headline_said(round_: Mapping[str, Any], names: list[str]) -> str:
+    """A phase in one line, after its label: its move (a special tile taken,
+    with the set exhibited with it), every auction it resolved that was won
+    ("bob passes; ann wins red modern art; bob wins Purple 5": the site's
+    feed tells a round by those), and whether the game ended."""
+    events = round_["events"]
+    first = events[0]
+    said = move_said(first, names)
+    if first["type"] == "special":
+        said += "".join(f" and {did_said(x)}" for x in events if x["type"] == "exhibit")
+    said += "".join(f"; {won_said(a, names)}" for a in events if a["type"] == "auction" and a["winner"] is not None)
+    said += "".join("; game over" for e in events if e["type"] == "over")
+    return said
 
 
 @dataclass(frozen=True)
@@ -305,7 +360,13 @@ class BluffAuction(Game[BluffState, Move]):
     move_word = "bid"
     move_words = ("bid", "move", "pass", "reroll", "keep", "use", "place", "exhibit", "discard")
     example = "bid red 3"
-    filters = {"bluff_phase_html": phase_html}
+    filters = {
+        "bluff_phase_html": phase_html,
+        "bluff_did": did_said,
+        "bluff_move": move_said,
+        "bluff_won": won_said,
+        "bluff_headline": headline_said,
+    }
     # "rulings": the edition of the rulings a game is played by (F21): 2 for a
     # new game; a game recorded before the option existed was played by 1.
     options = {"exhibit_dice": 1, "rulings": 2}

@@ -16,7 +16,7 @@ import functools
 import itertools
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
@@ -90,6 +90,56 @@ _HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "'": "&#39;", '"'
 
 def _html(text: str) -> str:
     return text.translate(_HTML)
+
+
+# -- a move and a round in words (events/ice.txt.j2's macros call these) --------------
+# Python functions, not macros: the site says a round's headline in its feed and
+# its move in its table of turns, thousands of turns a full render, and a macro
+# call costs more than the words (issue 36).  tests/unit/test_words36_render.py
+# holds them to the macros they replaced.
+
+
+def move_said(
+    event: Mapping[str, Any], detail: bool = False, show: Callable[[list[str]], str] | None = None, html: bool = False
+) -> str:
+    """The mover's move, a round's first event: "bids L-red S-blue",
+    "passes", "scores a tree", "declines"; with ``detail``, as the site's
+    table of turns shows it ("passes (card 3, L-red)", "scores [...], takes
+    ...").  Pyramids are named by ``show`` (the site's are coloured markup),
+    else as plain text; with ``html`` the text is escaped as Jinja would
+    (what ``show`` gives as markup is not), for events/ice.txt.j2 to mark
+    safe."""
+
+    def pyramids(names: list[str]) -> str:
+        shown = show(names) if show is not None else " ".join(names) or "nothing"
+        return _html(shown) if html and not hasattr(shown, "__html__") else str(shown)
+
+    kind = event["type"]
+    if kind == "bid":
+        return f"bids {pyramids(event['bid'])}"
+    if kind == "pass":
+        if not detail:
+            return "passes"
+        bid = f", {pyramids(event['bid'])}" if event["bid"] else ""
+        return f"passes (card {event['card']}{bid})"
+    if kind == "tree":
+        if not detail:
+            return "scores a tree"
+        took = f", takes {pyramids(event['took'])}" if event["took"] else ""
+        return f"scores [{pyramids(event['tree'])}]{took}"
+    return "declines"
+
+
+def headline_said(round_: Mapping[str, Any], names: list[str]) -> str:
+    """A round in one line, after its label, in plain text: the mover's
+    move, who won an auction in it and whether the game ended ("ann bids
+    L-red; bob wins the auction")."""
+    events = round_["events"]
+    mover = next(iter(round_["how"]))
+    said = [f"{names[mover]} {move_said(events[0])}"]
+    said += [f"{names[e['seat']]} wins the auction" for e in events if e["type"] == "won"]
+    said += ["game over" for e in events if e["type"] == "over"]
+    return "; ".join(said)
 
 
 def value(pyramids: Iterable[Pyramid]) -> tuple[int, int, int]:
@@ -206,7 +256,12 @@ class IceIceBaby(Game[IceState, Move]):
     rule_text = "docs/rules/ice-ice-baby.txt"
     rulings_page = "docs/games/ice-ice-baby.md"
     example = "bid L-blue M-green"
-    filters = {"pyramids": lambda names: " ".join(names) or "nothing", "pyramids_html": pyramids_html}
+    filters = {
+        "pyramids": lambda names: " ".join(names) or "nothing",
+        "pyramids_html": pyramids_html,
+        "ice_move": move_said,
+        "ice_headline": headline_said,
+    }
 
     def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         options = super().check_options(options)

@@ -150,6 +150,42 @@ class PriorityState:
         return (seat - 1) % self.seats
 
 
+# -- a turn in words (events/priority.txt.j2's macros call these) --------------------
+# Python functions, not macros: the site says a turn's headline in its feed and
+# its move in its table of turns, thousands of turns a full render, and a macro
+# call costs more than the words (issue 36).  tests/unit/test_words36_render.py
+# holds them to the macros they replaced.  Plain text: the macros escape it for
+# a page.
+
+
+def move_said(event: Mapping[str, Any]) -> str:
+    """The mover's move, a turn's first event: "plays on red", "moves red
+    to blue", "passes"."""
+    if event["type"] == "play":
+        return f"plays on {event['colour']}"
+    if event["type"] == "move":
+        return f"moves {event['from']} to {event['to']}"
+    return "passes"
+
+
+def tally_said(event: Mapping[str, Any], names: list[str]) -> str:
+    """A round's tally: "ann (red) wins 5", "tie, 5 discarded"."""
+    if event["winner"] is not None:
+        return f"{names[event['winner']]} ({event['colour']}) wins {event['item']}"
+    return f"tie, {event['item']} discarded"
+
+
+def headline_said(round_: Mapping[str, Any], names: list[str]) -> str:
+    """A turn in one line, after its label: the mover's move, the tally if
+    the round ended, and whether the game did ("ann plays on red; bob
+    (blue) wins 5; game over")."""
+    events = round_["events"]
+    said = [f"{names[next(iter(round_['how']))]} {move_said(events[0])}"]
+    said += [tally_said(e, names) for e in events if e["type"] == "tally"]
+    said += ["game over" for e in events if e["type"] == "over"]
+    return "; ".join(said)
+
+
 class PriorityAuction(Game[PriorityState, Move]):
     kind = "priority"
     title = "Auction (priority cards)"
@@ -157,6 +193,7 @@ class PriorityAuction(Game[PriorityState, Move]):
     move_word = "play"
     move_words = ("play", "put", "place", "lay", "move", "pass")
     example = "play 3 on red"
+    filters = {"priority_move": move_said, "priority_tally": tally_said, "priority_headline": headline_said}
     options = {"turn_limit": 0}  # P7: 0 is twice the number of players
     option_help: Mapping[str, str] = {
         "turn_limit": "the most plays and moves each player makes in a round, 1 to 100; 0: twice the number of players (P7)",

@@ -1,0 +1,163 @@
+"""Issue 36, full renders: a game's moves and headlines are worded by Python
+functions (ice.move_said, priority.headline_said, bluff.did_said ...,
+registered as filters) which the macros of templates/events/<kind>.txt.j2
+call, where those macros wrote the words themselves: the site says a
+headline per phase in its feed and a move per turn in its table, and a
+macro call cost more than the words.  They must say what the macros said,
+in mail and on a page (escaped once there), over whole random games of
+every size, with names that need escaping; the macros' old text is kept
+here as the reference."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import jinja2
+import pytest
+from test_bluff import random_game as bluff_game
+from test_ice import random_game as ice_game
+from test_priority import random_game as priority_game
+
+from referee.mail.compose import Composer
+from referee.site.render import Site
+
+# templates/events/<kind>.txt.j2's macros as they were (their comments left out).
+OLD_ICE = """\
+{% macro _text(pyramids) %}{{ pyramids|pyramids }}{% endmacro %}
+{% macro move(event, show=_text, detail=false, html=false) %}{% autoescape html %}
+{%- if event.type == "bid" %}bids {{ show(event.bid) }}
+{%- elif event.type == "pass" %}passes{% if detail %} (card {{ event.card }}{% if event.bid %}, {{ show(event.bid) }}{% endif %}){% endif %}
+{%- elif event.type == "tree" %}{% if detail %}scores [{{ show(event.tree) }}]{% if event.took %}, takes {{ show(event.took) }}{% endif %}{% else %}scores a tree{% endif %}
+{%- else %}declines{% endif %}
+{%- endautoescape %}{% endmacro %}
+{% macro headline(round, names, html=false) %}{% autoescape html %}{{ names[round.how.keys()|first] }} {{ move(round.events[0], html=html) }}{% for e in round.events if e.type == "won" %}; {{ names[e.seat] }} wins the auction{% endfor %}{% for e in round.events if e.type == "over" %}; game over{% endfor %}{% endautoescape %}{% endmacro %}
+"""
+
+OLD_PRIORITY = """\
+{% macro move(event, html=false) %}{% autoescape html %}
+{%- if event.type == "play" %}plays on {{ event.colour }}
+{%- elif event.type == "move" %}moves {{ event.from }} to {{ event.to }}
+{%- else %}passes{% endif %}
+{%- endautoescape %}{% endmacro %}
+{% macro tally(event, names, html=false) %}{% autoescape html %}
+{%- if event.winner is not none %}{{ names[event.winner] }} ({{ event.colour }}) wins {{ event.item }}
+{%- else %}tie, {{ event.item }} discarded{% endif %}
+{%- endautoescape %}{% endmacro %}
+{% macro headline(round, names, html=false) %}{% autoescape html %}{{ names[round.how.keys()|first] }} {{ move(round.events[0], html=html) }}{% for e in round.events if e.type == "tally" %}; {{ tally(e, names, html=html) }}{% endfor %}{% for e in round.events if e.type == "over" %}; game over{% endfor %}{% endautoescape %}{% endmacro %}
+"""
+
+OLD_BLUFF = """\
+{% macro did(e, detail=false, html=false) %}{% autoescape html %}
+{%- if e.type == "bid" %}bids {{ e.value }} on {{ e.track }}{{ " (tie)" if detail and e.tied }}
+{%- elif e.type == "move" %}moves {% if detail %}{{ e.from }}{{ " %d"|format(e.token) if e.token is defined }}{% else %}{{ "a token" if e.token is not defined else "their token of " ~ e.token }} from {{ e.from }}{% endif %} to {{ e.track }} at {{ e.value }}
+{%- elif e.type == "pass" %}passes{{ " (nothing else to do)" if detail and e.forced }}
+{%- elif e.type == "oneshot" %}{{ "uses" if e.used else "keeps" }} the 1-shot tile
+{%- elif e.type == "exhibit" %}exhibits {% if detail %}{{ e.set|join(", ") }} for {{ e.points }}{% else %}a set of {{ e.set|length }} for {{ e.points }} points{% endif %}
+{%- elif e.type == "discard" %}discards {{ e.discarded }}
+{%- elif e.type == "special" %}takes {{ e.tile }}
+{%- else %}places {{ e.tile }}{% endif %}
+{%- endautoescape %}{% endmacro %}
+{% macro move(e, names, detail=false, html=false) %}{% autoescape html %}
+{%- if e.type == "rerolled" %}{% if detail %}{% for seat, n in e.counts.items() %}{{ names[seat|int] }} {{ "rerolls %d"|format(n) if n else "keeps their dice" }}{{ ", " if not loop.last }}{% endfor %}{% else %}rerolls{% endif %}
+{%- else %}{{ names[e.seat] }} {{ did(e, detail=detail, html=html) }}{% endif %}
+{%- endautoescape %}{% endmacro %}
+{% macro won(e, names, detail=false, html=false) %}{% autoescape html %}{{ names[e.winner] }} wins {{ e.tile }}{% if detail %} with {{ e.value }}{% endif %}{% endautoescape %}{% endmacro %}
+{% macro headline(round, names, html=false) %}{% autoescape html %}
+{%- set e = round.events[0] %}{{ move(e, names, html=html) }}
+{%- if e.type == "special" %}{% for x in round.events if x.type == "exhibit" %} and {{ did(x, html=html) }}{% endfor %}{% endif %}
+{%- for a in round.events if a.type == "auction" and a.winner is not none %}; {{ won(a, names, html=html) }}{% endfor %}
+{%- for e in round.events if e.type == "over" %}; game over{% endfor %}
+{%- endautoescape %}{% endmacro %}
+"""
+
+OLD = {"ice": OLD_ICE, "priority": OLD_PRIORITY, "bluff": OLD_BLUFF}
+
+NAMES = ["<ann>", "bob & co", 'o"neil', "d'arcy", "eve", "<b>f</b>", "g&amp;", "h"]
+
+# What each kind's mail and pages ask of the macros, per round (``round``, its
+# first event ``e``); a line per round.  ``plain`` as a Subject and a feed's
+# title ask (no escaping), ``page`` as the site's tables do.
+MOVES = ("bid", "move", "pass", "rerolled", "oneshot", "special", "place", "exhibit", "discard")
+CALLS = {
+    "ice": {
+        "plain": "{{ m.headline(round, names) }}|{{ m.move(e) }}|{{ m.move(e, detail=true) }}",
+        "page": '{% from "site/ice/_pyramids.html.j2" import show %}'
+        "{{ m.headline(round, names, html=true) }}|{{ m.move(e, show, detail=true, html=true) }}"
+        "|{{ m.move(e, detail=true, html=true) }}|{{ m.move(e, html=true) }}",
+    },
+    "priority": {
+        "plain": '{{ m.headline(round, names) }}|{{ m.move(e) }}{% for x in round.events if x.type == "tally" %}'
+        "|{{ m.tally(x, names) }}{% endfor %}",
+        "page": '{{ m.headline(round, names, html=true) }}|{{ m.move(e, html=true) }}{% for x in round.events if x.type == "tally" %}'
+        "|{{ m.tally(x, names, html=true) }}{% endfor %}",
+    },
+    "bluff": {
+        "plain": "{{ m.headline(round, names) }}{% for x in round.events if x.type in moves %}|{{ m.move(x, names) }}"
+        '{% if x.type != "rerolled" %}|{{ m.did(x) }}{% endif %}{% endfor %}'
+        '{% for x in round.events if x.type == "auction" and x.winner is not none %}|{{ m.won(x, names) }}{% endfor %}',
+        "page": "{{ m.headline(round, names, html=true) }}{% for x in round.events if x.type in moves %}"
+        "|{{ m.move(x, names, html=true) }}|{{ m.move(x, names, detail=true, html=true) }}"
+        '{% if x.type != "rerolled" %}|{{ m.did(x, html=true) }}|{{ m.did(x, detail=true, html=true) }}{% endif %}{% endfor %}'
+        '{% for x in round.events if x.type == "auction" and x.winner is not none %}'
+        "|{{ m.won(x, names, html=true) }}|{{ m.won(x, names, detail=true, html=true) }}{% endfor %}",
+    },
+}
+# The site's summary (site/<kind>/summary.txt.j2, a feed's titles) is a text template: it does not escape.
+TEXT = "{% autoescape false %}{{ m.headline(round, names) }}{% endautoescape %}|"
+
+
+def games(kind: str) -> list[tuple[list[str], list[dict[str, Any]]]]:
+    """Whole random games of every size: each one's names and its rounds as
+    the mail and the site see them (the movers' sources, the events)."""
+    played = []
+    for seats in {"ice": (2, 3, 4), "priority": (3, 5, 8), "bluff": (2, 3, 4, 5)}[kind]:
+        for seed in (b"w", b"x"):
+            chooser = random.Random(seed + bytes([seats]))
+            if kind == "ice":
+                _, records, events_seen = ice_game(seed + bytes([seats]), seats, {}, chooser)
+            elif kind == "priority":
+                _, records, events_seen = priority_game(seed + bytes([seats]), seats, {}, chooser)
+            else:
+                _, records, events_seen = bluff_game(seed + bytes([seats]), seats, chooser)
+            rounds = [
+                {"how": dict.fromkeys(record.moves or {}, "mail"), "events": events}
+                for record, events in zip(records, events_seen, strict=True)
+            ]
+            played.append((NAMES[:seats], rounds))
+    return played
+
+
+def said(env: jinja2.Environment, macros: str, calls: str, names: list[str], rounds: list[dict[str, Any]]) -> list[str]:
+    template = env.from_string(
+        f'{{% import "{macros}" as m %}}{{% for round in rounds %}}{{% set e = round.events[0] %}}{calls}{{{{ "\\n" }}}}{{% endfor %}}'
+    )
+    return template.render(names=names, rounds=rounds, moves=MOVES).split("\n")
+
+
+def with_old(env: jinja2.Environment, kind: str) -> jinja2.Environment:
+    """``env`` with the old macros beside the new, as old/<kind>.txt.j2."""
+    assert env.loader is not None
+    return env.overlay(loader=jinja2.ChoiceLoader([jinja2.DictLoader({f"old/{kind}.txt.j2": OLD[kind]}), env.loader]))
+
+
+@pytest.mark.parametrize("kind", sorted(OLD))
+def test_the_words_of_every_round_are_the_old_macros_words_in_mail_and_on_a_page(config, tmp_path, kind):
+    mail = with_old(Composer(config).env, kind)
+    site = with_old(Site(None, tmp_path).env, kind)
+    seen: set[str] = set()
+    for names, rounds in games(kind):
+        seen.update(event["type"] for round_ in rounds for event in round_["events"])
+        for env, calls in ((mail, CALLS[kind]["plain"]), (site, TEXT + CALLS[kind]["page"])):
+            new = said(env, f"events/{kind}.txt.j2", calls, names, rounds)
+            assert new == said(env, f"old/{kind}.txt.j2", calls, names, rounds)
+        assert any(name in line for line in new for name in ("&lt;", "&amp;", "&#34;", "&#39;"))  # names escaped
+    # every kind of event was worded
+    assert (
+        seen
+        >= {
+            "ice": {"bid", "pass", "tree", "declined", "won", "over"},
+            "priority": {"play", "move", "pass", "tally", "over"},
+            "bluff": {"bid", "move", "pass", "rerolled", "oneshot", "special", "exhibit", "place", "auction", "over"},
+        }[kind]
+    )
