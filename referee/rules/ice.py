@@ -142,6 +142,45 @@ def headline_said(round_: Mapping[str, Any], names: list[str]) -> str:
     return "; ".join(said)
 
 
+def followed_html(events: list[dict[str, Any]], names: list[str]) -> str:
+    """What followed a round's move, its events after the first, as the
+    site's table of turns says it (site/ice/rounds.html.j2 marks it safe):
+    a pass forced on a seat, an auction won and what it paid to whom, a
+    scoring round, the next lot, the game's end; a line each.  Escaped here
+    as Jinja would escape it.  A Python function, not the template's loop:
+    the table, a row a turn, was a fifth of a full render (issue 36);
+    tests/unit/test_words36_render.py holds it to that loop."""
+    return "<br>".join(_followed_html(event, names) for event in events[1:])
+
+
+def _followed_html(e: dict[str, Any], names: list[str]) -> str:
+    kind = e["type"]
+    if kind == "pass":
+        why = "has no pyramids" if e["why"] == "no pyramids" else "cannot raise"
+        return f"{_html(names[e['seat']])} {why}: passes (card {_html(str(e['card']))})"
+    if kind == "won":
+        paid = "".join(
+            f"; {pyramids_html(pay['pyramids'])} to "
+            + (_html(names[pay["to"]]) if pay["to"] is not None else "the dead area")
+            for pay in e["payments"]
+            if pay["pyramids"]
+        )
+        return f'<span class="win">{_html(names[e["seat"]])} wins {pyramids_html(e["lot"])}</span>{paid}'
+    if kind == "scoring":
+        return "scoring round"
+    if kind == "no tree":
+        return f"{_html(names[e['seat']])} has no tree"
+    if kind == "scoring over":
+        return f"scoring over ({_html(str(e['trees']))} tree{'s' if e['trees'] != 1 else ''})"
+    if kind == "lot":
+        track = f"; track +{len(e['to_track'])} = {_html(str(e['track']))}" if e["to_track"] else ""
+        note = " (last)" if e["final"] else " (scoring follows)" if e["scoring_due"] else ""
+        return f"auction {_html(str(e['auction']))}: {pyramids_html(e['lot'])}{track}{note}"
+    if kind == "over":
+        return "game over"
+    return ""  # (a type named nowhere here shows nothing)
+
+
 def value(pyramids: Iterable[Pyramid]) -> tuple[int, int, int]:
     """A bid's value: "first by number of pyramids and then pyramid size"
     (count, then larges, then mediums).  Colours do not count."""
@@ -261,6 +300,7 @@ class IceIceBaby(Game[IceState, Move]):
         "pyramids_html": pyramids_html,
         "ice_move": move_said,
         "ice_headline": headline_said,
+        "ice_followed_html": followed_html,
     }
 
     def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:

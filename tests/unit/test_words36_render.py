@@ -71,6 +71,10 @@ OLD_BLUFF = """\
 {%- endautoescape %}{% endmacro %}
 """
 
+# site/ice/rounds.html.j2's cell of what followed a move, as it was.
+OLD_ICE_FOLLOWED = """\
+<td class="wrap line">{% for e in round.events[1:] %}{% if e.type == "pass" %}{{ names[e.seat] }} {{ "has no pyramids" if e.why == "no pyramids" else "cannot raise" }}: passes (card {{ e.card }}){% elif e.type == "won" %}<span class="win">{{ names[e.seat] }} wins {{ show(e.lot) }}</span>{% for pay in e.payments if pay.pyramids %}; {{ show(pay.pyramids) }} to {{ names[pay.to] if pay.to is not none else "the dead area" }}{% endfor %}{% elif e.type == "scoring" %}scoring round{% elif e.type == "no tree" %}{{ names[e.seat] }} has no tree{% elif e.type == "scoring over" %}scoring over ({{ e.trees }} tree{{ "s" if e.trees != 1 }}){% elif e.type == "lot" %}auction {{ e.auction }}: {{ show(e.lot) }}{% if e.to_track %}; track +{{ e.to_track|length }} = {{ e.track }}{% endif %}{% if e.final %} (last){% elif e.scoring_due %} (scoring follows){% endif %}{% elif e.type == "over" %}game over{% endif %}{{ "<br>"|safe if not loop.last }}{% endfor %}</td>"""
+
 OLD = {"ice": OLD_ICE, "priority": OLD_PRIORITY, "bluff": OLD_BLUFF}
 
 NAMES = ["<ann>", "bob & co", 'o"neil', "d'arcy", "eve", "<b>f</b>", "g&amp;", "h"]
@@ -161,3 +165,20 @@ def test_the_words_of_every_round_are_the_old_macros_words_in_mail_and_on_a_page
             "bluff": {"bid", "move", "pass", "rerolled", "oneshot", "special", "exhibit", "place", "auction", "over"},
         }[kind]
     )
+
+
+def test_what_followed_a_move_in_ices_table_is_what_its_loop_said(tmp_path):
+    env = Site(None, tmp_path).env
+    old = env.from_string(
+        '{% from "site/ice/_pyramids.html.j2" import show %}{% for round in rounds %}'
+        + OLD_ICE_FOLLOWED
+        + "\n{% endfor %}"
+    )
+    new = env.from_string(
+        '{% for round in rounds %}<td class="wrap line">{{ round.events|ice_followed_html(names)|safe }}</td>\n{% endfor %}'
+    )
+    seen: set[str] = set()
+    for names, rounds in games("ice"):
+        seen.update(event["type"] for round_ in rounds for event in round_["events"][1:])
+        assert new.render(names=names, rounds=rounds) == old.render(names=names, rounds=rounds)
+    assert seen >= {"pass", "won", "scoring", "no tree", "scoring over", "lot", "over"}
