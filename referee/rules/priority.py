@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -186,6 +186,41 @@ def headline_said(round_: Mapping[str, Any], names: list[str]) -> str:
     return "; ".join(said)
 
 
+def followed_html(events: list[dict[str, Any]], names: list[str], tally: Callable[..., str]) -> str:
+    """What followed a turn's move, its events after the first, as the
+    site's table of turns says it (site/priority/rounds.html.j2 marks it
+    safe): a pass forced on a seat, a round's tally (worded by ``tally``,
+    events/priority.txt.j2's macro, with html=true), the next round's item,
+    the game's end.  Escaped here as Jinja would escape it.  A Python
+    function, not the template's loop: the table, a row a turn, was a fifth
+    of a full render (issue 36); tests/unit/test_words36_render.py holds it
+    to that loop."""
+    return "; ".join(_followed_html(event, names, tally) for event in events[1:])
+
+
+def _followed_html(e: dict[str, Any], names: list[str], tally: Callable[..., str]) -> str:
+    kind = e["type"]
+    if kind == "pass":
+        return f"{_html(names[e['seat']])} passes ({'turn limit' if e['why'] == 'turn limit' else 'board full'})"
+    if kind == "tally":
+        said = str(tally(e, names, html=True))
+        if e["winner"] is not None:
+            said = f'<span class="win">{said}</span>'
+        return f'<a href="#tally-{_html(e["round"])}">tally</a>: {said}'
+    if kind == "item":
+        return f"round {_html(e['round'])}: item {_html(e['item'])}, {_html(names[e['first']])} opens"
+    if kind == "over":
+        return "game over"
+    return ""  # (a type named nowhere here shows nothing)
+
+
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "'": "&#39;", '"': "&#34;"})  # as markupsafe escapes
+
+
+def _html(value: object) -> str:
+    return str(value).translate(_HTML)
+
+
 class PriorityAuction(Game[PriorityState, Move]):
     kind = "priority"
     title = "Auction (priority cards)"
@@ -193,7 +228,12 @@ class PriorityAuction(Game[PriorityState, Move]):
     move_word = "play"
     move_words = ("play", "put", "place", "lay", "move", "pass")
     example = "play 3 on red"
-    filters = {"priority_move": move_said, "priority_tally": tally_said, "priority_headline": headline_said}
+    filters = {
+        "priority_move": move_said,
+        "priority_tally": tally_said,
+        "priority_headline": headline_said,
+        "priority_followed_html": followed_html,
+    }
     options = {"turn_limit": 0}  # P7: 0 is twice the number of players
     option_help: Mapping[str, str] = {
         "turn_limit": "the most plays and moves each player makes in a round, 1 to 100; 0: twice the number of players (P7)",

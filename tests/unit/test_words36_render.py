@@ -75,6 +75,10 @@ OLD_BLUFF = """\
 OLD_ICE_FOLLOWED = """\
 <td class="wrap line">{% for e in round.events[1:] %}{% if e.type == "pass" %}{{ names[e.seat] }} {{ "has no pyramids" if e.why == "no pyramids" else "cannot raise" }}: passes (card {{ e.card }}){% elif e.type == "won" %}<span class="win">{{ names[e.seat] }} wins {{ show(e.lot) }}</span>{% for pay in e.payments if pay.pyramids %}; {{ show(pay.pyramids) }} to {{ names[pay.to] if pay.to is not none else "the dead area" }}{% endfor %}{% elif e.type == "scoring" %}scoring round{% elif e.type == "no tree" %}{{ names[e.seat] }} has no tree{% elif e.type == "scoring over" %}scoring over ({{ e.trees }} tree{{ "s" if e.trees != 1 }}){% elif e.type == "lot" %}auction {{ e.auction }}: {{ show(e.lot) }}{% if e.to_track %}; track +{{ e.to_track|length }} = {{ e.track }}{% endif %}{% if e.final %} (last){% elif e.scoring_due %} (scoring follows){% endif %}{% elif e.type == "over" %}game over{% endif %}{{ "<br>"|safe if not loop.last }}{% endfor %}</td>"""
 
+# site/priority/rounds.html.j2's cell of what followed a move, as it was.
+OLD_PRIORITY_FOLLOWED = """\
+<td class="wrap line">{% for e in round.events[1:] %}{% if e.type == "pass" %}{{ names[e.seat] }} passes ({{ "turn limit" if e.why == "turn limit" else "board full" }}){% elif e.type == "tally" %}<a href="#tally-{{ e.round }}">tally</a>: {% if e.winner is not none %}<span class="win">{{ priority.tally(e, names, html=true) }}</span>{% else %}{{ priority.tally(e, names, html=true) }}{% endif %}{% elif e.type == "item" %}round {{ e.round }}: item {{ e.item }}, {{ names[e.first] }} opens{% elif e.type == "over" %}game over{% endif %}{{ "; " if not loop.last }}{% endfor %}</td>"""
+
 OLD = {"ice": OLD_ICE, "priority": OLD_PRIORITY, "bluff": OLD_BLUFF}
 
 NAMES = ["<ann>", "bob & co", 'o"neil', "d'arcy", "eve", "<b>f</b>", "g&amp;", "h"]
@@ -182,3 +186,18 @@ def test_what_followed_a_move_in_ices_table_is_what_its_loop_said(tmp_path):
         seen.update(event["type"] for round_ in rounds for event in round_["events"][1:])
         assert new.render(names=names, rounds=rounds) == old.render(names=names, rounds=rounds)
     assert seen >= {"pass", "won", "scoring", "no tree", "scoring over", "lot", "over"}
+
+
+def test_what_followed_a_move_in_auctions_table_is_what_its_loop_said(tmp_path):
+    env = Site(None, tmp_path).env
+    head = '{% import "events/priority.txt.j2" as priority %}{% for round in rounds %}'
+    old = env.from_string(head + OLD_PRIORITY_FOLLOWED + "\n{% endfor %}")
+    new = env.from_string(
+        head + '<td class="wrap line">{{ round.events|priority_followed_html(names, priority.tally)|safe }}</td>'
+        "\n{% endfor %}"
+    )
+    seen: set[str] = set()
+    for names, rounds in games("priority"):
+        seen.update(event["type"] for round_ in rounds for event in round_["events"][1:])
+        assert new.render(names=names, rounds=rounds) == old.render(names=names, rounds=rounds)
+    assert seen >= {"pass", "tally", "item", "over"}
