@@ -186,15 +186,45 @@ def headline_said(round_: Mapping[str, Any], names: list[str]) -> str:
     return "; ".join(said)
 
 
+def turns_html(
+    rounds: list[dict[str, Any]], names: list[str], move: Callable[..., str], tally: Callable[..., str]
+) -> str:
+    """The rows of the site's table of turns (site/priority/rounds.html.j2
+    marks them safe): a row a turn, under a row naming its round; each says
+    the turn's number, its mover's move (worded by ``move``,
+    events/priority.txt.j2's macro, with html=true, so a keeper's words
+    stay) and how it was made, and what followed it.  Escaped here as Jinja
+    would escape it.  A Python function, not the template's loop: the table,
+    a row a turn, was a fifth of a full render (issue 36);
+    tests/unit/test_words36_render.py holds it to that loop."""
+    rows, group = [], ""
+    for round_ in rounds:
+        part = round_["label"].split(", ")
+        if part[0] != group:
+            group = part[0]
+            rows.append(f'<tr><th scope="rowgroup" colspan="3">{_html(group)}</th></tr>\n')
+        mover, how = next(iter(round_["how"].items()))
+        made = _HOW_MADE.get(how, "")
+        rows.append(
+            f'<tr id="phase-{_html(round_["number"])}"><th scope="row" class="num" data-label="Turn">'
+            f"{_html(part[1].replace('turn ', ''))}</th>\n"
+            f'<td class="wrap">{_html(names[mover])}: {move(round_["events"][0], html=True)}{made}</td>\n'
+            f'<td class="wrap line">{followed_html(round_["events"], names, tally)}</td></tr>\n'
+        )
+    return "".join(rows)
+
+
+_HOW_MADE = {  # a move not made by mail, marked after it
+    "random": '<abbr title="random: none by the deadline">*</abbr>',
+    "bot": '<abbr title="a bot\'s random move">~</abbr>',
+}
+
+
 def followed_html(events: list[dict[str, Any]], names: list[str], tally: Callable[..., str]) -> str:
-    """What followed a turn's move, its events after the first, as the
-    site's table of turns says it (site/priority/rounds.html.j2 marks it
-    safe): a pass forced on a seat, a round's tally (worded by ``tally``,
+    """What followed a turn's move, its events after the first: a pass
+    forced on a seat, a round's tally (worded by ``tally``,
     events/priority.txt.j2's macro, with html=true), the next round's item,
-    the game's end.  Escaped here as Jinja would escape it.  A Python
-    function, not the template's loop: the table, a row a turn, was a fifth
-    of a full render (issue 36); tests/unit/test_words36_render.py holds it
-    to that loop."""
+    the game's end."""
     return "; ".join(_followed_html(event, names, tally) for event in events[1:])
 
 
@@ -232,7 +262,7 @@ class PriorityAuction(Game[PriorityState, Move]):
         "priority_move": move_said,
         "priority_tally": tally_said,
         "priority_headline": headline_said,
-        "priority_followed_html": followed_html,
+        "priority_turns_html": turns_html,
     }
     options = {"turn_limit": 0}  # P7: 0 is twice the number of players
     option_help: Mapping[str, str] = {

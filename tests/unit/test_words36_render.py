@@ -75,9 +75,21 @@ OLD_BLUFF = """\
 OLD_ICE_FOLLOWED = """\
 <td class="wrap line">{% for e in round.events[1:] %}{% if e.type == "pass" %}{{ names[e.seat] }} {{ "has no pyramids" if e.why == "no pyramids" else "cannot raise" }}: passes (card {{ e.card }}){% elif e.type == "won" %}<span class="win">{{ names[e.seat] }} wins {{ show(e.lot) }}</span>{% for pay in e.payments if pay.pyramids %}; {{ show(pay.pyramids) }} to {{ names[pay.to] if pay.to is not none else "the dead area" }}{% endfor %}{% elif e.type == "scoring" %}scoring round{% elif e.type == "no tree" %}{{ names[e.seat] }} has no tree{% elif e.type == "scoring over" %}scoring over ({{ e.trees }} tree{{ "s" if e.trees != 1 }}){% elif e.type == "lot" %}auction {{ e.auction }}: {{ show(e.lot) }}{% if e.to_track %}; track +{{ e.to_track|length }} = {{ e.track }}{% endif %}{% if e.final %} (last){% elif e.scoring_due %} (scoring follows){% endif %}{% elif e.type == "over" %}game over{% endif %}{{ "<br>"|safe if not loop.last }}{% endfor %}</td>"""
 
-# site/priority/rounds.html.j2's cell of what followed a move, as it was.
-OLD_PRIORITY_FOLLOWED = """\
-<td class="wrap line">{% for e in round.events[1:] %}{% if e.type == "pass" %}{{ names[e.seat] }} passes ({{ "turn limit" if e.why == "turn limit" else "board full" }}){% elif e.type == "tally" %}<a href="#tally-{{ e.round }}">tally</a>: {% if e.winner is not none %}<span class="win">{{ priority.tally(e, names, html=true) }}</span>{% else %}{{ priority.tally(e, names, html=true) }}{% endif %}{% elif e.type == "item" %}round {{ e.round }}: item {{ e.item }}, {{ names[e.first] }} opens{% elif e.type == "over" %}game over{% endif %}{{ "; " if not loop.last }}{% endfor %}</td>"""
+# site/priority/rounds.html.j2's rows of the table of turns, as they were.
+OLD_PRIORITY_ROWS = """\
+{% set ns = namespace(round="") %}
+{% for round in rounds %}
+{% set part = round.label.split(", ") %}
+{% if part[0] != ns.round %}{% set ns.round = part[0] %}
+<tr><th scope="rowgroup" colspan="3">{{ part[0] }}</th></tr>
+{% endif %}
+{% set event = round.events[0] %}
+{% set mover, how = round.how.items()|first %}
+<tr id="phase-{{ round.number }}"><th scope="row" class="num" data-label="Turn">{{ part[1]|replace("turn ", "") }}</th>
+<td class="wrap">{{ names[mover] }}: {{ priority.move(event, html=true) }}{% if how == "random" %}<abbr title="random: none by the deadline">*</abbr>{% elif how == "bot" %}<abbr title="a bot's random move">~</abbr>{% endif %}</td>
+<td class="wrap line">{% for e in round.events[1:] %}{% if e.type == "pass" %}{{ names[e.seat] }} passes ({{ "turn limit" if e.why == "turn limit" else "board full" }}){% elif e.type == "tally" %}<a href="#tally-{{ e.round }}">tally</a>: {% if e.winner is not none %}<span class="win">{{ priority.tally(e, names, html=true) }}</span>{% else %}{{ priority.tally(e, names, html=true) }}{% endif %}{% elif e.type == "item" %}round {{ e.round }}: item {{ e.item }}, {{ names[e.first] }} opens{% elif e.type == "over" %}game over{% endif %}{{ "; " if not loop.last }}{% endfor %}</td></tr>
+{% endfor %}
+"""
 
 OLD = {"ice": OLD_ICE, "priority": OLD_PRIORITY, "bluff": OLD_BLUFF}
 
@@ -188,16 +200,16 @@ def test_what_followed_a_move_in_ices_table_is_what_its_loop_said(tmp_path):
     assert seen >= {"pass", "won", "scoring", "no tree", "scoring over", "lot", "over"}
 
 
-def test_what_followed_a_move_in_auctions_table_is_what_its_loop_said(tmp_path):
+def test_the_rows_of_auctions_table_of_turns_are_what_its_loop_said(tmp_path):
     env = Site(None, tmp_path).env
-    head = '{% import "events/priority.txt.j2" as priority %}{% for round in rounds %}'
-    old = env.from_string(head + OLD_PRIORITY_FOLLOWED + "\n{% endfor %}")
-    new = env.from_string(
-        head + '<td class="wrap line">{{ round.events|priority_followed_html(names, priority.tally)|safe }}</td>'
-        "\n{% endfor %}"
-    )
+    head = '{% import "events/priority.txt.j2" as priority %}'
+    old = env.from_string(head + OLD_PRIORITY_ROWS)
+    new = env.from_string(head + "{{ rounds|priority_turns_html(names, priority.move, priority.tally)|safe }}")
     seen: set[str] = set()
     for names, rounds in games("priority"):
-        seen.update(event["type"] for round_ in rounds for event in round_["events"][1:])
+        seen.update(event["type"] for round_ in rounds for event in round_["events"])
+        for i, round_ in enumerate(rounds):  # the label and how each move was made, as the site has them
+            round_.update(number=i + 1, label=f"Round {i // 7 + 1} of 8, turn {i % 7 + 1}")
+            round_["how"] = {seat: ("mail", "random", "bot")[i % 3] for seat in round_["how"]}
         assert new.render(names=names, rounds=rounds) == old.render(names=names, rounds=rounds)
-    assert seen >= {"pass", "tally", "item", "over"}
+    assert seen >= {"play", "move", "pass", "tally", "item", "over"}
