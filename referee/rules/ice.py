@@ -142,14 +142,42 @@ def headline_said(round_: Mapping[str, Any], names: list[str]) -> str:
     return "; ".join(said)
 
 
-def followed_html(events: list[dict[str, Any]], names: list[str]) -> str:
-    """What followed a round's move, its events after the first, as the
-    site's table of turns says it (site/ice/rounds.html.j2 marks it safe):
-    a pass forced on a seat, an auction won and what it paid to whom, a
-    scoring round, the next lot, the game's end; a line each.  Escaped here
-    as Jinja would escape it.  A Python function, not the template's loop:
-    the table, a row a turn, was a fifth of a full render (issue 36);
+def turns_html(
+    rounds: list[dict[str, Any]], names: list[str], move: Callable[..., str], show: Callable[[list[str]], str]
+) -> str:
+    """The rows of the site's table of turns (site/ice/rounds.html.j2 marks
+    them safe), a row a turn: its label, its mover's move (worded by
+    ``move``, events/ice.txt.j2's macro, with detail and html=true and the
+    page's coloured pyramids ``show``, so a keeper's words stay) and how it
+    was made, what followed it, and the points after it.  Escaped here as
+    Jinja would escape it.  A Python function, not the template's loop: the
+    table, a row a turn, was a quarter of a full render (issue 36);
     tests/unit/test_words36_render.py holds it to that loop."""
+    rows = []
+    for round_ in rounds:
+        events = round_["events"]
+        mover, how = next(iter(round_["how"].items()))
+        moved = move(events[0], show, detail=True, html=True)
+        scores = " · ".join(_html(str(score)) for score in events[-1].get("scores", []))
+        rows.append(
+            f'<tr id="phase-{_html(str(round_["number"]))}"><th scope="row" class="line">{_html(round_["label"])}</th>\n'
+            f'<td class="wrap line">{_html(names[mover])}: {moved}{_HOW_MADE.get(how, "")}</td>\n'
+            f'<td class="wrap line">{followed_html(events, names)}</td>\n'
+            f'<td class="line nowrap" data-label="Points now">{scores}</td></tr>\n'
+        )
+    return "".join(rows)
+
+
+_HOW_MADE = {  # a move not made by mail, marked after it
+    "random": '<abbr title="random: none by the deadline">*</abbr>',
+    "bot": '<abbr title="a bot\'s random move">~</abbr>',
+}
+
+
+def followed_html(events: list[dict[str, Any]], names: list[str]) -> str:
+    """What followed a round's move, its events after the first: a pass
+    forced on a seat, an auction won and what it paid to whom, a scoring
+    round, the next lot, the game's end; a line each."""
     return "<br>".join(_followed_html(event, names) for event in events[1:])
 
 
@@ -300,7 +328,7 @@ class IceIceBaby(Game[IceState, Move]):
         "pyramids_html": pyramids_html,
         "ice_move": move_said,
         "ice_headline": headline_said,
-        "ice_followed_html": followed_html,
+        "ice_turns_html": turns_html,
     }
 
     def check_options(self, options: Mapping[str, Any]) -> dict[str, Any]:

@@ -71,9 +71,17 @@ OLD_BLUFF = """\
 {%- endautoescape %}{% endmacro %}
 """
 
-# site/ice/rounds.html.j2's cell of what followed a move, as it was.
-OLD_ICE_FOLLOWED = """\
-<td class="wrap line">{% for e in round.events[1:] %}{% if e.type == "pass" %}{{ names[e.seat] }} {{ "has no pyramids" if e.why == "no pyramids" else "cannot raise" }}: passes (card {{ e.card }}){% elif e.type == "won" %}<span class="win">{{ names[e.seat] }} wins {{ show(e.lot) }}</span>{% for pay in e.payments if pay.pyramids %}; {{ show(pay.pyramids) }} to {{ names[pay.to] if pay.to is not none else "the dead area" }}{% endfor %}{% elif e.type == "scoring" %}scoring round{% elif e.type == "no tree" %}{{ names[e.seat] }} has no tree{% elif e.type == "scoring over" %}scoring over ({{ e.trees }} tree{{ "s" if e.trees != 1 }}){% elif e.type == "lot" %}auction {{ e.auction }}: {{ show(e.lot) }}{% if e.to_track %}; track +{{ e.to_track|length }} = {{ e.track }}{% endif %}{% if e.final %} (last){% elif e.scoring_due %} (scoring follows){% endif %}{% elif e.type == "over" %}game over{% endif %}{{ "<br>"|safe if not loop.last }}{% endfor %}</td>"""
+# site/ice/rounds.html.j2's rows of the table of turns, as they were.
+OLD_ICE_ROWS = """\
+{% for round in rounds %}
+{% set event = round.events[0] %}
+{% set mover, how = round.how.items()|first %}
+<tr id="phase-{{ round.number }}"><th scope="row" class="line">{{ round.label }}</th>
+<td class="wrap line">{{ names[mover] }}: {{ ice.move(event, show, detail=true, html=true) }}{% if how == "random" %}<abbr title="random: none by the deadline">*</abbr>{% elif how == "bot" %}<abbr title="a bot's random move">~</abbr>{% endif %}</td>
+<td class="wrap line">{% for e in round.events[1:] %}{% if e.type == "pass" %}{{ names[e.seat] }} {{ "has no pyramids" if e.why == "no pyramids" else "cannot raise" }}: passes (card {{ e.card }}){% elif e.type == "won" %}<span class="win">{{ names[e.seat] }} wins {{ show(e.lot) }}</span>{% for pay in e.payments if pay.pyramids %}; {{ show(pay.pyramids) }} to {{ names[pay.to] if pay.to is not none else "the dead area" }}{% endfor %}{% elif e.type == "scoring" %}scoring round{% elif e.type == "no tree" %}{{ names[e.seat] }} has no tree{% elif e.type == "scoring over" %}scoring over ({{ e.trees }} tree{{ "s" if e.trees != 1 }}){% elif e.type == "lot" %}auction {{ e.auction }}: {{ show(e.lot) }}{% if e.to_track %}; track +{{ e.to_track|length }} = {{ e.track }}{% endif %}{% if e.final %} (last){% elif e.scoring_due %} (scoring follows){% endif %}{% elif e.type == "over" %}game over{% endif %}{{ "<br>"|safe if not loop.last }}{% endfor %}</td>
+<td class="line nowrap" data-label="Points now">{{ round.events[-1].get("scores", [])|join(" · ") }}</td></tr>
+{% endfor %}
+"""
 
 # site/priority/rounds.html.j2's rows of the table of turns, as they were.
 OLD_PRIORITY_ROWS = """\
@@ -183,21 +191,19 @@ def test_the_words_of_every_round_are_the_old_macros_words_in_mail_and_on_a_page
     )
 
 
-def test_what_followed_a_move_in_ices_table_is_what_its_loop_said(tmp_path):
+def test_the_rows_of_ices_table_of_turns_are_what_its_loop_said(tmp_path):
     env = Site(None, tmp_path).env
-    old = env.from_string(
-        '{% from "site/ice/_pyramids.html.j2" import show %}{% for round in rounds %}'
-        + OLD_ICE_FOLLOWED
-        + "\n{% endfor %}"
-    )
-    new = env.from_string(
-        '{% for round in rounds %}<td class="wrap line">{{ round.events|ice_followed_html(names)|safe }}</td>\n{% endfor %}'
-    )
+    head = '{% import "events/ice.txt.j2" as ice %}{% from "site/ice/_pyramids.html.j2" import show %}'
+    old = env.from_string(head + OLD_ICE_ROWS)
+    new = env.from_string(head + "{{ rounds|ice_turns_html(names, ice.move, show)|safe }}")
     seen: set[str] = set()
     for names, rounds in games("ice"):
-        seen.update(event["type"] for round_ in rounds for event in round_["events"][1:])
+        seen.update(event["type"] for round_ in rounds for event in round_["events"])
+        for i, round_ in enumerate(rounds):  # the label and how each move was made, as the site has them
+            round_.update(number=i + 1, label=f"Round {i // 5 + 1}, <turn> {i % 5 + 1}")
+            round_["how"] = {seat: ("mail", "random", "bot")[i % 3] for seat in round_["how"]}
         assert new.render(names=names, rounds=rounds) == old.render(names=names, rounds=rounds)
-    assert seen >= {"pass", "won", "scoring", "no tree", "scoring over", "lot", "over"}
+    assert seen >= {"bid", "pass", "tree", "declined", "won", "scoring", "no tree", "scoring over", "lot", "over"}
 
 
 def test_the_rows_of_auctions_table_of_turns_are_what_its_loop_said(tmp_path):
