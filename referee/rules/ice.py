@@ -142,13 +142,11 @@ def headline_said(round_: Mapping[str, Any], names: list[str]) -> str:
     return "; ".join(said)
 
 
-def turns_html(
-    rounds: list[dict[str, Any]], names: list[str], move: Callable[..., str], show: Callable[[list[str]], str]
-) -> str:
+def turns_html(rounds: list[dict[str, Any]], names: list[str], move: Callable[..., str]) -> str:
     """The rows of the site's table of turns (site/ice/rounds.html.j2 marks
     them safe), a row a turn: its label, its mover's move (worded by
     ``move``, events/ice.txt.j2's macro, with detail and html=true and the
-    page's coloured pyramids ``show``, so a keeper's words stay) and how it
+    pyramids coloured by pyramids_html, so a keeper's words stay) and how it
     was made, what followed it, and the points after it.  Escaped here as
     Jinja would escape it.  A Python function, not the template's loop: the
     table, a row a turn, was a quarter of a full render (issue 36);
@@ -157,7 +155,7 @@ def turns_html(
     for round_ in rounds:
         events = round_["events"]
         mover, how = next(iter(round_["how"].items()))
-        moved = move(events[0], show, detail=True, html=True)
+        moved = move(events[0], _coloured, detail=True, html=True)
         scores = " · ".join(_html(str(score)) for score in events[-1].get("scores", []))
         rows.append(
             f'<tr id="phase-{_html(str(round_["number"]))}"><th scope="row" class="line">{_html(round_["label"])}</th>\n'
@@ -166,6 +164,19 @@ def turns_html(
             f'<td class="line nowrap" data-label="Points now">{scores}</td></tr>\n'
         )
     return "".join(rows)
+
+
+class _Markup(str):
+    """Text that is HTML already: Jinja (markupsafe) does not escape it again."""
+
+    def __html__(self) -> str:
+        return self
+
+
+def _coloured(names: list[str]) -> str:
+    """Pyramids as the table's move shows them: site/ice/_pyramids.html.j2's
+    show, without a macro call a turn."""
+    return _Markup(pyramids_html(names))
 
 
 _HOW_MADE = {  # a move not made by mail, marked after it

@@ -195,7 +195,7 @@ def test_the_rows_of_ices_table_of_turns_are_what_its_loop_said(tmp_path):
     env = Site(None, tmp_path).env
     head = '{% import "events/ice.txt.j2" as ice %}{% from "site/ice/_pyramids.html.j2" import show %}'
     old = env.from_string(head + OLD_ICE_ROWS)
-    new = env.from_string(head + "{{ rounds|ice_turns_html(names, ice.move, show)|safe }}")
+    new = env.from_string(head + "{{ rounds|ice_turns_html(names, ice.move)|safe }}")
     seen: set[str] = set()
     for names, rounds in games("ice"):
         seen.update(event["type"] for round_ in rounds for event in round_["events"])
