@@ -158,6 +158,34 @@ def _sorted(tiles: Iterable[Tile]) -> tuple[Tile, ...]:
 # -- the site's table of phases -------------------------------------------------------
 
 
+def phases_html(rounds: list[dict[str, Any]], names: list[str], players: list[dict[str, Any]]) -> str:
+    """The rows of the site's table of phases (site/bluff/rounds.html.j2
+    marks them safe): a row a phase, under a row naming its round; each
+    says the phase in brief ("a tile won", "1-shot tile", "turn 3") and
+    what happened in it (phase_html).  Escaped here as Jinja would escape
+    it.  A Python function, not the template's loop: a few hundred phases
+    a game (issue 36); tests/unit/test_words36_render.py holds it to that
+    loop."""
+    rows, group = [], ""
+    for round_ in rounds:
+        part = round_["label"].split(" ", 2)
+        if part[1] != group:
+            group = part[1]
+            rows.append(f'<tr><th scope="rowgroup" colspan="2">Round {_html(group)}</th></tr>\n')
+        stage = part[2]
+        if stage.startswith("acquisition"):
+            stage = "a tile won"
+        elif "1-shot" in stage:
+            stage = "1-shot tile"
+        else:
+            stage = _html(stage.replace("bidding, ", ""))
+        rows.append(
+            f'<tr id="phase-{_html(round_["number"])}"><td class="nowrap">{stage}</td>\n'
+            f'<td class="wrap who">{phase_html(round_["events"], names, players)}</td></tr>\n'
+        )
+    return "".join(rows)
+
+
 def phase_html(events: list[dict[str, Any]], names: list[str], players: list[dict[str, Any]]) -> str:
     """What a phase's row in the site's table of phases says happened
     (site/bluff/rounds.html.j2 marks it safe): its moves as
@@ -361,7 +389,7 @@ class BluffAuction(Game[BluffState, Move]):
     move_words = ("bid", "move", "pass", "reroll", "keep", "use", "place", "exhibit", "discard")
     example = "bid red 3"
     filters = {
-        "bluff_phase_html": phase_html,
+        "bluff_phases_html": phases_html,
         "bluff_did": did_said,
         "bluff_move": move_said,
         "bluff_won": won_said,

@@ -20,6 +20,7 @@ from test_ice import random_game as ice_game
 from test_priority import random_game as priority_game
 
 from referee.mail.compose import Composer
+from referee.rules.bluff import phase_html
 from referee.site.render import Site
 
 # templates/events/<kind>.txt.j2's macros as they were (their comments left out).
@@ -96,6 +97,24 @@ OLD_PRIORITY_ROWS = """\
 <tr id="phase-{{ round.number }}"><th scope="row" class="num" data-label="Turn">{{ part[1]|replace("turn ", "") }}</th>
 <td class="wrap">{{ names[mover] }}: {{ priority.move(event, html=true) }}{% if how == "random" %}<abbr title="random: none by the deadline">*</abbr>{% elif how == "bot" %}<abbr title="a bot's random move">~</abbr>{% endif %}</td>
 <td class="wrap line">{% for e in round.events[1:] %}{% if e.type == "pass" %}{{ names[e.seat] }} passes ({{ "turn limit" if e.why == "turn limit" else "board full" }}){% elif e.type == "tally" %}<a href="#tally-{{ e.round }}">tally</a>: {% if e.winner is not none %}<span class="win">{{ priority.tally(e, names, html=true) }}</span>{% else %}{{ priority.tally(e, names, html=true) }}{% endif %}{% elif e.type == "item" %}round {{ e.round }}: item {{ e.item }}, {{ names[e.first] }} opens{% elif e.type == "over" %}game over{% endif %}{{ "; " if not loop.last }}{% endfor %}</td></tr>
+{% endfor %}
+"""
+
+# site/bluff/rounds.html.j2's table of phases, as it was.
+OLD_BLUFF_TABLE = """\
+{% set ns = namespace(round="") %}
+<div class="scroll">
+<table>
+<caption class="note">Every phase: the move, and what followed it</caption>
+<thead><tr><th scope="col">Phase</th><th scope="col">What happened</th></tr></thead>
+<tbody>
+{% for round in rounds %}
+{% set part = round.label.split(" ", 2) %}
+{% if part[1] != ns.round %}{% set ns.round = part[1] %}
+<tr><th scope="rowgroup" colspan="2">Round {{ part[1] }}</th></tr>
+{% endif %}
+<tr id="phase-{{ round.number }}"><td class="nowrap">{% if part[2].startswith("acquisition") %}a tile won{% elif "1-shot" in part[2] %}1-shot tile{% else %}{{ part[2]|replace("bidding, ", "") }}{% endif %}</td>
+<td class="wrap who">{{ round.events|bluff_phase_html(names, players)|safe }}</td></tr>
 {% endfor %}
 """
 
@@ -219,3 +238,23 @@ def test_the_rows_of_auctions_table_of_turns_are_what_its_loop_said(tmp_path):
             round_["how"] = {seat: ("mail", "random", "bot")[i % 3] for seat in round_["how"]}
         assert new.render(names=names, rounds=rounds) == old.render(names=names, rounds=rounds)
     assert seen >= {"play", "move", "pass", "tally", "item", "over"}
+
+
+def test_the_rows_of_bluffs_table_of_phases_are_what_its_loop_said(tmp_path):
+    env = Site(None, tmp_path).env
+    with_cells = env.overlay()  # the old loop's filter for a row's cell (test_bluff36_render.py holds it to the macros)
+    with_cells.filters = {**env.filters, "bluff_phase_html": phase_html}
+    old = with_cells.from_string(OLD_BLUFF_TABLE)
+    new = env.from_string(
+        '<div class="scroll">\n<table>\n<caption class="note">Every phase: the move, and what followed it</caption>\n'
+        '<thead><tr><th scope="col">Phase</th><th scope="col">What happened</th></tr></thead>\n<tbody>\n'
+        "{{ rounds|bluff_phases_html(names, players)|safe }}"
+    )
+    stages = ["bidding, turn 3", "acquisition: red <art>", "red auction: the 1-shot tile", "tools", "bidding & <b>"]
+    for names, rounds in games("bluff"):
+        players = [{"name": name, "seat": seat} for seat, name in enumerate(names)]
+        for i, round_ in enumerate(rounds):  # labels of every kind, as the site has them
+            round_.update(number=i + 1, label=f"Round {i // 7 + 1} {stages[i % len(stages)]}")
+        assert new.render(names=names, players=players, rounds=rounds) == old.render(
+            names=names, players=players, rounds=rounds
+        )
