@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from email import charset, policy
 from email.header import Header
@@ -206,6 +206,25 @@ def _plain(name: str, value: Any) -> bool:
     )
 
 
+@jinja2.pass_context
+def _map(context: jinja2.runtime.Context, value: Any, *args: Any, **kwargs: Any) -> Iterable[Any]:
+    """Jinja's ``map``; ``map("card")``, a plain filter by its name (no
+    ``pass_context`` or such), calls the filter itself on each item, not
+    through Environment.call_filter, which looks it up again and checks its
+    arguments for every item (a prompt maps some fifty cards)."""
+    if len(args) == 1 and not kwargs and isinstance(args[0], str):
+        plain = context.environment.filters.get(args[0])
+        if plain is not None and not hasattr(plain, "jinja_pass_arg"):
+            return _each(plain, value)
+    return jinja2.filters.sync_do_map(context, value, *args, **kwargs)
+
+
+def _each(plain: Callable[[Any], Any], value: Any) -> Iterator[Any]:
+    if value:  # (as Jinja's map: nothing for an empty or false value)
+        for item in value:
+            yield plain(item)
+
+
 REFUSALS = "mail/refusals.txt.j2"  # the wording of every Refusal, a macro per code
 
 
@@ -228,7 +247,7 @@ class Composer:
             autoescape=False,  # plain text; HTML templates will escape
             bytecode_cache=template_cache(config.template_cache, "mail"),
         )
-        self.env.filters.update(when=_when, duration=show_duration, iso=iso, reflow=reflow)
+        self.env.filters.update(when=_when, duration=show_duration, iso=iso, reflow=reflow, map=_map)
         for game in GAMES.values():
             self.env.filters.update(game.filters)
 
