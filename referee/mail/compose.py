@@ -25,7 +25,7 @@ from referee.errors import Refusal
 from referee.mail.parse import message_ids
 from referee.resources import template_folders
 from referee.rules import GAMES
-from referee.templating import template_cache
+from referee.templating import Environment, template_cache
 from referee.timeutil import iso, show, show_duration
 
 _UTF8_QP = charset.Charset("utf-8")
@@ -249,7 +249,7 @@ class Composer:
         folders = [config.templates] if config.templates else []
         folders += template_folders()  # the referee's, then each game's own
         self.config = config
-        self.env = jinja2.Environment(
+        self.env = Environment(
             loader=jinja2.FileSystemLoader([str(f) for f in folders]),
             undefined=jinja2.StrictUndefined,
             trim_blocks=True,

@@ -65,7 +65,7 @@ from referee.standings import PAGE as STANDINGS_PAGE
 from referee.standings import standings
 from referee.store import GameRow, GameState, InterventionRow, PhaseRow, StorageFault, Store
 from referee.tables import PRIVATE, Table, Tables, own_calendar, reminder_time
-from referee.templating import template_cache
+from referee.templating import Environment, template_cache
 from referee.timeutil import Clock, from_iso, iso, show
 
 log = logging.getLogger("referee.site")
@@ -142,7 +142,7 @@ class Site:
         self._folders: set[str] = set()  # made already
         folders = [str(templates)] if templates else []
         folders += [str(folder) for folder in template_folders()]  # the referee's, then each game's own
-        self.env = _Environment(
+        self.env = Environment(
             loader=jinja2.FileSystemLoader(folders),
             # Pages, feeds and charts escape what they show as HTML and XML;
             # plain text (a feed entry's title, escaped once where it is
@@ -729,27 +729,6 @@ class Site:
             raise
         if report is not None:
             report.written.append(name)
-
-
-class _Environment(jinja2.Environment):
-    """Jinja's environment, reading ``a.b`` of a dict as ``a["b"]`` first.
-
-    Jinja tries the attribute first, then the item: for a dict that is an
-    AttributeError raised and caught on almost every ``a.b`` of a page (a
-    tenth of a full render).  A dict has no attribute of a name that is not
-    in ``dir(dict)``, so for those names the item is what Jinja would find
-    anyway; ``a.items`` and the like still go Jinja's way."""
-
-    def getattr(self, obj: Any, attribute: str) -> Any:
-        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
-            try:
-                return obj[attribute]
-            except KeyError:
-                pass
-        return super().getattr(obj, attribute)
-
-
-_DICT_ATTRIBUTES = frozenset(dir(dict))
 
 
 _SUMMARY_KEYS = {"id", "kind", "title", "name", "state", "created_at", "finished_at", "phase", "paused", "signed"}

@@ -1,4 +1,4 @@
-"""The site's Jinja environment reads ``a.b`` of a dict by its item first
+"""The site's and the mail's Jinja environment (referee.templating) reads ``a.b`` of a dict by its item first
 (issue 36, full renders): what a template shows is what Jinja shows."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import jinja2
 import pytest
 
-from referee.site.render import _Environment
+from referee.templating import Environment
 
 TEMPLATE = (
     "{{ d.label }}|{{ d.items }}|{{ d['items'] }}|{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}|"
@@ -23,13 +23,13 @@ TEMPLATE = (
 )
 def test_site_environment_shows_what_jinja_shows(d):
     made = [
-        kind(autoescape=True).from_string(TEMPLATE).render(d=d, o=3.5) for kind in (jinja2.Environment, _Environment)
+        kind(autoescape=True).from_string(TEMPLATE).render(d=d, o=3.5) for kind in (jinja2.Environment, Environment)
     ]
     assert made[0] == made[1]
 
 
 def test_site_environment_refuses_a_missing_key_as_jinja_does():
-    for kind in (jinja2.Environment, _Environment):
+    for kind in (jinja2.Environment, Environment):
         template = kind(undefined=jinja2.StrictUndefined).from_string("{{ d.missing }}")
         with pytest.raises(jinja2.UndefinedError):
             template.render(d={"label": 1})
