@@ -33,3 +33,13 @@ def test_site_environment_refuses_a_missing_key_as_jinja_does():
         template = kind(undefined=jinja2.StrictUndefined).from_string("{{ d.missing }}")
         with pytest.raises(jinja2.UndefinedError):
             template.render(d={"label": 1})
+
+
+def test_a_template_sees_the_environment_s_globals_and_its_own_alone():
+    env = Environment()
+    own = env.from_string("{{ range(2)|list }} {{ x }}", globals={"x": 1})
+    assert own.render() == "[0, 1] 1"
+    own.globals["x"] = 2
+    assert own.render() == "[0, 1] 2"
+    assert "x" not in env.globals
+    assert env.from_string("{{ x is defined }}").render() == "False"
