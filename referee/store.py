@@ -1339,17 +1339,20 @@ class Store:
         without a row has been told of no phase yet."""
         return {row["seat"]: row for row in self._rows("told", "game_id = ?", [game_id])}
 
-    def set_told(self, game_id: int, seat: int, through: int, digest_at: str | None = None) -> None:
-        """The seat has been told of every phase up to ``through``; with
-        ``digest_at``, by a daily digest sent then (or its digests count from then)."""
-        row: dict[str, Any] = {"game_id": game_id, "seat": seat, "through": through}
+    def set_told(self, game_id: int, seats: Collection[int], through: int, digest_at: str | None = None) -> None:
+        """Each of ``seats`` has been told of every phase up to ``through``;
+        with ``digest_at``, by a daily digest sent then (or its digests count
+        from then).  One statement for them all (a result to every seat)."""
+        if not seats:
+            return
+        row: dict[str, Any] = {"game_id": game_id, "seat": None, "through": through}
         if digest_at is not None:
             row["digest_at"] = digest_at
+        values = ", ".join(["(" + ", ".join("?" * len(row)) + ")"] * len(seats))
         sets = ", ".join(f"[{c}] = excluded.[{c}]" for c in row if c not in ("game_id", "seat"))
         self._write(
-            f"insert into told ({', '.join(row)}) values ({', '.join('?' * len(row))}) "
-            f"on conflict (game_id, seat) do update set {sets}",
-            list(row.values()),
+            f"insert into told ({', '.join(row)}) values {values} on conflict (game_id, seat) do update set {sets}",
+            [value for seat in seats for value in {**row, "seat": seat}.values()],
         )
 
     def digest_seats(self, default: Notify) -> list[dict[str, Any]]:

@@ -191,7 +191,7 @@ class Keeping:
         # What the one who left was told was theirs too: the welcome shows where the seat stands now, so
         # the newcomer's "since your last mail" and first digest start here (Notices), not at the last
         # phase the one who left was told of.
-        self.store.set_told(game_id, seat, len(table.replay.steps), digest_at=iso(now))
+        self.store.set_told(game_id, [seat], len(table.replay.steps), digest_at=iso(now))
         detail = {
             "seat": seat,
             "address": address,

@@ -62,7 +62,7 @@ class Notices:
         self.store.set_notify(table.id, seat, level)
         if level is Notify.DIGEST:
             told = self.store.told(table.id).get(seat)
-            self.store.set_told(table.id, seat, told["through"] if told else 0, digest_at=iso(self.clock()))
+            self.store.set_told(table.id, [seat], told["through"] if told else 0, digest_at=iso(self.clock()))
         log.info("game %d: seat %d gets %s mail", table.id, seat + 1, level.value)
         return pending
 
@@ -77,7 +77,7 @@ class Notices:
         following = table.phases[number] if number < len(table.phases) else None
         ends = following is None or table.rules.round_of(phase["label"]) != table.rules.round_of(following["label"])
         template = f"{table.row['kind']}/round"
-        told, held = self.store.told(table.id), dict[int, News]()
+        told, held, sent = self.store.told(table.id), dict[int, News](), list[int]()
         for seat in range(len(table.seats)):
             if not table.human(seat):
                 continue
@@ -86,9 +86,10 @@ class Notices:
             if level is Notify.EVERY or (level is Notify.TURNS and ends):
                 through = told[seat]["through"] if seat in told else 0
                 self.post.copy(table, seat, template, context, news, self._since(table, through, number - 1))
-                self.store.set_told(table.id, seat, number)
+                sent.append(seat)
             elif news is not None:
                 held[seat] = news
+        self.store.set_told(table.id, sent, number)
         for reader in self.post.readers(table):
             if reader.level is Notify.EVERY:
                 self.post.to_reader(table, reader, template, context)
@@ -98,16 +99,19 @@ class Notices:
                 self.post.to_reader(table, reader, template, context, since)
         return held
 
-    def prompt(self, table: Table, seat: int, news: News | None = None) -> None:
-        """A mover's prompt, with its private news held from a result it was
-        not sent, and (at EVERY and TURNS) what happened since its last mail."""
-        preface = [self._news(table, seat, news)] if news is not None else []
-        if self.post.level(table, seat) is not Notify.DIGEST:  # (a digest tells it)
-            told = self.store.told(table.id).get(seat)
-            last = len(table.replay.steps)
-            preface += self._since(table, told["through"] if told else 0, last)
-            self.store.set_told(table.id, seat, last)
-        self.post.prompt(table, seat, preface)
+    def prompts(self, table: Table, movers: Mapping[int, News | None]) -> None:
+        """Each mover's prompt (``movers``: seat -> its private news held
+        from a result it was not sent, or None), and (at EVERY and TURNS)
+        what happened since its last mail at its top.  What the seats were
+        told is read once and written once for them all."""
+        told, last, prompted = self.store.told(table.id), len(table.replay.steps), list[int]()
+        for seat, news in movers.items():
+            preface = [self._news(table, seat, news)] if news is not None else []
+            if self.post.level(table, seat) is not Notify.DIGEST:  # (a digest tells it)
+                preface += self._since(table, told[seat]["through"] if seat in told else 0, last)
+                prompted.append(seat)
+            self.post.prompt(table, seat, preface)
+        self.store.set_told(table.id, prompted, last)
 
     def news(self, table: Table, held: Mapping[int, News]) -> None:
         """Private news whose result was not sent and no prompt carried: a
@@ -232,7 +236,7 @@ class Notices:
             "digest_help": "round",
         }
         self.post.send(table, seat, "daily", context, self._news_since(table, seat, told["through"], last))
-        self.store.set_told(table.id, seat, last, digest_at=iso(now))
+        self.store.set_told(table.id, [seat], last, digest_at=iso(now))
         return f"sent game {table.id}'s daily digest of {len(rounds)} phase(s) to seat {seat + 1}"
 
 

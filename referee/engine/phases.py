@@ -124,6 +124,7 @@ class Phases:
         table = self.tables.table(table.id)
         held = dict(held or {})
         opened = from_iso(phase["opened_at"])  # what the referee does at once is dated then
+        prompted: dict[int, News | None] = {}
         for seat in phase["movers"]:
             if not table.human(seat):
                 continue
@@ -131,7 +132,8 @@ class Phases:
             if len(legal) == 1:
                 self._record_move(table, phase, seat, legal[0], MoveSource.FORCED, opened)
             else:
-                self.notices.prompt(table, seat, held.pop(seat, None))
+                prompted[seat] = held.pop(seat, None)
+        self.notices.prompts(table, prompted)
         self.notices.news(table, held)
         self.bot_moves(table, phase, opened)
 
