@@ -33,6 +33,9 @@ from enum import Enum
 from typing import TypeVar
 
 import aiosmtplib
+from aiosmtplib.email import quote_address
+from aiosmtplib.protocol import normalize_message_line_endings
+from aiosmtplib.typing import SMTPStatus
 
 from referee.config import Server
 from referee.mail.source import WrongSettings, tls_refused
@@ -340,9 +343,7 @@ class SmtpSender:
         # An internationalised address needs the server's SMTPUTF8 (RFC 6531).
         utf8 = not all(address.isascii() for address in (self.sender, *mail["recipients"]))
         try:
-            await client.sendmail(
-                self.sender, mail["recipients"], mail["raw"], mail_options=["SMTPUTF8"] if utf8 else None
-            )
+            await _transact(client, self.sender, mail["recipients"], mail["raw"], utf8)
         except aiosmtplib.SMTPNotSupported:
             # No retry will help: fail this mail alone, not the queue behind it.
             why = "cannot be sent: the SMTP server does not offer SMTPUTF8, which an internationalised address needs"
@@ -412,6 +413,57 @@ class SmtpSender:
         next_try = self.clock() + retry_delay(mail["attempts"] + 1)
         self.store.defer_mail(mail["id"], error, iso(next_try))
         log.info("mail %d deferred until %s: %s", mail["id"], iso(next_try), error)
+
+
+async def _transact(client: aiosmtplib.SMTP, sender: str, recipients: list[str], raw: bytes, utf8: bool) -> None:
+    """One mail's SMTP transaction, as aiosmtplib's sendmail makes it (the
+    same commands, bytes, errors, and RSET after a refusal), with less of the
+    wire's CPU: sendmail reads each address twice (once to check it, once to
+    quote it, by the email package's address parser: a mail's largest cost
+    after the socket's), here once; and it copies the whole mail once more to
+    count the size the MAIL command announces, where mail with CRLF line ends
+    alone (every mail the referee composes) is counted as it is."""
+    encoding = "utf-8" if utf8 else "ascii"
+    quoted = [quote_address(recipient) for recipient in recipients]  # (ValueError before anything is sent)
+    await _greeted(client)  # (the server's extensions are known after its EHLO reply)
+    if utf8 and not client.supports_extension("smtputf8"):
+        raise aiosmtplib.SMTPNotSupported("SMTPUTF8 is not supported by this server")
+    options = ["SMTPUTF8"] if utf8 else []
+    if client.supports_extension("size"):
+        options.insert(0, f"size={_size_on_the_wire(raw)}")
+    try:
+        await client.mail(sender, options=options, encoding=encoding)
+        refused: list[aiosmtplib.SMTPRecipientRefused] = []
+        for recipient, address in zip(recipients, quoted, strict=True):  # (client.rcpt would read it again)
+            said = await client.execute_command(b"RCPT", b"TO:" + address.encode(encoding))
+            if said.code not in (SMTPStatus.completed, SMTPStatus.will_forward):
+                refused.append(aiosmtplib.SMTPRecipientRefused(said.code, said.message, recipient))
+        if len(refused) == len(recipients):
+            raise aiosmtplib.SMTPRecipientsRefused(refused)
+        await client.data(raw)
+    except (aiosmtplib.SMTPResponseException, aiosmtplib.SMTPRecipientsRefused):
+        with suppress(ConnectionError, aiosmtplib.SMTPResponseException):  # (sendmail's reset)
+            await client.rset()
+        raise
+
+
+async def _greeted(client: aiosmtplib.SMTP) -> None:
+    """EHLO (HELO if the server knows no EHLO) once a connection, as sendmail does before its first mail."""
+    if client.is_ehlo_or_helo_needed:
+        try:
+            await client.ehlo()
+        except aiosmtplib.SMTPHeloError:
+            if not client.is_connected:
+                raise
+            await client.helo()
+
+
+def _size_on_the_wire(raw: bytes) -> int:
+    """RFC 1870's size: the mail's bytes with every line ended by CRLF, as DATA sends them."""
+    lines = raw.count(b"\n")
+    if raw.count(b"\r") == lines == raw.count(b"\r\n"):  # no line end to mend: count, don't copy
+        return len(raw) + (0 if raw.endswith(b"\r\n") else 2)
+    return len(normalize_message_line_endings(raw))
 
 
 def _settings_refused(error: Exception) -> bool:
