@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import queue
 import threading
@@ -418,23 +419,27 @@ class SmtpSender:
 async def _transact(client: aiosmtplib.SMTP, sender: str, recipients: list[str], raw: bytes, utf8: bool) -> None:
     """One mail's SMTP transaction, as aiosmtplib's sendmail makes it (the
     same commands, bytes, errors, and RSET after a refusal), with less of the
-    wire's CPU: sendmail reads each address twice (once to check it, once to
-    quote it, by the email package's address parser: a mail's largest cost
-    after the socket's), here once; and it copies the whole mail once more to
-    count the size the MAIL command announces, where mail with CRLF line ends
-    alone (every mail the referee composes) is counted as it is."""
+    wire's CPU: sendmail reads each address twice a mail (once to check it,
+    once to quote it, by the email package's address parser: a mail's largest
+    cost after the socket's), here once an address (``_quoted``); and it
+    copies the whole mail once more to count the size the MAIL command
+    announces, where mail with CRLF line ends alone (every mail the referee
+    composes) is counted as it is."""
     encoding = "utf-8" if utf8 else "ascii"
-    quoted = [quote_address(recipient) for recipient in recipients]  # (ValueError before anything is sent)
+    mail_from = _quoted(sender)  # (a ValueError for an address that cannot be sent, before anything is)
+    quoted = [_quoted(recipient) for recipient in recipients]
     await _greeted(client)  # (the server's extensions are known after its EHLO reply)
     if utf8 and not client.supports_extension("smtputf8"):
         raise aiosmtplib.SMTPNotSupported("SMTPUTF8 is not supported by this server")
-    options = ["SMTPUTF8"] if utf8 else []
+    options = [b"SMTPUTF8"] if utf8 else []
     if client.supports_extension("size"):
-        options.insert(0, f"size={_size_on_the_wire(raw)}")
-    try:
-        await client.mail(sender, options=options, encoding=encoding)
+        options.insert(0, f"size={_size_on_the_wire(raw)}".encode())
+    try:  # (client.mail and client.rcpt would read each address again)
+        said = await client.execute_command(b"MAIL", b"FROM:" + mail_from.encode(encoding), *options)
+        if said.code != SMTPStatus.completed:
+            raise aiosmtplib.SMTPSenderRefused(said.code, said.message, sender)
         refused: list[aiosmtplib.SMTPRecipientRefused] = []
-        for recipient, address in zip(recipients, quoted, strict=True):  # (client.rcpt would read it again)
+        for recipient, address in zip(recipients, quoted, strict=True):
             said = await client.execute_command(b"RCPT", b"TO:" + address.encode(encoding))
             if said.code not in (SMTPStatus.completed, SMTPStatus.will_forward):
                 refused.append(aiosmtplib.SMTPRecipientRefused(said.code, said.message, recipient))
@@ -445,6 +450,14 @@ async def _transact(client: aiosmtplib.SMTP, sender: str, recipients: list[str],
         with suppress(ConnectionError, aiosmtplib.SMTPResponseException):  # (sendmail's reset)
             await client.rset()
         raise
+
+
+# An address as the MAIL and RCPT commands write it: the referee's own on
+# every mail, and the players' on most, so each is read once, not once a
+# mail.  Right to keep: quote_address depends on the address alone, and an
+# address it refuses (ValueError) is not kept, so it is refused again at
+# each mail, as before; bounded, so a daemon's years of addresses do not pile up.
+_quoted = functools.lru_cache(maxsize=4096)(quote_address)
 
 
 async def _greeted(client: aiosmtplib.SMTP) -> None:

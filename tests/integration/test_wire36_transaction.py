@@ -64,6 +64,7 @@ CASES: list[tuple[str, list[str], bytes, dict[str, str]]] = [
     ("sender refused", ["alice@example.org"], COMPOSED, {SENDER: "553 not you"}),
     ("data refused", ["alice@example.org"], COMPOSED, {"DATA": "554 spam"}),
     ("no such address", ["alice@example.org\r\nRCPT TO:<eve@example.org>"], COMPOSED, {}),
+    ("an address that cannot be written", ["alice@example.org", "a b@example.org"], COMPOSED, {}),
     ("an address the server cannot take", ["jöhn@example.org"], COMPOSED, {}),
 ]
 
@@ -100,7 +101,8 @@ def test_a_mail_is_sent_and_refused_as_sendmail_sends_it(
 ) -> None:
     utf8 = not all(address.isascii() for address in (SENDER, *recipients))  # as the sender asks
     options = ["SMTPUTF8"] if utf8 else None
-    theirs = _talk(Recorder(refuse), lambda client: client.sendmail(SENDER, recipients, raw, mail_options=options))
-    ours = _talk(Recorder(refuse), lambda client: _transact(client, SENDER, recipients, raw, utf8))
-    assert ours == theirs
+    for _ in range(2):  # the second time, with the addresses read before (and an address refused each time)
+        theirs = _talk(Recorder(refuse), lambda client: client.sendmail(SENDER, recipients, raw, mail_options=options))
+        ours = _talk(Recorder(refuse), lambda client: _transact(client, SENDER, recipients, raw, utf8))
+        assert ours == theirs
     assert theirs[0][0] == "sent" or case not in ("composed", "lone line ends", "one of two refused")
