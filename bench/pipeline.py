@@ -312,19 +312,20 @@ def timed_flushes(store: Store) -> list[float]:
 class SentWhileReading:
     """The share of the mail a pass sent (SMTP accepted it) before it had
     read its last message (Engine.ingest returned for it): how far sending
-    keeps pace with reading.  It wraps aiosmtplib's sendmail at the class,
-    so it counts whichever thread the sender sends from."""
+    keeps pace with reading.  It wraps aiosmtplib's data (the end of each
+    mail's transaction, whether sendmail or the referee's own makes it) at
+    the class, so it counts whichever thread the sender sends from."""
 
     def __init__(self, engine: Engine):
         self.engine, self.accepted, self.last_read, self.start = engine, [], 0.0, 0.0
 
     def __enter__(self) -> SentWhileReading:
         self.start = time.perf_counter()
-        self._sendmail, self._ingest = aiosmtplib.SMTP.sendmail, self.engine.ingest
-        sendmail, ingest, accepted = self._sendmail, self._ingest, self.accepted
+        self._data, self._ingest = aiosmtplib.SMTP.data, self.engine.ingest
+        data, ingest, accepted = self._data, self._ingest, self.accepted
 
-        async def clocked_sendmail(client, *args, **kwargs):
-            answer = await sendmail(client, *args, **kwargs)
+        async def clocked_data(client, *args, **kwargs):
+            answer = await data(client, *args, **kwargs)
             accepted.append(time.perf_counter())
             return answer
 
@@ -334,12 +335,12 @@ class SentWhileReading:
             finally:
                 self.last_read = time.perf_counter()
 
-        aiosmtplib.SMTP.sendmail = clocked_sendmail
+        aiosmtplib.SMTP.data = clocked_data
         self.engine.ingest = clocked_ingest
         return self
 
     def __exit__(self, *exc) -> None:
-        aiosmtplib.SMTP.sendmail = self._sendmail
+        aiosmtplib.SMTP.data = self._data
         self.engine.ingest = self._ingest
 
     def share(self) -> float:
