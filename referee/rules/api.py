@@ -70,7 +70,10 @@ def replace(value: Value, /, **changes: Any) -> Value:
         raise TypeError(f"{type(value).__name__} has no field {', '.join(sorted(set(changes) - names))}")
     fields = value.__dict__
     made = object.__new__(type(value))
-    made.__dict__.update({name: fields[name] for name in names}, **changes)
+    if len(fields) == len(names):  # (it holds every field, so nothing else: copied whole, a third of the cost)
+        made.__dict__.update(fields, **changes)
+    else:  # (something beside the fields, such as a cached_property's value: not copied)
+        made.__dict__.update({name: fields[name] for name in names}, **changes)
     return made
 
 

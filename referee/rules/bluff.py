@@ -1000,9 +1000,8 @@ def _bid_allowed(state: BluffState, seat: int, move: Move) -> bool:
 
 
 def _bid(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list[dict[str, Any]]]:
-    state = replace(state, turns=state.turns + 1)
     if move[0] == "pass":
-        state = replace(state, passes=state.passes + 1)
+        state = replace(state, turns=state.turns + 1, passes=state.passes + 1)
         event = {"type": "pass", "seat": seat, "forced": False}
     else:
         bids = [list(b) for b in state.bids]
@@ -1021,7 +1020,12 @@ def _bid(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list[dic
         bids[track].append((seat, value, state.placed + 1, tied))
         event["tied"] = tied
         state = replace(
-            state, bids=tuple(tuple(b) for b in bids), tokens=tuple(tokens), placed=state.placed + 1, passes=0
+            state,
+            bids=tuple(tuple(b) for b in bids),
+            tokens=tuple(tokens),
+            placed=state.placed + 1,
+            passes=0,
+            turns=state.turns + 1,
         )
     state, more = _next_bidder(state, seat, include=False)
     return state, [event, *more]
@@ -1033,13 +1037,14 @@ def _next_bidder(state: BluffState, after: int, include: bool) -> tuple[BluffSta
     ends when every seat has passed in succession."""
     events: list[dict[str, Any]] = []
     seat = after if include else (after + 1) % state.seats
-    while state.passes < state.seats:
+    passes = state.passes  # (a new state once, at the end: a pass changes nothing _can_bid reads)
+    while passes < state.seats:
         if _can_bid(state, seat):  # (a move other than pass)
-            return replace(state, turn=seat), events
-        state = replace(state, passes=state.passes + 1)
+            return replace(state, passes=passes, turn=seat), events
+        passes += 1
         events.append({"type": "pass", "seat": seat, "forced": True})
         seat = (seat + 1) % state.seats
-    return replace(state, turn=None), events
+    return replace(state, passes=passes, turn=None), events
 
 
 # -- resolution ---------------------------------------------------------------------------
