@@ -1321,16 +1321,41 @@ def _best_split(rest: tuple[Tile, ...], rulings: int) -> tuple[int, tuple[tuple[
         return 0, ()
     best: tuple[int, tuple[tuple[Tile, ...], ...]] | None = None
     first, others = rest[0], rest[1:]
-    for n in range(len(others) + 1):
-        for combo in itertools.combinations(range(len(others)), n):
-            group = (first, *(others[i] for i in combo))
-            if len(group) < (3 if rulings < 2 else 2) or share(group):
-                score, groups = _best_split(tuple(t for i, t in enumerate(others) if i not in combo), rulings)
-                score += set_points(len(group))
-                if best is None or score > best[0]:
-                    best = (score, (group, *groups))
+    for combo in _groups(first, others, 3 if rulings < 2 else 2):
+        group = (first, *(others[i] for i in combo))
+        score, groups = _best_split(tuple(t for i, t in enumerate(others) if i not in combo), rulings)
+        score += set_points(len(group))
+        if best is None or score > best[0]:
+            best = (score, (group, *groups))
     assert best is not None  # (a lone tile always makes a group)
     return best
+
+
+def _groups(first: Tile, others: tuple[Tile, ...], smallest: int) -> Iterator[tuple[int, ...]]:
+    """The groups ``first`` may make with some of ``others`` (their places
+    in it), in the order of itertools.combinations, size by size: any group
+    smaller than ``smallest``, and larger ones whose tiles share an
+    attribute.  A group larger than one that shares nothing shares nothing,
+    so only the groups that share grow by a later tile."""
+    attributes = [_attributes(t) for t in others]
+    size = 1
+    groups: list[tuple[tuple[int, ...], int]] = [((), _attributes(first))]  # (places, the bits they all share)
+    while groups:
+        yield from (combo for combo, bits in groups if size < smallest or bits)
+        size += 1
+        if size < smallest:
+            groups = [
+                (combo, functools.reduce(operator.and_, (attributes[i] for i in combo), _attributes(first)))
+                for combo in itertools.combinations(range(len(others)), size - 1)
+            ]
+        else:
+            groups = [
+                ((*combo, j), bits & attributes[j])
+                for combo, bits in groups
+                if bits
+                for j in range(combo[-1] + 1 if combo else 0, len(others))
+                if bits & attributes[j]
+            ]
 
 
 def standing(state: BluffState, seat: int) -> dict[str, Any]:
