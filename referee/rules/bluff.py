@@ -466,26 +466,22 @@ class BluffAuction(Game[BluffState, Move]):
 
     def phase(self, state: BluffState) -> Phase | None:
         r = state.round
+        movers = _movers(state)
         if state.stage == Stage.TOOLS:
             label = f"Round {r} tools" + (f" {state.tool_step}" if state.tool_step > 1 else "")
-            return Phase(label, _tool_movers(state, state.tool_step), sealed=True, timer="decision")
+            return Phase(label, movers, sealed=True, timer="decision")
         if state.stage == Stage.BIDDING:
-            return Phase(f"Round {r} bidding, turn {state.turns + 1}", (state.mover,), sealed=False)
+            return Phase(f"Round {r} bidding, turn {state.turns + 1}", movers, sealed=False)
         if state.stage == Stage.ONESHOT:
-            return Phase(
-                f"Round {r} {TRACKS[state.track]} auction: the 1-shot tile",
-                (state.mover,),
-                sealed=False,
-                timer="decision",
-            )
+            label = f"Round {r} {TRACKS[state.track]} auction: the 1-shot tile"
+            return Phase(label, movers, sealed=False, timer="decision")
         if state.stage == Stage.ACQUIRE:
-            seat, tile = state.won[0]
-            return Phase(f"Round {r} acquisition: {tile_text(tile)}", (seat,), sealed=False, timer="decision")
+            label = f"Round {r} acquisition: {tile_text(state.won[0][1])}"
+            return Phase(label, movers, sealed=False, timer="decision")
         return None
 
     def legal_moves(self, state: BluffState, seat: int) -> list[Move]:
-        phase = self.phase(state)
-        if phase is None or seat not in phase.movers:
+        if seat not in _movers(state):
             return []
         if state.stage == Stage.TOOLS:
             dice = len(state.dice[seat])
@@ -523,8 +519,7 @@ class BluffAuction(Game[BluffState, Move]):
     def _allowed(self, state: BluffState, seat: int, move: Move) -> bool:
         """Whether ``move`` is one of ``legal_moves``: a bid without listing
         every bid (a replay checks each move of the game so)."""
-        phase = self.phase(state)
-        if phase is None or seat not in phase.movers:
+        if seat not in _movers(state):
             return False
         if state.stage != Stage.BIDDING:
             return move in self.legal_moves(state, seat)
@@ -774,6 +769,18 @@ def _tools(state: BluffState, seat: int) -> int:
 @functools.lru_cache(maxsize=4096)  # (a function of the tiles alone; every phase of a round asks it)
 def _tool_count(museum: tuple[Tile, ...]) -> int:
     return sum(1 for t in museum if isinstance(t, tuple) and t[2] == "tool")
+
+
+def _movers(state: BluffState) -> tuple[int, ...]:
+    """The seats ``phase`` asks for a move (none once the game is over),
+    without its label: every move read is checked against them."""
+    if state.stage == Stage.TOOLS:
+        return _tool_movers(state, state.tool_step)
+    if state.stage in (Stage.BIDDING, Stage.ONESHOT):
+        return (state.mover,)
+    if state.stage == Stage.ACQUIRE:
+        return (state.won[0][0],)
+    return ()
 
 
 def _tool_movers(state: BluffState, step: int) -> tuple[int, ...]:

@@ -7,8 +7,22 @@ import itertools
 import random
 
 import pytest
+from test_bluff import GAME
+from test_bluff import random_game as _random_game
 
-from referee.rules.bluff import COLOURS, ERAS, TYPES, Tile, _best_split, _sorted, set_points, share
+from referee.rules.bluff import (
+    COLOURS,
+    ERAS,
+    TYPES,
+    Tile,
+    _best_split,
+    _movers,
+    _sorted,
+    set_points,
+    share,
+)
+
+random_game = _random_game
 
 ARTIFACTS: list[Tile] = [(c, e, t) for c in COLOURS for e in ERAS for t in TYPES]
 
@@ -42,3 +56,11 @@ def test_a_museums_best_split_is_the_one_every_group_tried_finds(rulings):
             museum = draw.sample(museum, min(len(museum), draw.randint(1, 8)))
         tiles = _sorted(museum)
         assert _best_split(tiles, rulings) == plain_split(tiles, rulings), tiles
+
+
+@pytest.mark.parametrize("seats", [2, 3, 4, 5])
+def test_the_seats_a_move_is_checked_against_are_the_phases_movers(seats):
+    states, _, _ = random_game(b"movers" + bytes([seats]), seats, random.Random(seats))
+    for state in states:
+        phase = GAME.phase(state)
+        assert _movers(state) == (phase.movers if phase else ())
