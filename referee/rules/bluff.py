@@ -517,12 +517,18 @@ class BluffAuction(Game[BluffState, Move]):
         return move
 
     def _allowed(self, state: BluffState, seat: int, move: Move) -> bool:
-        """Whether ``move`` is one of ``legal_moves``: a bid without listing
-        every bid (a replay checks each move of the game so)."""
+        """Whether ``move`` is one of ``legal_moves``, by the tests that list
+        them, without listing them all (a replay checks each move of the
+        game so: the rerolls of six dice are 64 moves, and the sets a
+        museum may exhibit many more)."""
         if seat not in _movers(state):
             return False
-        if state.stage != Stage.BIDDING:
-            return move in self.legal_moves(state, seat)
+        if state.stage == Stage.TOOLS:
+            return _reroll_allowed(len(state.dice[seat]), move)
+        if state.stage == Stage.ACQUIRE:
+            return _acquisition_allowed(state, seat, move)
+        if state.stage == Stage.ONESHOT:
+            return move in (("use",), ("keep",))
         if move == ("pass",):  # (as _bidding_moves: with tokens in hand, only when nothing else is legal)
             return not state.tokens[seat] or not _can_bid(state, seat)
         return _bid_allowed(state, seat, move)
@@ -786,6 +792,15 @@ def _movers(state: BluffState) -> tuple[int, ...]:
 def _tool_movers(state: BluffState, step: int) -> tuple[int, ...]:
     """F7: one reroll per Tool in the museum, each in its own phase."""
     return tuple(s for s in range(state.seats) if _tools(state, s) >= step and state.dice[s])
+
+
+def _reroll_allowed(dice: int, move: Move) -> bool:
+    """Whether legal_moves lists ``move`` for a seat with ``dice`` dice: a
+    reroll of some of them, by number, each once, in order."""
+    if len(move) != 2 or move[0] != "reroll" or not isinstance(move[1], tuple):
+        return False
+    numbers = move[1]
+    return all(isinstance(n, int) and 1 <= n <= dice for n in numbers) and list(numbers) == sorted(set(numbers))
 
 
 def _rerolls(state: BluffState, moves: Mapping[int, Move], rng: Rng) -> tuple[BluffState, list[dict[str, Any]]]:
@@ -1206,6 +1221,48 @@ def _acquisitions(state: BluffState, seat: int, tile: Tile) -> list[Move]:
     return moves
 
 
+def _acquisition_allowed(state: BluffState, seat: int, move: Move) -> bool:
+    """Whether ``_acquisitions`` lists ``move`` for the tile won, by its
+    tests, without listing every set the museum may exhibit."""
+    tile = state.won[0][1]
+    museum = state.museum[seat]
+    beside = _beside(tile)
+    room = beside or len(museum) < state.capacity(seat)
+    if move == ("place",):
+        return room
+    if len(move) != 2:
+        return False
+    if move[0] == "discard":
+        return not room and (move[1] == tile or move[1] in museum)
+    if move[0] == "exhibit" and isinstance(move[1], tuple) and len(state.exhibits[seat]) < spaces(state.seats):
+        tiles = move[1]
+        pool = museum if beside else (*museum, tile)
+        return (
+            len(set(tiles)) == len(tiles)
+            and all(t in pool for t in tiles)
+            and _sorted(tiles) == tiles
+            and is_set(tiles)
+        )
+    return False
+
+
+def _only_place(state: BluffState, seat: int, tile: Tile) -> bool:
+    """Whether ``_acquisitions`` is placing the tile alone, without listing
+    the sets and discards: every tile won is asked so."""
+    museum = state.museum[seat]
+    beside = _beside(tile)
+    if not beside and len(museum) >= state.capacity(seat):
+        return False  # (no place)
+    return len(state.exhibits[seat]) >= spaces(state.seats) or not _has_set(museum if beside else (*museum, tile))
+
+
+def _has_set(pool: tuple[Tile, ...]) -> bool:
+    """Whether ``_sets(pool)`` finds any: three tiles or more that share an
+    attribute (there is one Wild Attribute, so three include an artifact)."""
+    bits = [_attributes(t) for t in pool]
+    return any(sum(1 for b in bits if b >> bit & 1) >= 3 for bit in range(len(_ATTRIBUTE_BITS)))
+
+
 @functools.lru_cache(maxsize=4096)
 def _sets(pool: tuple[Tile, ...]) -> tuple[tuple[Tile, ...], ...]:
     """Every set that could be exhibited from ``pool`` (sorted), each once,
@@ -1241,7 +1298,7 @@ def _skip_settled(state: BluffState) -> tuple[BluffState, list[dict[str, Any]]]:
     events = []
     while state.won:
         seat, tile = state.won[0]
-        only_place = _acquisitions(state, seat, tile) == [("place",)]
+        only_place = _only_place(state, seat, tile)
         if _beside(tile) and (state.rulings < 2 or only_place):
             state, more = _acquire(state, seat, ("place",))
             events += more
@@ -1266,7 +1323,7 @@ def _acquire(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list
     if isinstance(tile, str) and _beside(tile):  # beside the museum, whether or not a set is exhibited now (F5, F16)
         held[seat] = held[seat] | {tile}
         taken = [{"type": "special", "seat": seat, "tile": tile_text(tile)}]
-        if state.rulings >= 2 and _acquisitions(state, seat, tile) != [("place",)]:
+        if state.rulings >= 2 and not _only_place(state, seat, tile):
             taken[0]["asked"] = True  # the winner chose not to exhibit, or exhibited (below)
         if move[0] == "place":
             state = replace(state, held=tuple(held), won=state.won[1:])
