@@ -1448,7 +1448,47 @@ def total(state: BluffState, seat: int) -> int:
 @functools.lru_cache(maxsize=4096)  # (a function of the tiles alone; asked after every move, it changes seldom)
 def _museum_points(museum: tuple[Tile, ...], rulings: int) -> int:
     """A museum's points at the end: its best split and its Art's stars."""
-    return best_partition(museum, rulings)[0] + set_points(_stars(museum))
+    return _split_points(museum, rulings) + set_points(_stars(museum))
+
+
+def _split_points(tiles: tuple[Tile, ...], rulings: int) -> int:
+    """``best_partition(tiles, rulings)[0]``, the points of the best split,
+    without naming its groups: the scores after every move need only them.
+
+    A largest group of a best split holds every tile that has an attribute
+    its tiles share: a tile with it in another group (no larger) would score
+    more in this one (a group of n and one of m, n >= m, score n + 1 - m more
+    when a tile moves from the second to the first), and what is left of the
+    other group still makes a group.  So the best split is a group of all
+    the tiles with some attribute, and the best split of the rest; or, by
+    the first rulings, when no group is larger than two (any two tiles make
+    one), the tiles in pairs.  (A museum holds artifacts and Wild Attribute
+    alone, each with an attribute or more.)"""
+    with_attribute = [0] * len(_ATTRIBUTE_BITS)  # per attribute, the tiles that have it (a bit each)
+    for place, tile in enumerate(tiles):
+        for attribute in _attribute_places(tile):
+            with_attribute[attribute] |= 1 << place
+    groups = {group for group in with_attribute if group}
+    best: dict[int, int] = {0: 0}  # the tiles left (a bit each) -> the points of their best split
+
+    def split(left: int) -> int:
+        if left not in best:
+            count = left.bit_count()
+            paired = 3 * (count // 2) + count % 2 if rulings < 2 else 0
+            grouped = (
+                set_points((group & left).bit_count()) + split(left & ~group) for group in groups if group & left
+            )
+            best[left] = max((paired, *grouped))
+        return best[left]
+
+    return split((1 << len(tiles)) - 1)
+
+
+@functools.cache  # (a tile's attributes never change, and there are few tiles)
+def _attribute_places(tile: Tile) -> tuple[int, ...]:
+    """The places in _ATTRIBUTE_BITS of a tile's attributes (of all of them, for Wild Attribute)."""
+    bits = _attributes(tile)
+    return tuple(place for place in range(len(_ATTRIBUTE_BITS)) if bits >> place & 1)
 
 
 def _stars(museum: tuple[Tile, ...]) -> int:

@@ -27,6 +27,8 @@ from referee.rules.bluff import (
     _only_place,
     _sets,
     _sorted,
+    _split_points,
+    best_partition,
     set_points,
     share,
     spaces,
@@ -142,3 +144,13 @@ def test_a_pool_has_a_set_when_some_set_can_be_exhibited_from_it():
         assert _has_set(tuple(pool)) == bool(_sets(_sorted(pool))), pool
         found += _has_set(tuple(pool))
     assert 0 < found < 2000
+
+
+@pytest.mark.parametrize("rulings", [1, 2])
+def test_a_museums_points_are_those_of_its_best_split(rulings):
+    draw = random.Random(360 + rulings)
+    for _ in range(1500):
+        museum = draw.sample([*ARTIFACTS, "wild"], draw.randint(0, 8))
+        if draw.random() < 0.5:  # (museums of one colour or era share much, and have many splits)
+            museum = draw.sample([t for t in ARTIFACTS if t[0] == "blue" or t[2] == "art"], draw.randint(0, 8))
+        assert _split_points(tuple(museum), rulings) == best_partition(tuple(museum), rulings)[0], museum
