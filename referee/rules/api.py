@@ -198,6 +198,16 @@ _SENTENCE_WORDS = 20  # a longer line is a letter, not a move written out
 _NAMING_WORDS = 6  # the most words that name one move ("the 10 of hearts", "3 and 5")
 
 
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "'": "&#39;", '"': "&#34;"})  # as markupsafe escapes
+
+
+def escaped(value: object) -> str:
+    """``value`` as text for a page, escaped as the site's templates escape
+    it: a game's own wording for its table of phases is written in Python
+    (a macro a turn cost more than the words), and must read the same."""
+    return str(value).translate(_HTML)
+
+
 class MoveError(ValueError):
     """A move that cannot be made now.  The message is addressed to the player."""
 

@@ -26,7 +26,7 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from referee.rules import reading
-from referee.rules.api import Game, MoveError, OptionError, Phase, Result, replace
+from referee.rules.api import Game, MoveError, OptionError, Phase, Result, escaped, replace
 from referee.rules.rng import Rng
 
 COLOURS = ("black", "red", "yellow", "blue", "green")  # F1: the artifacts' cultures
@@ -241,11 +241,7 @@ def _did_html(e: dict[str, Any]) -> str:
     return _html(did_said(e, detail=True))
 
 
-_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "'": "&#39;", '"': "&#34;"})  # as markupsafe escapes
-
-
-def _html(value: object) -> str:
-    return str(value).translate(_HTML)
+_html = escaped  # (api.escaped: as the templates escape)
 
 
 # -- a phase in words (events/bluff.txt.j2's macros call these) -----------------------

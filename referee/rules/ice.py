@@ -22,7 +22,7 @@ from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
 from referee.rules import reading
-from referee.rules.api import Game, MoveError, OptionError, Phase, Result, replace
+from referee.rules.api import Game, MoveError, OptionError, Phase, Result, escaped, replace
 from referee.rules.rng import Rng
 
 COLOURS = ("red", "yellow", "green", "blue")  # I1: the four stashes
@@ -85,11 +85,7 @@ def pyramids_html(names: Iterable[str]) -> str:
     return " ".join(shown) or "nothing"
 
 
-_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "'": "&#39;", '"': "&#34;"})  # as markupsafe escapes
-
-
-def _html(text: str) -> str:
-    return text.translate(_HTML)
+_html = escaped  # (api.escaped: as the templates escape)
 
 
 # -- a move and a round in words (events/ice.txt.j2's macros call these) --------------

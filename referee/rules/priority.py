@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from referee.rules import reading
-from referee.rules.api import Game, MoveError, OptionError, Phase, Result, replace
+from referee.rules.api import Game, MoveError, OptionError, Phase, Result, escaped, replace
 from referee.rules.rng import Rng
 
 # P1: the colours in play are the first n of these, one per seat.
@@ -244,11 +244,7 @@ def _followed_html(e: dict[str, Any], names: list[str], tally: Callable[..., str
     return ""  # (a type named nowhere here shows nothing)
 
 
-_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "'": "&#39;", '"': "&#34;"})  # as markupsafe escapes
-
-
-def _html(value: object) -> str:
-    return str(value).translate(_HTML)
+_html = escaped  # (api.escaped: as the templates escape)
 
 
 class PriorityAuction(Game[PriorityState, Move]):
