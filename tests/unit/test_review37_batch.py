@@ -29,7 +29,7 @@ from referee.engine import Engine
 from referee.engine.keeping import SHELL
 from referee.interrupt import Stopped
 from referee.mail import smtp
-from referee.mail.tokens import keeper_token, token_address
+from referee.mail.tokens import keeper_token, seat_token, token_address
 from referee.runner import Runner
 from referee.store import StorageFault, Store
 
@@ -385,5 +385,53 @@ def test_random_backlogs_end_alike_in_shared_transactions(config, clock, tmp_pat
         run_config = replace(config, database=tmp_path / f"games{most}.db")
         results.append(_play(run_config, type(clock)(clock()), box, _random_script(seed), monkeypatch, most))
     one, shared = results
+    for key in one:
+        assert shared[key] == one[key], key
+
+
+# -- an address change confirmed, and the old and new reply addresses, in one transaction
+
+NEW = "alice@example.net"
+
+
+def _address_change_backlog(config, clock, box, monkeypatch, most) -> dict:
+    monkeypatch.setattr(referee.runner, "MESSAGES_A_COMMIT", most)
+    engine, runner = _engine(config, clock, box)
+    engine.new_game("pure-skill", PLAYERS)
+    mailbox = Mailbox(engine)
+    asyncio.run(runner.once())
+    old = token_address(engine.config.address, engine.table(1).seats[0]["token"])
+    deliver(box, reply(engine, ALICE, f"ADDRESS {NEW}", received=clock()), clock())
+    asyncio.run(runner.once())
+    [offer] = [m for m in mailbox.to(NEW) if "Confirm your new address" in m["subject"]]
+    new = token_address(engine.config.address, seat_token(engine.key, 1, 0, NEW, 1))
+    thread = {"In-Reply-To": offer["message_id"], "References": offer["message_id"]}
+    backlog = [
+        make_mail(NEW, "bid 2", to=new, received=clock()),  # before the change: no seat's address yet
+        make_mail(NEW, "", to=offer["reply_to"], headers=thread, subject=f"Re: {offer['subject']}", received=clock()),
+        make_mail(ALICE, "bid 3", to=old, received=clock()),  # the old reply address no longer counts
+        make_mail(NEW, "bid 9", to=new, received=clock()),  # the new one does
+        reply(engine, BOB, "bid 4", received=clock()),
+        make_mail(NEW, "bid 8", to=old, received=clock()),
+    ]
+    for raw in backlog:
+        clock.advance(seconds=1)
+        deliver(box, raw, clock())
+    asyncio.run(runner.once())
+    return _outcome(engine)
+
+
+def test_an_address_change_and_the_mail_after_it_in_one_transaction_end_as_with_a_commit_each(
+    config, clock, tmp_path, monkeypatch
+):
+    results = []
+    for most in (1, 20):
+        box = tmp_path / f"box{most}"
+        for sub in ("new", "cur", "tmp"):
+            (box / sub).mkdir(parents=True)
+        run_config = replace(config, database=tmp_path / f"games{most}.db")
+        results.append(_address_change_backlog(run_config, type(clock)(clock()), box, monkeypatch, most))
+    one, shared = results
+    assert [code for _, code, _ in one["codes"][-6:]] == ["refused", "done", "refused", "move", "move", "refused"]
     for key in one:
         assert shared[key] == one[key], key
