@@ -295,6 +295,14 @@ def test_a_pass_cut_short_mid_transaction_loses_and_doubles_no_move_nor_mail(
             return outcome
 
         monkeypatch.setattr(engine_module.Desk, "handle", cut)
+        done, filed_early = runner.source.done, []
+
+        async def watching_done(messages, quarantine=False):  # filed only once committed and flushed
+            if messages:
+                filed_early.append(engine.store.unsynced or engine.store._conn.in_transaction)
+            await done(messages, quarantine)
+
+        runner.source.done = watching_done
         with pytest.raises(error):
             asyncio.run(runner.once())
         monkeypatch.setattr(engine_module.Desk, "handle", handle)
@@ -302,6 +310,7 @@ def test_a_pass_cut_short_mid_transaction_loses_and_doubles_no_move_nor_mail(
             asyncio.run(runner.once())
     ids = [message_id for message_id, _ in witness.taken]
     assert all(committed for _, committed in witness.taken)
+    assert filed_early and not any(filed_early)
     assert len(ids) == len(set(ids))
     rows = {m["message_id"]: m["state"] for m in engine.store.outbox(None)}
     assert set(ids) <= set(rows) and all(state == "sent" for state in rows.values()), rows
