@@ -28,6 +28,7 @@ import asyncio
 import fcntl
 import json
 import logging
+import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterator, Set
 from contextlib import contextmanager, suppress
@@ -70,6 +71,10 @@ BATCH_BYTES = 8 * 2**20  # bytes of mail read at a time, at most (one message al
 # message was a tenth of the statements' CPU.  The sender sends only what is
 # committed, so a transaction ends sooner once it queued a sender's batch.
 MESSAGES_A_COMMIT = 20
+# ... and for this long at most (seconds, by the process's own clock, not the
+# engine's): the write lock is held the while, and a keeper's command from
+# another process waits for it (10 s at most), as do catch-ups after downtime.
+SECONDS_A_COMMIT = 1.0
 IN_FLIGHT = "in_flight"  # games.db's meta: the batch being read and handled (Runner.receive)
 GIVE_UP_FAILED = 2  # a mail read alone is quarantined unread once this many passes it ended saw why
 GIVE_UP_ENDED = 5  # ... or once this many ended unseen (killed), or with the mail server failing
@@ -486,7 +491,8 @@ class Runner:
         ``most`` of them (the runner starts a batch with one, so its first
         mail goes out at once, and doubles it up to MESSAGES_A_COMMIT) or,
         with a sender fed, fewer once the pass has queued another half
-        batch of mail for it.  The drain hands the wire a batch
+        batch of mail for it; and fewer once SECONDS_A_COMMIT have gone
+        (the write lock is held the while).  The drain hands the wire a batch
         (smtp.SEND_BATCH) at its turn, if the wire has none in hand, and has
         its turns only between transactions: a turn for every half batch
         queued lets it catch up after a turn that found the wire busy (a
@@ -496,10 +502,13 @@ class Runner:
         store, index = self.engine.store, start
         half = max(1, smtp.SEND_BATCH // 2)
         halves_queued = (store.mails_queued - self._queued_before) // half
+        ends = time.monotonic() + SECONDS_A_COMMIT
         while index < len(messages) and index - start < most:
             due = self._ingest(messages[index], due, finished, failed)
             index += 1
             if feed and self.sender and (store.mails_queued - self._queued_before) // half > halves_queued:
+                break
+            if time.monotonic() > ends:
                 break
         return index, due
 

@@ -14,6 +14,7 @@ from test_runner import deliver, make_runner
 from test_runner import maildir as _maildir
 
 import referee.engine
+import referee.runner
 from referee.store import StorageFault
 
 maildir = _maildir  # the fixture
@@ -54,6 +55,22 @@ def test_a_backlog_commits_once_for_many_messages(config, clock, maildir):
     reading = [s for s in statements if s == "BEGIN IMMEDIATE"]
     assert len(reading) <= 4 + 3, "\n".join(statements)  # (and the pass's own few: the tick, the note)
     assert sum(s.startswith("SAVEPOINT") for s in statements) >= GAMES  # each message alone inside
+
+
+def test_a_transaction_ends_once_it_has_held_the_write_lock_long_enough(config, clock, maildir, monkeypatch):
+    """A keeper's command from another process waits for the write lock (10 s
+    at most): a shared transaction ends after SECONDS_A_COMMIT, however few
+    messages it has handled (none may wait: every message its own)."""
+    engine, runner = _backlog(config, clock, maildir)
+    monkeypatch.setattr(referee.runner, "SECONDS_A_COMMIT", -1.0)
+    statements: list[str] = []
+    engine.store.db.conn.set_trace_callback(statements.append)
+    try:
+        report = asyncio.run(runner.once())
+    finally:
+        engine.store.db.conn.set_trace_callback(None)
+    assert report.received == GAMES and len(_moves(engine)) == GAMES
+    assert sum(s == "BEGIN IMMEDIATE" for s in statements) >= GAMES
 
 
 def test_a_message_that_fails_in_a_shared_transaction_is_undone_alone(config, clock, maildir, monkeypatch):
