@@ -20,6 +20,7 @@ from conftest import PLAYERS, Mailbox, Seeds, examples, make_mail, reply
 from test_runner import deliver, make_runner
 from test_runner import maildir as _maildir
 from test_send36_overlap import smtp_server
+from test_sql36_batch import bid_backlog
 
 import referee.engine as engine_module
 import referee.runner
@@ -162,12 +163,7 @@ def test_no_mail_of_a_message_undone_in_a_shared_transaction_is_sent_and_none_tw
     witness = Witness(config.database)
     with smtp_server(witness) as port:
         config = replace(config, smtp=Server(host="127.0.0.1", port=port, security="none"))
-        engine, runner = make_runner(config, clock, maildir)
-        for _ in range(GAMES):
-            engine.new_game("pure-skill", PLAYERS)
-        asyncio.run(runner.once())
-        for game in range(1, GAMES + 1):
-            deliver(maildir, reply(engine, ALICE, "bid 7", game=game), clock())
+        engine, runner = bid_backlog(config, clock, maildir, games=GAMES)
         handle, ingest, seen = engine_module.Desk.handle, engine.ingest, []
 
         def buggy(desk):
@@ -280,12 +276,7 @@ def test_a_pass_cut_short_mid_transaction_loses_and_doubles_no_move_nor_mail(
     witness = Witness(config.database)
     with smtp_server(witness) as port:
         config = replace(config, smtp=Server(host="127.0.0.1", port=port, security="none"))
-        engine, runner = make_runner(config, clock, maildir)
-        for _ in range(GAMES):
-            engine.new_game("pure-skill", PLAYERS)
-        asyncio.run(runner.once())
-        for game in range(1, GAMES + 1):
-            deliver(maildir, reply(engine, ALICE, "bid 7", game=game), clock())
+        engine, runner = bid_backlog(config, clock, maildir, games=GAMES)
         handle = engine_module.Desk.handle
 
         def cut(desk):

@@ -7,6 +7,8 @@ what the move wrote.  Counts, not times."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from conftest import PLAYERS, reply
@@ -23,15 +25,26 @@ ALICE, BOB, CAROL = PLAYERS
 GAMES = 12
 
 
-def _backlog(config, clock, maildir):
-    """GAMES Pure Skill games, and a bid of Alice's in each waiting in the Maildir."""
+def bid_backlog(config, clock, maildir, games: int = GAMES):
+    """``games`` Pure Skill games, and a bid of Alice's in each waiting in the Maildir."""
     engine, runner = make_runner(config, clock, maildir)
-    for _ in range(GAMES):
+    for _ in range(games):
         engine.new_game("pure-skill", PLAYERS)
     asyncio.run(runner.once())  # the start mails and prompts
-    for game in range(1, GAMES + 1):
+    for game in range(1, games + 1):
         deliver(maildir, reply(engine, ALICE, "bid 7", game=game), clock())
     return engine, runner
+
+
+@contextmanager
+def traced(engine) -> Iterator[list[str]]:
+    """The SQL statements games.db runs meanwhile, in order."""
+    statements: list[str] = []
+    engine.store.db.conn.set_trace_callback(statements.append)
+    try:
+        yield statements
+    finally:
+        engine.store.db.conn.set_trace_callback(None)
 
 
 def _moves(engine) -> list[tuple[int, int]]:
@@ -43,13 +56,9 @@ def _filed(maildir) -> int:
 
 
 def test_a_backlog_commits_once_for_many_messages(config, clock, maildir):
-    engine, runner = _backlog(config, clock, maildir)
-    statements: list[str] = []
-    engine.store.db.conn.set_trace_callback(statements.append)
-    try:
+    engine, runner = bid_backlog(config, clock, maildir)
+    with traced(engine) as statements:
         report = asyncio.run(runner.once())
-    finally:
-        engine.store.db.conn.set_trace_callback(None)
     assert report.received == GAMES and len(_moves(engine)) == GAMES
     # A message each had its own BEGIN and COMMIT: 12 and more.  Now 1, 2, 4, then the rest (5) share one each.
     reading = [s for s in statements if s == "BEGIN IMMEDIATE"]
@@ -61,14 +70,10 @@ def test_a_transaction_ends_once_it_has_held_the_write_lock_long_enough(config, 
     """A keeper's command from another process waits for the write lock (10 s
     at most): a shared transaction ends after SECONDS_A_COMMIT, however few
     messages it has handled (none may wait: every message its own)."""
-    engine, runner = _backlog(config, clock, maildir)
+    engine, runner = bid_backlog(config, clock, maildir)
     monkeypatch.setattr(referee.runner, "SECONDS_A_COMMIT", -1.0)
-    statements: list[str] = []
-    engine.store.db.conn.set_trace_callback(statements.append)
-    try:
+    with traced(engine) as statements:
         report = asyncio.run(runner.once())
-    finally:
-        engine.store.db.conn.set_trace_callback(None)
     assert report.received == GAMES and len(_moves(engine)) == GAMES
     assert sum(s == "BEGIN IMMEDIATE" for s in statements) >= GAMES
 
@@ -76,7 +81,7 @@ def test_a_transaction_ends_once_it_has_held_the_write_lock_long_enough(config, 
 def test_a_message_that_fails_in_a_shared_transaction_is_undone_alone(config, clock, maildir, monkeypatch):
     """A bug after a message's move was written: that move is undone and the
     message kept as failed (quarantined); the others in its transaction count."""
-    engine, runner = _backlog(config, clock, maildir)
+    engine, runner = bid_backlog(config, clock, maildir)
     handle = referee.engine.Desk.handle
 
     def buggy(desk):
@@ -94,7 +99,7 @@ def test_a_message_that_fails_in_a_shared_transaction_is_undone_alone(config, cl
 
 
 def test_a_storage_fault_mid_batch_files_nothing_and_the_next_pass_doubles_no_move(config, clock, maildir):
-    engine, runner = _backlog(config, clock, maildir)
+    engine, runner = bid_backlog(config, clock, maildir)
     ingest, seen = engine.ingest, []
 
     def failing(raw, **kwargs):
@@ -126,12 +131,8 @@ def test_a_game_read_again_after_a_move_reads_the_moves_alone(engine, clock):
     engine.store.add_move(
         game_id=1, phase=1, seat=0, move="bid 7", source="mail", message_key="k", received_at=at, recorded_at=at
     )
-    statements: list[str] = []
-    engine.store.db.conn.set_trace_callback(statements.append)
-    try:
+    with traced(engine) as statements:
         table = engine.table(1)
-    finally:
-        engine.store.db.conn.set_trace_callback(None)
     reads = [s for s in statements if s.startswith("select")]
     assert len(reads) == 1 and "from [moves]" in reads[0], "\n".join(statements)
     assert list(table.counted[1]) == [0] and not before.counted  # Alice's bid counts now
