@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from email import charset, policy
 from email.header import Header
-from email.message import Message
 from email.utils import format_datetime, formataddr, make_msgid
 from typing import Any
 
@@ -89,17 +88,6 @@ def encodable(text: str) -> str:
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
-def as_bytes(mail: Message) -> bytes:
-    """``mail.as_bytes(policy=_SMTP)``, byte for byte, at a fraction of the
-    cost: a header whose line is short, printable ASCII is written as it is
-    (what compat32's folding would give it, through about thirty calls), and
-    only the others are folded by the library.  For a single-part mail."""
-    payload = mail.get_payload()
-    if not isinstance(payload, str):
-        raise TypeError("as_bytes writes a single-part mail")
-    return _serialised(mail.raw_items(), payload)
-
-
 # What MIMEText(body, "plain", _UTF8_QP) begins with, as it writes them.
 _PLAIN_TEXT_HEADERS = [
     ("Content-Type", 'text/plain; charset="utf-8"'),
@@ -109,8 +97,9 @@ _PLAIN_TEXT_HEADERS = [
 
 
 def plain_text_bytes(headers: Iterable[tuple[str, Any]], body: str) -> bytes:
-    """``as_bytes`` of ``MIMEText(body, "plain", _UTF8_QP)`` with ``headers``
-    added in order, byte for byte, without building the MIMEText: its
+    """``MIMEText(body, "plain", _UTF8_QP)`` with ``headers`` added in
+    order, as ``as_bytes(policy=_SMTP)`` writes it, byte for byte, without
+    building the MIMEText: its
     charset parameter machinery cost more than the rest of a mail
     (tests/unit/test_compose.py checks it against MIMEText).  ``body``
     holds no lone surrogate (encodable)."""
@@ -119,6 +108,10 @@ def plain_text_bytes(headers: Iterable[tuple[str, Any]], body: str) -> bytes:
 
 
 def _serialised(headers: Iterable[tuple[str, Any]], payload: str) -> bytes:
+    """A single-part mail as compat32's SMTP policy writes it, at a fraction
+    of the cost: a header whose line is short, printable ASCII is written as
+    it is (what compat32's folding would give it, through about thirty
+    calls), and only the others are folded by the library."""
     lines = [
         f"{name}: {value}\r\n".encode()
         if _plain(name, value) or _utf8_address(name, value)
