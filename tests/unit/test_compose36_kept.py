@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import pytest
 from conftest import PLAYERS, Mailbox, make_mail, send
+from test_sql36_batch import traced
 
 from referee.engine import Engine
 from referee.store import Store
@@ -62,11 +63,9 @@ def test_a_timezone_undone_by_a_rollback_is_not_shown(engine, clock, pure):
 
 def test_a_player_s_zone_is_read_once_a_message(engine, clock, pure):
     send(engine, clock, ALICE, "TIMEZONE Europe/Berlin")
-    statements: list[str] = []
-    engine.store._conn.set_trace_callback(statements.append)
-    for player in PLAYERS:  # the third ends the round: results and prompts to every seat
-        send(engine, clock, player, "bid 5")
-    engine.store._conn.set_trace_callback(None)
+    with traced(engine.store) as statements:
+        for player in PLAYERS:  # the third ends the round: results and prompts to every seat
+            send(engine, clock, player, "bid 5")
     reads = [s for s in statements if "from [players]" in s]
     assert len(reads) <= len(PLAYERS)  # (each address at most once: 12 reads before)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import PLAYERS
+from test_sql36_batch import traced
 from test_storage import damage_page
 
 from referee import store as store_module
@@ -26,12 +27,8 @@ OLD = "2026-01-01T00:00:00Z"
 
 def plans_of(store: Store, work: Callable[[], object]) -> list[str]:
     """The query plan of every statement ``work`` runs, one line each step."""
-    statements: list[str] = []
-    store.db.conn.set_trace_callback(statements.append)
-    try:
+    with traced(store) as statements:
         work()
-    finally:
-        store.db.conn.set_trace_callback(None)
     planned = [s for s in statements if s.lstrip().lower().startswith(("select", "update", "with"))]
     with sqlite3.connect(store.path) as reader:
         return [row[3] for sql in planned for row in reader.execute(f"explain query plan {sql}")]

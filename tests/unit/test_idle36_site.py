@@ -14,6 +14,7 @@ import pytest
 from conftest import PLAYERS, FakeClock, Mailbox, reply
 from test_club_watch import watch
 from test_site import deadlines, game_files, own_files, page, site_files, stats
+from test_sql36_batch import traced
 
 from referee.engine import Engine
 from referee.engine.keeping import SHELL
@@ -34,12 +35,8 @@ def two(engine: Engine) -> Engine:
 
 def statements(engine: Engine, work: Callable[[], object]) -> list[str]:
     """The SQL statements ``work`` runs on the engine's games.db."""
-    ran: list[str] = []
-    engine.store.db.conn.set_trace_callback(ran.append)
-    try:
+    with traced(engine.store) as ran:
         work()
-    finally:
-        engine.store.db.conn.set_trace_callback(None)
     return ran
 
 

@@ -14,6 +14,7 @@ from email.policy import SMTP, EmailPolicy
 
 import pytest
 from conftest import PLAYERS, seat_address
+from test_sql36_batch import traced
 
 import referee.desk
 import referee.mail.parse
@@ -159,12 +160,8 @@ def test_a_move_costs_few_statements_and_looks_for_other_writers_once(engine, pu
     engine.ingest(client_reply(engine, PLAYERS[0], "bid 5", prompt_to(engine, PLAYERS[0])))  # (warm)
     prompt = prompt_to(engine, PLAYERS[1])
     reply = client_reply(engine, PLAYERS[1], "bid 6", prompt)
-    statements: list[str] = []
-    engine.store.db.conn.set_trace_callback(statements.append)
-    try:
+    with traced(engine.store) as statements:
         outcome = engine.ingest(reply)
-    finally:
-        engine.store.db.conn.set_trace_callback(None)
     assert outcome.code == "move"
     assert len(statements) <= MAX_STATEMENTS_A_MOVE, f"{len(statements)}:\n" + "\n".join(statements)
     # Inside the message's transaction (its write lock held) nobody else can commit: one look is enough.
@@ -178,12 +175,8 @@ def test_what_falls_due_in_one_game_is_read_from_that_game_alone(engine):
     """The runner asks after every message what falls due in its game: it
     read every running game's row for it (a third of a pass of 500 games)."""
     games = [engine.new_game("pure-skill", [f"p{g}{n}@example.org" for n in "abc"]) for g in range(6)]
-    statements: list[str] = []
-    engine.store.db.conn.set_trace_callback(statements.append)
-    try:
+    with traced(engine.store) as statements:
         due = engine.next_due(games[2])
-    finally:
-        engine.store.db.conn.set_trace_callback(None)
     assert due and set(due) <= set(engine.next_due())
     reads_of_games = [s for s in statements if re.search(r"from \[games\]", s)]
     assert reads_of_games and all(f"id = {games[2]}" in s for s in reads_of_games), "\n".join(reads_of_games)

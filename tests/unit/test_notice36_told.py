@@ -5,17 +5,14 @@ once a seat (issue 36, item 1: statements).  Counts, not times."""
 from __future__ import annotations
 
 from conftest import PLAYERS, send
+from test_sql36_batch import traced
 
 from referee.store import Notify
 
 
 def _told_statements(engine, clock, last_bid: tuple[str, str]) -> tuple[int, int]:
-    statements: list[str] = []
-    engine.store.db.conn.set_trace_callback(statements.append)
-    try:
+    with traced(engine.store) as statements:
         send(engine, clock, *last_bid)
-    finally:
-        engine.store.db.conn.set_trace_callback(None)
     reads = sum(" from told" in s or " from [told]" in s for s in statements)
     writes = sum(s.startswith("insert into told") for s in statements)
     return reads, writes

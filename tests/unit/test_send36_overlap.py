@@ -13,6 +13,7 @@ from aiosmtpd.controller import Controller
 from conftest import PLAYERS, reply
 from test_runner import deliver, make_runner
 from test_runner import maildir as _maildir
+from test_sql36_batch import traced
 
 from referee.config import Server
 from referee.mail import smtp
@@ -103,10 +104,8 @@ def test_the_mails_sent_in_one_go_are_marked_sent_by_one_statement(config, clock
         engine.new_game("pure-skill", PLAYERS)
     queued = len(engine.store.outbox("queued"))
     assert 1 < queued <= smtp.SEND_BATCH
-    statements: list[str] = []
-    engine.store.db.conn.set_trace_callback(statements.append)
-    drained = asyncio.run(runner.sender.drain())
-    engine.store.db.conn.set_trace_callback(None)
+    with traced(engine.store) as statements:
+        drained = asyncio.run(runner.sender.drain())
     assert drained.sent == queued and not engine.store.outbox("queued")
     marks = [sql for sql in statements if sql.startswith("update outbox set state")]
     assert len(marks) == 1
@@ -122,10 +121,8 @@ def test_a_long_queue_goes_in_batches_each_marked_once(config, clock, maildir, s
     for _ in range(3):
         engine.new_game("pure-skill", PLAYERS)
     queued = len(engine.store.outbox("queued"))
-    statements: list[str] = []
-    engine.store.db.conn.set_trace_callback(statements.append)
-    drained = asyncio.run(runner.sender.drain())
-    engine.store.db.conn.set_trace_callback(None)
+    with traced(engine.store) as statements:
+        drained = asyncio.run(runner.sender.drain())
     assert drained.sent == queued
     marks = [sql for sql in statements if sql.startswith("update outbox set state")]
     assert len(marks) == -(-queued // 4)

@@ -37,14 +37,14 @@ def bid_backlog(config, clock, maildir, games: int = GAMES):
 
 
 @contextmanager
-def traced(engine) -> Iterator[list[str]]:
-    """The SQL statements games.db runs meanwhile, in order."""
+def traced(store) -> Iterator[list[str]]:
+    """The SQL statements ``store``'s games.db runs meanwhile, in order."""
     statements: list[str] = []
-    engine.store.db.conn.set_trace_callback(statements.append)
+    store.db.conn.set_trace_callback(statements.append)
     try:
         yield statements
     finally:
-        engine.store.db.conn.set_trace_callback(None)
+        store.db.conn.set_trace_callback(None)
 
 
 def _moves(engine) -> list[tuple[int, int]]:
@@ -57,7 +57,7 @@ def _filed(maildir) -> int:
 
 def test_a_backlog_commits_once_for_many_messages(config, clock, maildir):
     engine, runner = bid_backlog(config, clock, maildir)
-    with traced(engine) as statements:
+    with traced(engine.store) as statements:
         report = asyncio.run(runner.once())
     assert report.received == GAMES and len(_moves(engine)) == GAMES
     # A message each had its own BEGIN and COMMIT: 12 and more.  Now 1, 2, 4, then the rest (5) share one each.
@@ -72,7 +72,7 @@ def test_a_transaction_ends_once_it_has_held_the_write_lock_long_enough(config, 
     messages it has handled (none may wait: every message its own)."""
     engine, runner = bid_backlog(config, clock, maildir)
     monkeypatch.setattr(referee.runner, "SECONDS_A_COMMIT", -1.0)
-    with traced(engine) as statements:
+    with traced(engine.store) as statements:
         report = asyncio.run(runner.once())
     assert report.received == GAMES and len(_moves(engine)) == GAMES
     assert sum(s == "BEGIN IMMEDIATE" for s in statements) >= GAMES
@@ -131,7 +131,7 @@ def test_a_game_read_again_after_a_move_reads_the_moves_alone(engine, clock):
     engine.store.add_move(
         game_id=1, phase=1, seat=0, move="bid 7", source="mail", message_key="k", received_at=at, recorded_at=at
     )
-    with traced(engine) as statements:
+    with traced(engine.store) as statements:
         table = engine.table(1)
     reads = [s for s in statements if s.startswith("select")]
     assert len(reads) == 1 and "from [moves]" in reads[0], "\n".join(statements)
