@@ -370,8 +370,7 @@ class BluffState:
         return sum(map(len, self.dice)) + len(self.community)
 
     def high(self, track: int) -> Bid | None:
-        bids = self.bids[track]
-        return max(bids, key=lambda b: (b[1], b[2])) if bids else None
+        return _highs(self.bids)[track]
 
     def capacity(self, seat: int) -> int:
         return spaces(self.seats) + (2 if "room" in self.held[seat] else 0)
@@ -850,8 +849,31 @@ def _play_on(state: BluffState, events: list[dict[str, Any]], rng: Rng) -> tuple
         else:
             break
     if events:
-        events[-1]["scores"] = [total(state, s) for s in range(state.seats)]
+        events[-1]["scores"] = _totals(state)
     return state, events
+
+
+def _totals(state: BluffState) -> list[int]:
+    """Every seat's ``total``, as the events say them after every move.
+    The last answer is kept with the museums, tiles held and points it was
+    of, and given again while a state holds those very objects (immutable
+    tuples: a new state shares the fields a move did not change, and most
+    moves change none of these)."""
+    kept = _last_totals[0]
+    if (
+        kept is not None
+        and kept[0] is state.museum
+        and kept[1] is state.held
+        and kept[2] is state.points
+        and kept[3] == state.rulings
+    ):
+        return list(kept[4])
+    totals = tuple(total(state, s) for s in range(state.seats))
+    _last_totals[0] = (state.museum, state.held, state.points, state.rulings, totals)
+    return list(totals)
+
+
+_last_totals: list[tuple[Any, Any, Any, int, tuple[int, ...]] | None] = [None]  # (_totals)
 
 
 # -- bidding ----------------------------------------------------------------------------
@@ -871,7 +893,46 @@ def _caps(state: BluffState, seat: int) -> tuple[int, ...]:
     never win but stops others bidding there, as the text allows any bid;
     any higher bid would do exactly the same.  By the first, the bidder's
     own reach: a bid it could win."""
-    return _caps_of(state.rulings, state.rolled(), state.museum, state.held)[seat]
+    kept = _last_caps[0]
+    if (
+        kept is not None
+        and kept[0] is state.museum
+        and kept[1] is state.held
+        and kept[2] is state.dice
+        and kept[3] is state.community
+        and kept[4] == state.rulings
+    ):
+        return kept[5][seat]
+    caps = _caps_of(state.rulings, state.rolled(), state.museum, state.held)
+    _last_caps[0] = (state.museum, state.held, state.dice, state.community, state.rulings, caps)
+    return caps[seat]
+
+
+# The last caps, with the very objects they were of (a round's states share
+# them, so this is the answer all through its bidding without hashing the
+# museums; holding them keeps their ids from being reused).
+_last_caps: list[tuple[Any, Any, Any, Any, int, tuple[tuple[int, ...], ...]] | None] = [None]
+
+
+def _highs(bids: tuple[tuple[Bid, ...], ...]) -> tuple[Bid | None, ...]:
+    """Each track's high bid (``BluffState.high``): the highest, the later
+    of two equal (a tie ranks above the bid it tied: F12).  The last answer
+    is kept with the bids it was of, and given again while asked of that
+    very tuple: every seat's every test of a bidding turn asks it, of the
+    same state's bids."""
+    kept = _last_highs[0]
+    if kept is not None and kept[0] is bids:
+        return kept[1]
+    highs = tuple(max(on_track, key=_rank) if on_track else None for on_track in bids)
+    _last_highs[0] = (bids, highs)
+    return highs
+
+
+def _rank(bid: Bid) -> tuple[int, int]:
+    return bid[1], bid[2]
+
+
+_last_highs: list[tuple[tuple[tuple[Bid, ...], ...], tuple[Bid | None, ...]] | None] = [None]  # (_highs)
 
 
 # Every bid, move and pass of a round's bidding asks for the caps, and they
@@ -1068,10 +1129,21 @@ def _next_bidder(state: BluffState, after: int, include: bool) -> tuple[BluffSta
 # -- resolution ---------------------------------------------------------------------------
 
 
-def _value(state: BluffState, seat: int, track: int) -> int:
+def _value(state: BluffState, seat: int, track: int, shown: int | None = None) -> int:
     """What a bid of ``seat`` on ``track`` is measured against: every die
-    shown (see ``_limit``)."""
-    return _limit(state, seat, track, [face for dice in (*state.dice, state.community) for face in dice])
+    shown (see ``_limit``); ``shown``, those dice that count there
+    (``_dice_on``), if counted already."""
+    if shown is None:
+        shown = _dice_on(state, track)
+    return shown + _virtual(state, seat, track)
+
+
+def _dice_on(state: BluffState, track: int) -> int:
+    """The dice rolled this round that count on ``track``: those of its
+    colour, and purple (wild) (``_limit`` of every die, without a seat's
+    virtual dice)."""
+    colour = TRACKS[track]
+    return sum(d.count(PURPLE) + (d.count(colour) if colour != PURPLE else 0) for d in (*state.dice, state.community))
 
 
 def _limit(state: BluffState, seat: int, track: int, faces: list[str]) -> int:
@@ -1081,25 +1153,28 @@ def _limit(state: BluffState, seat: int, track: int, faces: list[str]) -> int:
     return faces.count(PURPLE) + (faces.count(colour) if colour != PURPLE else 0) + _virtual(state, seat, track)
 
 
-def _winner(state: BluffState, track: int) -> Bid | None:
+def _winner(state: BluffState, track: int, shown: int | None = None) -> Bid | None:
     """The highest bid not over its bidder's value; a later tie ranks above
-    the bid it tied (F12)."""
+    the bid it tied (F12).  ``shown``: as ``_value``'s."""
+    if shown is None:
+        shown = _dice_on(state, track)
     for bid in sorted(state.bids[track], key=lambda b: (b[1], b[2]), reverse=True):
-        if bid[1] <= _value(state, bid[0], track):
+        if bid[1] <= _value(state, bid[0], track, shown):
             return bid
     return None
 
 
-def _oneshot_changes(state: BluffState, track: int) -> int | None:
-    """The seat whose one-shot tile would win this auction for it (F10), if any."""
+def _oneshot_changes(state: BluffState, track: int, shown: int) -> int | None:
+    """The seat whose one-shot tile would win this auction for it (F10), if
+    any.  ``shown``: as ``_value``'s."""
     holders = [s for s in range(state.seats) if "oneshot" in state.held[s]]
     if not holders or state.used_oneshot is not None:
         return None
     (holder,) = holders
     if not any(b[0] == holder for b in state.bids[track]):
         return None
-    without = _winner(state, track)
-    with_it = _winner(replace(state, used_oneshot=holder), track)
+    without = _winner(state, track, shown)
+    with_it = _winner(replace(state, used_oneshot=holder), track, shown)
     return holder if with_it and with_it[0] == holder and (without is None or without[0] != holder) else None
 
 
@@ -1110,7 +1185,8 @@ def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, 
     track = state.track
     colour = TRACKS[track]
     events = []
-    if colour not in state.shown:
+    shown = state.shown  # (the state changes once, below: nothing read before reads it)
+    if colour not in shown:
         events.append(
             {
                 "type": "dice",
@@ -1119,12 +1195,13 @@ def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, 
                 "community": state.community.count(colour),
             }
         )
-        state = replace(state, shown=state.shown | {colour})
+        shown = shown | {colour}
+    dice = _dice_on(state, track)
     if not asked:
-        holder = _oneshot_changes(state, track)
+        holder = _oneshot_changes(state, track, dice)
         if holder is not None:
-            return replace(state, stage=Stage.ONESHOT, turn=holder), events, True
-    bid = _winner(state, track)
+            return replace(state, shown=shown, stage=Stage.ONESHOT, turn=holder), events, True
+    bid = _winner(state, track, dice)
     tile = state.on_offer(track)
     offer = list(state.offer)
     offer[track] = None
@@ -1135,7 +1212,7 @@ def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, 
         "winner": bid[0] if bid else None,
         "value": bid[1] if bid else None,
         "bids": len(state.bids[track]),
-        "worth": {str(b[0]): _value(state, b[0], track) for b in state.bids[track]},
+        "worth": {str(b[0]): _value(state, b[0], track, dice) for b in state.bids[track]},
         "dice": [d.count(colour) for d in state.dice],
         "community": state.community.count(colour),
     }
@@ -1147,6 +1224,7 @@ def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, 
         gone = (*gone, "oneshot")
     state = replace(
         state,
+        shown=shown,
         offer=tuple(offer),
         won=won,
         gone=gone,
@@ -1460,31 +1538,37 @@ def _split_points(tiles: tuple[Tile, ...], rulings: int) -> int:
     the first rulings, when no group is larger than two (any two tiles make
     one), the tiles in pairs.  (A museum holds artifacts and Wild Attribute
     alone, each with an attribute or more.)"""
-    with_attribute = [0] * len(_ATTRIBUTE_BITS)  # per attribute, the tiles that have it (a bit each)
-    for place, tile in enumerate(tiles):
-        for attribute in _attribute_places(tile):
-            with_attribute[attribute] |= 1 << place
-    groups = {group for group in with_attribute if group}
-    best: dict[int, int] = {0: 0}  # the tiles left (a bit each) -> the points of their best split
-
-    def split(left: int) -> int:
-        if left not in best:
-            count = left.bit_count()
-            paired = 3 * (count // 2) + count % 2 if rulings < 2 else 0
-            grouped = (
-                set_points((group & left).bit_count()) + split(left & ~group) for group in groups if group & left
-            )
-            best[left] = max((paired, *grouped))
-        return best[left]
-
-    return split((1 << len(tiles)) - 1)
+    left = 0
+    for tile in tiles:
+        left |= _TILE_BIT[tile]
+    return _best_of(left, rulings)
 
 
-@functools.cache  # (a tile's attributes never change, and there are few tiles)
-def _attribute_places(tile: Tile) -> tuple[int, ...]:
-    """The places in _ATTRIBUTE_BITS of a tile's attributes (of all of them, for Wild Attribute)."""
-    bits = _attributes(tile)
-    return tuple(place for place in range(len(_ATTRIBUTE_BITS)) if bits >> place & 1)
+_ALL_TILES: tuple[Tile, ...] = (*((c, e, t) for c in COLOURS for e in ERAS for t in TYPES), *STAGE_OF)
+# Every tile a bit of its own, the same in every museum, so that what is left
+# of a museum once some groups are taken is the same number as the museum
+# that holds just those tiles: a museum's best split is then mostly the best
+# splits of museums scored before (the same seat's, before its last tile).
+_TILE_BIT: dict[Tile, int] = {tile: 1 << place for place, tile in enumerate(_ALL_TILES)}
+# Per attribute, the tiles that have it (Wild Attribute has every one).
+_WITH_ATTRIBUTE = tuple(
+    sum(bit for tile, bit in _TILE_BIT.items() if _attributes(tile) >> place & 1)
+    for place in range(len(_ATTRIBUTE_BITS))
+)
+
+
+@functools.lru_cache(maxsize=1 << 16)  # (a function of the tiles left alone: see _TILE_BIT)
+def _best_of(left: int, rulings: int) -> int:
+    """The points of the best split of the tiles ``left`` (_split_points)."""
+    if not left:
+        return 0
+    count = left.bit_count()
+    best = 3 * (count // 2) + count % 2 if rulings < 2 else 0
+    for group in _WITH_ATTRIBUTE:
+        shared = group & left
+        if shared:
+            best = max(best, set_points(shared.bit_count()) + _best_of(left ^ shared, rulings))
+    return best
 
 
 def _stars(museum: tuple[Tile, ...]) -> int:
