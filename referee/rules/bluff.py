@@ -764,7 +764,22 @@ def _exhibit_dice(state: BluffState, seat: int) -> int:
 
 
 def _tools(state: BluffState, seat: int) -> int:
-    return _tool_count(state.museum[seat])
+    return _tool_counts(state.museum)[seat]
+
+
+def _tool_counts(museums: tuple[tuple[Tile, ...], ...]) -> tuple[int, ...]:
+    """Each seat's Tools.  The last answer is kept with the museums it was
+    of, and given again while asked of that very tuple (every phase of a
+    round asks, of museums no move of the round changes)."""
+    kept = _last_tools[0]
+    if kept is not None and kept[0] is museums:
+        return kept[1]
+    counts = tuple(map(_tool_count, museums))
+    _last_tools[0] = (museums, counts)
+    return counts
+
+
+_last_tools: list[tuple[tuple[tuple[Tile, ...], ...], tuple[int, ...]] | None] = [None]  # (_tool_counts)
 
 
 @functools.lru_cache(maxsize=4096)  # (a function of the tiles alone; every phase of a round asks it)
@@ -983,7 +998,11 @@ def _lowest_bid(state: BluffState, seat: int, track: int, moving: Bid | None = N
     """The lowest value ``seat`` may bid on ``track`` and whether it ties;
     None when it may not bid there (its own high bid: "you cannot directly
     overbid yourself")."""
-    high = state.high(track)
+    return _lowest_over(state, seat, state.high(track), moving)
+
+
+def _lowest_over(state: BluffState, seat: int, high: Bid | None, moving: Bid | None) -> tuple[int, bool] | None:
+    """``_lowest_bid`` on a track whose high bid is ``high``."""
     if high is None:
         return 1, False
     if high[0] == seat:
@@ -998,9 +1017,9 @@ def _overbid(state: BluffState, seat: int) -> list[int]:
     """Tracks where ``seat`` has a token that another bid has overbid: the
     tokens it may move ("high bids ... cannot be moved")."""
     tracks = []
-    for track, bids in enumerate(state.bids):
+    for track, (bids, high) in enumerate(zip(state.bids, _highs(state.bids), strict=True)):
         own = [b for b in bids if b[0] == seat]
-        if own and own != [state.high(track)]:  # (at most one is the high bid)
+        if own and own != [high]:  # (at most one is the high bid)
             tracks.append(track)
     return tracks
 
@@ -1037,12 +1056,14 @@ def _can_bid(state: BluffState, seat: int) -> bool:
     tests without making the move: every bidding turn asks it of a seat or
     more (``_next_bidder``)."""
     caps = _caps(state, seat)
-    return any(
-        (lowest := _lowest_bid(state, seat, track, source[1] if source is not None else None)) is not None
-        and lowest[0] <= caps[track]
-        for source in _sources(state, seat)
-        for track in range(6)
-    )
+    highs = _highs(state.bids)
+    for source in _sources(state, seat):
+        moving = source[1] if source is not None else None
+        for track, high in enumerate(highs):
+            lowest = _lowest_over(state, seat, high, moving)
+            if lowest is not None and lowest[0] <= caps[track]:
+                return True
+    return False
 
 
 def _sources(state: BluffState, seat: int) -> Iterator[tuple[int, Bid] | None]:
@@ -1083,7 +1104,7 @@ def _bid(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list[dic
         state = replace(state, turns=state.turns + 1, passes=state.passes + 1)
         event = {"type": "pass", "seat": seat, "forced": False}
     else:
-        bids = [list(b) for b in state.bids]
+        bids = list(state.bids)  # (a track's bids that do not change stay the same tuple)
         tokens = list(state.tokens)
         if move[0] == "bid":
             track, value = move[1], move[2]
@@ -1091,16 +1112,17 @@ def _bid(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list[dic
             event = {"type": "bid", "seat": seat, "track": TRACKS[track], "value": value}
         else:
             source, token, track, value = move[1:]
-            bids[source].remove(_token(state, seat, source, token))
+            moved = _token(state, seat, source, token)
+            bids[source] = tuple(b for b in bids[source] if b != moved)  # (a token is one of a kind: its order)
             event = {"type": "move", "seat": seat, "from": TRACKS[source], "track": TRACKS[track], "value": value}
             if state.rulings >= 2:  # F20: which token moved is public (it was on the board)
                 event["token"] = token
         tied = (high := state.high(track)) is not None and value == high[1]
-        bids[track].append((seat, value, state.placed + 1, tied))
+        bids[track] = (*bids[track], (seat, value, state.placed + 1, tied))
         event["tied"] = tied
         state = replace(
             state,
-            bids=tuple(tuple(b) for b in bids),
+            bids=tuple(bids),
             tokens=tuple(tokens),
             placed=state.placed + 1,
             passes=0,
@@ -1332,9 +1354,12 @@ def _only_place(state: BluffState, seat: int, tile: Tile) -> bool:
 
 def _has_set(pool: tuple[Tile, ...]) -> bool:
     """Whether ``_sets(pool)`` finds any: three tiles or more that share an
-    attribute (there is one Wild Attribute, so three include an artifact)."""
-    bits = [_attributes(t) for t in pool]
-    return any(sum(1 for b in bits if b >> bit & 1) >= 3 for bit in range(len(_ATTRIBUTE_BITS)))
+    attribute (there is one Wild Attribute, so three include an artifact).
+    (Every tile is one of a kind: a tile's bit (_TILE_BIT) counts it once.)"""
+    tiles = 0
+    for tile in pool:
+        tiles |= _TILE_BIT[tile]
+    return any((tiles & group).bit_count() >= 3 for group in _WITH_ATTRIBUTE)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1584,9 +1609,14 @@ def _four(state: BluffState, seat: int) -> int:
 
 def _words(text: str) -> list[str]:
     """A move's words, lower case, without fillers; "re-roll" is "reroll", "three" is "3"."""
+    return list(_words_of(text))
+
+
+@functools.lru_cache(maxsize=4096)  # (a replay reads every move again: most say the same few things)
+def _words_of(text: str) -> tuple[str, ...]:
     words = _WORD.findall(text.lower())
     joined = " ".join(words).replace("re roll", "reroll")
-    return [str(_NUMBERS.get(w, w)) for w in joined.split() if w not in _FILLER]
+    return tuple(str(_NUMBERS.get(w, w)) for w in joined.split() if w not in _FILLER)
 
 
 def _read_reroll(words: list[str], dice: int) -> Move | None:
