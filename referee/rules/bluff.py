@@ -167,6 +167,7 @@ def phases_html(rounds: list[dict[str, Any]], names: list[str], players: list[di
     a game (issue 36); tests/unit/test_words36_render.py holds it to that
     loop."""
     rows, group = [], ""
+    names_html, players_html = _names_html(names, players)
     for round_ in rounds:
         part = round_["label"].split(" ", 2)
         if part[1] != group:
@@ -181,7 +182,7 @@ def phases_html(rounds: list[dict[str, Any]], names: list[str], players: list[di
             stage = _html(stage.replace("bidding, ", ""))
         rows.append(
             f'<tr id="phase-{_html(round_["number"])}"><td class="nowrap">{stage}</td>\n'
-            f'<td class="wrap who">{phase_html(round_["events"], names, players)}</td></tr>\n'
+            f'<td class="wrap who">{_phase_html(round_["events"], names_html, players_html)}</td></tr>\n'
         )
     return "".join(rows)
 
@@ -195,6 +196,17 @@ def phase_html(events: list[dict[str, Any]], names: list[str], players: list[dic
     Jinja would escape it.  A Python function, not macros per event: the
     table made a third of a full render of finished games (issue 36); a
     test compares it with those macros over whole games."""
+    return _phase_html(events, *_names_html(names, players))
+
+
+def _names_html(names: list[str], players: list[dict[str, Any]]) -> tuple[list[str], list[tuple[str, int]]]:
+    """The names by seat, and the players' names and seats, escaped (once
+    for a whole table: every auction names every player)."""
+    return [_html(name) for name in names], [(_html(p["name"]), p["seat"]) for p in players]
+
+
+def _phase_html(events: list[dict[str, Any]], names: list[str], players: list[tuple[str, int]]) -> str:
+    """``phase_html``, of the names ``_names_html`` escaped."""
     shown = [e for e in events if e["type"] != "dice"]
     cell = []
     for i, event in enumerate(shown):
@@ -204,30 +216,28 @@ def phase_html(events: list[dict[str, Any]], names: list[str], players: list[dic
     return "".join(cell)
 
 
-def _event_html(e: dict[str, Any], names: list[str], players: list[dict[str, Any]]) -> str:
+def _event_html(e: dict[str, Any], names: list[str], players: list[tuple[str, int]]) -> str:
+    """An event's words in a phase's row, of the names ``_names_html`` escaped."""
     kind = e["type"]
     if kind == "rerolled":
         return ", ".join(
-            f"{_html(names[int(seat)])} " + (f"rerolls {n}" if n else "keeps their dice")
-            for seat, n in e["counts"].items()
+            f"{names[int(seat)]} " + (f"rerolls {n}" if n else "keeps their dice") for seat, n in e["counts"].items()
         )
     if kind in _MOVE_EVENTS:
-        return f"{_html(names[e['seat']])} {_did_html(e)}"
+        return f"{names[e['seat']]} {_did_html(e)}"
     if kind == "auction":
-        dice = ", ".join(f"{_html(p['name'])} {_html(e['dice'][p['seat']])}" for p in players)
+        dice = ", ".join(f"{name} {_html(e['dice'][seat])}" for name, seat in players)
         community = f", community {_html(e['community'])}" if e["community"] else ""
         if e["winner"] is not None:
-            outcome = (
-                f'<span class="win">{_html(names[e["winner"]])} wins {_html(e["tile"])} with {_html(e["value"])}</span>'
-            )
+            outcome = f'<span class="win">{names[e["winner"]]} wins {_html(e["tile"])} with {_html(e["value"])}</span>'
         elif e["bids"]:
-            worth = ", ".join(f"{_html(names[int(seat)])} could bid {_html(v)}" for seat, v in e["worth"].items())
+            worth = ", ".join(f"{names[int(seat)]} could bid {_html(v)}" for seat, v in e["worth"].items())
             outcome = f"every bid over ({worth}): {_html(e['tile'])} leaves"
         else:
             outcome = f"no bids: {_html(e['tile'])} leaves"
         return f"<br>{_html(e['track'])} (dice: {dice}{community}): {outcome}"
     if kind == "round":
-        return f"<br>round {_html(e['round'])}: {_html(names[e['start']])} starts"
+        return f"<br>round {_html(e['round'])}: {names[e['start']]} starts"
     if kind == "over":
         return "<br>game over"
     return ""  # (a type named nowhere here shows nothing)
