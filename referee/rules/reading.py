@@ -329,6 +329,11 @@ _CORRECTION_LEADS = sorted(
     key=len,
     reverse=True,
 )
+# The leads above by their first word, each word's in the order above (the longest first): a line is
+# checked only against the leads its word at hand opens (a look-up, not a slice for each of them).
+_CORRECTION_LEADS_BY_WORD: dict[str, list[tuple[str, ...]]] = {}
+for _lead in _CORRECTION_LEADS:
+    _CORRECTION_LEADS_BY_WORD.setdefault(_lead[0], []).append(_lead)
 _BARE_NO = {("no",), ("nope",)}  # a lead only before a comma, "!" or dash: "No, bid 6", but "no coins" is a move
 _CHANGE_MY = ("change", "my")  # "change my bid to 6", "change my move to bid 6"
 _CORRECTION_TAILS = {"sorry", "oops"}  # "Actually, make that bid 9. Sorry!"
@@ -429,7 +434,8 @@ def _past_correction_lead(tokens: list[str], low: list[str], at: int) -> int:
     to") at ``at``, when something follows it; else ``at``."""
     if tuple(low[at : at + 2]) == _CHANGE_MY and at + 3 < len(low) and low[at + 3] == "to":
         return at + 4 if at + 4 < len(low) else at
-    for lead in _CORRECTION_LEADS:
+    opened = _CORRECTION_LEADS_BY_WORD.get(low[at], ()) if at < len(low) else ()
+    for lead in opened:
         after = at + len(lead)
         if tuple(low[at:after]) == lead and after < len(low):
             if lead in _BARE_NO and tokens[at][-1:] not in (",", "!", ".") and low[after] not in ("-", ":"):
@@ -498,8 +504,24 @@ def bare_move(text: str, verb: str) -> bool:
     return set(re.findall(r"[a-z]+", clean(text).lower())) <= AROUND_A_BARE_MOVE | {verb}
 
 
+_KEPT_CLEAN = 256  # characters: the longest line whose clean() is kept (a move's line is far shorter)
+
+
 def clean(text: str) -> str:
     """The line as the games read it (see the module's docstring)."""
+    return _kept_clean(text) if len(text) <= _KEPT_CLEAN else _clean(text)
+
+
+# A mail's lines are read several times over (a correction, the grammar, each
+# reading of a move), and the same few moves come back in every game: clean()
+# is a pure function of its string, so a kept answer cannot go stale.  Only
+# short lines are kept, so that a flood of long ones cannot fill memory.
+@functools.lru_cache(maxsize=4096)
+def _kept_clean(text: str) -> str:
+    return _clean(text)
+
+
+def _clean(text: str) -> str:
     text = unicodedata.normalize("NFKC", _PRESENTATION.sub("", text).replace(_KEYCAP_TEN, "10"))
     text = "".join(c for c in text if unicodedata.category(c) != "Cf")  # zero-width, BOM, bidi marks
     text = _STRUCK.sub(" ", " ".join(text.translate(_PLAIN).split()))
