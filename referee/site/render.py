@@ -208,7 +208,7 @@ class Site:
             row = self.records.store.game(id_)
             assert row is not None  # (a game is never deleted)
             summary = self._summary(row, paused.get(id_), watched.get(id_, 0))
-            calendar_names = self._calendar_names(id_)
+            calendar_names = self._calendar_names(id_, row["state"] != GameState.OPEN)
             own = _digest(sorted(calendar_names.values()))
             before = known.get(str(id_))
             state[str(id_)] = {
@@ -266,8 +266,11 @@ class Site:
         resolved = len(table.replay.steps)
         pages = (resolved - 1) // self.block if resolved > self.block else 0  # full blocks not on the page
         shown = pages * self.block  # the game's page shows the phases after these
-        key = self._history_key(table)
+        part = referee.record.PART_PHASES  # (read here, not imported: a test makes parts small)
+        full_parts = resolved // part if resolved > part else 0  # (no parts: the record is whole)
         kept = before.get("history", {}) if before is not None else {}
+        # (a short game has neither history pages nor parts, so no key of them: it is not worked out)
+        key = self._history_key(table) if kept or pages or full_parts else None
         if kept.get("key") != key:  # what they show besides their phases changed: all are written again
             kept = {}
         history_written = kept.get("pages", 0)  # history pages as they should be on the site
@@ -276,7 +279,6 @@ class Site:
             entries_from = _feed_start(table.phases[:resolved], self.window, crowded) + 1
         else:  # the newest: the older ones are kept as the last render made them
             entries_from = _window_start(table.phases[:resolved], self.window) + 1
-        part = referee.record.PART_PHASES  # (read here, not imported: a test makes parts small)
         # the first phase of the first part to write: the last part, or the first not written yet
         parts_from = 1 if resolved <= part else min(parts_written, (resolved - 1) // part) * part + 1
         since = min(
@@ -314,7 +316,6 @@ class Site:
         written = before.get("texts") if before is not None else None
         rendered["texts"] = {}
         self._write_record(game_id, context["record"], since, parts_from, report, written, rendered["texts"])
-        full_parts = resolved // part if resolved > part else 0  # (no parts: the record is whole)
         if pages or full_parts:  # (only a long game's: the state file is written whole, and kept small)
             rendered["history"] = {"key": key, "pages": pages, "parts": full_parts}
         own = [entry for entry in context["entries"] if entry["feeds"] != "site"][: self.window]
@@ -467,10 +468,11 @@ class Site:
         """The names of a game's seats' own calendars (tables.own_calendar)."""
         return list(self._calendar_names(game_id).values())
 
-    def _calendar_names(self, game_id: int) -> dict[int, str]:
+    def _calendar_names(self, game_id: int, started: bool = False) -> dict[int, str]:
         """A game's seats' own calendars' names (tables.own_calendar), by
-        seat: of the seats a person plays."""
-        seats = self.records.store.seats(game_id)
+        seat: of the seats a person plays.  A ``started`` game's seats are
+        its table's (read for its pages anyway: no query of its own)."""
+        seats = self.records.tables.table(game_id).seats if started else self.records.store.seats(game_id)
         return {seat["seat"]: path for seat in seats if (path := own_calendar(self.records.key, seat))}
 
     def _take_down(self, calendars: set[str], report: Report) -> None:
