@@ -293,7 +293,7 @@ class ImapSource:
             # Plain IMAP4 with an ssl_context is implicit TLS; IMAP4_SSL would
             # drop conn_lost_cb, which reconnecting depends on.
             implicit_tls = self.ssl_context if server.security == "tls" else None
-            client = aioimaplib.IMAP4(
+            client = _Client(
                 server.host,
                 server.port,
                 timeout=self.timeout,
@@ -437,6 +437,82 @@ class ImapSource:
     def _last_uid(self) -> int:
         seen = self.store.mailbox(self.name)
         return seen["last_uid"] if seen and seen["uidvalidity"] == self.uidvalidity else 0
+
+
+# aioimaplib's own logger, whose debug messages hold every byte the server sent
+_LIBRARY_LOG = logging.getLogger("aioimaplib.aioimaplib")
+
+
+class _Protocol(aioimaplib.IMAP4ClientProtocol):
+    """aioimaplib's protocol, without two costs that grow with the mail read
+    (a fifth of reading a move's mail, issue 36): it made a debug message of
+    every chunk the server sent, logged or not (``'%s' % data``: 10 ns a
+    byte); and a FETCH's wait_data looked through every line of its answer
+    so far, at each line (_Fetch).  What it reads is the same."""
+
+    incomplete_line: bytes  # (aioimaplib's: a line cut short at the end of the data, to finish)
+    current_command: aioimaplib.Command | None  # (aioimaplib's: the command whose data is still coming)
+
+    def data_received(self, d: bytes) -> None:
+        _LIBRARY_LOG.debug("Received : %s", d)  # (made into text only when it is logged)
+        try:
+            self._handle_responses(self.incomplete_line + d, self._handle_line, self.current_command)
+            self.incomplete_line = b""
+            self.current_command = None
+        except aioimaplib.IncompleteRead as incomplete_read:
+            self.current_command = incomplete_read.cmd
+            self.incomplete_line = incomplete_read.data
+
+    async def fetch(
+        self, message_set: str, message_parts: str, by_uid: bool = False, timeout: float | None = None
+    ) -> aioimaplib.Response:
+        fetch = _Fetch(
+            self.new_tag(), message_set, message_parts, prefix="UID" if by_uid else "", loop=self.loop, timeout=timeout
+        )
+        return await self.execute(fetch)
+
+
+class _Fetch(aioimaplib.FetchCommand):
+    """aioimaplib's FETCH, whose wait_data goes on from where it last looked.
+
+    Whether a message's data is still coming: its parentheses are not all
+    closed yet, counted in the text lines from its ``N FETCH (`` line on.
+    aioimaplib joins and counts those lines again at every line received,
+    from the answer's first: a batch of 200 messages cost as much as the
+    rest of reading them.  The lines only grow, so the counts are kept."""
+
+    def __init__(self, *args: str, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self._looked = 0  # the answer's lines counted already
+        self._open = 0  # parentheses opened in the text lines from the last FETCH line on, less those closed
+
+    def wait_data(self) -> bool:
+        lines = self._resp_lines
+        for line in lines[self._looked :]:
+            if isinstance(line, bytes):
+                if self.FETCH_MESSAGE_DATA_RE.match(line):
+                    self._open = 0
+                self._open += line.count(b"(") - line.count(b")")
+        self._looked = len(lines)
+        return self._open != 0
+
+
+class _Client(aioimaplib.IMAP4):
+    """aioimaplib's client, on _Protocol."""
+
+    def create_client(
+        self,
+        host: str,
+        port: int,
+        loop: asyncio.AbstractEventLoop | None,
+        conn_lost_cb: Callable[[Exception | None], None] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        local_loop = loop if loop is not None else asyncio.get_running_loop()
+        self.protocol = _Protocol(local_loop, conn_lost_cb)
+        self._client_task = local_loop.create_task(
+            local_loop.create_connection(lambda: self.protocol, host, port, ssl=ssl_context)
+        )
 
 
 def _reason(error: BaseException) -> str:
