@@ -1,7 +1,9 @@
 """Benchmark: how long `referee render` takes, and what a move costs the site.
 
 1. Per kind, the CPU of a forced full render (`referee render --force`) of N
-   finished games (issue 36: every kind under 2 s of CPU for 200).  Pure
+   finished games (issue 36: every kind under 2 s of CPU for 200), its
+   templates read compiled, as the command line keeps them beside games.db
+   (compiling them all costs about 0.2 s, once).  Pure
    Skill is played by players who never answer (every bid random at its
    deadline), the other kinds by 4 bots.  The games.db built for each kind
    is kept in --cache (building them takes minutes), keyed by kind and N.
@@ -80,6 +82,16 @@ def built(kind: str, games: int, cache: Path) -> Path:
     return database
 
 
+def compiled(engine: Engine, templates: Path) -> None:
+    """The site's templates compiled into ``templates``, as the command line
+    keeps them beside games.db (Config.caching_templates): ``referee render
+    --force`` reads them compiled from its second run on."""
+    with tempfile.TemporaryDirectory() as folder:
+        site = Site(engine, Path(folder), cache=templates)
+        for name in site.env.list_templates(filter_func=lambda name: name.endswith(".j2") and "mail/" not in name):
+            site.env.get_template(name)  # (the mail's templates are another environment's)
+
+
 def full_renders(kinds: list[str], games: int, cache: Path) -> None:
     print(f"forced full render of {games} finished games (CPU / wall):")
     for kind in kinds:
@@ -87,8 +99,9 @@ def full_renders(kinds: list[str], games: int, cache: Path) -> None:
         engine = engine_on(database, Clock())
         phases = engine.store.db.execute("select count(*) from phases").fetchone()[0] / games
         with tempfile.TemporaryDirectory() as folder:
+            compiled(engine, cache / "templates")
             cpu, wall = time.process_time(), time.perf_counter()
-            report = Site(engine, Path(folder) / "site").render(force=True)
+            report = Site(engine, Path(folder) / "site", cache=cache / "templates").render(force=True)
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         print(
             f"  {kind:10} {cpu:6.2f} s / {wall:6.2f} s  ({report.games_rendered} games of {phases:.0f} phases, "
