@@ -27,7 +27,7 @@ and the ratio raw time / referee time, where raw time = N_in /
 fetch rate + N_out / send rate; each repetition's, and the median of three,
 with the load average.  The SQL statements are counted in the first run
 alone (SQLite's trace callback writes out every statement with its values,
-which costs about a tenth of the pass's CPU), and the medians are of the
+which cost a quarter of the pass's CPU on main at issue 36), and the medians are of the
 runs after it (of the one run, with ``--runs 1``; ``--no-count``: none counts).
 
 Then, with 10 and with 1,000 running games: ``serve`` running, a player's
@@ -547,7 +547,7 @@ def main() -> None:
         ),
         flush=True,
     )
-    # The first run counts SQL statements (a trace callback, which costs about a tenth of the CPU:
+    # The first run counts SQL statements (a trace callback, which cost a quarter of the CPU at issue 36:
     # SQLite writes out every statement with its values for it); the others are timed as they are.
     counting = [not args.no_count and run == 0 for run in range(args.runs)]
     results = [
