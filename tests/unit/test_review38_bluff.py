@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 
 from referee.record import random_move_rng, resolve_rng, setup_rng
 from referee.rules import MoveError, bluff
-from referee.rules.bluff import BluffAuction, standing
+from referee.rules.bluff import BluffAuction, standing, total
 
 GAME = BluffAuction()
 # (seats, rulings, exhibit dice) of the games played side by side
@@ -88,3 +89,25 @@ def test_a_game_played_between_other_games_steps_is_the_game_played_alone():
     for play, seen in zip(plays, alone, strict=True):
         assert play.seen == seen
     assert sum(len(seen) for seen in alone) > 2000
+
+
+def test_the_scores_of_a_move_are_those_of_its_games_rulings_when_another_shares_its_museums():
+    """A game by the first rulings made of a game's states by the second
+    (as a record from before the option is read) shares their museums,
+    tiles held and points: the scores after each move are still its own."""
+    play = Play(99, 3, 2, 1)
+    said: dict[int, list[list[int]]] = {1: [], 2: []}
+    while (phase := GAME.phase(play.state)) is not None:
+        play.number += 1
+        moves = {
+            seat: GAME.random_move(play.state, seat, random_move_rng(play.seed, play.number, seat))
+            for seat in phase.movers
+        }
+        twins = [play.state, replace(play.state, rulings=1)]  # (the same museums, tiles held and points)
+        for state in twins * 2:
+            after, events = GAME.resolve(state, moves, resolve_rng(play.seed, play.number))
+            if events and "scores" in events[-1]:
+                assert events[-1]["scores"] == [total(after, seat) for seat in range(3)], state.rulings
+                said[state.rulings].append(events[-1]["scores"])
+        play.state = GAME.resolve(play.state, moves, resolve_rng(play.seed, play.number))[0]
+    assert len(said[1]) > 100 and said[1] != said[2]  # (the rulings score some museums apart)
