@@ -466,6 +466,8 @@ class Runner:
                 if feed:
                     feed.added()
                     await asyncio.sleep(0)  # the drain's turn: it marks what was sent, hands what was queued on
+                    while feed.ahead(store.mails_queued - self._queued_before):
+                        await feed.progressed()
             for unread in read.unreadable:
                 self.engine.set_aside(f"unread:{source.name}:{unread.ref}", unread.received_at, "could not be read")
         except BaseException as error:

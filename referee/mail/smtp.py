@@ -96,9 +96,29 @@ class Feed:
 
     more: asyncio.Event = field(default_factory=asyncio.Event)
     closed: bool = False
+    given: int = 0  # mails the drain handed to the wire
+    sending: bool = False  # the wire has mails in hand (as the drain last looked)
+    progress: asyncio.Event = field(default_factory=asyncio.Event)  # the drain looked again
 
     def added(self) -> None:
         self.more.set()
+
+    def ahead(self, queued: int) -> bool:
+        """Whether the reading is a whole batch ahead of the sending, with
+        ``queued`` mails queued since it began: the wire has a batch in
+        hand and another waits.  The runner then waits (``progressed``) for
+        the wire, so that sending keeps pace with reading: a mail server
+        that delivers each mail as it takes it shares the machine with the
+        referee, and mail held back until the reading ends goes out later."""
+        return self.sending and queued - self.given >= SEND_BATCH
+
+    async def progressed(self) -> None:
+        self.progress.clear()
+        await self.progress.wait()
+
+    def looked(self, sending: bool) -> None:
+        self.sending = sending
+        self.progress.set()
 
     def close(self) -> None:
         self.closed = True
@@ -339,8 +359,12 @@ class SmtpSender:
                         wire = wire or _Wire(self, wake)  # (it connects as it is given its first mail)
                         wire.give(due)
                         last = due[-1]["id"]
+                        if feed:
+                            feed.given += len(due)
                     elif not (due or reading):
                         return report
+                if feed:
+                    feed.looked(sending=wire is not None and wire.in_hand > 0)
                 await wake.wait()
         except asyncio.CancelledError:  # stopping: the mail in hand may finish, no polite QUIT
             if wire is not None:
@@ -351,6 +375,8 @@ class SmtpSender:
                         self._settle(wire, report)
             raise
         finally:
+            if feed:
+                feed.looked(sending=False)  # (a reading that waits on the wire goes on)
             if wire is not None:
                 await wire.close(polite=not wire.halted)
 
