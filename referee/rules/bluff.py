@@ -470,13 +470,13 @@ class BluffAuction(Game[BluffState, Move]):
     # -- what is asked now ------------------------------------------------------
 
     def phase(self, state: BluffState) -> Phase | None:
+        if state.stage == Stage.BIDDING:  # (most phases)
+            return _bidding_phase(state.round, state.turns, state.mover)
         r = state.round
         movers = _movers(state)
         if state.stage == Stage.TOOLS:
             label = f"Round {r} tools" + (f" {state.tool_step}" if state.tool_step > 1 else "")
             return Phase(label, movers, sealed=True, timer="decision")
-        if state.stage == Stage.BIDDING:
-            return Phase(f"Round {r} bidding, turn {state.turns + 1}", movers, sealed=False)
         if state.stage == Stage.ONESHOT:
             label = f"Round {r} {TRACKS[state.track]} auction: the 1-shot tile"
             return Phase(label, movers, sealed=False, timer="decision")
@@ -691,6 +691,14 @@ class BluffAuction(Game[BluffState, Move]):
         best = max(rank.values())
         leaders = [s for s in people if rank[s] == best]
         return Result(scores=tuple(totals), winner=leaders[0] if len(leaders) == 1 else None)
+
+
+# A bidding turn's phase is a function of its round, turn and bidder: an
+# immutable value, made once (a replay asks the phase of every step, and
+# nine bidding turns in ten; its label and a frozen dataclass cost more).
+@functools.lru_cache(maxsize=4096)
+def _bidding_phase(round_: int, turns: int, bidder: int) -> Phase:
+    return Phase(f"Round {round_} bidding, turn {turns + 1}", (bidder,), sealed=False)
 
 
 def _examples(state: BluffState, legal: list[Move]) -> list[Move]:
@@ -960,6 +968,23 @@ def _rank(bid: Bid) -> tuple[int, int]:
 _last_highs: list[tuple[tuple[tuple[Bid, ...], ...], tuple[Bid | None, ...]] | None] = [None]  # (_highs)
 
 
+def _keep_highs(
+    before: tuple[tuple[Bid, ...], ...], after: tuple[tuple[Bid, ...], ...], track: int, bid: Bid, source: int | None
+) -> None:
+    """Keep ``_highs(after)``, of bids that are ``before`` and ``bid`` on
+    ``track`` (from ``source``'s, a token moved from there): each track's
+    high as before, the new bid's track's the higher of its high and the
+    bid (the later of two equal), the source's again from its bids.  Every
+    bid asks _highs of the new bids once or more; so it is worked out from
+    those before, which the bid's check asked already, not from every bid."""
+    highs = list(_highs(before))
+    if source is not None:
+        highs[source] = max(after[source], key=_rank) if after[source] else None
+    high = highs[track]
+    highs[track] = bid if high is None or _rank(bid) >= _rank(high) else high
+    _last_highs[0] = (after, tuple(highs))
+
+
 # Every bid, move and pass of a round's bidding asks for the caps, and they
 # do not change while it lasts (the dice rolled, the museums and the tiles
 # held are the round's).  They are kept by those arguments, immutable tuples
@@ -1128,11 +1153,14 @@ def _bid(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list[dic
             if state.rulings >= 2:  # F20: which token moved is public (it was on the board)
                 event["token"] = token
         tied = (high := state.high(track)) is not None and value == high[1]
-        bids[track] = (*bids[track], (seat, value, state.placed + 1, tied))
+        bid = (seat, value, state.placed + 1, tied)
+        bids[track] = (*bids[track], bid)
         event["tied"] = tied
+        bids_now = tuple(bids)
+        _keep_highs(state.bids, bids_now, track, bid, source=None if move[0] == "bid" else move[1])
         state = replace(
             state,
-            bids=tuple(bids),
+            bids=bids_now,
             tokens=tuple(tokens),
             placed=state.placed + 1,
             passes=0,
