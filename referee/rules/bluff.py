@@ -500,6 +500,15 @@ class BluffAuction(Game[BluffState, Move]):
         return _acquisitions(state, seat, state.won[0][1])
 
     def parse_move(self, state: BluffState, seat: int, text: str) -> Move:
+        move = _bid_or_pass(text) if state.stage == Stage.BIDDING else None  # (most moves: each line read once)
+        if move is None:
+            move = self._read(state, seat, text)
+        if not self._allowed(state, seat, move):
+            raise MoveError(_why_not(state, seat, move) or f"'{self.move_text(move)}' is not a move you can make now.")
+        return move
+
+    def _read(self, state: BluffState, seat: int, text: str) -> Move:
+        """The move ``text`` says, whether or not it is allowed now."""
         words = _words(text)
         if not words:
             raise MoveError(self._forms(state))
@@ -517,8 +526,6 @@ class BluffAuction(Game[BluffState, Move]):
             raise MoveError("'pass' is a move by itself: nothing after it.")
         if move is None:
             raise MoveError(self._forms(state))
-        if not self._allowed(state, seat, move):
-            raise MoveError(_why_not(state, seat, move) or f"'{self.move_text(move)}' is not a move you can make now.")
         return move
 
     def _allowed(self, state: BluffState, seat: int, move: Move) -> bool:
@@ -1735,6 +1742,25 @@ def _read_bid(state: BluffState, seat: int, words: list[str]) -> Move | None:
             # the only one; or, by the first rulings (F21), the lowest: how old records read
             return ("move", source, movable[0][1], target, numbers[0])
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _bid_or_pass(text: str) -> Move | None:
+    """What a bidding turn's ``text`` says, when it bids from hand or passes
+    well-formed, as BluffAuction._read reads it; else None, and _read reads
+    it with the state.  Those two
+    are read from their words alone, and a replay reads the same few lines
+    again and again: each is read once."""
+    words = _words_of(text)
+    if not words or words[0] not in ("bid", "pass"):
+        return None  # (a move of a token is read with the state: which tokens are the seat's)
+    try:
+        move = _read_bid(None, -1, list(words))  # type: ignore[arg-type]  # (a bid or a pass reads neither)
+    except MoveError:
+        return None
+    if move == ("pass",) and not reading.bare_move(text, "pass"):
+        return None
+    return move
 
 
 def _read_tile(words: list[str]) -> Tile:
