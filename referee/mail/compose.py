@@ -76,13 +76,21 @@ def header_safe(text: str) -> str:
     """Text from a player's mail made fit for a header of ours: one line, no
     control character, nothing that cannot be written as UTF-8, and short
     enough for a header line."""
-    text = " ".join(_UNSAFE.sub(" ", encodable(text)).split())
+    if not _fit_already(text):
+        text = " ".join(_UNSAFE.sub(" ", encodable(text)).split())
     return text if len(text) <= _MAX_SUBJECT else text[: _MAX_SUBJECT - 1] + "…"
+
+
+def _fit_already(text: str) -> bool:
+    """Whether ``text`` is one line of printable ASCII with single blanks
+    between words and none around them: what header_safe's cleaning would
+    leave as it is (every subject the referee writes itself)."""
+    return text.isascii() and text.isprintable() and "  " not in text and text == text.strip()
 
 
 def encodable(text: str) -> str:
     """``text`` with any lone surrogate (what a bad charset decodes to) as U+FFFD."""
-    return _SURROGATE.sub("\ufffd", text)
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)  # (ASCII has none: no search)
 
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -103,24 +111,26 @@ def plain_text_bytes(headers: Iterable[tuple[str, Any]], body: str) -> bytes:
     charset parameter machinery cost more than the rest of a mail
     (tests/unit/test_compose.py checks it against MIMEText).  ``body``
     holds no lone surrogate (encodable)."""
-    payload = _UTF8_QP.body_encode(body.encode("utf-8")) if body else ""
-    return _serialised([*_PLAIN_TEXT_HEADERS, *headers], payload)
+    return b"".join([_MIME_HEAD, *[_header_line(name, value) for name, value in headers], b"\r\n", _body(body)])
 
 
-def _serialised(headers: Iterable[tuple[str, Any]], payload: str) -> bytes:
-    """A single-part mail as compat32's SMTP policy writes it, at a fraction
-    of the cost: a header whose line is short, printable ASCII is written as
-    it is (what compat32's folding would give it, through about thirty
-    calls), and only the others are folded by the library."""
-    lines = [
-        f"{name}: {value}\r\n".encode()
-        if _plain(name, value) or _utf8_address(name, value)
-        else _one_word(name, value) or _folded_text(name, value) or _SMTP.fold_binary(name, value)
-        for name, value in headers
-    ]
-    lines.append(b"\r\n")
-    lines.append(_LINE_END.sub("\r\n", payload).encode("ascii"))
-    return b"".join(lines)
+def _header_line(name: str, value: Any) -> bytes:
+    """One header field as compat32's SMTP policy writes it, at a fraction
+    of the cost: a line of short, printable ASCII is written as it is (what
+    compat32's folding would give it, through about thirty calls), and only
+    the others are folded by the library."""
+    if _plain(name, value) or _utf8_address(name, value):
+        return f"{name}: {value}\r\n".encode()
+    return _one_word(name, value) or _folded_text(name, value) or _SMTP.fold_binary(name, value)
+
+
+def _body(body: str) -> bytes:
+    """``body`` as MIMEText writes it, quoted-printable in UTF-8, with CRLF line ends."""
+    return _crlf(_UTF8_QP.body_encode(body.encode("utf-8"))).encode("ascii") if body else b""
+
+
+def _crlf(payload: str) -> str:
+    return payload.replace("\n", "\r\n") if "\r" not in payload else _LINE_END.sub("\r\n", payload)
 
 
 def _utf8_address(name: str, value: Any) -> bool:
@@ -199,6 +209,9 @@ def _plain(name: str, value: Any) -> bool:
     )
 
 
+_MIME_HEAD = b"".join(_header_line(name, value) for name, value in _PLAIN_TEXT_HEADERS)  # the same in every mail
+
+
 def _same_text(wrap: Callable[..., str]) -> Callable[..., str]:
     """``wrap`` (a filter that wraps text: wordwrap, reflow), kept by its
     arguments: it is a function of them alone, and a phase's result and
@@ -248,6 +261,9 @@ class Composer:
             trim_blocks=True,
             lstrip_blocks=True,
             auto_reload=False,  # templates do not change while the referee runs: no stat per render
+            # Each loaded template kept in a dict: Jinja's default LRU cache moves a template to its end at
+            # every lookup, an O(n) deque.remove (a round mail looks up five); the folders' templates are few.
+            cache_size=-1,
             keep_trailing_newline=True,
             autoescape=False,  # plain text; HTML templates will escape
             bytecode_cache=template_cache(config.template_cache, "mail"),
@@ -309,7 +325,7 @@ class Composer:
         A mail that answers a message is ``Auto-Submitted: auto-replied``; any
         other is ``auto-generated`` (RFC 3834), so well-behaved auto-responders
         never answer the referee.  Written as MIMEText writes it
-        (plain_text_bytes), whose headers are
+        (what plain_text_bytes writes), whose headers are
         plain strings: about ten times cheaper than EmailMessage's parsed ones.
         ``id_tag`` goes into the Message-ID (see tokens.phase_tag); a given
         ``message_id`` is used as it is.  ``unsubscribe``, an address of the
@@ -319,10 +335,7 @@ class Composer:
         where the mail's matter stays published (a game's page), goes into
         Archived-At (RFC 5064).
         """
-        headers: list[tuple[str, Any]] = [
-            ("From", formataddr((self.config.name, self.config.address), charset="utf-8")),
-            ("To", ", ".join(to)),
-        ]
+        headers: list[tuple[str, Any]] = [("To", ", ".join(to))]  # (after From, the same in every mail)
         subject = header_safe(subject)
         headers.append(("Subject", subject if subject.isascii() else Header(subject, "utf-8")))
         headers.append(("Date", format_datetime(now)))
@@ -341,4 +354,10 @@ class Composer:
             headers.append(("List-Unsubscribe", f"<mailto:{unsubscribe}?subject=unsubscribe>"))
         if archived_at:
             headers.append(("Archived-At", f"<{archived_at}>"))
-        return message_id, plain_text_bytes(headers, encodable(body))
+        lines = [_header_line(name, value) for name, value in headers]
+        return message_id, b"".join([_MIME_HEAD, self._from_line, *lines, b"\r\n", _body(encodable(body))])
+
+    @functools.cached_property
+    def _from_line(self) -> bytes:
+        """The From field of every mail, written once (plain_text_bytes writes it so)."""
+        return _header_line("From", formataddr((self.config.name, self.config.address), charset="utf-8"))
