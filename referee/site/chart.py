@@ -22,6 +22,8 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from markupsafe import Markup, escape
+
 WIDTH = 400
 FONT = 15  # every text of the chart
 PLOT_HEIGHT = 190
@@ -281,3 +283,129 @@ def layout(names: Sequence[str], unit: str, points: list[dict[str, Any]], pendin
         "zero": y(0),
         "x_title": round((plot["left"] + plot["right"]) / 2, 1),
     }
+
+
+def html(chart: Mapping[str, Any]) -> Markup:
+    """The chart (``layout``'s) as the game's page shows it: the SVG, its
+    caption, and the table of scores that stands for it, as HTML.  Written
+    here, not by a template: a template's loop of many small attributes cost
+    twice the rest of the chart.  Every text from the game (names, the unit)
+    is escaped; the rest is numbers and this module's constants."""
+    per = escape(chart["unit"].lower())
+    if not chart["count"]:
+        return Markup(f"<p>No {per} has ended yet.</p>\n")
+    unit, plot, lines = escape(chart["unit"]), chart["plot"], chart["lines"]
+    names = [escape(line["name"]) for line in lines]
+    last = chart["numbers"][-1]
+    desc = "; ".join(
+        f"{name}: {line['final']} point{'' if line['final'] == 1 else 's'} at the end of {per} {last}"
+        for name, line in zip(names, lines, strict=True)
+    )
+    out = [
+        "<figure>\n",
+        f'<svg role="img" aria-labelledby="chart-title chart-desc" viewBox="0 0 {chart["width"]} {chart["height"]}"'
+        ' width="100%" style="max-width: 30rem; height: auto"'
+        " font-family=\"system-ui, -apple-system, 'Segoe UI', sans-serif\""
+        f' font-size="{chart["font"]}" xmlns="http://www.w3.org/2000/svg">\n',
+        f'<title id="chart-title">Scores after each {per}</title>\n',
+        f'<desc id="chart-desc">{desc}{"." if lines else ""}</desc>\n',
+        '<g stroke="#767676" stroke-width="1">\n',
+    ]
+    left, right, top, bottom = plot["left"], plot["right"], plot["top"], plot["bottom"]
+    below_zero = chart["yticks"][0][0] < 0
+    for value, y in chart["yticks"]:
+        if value == 0 and below_zero:
+            out.append(f'<line class="zero" x1="{left}" y1="{y}" x2="{right}" y2="{y}"/>\n')
+        elif y != bottom:
+            out.append(
+                f'<line class="grid" x1="{left}" y1="{y}" x2="{right}" y2="{y}"'
+                ' stroke-width="0.5" stroke-dasharray="2 4"/>\n'
+            )
+    out += [
+        f'<line class="axis" x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}"/>\n',
+        f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{bottom}"/>\n',
+        "</g>\n",
+        '<g fill="#1a1a1a">\n',
+        f'<text class="axis-title" x="8" y="{top - 12}">Points</text>\n',
+    ]
+    out += [
+        f'<text class="ytick" x="{left - 6}" y="{y + 5}" text-anchor="end">{v}</text>\n' for v, y in chart["yticks"]
+    ]
+    out += [
+        f'<text class="xtick" x="{x}" y="{bottom + 20}" text-anchor="middle">{number}</text>\n'
+        for number, x in chart["xticks"]
+    ]
+    out += [
+        f'<text class="axis-title" x="{chart["x_title"]}" y="{bottom + 40}" text-anchor="middle">{unit}</text>\n',
+        "</g>\n",
+    ]
+    for line in lines:
+        out.append(_series(line))
+    out.append('<g class="key">\n')
+    for line in lines:
+        out.append(_key_entry(line, chart["row"]))
+    out += [
+        "</g>\n",
+        "</svg>\n",
+        f'<figcaption class="note">Each player\'s score at the end of each {per}: {per}s across, points up.'
+        " Each line has its own colour, dash pattern and marker, as the key under the chart shows."
+        + (
+            f" {escape(chart['pending'])} is still being played: its point comes when it ends."
+            if chart["pending"]
+            else ""
+        )
+        + "</figcaption>\n",
+        "</figure>\n",
+        "<details>\n",
+        "<summary>The scores as a table</summary>\n",
+        '<div class="scroll">\n',
+        '<table class="stack">\n',
+        f'<caption class="note">Each player\'s score at the end of each {per}</caption>\n',
+        f'<thead><tr><th scope="col">{unit}</th>'
+        + "".join(f'<th scope="col" class="num">{name}</th>' for name in names)
+        + "</tr></thead>\n",
+        "<tbody>\n",
+    ]
+    for row in chart["rows"]:
+        cells = "".join(
+            f'<td class="num" data-label="{name}">{score}</td>'
+            for name, score in zip(names, row["scores"], strict=True)
+        )
+        out.append(f'<tr><th scope="row" class="num" data-label="{unit}">{row["number"]}</th>{cells}</tr>\n')
+    out.append("</tbody>\n</table>\n</div>\n</details>\n")
+    return Markup("".join(out))
+
+
+def _stroke(line: Mapping[str, Any]) -> str:
+    """A line's (or a marker's) width and fill, by its marker's kind."""
+    fill = "#fff" if line["hollow"] else ("none" if line["strokes_only"] else line["colour"])
+    return f'stroke-width="{2 if line["strokes_only"] else 1.5}" fill="{fill}"'
+
+
+def _series(line: Mapping[str, Any]) -> str:
+    """A seat's line on the plot, and its markers."""
+    dash = f' stroke-dasharray="{line["dash"]}"' if line["dash"] else ""
+    points = " ".join(f"{x},{y}" for x, y in line["points"])
+    markers = (
+        f'<path class="markers {line["marker"]}" d="{line["markers"]}" {_stroke(line)}/>\n' if line["markers"] else ""
+    )
+    return (
+        f'<g class="series" stroke="{line["colour"]}" fill="none">\n'
+        f'<polyline stroke-width="2.5" stroke-linejoin="round"{dash} points="{points}"/>\n{markers}</g>\n'
+    )
+
+
+def _key_entry(line: Mapping[str, Any], row: int) -> str:
+    """A seat's entry in the key: a piece of its line, its marker, its name and final score."""
+    dash = f' stroke-dasharray="{line["dash"]}"' if line["dash"] else ""
+    x, y, text_x = line["x"], line["y"], line["text_x"]
+    spans = "".join(
+        f'<tspan x="{text_x}" y="{y + row * index}">{escape(text)}</tspan>' for index, text in enumerate(line["texts"])
+    )
+    return (
+        '<g class="entry">\n'
+        f'<line x1="{x}" y1="{y - 5}" x2="{x + 28}" y2="{y - 5}" stroke="{line["colour"]}" stroke-width="2.5"{dash}/>\n'
+        f'<path class="{line["marker"]}" d="{line["key_marker"]}" stroke="{line["colour"]}" {_stroke(line)}/>\n'
+        f'<text fill="#1a1a1a" x="{text_x}" y="{y}">{spans}</text>\n'
+        "</g>\n"
+    )

@@ -60,6 +60,7 @@ from referee.record import RECORD_FORMAT, part_name, split_record
 from referee.resources import game_folder, game_record, rule_texts, rules_page, template_folders
 from referee.rules import GAMES, get_game
 from referee.site.chart import UNIT
+from referee.site.chart import html as chart_html
 from referee.site.public import page_context
 from referee.standings import PAGE as STANDINGS_PAGE
 from referee.standings import standings
@@ -156,7 +157,7 @@ class Site:
             keep_trailing_newline=True,  # iCalendar's last line ends in CRLF too
             bytecode_cache=template_cache(cache, "site"),  # (Config.template_cache)
         )
-        self.env.filters.update(when=show, iso=iso_text, ics_time=_ics_time, ics_text=_ics_text)
+        self.env.filters.update(when=show, iso=iso_text, ics_time=_ics_time, ics_text=_ics_text, chart_html=chart_html)
         for game in GAMES.values():
             self.env.filters.update(game.filters)
 
