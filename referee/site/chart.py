@@ -16,6 +16,7 @@ glyphs rather than the average ones.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -48,6 +49,7 @@ HOLLOW = {"ring", "box"}  # drawn white inside; "cross" is strokes only
 UNIT = re.compile(r"(Round|Auction)\s+(\d+)\b")
 
 
+@functools.cache  # (a few dozen characters, asked for again in every chart)
 def char_width(char: str) -> float:
     """A character's width in em, on the generous side for a sans-serif face."""
     if unicodedata.east_asian_width(char) in "WF":
@@ -60,7 +62,7 @@ def char_width(char: str) -> float:
 
 
 def text_width(text: str, size: float = FONT) -> float:
-    return sum(char_width(c) for c in text) * size
+    return sum(map(char_width, text)) * size
 
 
 def score_chart(

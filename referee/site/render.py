@@ -158,6 +158,7 @@ class Site:
             bytecode_cache=template_cache(cache, "site"),  # (Config.template_cache)
         )
         self.env.filters.update(when=show, iso=iso_text, ics_time=_ics_time, ics_text=_ics_text, chart_html=chart_html)
+        self.env.globals.update(ics_head=_ics_head, ics_event=_ics_event, ics_alarm=_ics_alarm)
         for game in GAMES.values():
             self.env.filters.update(game.filters)
 
@@ -208,8 +209,10 @@ class Site:
         for id_ in changed:
             row = self.records.store.game(id_)
             assert row is not None  # (a game is never deleted)
-            summary = self._summary(row, paused.get(id_), watched.get(id_, 0))
-            calendar_names = self._calendar_names(id_, row["state"] != GameState.OPEN)
+            # (a started game's table: read once, for its index line, its calendars' names and its pages)
+            table = self.records.tables.table(id_) if row["state"] != GameState.OPEN else None
+            summary = self._summary(row, table, paused.get(id_), watched.get(id_, 0))
+            calendar_names = self._calendar_names(id_, table)
             own = _digest(sorted(calendar_names.values()))
             before = known.get(str(id_))
             state[str(id_)] = {
@@ -218,8 +221,8 @@ class Site:
                 "summary": summary,
                 "calendars": own,
             }
-            if row["state"] != GameState.OPEN:
-                self._render_game(id_, now, report, before, state[str(id_)], calendar_names, _crowded(newest))
+            if table is not None:
+                self._render_game(table, now, report, before, state[str(id_)], calendar_names, _crowded(newest))
                 _keep_newest(newest, state[str(id_)]["entries"])
             calendars_changed = calendars_changed or own != _calendars_of(known.get(str(id_)))
             report.games_rendered += 1
@@ -246,7 +249,7 @@ class Site:
 
     def _render_game(
         self,
-        game_id: int,
+        table: Table,
         now: datetime,
         report: Report,
         before: _Rendered | None,
@@ -263,7 +266,7 @@ class Site:
         of this game can be among the site feed's newest, _crowded).  Only the phases the files written show are made
         into rounds and record entries (``since``): a long game's older ones
         are on the site already, as they stay."""
-        table = self.records.tables.table(game_id)
+        game_id = table.id
         resolved = len(table.replay.steps)
         pages = (resolved - 1) // self.block if resolved > self.block else 0  # full blocks not on the page
         shown = pages * self.block  # the game's page shows the phases after these
@@ -469,11 +472,11 @@ class Site:
         """The names of a game's seats' own calendars (tables.own_calendar)."""
         return list(self._calendar_names(game_id).values())
 
-    def _calendar_names(self, game_id: int, started: bool = False) -> dict[int, str]:
+    def _calendar_names(self, game_id: int, table: Table | None = None) -> dict[int, str]:
         """A game's seats' own calendars' names (tables.own_calendar), by
-        seat: of the seats a person plays.  A ``started`` game's seats are
-        its table's (read for its pages anyway: no query of its own)."""
-        seats = self.records.tables.table(game_id).seats if started else self.records.store.seats(game_id)
+        seat: of the seats a person plays.  A started game's seats are
+        its ``table``'s (read for its pages anyway: no query of its own)."""
+        seats = table.seats if table is not None else self.records.store.seats(game_id)
         return {seat["seat"]: path for seat in seats if (path := own_calendar(self.records.key, seat))}
 
     def _take_down(self, calendars: set[str], report: Report) -> None:
@@ -587,14 +590,15 @@ class Site:
 
     # -- the index and the site's feed -------------------------------------
 
-    def _summary(self, row: GameRow, pause: InterventionRow | None, watchers: int) -> dict[str, Any]:
-        """A line of the index about one game, from the store alone (cheap);
-        ``pause``, the pause in force (Store.paused): then no deadline runs,
+    def _summary(
+        self, row: GameRow, table: Table | None, pause: InterventionRow | None, watchers: int
+    ) -> dict[str, Any]:
+        """A line of the index about one game, from the store alone (cheap)
+        and a started game's ``table`` (read for its pages anyway); ``pause``, the pause in force (Store.paused): then no deadline runs,
         and the line says so instead; ``watchers``, how many follow it.
         Nothing in it depends on the clock: the reader's browser tells the
         time left before the deadline."""
-        # (the game's table: read already, or to be read for its pages; the store would read every phase)
-        phase = self.records.tables.table(row["id"]).open_phase if row["state"] == GameState.RUNNING else None
+        phase = table.open_phase if table is not None and row["state"] == GameState.RUNNING else None
         return {
             "id": row["id"],
             "kind": row["kind"],
@@ -900,6 +904,35 @@ def _ics_text(text: object) -> str:
     and comma escaped, a line break as ``\\n``."""
     text = str(text).replace("\\", "\\\\").replace(";", "\\;").replace(",", "\\,")
     return "\\n".join(text.splitlines())
+
+
+def _ics_head(name: str) -> str:
+    """An iCalendar file's first lines, up to its events."""
+    return (
+        "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//referee//play-by-mail deadlines//EN\r\n"
+        f"X-WR-CALNAME:{_ics_text(name)}\r\n"
+    )
+
+
+def _ics_event(uid: str, stamp: str, at: str, summary: str, description: str | None = None, alarm: str = "") -> str:
+    """An event of a calendar at ``at`` (the deadline, or when a phase was
+    resolved), with its ``alarm`` (_ics_alarm) if any.  (A function, not a
+    template's macro: a calendar has an event a phase, and a macro's call
+    cost more than its lines.)"""
+    at = _ics_time(at)
+    lines = [f"BEGIN:VEVENT\r\nUID:{uid}\r\nDTSTAMP:{_ics_time(stamp)}\r\nDTSTART:{at}\r\nDTEND:{at}\r\n"]
+    lines.append(f"SUMMARY:{_ics_text(summary)}\r\n")
+    if description:
+        lines.append(f"DESCRIPTION:{_ics_text(description)}\r\n")
+    lines.append(f"{alarm}END:VEVENT\r\n")
+    return "".join(lines)
+
+
+def _ics_alarm(trigger: str, description: str) -> str:
+    """An event's alarm, shown at ``trigger`` (its TRIGGER's parameters and value)."""
+    return (
+        f"BEGIN:VALARM\r\nACTION:DISPLAY\r\nDESCRIPTION:{_ics_text(description)}\r\nTRIGGER{trigger}\r\nEND:VALARM\r\n"
+    )
 
 
 def _fold_ics(text: str) -> str:
