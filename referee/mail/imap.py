@@ -52,7 +52,7 @@ from referee.store import Store
 log = logging.getLogger("referee.imap")
 T = TypeVar("T")
 
-BATCH = 200  # UIDs per FETCH, STORE or MOVE: aioimaplib's parser recurses once per line
+BATCH = 200  # UIDs per FETCH, STORE or MOVE: bounds the length of a command and the size of its answer
 IDLE_LIMIT = 25 * 60  # re-issue IDLE well before the 29-minute rule of RFC 2177
 POLL = 30.0  # seconds between looks at a server without IDLE
 LOGOUT_WAIT = 3.0  # seconds a closing source waits for the server's goodbye
