@@ -43,8 +43,26 @@ def test_review39_a_chart_is_what_its_template_wrote(names, data):
     assert written == BEFORE.get_template("site/_chart.svg.j2").render(chart=chart)
 
 
+# A keeper's own templates folder holding copies of the calendars as they were before (they call
+# ics.head, ics.event and ics.alarm), beside the shipped _calendar.ics.j2.
+KEEPERS = SITE.env.overlay(
+    loader=jinja2.ChoiceLoader(
+        [
+            jinja2.DictLoader(
+                {name: (OLD / name).read_text() for name in ("site/deadlines.ics.j2", "site/own-deadlines.ics.j2")}
+            ),
+            SITE.env.loader,  # type: ignore[list-item]
+        ]
+    )
+)
+
+
 def _both(name: str, context: dict[str, Any]) -> tuple[str, str]:
-    return tuple(_fold_ics(env.get_template(name).render(**context)) for env in (SITE.env, BEFORE))  # type: ignore[return-value]
+    written, before, keepers = (
+        _fold_ics(env.get_template(name).render(**context)) for env in (SITE.env, BEFORE, KEEPERS)
+    )
+    assert keepers == before  # (a keeper's old copy still renders, and writes what it wrote)
+    return written, before
 
 
 @settings(max_examples=300, deadline=None)
