@@ -1748,9 +1748,8 @@ def _read_bid(state: BluffState, seat: int, words: list[str]) -> Move | None:
 def _bid_or_pass(text: str) -> Move | None:
     """What a bidding turn's ``text`` says, when it bids from hand or passes
     well-formed, as BluffAuction._read reads it; else None, and _read reads
-    it with the state.  Those two
-    are read from their words alone, and a replay reads the same few lines
-    again and again: each is read once."""
+    it with the state.  Those two are read from their words alone, and a
+    replay reads the same few lines again and again: each is read once."""
     words = _words_of(text)
     if not words or words[0] not in ("bid", "pass"):
         return None  # (a move of a token is read with the state: which tokens are the seat's)

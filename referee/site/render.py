@@ -594,8 +594,9 @@ class Site:
         self, row: GameRow, table: Table | None, pause: InterventionRow | None, watchers: int
     ) -> dict[str, Any]:
         """A line of the index about one game, from the store alone (cheap)
-        and a started game's ``table`` (read for its pages anyway); ``pause``, the pause in force (Store.paused): then no deadline runs,
-        and the line says so instead; ``watchers``, how many follow it.
+        and a started game's ``table`` (read for its pages anyway); ``pause``,
+        the pause in force (Store.paused): then no deadline runs, and the
+        line says so instead; ``watchers``, how many follow it.
         Nothing in it depends on the clock: the reader's browser tells the
         time left before the deadline."""
         phase = table.open_phase if table is not None and row["state"] == GameState.RUNNING else None
