@@ -1691,6 +1691,19 @@ def _read_reroll(words: list[str], dice: int) -> Move | None:
     return ("reroll", tuple(sorted(numbers)))
 
 
+def _read_from_hand(words: list[str] | tuple[str, ...]) -> Move | None:
+    """A pass, or a bid from hand, as its words say it (read without the
+    state: only a move of a token asks which tokens are the seat's)."""
+    verb = words[0]
+    if verb == "pass" and len(words) == 1:
+        return ("pass",)
+    if verb != "bid":
+        return None
+    numbers = [int(w) for w in words[1:] if w.isdigit()]
+    names = [w for w in words[1:] if not w.isdigit()]
+    return ("bid", _track(names[0]), numbers[0]) if len(numbers) == 1 and len(names) == 1 else None
+
+
 def _track(word: str) -> int:
     if word in TRACKS:
         return TRACKS.index(word)
@@ -1698,14 +1711,12 @@ def _track(word: str) -> int:
 
 
 def _read_bid(state: BluffState, seat: int, words: list[str]) -> Move | None:
-    verb = words[0]
-    if verb == "pass" and len(words) == 1:
-        return ("pass",)
+    move = _read_from_hand(words)
+    if move is not None or words[0] != "move":
+        return move
     numbers = [int(w) for w in words[1:] if w.isdigit()]
     names = [w for w in words[1:] if not w.isdigit()]
-    if verb == "bid" and len(numbers) == 1 and len(names) == 1:
-        return ("bid", _track(names[0]), numbers[0])
-    if verb == "move" and len(names) == 2:
+    if len(names) == 2:
         source, target = _track(names[0]), _track(names[1])
         # F20: a number before the track the token goes to names the token
         # ("move purple 3 to red"), one after it is the new bid; never the other way.
@@ -1754,7 +1765,7 @@ def _bid_or_pass(text: str) -> Move | None:
     if not words or words[0] not in ("bid", "pass"):
         return None  # (a move of a token is read with the state: which tokens are the seat's)
     try:
-        move = _read_bid(None, -1, list(words))  # type: ignore[arg-type]  # (a bid or a pass reads neither)
+        move = _read_from_hand(words)
     except MoveError:
         return None
     if move == ("pass",) and not reading.bare_move(text, "pass"):
