@@ -48,7 +48,7 @@ class PhaseRecord:
     new_people: tuple[int, ...] = ()  # bot seats a person takes over from this phase
 
 
-@dataclass
+@dataclass(slots=True)  # (no __dict__: a replay makes one for every phase, and keeps them all)
 class Step:
     """One resolved phase: the state before, the moves, the public events."""
 
@@ -105,7 +105,7 @@ def replay(
             result.state = game.replace_by_bot(result.state, seat)
         if record.moves is None:
             break
-        if set(record.moves) != set(phase.movers):
+        if record.moves.keys() != set(phase.movers):
             raise ReplayError(record.number, "the moves recorded are not from the seats that owed them")
         moves = {}
         for seat in phase.movers:
