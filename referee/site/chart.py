@@ -81,7 +81,12 @@ def score_chart(
 
 
 def _key(phase: Mapping[str, Any]) -> tuple[str, int] | None:
-    match = UNIT.match(phase.get("label") or "")
+    return _label_key(phase.get("label") or "")
+
+
+@functools.lru_cache(maxsize=4096)  # (the same labels in every game of a kind)
+def _label_key(label: str) -> tuple[str, int] | None:
+    match = UNIT.match(label)
     return (match[1], int(match[2])) if match else None
 
 
@@ -93,11 +98,15 @@ def _points(
     groups: list[dict[str, Any]] = []
     for index, phase in enumerate(phases):
         key = _key(phase) or ("Phase", index + 1)
-        scores = next((e["scores"] for e in reversed(phase.get("events") or []) if "scores" in e), None)
         if not groups or groups[-1]["key"] != key:
             groups.append({"key": key, "scores": None})
-        if scores is not None:
-            groups[-1]["scores"] = _numbers(scores)
+        for event in reversed(phase.get("events") or []):
+            if "scores" in event:
+                groups[-1]["scores"] = event["scores"]  # (made numbers below: only a group's last counts)
+                break
+    for group in groups:
+        if group["scores"] is not None:
+            group["scores"] = _numbers(group["scores"])
     still = _key({"label": open_label})
     if groups and still is not None and groups[-1]["key"] == still:
         groups.pop()  # its round or auction goes on: its point comes at its end

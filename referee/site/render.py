@@ -38,6 +38,7 @@ half a page.  Everything shown comes from ``referee.site.public``.
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import heapq
@@ -53,6 +54,7 @@ from pathlib import Path
 from typing import Any, NotRequired, Protocol, TypedDict
 
 import jinja2
+from markupsafe import Markup, escape
 
 import referee.record
 from referee.config import Config
@@ -62,6 +64,7 @@ from referee.rules import GAMES, get_game
 from referee.site.chart import UNIT
 from referee.site.chart import html as chart_html
 from referee.site.public import page_context
+from referee.site.rows import bid_rounds_html, pure_skill_rounds_html
 from referee.standings import PAGE as STANDINGS_PAGE
 from referee.standings import standings
 from referee.store import GameRow, GameState, InterventionRow, PhaseRow, StorageFault, Store
@@ -158,7 +161,11 @@ class Site:
             bytecode_cache=template_cache(cache, "site"),  # (Config.template_cache)
         )
         self.env.filters.update(when=show, iso=iso_text, ics_time=_ics_time, ics_text=_ics_text, chart_html=chart_html)
-        self.env.globals.update(ics_head=_ics_head, ics_event=_ics_event, ics_alarm=_ics_alarm)
+        self.env.filters.update(atom_entries=_atom_entries, bid_rounds_html=bid_rounds_html)
+        self.env.filters.update(pure_skill_rounds_html=pure_skill_rounds_html)
+        self.env.globals.update(
+            ics_head=_ics_head, ics_event=_ics_event, ics_alarm=_ics_alarm, ics_resolved=_ics_resolved
+        )
         for game in GAMES.values():
             self.env.filters.update(game.filters)
 
@@ -535,11 +542,18 @@ class Site:
         # The group after each round's: the next round's, after the last the open phase's, if one.
         after: list[str | None] = [*groups[1:], _group(context["phase"]["label"]) if context["phase"] else None]
         group: list[str] = []
+        phase_id = f"{self._urn()}:game:{game['id']}:phase:"
+        shown: list[Any] | None = None  # the scores ``standing`` tells (most phases change none)
         for i, (entry, title) in enumerate(zip(rounds, titles, strict=True)):
-            scores = next((e["scores"] for e in reversed(entry["events"]) if "scores" in e), scores)
-            standing = ", ".join(f"{names[seat]} {score}" for seat, score in enumerate(scores))
+            for event in reversed(entry["events"]):
+                if "scores" in event:
+                    scores = event["scores"]
+                    break
+            if scores != shown:
+                standing = ", ".join(f"{names[seat]} {score}" for seat, score in enumerate(scores))
+                shown = scores
             phase = {
-                "id": f"{self._urn()}:game:{game['id']}:phase:{entry['number']}",
+                "id": f"{phase_id}{entry['number']}",
                 "updated": entry["resolved_at"],
                 "title": f"Game {game['id']}, {title}",
                 "link": link(entry["number"]),
@@ -816,6 +830,7 @@ def _digest(lines: list[str]) -> str:
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:24]
 
 
+@functools.lru_cache(maxsize=4096)  # (the same labels in every game of a kind, each asked for a few times)
 def _group(label: str) -> str:
     """The round or auction a phase belongs to, from its label: "Auction 8,
     turn 3" and "Auction 8 scoring, offer 1" are "Auction 8"."""
@@ -900,6 +915,23 @@ def iso_text(text: str) -> str:
     return text if text.endswith("Z") else iso(from_iso(text))
 
 
+def _atom_entries(entries: list[dict[str, Any]]) -> Markup:
+    """A feed's entries (Site._entries'), as Atom: each text escaped as
+    XML.  (Written here, not by a template: a loop of its small elements
+    cost most of a feed; a keeper's own feed.atom.j2 may still loop.)"""
+    out = []
+    for entry in entries:
+        content = entry["content"]
+        out.append(
+            f"<entry>\n<title>{escape(entry['title'])}</title>\n<id>{escape(entry['id'])}</id>\n"
+            f"<updated>{escape(iso_text(entry['updated']))}</updated>\n"
+            f'<link rel="alternate" href="{escape(entry["link"])}"/>\n'
+            + (f'<content type="text">{escape(content)}</content>' if content else "")
+            + "</entry>\n"
+        )
+    return Markup("".join(out))
+
+
 def _ics_text(text: object) -> str:
     """A TEXT value of iCalendar (RFC 5545, 3.3.11): backslash, semicolon
     and comma escaped, a line break as ``\\n``."""
@@ -927,6 +959,22 @@ def _ics_event(uid: str, stamp: str, at: str, summary: str, description: str | N
         lines.append(f"DESCRIPTION:{_ics_text(description)}\r\n")
     lines.append(f"{alarm}END:VEVENT\r\n")
     return "".join(lines)
+
+
+def _ics_resolved(phases: list[dict[str, Any]], uid: str, at: str, summary: str, then: str) -> str:
+    """The events of resolved ``phases`` (each dated when it was resolved):
+    a phase's UID is its number between ``uid`` and ``at``, its summary its
+    label between ``summary`` and ``then``.  (A calendar has one a phase:
+    a template's loop of _ics_event cost most of the calendar.)"""
+    return "".join(
+        _ics_event(
+            f"{uid}{phase['number']}{at}",
+            phase["resolved_at"],
+            phase["resolved_at"],
+            f"{summary}{phase['label']}{then}",
+        )
+        for phase in phases
+    )
 
 
 def _ics_alarm(trigger: str, description: str) -> str:
