@@ -64,7 +64,7 @@ from referee.rules import GAMES, get_game
 from referee.site.chart import UNIT
 from referee.site.chart import html as chart_html
 from referee.site.public import page_context
-from referee.site.rows import bid_rounds_html, pure_skill_rounds_html
+from referee.site.rows import bid_rounds_html, priority_tallies_html, pure_skill_rounds_html
 from referee.standings import PAGE as STANDINGS_PAGE
 from referee.standings import standings
 from referee.store import GameRow, GameState, InterventionRow, PhaseRow, StorageFault, Store
@@ -162,7 +162,9 @@ class Site:
         )
         self.env.filters.update(when=show, iso=iso_text, ics_time=_ics_time, ics_text=_ics_text, chart_html=chart_html)
         self.env.filters.update(atom_entries=_atom_entries, bid_rounds_html=bid_rounds_html)
-        self.env.filters.update(pure_skill_rounds_html=pure_skill_rounds_html)
+        self.env.filters.update(
+            pure_skill_rounds_html=pure_skill_rounds_html, priority_tallies_html=priority_tallies_html
+        )
         self.env.globals.update(
             ics_head=_ics_head, ics_event=_ics_event, ics_alarm=_ics_alarm, ics_resolved=_ics_resolved
         )
@@ -923,13 +925,29 @@ def _atom_entries(entries: list[dict[str, Any]]) -> Markup:
     for entry in entries:
         content = entry["content"]
         out.append(
-            f"<entry>\n<title>{escape(entry['title'])}</title>\n<id>{escape(entry['id'])}</id>\n"
-            f"<updated>{escape(iso_text(entry['updated']))}</updated>\n"
-            f'<link rel="alternate" href="{escape(entry["link"])}"/>\n'
-            + (f'<content type="text">{escape(content)}</content>' if content else "")
+            f"<entry>\n<title>{_xml(entry['title'])}</title>\n<id>{_xml(entry['id'])}</id>\n"
+            f"<updated>{_xml(iso_text(entry['updated']))}</updated>\n"
+            f'<link rel="alternate" href="{_xml(entry["link"])}"/>\n'
+            + (f'<content type="text">{_xml(content)}</content>' if content else "")
             + "</entry>\n"
         )
     return Markup("".join(out))
+
+
+def _xml(text: object) -> str:
+    """``text`` escaped as the templates escape it (markupsafe.escape), without
+    making a Markup of each piece (five of them an entry, thousands a feed)."""
+    if hasattr(text, "__html__"):
+        return str(escape(text))
+    text = str(text)
+    if not _SPECIAL.search(text):  # (most: an address, a time, a title of words)
+        return text
+    return (
+        text.replace("&", "&amp;").replace(">", "&gt;").replace("<", "&lt;").replace("'", "&#39;").replace('"', "&#34;")
+    )
+
+
+_SPECIAL = re.compile("[&<>'\"]")
 
 
 def _ics_text(text: object) -> str:

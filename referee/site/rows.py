@@ -102,3 +102,40 @@ def pure_skill_rounds_html(
             "</tr>\n"
         )
     return Markup("".join(rows))
+
+
+def priority_tallies_html(
+    rounds: Sequence[Mapping[str, Any]], players: Sequence[Mapping[str, Any]], colours: Sequence[str]
+) -> Markup:
+    """Priority's tallies, each after its round: who won the item (or the
+    colours tied for the lowest total), and a table of every card shown,
+    a row a colour (``colours``, the view's)."""
+    out = []
+    for round_ in rounds:
+        for e in round_["events"]:
+            if e["type"] != "tally":
+                continue
+            if e["winner"] is not None:
+                won = f'<span class="win">{escape(players[e["winner"]]["name"])} ({escape(e["colour"])}) wins it</span>'
+            else:
+                won = f"{escape(' and '.join(map(str, e['lowest'])))} tie for the lowest total: discarded"
+            out.append(
+                f'<p id="tally-{escape(e["round"])}"><strong>Round {escape(e["round"])}</strong>, item '
+                f'{escape(e["item"])}: {won} (<a href="#phase-{escape(round_["number"])}">its last turn</a>).</p>\n'
+                '<div class="scroll">\n<table>\n<caption class="note">Every card, shown at the tally</caption>\n'
+                '<thead><tr><th scope="col">Colour</th><th scope="col">Cards</th>'
+                '<th scope="col" class="num">Total</th></tr></thead>\n<tbody>\n'
+            )
+            boards, lowest = e["boards"], e["lowest"]
+            for colour in colours:
+                cards = ", ".join(
+                    f"{escape(p['name'])}: {escape(boards[p['seat']][colour])}"
+                    for p in players
+                    if colour in boards[p["seat"]]
+                )
+                out.append(
+                    f'<tr><th scope="row">{escape(colour)}</th><td class="who">{cards or "none"}</td>'
+                    f'<td class="num{" win" if colour in lowest else ""}">{escape(e["totals"][colour])}</td></tr>\n'
+                )
+            out.append("</tbody>\n</table>\n</div>\n")
+    return Markup("".join(out))

@@ -119,3 +119,36 @@ def test_site40_pure_skill_rows_are_what_the_loop_wrote(names, data):
     }
     written = _same("site/pure-skill/rounds.html.j2", context)
     assert written.count("<tr id=") == len(context["rounds"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(names=st.lists(text, min_size=2, max_size=5), data=st.data())
+def test_site40_priority_tallies_are_what_the_loop_wrote(names, data):
+    """Tallies won or discarded (colours tied for the lowest), cards shown or none, among other events.
+    (The fixture is the loop alone, the lines site/priority/rounds.html.j2 had before.)"""
+    seats = len(names)
+    colours = data.draw(st.lists(text, min_size=1, max_size=5, unique=True))
+    board = st.dictionaries(st.sampled_from(colours), st.integers(0, 9) | st.lists(st.integers(0, 9), max_size=3))
+
+    def event() -> dict[str, Any]:
+        if data.draw(st.booleans()):
+            return {"type": "play"}
+        return {
+            "type": "tally",
+            "round": data.draw(st.integers(1, 9)),
+            "item": data.draw(text),
+            "winner": data.draw(st.none() | st.integers(0, seats - 1)),
+            "colour": data.draw(text),
+            "lowest": data.draw(st.lists(st.sampled_from(colours), max_size=3)),
+            "boards": [data.draw(board) for _ in range(seats)],
+            "totals": {colour: data.draw(st.integers(0, 40)) for colour in colours},
+        }
+
+    rounds = [
+        {"number": number, "events": [event() for _ in range(data.draw(st.integers(0, 3)))]}
+        for number in range(1, data.draw(st.integers(0, 4)) + 1)
+    ]
+    context = {"rounds": rounds, "players": _players(names), "view": {"colours": colours}}
+    written = SITE.env.from_string("{{ rounds|priority_tallies_html(players, view.colours) }}").render(**context)
+    assert written == BEFORE.get_template("site/priority/tallies.html.j2").render(**context)
+    assert written.count("<p id=") == sum(e["type"] == "tally" for r in rounds for e in r["events"])
