@@ -64,7 +64,7 @@ from referee.rules import GAMES, get_game
 from referee.site.chart import UNIT
 from referee.site.chart import html as chart_html
 from referee.site.public import page_context
-from referee.site.rows import bid_rounds_html, priority_tallies_html, pure_skill_rounds_html
+from referee.site.rows import bid_rounds_html, priority_tallies_html
 from referee.standings import PAGE as STANDINGS_PAGE
 from referee.standings import standings
 from referee.store import GameRow, GameState, InterventionRow, PhaseRow, StorageFault, Store
@@ -161,9 +161,8 @@ class Site:
             bytecode_cache=template_cache(cache, "site"),  # (Config.template_cache)
         )
         self.env.filters.update(when=show, iso=iso_text, ics_time=_ics_time, ics_text=_ics_text, chart_html=chart_html)
-        self.env.filters.update(atom_entries=_atom_entries, bid_rounds_html=bid_rounds_html)
         self.env.filters.update(
-            pure_skill_rounds_html=pure_skill_rounds_html, priority_tallies_html=priority_tallies_html
+            atom_entries=_atom_entries, bid_rounds_html=bid_rounds_html, priority_tallies_html=priority_tallies_html
         )
         self.env.globals.update(
             ics_head=_ics_head, ics_event=_ics_event, ics_alarm=_ics_alarm, ics_resolved=_ics_resolved

@@ -1,5 +1,5 @@
-"""The rows of Bid!'s and A Game of Pure Skill's tables of rounds, as their
-pages show them (site/bid/rounds.html.j2, site/pure-skill/rounds.html.j2).
+"""The rows of Bid!'s table of auctions and Priority's tallies, as their
+pages show them (site/bid/rounds.html.j2, site/priority/rounds.html.j2).
 
 Written here, not by the templates' loops: a row a phase, a cell a seat,
 each cell a dozen of the template's lookups and tests, were half the CPU of
@@ -17,15 +17,10 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from referee.rules.bid import tile_name
-from referee.rules.pure_skill import card_name
 
 _BID_HOW = {  # a move not made by mail, marked after the seat's bid
     "random": '<abbr title="random: none by the deadline">*</abbr>',
     "bot": '<abbr title="a bot\'s random move">~</abbr>',
-}
-_PURE_SKILL_HOW = {
-    "random": '<abbr title="random bid: none by the deadline">*</abbr>',
-    "bot": '<abbr title="a bot\'s random bid">~</abbr>',
 }
 
 
@@ -67,39 +62,6 @@ def bid_rounds_html(
             f'<td class="line" data-label="Dice">{_tiles(event["dice"], ", ")}</td>\n'
             f'{"".join(cells)}<td class="line who" data-label="Result">{said}</td>'
             f'<td class="line nowrap" data-label="Totals">{totals}</td></tr>\n'
-        )
-    return Markup("".join(rows))
-
-
-def pure_skill_rounds_html(
-    rounds: Sequence[Mapping[str, Any]],
-    players: Sequence[Mapping[str, Any]],
-    names: Sequence[str],
-    result: Callable[..., str],
-) -> Markup:
-    """A Game of Pure Skill's table of rounds, a row a round: its number,
-    the prize (and the pot carried over), each seat's bid, the result (by
-    ``result``, events/pure-skill.txt.j2's macro) and the totals."""
-    seats = [(p["seat"], f'" data-label="{escape(p["name"])}">') for p in players]
-    rows = []
-    for round_ in rounds:
-        event, how = round_["events"][0], round_["how"]
-        winner, bids = event["winner"], event["bids"]
-        prize = escape(card_name(event["prize"]))
-        if event["pot"]:
-            prize += " + " + escape(", ".join(card_name(card) for card in event["pot"]))
-        cells = "".join(
-            f'<td class="num{" win" if winner == seat else ""}{label}{escape(card_name(bids[seat]))}'
-            f"{_PURE_SKILL_HOW.get(how[seat], '')}</td>"
-            for seat, label in seats
-        )
-        said = result(event, names, compact=True, html=True)
-        totals = escape(" · ".join(map(str, event["scores"])))
-        rows.append(
-            f'<tr id="phase-{escape(round_["number"])}"><th scope="row" class="num" data-label="Round">'
-            f'{escape(event["round"])}</th><td data-label="Prize">{prize}</td>{cells}'
-            f'<td class="line" data-label="Result">{said}</td><td class="line nowrap" data-label="Totals">{totals}</td>'
-            "</tr>\n"
         )
     return Markup("".join(rows))
 

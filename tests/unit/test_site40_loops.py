@@ -1,5 +1,5 @@
-"""The site feed's entries (render.py's atom_entries) and the rows of Bid!'s
-and A Game of Pure Skill's tables of rounds (referee.site.rows) are written
+"""The site feed's entries (render.py's atom_entries), the rows of Bid!'s
+table of auctions and Priority's tallies (referee.site.rows) are written
 by Python since round 40, where the templates' loops wrote them: the same
 bytes as those templates (tests/fixtures/templates40), for any names,
 labels, bids, results and scores; and a keeper's own copy of an old
@@ -88,36 +88,6 @@ def test_site40_bid_rows_are_what_the_loop_wrote(names, data):
         "game": {"options": {"reroll": data.draw(st.sampled_from(["pawn", "coin"]))}},
     }
     written = _same("site/bid/rounds.html.j2", context)
-    assert written.count("<tr id=") == len(context["rounds"])
-
-
-@settings(max_examples=200, deadline=None)
-@given(names=st.lists(text, min_size=2, max_size=5), data=st.data())
-def test_site40_pure_skill_rows_are_what_the_loop_wrote(names, data):
-    """Rounds won or tied (carried over or discarded), with a pot or not; bids by mail, random or a bot's."""
-    seats = len(names)
-    cards = st.integers(1, 13)
-
-    def round_(number: int) -> dict[str, Any]:
-        event = {
-            "round": number,
-            "prize": data.draw(cards),
-            "pot": data.draw(st.lists(cards, max_size=3)),
-            "bids": [data.draw(cards) for _ in range(seats)],
-            "winner": data.draw(st.none() | st.integers(0, seats - 1)),
-            "value": data.draw(st.integers(0, 40)),
-            "outcome": data.draw(st.sampled_from(["carried", "discarded"])),
-            "scores": data.draw(st.lists(st.integers(0, 99), min_size=seats, max_size=seats)),
-        }
-        how = {seat: data.draw(st.sampled_from(["mail", "random", "bot"])) for seat in range(seats)}
-        return {"number": number, "label": f"Round {number} of 13", "events": [event], "how": how}
-
-    context = {
-        "rounds": [round_(number) for number in range(1, data.draw(st.integers(0, 4)) + 1)],
-        "players": _players(names),
-        "names": names,
-    }
-    written = _same("site/pure-skill/rounds.html.j2", context)
     assert written.count("<tr id=") == len(context["rounds"])
 
 
