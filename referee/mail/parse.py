@@ -302,7 +302,17 @@ def _parse_tamed(raw: bytes, head: bytes) -> _TamedMessage | None:
 # anywhere) is left to the standard library's parse.
 _LINE_END = re.compile(r"\r\n|\r|\n")  # the parser's line breaks
 _OTHER_LINE_BREAK = re.compile(r"[\v\f\x1c-\x1e\x85\u2028\u2029]")  # where str.splitlines breaks a line too
-_EOL_AT_END = re.compile(r"(?:\r\n|\r|\n)\Z")  # the break before a boundary belongs to the boundary
+
+
+def _without_eol(text: str) -> str:
+    """``text`` without the one line break (CRLF, CR or LF) it may end with,
+    as the parser strips it (a regular expression searched along the whole
+    of a part's text did): the break before a boundary belongs to the boundary."""
+    if text.endswith("\r\n"):
+        return text[:-2]
+    return text[:-1] if text.endswith(("\r", "\n")) else text
+
+
 # A digest's parts default to message/rfc822; a report (a bounce) holds a
 # message/* part, which the split leaves to the parser: not worth a look.
 _NOT_SPLIT = frozenset({"multipart/digest", "multipart/report"})
@@ -350,14 +360,14 @@ def _plain_multipart(raw: bytes) -> _TamedMessage | None:
     if split is None or not 0 < len(split.parts) < MAX_PARTS:
         return None
     if split.preamble_end > body:  # the line break before the first boundary belongs to it
-        message.preamble = _EOL_AT_END.sub("", "".join(lines[body : split.preamble_end]), count=1)
+        message.preamble = _without_eol("".join(lines[body : split.preamble_end]))
     for start, end in split.parts:
         if (read := _header_section(lines, start, end)) is None:
             return None
         part, part_body = read
         if part.get_content_maintype() in ("multipart", "message"):
             return None
-        part._payload = _EOL_AT_END.sub("", "".join(lines[part_body:end]), count=1)  # as stored, not decoded
+        part._payload = _without_eol("".join(lines[part_body:end]))  # as stored, not decoded
         message.attach(part)
     message.epilogue = "".join(lines[split.epilogue_start :])
     return message
@@ -400,7 +410,7 @@ def _header_fields(lines: list[str], start: int, end: int) -> _TamedMessage | No
         if field:
             part.set_raw(*_TAMED.header_source_parse(field))
         if at == start and line.startswith("From "):
-            part.set_unixfrom(_EOL_AT_END.sub("", line, count=1))
+            part.set_unixfrom(_without_eol(line))
             field = []
             continue
         if line[0] == ":":
