@@ -190,13 +190,14 @@ class _Answered:
 
     def __init__(self, lines: Collection[str]):
         own = [line.rstrip() for line in lines if line.strip()]
-        self.words = {_plain(line) for line in own}
+        plain = [_plain(line) for line in own]
+        self.words = set(plain)
         self.lines = set(own)
         self.by_text: dict[str, set[str]] = {}  # a line without its indent -> the mail's lines so
         for line in own:
             self.by_text.setdefault(line.strip(), set()).add(line)
         self.pairs = set(itertools.pairwise(own))  # lines that follow each other, past blank ones
-        self.text = "\n".join(_plain(line) for line in own)  # each line's words, for a line wrapped again
+        self.text = "\n".join(plain)  # each line's words, for a line wrapped again
 
     def echoes(self, line: str) -> bool:
         """The line is one of the mail's, word for word."""

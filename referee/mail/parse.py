@@ -19,7 +19,7 @@ from email.parser import BytesParser
 from email.policy import EmailPolicy
 from email.utils import getaddresses, parsedate_to_datetime
 from enum import Enum, auto
-from functools import cached_property
+from functools import cached_property, lru_cache
 from html import unescape
 from itertools import count, islice, pairwise
 from typing import TYPE_CHECKING, Any
@@ -190,6 +190,33 @@ class _TamedMessage(EmailMessage):
                 else MAX_FIELD
             )
             super().set_raw(name, value[:limit])
+
+    def _get_params_preserve(self, failobj: Any, header: str) -> Any:
+        """Message's own, the parameters of a field, each of its values read
+        once a process: a reply's Content-Type fields are read for the
+        boundary, the type and the charset, each time parsed anew (and its
+        parts' fields are the same in every mail of a client)."""
+        value = self.get(header, _MISSING)
+        return failobj if value is _MISSING else list(_params(str(value)))
+
+
+_MISSING = object()
+
+
+@lru_cache(maxsize=256)
+def _params(value: str) -> tuple[Any, ...]:
+    """A field's parameters as Message._get_params_preserve reads them (a function of its text alone)."""
+    return tuple(Message._get_params_preserve(_ValueOnly(value), None, "value"))  # type: ignore[attr-defined]
+
+
+class _ValueOnly:
+    """A field's text, where Message._get_params_preserve looks it up (``get``)."""
+
+    def __init__(self, value: str):
+        self.value = value
+
+    def get(self, name: str, failobj: Any = None) -> str:
+        return self.value
 
 
 if TYPE_CHECKING:  # the stubs' EmailPolicy is generic in the message it makes; the class itself is not

@@ -5,6 +5,7 @@ machinery cost a reply's three header sections a third of its parsing)."""
 
 from __future__ import annotations
 
+from email.message import EmailMessage
 from email.parser import Parser
 
 from hypothesis import given, settings
@@ -60,3 +61,33 @@ def test_a_first_continuation_or_a_nameless_field_is_left_to_the_standard_librar
         cut = _lines(section)
         assert standard("".join(cut[:-1])).defects
         assert _header_section(cut, 0, len(cut)) is None
+
+
+_CONTENT_TYPES = st.sampled_from(
+    [
+        'text/plain; charset="utf-8"',
+        "text/plain; charset=UTF-8; format=flowed; delsp=yes",
+        'multipart/alternative; boundary="000000000000b1c2d3"',
+        "multipart/mixed;\r\n boundary=----=_Part_1",
+        "text/html; name*0*=utf-8''caf%C3%A9; name*1=.html",
+        "text/plain; charset",
+        'text/plain; a="b;c"; ; =x',
+        "",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_CONTENT_TYPES, st.sampled_from(["content-type", "content-disposition", "x-other"]))
+def test_a_field_s_parameters_read_once_are_those_the_standard_library_reads(value, name):
+    for _ in range(2):  # (the second time from what was kept)
+        part = _header_section(_lines(f"{name}: {value}\r\n\r\n"), 0, 2)
+        assert part is not None
+        ours = part[0]
+        theirs = Parser(EmailMessage, policy=_TAMED).parsestr(f"{name}: {value}\r\n", headersonly=True)
+        for header in (name, "content-type", "missing"):
+            assert ours.get_params(header=header) == theirs.get_params(header=header)
+            assert ours.get_param("charset", header=header) == theirs.get_param("charset", header=header)
+        assert ours.get_boundary() == theirs.get_boundary()
+        assert ours.get_content_charset() == theirs.get_content_charset()
+        assert ours.get_filename() == theirs.get_filename()
