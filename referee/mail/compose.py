@@ -239,13 +239,6 @@ def _folded_shape(name: str, shape: str) -> tuple[tuple[str, int], ...] | None:
 _LINE_LENGTH = 78  # compat32's max_line_length
 
 
-@functools.lru_cache(maxsize=8)
-def _date(now: datetime) -> str:
-    """A Date field's value, written once for the mails of the same second
-    (a round's to every seat, the receipt and the prompt that follow it)."""
-    return format_datetime(now)
-
-
 def _plain(name: str, value: Any) -> bool:
     return (
         isinstance(value, str)
@@ -386,7 +379,7 @@ class Composer:
         headers: list[tuple[str, Any]] = [("To", ", ".join(to))]  # (after From, the same in every mail)
         subject = header_safe(subject)
         headers.append(("Subject", subject if subject.isascii() else Header(subject, "utf-8")))
-        headers.append(("Date", _date(now.replace(microsecond=0))))
+        headers.append(("Date", format_datetime(now)))
         message_id = message_id or make_msgid(idstring=id_tag, domain=self.config.domain)
         headers.append(("Message-ID", message_id))
         if reply_to:
