@@ -47,6 +47,13 @@ class Rng:
             self._words = list(reversed(_WORDS.unpack(block)))
         return self._words.pop()
 
+    def __copy__(self) -> Rng:
+        """A stream at the same point, apart from this one: the undrawn words
+        are popped from their list, which a shallow copy would share."""
+        twin = object.__new__(Rng)
+        twin.__dict__.update(self.__dict__, _words=list(self._words))
+        return twin
+
     def randbelow(self, n: int) -> int:
         """A uniform integer in ``range(n)``, without modulo bias."""
         if not 0 < n <= _WORD:
