@@ -104,14 +104,16 @@ _PLAIN_TEXT_HEADERS = [
 ]
 
 
-def plain_text_bytes(headers: Iterable[tuple[str, Any]], body: str) -> bytes:
+def plain_text_bytes(headers: Iterable[tuple[str, Any]], body: str, written: Iterable[bytes] = ()) -> bytes:
     """``MIMEText(body, "plain", _UTF8_QP)`` with ``headers`` added in
     order, as ``as_bytes(policy=_SMTP)`` writes it, byte for byte, without
     building the MIMEText: its
     charset parameter machinery cost more than the rest of a mail
-    (tests/unit/test_compose.py checks it against MIMEText).  ``body``
-    holds no lone surrogate (encodable)."""
-    return b"".join([_MIME_HEAD, *[_header_line(name, value) for name, value in headers], b"\r\n", _body(body)])
+    (tests/unit/test_compose.py checks it against MIMEText).  ``written``:
+    header lines written already (_header_line's), which go before
+    ``headers``.  ``body`` holds no lone surrogate (encodable)."""
+    lines = [_header_line(name, value) for name, value in headers]
+    return b"".join([_MIME_HEAD, *written, *lines, b"\r\n", _body(body)])
 
 
 def _header_line(name: str, value: Any) -> bytes:
@@ -395,10 +397,9 @@ class Composer:
             headers.append(("List-Unsubscribe", f"<mailto:{unsubscribe}?subject=unsubscribe>"))
         if archived_at:
             headers.append(("Archived-At", f"<{archived_at}>"))
-        lines = [_header_line(name, value) for name, value in headers]
-        return message_id, b"".join([_MIME_HEAD, self._from_line, *lines, b"\r\n", _body(encodable(body))])
+        return message_id, plain_text_bytes(headers, encodable(body), written=(self._from_line,))
 
     @functools.cached_property
     def _from_line(self) -> bytes:
-        """The From field of every mail, written once (plain_text_bytes writes it so)."""
+        """The From field of every mail, written once (as _header_line writes it)."""
         return _header_line("From", formataddr((self.config.name, self.config.address), charset="utf-8"))
