@@ -144,6 +144,8 @@ class Site:
         self.window = window  # a game's feed entries (WINDOW; smaller in tests)
         self.past = past  # its calendars' past events (CALENDAR_PAST; likewise)
         self._folders: set[str] = set()  # made already
+        self.keeper = Path(templates) if templates else None  # the keeper's own templates, which come first
+        self._headline_filters: dict[str, Callable[[dict[str, Any], list[str]], str] | None] = {}  # by kind
         folders = [str(templates)] if templates else []
         folders += [str(folder) for folder in template_folders()]  # the referee's, then each game's own
         self.env = Environment(
@@ -532,13 +534,7 @@ class Site:
                 "feeds": "both",
             }
         ]
-        # One line per round, in one render: a template per line costs more than the line.
-        titles = (
-            self.env.get_template(f"site/{kind}/summary.txt.j2")
-            .render(rounds=rounds, names=names, game=game)
-            .split("\n")
-        )
-        titles = [title.strip() for title in titles if title.strip()]
+        titles = self._titles(kind, rounds, names, game)
         groups = [_group(entry["label"]) for entry in rounds]
         # The group after each round's: the next round's, after the last the open phase's, if one.
         after: list[str | None] = [*groups[1:], _group(context["phase"]["label"]) if context["phase"] else None]
@@ -584,6 +580,34 @@ class Site:
                 }
             )
         return entries[::-1]
+
+    def _titles(self, kind: str, rounds: list[dict[str, Any]], names: list[str], game: dict[str, Any]) -> list[str]:
+        """A feed title per phase of ``rounds``, as site/<kind>/summary.txt.j2
+        writes them ("Round 2 bidding, turn 3: ann bids green 2"): by the
+        game's headline filter itself where that template and the headline
+        macro it calls are the referee's own and the macro is the filter
+        (Site._headline_filter), else by the template, in one render (a
+        template per line costs more than the line)."""
+        headline = self._headline_filter(kind)
+        if headline is not None:
+            return [f"{entry['label']}: {headline(entry, names)}".strip() for entry in rounds]
+        template = self.env.get_template(f"site/{kind}/summary.txt.j2")
+        lines = template.render(rounds=rounds, names=names, game=game).split("\n")
+        return [title.strip() for title in lines if title.strip()]
+
+    def _headline_filter(self, kind: str) -> Callable[[dict[str, Any], list[str]], str] | None:
+        """The filter a kind's feed titles are made by, when the templates
+        that make them are the referee's own: its summary template writes
+        each phase's "label: headline" and its headline macro (in plain
+        text) is the filter _HEADLINE_FILTERS names.  A macro call a phase
+        cost more than the line (a tenth of Bluff's render).  A keeper's
+        own copy of either template is rendered as it is."""
+        if kind not in self._headline_filters:
+            names = (f"site/{kind}/summary.txt.j2", f"events/{kind}.txt.j2")
+            keeper = self.keeper is not None and any((self.keeper / name).is_file() for name in names)
+            name = _HEADLINE_FILTERS.get(kind)
+            self._headline_filters[kind] = None if keeper or name is None else self.env.filters[name]
+        return self._headline_filters[kind]
 
     def _headline(
         self, game_id: int, name: str, titles: list[str], last: dict[str, Any], standing: str
@@ -753,6 +777,11 @@ class Site:
         if report is not None:
             report.written.append(name)
 
+
+# The filter each kind's headline macro (events/<kind>.txt.j2's ``headline``,
+# with html false) writes its line by, where its site/<kind>/summary.txt.j2
+# is "label: headline" a phase (test_site41_titles holds the two the same).
+_HEADLINE_FILTERS = {"bluff": "bluff_headline", "ice": "ice_headline", "priority": "priority_headline"}
 
 _SUMMARY_KEYS = {"id", "kind", "title", "name", "state", "created_at", "finished_at", "phase", "paused", "signed"}
 _SUMMARY_KEYS |= {"wanted", "asked", "watchers"}  # (Site._summary's)
