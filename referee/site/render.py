@@ -747,11 +747,12 @@ class Site:
         kept there is of a file on the site (only `referee render --force`
         writes back a file deleted by hand).  ``texts`` gets its digest."""
         key = name.rsplit("/", 1)[-1]
-        texts[key] = _digest([text])
+        data = text.encode()  # (once, for its digest and the file: a record is big)
+        texts[key] = hashlib.sha256(data).hexdigest()[:24]  # (_digest([text]))
         if not isinstance(written, dict) or written.get(key) != texts[key]:
-            self._write(name, text, report)
+            self._write(name, data, report)
 
-    def _write(self, name: str, text: str, report: Report | None = None) -> None:
+    def _write(self, name: str, text: str | bytes, report: Report | None = None) -> None:
         """Write ``name`` whole or not at all: a temporary file, then a rename.
         (By the os module's calls, not pathlib's and a text file's: a refresh
         writes a file or more for each game that changed, and those cost
@@ -765,7 +766,7 @@ class Site:
             descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
                 os.fchmod(descriptor, 0o644)  # the site is public, whatever the umask
-                data = memoryview(text.encode())
+                data = memoryview(text if isinstance(text, bytes) else text.encode())
                 while data:  # (a write may take less than all)
                     data = data[os.write(descriptor, data) :]
             finally:
@@ -951,12 +952,21 @@ def _atom_entries(entries: list[dict[str, Any]]) -> Markup:
     cost most of a feed; a keeper's own feed.atom.j2 may still loop.)"""
     out = []
     for entry in entries:
-        content = entry["content"]
+        title, id_, link, content = entry["title"], entry["id"], entry["link"], entry["content"]
+        updated = iso_text(entry["updated"])
+        # (most entries have no character to escape: one search of their texts, not one a text)
+        if _SPECIAL.search(f"{title}{id_}{updated}{link}{content or ''}"):
+            title, id_, updated, link, content = (
+                _xml(title),
+                _xml(id_),
+                _xml(updated),
+                _xml(link),
+                content and _xml(content),
+            )
         out.append(
-            f"<entry>\n<title>{_xml(entry['title'])}</title>\n<id>{_xml(entry['id'])}</id>\n"
-            f"<updated>{_xml(iso_text(entry['updated']))}</updated>\n"
-            f'<link rel="alternate" href="{_xml(entry["link"])}"/>\n'
-            + (f'<content type="text">{_xml(content)}</content>' if content else "")
+            f"<entry>\n<title>{title}</title>\n<id>{id_}</id>\n<updated>{updated}</updated>\n"
+            f'<link rel="alternate" href="{link}"/>\n'
+            + (f'<content type="text">{content}</content>' if content else "")
             + "</entry>\n"
         )
     return Markup("".join(out))
@@ -1012,15 +1022,14 @@ def _ics_resolved(phases: list[dict[str, Any]], uid: str, at: str, summary: str,
     a phase's UID is its number between ``uid`` and ``at``, its summary its
     label between ``summary`` and ``then``.  (A calendar has one a phase:
     a template's loop of _ics_event cost most of the calendar.)"""
-    return "".join(
-        _ics_event(
-            f"{uid}{phase['number']}{at}",
-            phase["resolved_at"],
-            phase["resolved_at"],
-            f"{summary}{phase['label']}{then}",
+    events = []
+    for phase in phases:  # (_ics_event's lines, its time made once: the event's stamp and start and end)
+        time, label = _ics_time(phase["resolved_at"]), phase["label"]
+        events.append(
+            f"BEGIN:VEVENT\r\nUID:{uid}{phase['number']}{at}\r\nDTSTAMP:{time}\r\nDTSTART:{time}\r\nDTEND:{time}\r\n"
+            f"SUMMARY:{_ics_text(f'{summary}{label}{then}')}\r\nEND:VEVENT\r\n"
         )
-        for phase in phases
-    )
+    return "".join(events)
 
 
 def _ics_alarm(trigger: str, description: str) -> str:
@@ -1033,8 +1042,11 @@ def _ics_alarm(trigger: str, description: str) -> str:
 def _fold_ics(text: str) -> str:
     """iCalendar's lines folded at 75 octets (RFC 5545, 3.1): a line goes on
     after CRLF and a space, never inside a UTF-8 character."""
+    split = text.split("\r\n")
+    if text.isascii() and max(map(len, split)) <= 75:  # (nearly every calendar: nothing to fold)
+        return text
     lines = []
-    for line in text.split("\r\n"):
+    for line in split:
         if len(line) <= 75 and line.isascii():  # (most lines: an octet a character, and short)
             lines.append(line)
             continue
