@@ -177,6 +177,7 @@ def _split(text: str, room: float, keep: int = 0) -> list[str]:
     return lines
 
 
+@functools.lru_cache(maxsize=8192)  # (the same points recur: games of a kind have as many rounds, and like scores)
 def _marker_path(shape: str, x: float, y: float) -> str:
     """An SVG path of a marker centred on (x, y), about 9 units across."""
 
