@@ -179,7 +179,7 @@ def phases_html(rounds: list[dict[str, Any]], names: list[str], players: list[di
         elif "1-shot" in stage:
             stage = "1-shot tile"
         else:
-            stage = _html(stage.replace("bidding, ", ""))
+            stage = _said_html(stage.replace("bidding, ", ""))
         rows.append(
             f'<tr id="phase-{_html(round_["number"])}"><td class="nowrap">{stage}</td>\n'
             f'<td class="wrap who">{_phase_html(round_["events"], names_html, players_html)}</td></tr>\n'
@@ -207,35 +207,40 @@ def _names_html(names: list[str], players: list[dict[str, Any]]) -> tuple[list[s
 
 def _phase_html(events: list[dict[str, Any]], names: list[str], players: list[tuple[str, int]]) -> str:
     """``phase_html``, of the names ``_names_html`` escaped."""
-    shown = [e for e in events if e["type"] != "dice"]
-    cell = []
-    for i, event in enumerate(shown):
-        cell.append(_event_html(event, names, players))
-        if i + 1 < len(shown) and shown[i + 1]["type"] not in ("auction", "round", "over"):
-            cell.append("; ")
-    return "".join(cell)
+    cell, first = "", True
+    for event in events:
+        kind = event["type"]
+        if kind == "dice":
+            continue  # (an auction's dice show nothing: the auction shows its counts)
+        if not first and kind not in ("auction", "round", "over"):  # (those start a line of their own)
+            cell += "; "
+        cell += _event_html(event, names, players)
+        first = False
+    return cell
 
 
 def _event_html(e: dict[str, Any], names: list[str], players: list[tuple[str, int]]) -> str:
     """An event's words in a phase's row, of the names ``_names_html`` escaped."""
     kind = e["type"]
+    if kind in _MOVE_EVENTS:
+        return f"{names[e['seat']]} {_said_html(did_said(e, detail=True))}"
+    if kind == "auction":
+        counts = e["dice"]
+        dice = ", ".join([f"{name} {_html(counts[seat])}" for name, seat in players])
+        community = f", community {_html(e['community'])}" if e["community"] else ""
+        tile = _said_html(e["tile"])
+        if e["winner"] is not None:
+            outcome = f'<span class="win">{names[e["winner"]]} wins {tile} with {_html(e["value"])}</span>'
+        elif e["bids"]:
+            worth = ", ".join([f"{names[int(seat)]} could bid {_html(v)}" for seat, v in e["worth"].items()])
+            outcome = f"every bid over ({worth}): {tile} leaves"
+        else:
+            outcome = f"no bids: {tile} leaves"
+        return f"<br>{_said_html(e['track'])} (dice: {dice}{community}): {outcome}"
     if kind == "rerolled":
         return ", ".join(
             f"{names[int(seat)]} " + (f"rerolls {n}" if n else "keeps their dice") for seat, n in e["counts"].items()
         )
-    if kind in _MOVE_EVENTS:
-        return f"{names[e['seat']]} {_did_html(e)}"
-    if kind == "auction":
-        dice = ", ".join(f"{name} {_html(e['dice'][seat])}" for name, seat in players)
-        community = f", community {_html(e['community'])}" if e["community"] else ""
-        if e["winner"] is not None:
-            outcome = f'<span class="win">{names[e["winner"]]} wins {_html(e["tile"])} with {_html(e["value"])}</span>'
-        elif e["bids"]:
-            worth = ", ".join(f"{names[int(seat)]} could bid {_html(v)}" for seat, v in e["worth"].items())
-            outcome = f"every bid over ({worth}): {_html(e['tile'])} leaves"
-        else:
-            outcome = f"no bids: {_html(e['tile'])} leaves"
-        return f"<br>{_html(e['track'])} (dice: {dice}{community}): {outcome}"
     if kind == "round":
         return f"<br>round {_html(e['round'])}: {names[e['start']]} starts"
     if kind == "over":
@@ -243,15 +248,26 @@ def _event_html(e: dict[str, Any], names: list[str], players: list[tuple[str, in
     return ""  # (a type named nowhere here shows nothing)
 
 
-_MOVE_EVENTS = ("bid", "move", "pass", "oneshot", "special", "place", "exhibit", "discard")  # a seat's own
-
-
-def _did_html(e: dict[str, Any]) -> str:
-    """events/bluff.txt.j2's did(e, detail=true, html=true)."""
-    return _html(did_said(e, detail=True))
+_MOVE_EVENTS = frozenset(("bid", "move", "pass", "oneshot", "special", "place", "exhibit", "discard"))  # a seat's own
 
 
 _html = escaped  # (api.escaped: as the templates escape)
+
+
+class _SaidHtml(dict[str, str]):
+    """Text the rules word (a track, a tile, a move as did_said says it:
+    a few hundred of them), escaped once each: the table of phases escapes
+    one or more a phase, tens of thousands a full render.  Never names,
+    which are the players' own and without end."""
+
+    def __missing__(self, said: str) -> str:
+        if len(self) >= 4096:  # (a bound on what is kept: the words are few, but exhibits combine tiles)
+            self.clear()
+        self[said] = html = _html(said)
+        return html
+
+
+_said_html = _SaidHtml().__getitem__
 
 
 # -- a phase in words (events/bluff.txt.j2's macros call these) -----------------------
