@@ -63,24 +63,28 @@ def replace(value: Value, /, **changes: Any) -> Value:
     ``__post_init__`` and no slots is made by copying its fields' values,
     which is all its ``__init__`` would do; any other goes to
     ``dataclasses.replace``.  A name that is not a field is a TypeError, as there."""
-    names = _copied_fields(type(value))
+    kind = type(value)
+    names = _COPIED[kind] if kind in _COPIED else _copied_fields(kind)
     if names is None:
         return dataclasses.replace(value, **changes)  # type: ignore[type-var]
-    if not names.issuperset(changes):
-        raise TypeError(f"{type(value).__name__} has no field {', '.join(sorted(set(changes) - names))}")
     fields = value.__dict__
-    made = object.__new__(type(value))
     if len(fields) == len(names):  # (it holds every field, so nothing else: copied whole, a third of the cost)
         # (a copy of the dict, given as the new value's: a third less than filling its own, field by field)
-        copied = fields.copy()
-        copied.update(changes)
-        object.__setattr__(made, "__dict__", copied)
-    else:  # (something beside the fields, such as a cached_property's value: not copied)
-        made.__dict__.update({name: fields[name] for name in names}, **changes)
+        copied = fields | changes
+        if len(copied) != len(names):  # (a name that is not a field made it longer)
+            raise TypeError(f"{kind.__name__} has no field {', '.join(sorted(set(changes) - names))}")
+        made = object.__new__(kind)
+        _set_dict(made, "__dict__", copied)
+        return made
+    if not names.issuperset(changes):
+        raise TypeError(f"{kind.__name__} has no field {', '.join(sorted(set(changes) - names))}")
+    made = object.__new__(kind)  # (something beside the fields, such as a cached_property's value: not copied)
+    made.__dict__.update({name: fields[name] for name in names}, **changes)
     return made
 
 
 _COPIED: dict[type, frozenset[str] | None] = {}  # a dataclass -> its fields, if copying them makes one
+_set_dict = object.__setattr__  # (a frozen dataclass's own __setattr__ refuses; bound once: a call a change)
 
 
 def _copied_fields(kind: type) -> frozenset[str] | None:

@@ -93,6 +93,18 @@ class Stage(StrEnum):
     OVER = "over"  # the game has ended
 
 
+# The stages, as module constants: the rules compare a state's stage with one
+# at every step of a replay, and reading a member off its Enum class costs
+# ten times the comparison (Python 3.11's enum lookup; issue 36).
+_TOOLS, _BIDDING, _RESOLVE, _ONESHOT, _ACQUIRE, _OVER = (
+    Stage.TOOLS,
+    Stage.BIDDING,
+    Stage.RESOLVE,
+    Stage.ONESHOT,
+    Stage.ACQUIRE,
+    Stage.OVER,
+)
+
 Bid = tuple[int, int, int, bool]  # (seat, value, order placed, tied)
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -469,7 +481,7 @@ class BluffAuction(Game[BluffState, Move]):
             gone=(),
             points=(0,) * seats,
             round=0,
-            stage=Stage.TOOLS,
+            stage=_TOOLS,
             tool_step=0,
             track=0,
             shown=frozenset(),
@@ -486,17 +498,17 @@ class BluffAuction(Game[BluffState, Move]):
     # -- what is asked now ------------------------------------------------------
 
     def phase(self, state: BluffState) -> Phase | None:
-        if state.stage == Stage.BIDDING:  # (most phases)
+        if state.stage == _BIDDING:  # (most phases)
             return _bidding_phase(state.round, state.turns, state.mover)
         r = state.round
         movers = _movers(state)
-        if state.stage == Stage.TOOLS:
+        if state.stage == _TOOLS:
             label = f"Round {r} tools" + (f" {state.tool_step}" if state.tool_step > 1 else "")
             return Phase(label, movers, sealed=True, timer="decision")
-        if state.stage == Stage.ONESHOT:
+        if state.stage == _ONESHOT:
             label = f"Round {r} {TRACKS[state.track]} auction: the 1-shot tile"
             return Phase(label, movers, sealed=False, timer="decision")
-        if state.stage == Stage.ACQUIRE:
+        if state.stage == _ACQUIRE:
             label = f"Round {r} acquisition: {tile_text(state.won[0][1])}"
             return Phase(label, movers, sealed=False, timer="decision")
         return None
@@ -504,19 +516,19 @@ class BluffAuction(Game[BluffState, Move]):
     def legal_moves(self, state: BluffState, seat: int) -> list[Move]:
         if seat not in _movers(state):
             return []
-        if state.stage == Stage.TOOLS:
+        if state.stage == _TOOLS:
             dice = len(state.dice[seat])
             return [
                 ("reroll", combo) for n in range(dice + 1) for combo in itertools.combinations(range(1, dice + 1), n)
             ]
-        if state.stage == Stage.BIDDING:
+        if state.stage == _BIDDING:
             return _bidding_moves(state, seat)
-        if state.stage == Stage.ONESHOT:
+        if state.stage == _ONESHOT:
             return [("use",), ("keep",)]
         return _acquisitions(state, seat, state.won[0][1])
 
     def parse_move(self, state: BluffState, seat: int, text: str) -> Move:
-        move = _bid_or_pass(text) if state.stage == Stage.BIDDING else None  # (most moves: each line read once)
+        move = _bid_or_pass(text) if state.stage == _BIDDING else None  # (most moves: each line read once)
         if move is None:
             move = self._read(state, seat, text)
         if not self._allowed(state, seat, move):
@@ -528,13 +540,13 @@ class BluffAuction(Game[BluffState, Move]):
         words = _words(text)
         if not words:
             raise MoveError(self._forms(state))
-        if state.stage == Stage.TOOLS:
+        if state.stage == _TOOLS:
             move = _read_reroll(words, len(state.dice[seat]))
-        elif state.stage == Stage.ONESHOT:
+        elif state.stage == _ONESHOT:
             said = [w for w in words if w not in _ONESHOT_WORDS]  # "No, keep it for later", "use the 1-shot"
             said = said[1:] if said[:1] in (["yes"], ["no"]) and said[1:] in (["use"], ["keep"]) else said
             move = ("use",) if said in (["use"], ["yes"]) else ("keep",) if said in (["keep"], ["no"]) else None
-        elif state.stage == Stage.ACQUIRE:
+        elif state.stage == _ACQUIRE:
             move = _read_acquisition(state, seat, words)
         else:
             move = _read_bid(state, seat, words)
@@ -551,28 +563,28 @@ class BluffAuction(Game[BluffState, Move]):
         museum may exhibit many more)."""
         if seat not in _movers(state):
             return False
-        if state.stage == Stage.TOOLS:
+        if state.stage == _TOOLS:
             return _reroll_allowed(len(state.dice[seat]), move)
-        if state.stage == Stage.ACQUIRE:
+        if state.stage == _ACQUIRE:
             return _acquisition_allowed(state, seat, move)
-        if state.stage == Stage.ONESHOT:
+        if state.stage == _ONESHOT:
             return move in (("use",), ("keep",))
         if move == ("pass",):  # (as _bidding_moves: with tokens in hand, only when nothing else is legal)
             return not state.tokens[seat] or not _can_bid(state, seat)
         return _bid_allowed(state, seat, move)
 
     def _forms(self, state: BluffState) -> str:
-        if state.stage == Stage.TOOLS:
+        if state.stage == _TOOLS:
             return "Say which of your dice to roll again, by number: 'reroll 1 3', 'reroll all' or 'keep'."
-        if state.stage == Stage.ONESHOT:
+        if state.stage == _ONESHOT:
             return "Say 'use' to count your 2 virtual purple dice on this auction (the tile is discarded), or 'keep'."
-        if state.stage == Stage.ACQUIRE and _beside(state.won[0][1]):
+        if state.stage == _ACQUIRE and _beside(state.won[0][1]):
             return (
                 "Say 'place' (the new tile goes beside your museum, and you exhibit nothing), or 'exhibit' and "
                 "the tiles of a set from your museum (for example 'exhibit red ancient tool, red modern art, "
                 "red medieval weapon')."
             )
-        if state.stage == Stage.ACQUIRE:
+        if state.stage == _ACQUIRE:
             return (
                 "Say 'place' (into your museum), 'exhibit' and the tiles of a set (for example "
                 "'exhibit red ancient tool, red modern art, red medieval weapon'), or 'discard' and a tile."
@@ -601,14 +613,14 @@ class BluffAuction(Game[BluffState, Move]):
     def resolve(
         self, state: BluffState, moves: Mapping[int, Move], rng: Rng
     ) -> tuple[BluffState, list[dict[str, Any]]]:
-        if state.stage == Stage.TOOLS:
+        if state.stage == _TOOLS:
             state, events = _rerolls(state, moves, rng)
             return _play_on(state, events, rng)
-        seat = state.mover if state.stage != Stage.ACQUIRE else state.won[0][0]
+        seat = state.mover if state.stage != _ACQUIRE else state.won[0][0]
         move = moves[seat]
-        if state.stage == Stage.BIDDING:
+        if state.stage == _BIDDING:
             state, events = _bid(state, seat, move)
-        elif state.stage == Stage.ONESHOT:
+        elif state.stage == _ONESHOT:
             state, events = _oneshot(state, seat, move)
         else:
             state, events = _acquire(state, seat, move)
@@ -621,11 +633,11 @@ class BluffAuction(Game[BluffState, Move]):
         One-shot: use (it is offered only when it wins the tile).  A tile won:
         place it, else the largest set it can exhibit, else discard it."""
         legal = self.legal_moves(state, seat)
-        if state.stage == Stage.TOOLS:
+        if state.stage == _TOOLS:
             return ("reroll", ())
-        if state.stage == Stage.ONESHOT:
+        if state.stage == _ONESHOT:
             return ("use",)
-        if state.stage == Stage.ACQUIRE:
+        if state.stage == _ACQUIRE:
             if ("place",) in legal:
                 return ("place",)
             exhibits = [m for m in legal if m[0] == "exhibit"]
@@ -644,7 +656,7 @@ class BluffAuction(Game[BluffState, Move]):
 
     def view(self, state: BluffState, seat: int | None) -> dict[str, Any]:
         public = {
-            "over": state.stage == Stage.OVER,
+            "over": state.stage == _OVER,
             "round": state.round,
             "rounds": ROUNDS,
             "stage": state.stage,
@@ -684,14 +696,14 @@ class BluffAuction(Game[BluffState, Move]):
         if phase is not None and seat in phase.movers:
             legal = self.legal_moves(state, seat)
             private.update(legal_count=len(legal), examples=[self.move_text(m) for m in _examples(state, legal)])
-            if state.stage == Stage.ACQUIRE:  # the tile to place; a special one goes beside the museum (F5)
+            if state.stage == _ACQUIRE:  # the tile to place; a special one goes beside the museum (F5)
                 private.update(won=tile_text(state.won[0][1]), beside=_beside(state.won[0][1]))
         return private
 
     def private_news(self, before: BluffState | None, after: BluffState, seat: int) -> dict[str, Any] | None:
         """F13: a seat's dice, when a round's roll gave it new ones, and after
         each of its rerolls (even one that rolled the same faces again)."""
-        rerolled = before is not None and before.stage == Stage.TOOLS and seat in _tool_movers(before, before.tool_step)
+        rerolled = before is not None and before.stage == _TOOLS and seat in _tool_movers(before, before.tool_step)
         if (
             before is not None
             and not rerolled
@@ -699,12 +711,12 @@ class BluffAuction(Game[BluffState, Move]):
             and before.round == after.round
         ):
             return None
-        if after.stage == Stage.OVER or not after.dice[seat]:
+        if after.stage == _OVER or not after.dice[seat]:
             return None
         return {"round": after.round, "dice": list(after.dice[seat])}
 
     def result(self, state: BluffState) -> Result | None:
-        if state.stage != Stage.OVER:
+        if state.stage != _OVER:
             return None
         totals = [total(state, s) for s in range(state.seats)]
         people = [s for s in range(state.seats) if s not in state.bots]  # F17: a bot never wins
@@ -727,7 +739,7 @@ def _bidding_phase(round_: int, turns: int, bidder: int) -> Phase:
 def _examples(state: BluffState, legal: list[Move]) -> list[Move]:
     """A few of the legal moves for a prompt: in bidding, the lowest bid on
     each of a few tracks, a move of a token, and pass where they are legal."""
-    if state.stage != Stage.BIDDING:
+    if state.stage != _BIDDING:
         return legal[:3] + legal[-2:] if len(legal) > 5 else legal
     lowest: dict[tuple, Move] = {}
     for move in legal:
@@ -748,19 +760,20 @@ def _new_round(state: BluffState, start: int, rng: Rng) -> tuple[BluffState, lis
     stacks = list(state.stacks)
     offer: list[Artifact] = []
     for i, stack in enumerate(stacks):
-        tile = rng.choice(stack)
-        offer.append(tile)
-        stacks[i] = tuple(t for t in stack if t != tile)
+        drawn = rng.randbelow(len(stack))  # (rng.choice: a tile is one of a kind, so its place names it)
+        offer.append(stack[drawn])
+        stacks[i] = stack[:drawn] + stack[drawn + 1 :]
     specials = list(state.specials)
     stage = next(i for i, group in enumerate(specials) if group)
-    special = rng.choice(specials[stage])
-    specials[stage] = tuple(s for s in specials[stage] if s != special)
+    drawn = rng.randbelow(len(specials[stage]))
+    special = specials[stage][drawn]
+    specials[stage] = specials[stage][:drawn] + specials[stage][drawn + 1 :]
     base_tokens, base_dice, community = START[state.seats]
     dice = []
     for seat in range(state.seats):
         count = base_dice + _exhibit_dice(state, seat) + 2 * ("twodice" in state.held[seat])
-        dice.append(tuple(FACES[rng.randbelow(6)] for _ in range(count)))
-    common = tuple(FACES[rng.randbelow(6)] for _ in range(community))
+        dice.append(tuple([FACES[rng.randbelow(6)] for _ in range(count)]))
+    common = tuple([FACES[rng.randbelow(6)] for _ in range(community)])
     tokens = tuple(base_tokens + ("token" in state.held[s]) for s in range(state.seats))
     offered: tuple[Tile, ...] = (special, *offer)
     state = replace(
@@ -778,7 +791,7 @@ def _new_round(state: BluffState, start: int, rng: Rng) -> tuple[BluffState, lis
         turn=None,
         start=start,
         round=state.round + 1,
-        stage=Stage.TOOLS,
+        stage=_TOOLS,
         tool_step=1,
         track=0,
         shown=frozenset(),
@@ -831,18 +844,19 @@ def _tool_count(museum: tuple[Tile, ...]) -> int:
 def _movers(state: BluffState) -> tuple[int, ...]:
     """The seats ``phase`` asks for a move (none once the game is over),
     without its label: every move read is checked against them."""
-    if state.stage == Stage.TOOLS:
+    if state.stage == _TOOLS:
         return _tool_movers(state, state.tool_step)
-    if state.stage in (Stage.BIDDING, Stage.ONESHOT):
+    if state.stage in (_BIDDING, _ONESHOT):
         return (state.mover,)
-    if state.stage == Stage.ACQUIRE:
+    if state.stage == _ACQUIRE:
         return (state.won[0][0],)
     return ()
 
 
 def _tool_movers(state: BluffState, step: int) -> tuple[int, ...]:
     """F7: one reroll per Tool in the museum, each in its own phase."""
-    return tuple(s for s in range(state.seats) if _tools(state, s) >= step and state.dice[s])
+    tools = _tool_counts(state.museum)
+    return tuple(seat for seat, dice in enumerate(state.dice) if tools[seat] >= step and dice)
 
 
 def _reroll_allowed(dice: int, move: Move) -> bool:
@@ -873,31 +887,31 @@ def _play_on(state: BluffState, events: list[dict[str, Any]], rng: Rng) -> tuple
     """Everything that follows without a decision: tools phases nobody has,
     the start of bidding, resolving the auctions, the next round, the end."""
     while True:
-        if state.stage == Stage.TOOLS:
+        if state.stage == _TOOLS:
             if _tool_movers(state, state.tool_step):
                 break
-            state = replace(state, stage=Stage.BIDDING, passes=0)
+            state = replace(state, stage=_BIDDING, passes=0)
             state, more = _next_bidder(state, state.start, include=True)
             events += more
-        elif state.stage == Stage.BIDDING:
+        elif state.stage == _BIDDING:
             if state.turn is not None:
                 break
-            state = replace(state, stage=Stage.RESOLVE, track=0)
-        elif state.stage == Stage.RESOLVE:
+            state = replace(state, stage=_RESOLVE, track=0)
+        elif state.stage == _RESOLVE:
             if state.track == len(TRACKS):
-                state = replace(state, stage=Stage.ACQUIRE)
+                state = replace(state, stage=_ACQUIRE)
                 continue
             state, more, asked = _resolve_track(state)
             events += more
             if asked:
                 break
-        elif state.stage == Stage.ACQUIRE:
+        elif state.stage == _ACQUIRE:
             state, more = _skip_settled(state)
             events += more
             if state.won:
                 break
             if state.round == ROUNDS:
-                state = replace(state, stage=Stage.OVER, turn=None)
+                state = replace(state, stage=_OVER, turn=None)
                 events.append({"type": "over", "standings": [standing(state, s) for s in range(state.seats)]})
                 break
             state, more = _new_round(state, (state.start + 1) % state.seats, rng)  # F11: it moves on
@@ -938,9 +952,15 @@ _last_totals: list[tuple[Any, Any, Any, int, tuple[int, ...]] | None] = [None]  
 def _virtual(state: BluffState, seat: int, track: int) -> int:
     """A bidder's own virtual dice on a track (F10): Weapons of its colour,
     the Virtual Purple Die, and the one-shot tile when used on it."""
-    colour = TRACKS[track]
-    weapons = sum(1 for t in state.museum[seat] if isinstance(t, tuple) and t[2] == "weapon" and t[0] == colour)
+    weapons = _weapons(state.museum[seat])[track]
     return weapons + ("vpurple" in state.held[seat]) + (2 if state.used_oneshot == seat else 0)
+
+
+@functools.lru_cache(maxsize=4096)  # (a function of the tiles alone: every bid of every auction asks it)
+def _weapons(museum: tuple[Tile, ...]) -> tuple[int, ...]:
+    """A museum's Weapons of each track's colour (none on purple)."""
+    colours = [t[0] for t in museum if isinstance(t, tuple) and t[2] == "weapon"]
+    return tuple(colours.count(colour) for colour in TRACKS)
 
 
 def _caps(state: BluffState, seat: int) -> tuple[int, ...]:
@@ -1115,6 +1135,10 @@ def _can_bid(state: BluffState, seat: int) -> bool:
     more (``_next_bidder``)."""
     caps = _caps(state, seat)
     highs = _highs(state.bids)
+    if state.tokens[seat]:  # (a track no one has bid on takes a bid of 1 from hand: most turns, the answer)
+        for track, high in enumerate(highs):
+            if high is None and caps[track] >= 1:
+                return True
     for source in _sources(state, seat):
         moving = source[1] if source is not None else None
         for track, high in enumerate(highs):
@@ -1225,8 +1249,19 @@ def _dice_on(state: BluffState, track: int) -> int:
     """The dice rolled this round that count on ``track``: those of its
     colour, and purple (wild) (``_limit`` of every die, without a seat's
     virtual dice)."""
-    colour = TRACKS[track]
-    return sum(d.count(PURPLE) + (d.count(colour) if colour != PURPLE else 0) for d in (*state.dice, state.community))
+    kept = _last_dice_on[0]
+    if kept is not None and kept[0] is state.dice and kept[1] is state.community:
+        return kept[2][track]
+    faces = [face for dice in (*state.dice, state.community) for face in dice]
+    wild = faces.count(PURPLE)
+    counts = tuple(wild + (faces.count(colour) if colour != PURPLE else 0) for colour in TRACKS)
+    _last_dice_on[0] = (state.dice, state.community, counts)
+    return counts[track]
+
+
+# The last counts of _dice_on, every track's, with the very dice they were of
+# (the round's: every auction of a round asks, of dice no auction changes).
+_last_dice_on: list[tuple[Any, Any, tuple[int, ...]] | None] = [None]
 
 
 def _limit(state: BluffState, seat: int, track: int, faces: list[str]) -> int:
@@ -1250,8 +1285,10 @@ def _winner(state: BluffState, track: int, shown: int | None = None) -> Bid | No
 def _oneshot_changes(state: BluffState, track: int, shown: int) -> int | None:
     """The seat whose one-shot tile would win this auction for it (F10), if
     any.  ``shown``: as ``_value``'s."""
-    holders = [s for s in range(state.seats) if "oneshot" in state.held[s]]
-    if not holders or state.used_oneshot is not None:
+    if state.used_oneshot is not None:
+        return None
+    holders = [seat for seat, tiles in enumerate(state.held) if "oneshot" in tiles]
+    if not holders:
         return None
     (holder,) = holders
     if not any(b[0] == holder for b in state.bids[track]):
@@ -1283,7 +1320,7 @@ def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, 
     if not asked:
         holder = _oneshot_changes(state, track, dice)
         if holder is not None:
-            return replace(state, shown=shown, stage=Stage.ONESHOT, turn=holder), events, True
+            return replace(state, shown=shown, stage=_ONESHOT, turn=holder), events, True
     bid = _winner(state, track, dice)
     tile = state.on_offer(track)
     offer = list(state.offer)
@@ -1301,9 +1338,11 @@ def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, 
     }
     won = (*state.won, (bid[0], tile)) if bid else state.won
     gone = state.gone if bid else (*state.gone, tile)
-    held = list(state.held)
+    held = state.held  # (the same tuple unless the 1-shot tile was used: the scores are kept while it is)
     if state.used_oneshot is not None:
-        held[state.used_oneshot] = held[state.used_oneshot] - {"oneshot"}  # discarded once used
+        tiles = list(held)
+        tiles[state.used_oneshot] = tiles[state.used_oneshot] - {"oneshot"}  # discarded once used
+        held = tuple(tiles)
         gone = (*gone, "oneshot")
     state = replace(
         state,
@@ -1311,9 +1350,9 @@ def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, 
         offer=tuple(offer),
         won=won,
         gone=gone,
-        held=tuple(held),
+        held=held,
         used_oneshot=None,
-        stage=Stage.RESOLVE,
+        stage=_RESOLVE,
         turn=None,
         track=track + 1,
     )
@@ -1844,7 +1883,7 @@ def _read_acquisition(state: BluffState, seat: int, words: list[str]) -> Move | 
 
 def _why_not(state: BluffState, seat: int, move: Move) -> str | None:
     """Why a well-formed move is not legal now, for the player."""
-    if state.stage == Stage.BIDDING:
+    if state.stage == _BIDDING:
         if move[0] == "pass":
             return "You cannot pass while you hold bid tokens you have not placed."
         track = move[1] if move[0] == "bid" else move[3]
@@ -1871,7 +1910,7 @@ def _why_not(state: BluffState, seat: int, move: Move) -> str | None:
                 f"A bid on {TRACKS[track]} can be at most {cap}: no one can count more than {cap - 1} there "
                 f"this round, so a bid of {cap} already wins nothing and stops every bid above it."
             )
-    if state.stage == Stage.ACQUIRE:
+    if state.stage == _ACQUIRE:
         if move[0] == "exhibit":
             if len(state.exhibits[seat]) >= spaces(state.seats):
                 return "Your exhibit spaces are all full: you can no longer exhibit."
