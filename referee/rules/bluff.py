@@ -236,15 +236,15 @@ def _event_html(e: dict[str, Any], names: list[str], players: list[tuple[str, in
     kind = e["type"]
     if kind in _MOVE_EVENTS:
         return f"{names[e['seat']]} {_said_html(did_said(e, detail=True))}"
-    if kind == "auction":
+    if kind == "auction":  # (its counts and values are numbers the rules counted: nothing in them to escape)
         counts = e["dice"]
-        dice = ", ".join([f"{name} {_html(counts[seat])}" for name, seat in players])
-        community = f", community {_html(e['community'])}" if e["community"] else ""
+        dice = ", ".join([f"{name} {counts[seat]:d}" for name, seat in players])
+        community = f", community {e['community']:d}" if e["community"] else ""
         tile = _said_html(e["tile"])
         if e["winner"] is not None:
-            outcome = f'<span class="win">{names[e["winner"]]} wins {tile} with {_html(e["value"])}</span>'
+            outcome = f'<span class="win">{names[e["winner"]]} wins {tile} with {e["value"]:d}</span>'
         elif e["bids"]:
-            worth = ", ".join([f"{names[int(seat)]} could bid {_html(v)}" for seat, v in e["worth"].items()])
+            worth = ", ".join([f"{names[int(seat)]} could bid {v:d}" for seat, v in e["worth"].items()])
             outcome = f"every bid over ({worth}): {tile} leaves"
         else:
             outcome = f"no bids: {tile} leaves"
@@ -345,12 +345,19 @@ def headline_said(round_: Mapping[str, Any], names: list[str]) -> str:
     feed tells a round by those), and whether the game ended."""
     events = round_["events"]
     first = events[0]
-    said = move_said(first, names)
-    if first["type"] == "special":
-        said += "".join(f" and {did_said(x)}" for x in events if x["type"] == "exhibit")
-    said += "".join(f"; {won_said(a, names)}" for a in events if a["type"] == "auction" and a["winner"] is not None)
-    said += "".join("; game over" for e in events if e["type"] == "over")
-    return said
+    special = first["type"] == "special"
+    exhibited, won, over = "", "", ""  # (in one pass over the events: the feed says every phase's)
+    for e in events:
+        kind = e["type"]
+        if kind == "auction":
+            if e["winner"] is not None:
+                won += f"; {names[e['winner']]} wins {e['tile']}"  # (won_said)
+        elif kind == "exhibit":
+            if special:
+                exhibited += f" and {did_said(e)}"
+        elif kind == "over":
+            over += "; game over"
+    return move_said(first, names) + exhibited + won + over
 
 
 @dataclass(frozen=True)
@@ -1096,9 +1103,10 @@ def _overbid(state: BluffState, seat: int) -> list[int]:
     tokens it may move ("high bids ... cannot be moved")."""
     tracks = []
     for track, (bids, high) in enumerate(zip(state.bids, _highs(state.bids), strict=True)):
-        own = [b for b in bids if b[0] == seat]
-        if own and own != [high]:  # (at most one is the high bid)
-            tracks.append(track)
+        for bid in bids:
+            if bid[0] == seat and bid != high:  # (a token of its own that is not the high bid)
+                tracks.append(track)
+                break
     return tracks
 
 
@@ -1276,8 +1284,19 @@ def _winner(state: BluffState, track: int, shown: int | None = None) -> Bid | No
     the bid it tied (F12).  ``shown``: as ``_value``'s."""
     if shown is None:
         shown = _dice_on(state, track)
-    for bid in sorted(state.bids[track], key=lambda b: (b[1], b[2]), reverse=True):
-        if bid[1] <= _value(state, bid[0], track, shown):
+    return _best_within(state.bids[track], _values(state, track, shown))
+
+
+def _values(state: BluffState, track: int, shown: int) -> dict[int, int]:
+    """Each bidder's ``_value`` on ``track``, by seat, in the order they
+    first bid there (``shown``: as ``_value``'s)."""
+    return {seat: _value(state, seat, track, shown) for seat in dict.fromkeys(b[0] for b in state.bids[track])}
+
+
+def _best_within(bids: tuple[Bid, ...], values: dict[int, int]) -> Bid | None:
+    """``_winner`` of the bids, each bidder's value given (``_values``)."""
+    for bid in sorted(bids, key=_rank, reverse=True):
+        if bid[1] <= values[bid[0]]:
             return bid
     return None
 
@@ -1321,7 +1340,8 @@ def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, 
         holder = _oneshot_changes(state, track, dice)
         if holder is not None:
             return replace(state, shown=shown, stage=_ONESHOT, turn=holder), events, True
-    bid = _winner(state, track, dice)
+    values = _values(state, track, dice)  # (the winner's test, and what the event says each could bid)
+    bid = _best_within(state.bids[track], values)
     tile = state.on_offer(track)
     offer = list(state.offer)
     offer[track] = None
@@ -1332,7 +1352,7 @@ def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, 
         "winner": bid[0] if bid else None,
         "value": bid[1] if bid else None,
         "bids": len(state.bids[track]),
-        "worth": {str(b[0]): _value(state, b[0], track, dice) for b in state.bids[track]},
+        "worth": {str(seat): value for seat, value in values.items()},
         "dice": [d.count(colour) for d in state.dice],
         "community": state.community.count(colour),
     }
