@@ -319,7 +319,7 @@ class Desk:
         Message-ID (Mailman, Google Groups, Sympa), whatever else they
         change; one that makes another keeps the referee as the author
         (classify.through_a_list).  Nothing in it is read or answered."""
-        if message.message_id and self.store.sent_by_id(message.message_id) is not None:
+        if message.message_id and self.store.has_mail(message.message_id):  # (not read: a mail's raw is long)
             return "the referee's own mail, come back (a list's copy)"
         if through_a_list(message, self.config.address):
             return "the referee's own mail, come back through a list"
@@ -533,10 +533,13 @@ class Desk:
         keeper = self._keeper(message, tokens)
         if keeper is not None:
             return keeper
-        offered = self._offered(message, tokens)
+        # A token is made of what it is for (tokens.make_token: "seat", "offer", "watcher"...), so a seat's
+        # is never an offer's nor an observer's: a player's move asks for neither (seat_by_token is kept).
+        others = [token for token in tokens if self.store.seat_by_token(token) is None]
+        offered = self._offered(message, others)
         if offered is not None:
             return offered
-        watcher = self._watcher(message, tokens)
+        watcher = self._watcher(message, others)
         if watcher is not None:
             return watcher
         ended = None

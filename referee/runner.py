@@ -525,11 +525,15 @@ class Runner:
         if due is not None and due < message.received_at:
             self.caught_up += self.engine.catch_up(message.received_at)
             due = min(self.engine.next_due(), default=None)
+        stamp = self.engine.due_stamp()
         outcome = self.engine.ingest(message.raw, received_at=message.received_at, size=message.size)
         (failed if outcome.code == OutcomeCode.FAILED else finished).append(message)
         if outcome.keeper:  # a keeper's commands may move any game's moments, or make a game
             return min(self.engine.next_due(), default=None)
-        if outcome.game_id is not None:  # a player's message changes its own game's moments only
+        # A player's message changes its own game's moments only, and none
+        # when it wrote no table they are read from (a move that completes
+        # nothing): ``due`` is no later than each of them already.
+        if outcome.game_id is not None and self.engine.due_stamp() != stamp:
             return min((*self.engine.next_due(outcome.game_id), *([due] if due else [])), default=None)
         return due
 

@@ -347,7 +347,7 @@ class Tables:
             phases = earlier.phases
         else:
             phases = phases + self.store.phases(game_id, since=kept + 1)
-        if earlier and kept_from_earlier("phases") and kept_from_earlier("moves"):
+        if earlier and kept_from_earlier("moves"):  # (a phase added or closed: its moves are those read)
             counted |= {number: moves for number, moves in earlier.counted.items() if number > kept}
         else:
             for move in self.store.moves(game_id, since=kept + 1):

@@ -218,6 +218,9 @@ class Engine(Rooms):
     def next_due(self, game_id: int | None = None) -> list[datetime]:
         return self.timers.next_due(game_id)
 
+    def due_stamp(self) -> tuple[int, ...]:
+        return self.timers.due_stamp()
+
     # -- after a restore (see Runner.handle_again) ---------------------------
 
     def catch_up(self, until: datetime) -> list[str]:

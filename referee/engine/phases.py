@@ -142,7 +142,7 @@ class Phases:
         owe a move, but for a seat offered to someone on standby, whose bot
         waits for them (or for its deadline) while the offer is open: the
         newcomer plays the phase they take the seat in (engine.standby)."""
-        moved = self.store.final_moves(table.id, phase["number"])
+        moved = self.tables.table(table.id).counted.get(phase["number"], {})  # (the moves as they stand now)
         offered = {offer["seat"] for offer in self.store.open_offers(OfferKind.SEAT, table.id)}
         for seat in phase["movers"]:
             if not table.human(seat) and seat not in moved and seat not in offered:
@@ -209,7 +209,7 @@ class Phases:
             # (a bot that waited for a newcomer who never came moves as a bot, at the deadline)
             source = MoveSource.RANDOM if table.human(seat, phase["number"]) else MoveSource.BOT
             self._random_move(table, phase, seat, source, deadline)
-        resolved = self.due_at(self.store.phases(table.id, since=phase["number"])[0])
+        resolved = self.due_at(self.tables.table(table.id).phases[phase["number"] - 1])  # (as it stands now)
         self.store.update_phase(table.id, phase["number"], resolved_at=iso(resolved))
         table = self.tables.table(table.id)
         after = self._insert(table, resolved)

@@ -25,6 +25,20 @@ from referee.timeutil import EventClock, from_iso, iso
 log = logging.getLogger("referee")
 
 _MOST_CATCH_UP_TICKS = 100_000  # each does what is due at its moment; a bound, should one not
+# Every table next_due reads (a test holds it to what SQLite says it reads):
+# while none of them is written, what falls due stays as it was (Timers.due_stamp).
+NEXT_DUE_READS = (
+    "games",
+    "seats",
+    "phases",
+    "interventions",
+    "offers",
+    "delegations",
+    "told",
+    "watchers",
+    "reader_told",
+    "signups",
+)
 
 
 @dataclass(eq=False)
@@ -131,6 +145,12 @@ class Timers:
                 continue
             moments += self._phase_moments(phase)
         return moments
+
+    def due_stamp(self) -> tuple[int, ...]:
+        """A value that changes whenever next_due's answer may have (a write
+        to a table it reads, a rollback, another process's commit): next_due
+        reads no clock, so with the same stamp it answers the same."""
+        return self.store.written(NEXT_DUE_READS)
 
     def _phase_moments(self, phase: PhaseRow) -> list[datetime]:
         """An open phase's deadline, settle end and reminder time (those it has)."""
