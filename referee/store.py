@@ -1868,10 +1868,22 @@ class Store:
 
     # -- outbox ----------------------------------------------------------
 
-    def queue_mail(self, **row: Any) -> None:
-        row["recipients"] = json.dumps(row["recipients"])
-        self._insert("outbox", {"state": MailState.QUEUED, "attempts": 0, **row})
+    def queue_mail(self, **row: Any) -> bool:
+        """Queue a mail, unless one of its Message-ID is queued already:
+        whether it was.  One statement: the insert looks for the Message-ID
+        itself (by its index), where a look first (has_mail) was a second
+        statement for every mail the referee writes."""
+        row = {"state": MailState.QUEUED, "attempts": 0, **row, "recipients": json.dumps(row["recipients"])}
+        columns = list(row)
+        cursor = self._write(
+            f"insert into outbox ({', '.join(f'[{c}]' for c in columns)}) "
+            f"select {', '.join('?' * len(columns))} where not exists (select 1 from outbox where message_id = ?)",
+            [*(row[c] for c in columns), row["message_id"]],
+        )
+        if cursor.rowcount != 1:
+            return False
         self.mails_queued += 1
+        return True
 
     def mark_sent(self, mail_ids: list[int], at: str) -> None:
         """The SMTP server took these mails: one statement for all of them

@@ -8,6 +8,7 @@ receipt, its private news) from that seat's view only.
 from __future__ import annotations
 
 import hmac
+import itertools
 import logging
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -568,44 +569,45 @@ class Post:
         subject, body = self.composer.render(template, **context)
         if preface:
             body = "\n\n".join([*preface, body])
-        message_id = self._message_id(to, template, answers, headers.pop("id_tag", None))
-        # Dated when it is written, even if it answers a mail read late.
-        message_id, raw = self.composer.message(
-            to=[to], subject=subject, body=body, now=self.clock.real(), message_id=message_id, **headers
-        )
-        self.store.queue_mail(
-            message_id=message_id,
-            game_id=game_id,
-            recipients=[to],
-            state=MailState.RESTORED if self.sent_before and self.sent_before(message_id) else MailState.QUEUED,
-            subject=subject,
-            raw=raw,
-            text=encodable(body),  # as sent: what a reply quoting it is read against, without parsing raw again
-            created_at=iso(now),
-            answers=answers,
-            budget=budget,
-            answer_to=limits.normalised(to) if budget else None,
-            answer_from=origin if budget else None,
-        )
+        id_tag = headers.pop("id_tag", None)
+        for message_id in self._message_ids(to, template, answers, id_tag):
+            # Dated when it is written, even if it answers a mail read late.
+            message_id, raw = self.composer.message(
+                to=[to], subject=subject, body=body, now=self.clock.real(), message_id=message_id, **headers
+            )
+            queued = self.store.queue_mail(
+                message_id=message_id,
+                game_id=game_id,
+                recipients=[to],
+                state=MailState.RESTORED if self.sent_before and self.sent_before(message_id) else MailState.QUEUED,
+                subject=subject,
+                raw=raw,
+                text=encodable(body),  # as sent: what a reply quoting it is read against, without parsing raw again
+                created_at=iso(now),
+                answers=answers,
+                budget=budget,
+                answer_to=limits.normalised(to) if budget else None,
+                answer_from=origin if budget else None,
+            )
+            if queued:  # (else a mail of that Message-ID was queued before: the same mail again, under the next)
+                return
 
-    def _message_id(self, to: str, template: str, answers: str | None, id_tag: str | None) -> str:
-        """A Message-ID that the same mail always gets: a keyed digest of
-        whom it is to, which template, the phase of the game open (``id_tag``,
-        tokens.phase_tag, which ends its left part) and the message it
-        answers; the n-th such mail gets the n-th free one.  Mail handled
-        again after a restore (docs/operations.md) makes the same mails in
-        the same order, under the Message-IDs the players hold, even where a
-        word differs ("in 2 days" said a minute later); the key keeps them
-        unguessable."""
+    def _message_ids(self, to: str, template: str, answers: str | None, id_tag: str | None) -> Iterator[str]:
+        """The Message-IDs that the same mail always gets, in order: the
+        n-th such mail takes the n-th one free (Store.queue_mail says whether
+        it was).  A keyed digest of whom it is to, which template, the phase
+        of the game open (``id_tag``, tokens.phase_tag, which ends its left
+        part) and the message it answers.  Mail handled again after a restore
+        (docs/operations.md) makes the same mails in the same order, under
+        the Message-IDs the players hold, even where a word differs ("in 2
+        days" said a minute later); the key keeps them unguessable."""
         covered = "\0".join((to.lower(), template, answers or "", id_tag or ""))
         # (hmac.digest: OpenSSL's one-shot HMAC, the same bytes as hmac.new's without its object)
         digest = hmac.digest(self.key, b"message-id\0" + covered.encode("utf-8", "surrogatepass"), "sha256").hex()[:24]
         tag = f".{id_tag}" if id_tag else ""
-        message_id, copy = f"<{digest}{tag}@{self.config.domain}>", 1
-        while self.store.has_mail(message_id):
-            copy += 1
-            message_id = f"<{digest}-{copy}{tag}@{self.config.domain}>"
-        return message_id
+        yield f"<{digest}{tag}@{self.config.domain}>"
+        for copy in itertools.count(2):
+            yield f"<{digest}-{copy}{tag}@{self.config.domain}>"
 
 
 class _Relabel:
