@@ -897,18 +897,17 @@ def _play_on(state: BluffState, events: list[dict[str, Any]], rng: Rng) -> tuple
         if state.stage == _TOOLS:
             if _tool_movers(state, state.tool_step):
                 break
-            state = replace(state, stage=_BIDDING, passes=0)
-            state, more = _next_bidder(state, state.start, include=True)
+            state, more = _next_bidder(state, state.start, include=True, stage=_BIDDING, passes=0)
             events += more
         elif state.stage == _BIDDING:
             if state.turn is not None:
                 break
-            state = replace(state, stage=_RESOLVE, track=0)
-        elif state.stage == _RESOLVE:
-            if state.track == len(TRACKS):
-                state = replace(state, stage=_ACQUIRE)
-                continue
-            state, more, asked = _resolve_track(state)
+            state, more, asked = _resolve_tracks(state, 0)  # (it ends at the acquisitions, or asks)
+            events += more
+            if asked:
+                break
+        elif state.stage == _RESOLVE:  # (a state passing through: _resolve_tracks makes none)
+            state, more, asked = _resolve_tracks(state, state.track)
             events += more
             if asked:
                 break
@@ -935,18 +934,24 @@ def _totals(state: BluffState) -> list[int]:
     The last answer is kept with the museums, tiles held and points it was
     of, and given again while a state holds those very objects (immutable
     tuples: a new state shares the fields a move did not change, and most
-    moves change none of these)."""
+    moves change none of these).  A seat's own total is kept so too: a
+    tile acquired changes one seat's museum, and the others' are the same
+    tuples as before."""
     kept = _last_totals[0]
-    if (
-        kept is not None
-        and kept[0] is state.museum
-        and kept[1] is state.held
-        and kept[2] is state.points
-        and kept[3] == state.rulings
-    ):
+    museum, held, points, rulings = state.museum, state.held, state.points, state.rulings
+    if kept is not None and kept[0] is museum and kept[1] is held and kept[2] is points and kept[3] == rulings:
         return list(kept[4])
-    totals = tuple(total(state, s) for s in range(state.seats))
-    _last_totals[0] = (state.museum, state.held, state.points, state.rulings, totals)
+    if kept is None or kept[3] != rulings or len(kept[4]) != len(points):
+        totals = tuple(total(state, s) for s in range(len(points)))
+    else:
+        was_museum, was_held, was_points, _, was = kept
+        totals = tuple(
+            was[s]
+            if museum[s] is was_museum[s] and held[s] is was_held[s] and points[s] == was_points[s]
+            else total(state, s)
+            for s in range(len(points))
+        )
+    _last_totals[0] = (museum, held, points, rulings, totals)
     return list(totals)
 
 
@@ -959,8 +964,23 @@ _last_totals: list[tuple[Any, Any, Any, int, tuple[int, ...]] | None] = [None]  
 def _virtual(state: BluffState, seat: int, track: int) -> int:
     """A bidder's own virtual dice on a track (F10): Weapons of its colour,
     the Virtual Purple Die, and the one-shot tile when used on it."""
-    weapons = _weapons(state.museum[seat])[track]
+    weapons = _seats_weapons(state.museum)[seat][track]
     return weapons + ("vpurple" in state.held[seat]) + (2 if state.used_oneshot == seat else 0)
+
+
+def _seats_weapons(museums: tuple[tuple[Tile, ...], ...]) -> tuple[tuple[int, ...], ...]:
+    """Each seat's ``_weapons``.  The last answer is kept with the museums
+    it was of, and given again while asked of that very tuple (every bid
+    of a round's auctions asks, of museums no auction changes)."""
+    kept = _last_weapons[0]
+    if kept is not None and kept[0] is museums:
+        return kept[1]
+    weapons = tuple(map(_weapons, museums))
+    _last_weapons[0] = (museums, weapons)
+    return weapons
+
+
+_last_weapons: list[tuple[tuple[tuple[Tile, ...], ...], tuple[tuple[int, ...], ...]] | None] = [None]
 
 
 @functools.lru_cache(maxsize=4096)  # (a function of the tiles alone: every bid of every auction asks it)
@@ -1055,9 +1075,8 @@ def _caps_of(
 def _reaches(rolled: int, museum: tuple[Tile, ...], held: frozenset[str]) -> tuple[int, ...]:
     """The most a seat could count on each track this round: every die
     ``rolled``, plus its virtual dice (the one-shot's included) (F8)."""
-    weapons = [t[0] for t in museum if isinstance(t, tuple) and t[2] == "weapon"]
     base = rolled + ("vpurple" in held) + 2 * ("oneshot" in held)
-    return tuple(base + weapons.count(colour) for colour in TRACKS)
+    return tuple([base + weapons for weapons in _weapons(museum)])  # (the museum's, kept: most recur round to round)
 
 
 def _has_tie(state: BluffState, seat: int, moving: Bid | None = None) -> bool:
@@ -1191,7 +1210,7 @@ def _bid_allowed(state: BluffState, seat: int, move: Move) -> bool:
 
 def _bid(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list[dict[str, Any]]]:
     if move[0] == "pass":
-        state = replace(state, turns=state.turns + 1, passes=state.passes + 1)
+        changes: dict[str, Any] = {"turns": state.turns + 1, "passes": state.passes + 1}
         event = {"type": "pass", "seat": seat, "forced": False}
     else:
         bids = list(state.bids)  # (a track's bids that do not change stay the same tuple)
@@ -1213,31 +1232,39 @@ def _bid(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list[dic
         event["tied"] = tied
         bids_now = tuple(bids)
         _keep_highs(state.bids, bids_now, track, bid, source=None if move[0] == "bid" else move[1])
-        state = replace(
-            state,
-            bids=bids_now,
-            tokens=tuple(tokens),
-            placed=state.placed + 1,
-            passes=0,
-            turns=state.turns + 1,
-        )
-    state, more = _next_bidder(state, seat, include=False)
+        changes = {
+            "bids": bids_now,
+            "tokens": tuple(tokens),
+            "placed": state.placed + 1,
+            "passes": 0,
+            "turns": state.turns + 1,
+        }
+    state, more = _next_bidder(state, seat, include=False, **changes)
     return state, [event, *more]
 
 
-def _next_bidder(state: BluffState, after: int, include: bool) -> tuple[BluffState, list[dict[str, Any]]]:
-    """The next seat clockwise; one whose only move is pass passes at once
-    (F14: "you MUST pass if all of your bids are the highest").  Bidding
-    ends when every seat has passed in succession."""
+def _next_bidder(
+    state: BluffState, after: int, include: bool, **changes: Any
+) -> tuple[BluffState, list[dict[str, Any]]]:
+    """The next seat clockwise, of the state with ``changes`` (a move's);
+    one whose only move is pass passes at once (F14: "you MUST pass if all
+    of your bids are the highest").  Bidding ends when every seat has
+    passed in succession."""
     events: list[dict[str, Any]] = []
-    seat = after if include else (after + 1) % state.seats
-    passes = state.passes  # (a new state once, at the end: a pass changes nothing _can_bid reads)
-    while passes < state.seats:
+    seats = state.seats
+    seat = after if include else (after + 1) % seats
+    # The new state made once, with the turn of the seat asked first: nearly
+    # always the answer, and _can_bid reads neither the turn nor the passes.
+    state = replace(state, **changes, turn=seat)
+    passes = state.passes
+    while passes < seats:
         if _can_bid(state, seat):  # (a move other than pass)
+            if seat == state.turn and passes == state.passes:
+                return state, events
             return replace(state, passes=passes, turn=seat), events
         passes += 1
         events.append({"type": "pass", "seat": seat, "forced": True})
-        seat = (seat + 1) % state.seats
+        seat = (seat + 1) % seats
     return replace(state, passes=passes, turn=None), events
 
 
@@ -1290,7 +1317,13 @@ def _winner(state: BluffState, track: int, shown: int | None = None) -> Bid | No
 def _values(state: BluffState, track: int, shown: int) -> dict[int, int]:
     """Each bidder's ``_value`` on ``track``, by seat, in the order they
     first bid there (``shown``: as ``_value``'s)."""
-    return {seat: _value(state, seat, track, shown) for seat in dict.fromkeys(b[0] for b in state.bids[track])}
+    weapons, held, used = _seats_weapons(state.museum), state.held, state.used_oneshot  # (as _virtual's, inline)
+    values: dict[int, int] = {}
+    for bid in state.bids[track]:
+        seat = bid[0]
+        if seat not in values:
+            values[seat] = shown + weapons[seat][track] + ("vpurple" in held[seat]) + (2 if used == seat else 0)
+    return values
 
 
 def _best_within(bids: tuple[Bid, ...], values: dict[int, int]) -> Bid | None:
@@ -1317,53 +1350,68 @@ def _oneshot_changes(state: BluffState, track: int, shown: int) -> int | None:
     return holder if with_it and with_it[0] == holder and (without is None or without[0] != holder) else None
 
 
-def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, list[dict[str, Any]], bool]:
-    """Show the track's dice (purple's first, F9); offer the one-shot tile
-    where it changes the winner (unless ``asked`` already); else give the
-    tile to the winner, or out of the game."""
-    track = state.track
-    colour = TRACKS[track]
-    events = []
-    shown = state.shown  # (the state changes once, below: nothing read before reads it)
-    if colour not in shown:
+def _resolve_tracks(
+    state: BluffState, first: int, asked: bool = False
+) -> tuple[BluffState, list[dict[str, Any]], bool]:
+    """Resolve the tracks from ``first`` on, in order (purple's first, F9):
+    show each track's dice; offer the one-shot tile where it changes the
+    winner (unless ``asked`` already, on ``first``), and stop there; else
+    give the tile to the winner, or out of the game; the tiles won are
+    then to acquire.  One new state at the end, not one a track (a replay
+    resolves every track of every round): a track's resolution reads the
+    round's bids, dice and museums, which none before it changed (the
+    1-shot tile aside: once used, the state is made again, without it)."""
+    dice, community = state.dice, state.community
+    shown, offer, won, gone, held = state.shown, list(state.offer), state.won, state.gone, state.held
+    events: list[dict[str, Any]] = []
+    # (most rounds no one holds the 1-shot tile, or it was used: no track asks then)
+    oneshot = state.used_oneshot is None and any("oneshot" in tiles for tiles in held)
+    for track in range(first, len(TRACKS)):
+        colour = TRACKS[track]
+        counts = [d.count(colour) for d in dice]
+        common = community.count(colour)
+        if colour not in shown:
+            events.append({"type": "dice", "colour": colour, "counts": counts, "community": common})
+            shown = shown | {colour}
+        on = _dice_on(state, track)
+        if oneshot and not asked:
+            holder = _oneshot_changes(state, track, on)
+            if holder is not None:
+                state = replace(
+                    state, shown=shown, offer=tuple(offer), won=won, gone=gone, stage=_ONESHOT, turn=holder, track=track
+                )
+                return state, events, True
+        asked = False
+        values = _values(state, track, on)  # (the winner's test, and what the event says each could bid)
+        bid = _best_within(state.bids[track], values)
+        tile = offer[track]
+        if tile is None:
+            raise ValueError(f"the {colour} track is resolved already")
+        offer[track] = None
         events.append(
             {
-                "type": "dice",
-                "colour": colour,
-                "counts": [d.count(colour) for d in state.dice],
-                "community": state.community.count(colour),
+                "type": "auction",
+                "track": colour,
+                "tile": tile_text(tile),
+                "winner": bid[0] if bid else None,
+                "value": bid[1] if bid else None,
+                "bids": len(state.bids[track]),
+                "worth": {str(seat): value for seat, value in values.items()},
+                "dice": counts.copy(),
+                "community": common,
             }
         )
-        shown = shown | {colour}
-    dice = _dice_on(state, track)
-    if not asked:
-        holder = _oneshot_changes(state, track, dice)
-        if holder is not None:
-            return replace(state, shown=shown, stage=_ONESHOT, turn=holder), events, True
-    values = _values(state, track, dice)  # (the winner's test, and what the event says each could bid)
-    bid = _best_within(state.bids[track], values)
-    tile = state.on_offer(track)
-    offer = list(state.offer)
-    offer[track] = None
-    event = {
-        "type": "auction",
-        "track": colour,
-        "tile": tile_text(tile),
-        "winner": bid[0] if bid else None,
-        "value": bid[1] if bid else None,
-        "bids": len(state.bids[track]),
-        "worth": {str(seat): value for seat, value in values.items()},
-        "dice": [d.count(colour) for d in state.dice],
-        "community": state.community.count(colour),
-    }
-    won = (*state.won, (bid[0], tile)) if bid else state.won
-    gone = state.gone if bid else (*state.gone, tile)
-    held = state.held  # (the same tuple unless the 1-shot tile was used: the scores are kept while it is)
-    if state.used_oneshot is not None:
-        tiles = list(held)
-        tiles[state.used_oneshot] = tiles[state.used_oneshot] - {"oneshot"}  # discarded once used
-        held = tuple(tiles)
-        gone = (*gone, "oneshot")
+        if bid:
+            won = (*won, (bid[0], tile))
+        else:
+            gone = (*gone, tile)
+        if state.used_oneshot is not None:  # (the tiles held stay the same tuple else: the scores are kept while it is)
+            tiles = list(held)
+            tiles[state.used_oneshot] = tiles[state.used_oneshot] - {"oneshot"}  # discarded once used
+            held = tuple(tiles)
+            gone = (*gone, "oneshot")
+            state = replace(state, held=held, used_oneshot=None)  # (what the next tracks read)
+            oneshot = False
     state = replace(
         state,
         shown=shown,
@@ -1372,17 +1420,17 @@ def _resolve_track(state: BluffState, asked: bool = False) -> tuple[BluffState, 
         gone=gone,
         held=held,
         used_oneshot=None,
-        stage=_RESOLVE,
+        stage=_ACQUIRE,
         turn=None,
-        track=track + 1,
+        track=len(TRACKS),
     )
-    return state, [*events, event], False
+    return state, events, False
 
 
 def _oneshot(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list[dict[str, Any]]]:
     used = move[0] == "use"
     state = replace(state, used_oneshot=seat if used else None)
-    state, events, _ = _resolve_track(state, asked=True)
+    state, events, _ = _resolve_tracks(state, state.track, asked=True)
     return state, [{"type": "oneshot", "seat": seat, "used": used}, *events]
 
 
@@ -1479,6 +1527,12 @@ def _has_set(pool: tuple[Tile, ...]) -> bool:
     tiles = 0
     for tile in pool:
         tiles |= _TILE_BIT[tile]
+    return _three_share(tiles)
+
+
+@functools.lru_cache(maxsize=4096)  # (a function of the tiles alone: every tile won asks it, of museums that recur)
+def _three_share(tiles: int) -> bool:
+    """Whether three or more of the ``tiles`` (their bits: _TILE_BIT) share an attribute."""
     return any((tiles & group).bit_count() >= 3 for group in _WITH_ATTRIBUTE)
 
 
