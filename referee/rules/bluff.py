@@ -1651,21 +1651,22 @@ def best_partition(tiles: tuple[Tile, ...], rulings: int = 2) -> tuple[int, tupl
 # depend on those groups: each such rest is split once, and kept (it is a
 # function of the tiles alone; a museum's rests are mostly those of the
 # museum before its last tile).  The groups are tried in the same order as
-# ever, and the first best kept, so the split shown stays the same.
+# ever, and the first best kept, so the split shown stays the same: the
+# first whose points and the best split's of what it leaves (_best_of, a
+# number kept by the tiles, without naming groups) are the most there are.
+# Only that group's rest is split in turn, not every group's.
 @functools.lru_cache(maxsize=16384)
 def _best_split(rest: tuple[Tile, ...], rulings: int) -> tuple[int, tuple[tuple[Tile, ...], ...]]:
     if not rest:
         return 0, ()
-    best: tuple[int, tuple[tuple[Tile, ...], ...]] | None = None
+    most = _split_points(rest, rulings)
     first, others = rest[0], rest[1:]
     for combo in _groups(first, others, 3 if rulings < 2 else 2):
-        group = (first, *(others[i] for i in combo))
-        score, groups = _best_split(tuple(t for i, t in enumerate(others) if i not in combo), rulings)
-        score += set_points(len(group))
-        if best is None or score > best[0]:
-            best = (score, (group, *groups))
-    assert best is not None  # (a lone tile always makes a group)
-    return best
+        left = tuple(t for i, t in enumerate(others) if i not in combo)
+        if set_points(len(combo) + 1) + _split_points(left, rulings) == most:
+            _, groups = _best_split(left, rulings)
+            return most, ((first, *(others[i] for i in combo)), *groups)
+    raise AssertionError(f"no split of {rest} scores {most}")  # (the best split's first group is among them)
 
 
 def _groups(first: Tile, others: tuple[Tile, ...], smallest: int) -> Iterator[tuple[int, ...]]:
@@ -1758,15 +1759,25 @@ _WITH_ATTRIBUTE = tuple(
 
 @functools.lru_cache(maxsize=1 << 16)  # (a function of the tiles left alone: see _TILE_BIT)
 def _best_of(left: int, rulings: int) -> int:
-    """The points of the best split of the tiles ``left`` (_split_points)."""
-    if not left:
-        return 0
+    """The points of the best split of the tiles ``left`` (_split_points).
+    Of the groups of all the tiles with an attribute, only those within no
+    other are tried: a tile of the larger group, moved into the smaller
+    from its own group (no larger), would score more, so the smaller is no
+    best split's largest group.  (Several attributes often group the same
+    tiles: that group is tried once.)"""
     count = left.bit_count()
+    groups = {group & left for group in _WITH_ATTRIBUTE}
+    if left in groups:  # (one group of them all: the most any split scores; no tiles, none)
+        return count * (count + 1) // 2
+    groups.discard(0)
     best = 3 * (count // 2) + count % 2 if rulings < 2 else 0
-    for group in _WITH_ATTRIBUTE:
-        shared = group & left
-        if shared:
-            best = max(best, set_points(shared.bit_count()) + _best_of(left ^ shared, rulings))
+    for shared in groups:
+        for other in groups:
+            if other & shared == shared and other != shared:
+                break  # (within a larger group)
+        else:
+            size = shared.bit_count()
+            best = max(best, size * (size + 1) // 2 + _best_of(left ^ shared, rulings))
     return best
 
 
