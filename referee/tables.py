@@ -347,11 +347,17 @@ class Tables:
             phases = earlier.phases
         else:
             phases = phases + self.store.phases(game_id, since=kept + 1)
+        # of each phase read here, the moves that count: their rows, and their texts (what a replay reads)
+        said: dict[int, dict[int, str]] = {}
         if earlier and kept_from_earlier("moves"):  # (a phase added or closed: its moves are those read)
-            counted |= {number: moves for number, moves in earlier.counted.items() if number > kept}
+            fresh = {number: moves for number, moves in earlier.counted.items() if number > kept}
+            counted |= fresh
+            said = {number: {seat: move["move"] for seat, move in moves.items()} for number, moves in fresh.items()}
         else:
             for move in self.store.moves(game_id, since=kept + 1):
-                counted.setdefault(move["phase"], {})[move["seat"]] = move
+                number, seat = move["phase"], move["seat"]
+                counted.setdefault(number, {})[seat] = move
+                said.setdefault(number, {})[seat] = move["move"]
         bots = _stints(seats, interventions)
         # the seats a bot takes over at each phase, and those a person takes back (by phase: a game has hundreds)
         new_bots: dict[int | None, tuple[int, ...]] = {}
@@ -359,17 +365,18 @@ class Tables:
         for stint in bots:
             new_bots[stint.start] = (*new_bots.get(stint.start, ()), stint.seat)
             new_people[stint.end] = (*new_people.get(stint.end, ()), stint.seat)
-        records = records + [
-            PhaseRecord(
-                number=phase["number"],
-                moves=None
-                if phase["resolved_at"] is None
-                else {seat: move["move"] for seat, move in counted[phase["number"]].items()},
-                new_bots=new_bots.get(phase["number"], ()),
-                new_people=new_people.get(phase["number"], ()),
-            )
-            for phase in phases[kept:]
-        ]
+        records = (
+            records
+            + [
+                PhaseRecord(  # (by position: keywords cost a fifth more, hundreds of phases a game)
+                    phase["number"],
+                    None if phase["resolved_at"] is None else said[phase["number"]],
+                    new_bots.get(phase["number"], ()),
+                    new_people.get(phase["number"], ()),
+                )
+                for phase in phases[kept:]
+            ]
+        )
         initial_bots = new_bots.get(0, ())
         replayed = self._replay(row, rules, len(seats), initial_bots, records)
         table = Table(row, rules, seats, phases, replayed, counted, interventions, chain)
