@@ -221,6 +221,9 @@ class Runner:
         self._looked = engine.clock.real()  # when the last pass looked at the inbox
         self._queued_before = 0  # the store's mails_queued as a pass began to read (see _ingest_some)
         self.caught_up: list[str] = []  # what the last pass did between its mails
+        # Of the pass's ``due``: the due stamps at which it was known to be no later than every moment
+        # of a game (by its id; None: of every game), had next_due been asked (see _ingest).
+        self._due_known: dict[int | None, tuple[int, ...]] = {}
         self.poll_interval = MAILDIR_POLL  # for sources that cannot push
         self._version: int | None = None  # games.db's data_version as the last pass began
         on_disk = str(engine.store.path) != ":memory:"
@@ -415,7 +418,7 @@ class Runner:
         store, max_size = self.engine.store, self.engine.config.max_message_size
         stale = self._stale(source)  # ref -> its tally: the mail of a batch a pass did not finish
         taken = 0
-        due = min(self.engine.next_due(), default=None)
+        due = self._due_of_all()
         listed: set[str] = set()
         while True:
             waiting = sorted(await source.waiting(WINDOW), key=lambda message: message.received_at)
@@ -524,17 +527,28 @@ class Runner:
         # (as when it is handled again after a restore).
         if due is not None and due < message.received_at:
             self.caught_up += self.engine.catch_up(message.received_at)
-            due = min(self.engine.next_due(), default=None)
-        stamp = self.engine.due_stamp()
+            due = self._due_of_all()
         outcome = self.engine.ingest(message.raw, received_at=message.received_at, size=message.size)
         (failed if outcome.code == OutcomeCode.FAILED else finished).append(message)
         if outcome.keeper:  # a keeper's commands may move any game's moments, or make a game
-            return min(self.engine.next_due(), default=None)
-        # A player's message changes its own game's moments only, and none
-        # when it wrote no table they are read from (a move that completes
-        # nothing): ``due`` is no later than each of them already.
-        if outcome.game_id is not None and self.engine.due_stamp() != stamp:
-            return min((*self.engine.next_due(outcome.game_id), *([due] if due else [])), default=None)
+            return self._due_of_all()
+        if outcome.game_id is None:
+            return due
+        # A player's message changes its own game's moments only.  Unless
+        # nothing next_due reads was written since ``due`` was known to be no
+        # later than each of them (a move that completes nothing, after
+        # another): not since the message began, as a keeper's command in
+        # another process, or a mail of no game, may have changed them before.
+        stamp = self.engine.due_stamp()
+        if stamp in (self._due_known.get(outcome.game_id), self._due_known.get(None)):
+            return due
+        self._due_known[outcome.game_id] = stamp
+        return min((*self.engine.next_due(outcome.game_id), *([due] if due else [])), default=None)
+
+    def _due_of_all(self) -> datetime | None:
+        """The next moment due of every game, known as of the due stamp now."""
+        due = min(self.engine.next_due(), default=None)
+        self._due_known = {None: self.engine.due_stamp()}
         return due
 
     def _mark(self, source: Source, batch: list[Waiting], tally: Tally | None) -> None:
