@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-from conftest import PLAYERS, reply
+from conftest import PLAYERS, make_mail, reply
 
 from referee.engine import Engine
 from referee.mail.source import Received
+from referee.mail.tokens import token_address
 from referee.runner import Runner
 from referee.store import Store
 
@@ -69,3 +70,31 @@ def test_a_reminder_again_after_another_process_s_extension_goes_before_the_next
             due = runner._ingest(received, due, [], [])
     mails = [mail for mail in engine.store.outbox() if mail["id"] not in before]
     assert [mail["recipients"] for mail in mails if "reminder" in mail["subject"]] == [[BOB], [CAROL]]
+
+
+def test_an_offer_made_by_a_mail_of_no_game_lapses_before_a_later_mail(config, clock, seeds):
+    """A stranger's WATCH (a mail of no game: its outcome names none) makes
+    an offer of game 1 that lapses in two days; Alice's bid after it writes
+    nothing next_due reads, yet it brings the game's moments (that lapse)
+    into the pass's ``due``, as before round 41.  So the stranger's yes,
+    three days on, finds the offer lapsed: they do not follow the game."""
+    engine = Engine(Store(config.database), config, clock, seeds)
+    runner = Runner.from_config(config, engine)
+    game = engine.new_game("pure-skill", PLAYERS, deadline=timedelta(days=30))
+    start = clock()
+    due = min(engine.next_due(), default=None)  # (as a pass starts: the deadline, a month on)
+    clock.advance(days=4)  # (the pass reads them four days on)
+    stranger = "stranger@example.net"
+    first = [
+        make_mail(stranger, "watch 1", subject="watch 1"),
+        reply(engine, ALICE, "bid 3"),
+    ]
+    for n, raw in enumerate(first):
+        with engine.store.batch():
+            due = runner._ingest(Received(str(n), raw, start + timedelta(minutes=1 + n)), due, [], [])
+    (offer,) = [offer for offer in engine.store.open_offers() if offer["address"] == stranger]
+    yes = make_mail(stranger, "yes", subject="Re: game 1", to=token_address(config.address, offer["token"]))
+    with engine.store.batch():
+        runner._ingest(Received("2", yes, start + timedelta(days=3)), due, [], [])
+    assert engine.store.watchers(game) == []
+    assert engine.store.messages()[-1]["code"] == "refused"
