@@ -19,11 +19,11 @@ import functools
 import itertools
 import operator
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from referee.rules import reading
 from referee.rules.api import Game, MoveError, OptionError, Phase, Result, escaped, replace
@@ -828,24 +828,34 @@ def _tools(state: BluffState, seat: int) -> int:
     return _tool_counts(state.museum)[seat]
 
 
-def _tool_counts(museums: tuple[tuple[Tile, ...], ...]) -> tuple[int, ...]:
-    """Each seat's Tools.  The last answer is kept with the museums it was
-    of, and given again while asked of that very tuple (every phase of a
-    round asks, of museums no move of the round changes)."""
-    kept = _last_tools[0]
-    if kept is not None and kept[0] is museums:
-        return kept[1]
-    counts = tuple(map(_tool_count, museums))
-    _last_tools[0] = (museums, counts)
-    return counts
-
-
-_last_tools: list[tuple[tuple[tuple[Tile, ...], ...], tuple[int, ...]] | None] = [None]  # (_tool_counts)
-
-
-@functools.lru_cache(maxsize=4096)  # (a function of the tiles alone; every phase of a round asks it)
 def _tool_count(museum: tuple[Tile, ...]) -> int:
     return sum(1 for t in museum if isinstance(t, tuple) and t[2] == "tool")
+
+
+_Answer = TypeVar("_Answer")  # (_EachMuseum's: what its function answers of a museum)
+
+
+class _EachMuseum(Generic[_Answer]):
+    """A function of a museum, asked of every seat's at once.  The last
+    answer is kept with the museums it was of, and given again while asked
+    of that very tuple (immutable: a new state shares the museums no move
+    changed, so every phase of a round, every bid of its auctions, asks of
+    the same one).  The kept tuple holds the museums it compares by ``is``."""
+
+    def __init__(self, each: Callable[[tuple[Tile, ...]], _Answer]):
+        self.each = each
+        self.kept: tuple[tuple[tuple[Tile, ...], ...], tuple[_Answer, ...]] | None = None
+
+    def __call__(self, museums: tuple[tuple[Tile, ...], ...]) -> tuple[_Answer, ...]:
+        kept = self.kept
+        if kept is not None and kept[0] is museums:
+            return kept[1]
+        answers = tuple(map(self.each, museums))
+        self.kept = (museums, answers)
+        return answers
+
+
+_tool_counts = _EachMuseum(_tool_count)  # each seat's Tools
 
 
 def _movers(state: BluffState) -> tuple[int, ...]:
@@ -968,26 +978,14 @@ def _virtual(state: BluffState, seat: int, track: int) -> int:
     return weapons + ("vpurple" in state.held[seat]) + (2 if state.used_oneshot == seat else 0)
 
 
-def _seats_weapons(museums: tuple[tuple[Tile, ...], ...]) -> tuple[tuple[int, ...], ...]:
-    """Each seat's ``_weapons``.  The last answer is kept with the museums
-    it was of, and given again while asked of that very tuple (every bid
-    of a round's auctions asks, of museums no auction changes)."""
-    kept = _last_weapons[0]
-    if kept is not None and kept[0] is museums:
-        return kept[1]
-    weapons = tuple(map(_weapons, museums))
-    _last_weapons[0] = (museums, weapons)
-    return weapons
-
-
-_last_weapons: list[tuple[tuple[tuple[Tile, ...], ...], tuple[tuple[int, ...], ...]] | None] = [None]
-
-
 @functools.lru_cache(maxsize=4096)  # (a function of the tiles alone: every bid of every auction asks it)
 def _weapons(museum: tuple[Tile, ...]) -> tuple[int, ...]:
     """A museum's Weapons of each track's colour (none on purple)."""
     colours = [t[0] for t in museum if isinstance(t, tuple) and t[2] == "weapon"]
     return tuple(colours.count(colour) for colour in TRACKS)
+
+
+_seats_weapons = _EachMuseum(_weapons)  # each seat's _weapons
 
 
 def _caps(state: BluffState, seat: int) -> tuple[int, ...]:
