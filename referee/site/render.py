@@ -1008,8 +1008,9 @@ def _ics_event(uid: str, stamp: str, at: str, summary: str, description: str | N
     resolved), with its ``alarm`` (_ics_alarm) if any.  (A function, not a
     template's macro: a calendar has an event a phase, and a macro's call
     cost more than its lines.)"""
-    at = _ics_time(at)
-    lines = [f"BEGIN:VEVENT\r\nUID:{uid}\r\nDTSTAMP:{_ics_time(stamp)}\r\nDTSTART:{at}\r\nDTEND:{at}\r\n"]
+    # (a resolved phase is stamped when it was resolved: that time made once)
+    stamped, at = (_ics_time(at),) * 2 if stamp == at else (_ics_time(stamp), _ics_time(at))
+    lines = [f"BEGIN:VEVENT\r\nUID:{uid}\r\nDTSTAMP:{stamped}\r\nDTSTART:{at}\r\nDTEND:{at}\r\n"]
     lines.append(f"SUMMARY:{_ics_text(summary)}\r\n")
     if description:
         lines.append(f"DESCRIPTION:{_ics_text(description)}\r\n")
@@ -1022,13 +1023,15 @@ def _ics_resolved(phases: list[dict[str, Any]], uid: str, at: str, summary: str,
     a phase's UID is its number between ``uid`` and ``at``, its summary its
     label between ``summary`` and ``then``.  (A calendar has one a phase:
     a template's loop of _ics_event cost most of the calendar.)"""
-    events = []
-    for phase in phases:  # (_ics_event's lines, its time made once: the event's stamp and start and end)
-        time, label = _ics_time(phase["resolved_at"]), phase["label"]
-        events.append(
-            f"BEGIN:VEVENT\r\nUID:{uid}{phase['number']}{at}\r\nDTSTAMP:{time}\r\nDTSTART:{time}\r\nDTEND:{time}\r\n"
-            f"SUMMARY:{_ics_text(f'{summary}{label}{then}')}\r\nEND:VEVENT\r\n"
+    events = (
+        _ics_event(
+            f"{uid}{phase['number']}{at}",
+            phase["resolved_at"],
+            phase["resolved_at"],
+            f"{summary}{phase['label']}{then}",
         )
+        for phase in phases
+    )
     return "".join(events)
 
 
