@@ -111,6 +111,7 @@ class Post:
     # such a mail is kept as "restored", not sent again.
     sent_before: Callable[[str], bool] | None = None
     held: Reply | None = field(default=None, init=False)  # (only inside ``replying``)
+    _game_info: tuple[GameRow, dict[str, Any]] | None = field(default=None, init=False)  # (see ``game_info``)
 
     def level(self, table: Table, seat: int) -> Notify:
         """How much mail a seat wants: its own choice (NOTIFY), else its
@@ -147,7 +148,19 @@ class Post:
         return context
 
     def game_info(self, table: Table) -> dict[str, Any]:
-        """The game itself, as every mail about it may show it (``game`` in templates)."""
+        """The game itself, as every mail about it may show it (``game`` in
+        templates).  Made of the games row alone (and the config), and kept
+        for the row it was made of: a row is read anew when the game changes,
+        never changed, so a result and the prompts after it make it once.
+        (Every caller copies it to change it: a seat's tag, an observer's.)"""
+        kept = self._game_info
+        if kept is not None and kept[0] is table.row:
+            return kept[1]
+        info = self._made_game_info(table)
+        self._game_info = (table.row, info)
+        return info
+
+    def _made_game_info(self, table: Table) -> dict[str, Any]:
         return {
             "id": table.id,
             "kind": table.row["kind"],
