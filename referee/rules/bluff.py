@@ -535,7 +535,13 @@ class BluffAuction(Game[BluffState, Move]):
         return _acquisitions(state, seat, state.won[0][1])
 
     def parse_move(self, state: BluffState, seat: int, text: str) -> Move:
-        move = _bid_or_pass(text) if state.stage == _BIDDING else None  # (most moves: each line read once)
+        stage = state.stage  # (most moves are read from their words alone, each line once)
+        if stage == _BIDDING:
+            move = _bid_or_pass(text)
+        elif stage == _TOOLS:
+            move = _reroll_of(text, len(state.dice[seat]))
+        else:
+            move = None
         if move is None:
             move = self._read(state, seat, text)
         if not self._allowed(state, seat, move):
@@ -1157,9 +1163,37 @@ def _bids(state: BluffState, seat: int) -> Iterator[Move]:
 def _can_bid(state: BluffState, seat: int) -> bool:
     """Whether ``_bids`` yields anything (a move other than pass), by its
     tests without making the move: every bidding turn asks it of a seat or
-    more (``_next_bidder``)."""
+    more (``_next_bidder``).  Without the tie tile, the lowest bid on a
+    track is the same whichever token makes it: a seat can bid when it has
+    a token to bid with (in hand, or overbid on the board) and a track
+    takes a bid within its cap."""
     caps = _caps(state, seat)
     highs = _highs(state.bids)
+    held = state.held
+    if "tie" in held[seat]:  # (whether it may tie depends on the token it moves: F12)
+        return _can_bid_from_each(state, seat, caps, highs)
+    for track, high in enumerate(highs):  # (_lowest_over's, without a tie: its lowest bid is 2 or more, or 1)
+        if high is None:
+            if caps[track] >= 1:
+                break
+        elif high[0] != seat and high[1] + (2 if "outbid2" in held[high[0]] else 1) <= caps[track]:
+            break
+    else:
+        return False
+    return bool(state.tokens[seat]) or _has_overbid(state.bids, highs, seat)
+
+
+def _has_overbid(bids: tuple[tuple[Bid, ...], ...], highs: tuple[Bid | None, ...], seat: int) -> bool:
+    """Whether ``seat`` has a token on the board that is not its track's high bid (``_overbid``'s tracks)."""
+    for on_track, high in zip(bids, highs, strict=True):
+        for bid in on_track:
+            if bid[0] == seat and bid != high:
+                return True
+    return False
+
+
+def _can_bid_from_each(state: BluffState, seat: int, caps: tuple[int, ...], highs: tuple[Bid | None, ...]) -> bool:
+    """``_can_bid``, each source of a bid tried in turn (``_sources``)."""
     if state.tokens[seat]:  # (a track no one has bid on takes a bid of 1 from hand: most turns, the answer)
         for track, high in enumerate(highs):
             if high is None and caps[track] >= 1:
@@ -1762,20 +1796,26 @@ def _best_of(left: int, rulings: int) -> int:
     other are tried: a tile of the larger group, moved into the smaller
     from its own group (no larger), would score more, so the smaller is no
     best split's largest group.  (Several attributes often group the same
-    tiles: that group is tried once.)"""
+    tiles: that group is tried once.)  Tried largest first, a group is
+    within another when it is within one tried before (a group within a
+    larger one that was not tried is within the one that one is within)."""
     count = left.bit_count()
     groups = {group & left for group in _WITH_ATTRIBUTE}
     if left in groups:  # (one group of them all: the most any split scores; no tiles, none)
         return count * (count + 1) // 2
     groups.discard(0)
     best = 3 * (count // 2) + count % 2 if rulings < 2 else 0
-    for shared in groups:
-        for other in groups:
-            if other & shared == shared and other != shared:
+    tried: list[int] = []
+    for shared in sorted(groups, key=int.bit_count, reverse=True):
+        for other in tried:
+            if other & shared == shared:
                 break  # (within a larger group)
         else:
+            tried.append(shared)
             size = shared.bit_count()
-            best = max(best, size * (size + 1) // 2 + _best_of(left ^ shared, rulings))
+            points = size * (size + 1) // 2 + _best_of(left ^ shared, rulings)
+            if points > best:
+                best = points
     return best
 
 
@@ -1827,6 +1867,21 @@ def _read_reroll(words: list[str], dice: int) -> Move | None:
     if any(not 1 <= n <= dice for n in numbers):
         raise MoveError(f"Your dice are numbered 1 to {dice}.")
     return ("reroll", tuple(sorted(numbers)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _reroll_of(text: str, dice: int) -> Move | None:
+    """What a tools phase's ``text`` says for a seat of ``dice`` dice, when
+    well-formed, as BluffAuction._read reads it; else None, and _read says
+    why.  A function of the text and the count alone, and a replay reads
+    the same few lines again and again: each is read once."""
+    words = _words_of(text)
+    if not words:
+        return None
+    try:
+        return _read_reroll(list(words), dice)
+    except MoveError:
+        return None
 
 
 def _read_from_hand(words: list[str] | tuple[str, ...]) -> Move | None:
@@ -1949,18 +2004,28 @@ def _read_tiles(words: list[str]) -> list[Tile]:
 
 
 def _read_acquisition(state: BluffState, seat: int, words: list[str]) -> Move | None:
+    move = _acquisition_of(tuple(words))
+    if move == ("discard",):  # the tile just won
+        return ("discard", state.won[0][1])
+    return move
+
+
+@functools.lru_cache(maxsize=4096)  # (a replay reads every tile won's answer again: most recur)
+def _acquisition_of(words: tuple[str, ...]) -> Move | None:
+    """``_read_acquisition`` of the words alone: a discard of the tile just
+    won is ("discard",), without the tile."""
     verb = words[0]
     if verb in ("place", "keep", "put") and set(words[1:]) <= {"in", "into", "museum"}:
         return ("place",)  # "place it in my museum"
-    if verb == "discard" and words[1:] in ([], ["new"], ["new", "tile"], ["new", "one"]):
-        return ("discard", state.won[0][1])  # the tile just won
+    if verb == "discard" and words[1:] in ((), ("new",), ("new", "tile"), ("new", "one")):
+        return ("discard",)  # the tile just won
     if verb == "discard" and len(words) > 1:
-        tiles = _read_tiles(words[1:])
+        tiles = _read_tiles(list(words[1:]))
         if len(tiles) != 1:
             raise MoveError("Discard one tile, as in 'discard red ancient tool'.")
         return ("discard", tiles[0])
     if verb == "exhibit" and len(words) > 1:
-        return ("exhibit", _sorted(_read_tiles(words[1:])))
+        return ("exhibit", _sorted(_read_tiles(list(words[1:]))))
     return None
 
 
