@@ -1693,9 +1693,14 @@ def _best_split(rest: tuple[Tile, ...], rulings: int) -> tuple[int, tuple[tuple[
         return 0, ()
     most = _split_points(rest, rulings)
     first, others = rest[0], rest[1:]
+    bits = [_TILE_BIT[t] for t in others]  # (what a group leaves, as _split_points reads it, without a tuple of it)
+    everything = functools.reduce(operator.or_, bits, 0)
     for combo in _groups(first, others, 3 if rulings < 2 else 2):
-        left = tuple(t for i, t in enumerate(others) if i not in combo)
-        if set_points(len(combo) + 1) + _split_points(left, rulings) == most:
+        taken = 0
+        for i in combo:
+            taken |= bits[i]
+        if set_points(len(combo) + 1) + _best_of(everything ^ taken, rulings) == most:
+            left = tuple(t for i, t in enumerate(others) if i not in combo)
             _, groups = _best_split(left, rulings)
             return most, ((first, *(others[i] for i in combo)), *groups)
     raise AssertionError(f"no split of {rest} scores {most}")  # (the best split's first group is among them)
