@@ -7,6 +7,8 @@ a full render of Bid! games (issue 36).  What a row says in words (its
 result) is still the game's macro (events/<kind>.txt.j2), passed in, so the
 mail and a keeper's own words stay as they are.  Every text is escaped as
 the templates escaped it; a keeper's own copy of the old loop still renders.
+And a Game of Pure Skill's feed titles (pure_skill_headline), as its
+headline macro words them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from referee.rules.bid import tile_name
+from referee.rules.pure_skill import card_name
 
 _BID_HOW = {  # a move not made by mail, marked after the seat's bid
     "random": '<abbr title="random: none by the deadline">*</abbr>',
@@ -101,3 +104,19 @@ def priority_tallies_html(
                 )
             out.append("</tbody>\n</table>\n</div>\n")
     return Markup("".join(out))
+
+
+def pure_skill_headline(round_: Mapping[str, Any], names: Sequence[str]) -> str:
+    """A Game of Pure Skill's round in one line of plain text, as
+    events/pure-skill.txt.j2's headline macro (its result, not compact)
+    words it: "ann takes the 7", "tie, the 7 carries over", "tie, the 7 is
+    discarded".  The site's feed titles (render._HEADLINE_FILTERS): the
+    summary template's macro call a round was a tenth of a refresh of a
+    game whose round resolved (issue 36); test_site42_pure_skill_titles
+    holds the two the same."""
+    event = round_["events"][0]
+    if event["winner"] is not None:
+        return f"{names[event['winner']]} takes the {card_name(event['prize'])}"
+    if event["outcome"] == "carried":
+        return f"tie, the {card_name(event['prize'])} carries over"
+    return f"tie, the {card_name(event['prize'])} is discarded"
