@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -70,16 +69,7 @@ def ceil_second(moment: datetime) -> datetime:
 
 def iso(moment: datetime) -> str:
     """``2026-11-21T06:14:26Z``: sortable as text, the form every stored time takes."""
-    return _iso_of_instant(moment) if moment.tzinfo is not None else _iso(moment)
-
-
-def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-# A move writes the same few moments many times over (its clock's, the deadlines): each written once. Equal
-# aware datetimes are the same instant, whatever their zones, so they have the same text (a naive one is not kept).
-_iso_of_instant = functools.lru_cache(maxsize=256)(_iso)
 
 
 def from_iso(text: str) -> datetime:

@@ -11,7 +11,7 @@ import functools
 import re
 import textwrap
 from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime, timedelta
+from datetime import datetime
 from email import charset, policy
 from email.header import Header
 from email.utils import format_datetime, formataddr, make_msgid
@@ -241,13 +241,6 @@ def _folded_shape(name: str, shape: str) -> tuple[tuple[str, int], ...] | None:
 _LINE_LENGTH = 78  # compat32's max_line_length
 
 
-@functools.lru_cache(maxsize=16)
-def _date_field(second: datetime, offset: timedelta | None) -> str:
-    """format_datetime(``second``): written once for the mails of one second.  It shows the
-    wall clock to the second and the offset (the key: equal instants may have other offsets)."""
-    return format_datetime(second)
-
-
 def _plain(name: str, value: Any) -> bool:
     return (
         isinstance(value, str)
@@ -388,7 +381,7 @@ class Composer:
         headers: list[tuple[str, Any]] = [("To", ", ".join(to))]  # (after From, the same in every mail)
         subject = header_safe(subject)
         headers.append(("Subject", subject if subject.isascii() else Header(subject, "utf-8")))
-        headers.append(("Date", _date_field(now.replace(microsecond=0), now.utcoffset())))
+        headers.append(("Date", format_datetime(now)))
         message_id = message_id or make_msgid(idstring=id_tag, domain=self.config.domain)
         headers.append(("Message-ID", message_id))
         if reply_to:
