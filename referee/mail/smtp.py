@@ -193,11 +193,6 @@ class _Wire:
     def halted(self) -> bool:
         return self._halt.is_set()
 
-    @property
-    def busy(self) -> bool:
-        """Whether the mails last given are still being sent."""
-        return self._sending is not None and not self._sending.done()
-
     def give(self, mails: list[OutboxRow]) -> None:
         """Send ``mails``, in order (called with none in hand); ``wake`` is
         set once they are all sent, or the sending stopped: their sent marks
@@ -340,17 +335,14 @@ class SmtpSender:
         The SMTP conversation runs in a thread of its own (``_Wire``), so it
         goes on while a message is being read; games.db stays on this
         thread: the wire is handed rows already durable, and what it did is
-        recorded here, between messages, as each batch it was given ends
-        (``_settle``: the batch's sent marks in one statement)."""
+        recorded here, between messages (``_settle``: the sent marks of all
+        the mails it sent since, in one statement)."""
         report, wire, last = Drained(), None, 0
         wake = feed.more if feed else asyncio.Event()
         try:
             while True:
                 wake.clear()  # (set again by whatever comes from here on: the feed, or the wire)
-                if wire is not None and not wire.busy:
-                    # A batch's sent marks in one statement, as it ends: a
-                    # message read meanwhile wakes the drain too, and a mark
-                    # at each would be a commit for a mail or two.
+                if wire is not None:
                     self._settle(wire, report)
                 if wire is None or not wire.in_hand:
                     due = self.store.outbox(MailState.QUEUED, due=iso(self.clock()), after=last, limit=SEND_BATCH)
