@@ -166,6 +166,7 @@ class Site:
         self.env.filters.update(
             atom_entries=_atom_entries, bid_rounds_html=bid_rounds_html, priority_tallies_html=priority_tallies_html
         )
+        self.env.filters.update(pure_skill_headline=pure_skill_headline)  # (its rules have none: the site's own)
         self.env.globals.update(
             ics_head=_ics_head, ics_event=_ics_event, ics_alarm=_ics_alarm, ics_resolved=_ics_resolved
         )
@@ -599,16 +600,14 @@ class Site:
         """The filter a kind's feed titles are made by, when the templates
         that make them are the referee's own: its summary template writes
         each phase's "label: headline" and its headline macro (in plain
-        text) is the filter _HEADLINE_FILTERS names (or the site's own
-        function of it, _SITE_HEADLINES).  A macro call a phase
+        text) is the filter _HEADLINE_FILTERS names.  A macro call a phase
         cost more than the line (a tenth of Bluff's render).  A keeper's
         own copy of either template is rendered as it is."""
         if kind not in self._headline_filters:
             names = (f"site/{kind}/summary.txt.j2", f"events/{kind}.txt.j2")
             keeper = self.keeper is not None and any((self.keeper / name).is_file() for name in names)
             name = _HEADLINE_FILTERS.get(kind)
-            own = self.env.filters[name] if name is not None else _SITE_HEADLINES.get(kind)
-            self._headline_filters[kind] = None if keeper else own
+            self._headline_filters[kind] = None if keeper or name is None else self.env.filters[name]
         return self._headline_filters[kind]
 
     def _headline(
@@ -784,9 +783,12 @@ class Site:
 # The filter each kind's headline macro (events/<kind>.txt.j2's ``headline``,
 # with html false) writes its line by, where its site/<kind>/summary.txt.j2
 # is "label: headline" a phase (test_site41_titles holds the two the same).
-_HEADLINE_FILTERS = {"bluff": "bluff_headline", "ice": "ice_headline", "priority": "priority_headline"}
-# The kinds whose headline macro the site writes in Python itself, likewise (their rules have no filter of it).
-_SITE_HEADLINES = {"pure-skill": pure_skill_headline}
+_HEADLINE_FILTERS = {
+    "bluff": "bluff_headline",
+    "ice": "ice_headline",
+    "priority": "priority_headline",
+    "pure-skill": "pure_skill_headline",  # (the site's: rows.pure_skill_headline)
+}
 
 _SUMMARY_KEYS = {"id", "kind", "title", "name", "state", "created_at", "finished_at", "phase", "paused", "signed"}
 _SUMMARY_KEYS |= {"wanted", "asked", "watchers"}  # (Site._summary's)

@@ -21,7 +21,7 @@ def _played(engine: Engine, kind: str) -> int:
     return engine.new_game(kind, [], bots=4)  # bots play it to its end at once
 
 
-@pytest.mark.parametrize("kind", sorted(_HEADLINE_FILTERS))
+@pytest.mark.parametrize("kind", sorted(_HEADLINE_FILTERS.keys() - {"pure-skill"}))  # (13 rounds: test_site42)
 def test_site41_the_titles_are_the_summary_templates_lines(engine, tmp_path, kind):
     site = Site(engine, tmp_path / "site")
     table = engine.tables.table(_played(engine, kind))

@@ -1,5 +1,5 @@
 """A Game of Pure Skill's feed titles are written by the site's own
-function of its headline macro (render._SITE_HEADLINES), not by a macro call
+function of its headline macro (render._HEADLINE_FILTERS), not by a macro call
 a round: the same lines as site/pure-skill/summary.txt.j2 writes, for each
 way a round ends (taken, a tie carried over, a tie discarded); and a
 keeper's own headline macro is still what the feed says."""
