@@ -135,10 +135,11 @@ def _replay(
         said = record.moves
         if said is None:
             break
-        if said.keys() != set(phase.movers):
+        movers = phase.movers
+        if (len(said) != 1 or movers[0] not in said) if len(movers) == 1 else said.keys() != set(movers):
             raise ReplayError(record.number, "the moves recorded are not from the seats that owed them")
         moves = {}
-        for seat in phase.movers:
+        for seat in movers:
             try:
                 moves[seat] = parse(state, seat, said[seat])
             except MoveError as error:

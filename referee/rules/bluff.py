@@ -510,14 +510,12 @@ class BluffAuction(Game[BluffState, Move]):
         r = state.round
         movers = _movers(state)
         if state.stage == _TOOLS:
-            label = f"Round {r} tools" + (f" {state.tool_step}" if state.tool_step > 1 else "")
-            return Phase(label, movers, sealed=True, timer="decision")
+            return _tools_phase(r, state.tool_step, movers)
         if state.stage == _ONESHOT:
             label = f"Round {r} {TRACKS[state.track]} auction: the 1-shot tile"
             return Phase(label, movers, sealed=False, timer="decision")
         if state.stage == _ACQUIRE:
-            label = f"Round {r} acquisition: {tile_text(state.won[0][1])}"
-            return Phase(label, movers, sealed=False, timer="decision")
+            return _acquisition_phase(r, state.won[0][1], movers)
         return None
 
     def legal_moves(self, state: BluffState, seat: int) -> list[Move]:
@@ -574,17 +572,20 @@ class BluffAuction(Game[BluffState, Move]):
         them, without listing them all (a replay checks each move of the
         game so: the rerolls of six dice are 64 moves, and the sets a
         museum may exhibit many more)."""
+        stage = state.stage
+        if stage == _BIDDING:  # (most moves: _movers is the bidder alone)
+            if seat != state.mover:
+                return False
+            if move == ("pass",):  # (as _bidding_moves: with tokens in hand, only when nothing else is legal)
+                return not state.tokens[seat] or not _can_bid(state, seat)
+            return _bid_allowed(state, seat, move)
         if seat not in _movers(state):
             return False
-        if state.stage == _TOOLS:
+        if stage == _TOOLS:
             return _reroll_allowed(len(state.dice[seat]), move)
-        if state.stage == _ACQUIRE:
+        if stage == _ACQUIRE:
             return _acquisition_allowed(state, seat, move)
-        if state.stage == _ONESHOT:
-            return move in (("use",), ("keep",))
-        if move == ("pass",):  # (as _bidding_moves: with tokens in hand, only when nothing else is legal)
-            return not state.tokens[seat] or not _can_bid(state, seat)
-        return _bid_allowed(state, seat, move)
+        return move in (("use",), ("keep",))  # (the 1-shot tile's question: _movers is empty at the end)
 
     def _forms(self, state: BluffState) -> str:
         if state.stage == _TOOLS:
@@ -749,6 +750,18 @@ def _bidding_phase(round_: int, turns: int, bidder: int) -> Phase:
     return Phase(f"Round {round_} bidding, turn {turns + 1}", (bidder,), sealed=False)
 
 
+# A tools phase, and a tile won's, likewise: a function of a few values, asked of every such step.
+@functools.lru_cache(maxsize=1024)
+def _tools_phase(round_: int, step: int, movers: tuple[int, ...]) -> Phase:
+    label = f"Round {round_} tools" + (f" {step}" if step > 1 else "")
+    return Phase(label, movers, sealed=True, timer="decision")
+
+
+@functools.lru_cache(maxsize=1024)
+def _acquisition_phase(round_: int, tile: Tile, movers: tuple[int, ...]) -> Phase:
+    return Phase(f"Round {round_} acquisition: {tile_text(tile)}", movers, sealed=False, timer="decision")
+
+
 def _examples(state: BluffState, legal: list[Move]) -> list[Move]:
     """A few of the legal moves for a prompt: in bidding, the lowest bid on
     each of a few tracks, a move of a token, and pass where they are legal."""
@@ -877,9 +890,21 @@ def _movers(state: BluffState) -> tuple[int, ...]:
 
 
 def _tool_movers(state: BluffState, step: int) -> tuple[int, ...]:
-    """F7: one reroll per Tool in the museum, each in its own phase."""
-    tools = _tool_counts(state.museum)
-    return tuple(seat for seat, dice in enumerate(state.dice) if tools[seat] >= step and dice)
+    """F7: one reroll per Tool in the museum, each in its own phase.  The
+    last answer is kept with the museums and dice it was of, and given again
+    while asked of those very tuples: a tools phase asks it for its label,
+    for each mover's move and when it resolves."""
+    kept = _last_tool_movers[0]
+    museum, dice = state.museum, state.dice
+    if kept is not None and kept[0] is museum and kept[1] is dice and kept[2] == step:
+        return kept[3]
+    tools = _tool_counts(museum)
+    movers = tuple(seat for seat, rolled in enumerate(dice) if tools[seat] >= step and rolled)
+    _last_tool_movers[0] = (museum, dice, step, movers)
+    return movers
+
+
+_last_tool_movers: list[tuple[Any, Any, int, tuple[int, ...]] | None] = [None]  # (_tool_movers)
 
 
 def _reroll_allowed(dice: int, move: Move) -> bool:
@@ -913,8 +938,7 @@ def _play_on(state: BluffState, events: list[dict[str, Any]], rng: Rng) -> tuple
         if state.stage == _TOOLS:
             if _tool_movers(state, state.tool_step):
                 break
-            state, more = _next_bidder(state, state.start, include=True, stage=_BIDDING, passes=0)
-            events += more
+            state = _next_bidder(state, state.start, True, {"stage": _BIDDING, "passes": 0}, events)
         elif state.stage == _BIDDING:
             if state.turn is not None:
                 break
@@ -1010,15 +1034,25 @@ def _caps(state: BluffState, seat: int) -> tuple[int, ...]:
         and kept[4] == state.rulings
     ):
         return kept[5][seat]
-    caps = _caps_of(state.rulings, state.rolled(), state.museum, state.held)
-    _last_caps[0] = (state.museum, state.held, state.dice, state.community, state.rulings, caps)
+    rolled = state.rolled()
+    if (
+        kept is not None
+        and kept[0] is state.museum
+        and kept[1] is state.held
+        and kept[4] == state.rulings
+        and kept[6] == rolled
+    ):
+        caps = kept[5]  # (a reroll: new dice, as many, and the caps count them alone; _caps_of would hash the museums)
+    else:
+        caps = _caps_of(state.rulings, rolled, state.museum, state.held)
+    _last_caps[0] = (state.museum, state.held, state.dice, state.community, state.rulings, caps, rolled)
     return caps[seat]
 
 
 # The last caps, with the very objects they were of (a round's states share
 # them, so this is the answer all through its bidding without hashing the
 # museums; holding them keeps their ids from being reused).
-_last_caps: list[tuple[Any, Any, Any, Any, int, tuple[tuple[int, ...], ...]] | None] = [None]
+_last_caps: list[tuple[Any, Any, Any, Any, int, tuple[tuple[int, ...], ...], int] | None] = [None]
 
 
 def _highs(bids: tuple[tuple[Bid, ...], ...]) -> tuple[Bid | None, ...]:
@@ -1271,33 +1305,34 @@ def _bid(state: BluffState, seat: int, move: Move) -> tuple[BluffState, list[dic
             "passes": 0,
             "turns": state.turns + 1,
         }
-    state, more = _next_bidder(state, seat, include=False, **changes)
-    return state, [event, *more]
+    events = [event]
+    return _next_bidder(state, seat, False, changes, events), events
 
 
 def _next_bidder(
-    state: BluffState, after: int, include: bool, **changes: Any
-) -> tuple[BluffState, list[dict[str, Any]]]:
-    """The next seat clockwise, of the state with ``changes`` (a move's);
-    one whose only move is pass passes at once (F14: "you MUST pass if all
-    of your bids are the highest").  Bidding ends when every seat has
-    passed in succession."""
-    events: list[dict[str, Any]] = []
-    seats = state.seats
+    state: BluffState, after: int, include: bool, changes: dict[str, Any], events: list[dict[str, Any]]
+) -> BluffState:
+    """The next seat clockwise (``after``, or after it), of the state with
+    ``changes`` (a move's, a dict of fields given up to this); one whose only
+    move is pass passes at once (F14: "you MUST pass if all of your bids are
+    the highest"), an event added to ``events``.  Bidding ends when every
+    seat has passed in succession."""
+    seats = len(state.tokens)
     seat = after if include else (after + 1) % seats
     # The new state made once, with the turn of the seat asked first: nearly
     # always the answer, and _can_bid reads neither the turn nor the passes.
-    state = replace(state, **changes, turn=seat)
+    changes["turn"] = seat
+    state = replace(state, **changes)
     passes = state.passes
     while passes < seats:
         if _can_bid(state, seat):  # (a move other than pass)
             if seat == state.turn and passes == state.passes:
-                return state, events
-            return replace(state, passes=passes, turn=seat), events
+                return state
+            return replace(state, passes=passes, turn=seat)
         passes += 1
         events.append({"type": "pass", "seat": seat, "forced": True})
         seat = (seat + 1) % seats
-    return replace(state, passes=passes, turn=None), events
+    return replace(state, passes=passes, turn=None)
 
 
 # -- resolution ---------------------------------------------------------------------------
