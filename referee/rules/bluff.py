@@ -515,7 +515,8 @@ class BluffAuction(Game[BluffState, Move]):
             label = f"Round {r} {TRACKS[state.track]} auction: the 1-shot tile"
             return Phase(label, movers, sealed=False, timer="decision")
         if state.stage == _ACQUIRE:
-            return _acquisition_phase(r, state.won[0][1], movers)
+            label = f"Round {r} acquisition: {tile_text(state.won[0][1])}"
+            return Phase(label, movers, sealed=False, timer="decision")
         return None
 
     def legal_moves(self, state: BluffState, seat: int) -> list[Move]:
@@ -538,6 +539,10 @@ class BluffAuction(Game[BluffState, Move]):
             move = _bid_or_pass(text)
         elif stage == _TOOLS:
             move = _reroll_of(text, len(state.dice[seat]))
+        elif stage == _ACQUIRE:
+            move = _acquisition_said(text)
+            if move == ("discard",):  # the tile just won
+                move = ("discard", state.won[0][1])
         else:
             move = None
         if move is None:
@@ -627,14 +632,20 @@ class BluffAuction(Game[BluffState, Move]):
     def resolve(
         self, state: BluffState, moves: Mapping[int, Move], rng: Rng
     ) -> tuple[BluffState, list[dict[str, Any]]]:
-        if state.stage == _TOOLS:
+        stage = state.stage
+        if stage == _BIDDING:  # (most steps: a turn, after which the bidding mostly goes on)
+            seat = state.mover
+            state, events = _bid(state, seat, moves[seat])
+            if state.turn is not None:  # (the next bidder's turn: _play_on stops there at once)
+                events[-1]["scores"] = _totals(state)
+                return state, events
+            return _play_on(state, events, rng)
+        if stage == _TOOLS:
             state, events = _rerolls(state, moves, rng)
             return _play_on(state, events, rng)
-        seat = state.mover if state.stage != _ACQUIRE else state.won[0][0]
+        seat = state.mover if stage != _ACQUIRE else state.won[0][0]
         move = moves[seat]
-        if state.stage == _BIDDING:
-            state, events = _bid(state, seat, move)
-        elif state.stage == _ONESHOT:
+        if stage == _ONESHOT:
             state, events = _oneshot(state, seat, move)
         else:
             state, events = _acquire(state, seat, move)
@@ -750,16 +761,11 @@ def _bidding_phase(round_: int, turns: int, bidder: int) -> Phase:
     return Phase(f"Round {round_} bidding, turn {turns + 1}", (bidder,), sealed=False)
 
 
-# A tools phase, and a tile won's, likewise: a function of a few values, asked of every such step.
+# A tools phase's likewise: a function of its round, step and movers, which recur game to game.
 @functools.lru_cache(maxsize=1024)
 def _tools_phase(round_: int, step: int, movers: tuple[int, ...]) -> Phase:
     label = f"Round {round_} tools" + (f" {step}" if step > 1 else "")
     return Phase(label, movers, sealed=True, timer="decision")
-
-
-@functools.lru_cache(maxsize=1024)
-def _acquisition_phase(round_: int, tile: Tile, movers: tuple[int, ...]) -> Phase:
-    return Phase(f"Round {round_} acquisition: {tile_text(tile)}", movers, sealed=False, timer="decision")
 
 
 def _examples(state: BluffState, legal: list[Move]) -> list[Move]:
@@ -1069,8 +1075,7 @@ def _highs(bids: tuple[tuple[Bid, ...], ...]) -> tuple[Bid | None, ...]:
     return highs
 
 
-def _rank(bid: Bid) -> tuple[int, int]:
-    return bid[1], bid[2]
+_rank: Callable[[Bid], tuple[int, int]] = operator.itemgetter(1, 2)  # a bid's rank: its value, then its order
 
 
 _last_highs: list[tuple[tuple[tuple[Bid, ...], ...], tuple[Bid | None, ...]] | None] = [None]  # (_highs)
@@ -1095,26 +1100,27 @@ def _keep_highs(
 
 # Every bid, move and pass of a round's bidding asks for the caps, and they
 # do not change while it lasts (the dice rolled, the museums and the tiles
-# held are the round's).  They are kept by those arguments, immutable tuples
-# and frozensets of which they are a function alone, so a kept answer is
-# never stale.
-@functools.lru_cache(maxsize=1024)
+# held are the round's): _caps keeps the last, with the very objects they
+# were of.  Worked out about once a round, of museums no round had before
+# (no cache by their contents: hashing them cost as much as the answer).
 def _caps_of(
     rulings: int, rolled: int, museums: tuple[tuple[Tile, ...], ...], held: tuple[frozenset[str], ...]
 ) -> tuple[tuple[int, ...], ...]:
     """Each seat's caps (``_caps``)."""
-    reaches = [_reaches(rolled, museum, tiles) for museum, tiles in zip(museums, held, strict=True)]
+    weapons = _seats_weapons(museums)  # (kept with the museums: each round's auctions ask it too)
+    reaches = [_reaches(rolled, of_seat, tiles) for of_seat, tiles in zip(weapons, held, strict=True)]
     if rulings < 2:
         return tuple(reaches)
-    caps = tuple(max(reach) + 1 for reach in zip(*reaches, strict=True))
+    caps = tuple([max(reach) + 1 for reach in zip(*reaches, strict=True)])
     return (caps,) * len(reaches)
 
 
-def _reaches(rolled: int, museum: tuple[Tile, ...], held: frozenset[str]) -> tuple[int, ...]:
+def _reaches(rolled: int, weapons: tuple[int, ...], held: frozenset[str]) -> tuple[int, ...]:
     """The most a seat could count on each track this round: every die
-    ``rolled``, plus its virtual dice (the one-shot's included) (F8)."""
+    ``rolled``, plus its virtual dice (its museum's ``weapons`` of each
+    track's colour, the one-shot's included) (F8)."""
     base = rolled + ("vpurple" in held) + 2 * ("oneshot" in held)
-    return tuple([base + weapons for weapons in _weapons(museum)])  # (the museum's, kept: most recur round to round)
+    return tuple([base + of_track for of_track in weapons])
 
 
 def _has_tie(state: BluffState, seat: int, moving: Bid | None = None) -> bool:
@@ -1645,7 +1651,9 @@ def _skip_settled(state: BluffState) -> tuple[BluffState, list[dict[str, Any]]]:
             continue
         if only_place:
             state, more = _acquire(state, seat, ("place",))
-            events += [{**event, "auto": True} for event in more]  # no one was asked
+            for event in more:  # (the events _acquire made for this: marked as they are)
+                event["auto"] = True  # no one was asked
+            events += more
             continue
         break
     return state, events
@@ -2048,6 +2056,21 @@ def _read_acquisition(state: BluffState, seat: int, words: list[str]) -> Move | 
     if move == ("discard",):  # the tile just won
         return ("discard", state.won[0][1])
     return move
+
+
+@functools.lru_cache(maxsize=4096)
+def _acquisition_said(text: str) -> Move | None:
+    """What a tile won's ``text`` says, when well-formed, as
+    BluffAuction._read reads it (a discard of the tile just won is
+    ("discard",), without the tile); else None, and _read says why.  A
+    function of the text alone, read once each (as _bid_or_pass)."""
+    words = _words_of(text)
+    if not words:
+        return None
+    try:
+        return _acquisition_of(words)
+    except MoveError:
+        return None
 
 
 @functools.lru_cache(maxsize=4096)  # (a replay reads every tile won's answer again: most recur)
