@@ -1837,6 +1837,9 @@ _WITH_ATTRIBUTE = tuple(
 )
 
 
+_TRIANGLES = tuple(set_points(tiles) for tiles in range(len(_ALL_TILES) + 1))  # (set_points, looked up)
+
+
 @functools.lru_cache(maxsize=1 << 16)  # (a function of the tiles left alone: see _TILE_BIT)
 def _best_of(left: int, rulings: int) -> int:
     """The points of the best split of the tiles ``left`` (_split_points).
@@ -1846,7 +1849,11 @@ def _best_of(left: int, rulings: int) -> int:
     best split's largest group.  (Several attributes often group the same
     tiles: that group is tried once.)  Tried largest first, a group is
     within another when it is within one tried before (a group within a
-    larger one that was not tried is within the one that one is within)."""
+    larger one that was not tried is within the one that one is within).
+    A split whose largest group is of ``size`` scores at most as many
+    groups of that size as the tiles make, and one of what is left: once
+    that is no more than the best found, no group left to try (none
+    larger) is the largest of a better split."""
     count = left.bit_count()
     groups = {group & left for group in _WITH_ATTRIBUTE}
     if left in groups:  # (one group of them all: the most any split scores; no tiles, none)
@@ -1855,12 +1862,14 @@ def _best_of(left: int, rulings: int) -> int:
     best = 3 * (count // 2) + count % 2 if rulings < 2 else 0
     tried: list[int] = []
     for shared in sorted(groups, key=int.bit_count, reverse=True):
+        size = shared.bit_count()
+        if size * (size + 1) // 2 * (count // size) + _TRIANGLES[count % size] <= best:
+            break  # (no split of groups of this size or less scores more: see above)
         for other in tried:
             if other & shared == shared:
                 break  # (within a larger group)
         else:
             tried.append(shared)
-            size = shared.bit_count()
             points = size * (size + 1) // 2 + _best_of(left ^ shared, rulings)
             if points > best:
                 best = points
