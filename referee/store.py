@@ -162,6 +162,19 @@ class MoveRow(TypedDict):
     recorded_at: str
 
 
+class CountedMove(TypedDict):
+    """A move as a game's Table keeps it (Tables: the one that counts, by
+    phase and seat): what the record, a replay and the engine read of it,
+    not its row's id, game or time of recording (Store.counted_moves)."""
+
+    phase: int
+    seat: int
+    move: str
+    source: str  # a record.MoveSource, read back as its value
+    message_key: str | None
+    received_at: str
+
+
 class OutcomeCode(StrEnum):
     """What became of a message handled: its ``code`` in games.db's
     ``messages`` (written as its value), and of each line of it."""
@@ -1557,6 +1570,18 @@ class Store:
         if phase is not None:
             where, args = where + " and phase = ?", args + [phase]
         return list(self._rows("moves", where, args, order_by="received_at, id"))
+
+    def counted_moves(self, game_id: int, since: int = 1) -> list[CountedMove]:
+        """Every move received in phases from ``since`` on, in the order it
+        counts (as Store.moves), with the columns a game's Table keeps
+        (CountedMove).  (A Bluff game's record has hundreds of moves: the
+        three columns fewer are a quarter of their reading, and of the
+        objects a Table holds for them.)"""
+        sql = (
+            "select phase, seat, move, source, message_key, received_at from [moves]"
+            " where game_id = ? and phase >= ? order by received_at, id"
+        )
+        return self._read(sql, [game_id, since])
 
     def final_moves(self, game_id: int, phase: int) -> dict[int, MoveRow]:
         """Per seat, the move that counts: the last one received."""

@@ -27,7 +27,17 @@ from referee.record import (
     stints,
 )
 from referee.rules import Game, get_game
-from referee.store import Act, GameRow, GameState, InterventionRow, MoveRow, PhaseRow, RecordStamp, SeatRow, Store
+from referee.store import (
+    Act,
+    CountedMove,
+    GameRow,
+    GameState,
+    InterventionRow,
+    PhaseRow,
+    RecordStamp,
+    SeatRow,
+    Store,
+)
 from referee.timeutil import from_iso
 
 # The reading cache of Tables keeps a game's last read and its replay for
@@ -90,7 +100,7 @@ class Table:
     seats: list[SeatRow]
     phases: list[PhaseRow]
     replay: Replay
-    counted: dict[int, dict[int, MoveRow]]  # phase -> seat -> the move that counts (its row)
+    counted: dict[int, dict[int, CountedMove]]  # phase -> seat -> the move that counts (Store.counted_moves)
     interventions: list[InterventionRow]  # what keepers (and the referee, for outages) did to it, in order
     # The record's running digest: the start's, then each resolved phase's
     # (record.chain_digest), as far as it was asked for; a later read of the
@@ -354,7 +364,7 @@ class Tables:
             counted |= fresh
             said = {number: {seat: move["move"] for seat, move in moves.items()} for number, moves in fresh.items()}
         else:
-            for move in self.store.moves(game_id, since=kept + 1):
+            for move in self.store.counted_moves(game_id, since=kept + 1):
                 number, seat = move["phase"], move["seat"]
                 counted.setdefault(number, {})[seat] = move
                 said.setdefault(number, {})[seat] = move["move"]
