@@ -238,26 +238,36 @@ class Table:
     def record_phase(self, number: int) -> dict[str, Any]:
         """A resolved phase as the record has it, every move shown: SECRET
         while the game runs (the site shows only the moves the rules revealed)."""
-        phase = self.phases[number - 1]
-        step = self.replay.steps[number - 1]
-        moves = self.counted[number]
-        return {
-            "number": number,
-            "label": phase["label"],
-            "opened_at": phase["opened_at"],
-            "deadline": phase["deadline"],
-            "resolved_at": phase["resolved_at"],
-            "moves": [
+        return self.record_phases(number, number)[0]
+
+    def record_phases(self, first: int, last: int | None = None) -> list[dict[str, Any]]:
+        """The resolved phases from number ``first`` (to ``last``, by default
+        the last resolved) as the record has them (Table.record_phase).  (In
+        one pass: the site makes a game's every phase at once, thousands of
+        phases in a full render.)"""
+        counted, entries = self.counted, []
+        for phase, step in zip(self.phases[first - 1 : last], self.replay.steps[first - 1 : last]):
+            moves = counted[step.number]
+            entries.append(
                 {
-                    "seat": seat,
-                    "move": moves[seat]["move"],
-                    "source": moves[seat]["source"],
-                    "received_at": moves[seat]["received_at"],
+                    "number": step.number,
+                    "label": phase["label"],
+                    "opened_at": phase["opened_at"],
+                    "deadline": phase["deadline"],
+                    "resolved_at": phase["resolved_at"],
+                    "moves": [
+                        {
+                            "seat": seat,
+                            "move": (move := moves[seat])["move"],
+                            "source": move["source"],
+                            "received_at": move["received_at"],
+                        }
+                        for seat in sorted(step.moves)
+                    ],
+                    "events": step.events,
                 }
-                for seat in sorted(step.moves)
-            ],
-            "events": step.events,
-        }
+            )
+        return entries
 
     def digest(self, number: int | None = None) -> bytes:
         """The record's running digest after resolved phase ``number`` (by

@@ -34,15 +34,13 @@ def game_record(table: Table, since: int = 1) -> dict[str, Any]:
     the record is on the site already)."""
     finished = table.row["state"] == GameState.FINISHED
     record = table.record_head()
-    phases = []
-    for step in table.replay.steps[since - 1 :]:
-        entry = table.record_phase(step.number)
-        if not finished:
+    phases = table.record_phases(since)
+    if not finished:
+        for entry, step in zip(phases, table.replay.steps[since - 1 :]):
             shown = table.rules.revealed(step.before, step.moves, step.events)
             entry["moves"] = [
                 {**move, "move": move["move"] if move["seat"] in shown else None} for move in entry["moves"]
             ]
-        phases.append(entry)
     result = table.rules.result(table.state)
     return {
         **record,

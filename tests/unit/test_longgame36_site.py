@@ -178,13 +178,14 @@ def test_a_render_makes_only_the_phases_it_writes(engine, clock, tmp_path, monke
     long the game."""
     monkeypatch.setattr(referee.record, "PART_PHASES", BLOCK)
     made: list[int] = []
-    record_phase = Table.record_phase
+    record_phases = Table.record_phases  # (Table.record_phase makes its one phase by it too)
 
-    def counted(table: Table, number: int) -> dict:
-        made.append(number)
-        return record_phase(table, number)
+    def counted(table: Table, first: int, last: int | None = None) -> list[dict]:
+        entries = record_phases(table, first, last)
+        made.extend(entry["number"] for entry in entries)
+        return entries
 
-    monkeypatch.setattr(Table, "record_phase", counted)
+    monkeypatch.setattr(Table, "record_phases", counted)
     game = start(engine)
     site = Site(engine, tmp_path / "site", block=BLOCK, window=WINDOW, past=WINDOW)
     site.render()
