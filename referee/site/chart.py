@@ -95,15 +95,21 @@ def _points(
 ) -> tuple[str, list[dict[str, Any]]]:
     """The unit of the x axis, and a point per group: its number and the
     scores after its last phase."""
-    groups: list[dict[str, Any]] = []
-    for index, phase in enumerate(phases):
-        key = _key(phase) or ("Phase", index + 1)
-        if not groups or groups[-1]["key"] != key:
+    groups: list[dict[str, Any]] = []  # from the last: a group's scores are those of its last phase that has some
+    key, wanted = None, False
+    for index in range(len(phases) - 1, -1, -1):
+        phase = phases[index]
+        phase_key = _label_key(phase.get("label") or "") or ("Phase", index + 1)
+        if phase_key != key:
+            key, wanted = phase_key, True
             groups.append({"key": key, "scores": None})
-        for event in reversed(phase.get("events") or []):
-            if "scores" in event:
-                groups[-1]["scores"] = event["scores"]  # (made numbers below: only a group's last counts)
-                break
+        if wanted:  # (its other phases' events are not looked through: a round of Bluff has a dozen)
+            for event in reversed(phase.get("events") or ()):
+                if "scores" in event:
+                    groups[-1]["scores"] = event["scores"]  # (made numbers below)
+                    wanted = False
+                    break
+    groups.reverse()
     for group in groups:
         if group["scores"] is not None:
             group["scores"] = _numbers(group["scores"])

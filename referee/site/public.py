@@ -89,16 +89,20 @@ def page_context(table: Table, since: int = 1) -> dict[str, Any]:
         "names": names,
         "phase": current,
         "rounds": [{**entry, "how": {m["seat"]: m["source"] for m in entry["moves"]}} for entry in record["phases"]],
-        "chart": score_chart(names, _scored(table), phase["label"] if phase is not None else None),
+        "chart": score_chart(names, _scored(table, record), phase["label"] if phase is not None else None),
         "view": view,
         "acts": _acts(record["interventions"], labels, names),
         "cancelled": next((act for act in record["interventions"] if act["act"] == "cancel"), None),
     }
 
 
-def _scored(table: Table) -> list[dict[str, Any]]:
+def _scored(table: Table, record: dict[str, Any]) -> list[dict[str, Any]]:
     """Every resolved phase's label and events: what the chart plots (the
-    events are public: the record has them whole while the game runs)."""
+    events are public: the record has them whole while the game runs).
+    The record's own phases when it has every one (a game's first render,
+    or a forced one: no second list of as many dicts)."""
+    if len(record["phases"]) == len(table.replay.steps):
+        return record["phases"]
     return [{"label": row["label"], "events": step.events} for row, step in zip(table.phases, table.replay.steps)]
 
 
