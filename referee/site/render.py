@@ -344,7 +344,8 @@ class Site:
         )
         self._write_changed(f"{base}/feed.atom", feed, report, written, rendered["texts"])
         calendars = self._calendars_shown(table, context, phases(resolved - self.past + 1), calendar_names)
-        rendered["ics"] = _digest([_LAYOUT, json.dumps(calendars, sort_keys=True)])
+        # (made afresh above, it holds no list or dict inside itself: json's check for one was half the dump)
+        rendered["ics"] = _digest([_LAYOUT, json.dumps(calendars, sort_keys=True, check_circular=False)])
         if before is None or before.get("ics") != rendered["ics"]:  # (a move that resolves nothing changes none)
             self._render_calendars(calendars, report)
         rendered["summary"] = {
@@ -537,12 +538,15 @@ class Site:
         ]
         titles = self._titles(kind, rounds, names, game)
         groups = [_group(entry["label"]) for entry in rounds]
-        # The group after each round's: the next round's, after the last the open phase's, if one.
-        after: list[str | None] = [*groups[1:], _group(context["phase"]["label"]) if context["phase"] else None]
+        # The group after each round's: the next round's, after the last the open phase's, if one (at the
+        # end none: the last round or auction is over).
+        open_ = context["phase"] if game["state"] != GameState.FINISHED else None
+        after: list[str | None] = [*groups[1:], _group(open_["label"]) if open_ else None] if groups else []
         group: list[str] = []
         phase_id = f"{self._urn()}:game:{game['id']}:phase:"
+        game_title = f"Game {game['id']}, "
         shown: list[Any] | None = None  # the scores ``standing`` tells (most phases change none)
-        for i, (entry, title) in enumerate(zip(rounds, titles, strict=True)):
+        for entry, title, its_group, next_group in zip(rounds, titles, groups, after, strict=True):
             for event in reversed(entry["events"]):
                 if "scores" in event:
                     scores = event["scores"]
@@ -550,21 +554,22 @@ class Site:
             if scores != shown:
                 standing = ", ".join(f"{names[seat]} {score}" for seat, score in enumerate(scores))
                 shown = scores
+            number = entry["number"]
             phase = {
-                "id": f"{phase_id}{entry['number']}",
+                "id": f"{phase_id}{number}",
                 "updated": entry["resolved_at"],
-                "title": f"Game {game['id']}, {title}",
-                "link": link(entry["number"]),
+                "title": f"{game_title}{title}",
+                "link": link(number),
                 "content": f"{title}. Scores: {standing}.",
                 "feeds": "game",
             }
             entries.append(phase)
             group.append(title)
-            if groups[i] != after[i] or (game["state"] == GameState.FINISHED and i == len(rounds) - 1):
+            if its_group != next_group:
                 if len(group) == 1:
                     phase["feeds"] = "both"
                 else:
-                    entries.append(self._headline(game["id"], groups[i], group, phase, standing))
+                    entries.append(self._headline(game["id"], its_group, group, phase, standing))
                 group = []
         if game["state"] == GameState.FINISHED:
             winner = context["record"]["winner"]
@@ -901,8 +906,9 @@ def _feed_start(phases: list[Any], size: int, crowded: str | None) -> int:
     if crowded is None:
         return 0
     for index, phase in enumerate(phases[:first]):
-        last = index + 1 == len(phases) or _group(phases[index + 1]["label"]) != _group(phase["label"])
-        if last and phase["resolved_at"] > crowded:  # (the site feed compares the times as text too: _newest)
+        if phase["resolved_at"] <= crowded:  # (the site feed compares the times as text too: _newest)
+            continue
+        if index + 1 == len(phases) or _group(phases[index + 1]["label"]) != _group(phase["label"]):  # its last
             return _window_start(phases[: index + 1], 1)
     return first
 
