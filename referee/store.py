@@ -2493,10 +2493,13 @@ def _decode_phase(row: Any) -> PhaseRow:
 def _decode_phases(rows: list[Any]) -> list[PhaseRow]:
     """Rows of phases decoded as _decode_phase does, their movers read as one
     JSON array (a game's hundreds of phases: a json.loads each cost five
-    times as much, a tenth of a full render's reading)."""
-    movers = json.loads(f"[{','.join(row['movers'] for row in rows)}]")
-    for row, seats in zip(rows, movers, strict=True):
-        row["movers"], row["sealed"] = seats, bool(row["sealed"])
+    times as much, a tenth of a full render's reading), each text once: the
+    rows of the same movers share one list (a turn-based game's hundreds of
+    phases have a few; nobody changes a row read)."""
+    texts = dict.fromkeys(row["movers"] for row in rows)
+    decoded = dict(zip(texts, json.loads(f"[{','.join(texts)}]"), strict=True))
+    for row in rows:
+        row["movers"], row["sealed"] = decoded[row["movers"]], bool(row["sealed"])
     return rows
 
 
