@@ -198,7 +198,9 @@ def _one_word(name: str, value: Any) -> bytes | None:
 
 
 _WORD_BREAKS = re.compile(r"[ ;,]")  # (printable ASCII has no other blank)
-_NOT_A_BREAK = re.compile(r"[^ ;,]")
+_BREAKS = b" ;,"
+# Every other byte an "x": a value's shape (bytes.translate, where a regex's sub of each character cost 8 us a subject).
+_SHAPE = bytes(byte if byte in _BREAKS else ord("x") for byte in range(256))
 _RUNS_OF_X = re.compile(r"(x+)")
 
 
@@ -213,10 +215,12 @@ def _folded_text(name: str, value: Any) -> bytes | None:
     tests/unit/test_compose.py checks it byte for byte against the library."""
     if not (isinstance(value, str) and value.isascii() and value.isprintable()):
         return None
-    pieces = _folded_shape(name, _NOT_A_BREAK.sub("x", value))
+    ascii_value = value.encode("ascii")
+    pieces = _folded_shape(name, ascii_value.translate(_SHAPE).decode("ascii"))
     if pieces is None:
         return None
-    characters, start, written = _WORD_BREAKS.sub("", value), 0, [f"{name}: "]  # (the x's, in order)
+    characters = ascii_value.translate(None, _BREAKS).decode("ascii")  # (the x's, in order)
+    start, written = 0, [f"{name}: "]
     for text, run in pieces:
         written.append(text)
         written.append(characters[start : start + run])
