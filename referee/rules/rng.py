@@ -39,9 +39,11 @@ _Pads = tuple[Any, Any]  # a key's inner and outer hashes, of its padded blocks 
 
 
 def _pads(key: bytes) -> _Pads:
+    # Its bytes first: a buffer's len counts its items (a memoryview of 8-byte words), and HMAC its bytes.
+    key = bytes(key)  # (a bytes key itself, not copied)
     if len(key) > 64:  # (RFC 2104: a key longer than a block is hashed first)
         key = hashlib.sha256(key).digest()
-    block = bytes(key).ljust(64, b"\0")
+    block = key.ljust(64, b"\0")
     return hashlib.sha256(block.translate(_IPAD)), hashlib.sha256(block.translate(_OPAD))
 
 
