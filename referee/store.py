@@ -150,18 +150,6 @@ class PhaseRow(TypedDict):
     reminded_at: str | None
 
 
-class MoveRow(TypedDict):
-    id: int
-    game_id: int
-    phase: int
-    seat: int
-    move: str
-    source: str  # a record.MoveSource, read back as its value
-    message_key: str | None
-    received_at: str
-    recorded_at: str
-
-
 class CountedMove(TypedDict):
     """A move as a game's Table keeps it (Tables: the one that counts, by
     phase and seat): what the record, a replay and the engine read of it,
@@ -173,6 +161,14 @@ class CountedMove(TypedDict):
     source: str  # a record.MoveSource, read back as its value
     message_key: str | None
     received_at: str
+
+
+class MoveRow(CountedMove):
+    """A move's whole row (Store.moves)."""
+
+    id: int
+    game_id: int
+    recorded_at: str
 
 
 class OutcomeCode(StrEnum):
