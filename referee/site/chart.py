@@ -99,7 +99,7 @@ def _points(
     key, wanted = None, False
     for index in range(len(phases) - 1, -1, -1):
         phase = phases[index]
-        phase_key = _label_key(phase.get("label") or "") or ("Phase", index + 1)
+        phase_key = _key(phase) or ("Phase", index + 1)
         if phase_key != key:
             key, wanted = phase_key, True
             groups.append({"key": key, "scores": None})

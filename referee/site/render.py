@@ -163,10 +163,12 @@ class Site:
             bytecode_cache=template_cache(cache, "site"),  # (Config.template_cache)
         )
         self.env.filters.update(when=show, iso=iso_text, ics_time=_ics_time, ics_text=_ics_text, chart_html=chart_html)
-        self.env.filters.update(
-            atom_entries=_atom_entries, bid_rounds_html=bid_rounds_html, priority_tallies_html=priority_tallies_html
+        self.env.filters.update(  # (the rows' and headlines' the site writes itself: rows.py)
+            atom_entries=_atom_entries,
+            bid_rounds_html=bid_rounds_html,
+            priority_tallies_html=priority_tallies_html,
+            pure_skill_headline=pure_skill_headline,
         )
-        self.env.filters.update(pure_skill_headline=pure_skill_headline)  # (its rules have none: the site's own)
         self.env.globals.update(
             ics_head=_ics_head, ics_event=_ics_event, ics_alarm=_ics_alarm, ics_resolved=_ics_resolved
         )
