@@ -540,9 +540,7 @@ class BluffAuction(Game[BluffState, Move]):
         elif stage == _TOOLS:
             move = _reroll_of(text, len(state.dice[seat]))
         elif stage == _ACQUIRE:
-            move = _acquisition_said(text)
-            if move == ("discard",):  # the tile just won
-                move = ("discard", state.won[0][1])
+            move = _tile_won_named(state, _acquisition_said(text))
         else:
             move = None
         if move is None:
@@ -2061,10 +2059,13 @@ def _read_tiles(words: list[str]) -> list[Tile]:
 
 
 def _read_acquisition(state: BluffState, seat: int, words: list[str]) -> Move | None:
-    move = _acquisition_of(tuple(words))
-    if move == ("discard",):  # the tile just won
-        return ("discard", state.won[0][1])
-    return move
+    return _tile_won_named(state, _acquisition_of(tuple(words)))
+
+
+def _tile_won_named(state: BluffState, move: Move | None) -> Move | None:
+    """A tile won's answer as a move: a discard of "the tile just won"
+    (("discard",), as _acquisition_of reads it) names that tile."""
+    return ("discard", state.won[0][1]) if move == ("discard",) else move
 
 
 @functools.lru_cache(maxsize=4096)
