@@ -47,8 +47,12 @@ from referee.timeutil import from_iso
 # state before each of its phases, 3 to 8 kB a phase, so a bound on games
 # alone let the cache grow as its games grew longer (bench/daemon.py: 0.2 MB
 # a minute, 20 minutes in).  500 phases are 2 to 4 MB; a game forgotten is replayed from
-# its seed at its next read, 0.5 to 28 ms for a whole game.
-_REPLAYS_KEPT = 64
+# its seed at its next read, 0.5 to 28 ms for a whole game.  The games are
+# bounded too, but loosely (a kept game's rows beside its phases: about 10 kB
+# of a short game): a referee with more running games than it kept re-read
+# each game whole at its first mail of a round (bench/pipeline.py's 100 games,
+# 64 kept: a full read and a replay from the seed at every third move).
+_REPLAYS_KEPT = 256
 _PHASES_KEPT = 500
 _Value = TypeVar("_Value", bound=tuple[Any, ...])  # a value kept: a tuple, with its phases' records at ``records_at``
 
