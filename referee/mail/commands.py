@@ -41,7 +41,7 @@ _REPLY_PREFIX = re.compile(r"^\s*((re|fwd?|aw|sv|antw)\s*(\[\d+\])?\s*:\s*)+", r
 
 # A quote marked line by line: ">", "|", ": " (mutt's indent_string), supercite's "bob> "
 _MARKED = re.compile(r"^\s*(>|\||:(\s|$)|[a-z][\w.]{0,11}>(\s|$))", re.I)
-_INDENT = re.compile(r"^(\t|  )")  # mailx and s-nail quote with a TAB, Emacs' mail-mode with spaces
+_INDENTS = ("\t", "  ")  # mailx and s-nail quote with a TAB, Emacs' mail-mode with spaces (str.startswith: no regex)
 _MOST_LINES = 5000  # of a mail's text are looked at: a reply quoting a long mail has a few hundred
 _LONG_INDENT = 4  # indented lines in a run that make it a quote with no attribution: nobody indents a letter
 _ECHOED = 2  # lines of the referee's own mail that make a run of lines a quote of it
@@ -233,7 +233,7 @@ def _quoted(lines: list[str], answered: _Answered) -> tuple[list[bool], list[boo
     quoted = [bool(_MARKED.match(line)) for line in lines]
     index = 0
     while index < len(lines):
-        if not _INDENT.match(lines[index]) or not lines[index].strip() or quoted[index]:
+        if not lines[index].startswith(_INDENTS) or not lines[index].strip() or quoted[index]:
             index += 1
             continue
         run = _indented_run(lines, index)
@@ -284,7 +284,7 @@ def _indented_run(lines: list[str], start: int) -> list[int]:
     lines between them (a quoted paragraph break)."""
     run, index = [start], start + 1
     while index < len(lines):
-        if _INDENT.match(lines[index]) and lines[index].strip():
+        if lines[index].startswith(_INDENTS) and lines[index].strip():
             run.append(index)
         elif lines[index].strip():
             break
