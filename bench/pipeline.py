@@ -15,6 +15,8 @@ the same servers:
   them: the prompt quoted below the move, text and HTML parts), handled by one ``Runner.once()``: FETCH, parse,
   authenticate, apply, resolve, file on the server, send receipts and
   announcements, write the site.
+  Its templates are compiled beside games.db already, as ``referee run``
+  finds them from its second run on (Config.caching_templates).
 
 It prints moves/s, mails/s, SQL statements per message, CPU seconds per
 move of the referee's process (process_time around Runner.once(); the SMTP
@@ -77,6 +79,7 @@ from mailstack import Dovecot, MailStack  # the test suite's real servers
 
 from referee.config import Config, Server
 from referee.engine import Engine
+from referee.mail.compose import Composer
 from referee.mail.parse import parse
 from referee.mail.tokens import token_address
 from referee.runner import Runner
@@ -124,14 +127,21 @@ def client_reply(player: str, token: str, text: str, prompt: OutboxRow) -> bytes
 
 
 def bench_config(dovecot: Dovecot, stack: MailStack, folder: Path) -> Config:
-    return Config(
+    """The referee's settings, its templates kept compiled beside games.db
+    as `referee run` and `serve` keep them (Config.caching_templates), and
+    compiled there already, as a cron run finds them from its second run on."""
+    config = Config(
         address=REFEREE,
         database=folder / "games.db",
         site_dir=folder / "site",
         reminder=None,
         imap=Server(host="127.0.0.1", port=dovecot.imap_port, security="none", username=REFEREE, password=PASSWORD),
         smtp=Server(host="127.0.0.1", port=stack.smtp_port, security="none"),
-    )
+    ).caching_templates()
+    mail = Composer(config).env  # (the site's templates are compiled by the setup's render, in the same process)
+    for name in mail.list_templates(filter_func=lambda name: not name.startswith("site/") and name.endswith(".j2")):
+        mail.get_template(name)
+    return config
 
 
 def players(game: int, deliver: bool) -> list[str]:
