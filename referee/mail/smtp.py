@@ -147,21 +147,25 @@ class _QuickSwitches:
 
     _lock = threading.Lock()
     _open = 0
-    _before = 0.0
+    _before: float | None = None  # the interval it had, if entering shortened it
 
     @classmethod
     def enter(cls) -> None:
         with cls._lock:
             if not cls._open:
-                cls._before = sys.getswitchinterval()
-                sys.setswitchinterval(min(cls._before, SWITCH_WHILE_SENDING))
+                # (one shorter already is left alone: CPython keeps whole microseconds, cut down, so
+                # setting the interval it gives back would shorten it by one)
+                before = sys.getswitchinterval()
+                cls._before = before if before > SWITCH_WHILE_SENDING else None
+                if cls._before is not None:
+                    sys.setswitchinterval(SWITCH_WHILE_SENDING)
             cls._open += 1
 
     @classmethod
     def leave(cls) -> None:
         with cls._lock:
             cls._open -= 1
-            if not cls._open:
+            if not cls._open and cls._before is not None:
                 sys.setswitchinterval(cls._before)
 
 
