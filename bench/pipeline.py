@@ -70,6 +70,7 @@ from email.policy import SMTP
 from email.utils import format_datetime, make_msgid
 from html import escape
 from pathlib import Path
+from typing import cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "integration"))
 
@@ -83,6 +84,7 @@ from referee.mail.compose import Composer
 from referee.mail.parse import parse
 from referee.mail.tokens import token_address
 from referee.runner import Runner
+from referee.site.render import Site
 from referee.store import OutboxRow, Store
 
 PROFILE = os.environ.get("PIPELINE_PROFILE")  # a file for cProfile's stats of the referee's pass, if set
@@ -129,7 +131,9 @@ def client_reply(player: str, token: str, text: str, prompt: OutboxRow) -> bytes
 def bench_config(dovecot: Dovecot, stack: MailStack, folder: Path) -> Config:
     """The referee's settings, its templates kept compiled beside games.db
     as `referee run` and `serve` keep them (Config.caching_templates), and
-    compiled there already, as a cron run finds them from its second run on."""
+    compiled there already, as a cron run finds them from its second run on:
+    the mail's and the site's (the setup's render, of games with no phase
+    resolved, never loads a kind's rounds page, the chart or the events' text)."""
     config = Config(
         address=REFEREE,
         database=folder / "games.db",
@@ -138,9 +142,14 @@ def bench_config(dovecot: Dovecot, stack: MailStack, folder: Path) -> Config:
         imap=Server(host="127.0.0.1", port=dovecot.imap_port, security="none", username=REFEREE, password=PASSWORD),
         smtp=Server(host="127.0.0.1", port=stack.smtp_port, security="none"),
     ).caching_templates()
-    mail = Composer(config).env  # (the site's templates are compiled by the setup's render, in the same process)
+    mail = Composer(config).env
     for name in mail.list_templates(filter_func=lambda name: not name.startswith("site/") and name.endswith(".j2")):
         mail.get_template(name)
+    site = Site(cast(Engine, None), folder / "site", None, config.template_cache).env  # (records: read only to render)
+    for name in site.list_templates(
+        filter_func=lambda name: name.startswith(("site/", "events/")) and name.endswith(".j2")
+    ):
+        site.get_template(name)
     return config
 
 
