@@ -12,13 +12,13 @@ import pytest
 
 from referee.store import Notify
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "mailcount.py"
+BENCHES = Path(__file__).resolve().parents[2] / "bench"
 
 
-def load_bench():
-    """The bench as a module (bench/ is no package, nor on the path: its
-    file names are common words)."""
-    spec = importlib.util.spec_from_file_location("bench_mailcount", BENCH)
+def load_bench(name: str = "mailcount"):
+    """A bench (``bench/<name>.py``) as a module (bench/ is no package, nor
+    on the path: its file names are common words)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHES / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up

@@ -7,31 +7,17 @@ of every kind), which a cron run reads compiled."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import jinja2
+from test_bench_mailcount import load_bench
 
 from referee.site.render import Site
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "pipeline.py"
-
-
-def load_bench():
-    """The bench as a module (bench/ is no package, nor on the path: its file names are common words)."""
-    spec = importlib.util.spec_from_file_location("bench_pipeline", BENCH)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_bench_finds_the_site_templates_compiled(tmp_path, monkeypatch):
     servers = SimpleNamespace(imap_port=1, smtp_port=2)  # (only their ports go into the config)
-    config = load_bench().bench_config(servers, servers, tmp_path)
+    config = load_bench("pipeline").bench_config(servers, servers, tmp_path)
     compiled: list[str] = []
     compile_ = jinja2.Environment._compile
 
