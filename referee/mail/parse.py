@@ -260,14 +260,12 @@ class _TamedPolicy(_EmailPolicy):
 # So such a value is returned as it is (tests/unit/test_parse36_headers.py
 # checks each rule against the registry's own parse); any other goes
 # through the registry, as before.
-_PLAIN_TEXT = re.compile(r"(?:(?!=\?)[\t\x20-\x7e])*")  # (what _plain_text tells, by str's methods)
-
-
 def _plain_text(text: str) -> bool:
-    """Whether ``text`` is plain text (_PLAIN_TEXT): printable ASCII and
-    tabs, with no "=?" (an encoded word's start).  Told by str's own scans
-    of the whole text, where the expression looked ahead at each character
-    (3 to 7 us a field of a reply, a dozen fields a reply)."""
+    """Whether ``text`` is plain text: printable ASCII and tabs, with no
+    "=?" (an encoded word's start).  Told by str's own scans of the whole
+    text, where an expression looked ahead at each character (3 to 7 us a
+    field of a reply, a dozen fields a reply; test_parse44_plain holds the
+    two to each other)."""
     if not text.isascii() or "=?" in text:
         return False
     return text.isprintable() or ("\t" in text and text.replace("\t", " ").isprintable())
@@ -288,7 +286,7 @@ _TOKEN = re.compile(r"[A-Za-z0-9-]++")
 
 def _reads_as_itself(name: str, plain: str) -> bool:
     """Whether the header registry's parse of field ``name`` holding the
-    plain text ``plain`` gives back that very text (see _PLAIN_TEXT)."""
+    plain text ``plain`` gives back that very text (see _plain_text)."""
     if name not in _REGISTRY_CLASSES:
         return True
     if name == "message-id":
