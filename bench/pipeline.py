@@ -21,7 +21,13 @@ the same servers:
 It prints moves/s, mails/s, SQL statements per message, CPU seconds per
 move of the referee's process (process_time around Runner.once(); the SMTP
 sink and Dovecot run in other processes) and of the raw clients (around
-their FETCH and their sending), the flushes of
+their FETCH and their sending), the share of the referee's CPU spent in
+the kernel and its thread switches a move (its sending thread and its
+reading thread hand Python's GIL to each other several times a mail:
+sampled by perf on this machine, a tenth of the pass's CPU was the
+kernel's futex waits and wakes), the Python it ran on (on this machine a
+build from source without profile-guided optimisation took about a sixth
+more CPU than Debian's python3 for the code before issue 36), the flushes of
 games.db the pass made (Store.sync: durable before visible) and the time
 they took, the share of the pass's mail the SMTP server took before the
 last message was read (sending keeps pace with reading: SentWhileReading),
@@ -56,7 +62,9 @@ import gc
 import multiprocessing
 import multiprocessing.connection
 import os
+import platform
 import random
+import resource
 import signal
 import statistics
 import subprocess
@@ -297,14 +305,14 @@ async def referee_run(
     # and the collector would otherwise clear them during the referee's pass,
     # on its CPU (the referee's own reading of these mails makes none).
     gc.collect()
-    start, cpu = time.perf_counter(), time.process_time()
+    start, cpu, usage = time.perf_counter(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
     with SentWhileReading(engine) as overlap:
         if profiler:
             profiler.enable()
         report = await runner.once()
         if profiler:
             profiler.disable()
-    took, cpu = time.perf_counter() - start, time.process_time() - cpu
+    took, cpu, usage = time.perf_counter() - start, time.process_time() - cpu, _since(usage)
     if profiler:
         profiler.dump_stats(PROFILE)
     engine.store.db.conn.set_trace_callback(None)
@@ -317,6 +325,8 @@ async def referee_run(
         "sent": report.mail.sent,
         "seconds": took,
         "cpu": cpu,
+        "kernel": usage.ru_stime,
+        "switches": usage.ru_nvcsw + usage.ru_nivcsw,
         "statements": len(statements) / max(report.received, 1) if count else None,
         "flushes": len(flushes),
         "flush_seconds": sum(flushes),
@@ -346,6 +356,12 @@ def timed_flushes(store: Store) -> list[float]:
 
     store.sync = timed  # type: ignore[method-assign]
     return flushes
+
+
+def _since(before: resource.struct_rusage) -> resource.struct_rusage:
+    """This process's use since ``before`` (the kernel's CPU, the thread switches)."""
+    now = resource.getrusage(resource.RUSAGE_SELF)
+    return resource.struct_rusage([b - a for a, b in zip(before, now, strict=True)])
 
 
 class SentWhileReading:
@@ -410,7 +426,8 @@ async def one_run(games: int, target: int, run: int, deliver: bool, kinds: tuple
     print(
         f"run {run}: {result['received']} mails in, {result['moves']} moves, {result['sent']} mails out in "
         f"{result['seconds']:.1f} s ({result['cpu']:.2f} s of CPU: {result['cpu_per_move'] * 1000:.2f} ms a move, "
-        f"raw clients {result['raw_cpu_per_move'] * 1000:.2f} ms); raw FETCH {fetch_rate:.0f} msg/s, "
+        f"raw clients {result['raw_cpu_per_move'] * 1000:.2f} ms; the referee's in the kernel {result['kernel']:.2f} s, "
+        f"{result['switches']} thread switches); raw FETCH {fetch_rate:.0f} msg/s, "
         f"SMTP {send_rate:.0f} msg/s; "
         + (f"statements a message {result['statements']:.1f} (counted: CPU inflated); " if count else "")
         + f"ratio {result['ratio']:.2f}; {result['sent_while_reading']:.0%} of the mail out sent while reading "
@@ -566,6 +583,8 @@ def main() -> None:
     args = parser.parse_args()
     kinds = tuple(kind.strip() for kind in args.kinds.split(",") if kind.strip())
     deliver = not args.no_delivery
+    # (the figures move with the Python build: one without profile-guided optimisation takes more CPU)
+    print(f"Python {platform.python_version()} ({os.path.realpath(sys.executable)})", flush=True)
     print(
         "mail out is "
         + (
@@ -604,6 +623,10 @@ def main() -> None:
         f"  CPU per move: referee {median('cpu_per_move') * 1000:.2f} ms (its process: the SMTP sink and Dovecot "
         f"run in others), raw clients {median('raw_cpu_per_move') * 1000:.2f} ms (FETCH and send); "
         f"{median('cpu_per_move') / median('raw_cpu_per_move'):.1f}x"
+    )
+    print(
+        f"  of the referee's CPU, in the kernel {median('kernel') / median('cpu'):.0%}; "
+        f"thread switches a move {median('switches') / median('moves'):.1f}"
     )
     print(
         f"  games.db flushes {median('flushes'):.0f}, {median('flush_seconds'):.2f} s "
