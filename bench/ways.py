@@ -95,6 +95,9 @@ def build(folder: Path, games: int) -> list[bytes]:
             table = engine.table(game_id)
             token = table.seats[seat]["token"]
             mails.append(move_mail(PLAYERS[seat], token, game_id, f"bid {max(table.state.hands[seat])}"))
+    # Closed here: the engine is freed by the cyclic collector, at a moment of its own, and the
+    # last connection's close deletes games.db-wal and -shm (one vanished in a copy of the folder)
+    engine.store.db.close()
     return mails
 
 
