@@ -22,7 +22,7 @@ It prints moves/s, mails/s, SQL statements per message, CPU seconds per
 move of the referee's process (process_time around Runner.once(); the SMTP
 sink and Dovecot run in other processes) and of the raw clients (around
 their FETCH and their sending), the share of the referee's CPU spent in
-the kernel and its thread switches a move (its sending thread and its
+the kernel and its context switches a move (its sending thread and its
 reading thread hand Python's GIL to each other several times a mail:
 sampled by perf on this machine, a tenth of the pass's CPU was the
 kernel's futex waits and wakes), the Python it ran on (on this machine a
@@ -359,7 +359,7 @@ def timed_flushes(store: Store) -> list[float]:
 
 
 def _since(before: resource.struct_rusage) -> resource.struct_rusage:
-    """This process's use since ``before`` (the kernel's CPU, the thread switches)."""
+    """This process's use since ``before`` (the kernel's CPU, the context switches)."""
     now = resource.getrusage(resource.RUSAGE_SELF)
     return resource.struct_rusage([b - a for a, b in zip(before, now, strict=True)])
 
@@ -427,7 +427,7 @@ async def one_run(games: int, target: int, run: int, deliver: bool, kinds: tuple
         f"run {run}: {result['received']} mails in, {result['moves']} moves, {result['sent']} mails out in "
         f"{result['seconds']:.1f} s ({result['cpu']:.2f} s of CPU: {result['cpu_per_move'] * 1000:.2f} ms a move, "
         f"raw clients {result['raw_cpu_per_move'] * 1000:.2f} ms; the referee's in the kernel {result['kernel']:.2f} s, "
-        f"{result['switches']} thread switches); raw FETCH {fetch_rate:.0f} msg/s, "
+        f"{result['switches']} context switches); raw FETCH {fetch_rate:.0f} msg/s, "
         f"SMTP {send_rate:.0f} msg/s; "
         + (f"statements a message {result['statements']:.1f} (counted: CPU inflated); " if count else "")
         + f"ratio {result['ratio']:.2f}; {result['sent_while_reading']:.0%} of the mail out sent while reading "
@@ -626,7 +626,7 @@ def main() -> None:
     )
     print(
         f"  of the referee's CPU, in the kernel {median('kernel') / median('cpu'):.0%}; "
-        f"thread switches a move {median('switches') / median('moves'):.1f}"
+        f"context switches a move {median('switches') / median('moves'):.1f}"
     )
     print(
         f"  games.db flushes {median('flushes'):.0f}, {median('flush_seconds'):.2f} s "
