@@ -25,7 +25,6 @@ import concurrent.futures
 import functools
 import logging
 import queue
-import sys
 import threading
 from collections.abc import Coroutine
 from contextlib import suppress
@@ -54,21 +53,6 @@ STOP_GRACE = 2.0  # seconds a stopping sender gives the mail in hand to be taken
 # them again).  While messages are read, a batch waits until it is full.
 SEND_BATCH = 20
 ENDING = 5.0  # seconds the wire's thread is given to end once its connection is closed
-# The GIL switch interval (seconds) while a wire sends.  The runner's thread
-# is busy with CPU (reading messages) as the wire's socket wakes its thread,
-# several times a mail (MAIL, RCPT, DATA, the body's reply); that thread then
-# waits for the GIL until the runner's is made to let it go, after
-# sys.getswitchinterval(): 5 ms by default.  In the delivering pipeline bench
-# a mail took 6-16 ms (p50) while the backlog was read, 3-4 ms after; beside a
-# thread busy with Python alone, the wire sent 100-140 mails/s at 5 ms and
-# 330-530 at 0.5 ms.  A switch is forced only when the wire waits for the GIL,
-# a few times a mail, so the shorter interval costs the runner little.  At
-# 0.1 ms the pass on 1,500 messages (4,000 mails out, each delivered into
-# Dovecot) took 16.7-20.4 s against 18.9-22.5 at 0.5 ms, three runs each in
-# turn, and the same CPU (issue 36: 0.89-1.00 of the raw time, against 0.69-0.95).
-# 98 us, not 100: CPython keeps whole microseconds and gives 100 us back a
-# hair short (9.999999999999999e-05); 98 us and its half come back as set.
-SWITCH_WHILE_SENDING = 0.000098
 
 T = TypeVar("T")
 
@@ -146,34 +130,6 @@ class Outcome:
     code: int = 0
 
 
-class _QuickSwitches:
-    """sys.setswitchinterval(SWITCH_WHILE_SENDING) while any wire is open
-    (a process may drain on two runners at once), the interval it had restored after the last."""
-
-    _lock = threading.Lock()
-    _open = 0
-    _before: float | None = None  # the interval it had, if entering shortened it
-
-    @classmethod
-    def enter(cls) -> None:
-        with cls._lock:
-            if not cls._open:
-                # (one shorter already is left alone: CPython keeps whole microseconds, cut down, so
-                # setting the interval it gives back would shorten it by one)
-                before = sys.getswitchinterval()
-                cls._before = before if before > SWITCH_WHILE_SENDING else None
-                if cls._before is not None:
-                    sys.setswitchinterval(SWITCH_WHILE_SENDING)
-            cls._open += 1
-
-    @classmethod
-    def leave(cls) -> None:
-        with cls._lock:
-            cls._open -= 1
-            if not cls._open and cls._before is not None:
-                sys.setswitchinterval(cls._before)
-
-
 class _Wire:
     """One SMTP connection, worked by a thread of its own with its own
     event loop, so that mail goes out while the runner's thread reads and
@@ -183,7 +139,10 @@ class _Wire:
     never touches the store (SQLite's connection stays on the runner's
     thread).  Waiting on the network costs the runner nothing: the thread
     takes the GIL when the runner's thread lets it go, at each SQL
-    statement, or after sys.getswitchinterval() at most."""
+    statement, or after sys.getswitchinterval() at most.  (A shorter
+    interval while the wire sends, 0.5 ms then 98 us, gave the pipeline
+    bench no pace over Python's 5 ms in eight rounds run in turn, and cost
+    more of the kernel's CPU in seven: the process's own is left alone.)"""
 
     def __init__(self, sender: SmtpSender, wake: asyncio.Event):
         self._sender, self._wake = sender, wake
@@ -196,7 +155,6 @@ class _Wire:
         self.in_hand = 0  # mails handed over whose outcome the runner's thread has not taken yet
         self._thread = threading.Thread(target=self._run, name="referee-smtp", daemon=True)
         self._thread.start()
-        _QuickSwitches.enter()  # (left by close)
 
     @property
     def halted(self) -> bool:
@@ -241,7 +199,6 @@ class _Wire:
             if polite and self._client is not None:
                 await self._there(self._quit())
         finally:
-            _QuickSwitches.leave()
             self._loop.call_soon_threadsafe(self._abandon)
             self._thread.join(ENDING)
 
