@@ -140,9 +140,9 @@ class _Wire:
     thread).  Waiting on the network costs the runner nothing: the thread
     takes the GIL when the runner's thread lets it go, at each SQL
     statement, or after sys.getswitchinterval() at most.  (A shorter
-    interval while the wire sends, 0.5 ms then 98 us, gave the pipeline
-    bench no pace over Python's 5 ms in eight rounds run in turn, and cost
-    more of the kernel's CPU in seven: the process's own is left alone.)"""
+    interval while the wire sent, 98 us at last, gave the pipeline bench
+    no pace over Python's 5 ms in eight rounds run in turn, and cost more
+    of the kernel's CPU in seven: the process's own is left alone.)"""
 
     def __init__(self, sender: SmtpSender, wake: asyncio.Event):
         self._sender, self._wake = sender, wake
