@@ -33,10 +33,18 @@ they took, the share of the pass's mail the SMTP server took before the
 last message was read (sending keeps pace with reading: SentWhileReading),
 and the ratio raw time / referee time, where raw time = N_in /
 fetch rate + N_out / send rate; each repetition's, and the median of three,
-with the load average.  The SQL statements are counted in the first run
-alone (SQLite's trace callback writes out every statement with its values,
-which cost a quarter of the pass's CPU on main at issue 36), and the medians are of the
-runs after it (of the one run, with ``--runs 1``; ``--no-count``: none counts).
+with the load average.  When the server delivers, the raw clients send the
+mail out once more beside a Load: a process that does no mail work and
+takes the referee's own share of a core (its CPU over its pass), in bursts
+of LOAD_PERIOD, as the pass does.  Their raw time beside it against alone
+is what a program of the referee's CPU leaves any client on this machine,
+whose two cores the server's processes share with it (here a load of 0.39
+of a core took the raw clients to 0.73-0.82 of their pace alone); the
+referee's ratio against the raw clients so loaded is printed too.  The SQL
+statements are counted in the first run alone (SQLite's trace callback
+writes out every statement with its values, which cost a quarter of the
+pass's CPU on main at issue 36), and the medians are of the runs after it
+(of the one run, with ``--runs 1``; ``--no-count``: none counts).
 
 Then, with 10 and with 1,000 running games: ``serve`` running, a player's
 bid is delivered to the referee's INBOX (LMTP) 30 times, and each time the
@@ -209,6 +217,40 @@ class SinkProcess:
         self.smtp_port = parent.recv()
 
     def stop(self) -> None:
+        self.process.terminate()
+        self.process.join()
+
+
+# A load's bursts: about the time the referee takes to handle one message.
+LOAD_PERIOD = 0.004
+
+
+def _busy(share: float) -> None:
+    """Take ``share`` of a core, busy for that share of every LOAD_PERIOD and
+    asleep for the rest, until terminated."""
+    while True:
+        start = time.perf_counter()
+        while time.perf_counter() - start < share * LOAD_PERIOD:
+            pass
+        time.sleep((1 - share) * LOAD_PERIOD)
+
+
+class Load:
+    """A process that takes ``share`` of a core in short bursts, as the
+    referee's pass does while the mail server delivers (then the referee
+    waits on the server between messages).  It does no mail work at all: the
+    raw clients' pace beside it is what any program taking that much of this
+    machine's CPU would leave them."""
+
+    def __init__(self, share: float):
+        self.share = min(share, 1.0)
+        self.process = multiprocessing.get_context("fork").Process(target=_busy, args=(self.share,), daemon=True)
+
+    def __enter__(self) -> Load:
+        self.process.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
         self.process.terminate()
         self.process.join()
 
@@ -409,17 +451,29 @@ async def one_run(games: int, target: int, run: int, deliver: bool, kinds: tuple
             result = await referee_run(dovecot, stack, games, target, Path(folder), deliver, kinds, count)
         # The very messages the referee moved, moved raw: its backlog, and its mail out.
         fetch_rate, fetch_cpu = await raw_fetch(dovecot, "raw@example.org", "raw", result.pop("mails_in"))
-        send_rate, send_cpu = await raw_send(stack.smtp_port, result.pop("mails_out"))
+        mails_out = result.pop("mails_out")
+        send_rate, send_cpu = await raw_send(stack.smtp_port, mails_out)
+        # Again, beside a load of the referee's own share of a core (the
+        # mail server delivering, a pass takes as long as its delivery).
+        loaded_rate = None
+        if deliver:
+            with Load(result["cpu"] / result["seconds"]):
+                loaded_rate, _ = await raw_send(stack.smtp_port, mails_out)
     finally:
         stack.stop()
         dovecot.close()
     raw_time = result["received"] / fetch_rate + result["sent"] / send_rate
+    loaded_time = result["received"] / fetch_rate + result["sent"] / loaded_rate if loaded_rate else None
     moves = max(result["moves"], 1)
     result.update(
         fetch_rate=fetch_rate,
         send_rate=send_rate,
         raw_time=raw_time,
         ratio=raw_time / result["seconds"],
+        share=result["cpu"] / result["seconds"],
+        loaded_rate=loaded_rate,
+        left=raw_time / loaded_time if loaded_time else None,
+        loaded_ratio=loaded_time / result["seconds"] if loaded_time else None,
         cpu_per_move=result["cpu"] / moves,
         raw_cpu_per_move=(fetch_cpu + send_cpu) / moves,
     )
@@ -430,7 +484,15 @@ async def one_run(games: int, target: int, run: int, deliver: bool, kinds: tuple
         f"{result['switches']} context switches); raw FETCH {fetch_rate:.0f} msg/s, "
         f"SMTP {send_rate:.0f} msg/s; "
         + (f"statements a message {result['statements']:.1f} (counted: CPU inflated); " if count else "")
-        + f"ratio {result['ratio']:.2f}; {result['sent_while_reading']:.0%} of the mail out sent while reading "
+        + f"ratio {result['ratio']:.2f}; "
+        + (
+            f"beside a load of the referee's share of a core ({result['share']:.2f}) raw SMTP "
+            f"{loaded_rate:.0f} msg/s, {result['left']:.2f} of their pace alone, the ratio against it "
+            f"{result['loaded_ratio']:.2f}; "
+            if loaded_rate
+            else ""
+        )
+        + f"{result['sent_while_reading']:.0%} of the mail out sent while reading "
         f"(the last read at {result['read_seconds']:.1f} s); games.db flushed {result['flushes']} times, "
         f"{result['flush_seconds']:.2f} s; load average {os.getloadavg()[0]:.2f}",
         flush=True,
@@ -635,6 +697,12 @@ def main() -> None:
     print(f"  raw ceiling: FETCH {median('fetch_rate'):.0f} msg/s, SMTP send {median('send_rate'):.0f} msg/s")
     goal = 0.9 if deliver else 0.5  # issue 36: the mail server sets the pace when it delivers
     print(f"  ratio raw time / referee time {median('ratio'):8.2f}  (goal >= {goal})")
+    if deliver:
+        print(
+            f"  the raw clients beside a load of the referee's share of a core ({median('share'):.2f}): "
+            f"SMTP send {median('loaded_rate'):.0f} msg/s, {median('left'):.2f} of their pace alone (what a program "
+            f"of that CPU leaves a client on this machine), the referee's ratio against them {median('loaded_ratio'):.2f}"
+        )
     print(f"  mail out sent before the last message was read {median('sent_while_reading'):8.0%}")
     if args.no_latency:
         return
