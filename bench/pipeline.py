@@ -35,22 +35,23 @@ and the ratio raw time / referee time, where raw time = N_in /
 fetch rate + N_out / send rate; each repetition's, and the median of three,
 with the load average.  When the server delivers, the raw client sends the
 mail out twice more: beside a Load, then alone again.  The Load is a
-process that does no mail work and is busy for the referee's CPU beyond
-the raw clients' own (its CPU less theirs, over its pass's seconds: the raw
-client does its own share of the work beside it), in bursts of
-LOAD_PERIOD.  The raw send's pace beside it, over its pace alone (the mean
-of the sends before and after), shows how much a process of that CPU,
-beside the mail server on this 2-core machine, slows the delivery; the
-referee's ratio against the raw time so loaded is printed too.  (The
-referee also has Dovecot read and file its messages meanwhile, which the
-Load does not: it stands in for the CPU alone.)  On 2026-11-28, in three
-runs, a Load of 0.21-0.25 of a core took the raw send to 0.87-0.91 of its
-pace alone, and the referee's ratio was 0.79-1.08 against the raw clients
-alone and 0.85-1.20 against them so loaded.  The SQL
-statements are counted in the first run alone (SQLite's trace callback
-writes out every statement with its values, which cost a quarter of the
-pass's CPU on main at issue 36), and the medians are of the runs after it
-(of the one run, with ``--runs 1``; ``--no-count``: none counts).
+process that does no mail work and is busy for as much of a core as the
+referee used beyond the raw clients (its CPU less theirs, over its pass's
+seconds: the raw client does its own share of the work beside it), in
+bursts of LOAD_PERIOD (in a run that counts SQL statements, the referee's
+CPU, and so the Load, is inflated).  The raw send's pace beside it, over
+its pace alone (the mean of the sends before and after), shows how much a
+process of that CPU, beside the mail server on this 2-core machine, slows
+the delivery; the referee's ratio against the raw time so loaded is printed
+too.  (The referee also has Dovecot read and file its messages meanwhile,
+which the Load does not: it stands in for the CPU alone.)  On 2026-11-28,
+in three runs, a Load of 0.21-0.25 of a core took the raw send to 0.87-0.91 of
+its pace alone, and the referee's ratio was 0.79-1.08 against the raw
+clients alone and 0.85-1.20 against them so loaded.  The SQL statements are
+counted in the first run alone (SQLite's trace callback writes out every
+statement with its values, which cost a quarter of the pass's CPU on main
+at issue 36), and the medians are of the runs after it (of the one run,
+with ``--runs 1``; ``--no-count``: none counts).
 
 Then, with 10 and with 1,000 running games: ``serve`` running, a player's
 bid is delivered to the referee's INBOX (LMTP) 30 times, and each time the
@@ -228,7 +229,7 @@ class SinkProcess:
 
 
 # A Load's period: a chosen length, shorter than a move's time in a
-# delivering pass (about 14 ms); the referee's own bursts are shorter still.
+# delivering pass (12-15 ms); the referee's own bursts are shorter still.
 LOAD_PERIOD = 0.004
 
 
@@ -261,7 +262,7 @@ class Load:
 
     def __exit__(self, *exc) -> None:
         self.process.terminate()
-        self.process.join()  # (reaped: its CPU is counted among the children's, the SMTP sink not yet)
+        self.process.join()  # (reaped: its CPU is now among the children's; the sink and Dovecot are reaped after)
         took = time.perf_counter() - self._start
         cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
         self.taken = (cpu.ru_utime + cpu.ru_stime - self._cpu.ru_utime - self._cpu.ru_stime) / took
@@ -465,8 +466,8 @@ async def one_run(games: int, target: int, run: int, deliver: bool, kinds: tuple
         fetch_rate, fetch_cpu = await raw_fetch(dovecot, "raw@example.org", "raw", result.pop("mails_in"))
         mails_out = result.pop("mails_out")
         send_rate, send_cpu = await raw_send(stack.smtp_port, mails_out)
-        # Again beside a process busy for the referee's CPU beyond the raw
-        # clients' own, then alone again (drift falls on neither side).
+        # Again beside a process busy for as much of a core as the referee
+        # used beyond the raw clients, then alone again (drift falls on neither side).
         loaded_rate = again_rate = None
         if deliver:
             with Load((result["cpu"] - fetch_cpu - send_cpu) / result["seconds"]) as load:
@@ -500,7 +501,7 @@ async def one_run(games: int, target: int, run: int, deliver: bool, kinds: tuple
         + (f"statements a message {result['statements']:.1f} (counted: CPU inflated); " if count else "")
         + f"ratio {result['ratio']:.2f}; "
         + (
-            f"beside a load of the referee's CPU beyond the raw clients' ({result['share']:.2f} of a core, "
+            f"beside a load of the referee's CPU beyond the raw clients ({result['share']:.2f} of a core, "
             f"{result['taken']:.2f} taken) raw SMTP {loaded_rate:.0f} msg/s, alone again {again_rate:.0f}: "
             f"{result['left']:.2f} of its pace alone, the referee's ratio against that loaded time "
             f"{result['loaded_ratio']:.2f}; "
@@ -714,7 +715,7 @@ def main() -> None:
     print(f"  ratio raw time / referee time {median('ratio'):8.2f}  (goal >= {goal})")
     if deliver:
         print(
-            f"  the raw send beside a load of the referee's CPU beyond the raw clients' ({median('share'):.2f} "
+            f"  the raw send beside a load of the referee's CPU beyond the raw clients ({median('share'):.2f} "
             f"of a core): {median('loaded_rate'):.0f} msg/s, {median('left'):.2f} of its pace alone; "
             f"the referee's ratio against that loaded time {median('loaded_ratio'):.2f}"
         )
