@@ -19,18 +19,20 @@ the same servers:
   finds them from its second run on (Config.caching_templates).
 
 It prints moves/s, mails/s, SQL statements per message, CPU seconds per
-move of the referee's process (process_time around Runner.once(); the SMTP
-sink and Dovecot run in other processes) and of the raw clients (around
-their FETCH and their sending), the share of the referee's CPU spent in
-the kernel and its context switches a move (its sending thread and its
-reading thread hand Python's GIL to each other several times a mail:
-sampled by perf on this machine, a tenth of the pass's CPU was the
-kernel's futex waits and wakes), the Python it ran on (on this machine a
+move of the referee (its process's and its sending processes', by
+getrusage around Runner.once(); the SMTP sink and Dovecot run in other
+processes) and of the raw clients (around their FETCH and their sending),
+the share of the referee's CPU spent in the kernel and its context
+switches (when the sender was a thread of the referee's process, it and
+the reading thread handed Python's GIL to each other several times a
+mail: 48,000-56,000 switches a pass, a third of them since it is a
+process of its own), the Python it ran on (on this machine a
 build from source without profile-guided optimisation took about a sixth
 more CPU than Debian's python3 for the code before issue 36), the flushes of
 games.db the pass made (Store.sync: durable before visible) and the time
 they took, the share of the pass's mail the SMTP server took before the
-last message was read (sending keeps pace with reading: SentWhileReading),
+last message was read (sending keeps pace with reading: SentWhileReading,
+counted as the referee marks the mail sent),
 and the ratio raw time / referee time, where raw time = N_in /
 fetch rate + N_out / send rate; each repetition's, and the median of three,
 with the load average.  When the server delivers, the raw client sends the
@@ -358,14 +360,15 @@ async def referee_run(
     # and the collector would otherwise clear them during the referee's pass,
     # on its CPU (the referee's own reading of these mails makes none).
     gc.collect()
-    start, cpu, usage = time.perf_counter(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
+    start, usage = time.perf_counter(), _usage()
     with SentWhileReading(engine) as overlap:
         if profiler:
             profiler.enable()
         report = await runner.once()
         if profiler:
             profiler.disable()
-    took, cpu, usage = time.perf_counter() - start, time.process_time() - cpu, _since(usage)
+    took, usage = time.perf_counter() - start, _since(usage)
+    cpu = usage.ru_utime + usage.ru_stime
     if profiler:
         profiler.dump_stats(PROFILE)
     engine.store.db.conn.set_trace_callback(None)
@@ -411,31 +414,40 @@ def timed_flushes(store: Store) -> list[float]:
     return flushes
 
 
-def _since(before: resource.struct_rusage) -> resource.struct_rusage:
-    """This process's use since ``before`` (the kernel's CPU, the context switches)."""
-    now = resource.getrusage(resource.RUSAGE_SELF)
-    return resource.struct_rusage([b - a for a, b in zip(before, now, strict=True)])
+def _usage() -> list[float]:
+    """The referee's use so far: this process's, and its sending processes'
+    (smtp._Wire: each has ended, and been waited for, when its drain ends;
+    the bench's own children, the SMTP sink and a Load, are not waited for
+    while a referee runs)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return [a + b for a, b in zip(own, children, strict=True)]
+
+
+def _since(before: list[float]) -> resource.struct_rusage:
+    """The referee's use since ``before`` (_usage): CPU, the kernel's share, the context switches."""
+    return resource.struct_rusage([b - a for a, b in zip(before, _usage(), strict=True)])
 
 
 class SentWhileReading:
-    """The share of the mail a pass sent (SMTP accepted it) before it had
-    read its last message (Engine.ingest returned for it): how far sending
-    keeps pace with reading.  It wraps aiosmtplib's data (the end of each
-    mail's transaction, whether sendmail or the referee's own makes it) at
-    the class, so it counts whichever thread the sender sends from."""
+    """The share of the mail a pass sent before it had read its last
+    message (Engine.ingest returned for it): how far sending keeps pace
+    with reading.  A mail counts as sent when the referee marks it so
+    (Store.mark_sent, once the server took the batch it was in: the
+    sending process reports a batch at its end), so the share is, if
+    anything, a batch short."""
 
     def __init__(self, engine: Engine):
-        self.engine, self.accepted, self.last_read, self.start = engine, [], 0.0, 0.0
+        self.engine, self.marked, self.last_read, self.start = engine, [], 0.0, 0.0
 
     def __enter__(self) -> SentWhileReading:
         self.start = time.perf_counter()
-        self._data, self._ingest = aiosmtplib.SMTP.data, self.engine.ingest
-        data, ingest, accepted = self._data, self._ingest, self.accepted
+        store = self.engine.store
+        self._mark_sent, self._ingest = store.mark_sent, self.engine.ingest
+        mark_sent, ingest, marked = self._mark_sent, self._ingest, self.marked
 
-        async def clocked_data(client, *args, **kwargs):
-            answer = await data(client, *args, **kwargs)
-            accepted.append(time.perf_counter())
-            return answer
+        def clocked_mark_sent(ids, *args, **kwargs):
+            marked.append((time.perf_counter(), len(ids)))
+            return mark_sent(ids, *args, **kwargs)
 
         def clocked_ingest(*args, **kwargs):
             try:
@@ -443,16 +455,17 @@ class SentWhileReading:
             finally:
                 self.last_read = time.perf_counter()
 
-        aiosmtplib.SMTP.data = clocked_data
+        store.mark_sent = clocked_mark_sent  # type: ignore[method-assign]
         self.engine.ingest = clocked_ingest
         return self
 
     def __exit__(self, *exc) -> None:
-        aiosmtplib.SMTP.data = self._data
+        self.engine.store.mark_sent = self._mark_sent  # type: ignore[method-assign]
         self.engine.ingest = self._ingest
 
     def share(self) -> float:
-        return sum(at <= self.last_read for at in self.accepted) / max(len(self.accepted), 1)
+        early = sum(count for at, count in self.marked if at <= self.last_read)
+        return early / max(sum(count for _, count in self.marked), 1)
 
 
 async def one_run(games: int, target: int, run: int, deliver: bool, kinds: tuple[str, ...], count: bool) -> dict:

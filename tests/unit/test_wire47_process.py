@@ -1,0 +1,175 @@
+"""The sending process (smtp._Wire): mail goes out from a process of its
+own, forked for each drain.  What a keeper could meet: a stop sent to the
+whole process group (a terminal's Ctrl-C, a service manager's SIGTERM), the
+referee killed, the sending process killed alone.  None may lose a mail, and
+none may leave a sender behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_review36_time import _senders, _setup
+from test_review36_time import maildir as _maildir
+from test_review36_time import picky as _picky
+
+from referee.mail import smtp
+
+maildir, picky = _maildir, _picky  # the fixtures
+
+
+def _wait(condition, seconds: float = 10.0) -> None:
+    ends = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < ends, "waited too long"
+        time.sleep(0.01)
+
+
+@pytest.fixture
+def interruptible() -> Iterator[None]:
+    """SIGINT as a terminal's process has it (Python's KeyboardInterrupt):
+    a shell's background job, as CI's may be, starts with it ignored, and
+    a fork keeps that."""
+    was = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, was)
+
+
+def _held(server) -> bool:
+    return server.holding.is_set()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_sent_to_the_whole_group_does_not_cut_the_mail_in_hand(
+    config,
+    clock,
+    maildir,
+    picky,
+    monkeypatch,
+    stop,
+    interruptible,
+):
+    """A service manager sends SIGTERM (a terminal Ctrl-C's SIGINT) to every
+    process of the referee's group: the sending process leaves the stop to
+    the referee, so the mail the server holds is taken and marked sent,
+    and the batch goes on."""
+    monkeypatch.setattr(smtp, "SEND_BATCH", 20)
+    server, port = picky
+    engine, runner = _setup(config, clock, maildir, port)
+    queued = engine.store.outbox("queued")
+    server.plan = {2: "hold"}
+
+    async def go() -> smtp.Drained:
+        task = asyncio.ensure_future(runner.sender.drain())
+        while not server.holding.is_set():
+            await asyncio.sleep(0.01)
+        (sender,) = _senders()
+        os.kill(int(sender), stop)
+        await asyncio.sleep(0.2)  # (time for a stop to kill it, had it not been ignored)
+        server.release.set()
+        return await task
+
+    drained = asyncio.run(go())
+    rows = engine.store.outbox(None)
+    assert drained.sent == len(queued)
+    assert all(row["state"] == "sent" for row in rows)
+    assert sorted(server.taken) == sorted(row["message_id"] for row in rows)  # each once
+    assert not _senders()
+
+
+def test_a_sending_process_killed_mid_batch_costs_no_mail(config, clock, maildir, picky, monkeypatch):
+    """The sending process killed alone (the kernel's OOM killer, a keeper's
+    kill): the drain says the server is unreachable, marks none of the batch
+    (what it sent is unknown), and the next drain sends all of it: none is
+    lost, none sent more than twice (a crash may send a batch again)."""
+    monkeypatch.setattr(smtp, "SEND_BATCH", 4)
+    server, port = picky
+    engine, runner = _setup(config, clock, maildir, port)
+    queued = engine.store.outbox("queued")
+    assert len(queued) > 4
+    server.plan = {3: "hold"}
+
+    async def go() -> None:
+        task = asyncio.ensure_future(runner.sender.drain())
+        while not server.holding.is_set():
+            await asyncio.sleep(0.01)
+        (sender,) = _senders()
+        os.kill(int(sender), signal.SIGKILL)
+        with pytest.raises(smtp.SmtpUnreachable, match="ended unexpectedly"):
+            await task
+        server.release.set()
+
+    asyncio.run(go())
+    assert not _senders()
+    rows = {row["id"]: row for row in engine.store.outbox(None)}
+    assert all(rows[row["id"]]["state"] == "queued" for row in queued)  # nothing of the batch marked
+    asyncio.run(runner.sender.drain())
+    rows = {row["id"]: row for row in engine.store.outbox(None)}
+    assert all(row["state"] == "sent" for row in rows.values())
+    taken = [m for m in server.taken if m]
+    assert set(taken) == {row["message_id"] for row in rows.values()}
+    assert max(taken.count(m) for m in taken) <= 2
+    assert len(taken) - len(set(taken)) <= 4  # at most the batch it was killed in, again
+
+
+_DRAIN = """
+import asyncio, sys
+from datetime import UTC, datetime
+from referee.config import Server
+from referee.mail.smtp import SmtpSender
+from referee.store import Store
+
+store = Store(sys.argv[1])
+server = Server(host="127.0.0.1", port=int(sys.argv[2]), security="none")
+asyncio.run(SmtpSender(server, "referee@example.org", store, lambda: datetime(2100, 1, 1, tzinfo=UTC)).drain())
+"""
+
+
+def test_the_sending_process_does_not_outlive_a_referee_killed(config, clock, maildir, picky, tmp_path):
+    """kill -9 of the referee while the server holds a mail: its sending
+    process ends with it, and sends nothing more (the next run sends what
+    was not marked; a sender left behind would send it too, and hold the
+    run lock)."""
+    server, port = picky
+    engine, _ = _setup(config, clock, maildir, port)
+    queued = engine.store.outbox("queued")
+    engine.store.sync(always=True)  # (the queued mail is committed: the referee below reads it)
+    server.plan = {1: "hold"}
+    code = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [code, os.environ.get("PYTHONPATH")]))}
+    referee = subprocess.Popen([sys.executable, "-c", _DRAIN, str(config.database), str(port)], env=env)
+    try:
+        _wait(lambda: _held(server) or referee.poll() is not None)
+        assert referee.poll() is None, "the drain ended before the server held its first mail"
+        (sender,) = (pid for task in Path(f"/proc/{referee.pid}/task").iterdir() for pid in _children(task))
+        referee.kill()
+        referee.wait()
+        _wait(lambda: _ended(sender), seconds=5)
+    finally:
+        referee.kill()
+        server.release.set()
+    time.sleep(0.2)
+    assert len(server.taken) <= 1  # the mail held, and none begun after
+    assert len(queued) > 1
+
+
+def _children(task: Path) -> list[str]:
+    return (task / "children").read_text().split()
+
+
+def _ended(pid: str) -> bool:
+    """Whether a process is gone, or dead and not yet reaped by whoever adopted it."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")
