@@ -18,7 +18,8 @@ fewer than nine in ten of ``--games`` are running, so the load holds.
 Every ``--interval`` seconds it prints a row: the serve process's RSS
 (/proc/PID/status), its open file descriptors (/proc/PID/fd; the fewest of
 five looks a fifth of a second apart, leaving out its connection to the
-SMTP server, which lives for one drain), its IMAP connections (its
+SMTP server, which lives for one drain, and is the drain's sending
+process's since that is a process of its own), its IMAP connections (its
 established TCP connections to Dovecot's IMAP port, from /proc/PID/net/tcp)
 and Dovecot's own count (`doveadm who`), its CPU, and mails handled and
 sent so far.  At the end: the growth from the sample at ``--warmup``
@@ -48,6 +49,7 @@ A quick smoke run:  python3 bench/daemon.py --minutes 3 --games 20
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -162,8 +164,11 @@ def rss_bytes(pid: int) -> int:
 
 
 def cpu_seconds(pid: int) -> float:
+    """A process's CPU so far, its own and its children's that it has waited
+    for (the referee's sending processes, smtp._Wire: each is waited for as
+    its drain ends)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    return sum(int(field) for field in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
 
 
 def connections(pid: int) -> tuple[int, dict[int, int]]:
@@ -190,6 +195,18 @@ def connections(pid: int) -> tuple[int, dict[int, int]]:
             if fields[3] == "01" and fields[9] in inodes:  # ESTABLISHED, ours
                 ports[int(fields[2].rpartition(":")[2], 16)] += 1
     return fds, ports
+
+
+def children(pid: int) -> list[int]:
+    """The process's children now (a drain's sending process, smtp._Wire)."""
+    try:
+        return [
+            int(child)
+            for task in os.scandir(f"/proc/{pid}/task")
+            for child in Path(task.path, "children").read_text().split()
+        ]
+    except OSError:  # (one that ended meanwhile)
+        return []
 
 
 def dovecot_sessions(dovecot: Dovecot, user: str) -> int:
@@ -219,8 +236,12 @@ class Watch:
             if look:
                 time.sleep(0.2)
             count, ports = connections(self.pid)
-            smtp.append(ports[self.stack.smtp_port])
-            fds.append(count - smtp[-1])
+            sending = []  # (a drain's sending process)
+            for child in children(self.pid):
+                with contextlib.suppress(OSError):  # (it ended meanwhile)
+                    sending.append(connections(child)[1])
+            smtp.append(ports[self.stack.smtp_port] + sum(theirs[self.stack.smtp_port] for theirs in sending))
+            fds.append(count - ports[self.stack.smtp_port])
             imap.append(ports[self.dovecot.imap_port])
         now, cpu = time.monotonic(), cpu_seconds(self.pid)
         share = (cpu - self.last_cpu) / max(now - self.last_at, 1e-9)

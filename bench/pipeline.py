@@ -635,8 +635,11 @@ username = "{REFEREE}"\npassword = "{PASSWORD}"\n[smtp]\nhost = "127.0.0.1"\npor
 
 
 def _cpu_seconds(pid: int) -> float:
+    """A process's CPU so far, its own and its children's that it has waited
+    for (the referee's sending processes, smtp._Wire: each is waited for as
+    its drain ends)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    return sum(int(field) for field in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
 
 
 def _rss_mib(pid: int) -> float:
