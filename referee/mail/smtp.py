@@ -4,12 +4,12 @@ No mail goes out before every row that led to it is durable (Store.sync):
 what a player has seen survives a power cut.  A mail is marked sent only
 after the server accepted it, so a crash in
 between sends it again, with the Message-ID it was given when it was queued:
-a resend is recognisably the same mail.  The marks are made in batches (a
-batch handed to the sender, SEND_BATCH at most, once it is done), so a
-crash may send again as many as that, never more.  The SMTP conversation
-runs in a process of its own (``_Wire``), so mail goes out while messages
-are read.  A temporary failure of one mail (a 4xx reply, or the connection dropped or timed out while it was being sent)
-leaves it queued and tries it again later, waiting twice as long each time;
+a resend is recognisably the same mail.  The marks are made in batches (the
+mails sent while a message was read, SEND_BATCH at most), so a crash may
+send again as many as that, never more.  The SMTP conversation runs in a
+process of its own (``_Wire``), so mail goes out while messages are read.
+A temporary failure of one mail (a 4xx reply, or the connection dropped or
+timed out while it was being sent) leaves it queued and tries it again later, waiting twice as long each time;
 a permanent one (5xx) is recorded against the mail and reported by
 ``referee status``.  A server that cannot be reached at all is no failure of
 any mail: the queue stays due, and the first connection that works sends it
@@ -23,12 +23,14 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import functools
+import gc
 import logging
 import multiprocessing
 import os
 import pickle
 import signal
 import sys
+import traceback
 from collections.abc import Coroutine
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -136,8 +138,8 @@ class _Wire:
     that mail goes out while the runner reads and ingests messages, and
     neither waits on the other for Python's GIL.  It is handed rows that
     are durable already, sends them in order, and reports what became of
-    each once the batch is done (or stopped), setting ``wake`` on the
-    runner's loop; it never touches the store.
+    each as it goes, setting ``wake`` on the runner's loop once the batch
+    is done (or stopped); it never touches the store.
 
     A thread did this until issue 36's last measures: its every SMTP reply
     took the GIL from the reading thread, some 36 futex calls and 13
@@ -157,11 +159,15 @@ class _Wire:
         parent = os.getpid()
         self._pid = os.fork()
         if self._pid == 0:  # the sending process: it never returns from here
+            status = 1
             try:
                 ours.close()
                 _work(sender, theirs, parent)
+                status = 0
+            except BaseException:  # (a bug: said in the log, as the referee's own would be; the referee hears EOF)
+                log.exception("the process sending mail failed")
             finally:
-                os._exit(0)  # (no cleanup of the referee's objects it was forked with: games.db is not its own)
+                os._exit(status)  # (no cleanup of the referee's objects it was forked with: games.db is not its own)
         theirs.close()
         self._pipe = ours
         self._batch: list[OutboxRow] = []  # the mails given last, in order
@@ -171,6 +177,8 @@ class _Wire:
         self._ended.set_result(None)
         self._gone = self._home.create_future()  # the process closed its end: it has ended
         self._halt = False  # no mail begun once it is set
+        self._overdue: asyncio.TimerHandle | None = None
+        self._lost = "the process sending mail ended unexpectedly"  # what its end means, if it ends with mail in hand
         self.in_hand = 0  # mails handed over whose outcome the runner has not taken yet
         self._home.add_reader(ours.fileno(), self._heard)
 
@@ -185,7 +193,16 @@ class _Wire:
         self.in_hand += len(mails)
         self._batch, self._failure = mails, None
         self._ended = self._home.create_future()
-        self._tell(("give", mails))
+        if self._gone.done() or not self._tell(("give", mails)):  # it ended since its last batch
+            self._ended_with(SmtpUnreachable(self._lost))
+            return
+        # A batch that takes longer than the server's every reply could is
+        # stuck (the process is, or its connection): killed, it is a batch
+        # whose end is unknown, sent again by a later drain.
+        seconds = self._sender.timeout * (2 + _REPLIES_A_MAIL * len(mails))
+        self._overdue = self._home.call_later(
+            seconds, self._kill, f"the process sending mail took over {seconds:.0f} s"
+        )
 
     def outcomes(self) -> list[Outcome]:
         """What became of the mails sent since the last look."""
@@ -206,9 +223,12 @@ class _Wire:
             await asyncio.shield(self._ended)
 
     async def close(self, polite: bool) -> None:
-        """QUIT (``polite``), or just close the connection; the process ends
-        either way (killed if it has not within ENDING seconds of being told,
-        or of the server's timeout for a QUIT)."""
+        """QUIT (``polite``), or end the process at once, the connection
+        and any mail in hand with it (as a stop that waited STOP_GRACE
+        does); killed if it has not ended within ENDING seconds of being
+        told (a QUIT: and the server's timeout)."""
+        if self._overdue is not None:
+            self._overdue.cancel()  # (its pid is waited for below, and may be another's after)
         try:
             self._tell(("quit",) if polite else ("close",))
             waiting = self._sender.timeout + ENDING if polite else ENDING
@@ -222,29 +242,47 @@ class _Wire:
                     os.kill(self._pid, signal.SIGKILL)
             os.waitpid(self._pid, 0)
 
-    def _tell(self, message: tuple[object, ...]) -> None:
-        with suppress(OSError):  # (it has ended: heard by _heard)
+    def _tell(self, message: tuple[object, ...]) -> bool:
+        """Say ``message`` to the process; whether it could be said (not if it has ended)."""
+        try:
             self._pipe.send(message)
+        except OSError:
+            return False
+        return True
+
+    def _kill(self, why: str) -> None:
+        self._lost = why
+        with suppress(ProcessLookupError):
+            os.kill(self._pid, signal.SIGKILL)  # (its end is heard: _heard)
 
     def _heard(self) -> None:
-        """What the process said (on the runner's loop): a batch done, or its end."""
+        """What the process said (on the runner's loop): a mail's outcomes,
+        the batch's end, or its own end."""
         try:
             while self._pipe.poll():
-                said, outcomes, failure = self._pipe.recv()
-                assert said == "ended"
-                self._ended_with(outcomes, failure)
+                said, what = self._pipe.recv()
+                if said == "mail":
+                    self._note(what)
+                else:
+                    self._ended_with(what)
         except (EOFError, OSError):
             self._home.remove_reader(self._pipe.fileno())
-            if not self._ended.done():  # it died with mail in hand: what it sent is unknown, so none is marked
-                self._ended_with([], SmtpUnreachable("the process sending mail ended unexpectedly"))
+            if not self._ended.done():  # it died with mail in hand: the mails it reported are marked, no other
+                self._ended_with(SmtpUnreachable(self._lost))
             if not self._gone.done():
                 self._gone.set_result(None)
 
-    def _ended_with(self, outcomes: list[tuple[int | None, str, str, int]], failure: BaseException | None) -> None:
+    def _note(self, outcomes: list[tuple[int | None, str, str, int]]) -> None:
+        """A mail's outcomes, by its place in the batch (no wake: the drain
+        takes them at its next look, or at the batch's end)."""
         for index, said, error, code in outcomes:
             self._outcomes.append(Outcome(None if index is None else self._batch[index], Said(said), error, code))
             if said == Said.DROPPED.value:
                 self._halt = True
+
+    def _ended_with(self, failure: BaseException | None) -> None:
+        if self._overdue is not None:
+            self._overdue.cancel()
         self._failure = failure
         if not self._ended.done():
             self._ended.set_result(None)
@@ -259,11 +297,17 @@ def _work(sender: SmtpSender, pipe: Connection, parent: int) -> None:
     what became of it, until it is told to QUIT or close, or the referee
     is gone."""
     _die_with(parent)
+    # What the referee's objects were at the fork is never collected here:
+    # garbage it had not collected yet may hold its sockets and files, and
+    # their finalizers are the referee's business, not this process's.
+    gc.freeze()
     signal.set_wakeup_fd(-1)  # (the referee's loop's: a signal here must not wake it)
     for stopping in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stopping, signal.SIG_IGN)  # (the referee's stop ends this one, after the mail in hand)
     asyncio.events._set_running_loop(None)  # (the referee's loop, forked running: not this process's)
-    asyncio.run(_serve(sender, pipe))
+    # A loop of its own, left as it is at the end (os._exit): asyncio.run's
+    # cleanup would wait on its executor's threads without a time limit.
+    asyncio.new_event_loop().run_until_complete(_serve(sender, pipe))
 
 
 def _die_with(parent: int) -> None:
@@ -277,6 +321,7 @@ def _die_with(parent: int) -> None:
 
 
 _PR_SET_PDEATHSIG = 1  # (linux/prctl.h)
+_REPLIES_A_MAIL = 4  # MAIL, RCPT, DATA, the data's end: each waits on the server's timeout at most
 
 
 async def _serve(sender: SmtpSender, pipe: Connection) -> None:
@@ -292,6 +337,8 @@ async def _serve(sender: SmtpSender, pipe: Connection) -> None:
                 message = pipe.recv()
                 if message[0] == "halt":
                     halt = True  # (read between two mails: the one in hand finishes)
+                elif message[0] == "close":
+                    os._exit(0)  # at once: the mail in hand, if any, is cut off (the kernel closes the connection)
                 else:
                     told.put_nowait(message)
         except (EOFError, OSError):  # the referee is gone: nothing sent from here on would be marked
@@ -303,7 +350,6 @@ async def _serve(sender: SmtpSender, pipe: Connection) -> None:
         if message[0] != "give":
             break
         mails: list[OutboxRow] = message[1]  # type: ignore[assignment]
-        outcomes: list[tuple[int | None, str, str, int]] = []
         failure: BaseException | None = None
         try:
             if client is None:  # the first mails: connect here, so the runner never waits on it
@@ -312,20 +358,19 @@ async def _serve(sender: SmtpSender, pipe: Connection) -> None:
                 if halt:
                     break
                 said = await sender._send(client, mail)
-                outcomes += [(None if o.mail is None else index, o.said.value, o.error, o.code) for o in said]
+                pipe.send(("mail", [(None if o.mail is None else index, o.said.value, o.error, o.code) for o in said]))
                 if said[-1].said is Said.DROPPED:
                     halt = True
                     break
         except Exception as error:  # noqa: BLE001 - of no known kind: the runner hears it
+            if not isinstance(error, SmtpUnreachable):  # (a bug: where it happened, for the referee's log)
+                error.add_note("".join(traceback.format_exception(error)).rstrip())
             failure = _portable(error)
-        pipe.send(("ended", outcomes, failure))
-    if client is not None:
-        if message[0] == "quit":
-            try:
-                await client.quit()
-            except (aiosmtplib.SMTPException, OSError):
-                client.close()
-        else:
+        pipe.send(("ended", failure))
+    if client is not None:  # (told to QUIT: "close" ends the process at once)
+        try:
+            await client.quit()
+        except (aiosmtplib.SMTPException, OSError):
             client.close()
 
 

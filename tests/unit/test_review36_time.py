@@ -81,11 +81,25 @@ def _setup(config, clock, maildir, port, games=3):
     return engine, runner
 
 
+_BEFORE: set[str] = set()  # this process's children as the test began
+
+
+@pytest.fixture(autouse=True)
+def children_before() -> None:
+    _BEFORE.clear()
+    _BEFORE.update(_children())
+
+
 def _senders() -> list[str]:
-    """This process's children, running or not yet waited for: a sending
-    process (smtp._Wire) left behind after its drain ended would be one."""
-    tasks = Path("/proc/self/task")
-    return [pid for task in tasks.iterdir() for pid in (task / "children").read_text().split()]
+    """This process's children started since the test began, running or
+    ended and not waited for: a sending process (smtp._Wire) left behind
+    after its drain ended would be one.  (Those of earlier tests, such as
+    Dovecot's, are not the test's.)"""
+    return [pid for pid in _children() if pid not in _BEFORE]
+
+
+def _children() -> list[str]:
+    return [pid for task in Path("/proc/self/task").iterdir() for pid in (task / "children").read_text().split()]
 
 
 @pytest.mark.parametrize("size", [1, 4, 20])

@@ -17,12 +17,14 @@ from pathlib import Path
 
 import pytest
 from test_review36_time import _senders, _setup
+from test_review36_time import children_before as _children_before
 from test_review36_time import maildir as _maildir
 from test_review36_time import picky as _picky
 
 from referee.mail import smtp
+from referee.runner import cancel_and_wait
 
-maildir, picky = _maildir, _picky  # the fixtures
+maildir, picky, children_before = _maildir, _picky, _children_before  # the fixtures (the last: of every test)
 
 
 def _wait(condition, seconds: float = 10.0) -> None:
@@ -88,9 +90,10 @@ def test_a_stop_sent_to_the_whole_group_does_not_cut_the_mail_in_hand(
 
 def test_a_sending_process_killed_mid_batch_costs_no_mail(config, clock, maildir, picky, monkeypatch):
     """The sending process killed alone (the kernel's OOM killer, a keeper's
-    kill): the drain says the server is unreachable, marks none of the batch
-    (what it sent is unknown), and the next drain sends all of it: none is
-    lost, none sent more than twice (a crash may send a batch again)."""
+    kill) while the server holds its third mail: the drain says the server
+    is unreachable, marks the two it reported sent, and the next drain
+    sends the rest: none is lost, and none goes twice but the mail in hand
+    (a server that took it as the connection went)."""
     monkeypatch.setattr(smtp, "SEND_BATCH", 4)
     server, port = picky
     engine, runner = _setup(config, clock, maildir, port)
@@ -111,14 +114,13 @@ def test_a_sending_process_killed_mid_batch_costs_no_mail(config, clock, maildir
     asyncio.run(go())
     assert not _senders()
     rows = {row["id"]: row for row in engine.store.outbox(None)}
-    assert all(rows[row["id"]]["state"] == "queued" for row in queued)  # nothing of the batch marked
+    assert [rows[row["id"]]["state"] for row in queued[:4]] == ["sent", "sent", "queued", "queued"]
     asyncio.run(runner.sender.drain())
     rows = {row["id"]: row for row in engine.store.outbox(None)}
     assert all(row["state"] == "sent" for row in rows.values())
     taken = [m for m in server.taken if m]
     assert set(taken) == {row["message_id"] for row in rows.values()}
-    assert max(taken.count(m) for m in taken) <= 2
-    assert len(taken) - len(set(taken)) <= 4  # at most the batch it was killed in, again
+    assert {m for m in taken if taken.count(m) > 1} <= {queued[2]["message_id"]}  # (if the server kept it)
 
 
 _DRAIN = """
@@ -173,3 +175,67 @@ def _ended(pid: str) -> bool:
     except FileNotFoundError:
         return True
     return state in ("Z", "X")
+
+
+def test_a_sending_process_lost_between_batches_ends_the_drain_and_costs_no_mail(
+    config, clock, maildir, picky, monkeypatch
+):
+    """The sending process dies while it waits for its next batch (the
+    reading has not filled one yet): the next batch finds it gone, and the
+    drain says the server is unreachable instead of waiting for it for
+    ever; the mail stays queued for the next drain."""
+    server, port = picky
+    engine, runner = _setup(config, clock, maildir, port)
+    queued = engine.store.outbox("queued")
+    monkeypatch.setattr(smtp, "SEND_BATCH", len(queued) - 1)  # a full batch, then one mail waits for the reading
+
+    async def go() -> None:
+        feed = smtp.Feed()
+        task = asyncio.ensure_future(runner.sender.drain(feed))
+        while len(engine.store.outbox("sent")) < len(queued) - 1:
+            await asyncio.sleep(0.01)
+        (sender,) = _senders()
+        os.kill(int(sender), signal.SIGKILL)
+        while not _ended(sender):
+            await asyncio.sleep(0.01)
+        feed.close()  # the reading is over: the last mail goes
+        with pytest.raises(smtp.SmtpUnreachable, match="ended unexpectedly"):
+            await asyncio.wait_for(task, 10)
+
+    asyncio.run(go())
+    assert not _senders()
+    assert [row["state"] for row in engine.store.outbox(None)].count("queued") == 1
+    asyncio.run(runner.sender.drain())
+    rows = engine.store.outbox(None)
+    assert all(row["state"] == "sent" for row in rows)
+    assert sorted(server.taken) == sorted(row["message_id"] for row in rows)  # each once
+
+
+def test_a_stop_that_waited_its_grace_ends_the_sending_process_at_once(config, clock, maildir, picky, monkeypatch):
+    """A stop while the server holds a mail past STOP_GRACE: the drain ends
+    soon after the grace (the sending process is ended, its connection and
+    the mail in hand with it), that mail stays queued, and the next drain
+    sends it."""
+    monkeypatch.setattr(smtp, "STOP_GRACE", 0.2)
+    server, port = picky
+    engine, runner = _setup(config, clock, maildir, port)
+    server.plan = {2: "hold"}
+
+    async def go() -> float:
+        task = asyncio.ensure_future(runner.sender.drain())
+        while not server.holding.is_set():
+            await asyncio.sleep(0.01)
+        stopped = time.monotonic()
+        await cancel_and_wait(task)
+        return time.monotonic() - stopped
+
+    took = asyncio.run(go())
+    assert took < smtp.ENDING / 2  # not the held mail's time, nor the wait for a process that will not end
+    assert not _senders()
+    rows = engine.store.outbox(None)
+    assert [row["state"] for row in rows].count("sent") == 1  # the first mail, taken before the hold
+    server.release.set()
+    asyncio.run(runner.sender.drain())
+    rows = engine.store.outbox(None)
+    assert all(row["state"] == "sent" for row in rows)
+    assert {m for m in server.taken if m} == {row["message_id"] for row in rows}
