@@ -468,6 +468,33 @@ class SentWhileReading:
         return early / max(sum(count for _, count in self.marked), 1)
 
 
+async def small_drains(times: int = 20) -> tuple[float, float, int]:
+    """The CPU of a drain of a few mails, as a cron run or the daemon makes
+    one for a move or two: one new game's start mails, to the SMTP server
+    that answers at once.  The referee's (its process's and its sending
+    process's, forked for each drain) and the sending process's alone, the
+    medians of ``times``, and the mails a drain sent."""
+    dovecot, stack = start_servers(own_process=True)
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            config = bench_config(dovecot, stack, Path(folder))
+            engine = Engine(Store(config.database), config)
+            runner = Runner.from_config(config, engine)
+            figures = []
+            for game in range(times):
+                engine.new_game("pure-skill", players(game, False))
+                before, theirs = _usage(), resource.getrusage(resource.RUSAGE_CHILDREN)
+                sent = (await runner.sender.drain()).sent
+                used, theirs_now = _since(before), resource.getrusage(resource.RUSAGE_CHILDREN)
+                sending = theirs_now.ru_utime + theirs_now.ru_stime - theirs.ru_utime - theirs.ru_stime
+                figures.append((used.ru_utime + used.ru_stime, sending))
+            await runner.close()
+    finally:
+        stack.stop()
+        dovecot.close()
+    return statistics.median(f[0] for f in figures), statistics.median(f[1] for f in figures), sent
+
+
 async def one_run(games: int, target: int, run: int, deliver: bool, kinds: tuple[str, ...], count: bool) -> dict:
     dovecot, stack = start_servers(games if deliver else 0, own_process=True)
     try:
@@ -712,8 +739,8 @@ def main() -> None:
     elif counted:
         print("  (the figures below are of a run that counted statements: its CPU is inflated; see --no-count)")
     print(
-        f"  CPU per move: referee {median('cpu_per_move') * 1000:.2f} ms (its process: the SMTP sink and Dovecot "
-        f"run in others), raw clients {median('raw_cpu_per_move') * 1000:.2f} ms (FETCH and send); "
+        f"  CPU per move: referee {median('cpu_per_move') * 1000:.2f} ms (its process and its sending processes: "
+        f"the SMTP sink and Dovecot run in others), raw clients {median('raw_cpu_per_move') * 1000:.2f} ms (FETCH and send); "
         f"{median('cpu_per_move') / median('raw_cpu_per_move'):.1f}x"
     )
     print(
@@ -734,6 +761,11 @@ def main() -> None:
             f"the referee's ratio against that loaded time {median('loaded_ratio'):.2f}"
         )
     print(f"  mail out sent before the last message was read {median('sent_while_reading'):8.0%}")
+    cpu, sending, mails = asyncio.run(small_drains())
+    print(
+        f"a drain of {mails} mails (one game's start, to the server that answers at once): {cpu * 1000:.1f} ms of "
+        f"CPU, its sending process's {sending * 1000:.1f} ms (forked for the drain; the median of 20)"
+    )
     if args.no_latency:
         return
     print("receipt latency in serve: bid delivered to the referee -> receipt delivered to the player", flush=True)
