@@ -432,9 +432,8 @@ class SentWhileReading:
     """The share of the mail a pass sent before it had read its last
     message (Engine.ingest returned for it): how far sending keeps pace
     with reading.  A mail counts as sent when the referee marks it so
-    (Store.mark_sent, once the server took the batch it was in: the
-    sending process reports a batch at its end), so the share is, if
-    anything, a batch short."""
+    (Store.mark_sent, at the drain's first look after the sending process
+    said the server took it), so the share is, if anything, a little short."""
 
     def __init__(self, engine: Engine):
         self.engine, self.marked, self.last_read, self.start = engine, [], 0.0, 0.0

@@ -25,10 +25,13 @@ import ctypes
 import functools
 import gc
 import logging
+import math
 import multiprocessing
 import os
 import pickle
 import signal
+import socket
+import struct
 import sys
 import traceback
 from collections.abc import Coroutine
@@ -170,6 +173,9 @@ class _Wire:
                 os._exit(status)  # (no cleanup of the referee's objects it was forked with: games.db is not its own)
         theirs.close()
         self._pipe = ours
+        # A batch given to a process that does not read (stuck) fails after the server's timeout, not never.
+        with socket.socket(fileno=os.dup(ours.fileno())) as end:  # (the same socket: its options are the pipe's)
+            end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", math.ceil(sender.timeout), 0))
         self._batch: list[OutboxRow] = []  # the mails given last, in order
         self._outcomes: list[Outcome] = []  # heard, not taken yet
         self._failure: BaseException | None = None
@@ -186,6 +192,17 @@ class _Wire:
     def halted(self) -> bool:
         return self._halt
 
+    @property
+    def busy(self) -> bool:
+        """Whether it has mail in hand, or has not said its last batch ended
+        (a batch is given only once the one before has: its end is that
+        batch's, and no other's)."""
+        return self.in_hand > 0 or not self._ended.done()
+
+    @property
+    def closed(self) -> bool:
+        return self._pipe.closed
+
     def give(self, mails: list[OutboxRow]) -> None:
         """Send ``mails``, in order (called with none in hand); ``wake`` is
         set once they are all sent, or the sending stopped: their sent marks
@@ -199,7 +216,8 @@ class _Wire:
         # A batch that takes longer than the server's every reply could is
         # stuck (the process is, or its connection): killed, it is a batch
         # whose end is unknown, sent again by a later drain.
-        seconds = self._sender.timeout * (2 + _REPLIES_A_MAIL * len(mails))
+        replies = _REPLIES_TO_CONNECT + sum(_REPLIES_A_MAIL + len(mail["recipients"]) for mail in mails)
+        seconds = self._sender.timeout * replies
         self._overdue = self._home.call_later(
             seconds, self._kill, f"the process sending mail took over {seconds:.0f} s"
         )
@@ -235,12 +253,13 @@ class _Wire:
             with suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._gone), waiting)
         finally:
-            self._home.remove_reader(self._pipe.fileno())
-            self._pipe.close()
             if not self._gone.done():
                 with suppress(ProcessLookupError):
                     os.kill(self._pid, signal.SIGKILL)
             os.waitpid(self._pid, 0)
+            self._heard()  # what it said before it ended (the pipe holds it, then its end)
+            self._home.remove_reader(self._pipe.fileno())
+            self._pipe.close()
 
     def _tell(self, message: tuple[object, ...]) -> bool:
         """Say ``message`` to the process; whether it could be said (not if it has ended)."""
@@ -321,7 +340,11 @@ def _die_with(parent: int) -> None:
 
 
 _PR_SET_PDEATHSIG = 1  # (linux/prctl.h)
-_REPLIES_A_MAIL = 4  # MAIL, RCPT, DATA, the data's end: each waits on the server's timeout at most
+# The replies a batch waits for, each for the server's timeout at most: a
+# connection's (the greeting, EHLO, STARTTLS and EHLO again, AUTH), and a
+# mail's (MAIL, DATA, the data's end, RSET after a refusal), and a RCPT a recipient.
+_REPLIES_TO_CONNECT = 5
+_REPLIES_A_MAIL = 4
 
 
 async def _serve(sender: SmtpSender, pipe: Connection) -> None:
@@ -445,7 +468,7 @@ class SmtpSender:
                 wake.clear()  # (set again by whatever comes from here on: the feed, or the wire)
                 if wire is not None:
                     self._settle(wire, report)
-                if wire is None or not wire.in_hand:
+                if wire is None or not wire.busy:
                     due = self.store.outbox(MailState.QUEUED, due=iso(self.clock()), after=last, limit=SEND_BATCH)
                     reading = feed is not None and not feed.closed
                     if due and (len(due) == SEND_BATCH or not reading):
@@ -465,21 +488,25 @@ class SmtpSender:
                     elif not (due or reading):
                         return report
                 if feed:
-                    feed.looked(sending=wire is not None and wire.in_hand > 0)
+                    feed.looked(sending=wire is not None and wire.busy)
                 await wake.wait()
         except asyncio.CancelledError:  # stopping: the mail in hand may finish, no polite QUIT
             if wire is not None:
                 try:
                     await _finishing(wire.halt())
                 finally:
-                    with suppress(SmtpUnreachable):  # (the stop is what the caller hears)
-                        self._settle(wire, report)
+                    try:
+                        await wire.close(polite=False)  # (the process's last words are heard as it ends)
+                    finally:
+                        with suppress(SmtpUnreachable):  # (the stop is what the caller hears)
+                            self._settle(wire, report)
             raise
         finally:
             if feed:
                 feed.looked(sending=False)  # (a reading that waits on the wire goes on)
-            if wire is not None:
-                await wire.close(polite=not wire.halted)
+            if wire is not None and not wire.closed:
+                # QUIT when all is done; with mail in hand (an error here), end it at once
+                await wire.close(polite=not (wire.halted or wire.busy))
 
     async def _open(self) -> aiosmtplib.SMTP:
         """A connection, logged in (run in the wire's process)."""

@@ -239,3 +239,46 @@ def test_a_stop_that_waited_its_grace_ends_the_sending_process_at_once(config, c
     rows = engine.store.outbox(None)
     assert all(row["state"] == "sent" for row in rows)
     assert {m for m in server.taken if m} == {row["message_id"] for row in rows}
+
+
+async def _slow_to_end(sender, pipe) -> None:
+    """A sending process (smtp._serve's stand-in, forked with the test's
+    module) that says each mail sent, says its batch's end a while after
+    the last one, and dies after the first mail of its second batch."""
+    batches = 0
+    while (message := pipe.recv())[0] == "give":
+        batches += 1
+        for index, _ in enumerate(message[1]):
+            pipe.send(("mail", [(index, smtp.Said.SENT.value, "", 250)]))
+            if batches == 2:
+                os._exit(1)
+        await asyncio.sleep(0.3)
+        pipe.send(("ended", None))
+
+
+def test_a_batch_is_given_only_once_the_one_before_has_ended(config, clock, maildir, picky, monkeypatch):
+    """The reading wakes the drain between a batch's last mail and its end:
+    the next batch waits for that end, which is the batch's own.  (Given
+    at once, the late end was taken for the next batch's, and a process
+    lost in that batch then left the drain waiting for ever.)"""
+    _, port = picky
+    engine, runner = _setup(config, clock, maildir, port)
+    queued = engine.store.outbox("queued")
+    monkeypatch.setattr(smtp, "SEND_BATCH", 2)
+    monkeypatch.setattr(smtp, "_serve", _slow_to_end)  # (the forked process runs the module as patched)
+
+    async def go() -> None:
+        feed = smtp.Feed()
+        task = asyncio.ensure_future(runner.sender.drain(feed))
+        gives_up = time.monotonic() + 10
+        while not task.done() and time.monotonic() < gives_up:
+            feed.added()  # the reading, queueing mail as it goes
+            await asyncio.sleep(0.02)
+        assert task.done(), "the drain still waits"
+        with pytest.raises(smtp.SmtpUnreachable, match="ended unexpectedly"):
+            await task
+
+    asyncio.run(go())
+    assert not _senders()
+    states = {row["id"]: row["state"] for row in engine.store.outbox(None)}
+    assert [states[row["id"]] for row in queued[:4]] == ["sent", "sent", "sent", "queued"]
