@@ -199,14 +199,12 @@ def connections(pid: int) -> tuple[int, dict[int, int]]:
 
 def children(pid: int) -> list[int]:
     """The process's children now (a drain's sending process, smtp._Wire)."""
-    try:
-        return [
-            int(child)
-            for task in os.scandir(f"/proc/{pid}/task")
-            for child in Path(task.path, "children").read_text().split()
-        ]
-    except OSError:  # (one that ended meanwhile)
-        return []
+    found: list[int] = []
+    with contextlib.suppress(OSError):  # (the process gone)
+        for task in os.scandir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError):  # (a thread that ended meanwhile)
+                found += [int(child) for child in Path(task.path, "children").read_text().split()]
+    return found
 
 
 def dovecot_sessions(dovecot: Dovecot, user: str) -> int:
