@@ -47,9 +47,11 @@ process of that CPU, beside the mail server on this 2-core machine, slows
 the delivery; the referee's ratio against the raw time so loaded is printed
 too.  (The referee also has Dovecot read and file its messages meanwhile,
 which the Load does not: it stands in for the CPU alone.)  On 2026-11-28,
-in three runs, a Load of 0.21-0.25 of a core took the raw send to 0.87-0.91 of
-its pace alone, and the referee's ratio was 0.79-1.08 against the raw
-clients alone and 0.85-1.20 against them so loaded.  The SQL statements are
+with the sender a process of its own, in six runs, a Load of 0.25-0.30 of
+a core took the raw send to 0.81-0.90 of its pace alone, and the
+referee's ratio was 0.84-0.99 against the raw clients alone and 0.97-1.16
+against them so loaded (with the sending thread, earlier that day, in
+three runs: 0.87-0.91, and 0.79-1.08 and 0.85-1.20).  The SQL statements are
 counted in the first run alone (SQLite's trace callback writes out every
 statement with its values, which cost a quarter of the pass's CPU on main
 at issue 36), and the medians are of the runs after it (of the one run,

@@ -9,8 +9,8 @@ mails sent while a message was read, SEND_BATCH at most), so a crash may
 send again as many as that, never more.  The SMTP conversation runs in a
 process of its own (``_Wire``), so mail goes out while messages are read.
 A temporary failure of one mail (a 4xx reply, or the connection dropped or
-timed out while it was being sent) leaves it queued and tries it again later, waiting twice as long each time;
-a permanent one (5xx) is recorded against the mail and reported by
+timed out while it was being sent) leaves it queued and tries it again
+later, waiting twice as long each time; a permanent one (5xx) is recorded against the mail and reported by
 ``referee status``.  A server that cannot be reached at all is no failure of
 any mail: the queue stays due, and the first connection that works sends it
 (the runner decides how often to try: every cron run, or the daemon's

@@ -99,9 +99,10 @@ def _senders() -> list[str]:
     return [pid for pid in _children() if pid not in _BEFORE]
 
 
-def _children() -> list[str]:
+def _children(pid: int | str = "self") -> list[str]:
+    """A process's children (this one's by default), by the kernel's list of each of its threads'."""
     found: list[str] = []
-    for task in Path("/proc/self/task").iterdir():
+    for task in Path(f"/proc/{pid}/task").iterdir():
         with suppress(FileNotFoundError):  # (a thread that ended meanwhile: a server's, say)
             found += (task / "children").read_text().split()
     return found

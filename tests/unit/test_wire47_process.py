@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_review36_time import _senders, _setup
+from test_review36_time import _children, _senders, _setup
 from test_review36_time import children_before as _children_before
 from test_review36_time import maildir as _maildir
 from test_review36_time import picky as _picky
@@ -152,7 +152,7 @@ def test_the_sending_process_does_not_outlive_a_referee_killed(config, clock, ma
     try:
         _wait(lambda: _held(server) or referee.poll() is not None)
         assert referee.poll() is None, "the drain ended before the server held its first mail"
-        (sender,) = (pid for task in Path(f"/proc/{referee.pid}/task").iterdir() for pid in _children(task))
+        (sender,) = _children(referee.pid)
         referee.kill()
         referee.wait()
         _wait(lambda: _ended(sender), seconds=5)
@@ -162,13 +162,6 @@ def test_the_sending_process_does_not_outlive_a_referee_killed(config, clock, ma
     time.sleep(0.2)
     assert len(server.taken) <= 1  # the mail held, and none begun after
     assert len(queued) > 1
-
-
-def _children(task: Path) -> list[str]:
-    try:
-        return (task / "children").read_text().split()
-    except FileNotFoundError:  # (a thread that ended meanwhile)
-        return []
 
 
 def _ended(pid: str) -> bool:
