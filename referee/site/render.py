@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any, NotRequired, Protocol, TypedDict
 
 import jinja2
+import orjson
 from markupsafe import Markup, escape
 
 import referee.record
@@ -746,7 +747,7 @@ class Site:
         return {id_: game for id_, game in state.items() if _sound(game)}
 
     def _write_changed(
-        self, name: str, text: str, report: Report, written: dict[str, str] | None, texts: dict[str, str]
+        self, name: str, text: str | bytes, report: Report, written: dict[str, str] | None, texts: dict[str, str]
     ) -> None:
         """Write ``name`` unless the last render wrote it as ``text`` already
         (``written``: the digests of a game's files as the state file keeps
@@ -755,7 +756,7 @@ class Site:
         kept there is of a file on the site (only `referee render --force`
         writes back a file deleted by hand).  ``texts`` gets its digest."""
         key = name.rsplit("/", 1)[-1]
-        data = text.encode()  # (once, for its digest and the file: a record is big)
+        data = text if isinstance(text, bytes) else text.encode()  # (once, for its digest and the file)
         texts[key] = hashlib.sha256(data).hexdigest()[:24]  # (_digest([text]))
         if not isinstance(written, dict) or written.get(key) != texts[key]:
             self._write(name, data, report)
@@ -864,13 +865,14 @@ def _fingerprint_of(rendered: _Rendered | None) -> str | None:
     return rendered.get("fingerprint") if rendered is not None else None
 
 
-def _record_text(record: dict[str, Any]) -> str:
-    """A game's record.json (or a part of it) as the site has it.  Without
-    json's check for a list or dict inside itself, which keeps a note of
-    every one and costs as much as the rest of the dump: a record is made
-    afresh for this (public.game_record), a tree of the rows' and replay's
-    values, and one that held itself would fail anyway (RecursionError)."""
-    return json.dumps(record, sort_keys=True, ensure_ascii=False, check_circular=False)
+def _record_text(record: dict[str, Any]) -> bytes:
+    """A game's record.json (or a part of it) as the site has it: its keys
+    sorted, in UTF-8, without spaces.  By orjson, not the json module: a
+    Bluff game's record is some 80 KB of small dicts, which json's C
+    encoder wrote in 1.4 ms and orjson writes in 0.2 (issue 36: a tenth of
+    a forced render).  A key that is not a string (a seat's number) is
+    written as a string, as json writes it."""
+    return orjson.dumps(record, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
 
 
 def _digest(lines: list[str]) -> str:
