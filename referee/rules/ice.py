@@ -1022,14 +1022,16 @@ def _read_pile(text: str, have: Pile, verb: str, where: str = "your active area"
     accepted when ``have`` leaves no choice of colours for it."""
     groups = _groups(text)
     named = [(colour, size) for n, size, colour in groups if colour for _ in range(n)]
-    missing = Counter(named) - Counter(have)
-    if missing:
+    try:  # (taken out one by one, not two Counters compared: a replay reads every bid again)
+        rest = _without(have, named)
+    except ValueError:  # (one of them is not there: which, by the Counters)
+        missing = Counter(named) - Counter(have)
         raise MoveError(
             f"There is no {pile_text(pile(missing.elements()))} in {where} to {verb}; it holds {pile_text(have)}."
-        )
+        ) from None
     if all(colour for _, _, colour in groups):
         return pile(named)  # (every pyramid named: nothing left to choose)
-    left, chosen = list(_without(have, named)), list(named)
+    left, chosen = list(rest), list(named)
     for n, size, colour in groups:
         if colour:
             continue
