@@ -17,9 +17,17 @@
    36: a long game's site grows by the new phase): the last move's CPU and
    bytes against move 10's are printed.
 
+With --instructions, each kind's forced render is also counted in
+instructions by Valgrind (callgrind): this virtual machine's speed moves by
+half within the hour (Bluff's render: 2.1 s and 3.2 s of CPU ten minutes
+apart), and the count does not move with it.  A run that stops before the
+render is counted too, and taken from one that renders.  It takes a few
+minutes a kind (Valgrind runs Python some fifty times slower).
+
 Prints its figures (CPU by time.process_time, wall by time.perf_counter);
 asserts nothing.
 Run: python3 bench/site.py [--games 200] [--cache /tmp/referee-bench-site] [--kinds bluff,ice] [--no-long]
+     [--instructions]
 """
 
 from __future__ import annotations
@@ -27,7 +35,9 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -94,21 +104,58 @@ def compiled(engine: Engine, templates: Path) -> None:
             site.env.get_template(name)  # (the mail's templates are another environment's)
 
 
-def full_renders(kinds: list[str], games: int, cache: Path) -> None:
+def full_renders(kinds: list[str], games: int, cache: Path, instructions: bool = False) -> None:
     print(f"forced full render of {games} finished games (CPU / wall):")
     for kind in kinds:
         database = built(kind, games, cache)
-        engine = engine_on(database, Clock())
-        phases = engine.store.db.execute("select count(*) from phases").fetchone()[0] / games
-        with tempfile.TemporaryDirectory() as folder:
-            compiled(engine, cache / "templates")
-            cpu, wall = time.process_time(), time.perf_counter()
-            report = Site(engine, Path(folder) / "site", cache=cache / "templates").render(force=True)
-            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        phases = _phases(database) / games
+        cpu, wall, report = forced_render(database, cache)
+        counted = f", {_instructions(kind, games, cache) / 1e9:.2f} billion instructions" if instructions else ""
         print(
             f"  {kind:10} {cpu:6.2f} s / {wall:6.2f} s  ({report.games_rendered} games of {phases:.0f} phases, "
-            f"{cpu / report.games_rendered * 1000:.1f} ms CPU a game)"
+            f"{cpu / report.games_rendered * 1000:.1f} ms CPU a game{counted})"
         )
+
+
+def forced_render(database: Path, cache: Path, render: bool = True) -> tuple[float, float, Report]:
+    """`referee render --force` of ``database``'s games into a folder thrown
+    away after: its CPU, its wall time and its report (without ``render``,
+    all but the render itself: what --instructions takes away)."""
+    engine = engine_on(database, Clock())
+    with tempfile.TemporaryDirectory() as folder:
+        compiled(engine, cache / "templates")
+        site = Site(engine, Path(folder) / "site", cache=cache / "templates")
+        if not render:
+            return 0.0, 0.0, Report()
+        cpu, wall = time.process_time(), time.perf_counter()
+        report = site.render(force=True)
+        return time.process_time() - cpu, time.perf_counter() - wall, report
+
+
+def _phases(database: Path) -> int:
+    store = Store(database)
+    try:
+        return store.db.execute("select count(*) from phases").fetchone()[0]
+    finally:
+        store.db.close()
+
+
+def _instructions(kind: str, games: int, cache: Path) -> int:
+    """The instructions a forced render of ``kind``'s games runs, by
+    Valgrind: this script run twice under it (--part), stopping before the
+    render and rendering, the first count taken from the second."""
+    counts = []
+    for part in ("setup", "render"):
+        with tempfile.NamedTemporaryFile() as out:
+            command = [sys.executable, __file__, "--kinds", kind, "--games", str(games), "--cache", str(cache)]
+            done = subprocess.run(
+                ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out.name}", *command, "--part", part],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+        counts.append(int(re.findall(r"Collected : (\d+)", done.stderr)[-1]))
+    return counts[1] - counts[0]
 
 
 def pure_skill_changes(games: int, cache: Path) -> None:
@@ -211,13 +258,18 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "referee-bench-site")
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--no-long", action="store_true", help="skip the long game")
+    parser.add_argument("--instructions", action="store_true", help="count each full render's instructions too")
+    parser.add_argument("--part", choices=("setup", "render"), help=argparse.SUPPRESS)  # (--instructions' runs)
     args = parser.parse_args()
     kinds = [kind for kind in args.kinds.split(",") if kind]
+    if args.part:  # one kind's forced render, or all that comes before it, under Valgrind: nothing printed
+        forced_render(built(kinds[0], args.games, args.cache), args.cache, render=args.part == "render")
+        return
     # (the figures move with the Python build: one without profile-guided optimisation takes more CPU)
     print(
         f"Python {platform.python_version()} ({os.path.realpath(sys.executable)}); load average {os.getloadavg()[0]:.2f}"
     )
-    full_renders(kinds, args.games, args.cache)
+    full_renders(kinds, args.games, args.cache, args.instructions)
     if "pure-skill" in kinds:
         pure_skill_changes(args.games, args.cache)
     if not args.no_long:
