@@ -117,19 +117,23 @@ def full_renders(kinds: list[str], games: int, cache: Path, instructions: bool =
         )
 
 
-def forced_render(database: Path, cache: Path, render: bool = True) -> tuple[float, float, Report]:
+def forced_render(database: Path, cache: Path) -> tuple[float, float, Report]:
     """`referee render --force` of ``database``'s games into a folder thrown
-    away after: its CPU, its wall time and its report (without ``render``,
-    all but the render itself: what --instructions takes away)."""
+    away after: its CPU, its wall time and its report.  In --instructions'
+    runs under Valgrind, the process ends where the render would start, or
+    where it ended (what comes after is not the render's work)."""
     engine = engine_on(database, Clock())
     with tempfile.TemporaryDirectory() as folder:
         compiled(engine, cache / "templates")
         site = Site(engine, Path(folder) / "site", cache=cache / "templates")
-        if not render:
-            return 0.0, 0.0, Report()
+        if os.environ.get(_COUNTED) == "setup":
+            os._exit(0)
         cpu, wall = time.process_time(), time.perf_counter()
         report = site.render(force=True)
-        return time.process_time() - cpu, time.perf_counter() - wall, report
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        if os.environ.get(_COUNTED) == "render":
+            os._exit(0)
+        return cpu, wall, report
 
 
 def _phases(database: Path) -> int:
@@ -142,20 +146,25 @@ def _phases(database: Path) -> int:
 
 def _instructions(kind: str, games: int, cache: Path) -> int:
     """The instructions a forced render of ``kind``'s games runs, by
-    Valgrind: this script run twice under it (--part), stopping before the
-    render and rendering, the first count taken from the second."""
+    Valgrind: this script run twice under it (_COUNTED), ending before the
+    render and after it, the first count taken from the second."""
     counts = []
     for part in ("setup", "render"):
         with tempfile.NamedTemporaryFile() as out:
             command = [sys.executable, __file__, "--kinds", kind, "--games", str(games), "--cache", str(cache)]
             done = subprocess.run(
-                ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out.name}", *command, "--part", part],
+                ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out.name}", *command],
                 capture_output=True,
                 text=True,
-                check=True,
+                env={**os.environ, "PYTHONHASHSEED": "0", _COUNTED: part},  # (the same hashes, so the same count)
             )
+        if done.returncode != 0:
+            sys.exit(f"valgrind failed ({done.returncode}):\n{done.stderr[-2000:]}")
         counts.append(int(re.findall(r"Collected : (\d+)", done.stderr)[-1]))
     return counts[1] - counts[0]
+
+
+_COUNTED = "REFEREE_BENCH_COUNTED"  # set in --instructions' runs under Valgrind: which part is counted
 
 
 def pure_skill_changes(games: int, cache: Path) -> None:
@@ -259,12 +268,10 @@ def main() -> None:
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--no-long", action="store_true", help="skip the long game")
     parser.add_argument("--instructions", action="store_true", help="count each full render's instructions too")
-    parser.add_argument("--part", choices=("setup", "render"), help=argparse.SUPPRESS)  # (--instructions' runs)
     args = parser.parse_args()
     kinds = [kind for kind in args.kinds.split(",") if kind]
-    if args.part:  # one kind's forced render, or all that comes before it, under Valgrind: nothing printed
-        forced_render(built(kinds[0], args.games, args.cache), args.cache, render=args.part == "render")
-        return
+    if os.environ.get(_COUNTED):  # one kind's forced render, or what comes before it, under Valgrind
+        forced_render(built(kinds[0], args.games, args.cache), args.cache)
     # (the figures move with the Python build: one without profile-guided optimisation takes more CPU)
     print(
         f"Python {platform.python_version()} ({os.path.realpath(sys.executable)}); load average {os.getloadavg()[0]:.2f}"

@@ -757,7 +757,7 @@ class Site:
         writes back a file deleted by hand).  ``texts`` gets its digest."""
         key = name.rsplit("/", 1)[-1]
         data = text if isinstance(text, bytes) else text.encode()  # (once, for its digest and the file)
-        texts[key] = hashlib.sha256(data).hexdigest()[:24]  # (_digest([text]))
+        texts[key] = hashlib.sha256(data).hexdigest()[:24]  # (_digest([text]) of a text)
         if not isinstance(written, dict) or written.get(key) != texts[key]:
             self._write(name, data, report)
 
@@ -870,9 +870,26 @@ def _record_text(record: dict[str, Any]) -> bytes:
     sorted, in UTF-8, without spaces.  By orjson, not the json module: a
     Bluff game's record is some 80 KB of small dicts, which json's C
     encoder wrote in 1.4 ms and orjson writes in 0.2 (issue 36: a tenth of
-    a forced render).  A key that is not a string (a seat's number) is
-    written as a string, as json writes it."""
-    return orjson.dumps(record, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    a forced render).  A record holding what orjson refuses (a whole number
+    beyond 64 bits, as a player may choose for an option; a key that is not
+    a string) is written by json, as before: one game's record never stops
+    the site (tests/unit/test_record48_text.py)."""
+    try:
+        return orjson.dumps(record, option=_ORJSON_AS_JSON)
+    except orjson.JSONEncodeError:
+        return json.dumps(record, sort_keys=True, ensure_ascii=False, check_circular=False).encode()
+
+
+# Sorted keys; and a subclass of str, int, dict or list other than an enum, a
+# date or a dataclass passed by, so refused, so written by json as before
+# (orjson would write them its own way).  (orjson writes an Enum's value and a
+# UUID, which json refused: no record of the referee's holds either.)
+_ORJSON_AS_JSON = (
+    orjson.OPT_SORT_KEYS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+)
 
 
 def _digest(lines: list[str]) -> str:
