@@ -870,10 +870,10 @@ def _record_text(record: dict[str, Any]) -> bytes:
     sorted, in UTF-8, without spaces.  By orjson, not the json module: a
     Bluff game's record is some 80 KB of small dicts, which json's C
     encoder wrote in 1.4 ms and orjson writes in 0.2 (issue 36: a tenth of
-    a forced render).  A record holding what orjson refuses (a whole number
-    beyond 64 bits, as a player may choose for an option; a key that is not
-    a string) is written by json, as before: one game's record never stops
-    the site (tests/unit/test_record48_text.py)."""
+    a forced render).  A record holding what orjson refuses and json wrote
+    (a whole number beyond 64 bits, as a player may choose for an option; a
+    key that is not a string) is written by json, as before, so such a game
+    does not stop the site (tests/unit/test_record48_text.py)."""
     try:
         return orjson.dumps(record, option=_ORJSON_AS_JSON)
     except orjson.JSONEncodeError:
