@@ -152,12 +152,15 @@ def _instructions(kind: str, games: int, cache: Path) -> int:
     for part in ("setup", "render"):
         with tempfile.NamedTemporaryFile() as out:
             command = [sys.executable, __file__, "--kinds", kind, "--games", str(games), "--cache", str(cache)]
-            done = subprocess.run(
-                ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out.name}", *command],
-                capture_output=True,
-                text=True,
-                env={**os.environ, "PYTHONHASHSEED": "0", _COUNTED: part},  # (the same hashes, so the same count)
-            )
+            try:
+                done = subprocess.run(
+                    ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out.name}", *command],
+                    capture_output=True,
+                    text=True,
+                    env={**os.environ, "PYTHONHASHSEED": "0", _COUNTED: part},  # (the same hashes: the same count)
+                )
+            except FileNotFoundError:
+                sys.exit("--instructions needs Valgrind (Debian's package valgrind)")
         if done.returncode != 0:
             sys.exit(f"valgrind failed ({done.returncode}):\n{done.stderr[-2000:]}")
         counts.append(int(re.findall(r"Collected : (\d+)", done.stderr)[-1]))
